@@ -1,0 +1,68 @@
+// Package alert holds what the alerter hands to a sink: the Notification for
+// one incident event and the Sink interface every sink package implements
+// (alerter/sinks/...). It carries no behaviour so that sinks and the alerter
+// can depend on it without depending on each other.
+package alert
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Kind is the incident event a notification announces.
+type Kind string
+
+const (
+	KindOpen     Kind = "open"
+	KindResolve  Kind = "resolve"
+	KindReminder Kind = "reminder"
+)
+
+// Notification is one incident event for one sink.
+type Notification struct {
+	// Key is the once-only ledger key (msg.LedgerKey); sinks with native
+	// dedup use IncidentID (PagerDuty dedup_key, Opsgenie alias) instead.
+	Key          string            `json:"key"`
+	Kind         Kind              `json:"kind"`
+	EndpointID   string            `json:"endpointId"`
+	EndpointName string            `json:"endpointName"`
+	EndpointURL  string            `json:"endpointUrl"` // without userinfo or query secrets
+	Labels       map[string]string `json:"labels,omitempty"`
+	IncidentID   string            `json:"incidentId"`
+	State        string            `json:"state"` // open | acknowledged | resolved
+	Class        string            `json:"class,omitempty"`
+	Reason       string            `json:"reason,omitempty"`
+	FirstFailure time.Time         `json:"firstFailure"`
+	OpenedAt     time.Time         `json:"openedAt"`
+	ResolvedAt   *time.Time        `json:"resolvedAt,omitempty"`
+	// Sequence numbers reminders (1, 2, ...); 0 otherwise.
+	Sequence int `json:"sequence,omitempty"`
+}
+
+// Sink delivers notifications to one destination.
+type Sink interface {
+	// Name identifies the sink in ledger keys, logs and metric labels. It
+	// must be stable across restarts and never contain secrets.
+	Name() string
+	// Notify delivers n. An error wrapping ErrPermanent is not retried;
+	// a *RetryAfterError says when to try again.
+	Notify(ctx context.Context, n Notification) error
+}
+
+// ErrPermanent marks a delivery failure that retrying cannot fix (a 400 from
+// the receiver, a rejected routing key).
+var ErrPermanent = errors.New("permanent delivery failure")
+
+// RetryAfterError asks the caller to wait before retrying (HTTP 429).
+type RetryAfterError struct {
+	After time.Duration
+	Err   error
+}
+
+func (e *RetryAfterError) Error() string {
+	return fmt.Sprintf("%v (retry after %s)", e.Err, e.After)
+}
+
+func (e *RetryAfterError) Unwrap() error { return e.Err }

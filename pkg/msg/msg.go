@@ -1,0 +1,245 @@
+// Package msg holds the message contracts that travel between mcpmon's roles
+// over the queues: ProbeCommand (scheduler → prober), ProbeResult (prober →
+// aggregator) and Verdict (aggregator → alerter), plus the identities derived
+// from them: probe run IDs, deduplication IDs, incident IDs and alert keys.
+//
+// Every identity here is a pure function of the message's business identity
+// (endpoint + slot, endpoint + window, endpoint + opening window), never of the
+// time of sending or a random value, so a retry after a crash produces the same
+// ID and both halves of idempotency — SQS's five-minute send dedup and the
+// long-horizon ledger — recognise it.
+package msg
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// SchemaVersion is the version of every message body this build writes.
+// Readers accept bodies with a schema version they know and reject newer ones
+// with ErrSchema so an old consumer never half-reads a new message.
+const SchemaVersion = 1
+
+// Queue names, one queue per stage.
+const (
+	QueueCommands = "commands"
+	QueueResults  = "results"
+	QueueVerdicts = "verdicts"
+)
+
+// MinuteLayout formats a verdict window in its dedup ID when windows are whole
+// minutes; SecondLayout is used for sub-minute windows (demos, tests) so that
+// two windows inside one minute never share a dedup ID.
+const (
+	MinuteLayout = "2006-01-02T1504"
+	SecondLayout = "2006-01-02T150405"
+)
+
+// ErrSchema reports a message body with an unknown schema version.
+var ErrSchema = fmt.Errorf("unsupported message schema version (this build reads %d)", SchemaVersion)
+
+// Status is a single probe's outcome.
+type Status string
+
+const (
+	StatusUp       Status = "up"
+	StatusDegraded Status = "degraded"
+	StatusDown     Status = "down"
+)
+
+// State is a verdict's state for one endpoint and window.
+type State string
+
+const (
+	StateUp       State = "up"
+	StateDegraded State = "degraded"
+	StateDown     State = "down"
+	StateNoData   State = "no_data"
+	StateRegional State = "regional" // some but not enough regions down
+)
+
+// States lists every verdict state, for pre-creating metric label values.
+var States = []State{StateUp, StateDegraded, StateDown, StateNoData, StateRegional}
+
+// ProbeCommand asks a prober to probe one endpoint for one scheduled slot.
+// Its JSON body is deterministic (fixed field order, no send time, no random
+// ID) so the commands queue can use content-based deduplication and two
+// schedulers emitting the same slot produce one message.
+type ProbeCommand struct {
+	Schema     int       `json:"schema"`
+	EndpointID string    `json:"endpointId"`
+	Slot       time.Time `json:"slot"` // UTC, whole seconds
+}
+
+// NewProbeCommand builds the command for endpointID at slot.
+func NewProbeCommand(endpointID string, slot time.Time) ProbeCommand {
+	return ProbeCommand{Schema: SchemaVersion, EndpointID: endpointID, Slot: slot.UTC().Truncate(time.Second)}
+}
+
+// ProbeRunID is derived from the command, so a probe retried for the same
+// slot publishes under the same dedup ID.
+func (c ProbeCommand) ProbeRunID() string { return ProbeRunID(c.EndpointID, c.Slot) }
+
+// GroupID is the FIFO message group: one ordered stream per endpoint.
+func (c ProbeCommand) GroupID() string { return c.EndpointID }
+
+// Body is the deterministic JSON encoding of the command.
+func (c ProbeCommand) Body() []byte { return mustJSON(c) }
+
+// ProbeRunID returns the run ID for endpointID at slot: the first 16 bytes of
+// SHA-256(endpointID "|" slot), hex encoded.
+func ProbeRunID(endpointID string, slot time.Time) string {
+	h := sha256.Sum256([]byte(endpointID + "|" + slot.UTC().Truncate(time.Second).Format(time.RFC3339)))
+	return hex.EncodeToString(h[:16])
+}
+
+// Phase names for ProbeResult.Phases and the phase histogram.
+const (
+	PhaseDNS         = "dns"
+	PhaseConnect     = "connect"
+	PhaseTLS         = "tls"
+	PhaseInitialize  = "initialize" // or server/discover under 2026-07-28
+	PhaseInitialized = "initialized"
+	PhasePing        = "ping"
+	PhaseToolsList   = "tools_list"
+	PhaseTotal       = "total"
+)
+
+// Phases lists every phase, for pre-creating metric label values.
+var Phases = []string{PhaseDNS, PhaseConnect, PhaseTLS, PhaseInitialize, PhaseInitialized, PhasePing, PhaseToolsList, PhaseTotal}
+
+// ProbeResult is what a prober observed for one probe run.
+type ProbeResult struct {
+	Schema     int       `json:"schema"`
+	EndpointID string    `json:"endpointId"`
+	ProbeRunID string    `json:"probeRunId"`
+	Slot       time.Time `json:"slot"`
+	Region     string    `json:"region,omitempty"`
+	StartedAt  time.Time `json:"startedAt"`
+	FinishedAt time.Time `json:"finishedAt"`
+
+	Status Status `json:"status"`
+	// Class is the failure class ("ok" when up); see prober for the table.
+	Class string `json:"class"`
+	// Error is a human-readable reason, never containing secrets.
+	Error      string `json:"error,omitempty"`
+	HTTPStatus int    `json:"httpStatus,omitempty"`
+
+	Transport       string `json:"transport,omitempty"`
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	ServerName      string `json:"serverName,omitempty"`
+	ServerVersion   string `json:"serverVersion,omitempty"`
+
+	// Phases holds each phase's duration in seconds.
+	Phases map[string]float64 `json:"phases,omitempty"`
+
+	CertExpiry         *time.Time `json:"certExpiry,omitempty"`
+	ToolCount          int        `json:"toolCount,omitempty"`
+	CatalogFingerprint string     `json:"catalogFingerprint,omitempty"`
+	// Events are notable changes seen by this probe (protocol version change,
+	// tool catalog drift, certificate near expiry).
+	Events []Event `json:"events,omitempty"`
+}
+
+// Event is a notable change observed by a probe.
+type Event struct {
+	Kind     string `json:"kind"`               // e.g. "protocol_version_changed", "catalog_changed", "cert_expiring"
+	Severity string `json:"severity,omitempty"` // "breaking", "info", "warning"
+	Message  string `json:"message"`
+	Details  any    `json:"details,omitempty"`
+}
+
+// DedupID is the results-queue deduplication ID: <endpointId>-<probeRunId>.
+func (r ProbeResult) DedupID() string { return r.EndpointID + "-" + r.ProbeRunID }
+
+// GroupID is the FIFO message group: the endpoint ID.
+func (r ProbeResult) GroupID() string { return r.EndpointID }
+
+// Body is the JSON encoding of the result.
+func (r ProbeResult) Body() []byte { return mustJSON(r) }
+
+// Verdict is the aggregator's decision for one endpoint and one window.
+type Verdict struct {
+	Schema     int       `json:"schema"`
+	EndpointID string    `json:"endpointId"`
+	Window     time.Time `json:"window"` // window start, UTC
+	WindowSecs int       `json:"windowSeconds"`
+	State      State     `json:"state"`
+	// Class is the failure class that decided the verdict ("ok" when up).
+	Class  string `json:"class,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Results is how many probe results the verdict folds.
+	Results int `json:"results"`
+	// FailingRegions names regions that reported down (for down and regional).
+	FailingRegions []string `json:"failingRegions,omitempty"`
+	// FirstProbeAt is the earliest probe start folded in: the pipeline-delay
+	// metrics measure from it.
+	FirstProbeAt time.Time `json:"firstProbeAt,omitzero"`
+	// EmittedAt is when the aggregator published the verdict.
+	EmittedAt time.Time `json:"emittedAt,omitzero"`
+}
+
+// DedupID is the verdicts-queue deduplication ID: verdict-<endpointId>-<minute>
+// with the minute as 2006-01-02T1504 in UTC (seconds appended for sub-minute
+// windows).
+func (v Verdict) DedupID() string { return VerdictDedupID(v.EndpointID, v.Window, v.WindowSecs) }
+
+// GroupID is the FIFO message group: the endpoint ID.
+func (v Verdict) GroupID() string { return v.EndpointID }
+
+// Body is the JSON encoding of the verdict.
+func (v Verdict) Body() []byte { return mustJSON(v) }
+
+// VerdictDedupID formats verdict-<endpointId>-<window>.
+func VerdictDedupID(endpointID string, window time.Time, windowSecs int) string {
+	layout := MinuteLayout
+	if windowSecs%60 != 0 {
+		layout = SecondLayout
+	}
+	return "verdict-" + endpointID + "-" + window.UTC().Format(layout)
+}
+
+// IncidentID is stable for an endpoint and the window that opened the
+// incident: <endpointId>-<20060102T150405Z>.
+func IncidentID(endpointID string, openingWindow time.Time) string {
+	return endpointID + "-" + openingWindow.UTC().Format("20060102T150405Z")
+}
+
+// AlertKey is the once-only key of an incident's alert: alert-<endpointId>-<incidentId>.
+// The ledger extends it with the event kind and the sink (see LedgerKey).
+func AlertKey(endpointID, incidentID string) string {
+	return "alert-" + endpointID + "-" + incidentID
+}
+
+// LedgerKey is the idempotency-ledger key of one notification: the alert key,
+// the event kind (open, resolve, reminder-N) and the sink name.
+func LedgerKey(endpointID, incidentID, kind, sink string) string {
+	return AlertKey(endpointID, incidentID) + ":" + kind + ":" + sink
+}
+
+// Decode unmarshals a message body into v and checks its schema version.
+func Decode(body []byte, v interface{ schema() int }) error {
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("decode message body: %w", err)
+	}
+	if s := v.schema(); s < 1 || s > SchemaVersion {
+		return fmt.Errorf("%w: got %d", ErrSchema, s)
+	}
+	return nil
+}
+
+func (c *ProbeCommand) schema() int { return c.Schema }
+func (r *ProbeResult) schema() int  { return r.Schema }
+func (v *Verdict) schema() int      { return v.Schema }
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only reachable with an unmarshalable Details value: a programming error.
+		panic(fmt.Sprintf("msg: encode %T: %v", v, err))
+	}
+	return b
+}

@@ -1,0 +1,63 @@
+package msg
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestProbeCommandDeterministic(t *testing.T) {
+	slot := time.Date(2026, 11, 29, 13, 4, 30, 123, time.FixedZone("x", 3600))
+	a := NewProbeCommand("ep1", slot)
+	b := NewProbeCommand("ep1", slot.UTC().Truncate(time.Second))
+	if !bytes.Equal(a.Body(), b.Body()) {
+		t.Fatalf("bodies differ:\n%s\n%s", a.Body(), b.Body())
+	}
+	want := `{"schema":1,"endpointId":"ep1","slot":"2026-11-29T12:04:30Z"}`
+	if got := string(a.Body()); got != want {
+		t.Fatalf("Body() = %s, want %s", got, want)
+	}
+	if a.ProbeRunID() != b.ProbeRunID() || len(a.ProbeRunID()) != 32 {
+		t.Fatalf("probe run IDs %q %q", a.ProbeRunID(), b.ProbeRunID())
+	}
+	if NewProbeCommand("ep1", slot.Add(time.Second)).ProbeRunID() == a.ProbeRunID() {
+		t.Fatal("different slots share a probe run ID")
+	}
+}
+
+func TestDedupIDs(t *testing.T) {
+	w := time.Date(2026, 11, 29, 13, 4, 0, 0, time.UTC)
+	r := ProbeResult{EndpointID: "ep1", ProbeRunID: "abc"}
+	if got := r.DedupID(); got != "ep1-abc" {
+		t.Errorf("result dedup = %q", got)
+	}
+	v := Verdict{EndpointID: "ep1", Window: w, WindowSecs: 60}
+	if got := v.DedupID(); got != "verdict-ep1-2026-11-29T1304" {
+		t.Errorf("verdict dedup = %q", got)
+	}
+	v2 := Verdict{EndpointID: "ep1", Window: w.Add(2 * time.Second), WindowSecs: 2}
+	if got := v2.DedupID(); got != "verdict-ep1-2026-11-29T130402" {
+		t.Errorf("sub-minute verdict dedup = %q", got)
+	}
+	inc := IncidentID("ep1", w)
+	if inc != "ep1-20261129T130400Z" {
+		t.Errorf("incident = %q", inc)
+	}
+	if got := AlertKey("ep1", inc); got != "alert-ep1-ep1-20261129T130400Z" {
+		t.Errorf("alert key = %q", got)
+	}
+}
+
+func TestDecodeSchema(t *testing.T) {
+	var v Verdict
+	if err := Decode([]byte(`{"schema":99}`), &v); !errors.Is(err, ErrSchema) {
+		t.Fatalf("err = %v, want ErrSchema", err)
+	}
+	if err := Decode(Verdict{Schema: 1, EndpointID: "e"}.Body(), &v); err != nil || v.EndpointID != "e" {
+		t.Fatalf("decode: %v %+v", err, v)
+	}
+	if err := Decode([]byte(`{`), &v); err == nil {
+		t.Fatal("want error on bad JSON")
+	}
+}

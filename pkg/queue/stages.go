@@ -1,0 +1,43 @@
+package queue
+
+import (
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+)
+
+// DefaultMaxReceiveCount is the redrive threshold for every stage: enough
+// receives to ride out a dependency outage of a few minutes (Redis restart,
+// sink down) before a message is declared poison and moved to the DLQ.
+const DefaultMaxReceiveCount = 10
+
+// StageConfigs returns the three stage queues. `mcpmon queues ensure`, the
+// embedded queue and deploy/cloudformation all derive from this one list.
+func StageConfigs() []Config {
+	return []Config{
+		{
+			// Command bodies are deterministic (endpoint + slot), so two
+			// schedulers emitting the same slot collapse to one message.
+			Name:              msg.QueueCommands,
+			ContentBasedDedup: true,
+			DedupScope:        DedupScopeQueue,
+			VisibilityTimeout: 60 * time.Second,
+			MaxReceiveCount:   DefaultMaxReceiveCount,
+			Retention:         4 * 24 * time.Hour,
+		},
+		{
+			Name:              msg.QueueResults,
+			DedupScope:        DedupScopeQueue,
+			VisibilityTimeout: 30 * time.Second,
+			MaxReceiveCount:   DefaultMaxReceiveCount,
+			Retention:         4 * 24 * time.Hour,
+		},
+		{
+			Name:              msg.QueueVerdicts,
+			DedupScope:        DedupScopeQueue,
+			VisibilityTimeout: 60 * time.Second,
+			MaxReceiveCount:   DefaultMaxReceiveCount,
+			Retention:         4 * 24 * time.Hour,
+		},
+	}
+}

@@ -1,0 +1,262 @@
+// Package store defines mcpmon's durable state and its long-horizon
+// idempotency ledger: registered endpoints, each endpoint's latest probe result
+// and verdict history, the aggregator's open windows, incidents with the
+// alerter's per-endpoint tracker, and the claim-before-effect ledger that makes
+// "one alert per incident per sink" hold beyond SQS's five-minute dedup window.
+//
+// Two implementations satisfy Store: the embedded one on bbolt in the data dir
+// (pkg/store/bolt) and Redis (pkg/store/redis). The conformance suite in
+// pkg/store/storetest runs against both. Consumers declare the narrow
+// interface they need next to their own code; Store is the union that the
+// implementations and the suite share.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+)
+
+// Sentinel errors.
+var (
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a compare-and-set lost to a concurrent writer; reload and retry.
+	ErrConflict = errors.New("conflict: the record changed since it was read")
+	// ErrWindowDecided: a result for a window whose verdict is already out.
+	ErrWindowDecided = errors.New("window already decided")
+	// ErrUnavailable wraps backend connectivity failures so consumers can
+	// leave messages in the queue and report not-ready.
+	ErrUnavailable = errors.New("store unavailable")
+)
+
+// Endpoint is a registered MCP endpoint.
+type Endpoint struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	URL       string `json:"url"`
+	Transport string `json:"transport"` // auto | streamable-http | sse
+	// ProtocolVersion pins a protocol revision; empty negotiates.
+	ProtocolVersion string        `json:"protocolVersion,omitempty"`
+	Schedule        string        `json:"schedule"` // 5-field cron or @every
+	Timeout         time.Duration `json:"timeout"`
+	// LatencyThreshold marks a slower probe degraded; 0 uses the default.
+	LatencyThreshold time.Duration `json:"latencyThreshold,omitempty"`
+	// Headers are sent with every probe request. Values are secrets: the API
+	// never returns them and nothing logs them.
+	Headers map[string]string `json:"headers,omitempty"`
+	Labels  map[string]string `json:"labels,omitempty"`
+	// Rules tune verdicts and incidents; nil uses the defaults.
+	Rules *Rules `json:"rules,omitempty"`
+	// Sinks names alert sinks for this endpoint, plus per-endpoint sink configs.
+	Sinks json.RawMessage `json:"sinks,omitempty"`
+	// Paused endpoints are not scheduled.
+	Paused    bool      `json:"paused,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	// Version increases on every update (compare-and-set).
+	Version int64 `json:"version"`
+}
+
+// Rules tune how verdicts become incidents. Zero fields use defaults.
+type Rules struct {
+	OpenAfter      int           `json:"openAfter,omitempty"`      // N down windows ...
+	OpenWindow     int           `json:"openWindow,omitempty"`     // ... of the last M
+	ResolveAfter   int           `json:"resolveAfter,omitempty"`   // K consecutive up windows
+	RegionQuorum   int           `json:"regionQuorum,omitempty"`   // Q regions down (0 = majority)
+	RepeatInterval time.Duration `json:"repeatInterval,omitempty"` // reminder interval (0 = none)
+}
+
+// VerdictRecord is a stored verdict.
+type VerdictRecord = msg.Verdict
+
+// WindowRef names one endpoint's aggregation window.
+type WindowRef struct {
+	EndpointID string    `json:"endpointId"`
+	Window     time.Time `json:"window"`
+}
+
+// IncidentState is an incident's lifecycle state.
+type IncidentState string
+
+const (
+	IncidentOpen         IncidentState = "open"
+	IncidentAcknowledged IncidentState = "acknowledged"
+	IncidentResolved     IncidentState = "resolved"
+)
+
+// Incident is one outage of one endpoint, from the window that opened it to
+// the window that resolved it.
+type Incident struct {
+	ID             string        `json:"id"` // msg.IncidentID(endpoint, opening window)
+	EndpointID     string        `json:"endpointId"`
+	State          IncidentState `json:"state"`
+	OpenedWindow   time.Time     `json:"openedWindow"`
+	OpenedAt       time.Time     `json:"openedAt"`
+	FirstFailure   time.Time     `json:"firstFailure"`
+	Class          string        `json:"class,omitempty"`
+	Reason         string        `json:"reason,omitempty"`
+	AckedAt        *time.Time    `json:"ackedAt,omitempty"`
+	AckedBy        string        `json:"ackedBy,omitempty"`
+	ResolvedWindow *time.Time    `json:"resolvedWindow,omitempty"`
+	ResolvedAt     *time.Time    `json:"resolvedAt,omitempty"`
+	Transitions    []Transition  `json:"transitions"`
+	// Data holds alerter-private state (pending notifications, reminders).
+	Data    json.RawMessage `json:"data,omitempty"`
+	Version int64           `json:"version"`
+}
+
+// Transition is one step of an incident's history.
+type Transition struct {
+	At     time.Time     `json:"at"`
+	From   IncidentState `json:"from,omitempty"`
+	To     IncidentState `json:"to"`
+	Reason string        `json:"reason"`
+}
+
+// Tracker is the alerter's per-endpoint evaluation state: the recent verdict
+// states it has folded and the incident currently open, if any.
+type Tracker struct {
+	EndpointID     string      `json:"endpointId"`
+	LastWindow     time.Time   `json:"lastWindow"`
+	Recent         []msg.State `json:"recent"` // newest last, at most M
+	ConsecutiveUp  int         `json:"consecutiveUp"`
+	OpenIncidentID string      `json:"openIncidentId,omitempty"`
+	// Data holds alerter-private state.
+	Data    json.RawMessage `json:"data,omitempty"`
+	Version int64           `json:"version"` // 0 = never saved
+}
+
+// IncidentFilter selects incidents; zero fields match all.
+type IncidentFilter struct {
+	EndpointID string
+	State      IncidentState
+	Limit      int
+}
+
+// ClaimState is the outcome of a ledger claim.
+type ClaimState int
+
+const (
+	// ClaimAcquired: the caller now holds the key and must perform the effect,
+	// then Complete it (or Release it on failure).
+	ClaimAcquired ClaimState = iota + 1
+	// ClaimDone: the effect was already performed; skip it.
+	ClaimDone
+	// ClaimHeld: another owner holds a live lease; retry later.
+	ClaimHeld
+)
+
+func (s ClaimState) String() string {
+	switch s {
+	case ClaimAcquired:
+		return "acquired"
+	case ClaimDone:
+		return "done"
+	case ClaimHeld:
+		return "held"
+	}
+	return "unknown"
+}
+
+// Endpoints is the endpoint registry.
+type Endpoints interface {
+	// CreateEndpoint stores a new endpoint (Version becomes 1).
+	CreateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
+	// UpdateEndpoint replaces e if its Version matches (ErrConflict otherwise)
+	// and returns it with the next version.
+	UpdateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
+	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
+	ListEndpoints(ctx context.Context) ([]Endpoint, error)
+	// DeleteEndpoint removes the endpoint; ErrNotFound if absent.
+	DeleteEndpoint(ctx context.Context, id string) error
+}
+
+// Results keeps each endpoint's latest probe result and the aggregator's
+// open windows.
+type Results interface {
+	// PutLatestResult stores r unless a result for a later slot is stored.
+	PutLatestResult(ctx context.Context, r msg.ProbeResult) error
+	LatestResult(ctx context.Context, endpointID string) (msg.ProbeResult, error)
+
+	// AddWindowResult adds r to the endpoint's window, idempotently by
+	// (ProbeRunID, Region): added is false for a duplicate. It returns
+	// ErrWindowDecided when a verdict for that window or a later one exists.
+	AddWindowResult(ctx context.Context, window time.Time, r msg.ProbeResult) (added bool, err error)
+	WindowResults(ctx context.Context, ref WindowRef) ([]msg.ProbeResult, error)
+	// OpenWindows lists undecided windows that start before `before`.
+	OpenWindows(ctx context.Context, before time.Time) ([]WindowRef, error)
+}
+
+// Verdicts keeps each endpoint's verdict history.
+type Verdicts interface {
+	// RecordVerdict atomically: if v.Window is after the endpoint's last
+	// verdict window, sets it as the last verdict, appends it to the history
+	// (trimmed to the retention) and drops the window's results; returns
+	// applied=false and changes nothing otherwise.
+	RecordVerdict(ctx context.Context, v msg.Verdict) (applied bool, err error)
+	LastVerdict(ctx context.Context, endpointID string) (msg.Verdict, error)
+	// ListVerdicts returns up to limit verdicts, newest first.
+	ListVerdicts(ctx context.Context, endpointID string, limit int) ([]msg.Verdict, error)
+}
+
+// Incidents keeps incidents and the alerter's trackers.
+type Incidents interface {
+	GetTracker(ctx context.Context, endpointID string) (Tracker, error) // zero Tracker (Version 0) if none
+	// SaveTracker atomically writes t (compare-and-set on t.Version; 0 means
+	// create) and each incident (compare-and-set on its Version; 0 means
+	// create). On success the stored versions are one higher. ErrConflict if
+	// any version differs; nothing is written then.
+	SaveTracker(ctx context.Context, t Tracker, incidents ...Incident) error
+	GetIncident(ctx context.Context, id string) (Incident, error)
+	// UpdateIncident compare-and-sets one incident (acknowledge over the API).
+	UpdateIncident(ctx context.Context, inc Incident) (Incident, error)
+	// ListIncidents returns matching incidents, newest opened first.
+	ListIncidents(ctx context.Context, f IncidentFilter) ([]Incident, error)
+}
+
+// Ledger is the claim-before-effect idempotency ledger. A key moves
+// absent → claimed (by an owner, for a lease) → done (kept for the TTL).
+type Ledger interface {
+	// Claim takes key for owner for lease. A claim whose lease expired may be
+	// taken over by another owner.
+	Claim(ctx context.Context, key, owner string, lease time.Duration) (ClaimState, error)
+	// Complete marks a claimed key done; ErrConflict if owner lost the claim.
+	Complete(ctx context.Context, key, owner string) error
+	// Release drops owner's claim so the effect can be retried at once.
+	Release(ctx context.Context, key, owner string) error
+}
+
+// Objects is a small versionless document store for configuration that has
+// no query needs: maintenance windows, global sink settings, tool catalogs.
+type Objects interface {
+	PutObject(ctx context.Context, kind, id string, doc []byte) error
+	GetObject(ctx context.Context, kind, id string) ([]byte, error) // ErrNotFound
+	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
+	DeleteObject(ctx context.Context, kind, id string) error
+}
+
+// Store is everything a backend implements.
+type Store interface {
+	Endpoints
+	Results
+	Verdicts
+	Incidents
+	Ledger
+	Objects
+	// Ping reports whether the backend is reachable (readiness).
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// Defaults for backends.
+const (
+	// DefaultLedgerTTL keeps done ledger keys for 7 days: far beyond SQS's
+	// 5-minute dedup window, its 4-day default retention and a DLQ replay
+	// within a week, and short enough that the ledger stays small.
+	DefaultLedgerTTL = 7 * 24 * time.Hour
+	// DefaultVerdictHistory bounds verdict history per endpoint.
+	DefaultVerdictHistory = 7 * 24 * time.Hour
+)
