@@ -1,0 +1,36 @@
+// Package testpeers tells tests where the real peers that `make test` starts
+// are listening: a redis-server and the fauxqs SQS emulator, both on
+// 127.0.0.1. A test that needs a peer that is not configured is skipped with
+// the reason, or fails when MCPMON_REQUIRE_PEERS=1 (set by `make test`, so CI
+// can never pass by skipping).
+package testpeers
+
+import (
+	"os"
+	"testing"
+)
+
+// Environment variables written by .ci/test.sh.
+const (
+	EnvRedisURL    = "MCPMON_TEST_REDIS_URL"    // redis://127.0.0.1:PORT/0
+	EnvSQSEndpoint = "MCPMON_TEST_SQS_ENDPOINT" // http://127.0.0.1:PORT
+	EnvRequire     = "MCPMON_REQUIRE_PEERS"
+)
+
+// RedisURL returns the test Redis URL or skips/fails t.
+func RedisURL(t testing.TB) string { return lookup(t, EnvRedisURL, "redis-server") }
+
+// SQSEndpoint returns the fauxqs endpoint URL or skips/fails t.
+func SQSEndpoint(t testing.TB) string { return lookup(t, EnvSQSEndpoint, "fauxqs") }
+
+func lookup(t testing.TB, env, peer string) string {
+	t.Helper()
+	if v := os.Getenv(env); v != "" {
+		return v
+	}
+	if os.Getenv(EnvRequire) == "1" {
+		t.Fatalf("%s is not set but %s=1: `make test` should have started %s", env, EnvRequire, peer)
+	}
+	t.Skipf("%s not set: run `make test` to start a real %s for this test", env, peer)
+	return ""
+}
