@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# `make test`: install and start the real peers the tests need (redis-server
+# from Debian, the fauxqs SQS emulator from npm, and any other peer script
+# present), export where they listen, run every test, and stop the peers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+peers_dir=$(mktemp -d "${TMPDIR:-/tmp}/mcpmon-peers.XXXXXX")
+cleanup() { bash .ci/stop-peers.sh "$peers_dir" || true; }
+trap cleanup EXIT
+
+for peer in redis fauxqs smtp prometheus; do
+  script=".ci/start-$peer.sh"
+  [ -f "$script" ] || continue
+  echo "==> starting test peer: $peer" >&2
+  exports=$(bash "$script" "$peers_dir") || { echo "test peer $peer failed to start (see above); fix it or run $script by hand" >&2; exit 1; }
+  eval "$exports"
+done
+export MCPMON_REQUIRE_PEERS=1
+
+echo "==> go vet ./..." >&2
+go vet ./...
+echo "==> go test ./..." >&2
+go test -race -count=1 -timeout 8m ${GOTESTFLAGS:-} ./...
