@@ -1,0 +1,169 @@
+package alert
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// MaintenanceKind is the store.Objects kind under which maintenance windows
+// are stored, one JSON-encoded Maintenance per ID.
+const MaintenanceKind = "maintenance"
+
+// ErrInvalidMaintenance reports a maintenance window that cannot be applied.
+var ErrInvalidMaintenance = errors.New("invalid maintenance window")
+
+// maxMergedWindows bounds how many overlapping recurring occurrences Window
+// merges into one, so a window whose Duration exceeds its period cannot loop
+// forever.
+const maxMergedWindows = 1000
+
+// cronParser accepts the same 5-field specs and descriptors (@daily,
+// @weekly, @every 1h) as endpoint schedules. Specs are evaluated in UTC
+// unless prefixed with CRON_TZ=<zone>.
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// Maintenance silences alerts for a set of endpoints during a window: either
+// one-off (Start..End) or recurring (every Cron activation, for Duration).
+//
+// The alerter applies it at dispatch time: no notification is sent while a
+// matching window is active; a notification deferred by a window is sent
+// at the window's end only if it still matters then (an incident opened
+// during the window and still open after it alerts once; one alerted before
+// the window is not re-alerted).
+type Maintenance struct {
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+	// EndpointIDs and Selector choose the endpoints: an endpoint matches when
+	// its ID is listed or when every Selector label equals the endpoint's.
+	EndpointIDs []string          `json:"endpointIds,omitempty"`
+	Selector    map[string]string `json:"selector,omitempty"`
+
+	// One-off window: [Start, End).
+	Start time.Time `json:"start,omitzero"`
+	End   time.Time `json:"end,omitzero"`
+
+	// Recurring window: [activation, activation+Duration) for each Cron
+	// activation (5-field or descriptor, UTC unless CRON_TZ= is given).
+	Cron     string        `json:"cron,omitempty"`
+	Duration time.Duration `json:"duration,omitempty"`
+
+	CreatedAt time.Time `json:"createdAt,omitzero"`
+}
+
+// EndpointRef is what a maintenance window matches on.
+type EndpointRef struct {
+	ID     string
+	Labels map[string]string
+}
+
+// Validate reports whether m can be applied. It does not require an ID, so
+// the API can validate a request before assigning one.
+func (m Maintenance) Validate() error {
+	if len(m.EndpointIDs) == 0 && len(m.Selector) == 0 {
+		return fmt.Errorf("%w %q: set endpointIds or a label selector", ErrInvalidMaintenance, m.ID)
+	}
+	oneOff := !m.Start.IsZero() || !m.End.IsZero()
+	recurring := m.Cron != "" || m.Duration != 0
+	switch {
+	case oneOff && recurring:
+		return fmt.Errorf("%w %q: set either start/end (one-off) or cron/duration (recurring), not both", ErrInvalidMaintenance, m.ID)
+	case oneOff:
+		if m.Start.IsZero() || m.End.IsZero() {
+			return fmt.Errorf("%w %q: a one-off window needs both start and end", ErrInvalidMaintenance, m.ID)
+		}
+		if !m.End.After(m.Start) {
+			return fmt.Errorf("%w %q: end %s is not after start %s", ErrInvalidMaintenance, m.ID, m.End.Format(time.RFC3339), m.Start.Format(time.RFC3339))
+		}
+	case recurring:
+		if m.Cron == "" {
+			return fmt.Errorf("%w %q: a recurring window needs a cron spec", ErrInvalidMaintenance, m.ID)
+		}
+		if m.Duration <= 0 {
+			return fmt.Errorf("%w %q: a recurring window needs a positive duration", ErrInvalidMaintenance, m.ID)
+		}
+		if _, err := cronParser.Parse(m.Cron); err != nil {
+			return fmt.Errorf("%w %q: cron %q: %v", ErrInvalidMaintenance, m.ID, m.Cron, err)
+		}
+	default:
+		return fmt.Errorf("%w %q: set start/end (one-off) or cron/duration (recurring)", ErrInvalidMaintenance, m.ID)
+	}
+	return nil
+}
+
+// Matches reports whether m applies to ep.
+func (m Maintenance) Matches(ep EndpointRef) bool {
+	if slices.Contains(m.EndpointIDs, ep.ID) {
+		return true
+	}
+	if len(m.Selector) == 0 {
+		return false
+	}
+	for k, v := range m.Selector {
+		if got, ok := ep.Labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// ActiveAt reports whether m silences ep at t.
+func (m Maintenance) ActiveAt(t time.Time, ep EndpointRef) bool {
+	if !m.Matches(ep) {
+		return false
+	}
+	_, _, ok := m.Window(t)
+	return ok
+}
+
+// Window returns the window of m that contains t, regardless of endpoints.
+// Overlapping recurring occurrences are merged into one window, so end is
+// when m stops silencing. ok is false when no window contains t or m is
+// invalid.
+func (m Maintenance) Window(t time.Time) (start, end time.Time, ok bool) {
+	if m.Cron == "" {
+		if m.Start.IsZero() || m.End.IsZero() {
+			return time.Time{}, time.Time{}, false
+		}
+		if !t.Before(m.Start) && t.Before(m.End) {
+			return m.Start, m.End, true
+		}
+		return time.Time{}, time.Time{}, false
+	}
+	if m.Duration <= 0 {
+		return time.Time{}, time.Time{}, false
+	}
+	sched, err := cronParser.Parse(m.Cron)
+	if err != nil {
+		return time.Time{}, time.Time{}, false
+	}
+	// An activation a contains t when a <= t < a+Duration, i.e. a lies in
+	// (t-Duration, t]. Next is strictly after its argument, so this finds the
+	// earliest such activation.
+	first := sched.Next(t.Add(-m.Duration))
+	if first.IsZero() || first.After(t) {
+		return time.Time{}, time.Time{}, false
+	}
+	end = first.Add(m.Duration)
+	for a, i := first, 0; i < maxMergedWindows; i++ {
+		a = sched.Next(a)
+		if a.IsZero() || a.After(end) {
+			break
+		}
+		end = a.Add(m.Duration)
+	}
+	return first, end, true
+}
+
+// DecodeMaintenance reads a stored maintenance document.
+func DecodeMaintenance(doc []byte) (Maintenance, error) {
+	var m Maintenance
+	if err := json.Unmarshal(doc, &m); err != nil {
+		return Maintenance{}, fmt.Errorf("decode maintenance window: %w", err)
+	}
+	return m, nil
+}

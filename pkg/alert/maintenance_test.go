@@ -1,0 +1,123 @@
+package alert
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+)
+
+func ts(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func TestMaintenanceValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		m    Maintenance
+		ok   bool
+	}{
+		{"one-off", Maintenance{EndpointIDs: []string{"a"}, Start: ts("2026-01-01T10:00:00Z"), End: ts("2026-01-01T11:00:00Z")}, true},
+		{"recurring", Maintenance{Selector: map[string]string{"team": "x"}, Cron: "0 2 * * *", Duration: time.Hour}, true},
+		{"no target", Maintenance{Start: ts("2026-01-01T10:00:00Z"), End: ts("2026-01-01T11:00:00Z")}, false},
+		{"no window", Maintenance{EndpointIDs: []string{"a"}}, false},
+		{"end before start", Maintenance{EndpointIDs: []string{"a"}, Start: ts("2026-01-01T11:00:00Z"), End: ts("2026-01-01T10:00:00Z")}, false},
+		{"start only", Maintenance{EndpointIDs: []string{"a"}, Start: ts("2026-01-01T11:00:00Z")}, false},
+		{"both kinds", Maintenance{EndpointIDs: []string{"a"}, Start: ts("2026-01-01T10:00:00Z"), End: ts("2026-01-01T11:00:00Z"), Cron: "@daily", Duration: time.Hour}, false},
+		{"bad cron", Maintenance{EndpointIDs: []string{"a"}, Cron: "61 * * * *", Duration: time.Hour}, false},
+		{"cron without duration", Maintenance{EndpointIDs: []string{"a"}, Cron: "@daily"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.m.Validate()
+			if tt.ok && err != nil {
+				t.Fatalf("Validate() = %v, want nil", err)
+			}
+			if !tt.ok && !errors.Is(err, ErrInvalidMaintenance) {
+				t.Fatalf("Validate() = %v, want ErrInvalidMaintenance", err)
+			}
+		})
+	}
+}
+
+func TestMaintenanceActiveAt(t *testing.T) {
+	oneOff := Maintenance{EndpointIDs: []string{"a"}, Start: ts("2026-01-01T10:00:00Z"), End: ts("2026-01-01T11:00:00Z")}
+	nightly := Maintenance{Selector: map[string]string{"env": "prod", "team": "x"}, Cron: "0 2 * * *", Duration: 30 * time.Minute}
+	a := EndpointRef{ID: "a"}
+	prodX := EndpointRef{ID: "b", Labels: map[string]string{"env": "prod", "team": "x", "extra": "1"}}
+	prodY := EndpointRef{ID: "c", Labels: map[string]string{"env": "prod", "team": "y"}}
+	tests := []struct {
+		name string
+		m    Maintenance
+		ep   EndpointRef
+		at   string
+		want bool
+	}{
+		{"one-off before", oneOff, a, "2026-01-01T09:59:59Z", false},
+		{"one-off at start", oneOff, a, "2026-01-01T10:00:00Z", true},
+		{"one-off inside", oneOff, a, "2026-01-01T10:30:00Z", true},
+		{"one-off at end is over", oneOff, a, "2026-01-01T11:00:00Z", false},
+		{"one-off other endpoint", oneOff, prodX, "2026-01-01T10:30:00Z", false},
+		{"nightly inside", nightly, prodX, "2026-03-05T02:10:00Z", true},
+		{"nightly at activation", nightly, prodX, "2026-03-05T02:00:00Z", true},
+		{"nightly after", nightly, prodX, "2026-03-05T02:30:00Z", false},
+		{"nightly before", nightly, prodX, "2026-03-05T01:59:00Z", false},
+		{"nightly selector mismatch", nightly, prodY, "2026-03-05T02:10:00Z", false},
+		{"nightly no labels", nightly, a, "2026-03-05T02:10:00Z", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.m.ActiveAt(ts(tt.at), tt.ep); got != tt.want {
+				t.Fatalf("ActiveAt(%s) = %v, want %v", tt.at, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMaintenanceWindowMergesOverlaps(t *testing.T) {
+	// Every 10 minutes for 15 minutes: occurrences overlap, so the silence
+	// never ends; Window must stop merging at its bound instead of looping.
+	m := Maintenance{EndpointIDs: []string{"a"}, Cron: "*/10 * * * *", Duration: 15 * time.Minute}
+	start, end, ok := m.Window(ts("2026-01-01T10:12:00Z"))
+	if !ok {
+		t.Fatal("Window() not active")
+	}
+	if !start.Equal(ts("2026-01-01T10:00:00Z")) {
+		t.Errorf("start = %s, want 10:00", start)
+	}
+	if !end.After(ts("2026-01-02T00:00:00Z")) {
+		t.Errorf("end = %s, want merged far beyond one occurrence", end)
+	}
+
+	// Back-to-back hourly windows of one hour merge; 50-minute ones do not.
+	contiguous := Maintenance{EndpointIDs: []string{"a"}, Cron: "0 1,2 * * *", Duration: time.Hour}
+	if _, end, _ := contiguous.Window(ts("2026-01-01T01:30:00Z")); !end.Equal(ts("2026-01-01T03:00:00Z")) {
+		t.Errorf("contiguous end = %s, want 03:00", end)
+	}
+	gap := Maintenance{EndpointIDs: []string{"a"}, Cron: "0 1,2 * * *", Duration: 50 * time.Minute}
+	if _, end, _ := gap.Window(ts("2026-01-01T01:30:00Z")); !end.Equal(ts("2026-01-01T01:50:00Z")) {
+		t.Errorf("gap end = %s, want 01:50", end)
+	}
+}
+
+func TestMaintenanceJSONRoundTrip(t *testing.T) {
+	m := Maintenance{ID: "m1", Name: "db upgrade", Selector: map[string]string{"team": "x"}, Cron: "CRON_TZ=Europe/Berlin 0 3 * * 0", Duration: 2 * time.Hour}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeMaintenance(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != m.ID || got.Cron != m.Cron || got.Duration != m.Duration || got.Selector["team"] != "x" {
+		t.Fatalf("round trip = %+v, want %+v", got, m)
+	}
+}
