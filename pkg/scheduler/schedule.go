@@ -1,0 +1,137 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// ErrInvalidSchedule reports a schedule string that cannot be parsed or never
+// fires. The API returns it as a 400 on the `schedule` field.
+var ErrInvalidSchedule = errors.New("invalid schedule")
+
+// parser accepts the standard 5-field cron syntax (minute hour dom month dow)
+// and the descriptors (@hourly, @daily, @every 30s, ...). Seconds are not a
+// field: sub-minute cadence is spelled @every.
+var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// MinInterval is the shortest @every interval accepted. robfig rounds smaller
+// delays up to one second silently; refusing them makes the surprise an error.
+const MinInterval = time.Second
+
+// ParseSchedule parses a per-endpoint schedule: a 5-field cron expression or a
+// descriptor such as "@every 30s". Cron expressions are evaluated in UTC
+// unless prefixed with CRON_TZ=<zone>, so every replica computes the same
+// slots whatever its host time zone. A schedule that never fires (30 February)
+// is refused.
+func ParseSchedule(s string) (cron.Schedule, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, fmt.Errorf("%w: empty; use a 5-field cron expression or e.g. \"@every 30s\"", ErrInvalidSchedule)
+	}
+	orig := s
+	body, prefix := s, "CRON_TZ=UTC"
+	if strings.HasPrefix(s, "TZ=") || strings.HasPrefix(s, "CRON_TZ=") {
+		// robfig slices up to the first space and panics without one.
+		i := strings.Index(s, " ")
+		if i < 0 {
+			return nil, fmt.Errorf("%w: %q: time zone prefix without a schedule", ErrInvalidSchedule, s)
+		}
+		prefix, body = s[:i], strings.TrimSpace(s[i:])
+	}
+	if strings.HasPrefix(body, "@every") {
+		if err := checkEvery(body); err != nil {
+			return nil, err
+		}
+	}
+	s = prefix + " " + body
+	sched, err := parser.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrInvalidSchedule, orig, err)
+	}
+	// A spec that matches no date (e.g. "0 0 30 2 *") makes Next return the
+	// zero time: the endpoint would silently never be probed.
+	if sched.Next(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)).IsZero() {
+		return nil, fmt.Errorf("%w: %q never fires", ErrInvalidSchedule, orig)
+	}
+	return sched, nil
+}
+
+func checkEvery(s string) error {
+	d, err := time.ParseDuration(strings.TrimSpace(strings.TrimPrefix(s, "@every")))
+	if err != nil {
+		return fmt.Errorf("%w: %q: %v", ErrInvalidSchedule, s, err)
+	}
+	if d < MinInterval {
+		return fmt.Errorf("%w: %q: interval must be at least %s", ErrInvalidSchedule, s, MinInterval)
+	}
+	return nil
+}
+
+// timing computes an endpoint's slots. Cron expressions use robfig's Next.
+// "@every D" is not robfig's "D after whatever time it is now": that would
+// give two replicas, or one scheduler before and after a restart, different
+// slots, and content-based dedup on the commands queue only collapses
+// identical bodies. Instead each endpoint fires at a fixed offset inside every
+// D-long period counted from the Unix epoch; the offset is a hash of the
+// endpoint ID, so endpoints sharing an interval spread over it instead of
+// firing together.
+type timing struct {
+	sched  cron.Schedule
+	period int64 // seconds; > 0 for @every
+	offset int64 // seconds, in [0, period)
+}
+
+func newTiming(id string, sched cron.Schedule) timing {
+	t := timing{sched: sched}
+	if cd, ok := sched.(cron.ConstantDelaySchedule); ok {
+		t.period = int64(cd.Delay / time.Second)
+		if t.period < 1 {
+			t.period = 1
+		}
+		h := fnv.New64a()
+		h.Write([]byte(id))
+		t.offset = int64(h.Sum64() % uint64(t.period))
+	}
+	return t
+}
+
+// next returns the first slot strictly after t, in UTC whole seconds.
+func (tm timing) next(t time.Time) time.Time {
+	if tm.period == 0 {
+		return tm.sched.Next(t).UTC()
+	}
+	ts := t.Unix()
+	k := floorDiv(ts-tm.offset, tm.period) + 1
+	return time.Unix(k*tm.period+tm.offset, 0).UTC()
+}
+
+// maxCatchUpSteps bounds the walk to the latest missed cron slot.
+const maxCatchUpSteps = 4096
+
+// latestDue returns the latest slot ≤ now, given that due ≤ now is a slot.
+func (tm timing) latestDue(due, now time.Time) time.Time {
+	if tm.period != 0 {
+		return tm.next(now).Add(-time.Duration(tm.period) * time.Second)
+	}
+	for range maxCatchUpSteps {
+		n := tm.sched.Next(due)
+		if n.IsZero() || n.After(now) {
+			break
+		}
+		due = n
+	}
+	return due.UTC()
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}

@@ -1,0 +1,355 @@
+// Package scheduler owns when each registered endpoint is probed. Endpoints
+// enter through Upsert, Remove and Sync (the API calls the first two on every
+// change; the process calls Sync at start and periodically with the store's
+// full list, so changes made through another API replica take effect). Probe
+// commands leave through a CommandSender — in production the commands queue's
+// queue.Publisher — one msg.ProbeCommand per endpoint per due slot, with the
+// endpoint ID as message group and no dedup ID: the commands queue
+// deduplicates on content, and a command's body is a pure function of
+// (endpoint, slot), so two schedulers emitting the same slot send one message.
+//
+// Schedules are parsed with robfig/cron/v3 (see ParseSchedule) but timed here,
+// with a min-heap of next-fire times: robfig's cron.Cron re-sorts every entry
+// on each wake and on each AddFunc, which does not scale to 100k endpoints.
+//
+// Missed slots: the scheduler keeps no state across restarts. On start every
+// endpoint is scheduled for its next slot after now; slots that fell into the
+// downtime are not emitted. When the loop falls behind while running (a
+// blocked sender, a suspended host, a clock jump) only the latest missed slot
+// of each endpoint is emitted, never the backlog: one fresh probe is worth
+// more than a storm of stale ones whose verdict windows may already be
+// decided.
+package scheduler
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// CommandSender publishes one message; *queue.Publisher satisfies it.
+type CommandSender interface {
+	Publish(ctx context.Context, in queue.SendInput) (messageID string, err error)
+}
+
+// Options configure a Scheduler. Zero values use defaults.
+type Options struct {
+	// Clock tells the time; default wall time. Waiting uses time.Timer, so a
+	// test drives time with testing/synctest rather than a fake clock.
+	Clock clock.Clock
+	// Logger; default discards.
+	Logger *slog.Logger
+	// Metrics; optional.
+	Metrics *Metrics
+	// Concurrency is how many Publish calls may be in flight at once; the
+	// publisher batches concurrent calls, so this bounds throughput
+	// (default 64). Each endpoint always publishes through the same worker,
+	// so its commands are sent in slot order.
+	Concurrency int
+}
+
+// Scheduler emits probe commands for due slots. Upsert, Remove and Sync are
+// safe to call concurrently with Run and with each other.
+type Scheduler struct {
+	send    CommandSender
+	clock   clock.Clock
+	log     *slog.Logger
+	metrics *Metrics
+	workers int
+
+	mu      sync.Mutex
+	entries map[string]*entry
+	heap    entryHeap
+	wake    chan struct{} // buffered(1): the heap's head may have changed
+}
+
+type entry struct {
+	id       string
+	schedule string // normalized source, to detect changes
+	timing   timing
+	next     int64  // Unix seconds of the next slot
+	index    int    // in the heap
+	shard    uint32 // publishing worker
+}
+
+type job struct {
+	id    string
+	slot  time.Time
+	shard uint32
+}
+
+// New returns a Scheduler that publishes through send.
+func New(send CommandSender, opts Options) *Scheduler {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 64
+	}
+	return &Scheduler{
+		send:    send,
+		clock:   opts.Clock,
+		log:     opts.Logger.With("component", "scheduler"),
+		metrics: opts.Metrics,
+		workers: opts.Concurrency,
+		entries: make(map[string]*entry),
+		wake:    make(chan struct{}, 1),
+	}
+}
+
+// Upsert schedules ep, or re-schedules it when its schedule changed. A paused
+// endpoint is removed. An endpoint whose schedule does not parse is removed
+// too (it cannot be scheduled as stored) and the error, wrapping
+// ErrInvalidSchedule, is returned.
+func (s *Scheduler) Upsert(ep store.Endpoint) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.upsertLocked(ep, s.clock.Now())
+	s.updateGauge()
+	return err
+}
+
+func (s *Scheduler) upsertLocked(ep store.Endpoint, now time.Time) error {
+	if ep.Paused {
+		s.removeLocked(ep.ID)
+		return nil
+	}
+	src := strings.TrimSpace(ep.Schedule)
+	if e, ok := s.entries[ep.ID]; ok && e.schedule == src {
+		return nil
+	}
+	sched, err := ParseSchedule(src)
+	if err != nil {
+		s.removeLocked(ep.ID)
+		return fmt.Errorf("schedule endpoint %s: %w", ep.ID, err)
+	}
+	tm := newTiming(ep.ID, sched)
+	next := tm.next(now).Unix()
+	if e, ok := s.entries[ep.ID]; ok {
+		e.schedule, e.timing, e.next = src, tm, next
+		heap.Fix(&s.heap, e.index)
+	} else {
+		h := fnv.New32a()
+		h.Write([]byte(ep.ID))
+		e := &entry{id: ep.ID, schedule: src, timing: tm, next: next, shard: h.Sum32() % uint32(s.workers)}
+		s.entries[ep.ID] = e
+		heap.Push(&s.heap, e)
+	}
+	s.poke()
+	return nil
+}
+
+// Remove stops scheduling endpoint id; unknown IDs are ignored.
+func (s *Scheduler) Remove(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.removeLocked(id)
+	s.updateGauge()
+}
+
+func (s *Scheduler) removeLocked(id string) {
+	e, ok := s.entries[id]
+	if !ok {
+		return
+	}
+	heap.Remove(&s.heap, e.index)
+	delete(s.entries, id)
+	s.poke()
+}
+
+// Sync makes the scheduled set equal to eps: new endpoints are added,
+// changed ones re-scheduled, missing or paused ones removed; unchanged ones
+// keep their next slot. Endpoints with invalid schedules are skipped and
+// reported in the joined error; the rest are applied.
+func (s *Scheduler) Sync(ctx context.Context, eps []store.Endpoint) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	seen := make(map[string]struct{}, len(eps))
+	var errs []error
+	for _, ep := range eps {
+		seen[ep.ID] = struct{}{}
+		if err := s.upsertLocked(ep, now); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for id := range s.entries {
+		if _, ok := seen[id]; !ok {
+			s.removeLocked(id)
+		}
+	}
+	s.updateGauge()
+	return errors.Join(errs...)
+}
+
+// Len is the number of scheduled endpoints.
+func (s *Scheduler) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.entries)
+}
+
+// Next returns endpoint id's next slot.
+func (s *Scheduler) Next(id string) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[id]
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.Unix(e.next, 0).UTC(), true
+}
+
+func (s *Scheduler) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Scheduler) updateGauge() {
+	if s.metrics != nil {
+		s.metrics.endpoints.Set(float64(len(s.entries)))
+	}
+}
+
+// Run emits commands until ctx is done, then waits for in-flight publishes to
+// return and returns nil. Call it once.
+func (s *Scheduler) Run(ctx context.Context) error {
+	shards := make([]chan job, s.workers)
+	var wg sync.WaitGroup
+	for i := range shards {
+		jobs := make(chan job, 64)
+		shards[i] = jobs
+		wg.Go(func() {
+			for j := range jobs {
+				s.publish(ctx, j)
+			}
+		})
+	}
+	defer func() {
+		for _, jobs := range shards {
+			close(jobs)
+		}
+		wg.Wait()
+	}()
+
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var due []job
+	for {
+		now := s.clock.Now()
+		var wait time.Duration
+		due, wait = s.popDue(now, due[:0])
+		for _, j := range due {
+			select {
+			case shards[j.shard] <- j:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		if len(due) > 0 {
+			continue // publishing may have taken a while: look again
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// idleWait is how long the loop sleeps with nothing scheduled; Upsert wakes it.
+const idleWait = time.Hour
+
+// popDue appends the due slot of every endpoint whose next slot is ≤ now,
+// advances those endpoints to their following slot, and returns how long to
+// wait for the next one.
+func (s *Scheduler) popDue(now time.Time, due []job) ([]job, time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	nowSec := now.Unix() // slots are whole seconds: due once that second began
+	for len(s.heap) > 0 {
+		e := s.heap[0]
+		if e.next > nowSec {
+			return due, time.Unix(e.next, 0).Sub(now)
+		}
+		missed := time.Unix(e.next, 0).UTC()
+		slot := e.timing.latestDue(missed, now)
+		if !slot.Equal(missed) {
+			s.log.Debug("skipping missed slots", "endpoint", e.id, "oldest_missed", missed, "emitting", slot)
+		}
+		due = append(due, job{id: e.id, slot: slot, shard: e.shard})
+		next := e.timing.next(slot)
+		e.next = next.Unix()
+		if next.IsZero() {
+			// A cron spec with no further date: nothing left to schedule.
+			heap.Pop(&s.heap)
+			delete(s.entries, e.id)
+			s.updateGauge()
+			continue
+		}
+		heap.Fix(&s.heap, 0)
+	}
+	return due, idleWait
+}
+
+func (s *Scheduler) publish(ctx context.Context, j job) {
+	cmd := msg.NewProbeCommand(j.id, j.slot)
+	_, err := s.send.Publish(ctx, queue.SendInput{GroupID: cmd.GroupID(), Body: cmd.Body()})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("publish probe command failed; the endpoint's next slot will be tried as scheduled",
+				"endpoint", j.id, "slot", j.slot, "err", err)
+		}
+		return
+	}
+	if s.metrics != nil {
+		s.metrics.commands.Inc()
+		s.metrics.lag.Observe(s.clock.Now().Sub(j.slot).Seconds())
+	}
+}
+
+// entryHeap orders entries by next slot.
+type entryHeap []*entry
+
+func (h entryHeap) Len() int { return len(h) }
+func (h entryHeap) Less(i, j int) bool { return h[i].next < h[j].next }
+func (h entryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index = i
+	h[j].index = j
+}
+func (h *entryHeap) Push(x any) {
+	e := x.(*entry)
+	e.index = len(*h)
+	*h = append(*h, e)
+}
+func (h *entryHeap) Pop() any {
+	old := *h
+	n := len(old)
+	e := old[n-1]
+	old[n-1] = nil
+	e.index = -1
+	*h = old[:n-1]
+	return e
+}

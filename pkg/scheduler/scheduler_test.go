@@ -1,0 +1,375 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// recorder is a CommandSender that keeps what it was sent.
+type recorder struct {
+	mu   sync.Mutex
+	sent []queue.SendInput
+	err  error
+}
+
+func (r *recorder) Publish(_ context.Context, in queue.SendInput) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return "", r.err
+	}
+	r.sent = append(r.sent, in)
+	return fmt.Sprintf("m%d", len(r.sent)), nil
+}
+
+// commands decodes what was sent, checking the envelope of each.
+func (r *recorder) commands(t *testing.T) []msg.ProbeCommand {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []msg.ProbeCommand
+	for _, in := range r.sent {
+		var c msg.ProbeCommand
+		if err := msg.Decode(in.Body, &c); err != nil {
+			t.Fatalf("decode sent body %s: %v", in.Body, err)
+		}
+		if in.GroupID != c.EndpointID {
+			t.Errorf("GroupID = %q, want endpoint ID %q", in.GroupID, c.EndpointID)
+		}
+		if in.DedupID != "" {
+			t.Errorf("DedupID = %q, want empty (content-based dedup)", in.DedupID)
+		}
+		if want := msg.NewProbeCommand(c.EndpointID, c.Slot).Body(); string(in.Body) != string(want) {
+			t.Errorf("body %s is not the deterministic encoding %s", in.Body, want)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func (r *recorder) slotsOf(t *testing.T, id string) []time.Time {
+	var out []time.Time
+	for _, c := range r.commands(t) {
+		if c.EndpointID == id {
+			out = append(out, c.Slot)
+		}
+	}
+	return out
+}
+
+func ep(id, schedule string) store.Endpoint {
+	return store.Endpoint{ID: id, Name: id, URL: "https://example.invalid/mcp", Schedule: schedule}
+}
+
+// start runs s in the bubble and returns a stop func that cancels it and
+// checks Run's return value.
+func start(t *testing.T, s *Scheduler) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run returned %v, want nil on cancel", err)
+		}
+	}
+}
+
+func TestParseSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		wantErr bool
+	}{
+		{"@every 30s", false},
+		{"  @every 5m  ", false},
+		{"*/5 * * * *", false},
+		{"0 9 * * 1-5", false},
+		{"@hourly", false},
+		{"@daily", false},
+		{"CRON_TZ=America/New_York 0 9 * * *", false},
+		{"TZ=UTC @every 1m", false},
+		{"", true},
+		{"   ", true},
+		{"bogus", true},
+		{"* * * * * *", true}, // seconds field not accepted
+		{"61 * * * *", true},
+		{"@every 500ms", true},
+		{"@every", true},
+		{"@every ten", true},
+		{"@fortnightly", true},
+		{"0 0 30 2 *", true}, // 30 February never comes
+		{"TZ=UTC", true},     // robfig would panic
+		{"CRON_TZ=Mars/Olympus 0 * * * *", true},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			sched, err := ParseSchedule(tc.in)
+			if tc.wantErr {
+				if !errors.Is(err, ErrInvalidSchedule) {
+					t.Fatalf("ParseSchedule(%q) err = %v, want ErrInvalidSchedule", tc.in, err)
+				}
+				return
+			}
+			if err != nil || sched == nil {
+				t.Fatalf("ParseSchedule(%q) = %v, %v", tc.in, sched, err)
+			}
+		})
+	}
+}
+
+func TestCronEvaluatedInUTC(t *testing.T) {
+	sched, err := ParseSchedule("0 9 * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	if got, want := sched.Next(from), time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC); !got.Equal(want) {
+		t.Fatalf("Next = %v, want %v (UTC, not the host zone)", got, want)
+	}
+}
+
+// Two schedulers started at different moments must emit identical slots, or
+// content-based dedup could not collapse them.
+func TestEverySlotsAreDeterministicAndSpread(t *testing.T) {
+	sched, _ := ParseSchedule("@every 60s")
+	a := newTiming("ep-1", sched)
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	n1 := a.next(t0.Add(123 * time.Millisecond))
+	n2 := newTiming("ep-1", sched).next(t0.Add(7*time.Second + 999*time.Millisecond))
+	if n1.Sub(n2)%time.Minute != 0 {
+		t.Fatalf("slots from different start times are not on the same grid: %v vs %v", n1, n2)
+	}
+	if n1.Nanosecond() != 0 || n1.Location() != time.UTC {
+		t.Fatalf("slot %v is not a whole UTC second", n1)
+	}
+	if !n1.After(t0) || n1.Sub(t0) > time.Minute {
+		t.Fatalf("next slot %v not within one period after %v", n1, t0)
+	}
+	if got := a.next(n1); got.Sub(n1) != time.Minute {
+		t.Fatalf("period = %v, want 1m", got.Sub(n1))
+	}
+	offsets := map[int]bool{}
+	for i := range 200 {
+		tm := newTiming(fmt.Sprintf("ep-%d", i), sched)
+		offsets[tm.next(t0).Second()] = true
+	}
+	if len(offsets) < 30 {
+		t.Fatalf("200 endpoints use only %d distinct seconds of the minute; want them spread", len(offsets))
+	}
+}
+
+func TestRunEmitsEachSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		s := New(rec, Options{})
+		if err := s.Upsert(ep("a", "@every 10s")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Upsert(ep("b", "* * * * *")); err != nil {
+			t.Fatal(err)
+		}
+		first, _ := s.Next("a")
+		stop := start(t, s)
+		defer stop()
+
+		time.Sleep(time.Until(first) + 25*time.Second)
+		synctest.Wait()
+
+		got := rec.slotsOf(t, "a")
+		want := []time.Time{first, first.Add(10 * time.Second), first.Add(20 * time.Second)}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("slots of a = %v, want %v", got, want)
+		}
+		// The minute cron fired once at most, and only on a minute boundary.
+		for _, slot := range rec.slotsOf(t, "b") {
+			if slot.Second() != 0 {
+				t.Errorf("cron slot %v not on a minute boundary", slot)
+			}
+		}
+	})
+}
+
+func TestUpsertReschedulesOnlyOnChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		s := New(rec, Options{})
+		_ = s.Upsert(ep("a", "@every 1h"))
+		before, _ := s.Next("a")
+		stop := start(t, s)
+		defer stop()
+
+		time.Sleep(time.Second)
+		e := ep("a", "@every 1h")
+		e.Name = "renamed"
+		_ = s.Upsert(e) // same schedule: the slot is kept
+		if got, _ := s.Next("a"); !got.Equal(before) {
+			t.Fatalf("unchanged schedule moved next slot from %v to %v", before, got)
+		}
+
+		_ = s.Upsert(ep("a", "@every 5s")) // the loop is asleep for up to an hour; it must wake
+		time.Sleep(11 * time.Second)
+		synctest.Wait()
+		if n := len(rec.slotsOf(t, "a")); n < 2 {
+			t.Fatalf("after re-scheduling to @every 5s, %d commands in 11s; want ≥ 2", n)
+		}
+	})
+}
+
+func TestPausedAndRemovedEndpointsStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		s := New(rec, Options{})
+		_ = s.Upsert(ep("a", "@every 5s"))
+		_ = s.Upsert(ep("b", "@every 5s"))
+		stop := start(t, s)
+		defer stop()
+
+		time.Sleep(6 * time.Second)
+		synctest.Wait()
+		na, nb := len(rec.slotsOf(t, "a")), len(rec.slotsOf(t, "b"))
+		if na == 0 || nb == 0 {
+			t.Fatalf("before pause: a=%d b=%d commands, want both > 0", na, nb)
+		}
+		p := ep("a", "@every 5s")
+		p.Paused = true
+		_ = s.Upsert(p)
+		s.Remove("b")
+		s.Remove("never-added")
+		if s.Len() != 0 {
+			t.Fatalf("Len = %d after pause and remove, want 0", s.Len())
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if a, b := len(rec.slotsOf(t, "a")), len(rec.slotsOf(t, "b")); a != na || b != nb {
+			t.Fatalf("after pause/remove: a %d→%d, b %d→%d commands; want no more", na, a, nb, b)
+		}
+	})
+}
+
+func TestSync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(&recorder{}, Options{})
+		_ = s.Upsert(ep("keep", "@every 1m"))
+		_ = s.Upsert(ep("gone", "@every 1m"))
+		_ = s.Upsert(ep("change", "@every 1m"))
+		keepNext, _ := s.Next("keep")
+		time.Sleep(90 * time.Second) // no Run: slots are not consumed
+
+		paused := ep("paused", "@every 1m")
+		paused.Paused = true
+		err := s.Sync(t.Context(), []store.Endpoint{
+			ep("keep", "@every 1m"), ep("change", "@every 1h"), ep("new", "@every 1m"),
+			ep("bad", "not a schedule"), paused,
+		})
+		if !errors.Is(err, ErrInvalidSchedule) || !strings.Contains(err.Error(), "bad") {
+			t.Fatalf("Sync err = %v, want ErrInvalidSchedule naming endpoint bad", err)
+		}
+		for id, want := range map[string]bool{"keep": true, "change": true, "new": true, "gone": false, "bad": false, "paused": false} {
+			if _, ok := s.Next(id); ok != want {
+				t.Errorf("after Sync, %s scheduled = %v, want %v", id, ok, want)
+			}
+		}
+		if got, _ := s.Next("keep"); !got.Equal(keepNext) {
+			t.Errorf("unchanged endpoint's slot moved from %v to %v", keepNext, got)
+		}
+		if got, _ := s.Next("change"); !got.After(time.Now()) {
+			t.Errorf("changed endpoint's next slot %v is not after now", got)
+		}
+	})
+}
+
+// After the loop falls behind (here: the whole scheduler was not run for an
+// hour) only the latest missed slot is emitted, then the normal cadence resumes.
+func TestMissedSlotsEmitOnlyTheLatest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		s := New(rec, Options{})
+		_ = s.Upsert(ep("every", "@every 10s"))
+		_ = s.Upsert(ep("cron", "*/5 * * * *"))
+		time.Sleep(time.Hour + 2*time.Second)
+		now := time.Now()
+
+		stop := start(t, s)
+		defer stop()
+		synctest.Wait()
+
+		every := rec.slotsOf(t, "every")
+		if len(every) != 1 {
+			t.Fatalf("@every 10s after an hour behind: %d commands %v, want 1", len(every), every)
+		}
+		if age := now.Sub(every[0]); age < 0 || age >= 10*time.Second {
+			t.Fatalf("emitted slot %v is not the latest missed one (now %v)", every[0], now)
+		}
+		cron := rec.slotsOf(t, "cron")
+		if len(cron) != 1 || now.Sub(cron[0]) >= 5*time.Minute || cron[0].Minute()%5 != 0 {
+			t.Fatalf("*/5 cron after an hour behind: %v, want only the latest 5-minute slot before %v", cron, now)
+		}
+
+		next, _ := s.Next("every")
+		if next.Sub(every[0]) != 10*time.Second {
+			t.Fatalf("next slot %v does not resume the cadence after %v", next, every[0])
+		}
+	})
+}
+
+func TestPublishFailureIsNotFatal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{err: errors.New("queue down")}
+		reg := prometheus.NewRegistry()
+		s := New(rec, Options{Metrics: NewMetrics(reg)})
+		_ = s.Upsert(ep("a", "@every 5s"))
+		stop := start(t, s)
+		defer stop()
+		time.Sleep(6 * time.Second)
+		synctest.Wait()
+		if got := testutil.ToFloat64(s.metrics.commands); got != 0 {
+			t.Fatalf("commands_total = %v after failed publishes, want 0", got)
+		}
+		rec.mu.Lock()
+		rec.err = nil
+		rec.mu.Unlock()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if n := len(rec.slotsOf(t, "a")); n != 1 {
+			t.Fatalf("after the queue recovered: %d commands, want 1 (the next slot)", n)
+		}
+	})
+}
+
+func TestMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		s := New(&recorder{}, Options{Metrics: NewMetrics(reg)})
+		_ = s.Upsert(ep("a", "@every 5s"))
+		_ = s.Upsert(ep("b", "@every 5s"))
+		stop := start(t, s)
+		defer stop()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		s.Remove("b")
+
+		if got := testutil.ToFloat64(s.metrics.endpoints); got != 1 {
+			t.Errorf("mcpmon_scheduler_endpoints = %v, want 1", got)
+		}
+		if got := testutil.ToFloat64(s.metrics.commands); got != 4 {
+			t.Errorf("mcpmon_scheduler_commands_total = %v, want 4", got)
+		}
+		n, err := testutil.GatherAndCount(reg, "mcpmon_scheduler_lag_seconds", "mcpmon_scheduler_endpoints", "mcpmon_scheduler_commands_total")
+		if err != nil || n != 3 {
+			t.Errorf("gathered %d scheduler metric families (err %v), want 3", n, err)
+		}
+	})
+}
