@@ -332,7 +332,7 @@ func (s *Scheduler) publish(ctx context.Context, j job) {
 // entryHeap orders entries by next slot.
 type entryHeap []*entry
 
-func (h entryHeap) Len() int { return len(h) }
+func (h entryHeap) Len() int           { return len(h) }
 func (h entryHeap) Less(i, j int) bool { return h[i].next < h[j].next }
 func (h entryHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
