@@ -1,0 +1,405 @@
+// Package aggregator owns the step from probe results to verdicts: it folds
+// every ProbeResult of an endpoint that falls into one window (aligned to the
+// window size in UTC, keyed by the result's slot) into exactly one Verdict.
+//
+// Data enters through Handle, the queue.Handler for the results queue, which
+// adds each result to its window in the store (idempotent by probe run ID,
+// so redelivered and re-sent results count once). It leaves through Run (or
+// Tick), which after each window's end plus a grace period decides the
+// window, publishes the Verdict to the verdicts queue (group = endpoint ID,
+// dedup = verdict-<endpointId>-<minute>) and records it in the store. The
+// store's open-window set is the only state; an aggregator restarted on the
+// same store carries on where it stopped.
+package aggregator
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// Defaults.
+const (
+	DefaultWindow      = time.Minute
+	DefaultConcurrency = 16
+)
+
+// Store is what the aggregator needs from pkg/store.
+type Store interface {
+	PutLatestResult(ctx context.Context, r msg.ProbeResult) error
+	AddWindowResult(ctx context.Context, window time.Time, r msg.ProbeResult) (added bool, err error)
+	WindowResults(ctx context.Context, ref store.WindowRef) ([]msg.ProbeResult, error)
+	OpenWindows(ctx context.Context, before time.Time) ([]store.WindowRef, error)
+	RecordVerdict(ctx context.Context, v msg.Verdict) (applied bool, err error)
+	LastVerdict(ctx context.Context, endpointID string) (msg.Verdict, error)
+	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
+}
+
+// Publisher sends one message to the verdicts queue and blocks until the
+// queue accepted it; *queue.Publisher satisfies it.
+type Publisher interface {
+	Publish(ctx context.Context, in queue.SendInput) (messageID string, err error)
+}
+
+// Options configure an Aggregator. Store and Publisher are required.
+type Options struct {
+	Store     Store
+	Publisher Publisher
+	// Window is the verdict window (default 1m). Windows are aligned to it
+	// in UTC, so choose a divisor of a day.
+	Window time.Duration
+	// Grace is how long after a window's end results may still arrive
+	// before the window is decided (default Window/4, at most 15s).
+	Grace time.Duration
+	// TickInterval is how often Run looks for closed windows (default
+	// Window/4, between 100ms and 5s).
+	TickInterval time.Duration
+	// Concurrency bounds how many endpoints are decided in parallel per tick
+	// (default 16); one endpoint's windows are always decided in order.
+	Concurrency int
+	Clock       clock.Clock
+	Logger      *slog.Logger
+	Metrics     *Metrics
+}
+
+// Aggregator turns probe results into verdicts. Handle and Run may be used
+// from many goroutines; several aggregators may share one store, since the
+// store and the verdict dedup ID make a window decided twice harmless.
+type Aggregator struct {
+	opts Options
+	st   Store
+	pub  Publisher
+	clk  clock.Clock
+	log  *slog.Logger
+	m    *Metrics
+
+	mu sync.Mutex
+	// stuck holds windows that can no longer be decided because a later
+	// verdict was recorded while their results were being added (a narrow
+	// race between AddWindowResult and RecordVerdict). The store offers no
+	// way to drop such a window, so the aggregator remembers to skip it.
+	stuck map[store.WindowRef]bool
+}
+
+// New returns an Aggregator.
+func New(opts Options) (*Aggregator, error) {
+	if opts.Store == nil {
+		return nil, errors.New("aggregator: Options.Store is required")
+	}
+	if opts.Publisher == nil {
+		return nil, errors.New("aggregator: Options.Publisher is required")
+	}
+	if opts.Window <= 0 {
+		opts.Window = DefaultWindow
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = min(opts.Window/4, 15*time.Second)
+	}
+	if opts.TickInterval <= 0 {
+		opts.TickInterval = min(max(opts.Window/4, 100*time.Millisecond), 5*time.Second)
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(nil)
+	}
+	return &Aggregator{
+		opts:  opts,
+		st:    opts.Store,
+		pub:   opts.Publisher,
+		clk:   opts.Clock,
+		log:   opts.Logger.With("component", "aggregator"),
+		m:     opts.Metrics,
+		stuck: map[store.WindowRef]bool{},
+	}, nil
+}
+
+// WindowOf returns the start of the window that holds a result for slot.
+func (a *Aggregator) WindowOf(slot time.Time) time.Time {
+	return slot.UTC().Truncate(a.opts.Window)
+}
+
+// Handle folds one results-queue message into its window. It returns nil
+// (delete the message) for a result added, a duplicate, or a result whose
+// window was already decided (counted late); it returns an error, leaving
+// the message for redelivery and eventually the DLQ, when the body cannot
+// be read or the store fails.
+func (a *Aggregator) Handle(ctx context.Context, m queue.Message) error {
+	var r msg.ProbeResult
+	if err := msg.Decode(m.Body, &r); err != nil {
+		return fmt.Errorf("aggregator: result message %s (dedup %s): %w", m.ID, m.DedupID, err)
+	}
+	if r.EndpointID == "" || r.ProbeRunID == "" {
+		return fmt.Errorf("aggregator: result message %s: missing endpointId or probeRunId", m.ID)
+	}
+	slot := r.Slot
+	if slot.IsZero() {
+		slot = r.StartedAt
+	}
+	window := a.WindowOf(slot)
+	added, err := a.st.AddWindowResult(ctx, window, r)
+	switch {
+	case errors.Is(err, store.ErrWindowDecided):
+		a.m.ResultsLate.Inc()
+		a.log.Debug("late result dropped", "endpoint", r.EndpointID, "probe_run", r.ProbeRunID, "window", window)
+		return nil
+	case err != nil:
+		return fmt.Errorf("aggregator: add result %s of endpoint %s to window %s: %w", r.ProbeRunID, r.EndpointID, window.Format(time.RFC3339), err)
+	case !added:
+		a.m.ResultsDuplicate.Inc()
+		return nil
+	}
+	// The latest result feeds the API only; losing it to a crash here is
+	// repaired by the next probe, so a failure is logged, not retried.
+	if err := a.st.PutLatestResult(ctx, r); err != nil {
+		a.log.Warn("store latest result", "endpoint", r.EndpointID, "err", err)
+	}
+	return nil
+}
+
+// Run decides closed windows every TickInterval until ctx is done.
+func (a *Aggregator) Run(ctx context.Context) error {
+	t := time.NewTicker(a.opts.TickInterval)
+	defer t.Stop()
+	for {
+		if err := a.Tick(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("deciding windows", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Tick decides every open window whose end plus grace has passed. It is
+// Run's body, exported so tests and a one-shot runner can drive it with a
+// fake clock.
+func (a *Aggregator) Tick(ctx context.Context) error {
+	now := a.clk.Now()
+	// A window starting at w closes at w+Window; decide it once now >=
+	// w+Window+Grace, i.e. w < now-Window-Grace+1ns.
+	refs, err := a.st.OpenWindows(ctx, now.Add(-a.opts.Window-a.opts.Grace+time.Nanosecond))
+	if err != nil {
+		return fmt.Errorf("aggregator: list open windows: %w", err)
+	}
+	byEndpoint := map[string][]store.WindowRef{}
+	open := make(map[store.WindowRef]bool, len(refs))
+	for _, r := range refs {
+		r.Window = r.Window.UTC()
+		open[r] = true
+		byEndpoint[r.EndpointID] = append(byEndpoint[r.EndpointID], r)
+	}
+	a.mu.Lock()
+	for r := range a.stuck {
+		if !open[r] {
+			delete(a.stuck, r)
+		}
+	}
+	a.mu.Unlock()
+
+	var (
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, a.opts.Concurrency)
+		emu  sync.Mutex
+		errs []error
+	)
+	for _, ws := range byEndpoint {
+		slices.SortFunc(ws, func(x, y store.WindowRef) int { return x.Window.Compare(y.Window) })
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return ctx.Err()
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			for _, ref := range ws {
+				if err := a.decide(ctx, ref); err != nil {
+					emu.Lock()
+					errs = append(errs, err)
+					emu.Unlock()
+					// Later windows must wait: deciding them first would
+					// make this one older than the last verdict.
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (a *Aggregator) decide(ctx context.Context, ref store.WindowRef) error {
+	a.mu.Lock()
+	skip := a.stuck[ref]
+	a.mu.Unlock()
+	if skip {
+		return nil
+	}
+	last, err := a.st.LastVerdict(ctx, ref.EndpointID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("aggregator: last verdict of endpoint %s: %w", ref.EndpointID, err)
+	case !last.Window.Before(ref.Window):
+		// Never emit a verdict older than (or as old as) the last one.
+		a.mu.Lock()
+		a.stuck[ref] = true
+		a.mu.Unlock()
+		a.m.ResultsLate.Inc()
+		a.log.Warn("window left undecided: a later verdict exists", "endpoint", ref.EndpointID, "window", ref.Window, "last", last.Window)
+		return nil
+	}
+	results, err := a.st.WindowResults(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("aggregator: results of endpoint %s window %s: %w", ref.EndpointID, ref.Window.Format(time.RFC3339), err)
+	}
+	var rules store.Rules
+	ep, err := a.st.GetEndpoint(ctx, ref.EndpointID)
+	switch {
+	case err == nil:
+		if ep.Rules != nil {
+			rules = *ep.Rules
+		}
+	case errors.Is(err, store.ErrNotFound):
+		// Deleted since it was probed: decide with the defaults so the
+		// window is closed; the alerter ignores unknown endpoints' noise.
+	default:
+		return fmt.Errorf("aggregator: endpoint %s: %w", ref.EndpointID, err)
+	}
+
+	v := Decide(ref.EndpointID, ref.Window, a.opts.Window, results, rules.RegionQuorum)
+	v.EmittedAt = a.clk.Now().UTC()
+
+	// Publish first, record second. A crash between the two leaves the
+	// window open, so the next tick decides it again and publishes under the
+	// same dedup ID: within SQS's five minutes the queue drops the copy;
+	// after that the alerter drops it because its window is not after the
+	// tracker's last window. The copy is harmless either way. The other order
+	// (record, then publish) would lose the verdict for good on a crash in
+	// between: the window is closed and its results dropped, and an outage
+	// could go unalerted.
+	if _, err := a.pub.Publish(ctx, queue.SendInput{GroupID: v.GroupID(), DedupID: v.DedupID(), Body: v.Body()}); err != nil {
+		return fmt.Errorf("aggregator: publish verdict %s: %w", v.DedupID(), err)
+	}
+	applied, err := a.st.RecordVerdict(ctx, v)
+	if err != nil {
+		return fmt.Errorf("aggregator: record verdict %s: %w", v.DedupID(), err)
+	}
+	if !applied {
+		// Another aggregator recorded this window or a later one first; it
+		// published the same dedup ID, so ours collapsed with it or will be
+		// dropped by the alerter's window check.
+		a.log.Debug("verdict already recorded", "verdict", v.DedupID())
+		return nil
+	}
+	a.m.Verdicts.WithLabelValues(string(v.State)).Inc()
+	a.m.setState(v.EndpointID, v.State)
+	if !v.FirstProbeAt.IsZero() {
+		a.m.probeToVerdict.Observe(v.EmittedAt.Sub(v.FirstProbeAt).Seconds())
+	}
+	a.log.Debug("verdict", "endpoint", v.EndpointID, "window", v.Window, "state", v.State, "results", v.Results)
+	return nil
+}
+
+// Decide folds one window's results into a verdict.
+//
+// Each region (results without a region form one region "") is judged by
+// its latest result in the window (by slot, then finish time): the newest
+// observation is the best estimate of the state at the window's end.
+// With R regions reporting and D of them down, the verdict is down when
+// D >= Q, where Q is quorum (0 = majority, R/2+1) capped at R so that a
+// region whose prober is silent cannot prevent a down verdict; regional when
+// 0 < D < Q, with the failing regions named; degraded when no region is down
+// but one is degraded; up otherwise; no_data without results. Class and
+// Reason come from the deciding result: the latest down result of the first
+// failing region (by name), else the first degraded one, else "ok".
+func Decide(endpointID string, window time.Time, size time.Duration, results []msg.ProbeResult, quorum int) msg.Verdict {
+	v := msg.Verdict{
+		Schema:     msg.SchemaVersion,
+		EndpointID: endpointID,
+		Window:     window.UTC(),
+		WindowSecs: int(size / time.Second),
+		Results:    len(results),
+	}
+	if len(results) == 0 {
+		v.State = msg.StateNoData
+		return v
+	}
+	latest := map[string]msg.ProbeResult{}
+	for _, r := range results {
+		if v.FirstProbeAt.IsZero() || (!r.StartedAt.IsZero() && r.StartedAt.Before(v.FirstProbeAt)) {
+			v.FirstProbeAt = r.StartedAt.UTC()
+		}
+		cur, ok := latest[r.Region]
+		if !ok || cmp.Or(r.Slot.Compare(cur.Slot), r.FinishedAt.Compare(cur.FinishedAt), cmpString(r.ProbeRunID, cur.ProbeRunID)) > 0 {
+			latest[r.Region] = r
+		}
+	}
+	regions := make([]string, 0, len(latest))
+	for reg := range latest {
+		regions = append(regions, reg)
+	}
+	slices.Sort(regions)
+
+	var down, degraded []msg.ProbeResult
+	for _, reg := range regions {
+		switch r := latest[reg]; r.Status {
+		case msg.StatusDown:
+			down = append(down, r)
+			if reg != "" {
+				v.FailingRegions = append(v.FailingRegions, reg)
+			}
+		case msg.StatusDegraded:
+			degraded = append(degraded, r)
+		}
+	}
+	q := quorum
+	if q <= 0 {
+		q = len(regions)/2 + 1
+	}
+	q = min(q, len(regions))
+	switch {
+	case len(down) >= q:
+		v.State = msg.StateDown
+		v.Class, v.Reason = down[0].Class, reasonOf(down[0])
+	case len(down) > 0:
+		v.State = msg.StateRegional
+		v.Class, v.Reason = down[0].Class, reasonOf(down[0])
+	case len(degraded) > 0:
+		v.State = msg.StateDegraded
+		v.Class, v.Reason = degraded[0].Class, reasonOf(degraded[0])
+	default:
+		v.State = msg.StateUp
+		v.Class = "ok"
+	}
+	return v
+}
+
+func reasonOf(r msg.ProbeResult) string {
+	if r.Error != "" {
+		return r.Error
+	}
+	return r.Class
+}
+
+func cmpString(a, b string) int { return cmp.Compare(a, b) }
