@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -147,5 +148,71 @@ func TestOpsHandlerMethod(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/healthz", nil))
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Fatalf("POST /healthz: %d", rec.Code)
+	}
+}
+
+func TestCatalogWellFormed(t *testing.T) {
+	seen := map[string]bool{}
+	for _, f := range metrics.Catalog() {
+		if seen[f.Name] {
+			t.Errorf("%s listed twice", f.Name)
+		}
+		seen[f.Name] = true
+		if !strings.HasPrefix(f.Name, "mcpmon_") {
+			t.Errorf("%s: not in the mcpmon namespace", f.Name)
+		}
+		if f.Type == metrics.Counter && !strings.HasSuffix(f.Name, "_total") {
+			t.Errorf("%s: counter without _total", f.Name)
+		}
+		if !slices.IsSorted(f.Labels) {
+			t.Errorf("%s: labels %v not sorted", f.Name, f.Labels)
+		}
+	}
+	if f, ok := metrics.Lookup("mcpmon_probe_phase_seconds_bucket"); !ok || f.Name != "mcpmon_probe_phase_seconds" {
+		t.Fatalf("histogram bucket lookup: %v %v", f, ok)
+	}
+	if _, ok := metrics.Lookup("mcpmon_probes_total_bucket"); ok {
+		t.Fatal("counter must not resolve _bucket")
+	}
+}
+
+func TestLint(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(reg *prometheus.Registry)
+		wantErr string
+	}{
+		{"catalog metrics pass", func(reg *prometheus.Registry) {
+			f := promauto.With(reg)
+			f.NewCounterVec(prometheus.CounterOpts{Name: "mcpmon_probes_total", Help: "h"}, []string{"endpoint", "class"}).WithLabelValues("e", "ok")
+			f.NewHistogramVec(prometheus.HistogramOpts{Name: "mcpmon_pipeline_delay_seconds", Help: "h"}, []string{"stage"}).WithLabelValues("probe_to_verdict")
+			f.NewGauge(prometheus.GaugeOpts{Name: "mcpmon_incidents_open", Help: "h"})
+			f.NewCounter(prometheus.CounterOpts{Name: "other_total", Help: "not ours"})
+		}, ""},
+		{"unknown name", func(reg *prometheus.Registry) {
+			promauto.With(reg).NewCounter(prometheus.CounterOpts{Name: "mcpmon_probe_total", Help: "h"})
+		}, "mcpmon_probe_total"},
+		{"wrong type", func(reg *prometheus.Registry) {
+			promauto.With(reg).NewCounter(prometheus.CounterOpts{Name: "mcpmon_incidents_open", Help: "h"})
+		}, "type counter"},
+		{"wrong labels", func(reg *prometheus.Registry) {
+			promauto.With(reg).NewCounterVec(prometheus.CounterOpts{Name: "mcpmon_alerts_total", Help: "h"}, []string{"sink", "outcome"}).WithLabelValues("s", "sent")
+		}, "labels [outcome sink]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := metrics.NewRegistry("v")
+			tt.setup(reg)
+			err := metrics.Lint(reg)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, metrics.ErrNotInCatalog) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("got %v, want ErrNotInCatalog containing %q", err, tt.wantErr)
+			}
+		})
 	}
 }
