@@ -259,4 +259,8 @@ const (
 	DefaultLedgerTTL = 7 * 24 * time.Hour
 	// DefaultVerdictHistory bounds verdict history per endpoint.
 	DefaultVerdictHistory = 7 * 24 * time.Hour
+	// DefaultLease is the ledger claim lease used when Claim is given none
+	// (lease <= 0): long enough for a sink call with its retries, short enough
+	// that a crashed holder's claim is taken over within a minute.
+	DefaultLease = time.Minute
 )
