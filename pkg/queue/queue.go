@@ -46,6 +46,14 @@ var (
 	ErrTooLarge = errors.New("message too large")
 	// ErrClosed: the queue was closed.
 	ErrClosed = errors.New("queue closed")
+	// ErrTooManyEntries: a batch of more than MaxBatch entries.
+	ErrTooManyEntries = errors.New("too many entries in one batch (max 10)")
+	// ErrInvalidMessage: a body with characters SQS refuses, an empty body,
+	// or a group/dedup ID over 128 characters.
+	ErrInvalidMessage = errors.New("invalid message contents")
+	// ErrVisibilityCap: a visibility change past MaxVisibility from the
+	// receive.
+	ErrVisibilityCap = errors.New("visibility timeout would exceed the 12-hour cap")
 )
 
 // DedupScope says where deduplication IDs are unique.
@@ -88,6 +96,11 @@ type SendInput struct {
 type SendResult struct {
 	MessageID string
 	Err       error
+	// Duplicate is true when the queue recognised the send as a duplicate
+	// within the dedup window. Only the embedded queue can tell; SQS answers
+	// a duplicate exactly like a first send, so the SQS adapter leaves it
+	// false.
+	Duplicate bool
 }
 
 // ReceiveInput tunes one receive.

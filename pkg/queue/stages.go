@@ -41,3 +41,26 @@ func StageConfigs() []Config {
 		},
 	}
 }
+
+// DLQSuffix names a stage's dead-letter queue: "results" → "results-dlq".
+const DLQSuffix = "-dlq"
+
+// DLQRetention keeps dead letters for SQS's maximum of 14 days, time enough
+// to investigate a poison message.
+const DLQRetention = 14 * 24 * time.Hour
+
+// DLQName returns the dead-letter queue name for a stage queue.
+func DLQName(name string) string { return name + DLQSuffix }
+
+// DLQConfig returns the dead-letter queue for cfg: same deduplication
+// settings (a FIFO DLQ must match its source), no redrive of its own, and
+// the longest retention.
+func DLQConfig(cfg Config) Config {
+	return Config{
+		Name:              DLQName(cfg.Name),
+		ContentBasedDedup: cfg.ContentBasedDedup,
+		DedupScope:        cfg.DedupScope,
+		VisibilityTimeout: cfg.VisibilityTimeout,
+		Retention:         DLQRetention,
+	}
+}

@@ -1,0 +1,371 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/clock"
+)
+
+// Handler handles one message. nil acknowledges it (the delete is batched);
+// an error leaves it in flight until its visibility expires, so it is
+// redelivered with a higher receive count and, after MaxReceiveCount, moved
+// to the dead-letter queue. A handler must tolerate a redelivery of a message
+// it already acted on: the consumer may crash between effect and delete.
+type Handler func(ctx context.Context, m Message) error
+
+// ConsumerOptions tune Consume.
+type ConsumerOptions struct {
+	// Max messages per receive, default MaxBatch (10).
+	Max int
+	// Wait is the long-poll wait, default MaxWait (20s); the embedded queue
+	// wakes on send.
+	Wait time.Duration
+	// Visibility per receive; 0 uses the queue's default.
+	Visibility time.Duration
+	// Heartbeat extends visibility every Heartbeat while a message waits or
+	// is handled (0: Visibility/3, or 10s when Visibility is 0), never past
+	// MaxVisibility from the receive.
+	Heartbeat time.Duration
+	// Concurrency is how many groups are handled in parallel, default 4.
+	// Order is kept within a group: when a message fails, later messages of
+	// its group in the same batch are not handled and are made visible
+	// again.
+	Concurrency int
+	// DeleteDelay is how long an acknowledged message waits for nine others
+	// before its batched delete is sent, default 50ms.
+	DeleteDelay time.Duration
+	// Clock measures the 12-hour visibility cap. Default: real.
+	Clock   clock.Clock
+	Logger  *slog.Logger
+	Metrics *ConsumerMetrics
+}
+
+// defaultVisibility stands in for the queue's default when computing a
+// heartbeat extension with Visibility unset.
+const defaultVisibility = 30 * time.Second
+
+// Consume receives from q and runs h until ctx is done, then returns nil
+// after acknowledging what was handled. Messages of one group are handled in
+// order, different groups concurrently. Receive errors are logged and
+// retried with backoff.
+func Consume(ctx context.Context, q Queue, h Handler, opts ConsumerOptions) error {
+	if opts.Max <= 0 || opts.Max > MaxBatch {
+		opts.Max = MaxBatch
+	}
+	if opts.Wait <= 0 {
+		opts.Wait = MaxWait
+	}
+	ext := opts.Visibility
+	if ext <= 0 {
+		ext = defaultVisibility
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = ext / 3
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 4
+	}
+	if opts.DeleteDelay <= 0 {
+		opts.DeleteDelay = 50 * time.Millisecond
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &consumer{
+		q:      q,
+		h:      h,
+		opts:   opts,
+		ext:    ext,
+		logger: opts.Logger.With("component", "consumer", "queue", q.Name()),
+		slots:  make(chan struct{}, opts.Concurrency),
+		free:   make(chan struct{}, 1),
+	}
+	// Deletes and visibility resets outlive ctx so handled work is
+	// acknowledged on shutdown.
+	ackCtx, stopAcks := context.WithCancel(context.WithoutCancel(ctx))
+	c.del = newDeleter(ackCtx, q, opts.DeleteDelay, c.logger, opts.Metrics)
+	defer func() {
+		c.tasks.Wait()
+		c.del.close()
+		stopAcks()
+	}()
+
+	failures := 0
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		// Receive only with a free group slot, so messages do not sit
+		// received while every worker is busy.
+		for c.active() >= opts.Concurrency {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-c.free:
+			}
+		}
+		msgs, err := q.Receive(ctx, ReceiveInput{Max: opts.Max, Wait: opts.Wait, Visibility: opts.Visibility})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, ErrClosed) {
+				return err
+			}
+			failures++
+			d := backoff(100*time.Millisecond, 10*time.Second, failures)
+			c.logger.Warn("receive failed", "err", err, "retry_in", d)
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+			continue
+		}
+		failures = 0
+		opts.Metrics.received(q.Name(), len(msgs))
+		c.dispatch(ctx, msgs, opts.Clock.Now())
+	}
+}
+
+type consumer struct {
+	q      Queue
+	h      Handler
+	opts   ConsumerOptions
+	ext    time.Duration
+	logger *slog.Logger
+	del    *deleter
+
+	slots chan struct{} // one per group being handled
+	free  chan struct{} // pinged when a group task ends
+	mu    sync.Mutex
+	n     int // group tasks started and not finished
+	tasks sync.WaitGroup
+}
+
+func (c *consumer) active() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// dispatch splits a batch into its groups, in receive order, and starts one
+// task per group. A task keeps every message of its group alive with the
+// heartbeat from the start, so a message waiting behind its predecessor or
+// for a slot does not expire.
+func (c *consumer) dispatch(ctx context.Context, msgs []Message, receivedAt time.Time) {
+	var order []string
+	groups := map[string][]Message{}
+	for _, m := range msgs {
+		if _, ok := groups[m.GroupID]; !ok {
+			order = append(order, m.GroupID)
+		}
+		groups[m.GroupID] = append(groups[m.GroupID], m)
+	}
+	for _, g := range order {
+		c.mu.Lock()
+		c.n++
+		c.mu.Unlock()
+		c.tasks.Add(1)
+		go func(batch []Message) {
+			defer func() {
+				c.mu.Lock()
+				c.n--
+				c.mu.Unlock()
+				select {
+				case c.free <- struct{}{}:
+				default:
+				}
+				c.tasks.Done()
+			}()
+			c.runGroup(ctx, batch, receivedAt)
+		}(groups[g])
+	}
+}
+
+func (c *consumer) runGroup(ctx context.Context, batch []Message, receivedAt time.Time) {
+	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHB()
+	live := newReceiptSet(batch)
+	go c.heartbeat(hbCtx, live, receivedAt)
+
+	select {
+	case c.slots <- struct{}{}:
+		defer func() { <-c.slots }()
+	case <-ctx.Done():
+		c.release(batch, live)
+		return
+	}
+	for i, m := range batch {
+		if ctx.Err() != nil {
+			c.release(batch[i:], live)
+			return
+		}
+		err := c.h(ctx, m)
+		live.drop(m.ReceiptHandle)
+		if err != nil {
+			// Left in flight: it comes back when its visibility expires,
+			// which spaces out retries of a failing message.
+			c.logger.Warn("handler failed; message will be redelivered",
+				"group", m.GroupID, "message_id", m.ID, "receive_count", m.ReceiveCount, "err", err)
+			c.release(batch[i+1:], live)
+			return
+		}
+		c.del.add(m.ReceiptHandle)
+	}
+}
+
+// release makes unhandled messages visible again at once, in order, so the
+// group resumes with the earliest of them.
+func (c *consumer) release(msgs []Message, live *receiptSet) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, m := range msgs {
+		live.drop(m.ReceiptHandle)
+		if err := c.q.ChangeVisibility(ctx, m.ReceiptHandle, 0); err != nil {
+			c.logger.Debug("could not release message", "message_id", m.ID, "err", err)
+		}
+	}
+}
+
+// heartbeat extends the visibility of the still-live messages of a group
+// every Heartbeat until ctx ends, never past MaxVisibility from the receive.
+func (c *consumer) heartbeat(ctx context.Context, live *receiptSet, receivedAt time.Time) {
+	t := time.NewTicker(c.opts.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		left := receivedAt.Add(MaxVisibility).Sub(c.opts.Clock.Now())
+		d := min(c.ext, left)
+		if d <= 0 {
+			c.logger.Warn("message handled for 12 hours: visibility can no longer be extended")
+			return
+		}
+		for _, r := range live.list() {
+			if err := c.q.ChangeVisibility(ctx, r, d); err != nil && ctx.Err() == nil {
+				c.logger.Warn("visibility heartbeat failed; the message may be redelivered", "err", err)
+			}
+		}
+	}
+}
+
+type receiptSet struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+	o  []string
+}
+
+func newReceiptSet(batch []Message) *receiptSet {
+	s := &receiptSet{m: map[string]struct{}{}}
+	for _, m := range batch {
+		s.m[m.ReceiptHandle] = struct{}{}
+		s.o = append(s.o, m.ReceiptHandle)
+	}
+	return s
+}
+
+func (s *receiptSet) drop(r string) {
+	s.mu.Lock()
+	delete(s.m, r)
+	s.mu.Unlock()
+}
+
+func (s *receiptSet) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.m))
+	for _, r := range s.o {
+		if _, ok := s.m[r]; ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// deleter batches acknowledgements into Delete calls of up to MaxBatch
+// receipts, sent when ten are pending or DeleteDelay after the first.
+type deleter struct {
+	q       Queue
+	ctx     context.Context
+	delay   time.Duration
+	logger  *slog.Logger
+	metrics *ConsumerMetrics
+
+	in   chan string
+	done chan struct{}
+}
+
+func newDeleter(ctx context.Context, q Queue, delay time.Duration, logger *slog.Logger, m *ConsumerMetrics) *deleter {
+	d := &deleter{q: q, ctx: ctx, delay: delay, logger: logger, metrics: m, in: make(chan string, 2*MaxBatch), done: make(chan struct{})}
+	go d.loop()
+	return d
+}
+
+func (d *deleter) add(r string) { d.in <- r }
+
+// close flushes and stops; no add may follow.
+func (d *deleter) close() {
+	close(d.in)
+	<-d.done
+}
+
+func (d *deleter) loop() {
+	defer close(d.done)
+	var (
+		pending []string
+		timer   *time.Timer
+		timerC  <-chan time.Time
+	)
+	flush := func() {
+		if timer != nil {
+			timer.Stop()
+			timer, timerC = nil, nil
+		}
+		if len(pending) == 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(d.ctx, sendTimeout)
+		err := d.q.Delete(ctx, pending...)
+		cancel()
+		if err != nil {
+			// The messages come back after their visibility expires; the
+			// handlers are idempotent, so this costs work, not correctness.
+			d.logger.Warn("batched delete failed; messages will be redelivered", "messages", len(pending), "err", err)
+		} else {
+			d.metrics.deleted(d.q.Name(), len(pending))
+		}
+		pending = nil
+	}
+	for {
+		select {
+		case r, ok := <-d.in:
+			if !ok {
+				flush()
+				return
+			}
+			pending = append(pending, r)
+			if len(pending) >= MaxBatch {
+				flush()
+			} else if timer == nil {
+				timer = time.NewTimer(d.delay)
+				timerC = timer.C
+			}
+		case <-timerC:
+			timer, timerC = nil, nil
+			flush()
+		}
+	}
+}

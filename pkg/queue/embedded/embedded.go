@@ -1,0 +1,861 @@
+// Package embedded is mcpmon's in-process FIFO queue broker with the
+// semantics of Amazon SQS FIFO queues, so `mcpmon run` needs no AWS account
+// and tests run the real pipeline in one process.
+//
+// Data enters through queue.Queue.Send on a Broker's queues and leaves through
+// Receive/Delete; messages that exhaust their receives move to the stage's
+// dead-letter queue (Broker.DLQ). It reproduces what mcpmon relies on: a
+// five-minute deduplication window measured from acceptance on the injected
+// clock that survives delete, a duplicate send that succeeds with the
+// original message ID, content-based deduplication on SHA-256 of the body,
+// per-group ordering with a group blocked while any of its messages is in
+// flight, visibility timeouts with redelivery and an increasing receive
+// count, redrive after MaxReceiveCount, and a queue or message-group
+// deduplication scope.
+//
+// With a data directory every accepted message, dedup record, receive count
+// and visibility deadline is written to a bbolt file (dir/queue.db) before the
+// call returns, so a crash loses nothing the broker acknowledged; an in-flight
+// message becomes visible again after a restart when its visibility deadline
+// passes. Time comes only from Options.Clock; long-poll waits use real timers
+// bounded by the requested wait.
+package embedded
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/queue"
+)
+
+// FileName is the bbolt file the broker keeps in its data directory.
+const FileName = "queue.db"
+
+// maxIDLen is SQS's limit on group and deduplication IDs.
+const maxIDLen = 128
+
+// Options tune a Broker.
+type Options struct {
+	// Clock drives dedup windows, visibility and retention. Default: real.
+	Clock clock.Clock
+	// Logger receives redrive and recovery events. Default: discard.
+	Logger *slog.Logger
+}
+
+// Broker owns the stage queues and their dead-letter queues.
+type Broker struct {
+	clock  clock.Clock
+	logger *slog.Logger
+	db     *bolt.DB // nil when in-memory
+
+	mu     sync.Mutex
+	closed bool
+	queues map[string]*fifo
+	done   chan struct{}
+}
+
+// fifo is one queue's state; every field is guarded by Broker.mu.
+type fifo struct {
+	cfg     queue.Config
+	dlq     *fifo // nil when redrive is off
+	nextSeq uint64
+	msgs    []*message // by seq; deleted entries are nil until compaction
+	live    int
+	bySeq   map[uint64]*message
+	dedup   map[string]dedupRecord
+	dedupQ  []dedupEntry // acceptance order, for expiry
+	stale   []string     // expired dedup keys still in the file
+	wake    chan struct{}
+}
+
+type message struct {
+	Seq          uint64    `json:"seq"`
+	ID           string    `json:"id"`
+	GroupID      string    `json:"group"`
+	DedupID      string    `json:"dedup"`
+	Body         []byte    `json:"body"`
+	SentAt       time.Time `json:"sent"`
+	ReceiveCount int       `json:"rc"`
+	ReceivedAt   time.Time `json:"received,omitzero"`
+	VisibleAt    time.Time `json:"visible,omitzero"`
+	idx          int
+}
+
+type dedupRecord struct {
+	ID string    `json:"id"`
+	At time.Time `json:"at"`
+}
+
+type dedupEntry struct {
+	key string
+	at  time.Time
+}
+
+// Open starts a broker for cfgs, each with its dead-letter queue
+// (queue.DLQConfig) when MaxReceiveCount > 0. dir == "" keeps everything in
+// memory; otherwise state is loaded from and written to dir/queue.db.
+func Open(dir string, cfgs []queue.Config, opts Options) (*Broker, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	b := &Broker{
+		clock:  opts.Clock,
+		logger: opts.Logger.With("component", "queue"),
+		queues: map[string]*fifo{},
+		done:   make(chan struct{}),
+	}
+	for _, cfg := range cfgs {
+		if cfg.Name == "" {
+			return nil, errors.New("embedded queue: a queue config has no name")
+		}
+		if cfg.VisibilityTimeout <= 0 {
+			cfg.VisibilityTimeout = 30 * time.Second
+		}
+		if cfg.DedupScope == "" {
+			cfg.DedupScope = queue.DedupScopeQueue
+		}
+		q := newFIFO(cfg)
+		b.queues[cfg.Name] = q
+		if cfg.MaxReceiveCount > 0 {
+			d := newFIFO(queue.DLQConfig(cfg))
+			q.dlq = d
+			b.queues[d.cfg.Name] = d
+		}
+	}
+	if dir == "" {
+		return b, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("embedded queue: create data dir %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, FileName)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("embedded queue: open %s (is another mcpmon using this data dir?): %w", path, err)
+	}
+	b.db = db
+	if err := b.load(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("embedded queue: load %s: %w", path, err)
+	}
+	return b, nil
+}
+
+func newFIFO(cfg queue.Config) *fifo {
+	return &fifo{
+		cfg:     cfg,
+		nextSeq: 1,
+		bySeq:   map[uint64]*message{},
+		dedup:   map[string]dedupRecord{},
+		wake:    make(chan struct{}),
+	}
+}
+
+// Close releases the data file. Calls on the broker's queues then fail with
+// queue.ErrClosed and pending long polls return.
+func (b *Broker) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	close(b.done)
+	if b.db != nil {
+		return b.db.Close()
+	}
+	return nil
+}
+
+// Queue returns the named stage queue. An unknown name yields a queue whose
+// calls fail with queue.ErrQueueNotFound.
+func (b *Broker) Queue(name string) queue.Queue { return &handle{b: b, name: name} }
+
+// DLQ returns the dead-letter queue of the named stage queue.
+func (b *Broker) DLQ(name string) queue.Queue { return b.Queue(queue.DLQName(name)) }
+
+// handle is the queue.Queue view of one fifo.
+type handle struct {
+	b    *Broker
+	name string
+}
+
+var (
+	_ queue.Queue       = (*handle)(nil)
+	_ queue.StatsReader = (*handle)(nil)
+)
+
+func (h *handle) Name() string { return h.name }
+
+// lookup returns the fifo with b.mu held; the caller unlocks.
+func (h *handle) lookup() (*fifo, error) {
+	h.b.mu.Lock()
+	if h.b.closed {
+		h.b.mu.Unlock()
+		return nil, fmt.Errorf("embedded queue %s: %w", h.name, queue.ErrClosed)
+	}
+	q, ok := h.b.queues[h.name]
+	if !ok {
+		h.b.mu.Unlock()
+		return nil, fmt.Errorf("embedded queue %s: %w", h.name, queue.ErrQueueNotFound)
+	}
+	return q, nil
+}
+
+func (h *handle) Send(ctx context.Context, in []queue.SendInput) ([]queue.SendResult, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	if len(in) > queue.MaxBatch {
+		return nil, fmt.Errorf("embedded queue %s: %d entries: %w", h.name, len(in), queue.ErrTooManyEntries)
+	}
+	total := 0
+	for _, m := range in {
+		total += len(m.Body)
+	}
+	if total > queue.MaxBatchBytes {
+		return nil, fmt.Errorf("embedded queue %s: batch of %d bytes over %d: %w", h.name, total, queue.MaxBatchBytes, queue.ErrTooLarge)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	q, err := h.lookup()
+	if err != nil {
+		return nil, err
+	}
+	defer h.b.mu.Unlock()
+	now := h.b.clock.Now()
+	q.expireDedup(now)
+
+	out := make([]queue.SendResult, len(in))
+	var added []*message
+	var newDedup []dedupEntry
+	for i, m := range in {
+		if err := validate(q.cfg, m); err != nil {
+			out[i].Err = fmt.Errorf("embedded queue %s: entry %d: %w", h.name, i, err)
+			continue
+		}
+		dedupID := m.DedupID
+		if dedupID == "" {
+			sum := sha256.Sum256(m.Body)
+			dedupID = hex.EncodeToString(sum[:])
+		}
+		key := q.dedupKey(m.GroupID, dedupID)
+		if rec, ok := q.dedup[key]; ok && now.Sub(rec.At) < queue.DedupWindow {
+			out[i] = queue.SendResult{MessageID: rec.ID, Duplicate: true}
+			continue
+		}
+		msg := &message{
+			Seq:     q.nextSeq,
+			ID:      newID(),
+			GroupID: m.GroupID,
+			DedupID: dedupID,
+			Body:    append([]byte(nil), m.Body...),
+			SentAt:  now,
+		}
+		q.nextSeq++
+		q.dedup[key] = dedupRecord{ID: msg.ID, At: now}
+		newDedup = append(newDedup, dedupEntry{key: key, at: now})
+		added = append(added, msg)
+		out[i].MessageID = msg.ID
+	}
+	if len(added) == 0 {
+		return out, nil
+	}
+	if err := h.b.persist(func(tx *bolt.Tx) error {
+		bk, err := tx.CreateBucketIfNotExists(bucketName(q.cfg.Name))
+		if err != nil {
+			return err
+		}
+		for _, m := range added {
+			if err := putMsg(bk, m); err != nil {
+				return err
+			}
+		}
+		if dk := bk.Bucket(dedupBucket); dk != nil {
+			for _, k := range q.stale {
+				if err := dk.Delete([]byte(k)); err != nil {
+					return err
+				}
+			}
+		}
+		for _, d := range newDedup {
+			if err := putDedup(bk, d.key, q.dedup[d.key]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		// Nothing was acknowledged: undo the in-memory acceptance.
+		for _, d := range newDedup {
+			delete(q.dedup, d.key)
+		}
+		q.nextSeq -= uint64(len(added))
+		return nil, fmt.Errorf("embedded queue %s: persist send: %w", h.name, err)
+	}
+	for _, m := range added {
+		q.append(m)
+	}
+	q.stale = q.stale[:0]
+	q.dedupQ = append(q.dedupQ, newDedup...)
+	q.notify()
+	return out, nil
+}
+
+func validate(cfg queue.Config, m queue.SendInput) error {
+	switch {
+	case m.GroupID == "":
+		return queue.ErrMissingGroupID
+	case m.DedupID == "" && !cfg.ContentBasedDedup:
+		return queue.ErrMissingDedupID
+	case len(m.GroupID) > maxIDLen || len(m.DedupID) > maxIDLen:
+		return fmt.Errorf("group or dedup ID over %d characters: %w", maxIDLen, queue.ErrInvalidMessage)
+	case len(m.Body) == 0:
+		return fmt.Errorf("empty body: %w", queue.ErrInvalidMessage)
+	case len(m.Body) > queue.MaxBatchBytes:
+		return fmt.Errorf("body of %d bytes over %d: %w", len(m.Body), queue.MaxBatchBytes, queue.ErrTooLarge)
+	case !validBody(m.Body):
+		return fmt.Errorf("body has characters outside the SQS allowed set: %w", queue.ErrInvalidMessage)
+	}
+	return nil
+}
+
+// validBody applies SQS's character rule: #x9 | #xA | #xD | #x20-#xD7FF |
+// #xE000-#xFFFD | #x10000-#x10FFFF, in valid UTF-8.
+func validBody(b []byte) bool {
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n <= 1 {
+			return false
+		}
+		switch {
+		case r == 0x9, r == 0xA, r == 0xD:
+		case r >= 0x20 && r <= 0xD7FF:
+		case r >= 0xE000 && r <= 0xFFFD:
+		case r >= 0x10000 && r <= 0x10FFFF:
+		default:
+			return false
+		}
+		b = b[n:]
+	}
+	return true
+}
+
+func (h *handle) Receive(ctx context.Context, in queue.ReceiveInput) ([]queue.Message, error) {
+	max := in.Max
+	if max <= 0 {
+		max = 1
+	}
+	if max > queue.MaxBatch {
+		max = queue.MaxBatch
+	}
+	wait := min(in.Wait, queue.MaxWait)
+	var timer *time.Timer
+	var deadline <-chan time.Time
+	if wait > 0 {
+		timer = time.NewTimer(wait)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		q, err := h.lookup()
+		if err != nil {
+			return nil, err
+		}
+		msgs, next, err := h.b.receive(q, max, in.Visibility)
+		wake := q.wake
+		h.b.mu.Unlock()
+		if err != nil || len(msgs) > 0 || deadline == nil {
+			return msgs, err
+		}
+		// Sleep until a send/visibility change, the next visibility expiry
+		// (real time, so a fake clock only shortens nothing), the wait's
+		// end, or ctx.
+		var expiry <-chan time.Time
+		var t *time.Timer
+		if next > 0 {
+			t = time.NewTimer(next)
+			expiry = t.C
+		}
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-h.b.done:
+			err = fmt.Errorf("embedded queue %s: %w", h.name, queue.ErrClosed)
+		case <-deadline:
+			deadline = nil // one last look, then return
+		case <-wake:
+		case <-expiry:
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// receive takes up to max messages with b.mu held. It also applies
+// retention and redrive. next is how long until the earliest in-flight
+// message becomes visible (0 if none).
+func (b *Broker) receive(q *fifo, max int, visibility time.Duration) ([]queue.Message, time.Duration, error) {
+	now := b.clock.Now()
+	if visibility <= 0 {
+		visibility = q.cfg.VisibilityTimeout
+	}
+	visibility = min(visibility, queue.MaxVisibility)
+
+	// A group is blocked while any of its messages is in flight.
+	blocked := map[string]bool{}
+	var next time.Duration
+	for _, m := range q.msgs {
+		if m != nil && m.VisibleAt.After(now) {
+			blocked[m.GroupID] = true
+			if d := m.VisibleAt.Sub(now); next == 0 || d < next {
+				next = d
+			}
+		}
+	}
+	var taken, expired, redriven []*message
+	for _, m := range q.msgs {
+		if len(taken) == max {
+			break
+		}
+		if m == nil || blocked[m.GroupID] {
+			continue
+		}
+		if q.cfg.Retention > 0 && now.Sub(m.SentAt) >= q.cfg.Retention {
+			expired = append(expired, m)
+			continue
+		}
+		if q.dlq != nil && q.cfg.MaxReceiveCount > 0 && m.ReceiveCount >= q.cfg.MaxReceiveCount {
+			redriven = append(redriven, m)
+			continue
+		}
+		taken = append(taken, m)
+	}
+	if len(taken)+len(expired)+len(redriven) == 0 {
+		return nil, next, nil
+	}
+	// Build the new states, persist, then apply.
+	type upd struct {
+		m        *message
+		rc       int
+		received time.Time
+		visible  time.Time
+	}
+	updates := make([]upd, len(taken))
+	for i, m := range taken {
+		updates[i] = upd{m: m, rc: m.ReceiveCount + 1, received: now, visible: now.Add(visibility)}
+	}
+	moved := make([]*message, len(redriven))
+	for i, m := range redriven {
+		// SQS keeps the message ID, resets the receive count and the
+		// enqueue time on a FIFO redrive.
+		moved[i] = &message{Seq: q.dlq.nextSeq + uint64(i), ID: m.ID, GroupID: m.GroupID, DedupID: m.DedupID, Body: m.Body, SentAt: now}
+	}
+	err := b.persist(func(tx *bolt.Tx) error {
+		bk, err := tx.CreateBucketIfNotExists(bucketName(q.cfg.Name))
+		if err != nil {
+			return err
+		}
+		for _, u := range updates {
+			c := *u.m
+			c.ReceiveCount, c.ReceivedAt, c.VisibleAt = u.rc, u.received, u.visible
+			if err := putMsg(bk, &c); err != nil {
+				return err
+			}
+		}
+		for _, m := range append(expired, redriven...) {
+			if err := bk.Bucket(msgsBucket).Delete(seqKey(m.Seq)); err != nil {
+				return err
+			}
+		}
+		if len(moved) > 0 {
+			dk, err := tx.CreateBucketIfNotExists(bucketName(q.dlq.cfg.Name))
+			if err != nil {
+				return err
+			}
+			for _, m := range moved {
+				if err := putMsg(dk, m); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("embedded queue %s: persist receive: %w", q.cfg.Name, err)
+	}
+	for _, m := range expired {
+		q.remove(m)
+		b.logger.Warn("message expired unconsumed", "queue", q.cfg.Name, "group", m.GroupID, "message_id", m.ID)
+	}
+	for i, m := range redriven {
+		q.remove(m)
+		q.dlq.nextSeq++
+		q.dlq.append(moved[i])
+		q.dlq.notify()
+		b.logger.Warn("message moved to dead-letter queue", "queue", q.cfg.Name, "dlq", q.dlq.cfg.Name,
+			"group", m.GroupID, "message_id", m.ID, "receive_count", m.ReceiveCount)
+	}
+	out := make([]queue.Message, len(updates))
+	for i, u := range updates {
+		u.m.ReceiveCount, u.m.ReceivedAt, u.m.VisibleAt = u.rc, u.received, u.visible
+		out[i] = queue.Message{
+			ID:            u.m.ID,
+			ReceiptHandle: receipt(u.m),
+			GroupID:       u.m.GroupID,
+			DedupID:       u.m.DedupID,
+			Body:          append([]byte(nil), u.m.Body...),
+			ReceiveCount:  u.m.ReceiveCount,
+			SentAt:        u.m.SentAt,
+		}
+	}
+	return out, next, nil
+}
+
+// A receipt names one receive of one message: "<seq>.<receiveCount>". A
+// later receive of the same message makes an earlier receipt stale.
+func receipt(m *message) string { return fmt.Sprintf("%d.%d", m.Seq, m.ReceiveCount) }
+
+func parseReceipt(r string) (seq uint64, rc int, ok bool) {
+	a, c, found := strings.Cut(r, ".")
+	if !found {
+		return 0, 0, false
+	}
+	s, err1 := strconv.ParseUint(a, 10, 64)
+	n, err2 := strconv.Atoi(c)
+	return s, n, err1 == nil && err2 == nil
+}
+
+// Delete acknowledges messages. As on SQS, deleting a message that is
+// already gone succeeds, and a stale receipt (the message was received again
+// since) succeeds without deleting.
+func (h *handle) Delete(ctx context.Context, receipts ...string) error {
+	if len(receipts) == 0 {
+		return nil
+	}
+	if len(receipts) > queue.MaxBatch {
+		return fmt.Errorf("embedded queue %s: delete of %d: %w", h.name, len(receipts), queue.ErrTooManyEntries)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	q, err := h.lookup()
+	if err != nil {
+		return err
+	}
+	defer h.b.mu.Unlock()
+	var del []*message
+	for _, r := range receipts {
+		seq, rc, ok := parseReceipt(r)
+		if !ok {
+			return fmt.Errorf("embedded queue %s: receipt %q: %w", h.name, r, queue.ErrInvalidReceipt)
+		}
+		if m := q.bySeq[seq]; m != nil && m.ReceiveCount == rc {
+			del = append(del, m)
+		}
+	}
+	if len(del) == 0 {
+		return nil
+	}
+	if err := h.b.persist(func(tx *bolt.Tx) error {
+		bk, err := tx.CreateBucketIfNotExists(bucketName(q.cfg.Name))
+		if err != nil {
+			return err
+		}
+		for _, m := range del {
+			if err := bk.Bucket(msgsBucket).Delete(seqKey(m.Seq)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("embedded queue %s: persist delete: %w", h.name, err)
+	}
+	for _, m := range del {
+		q.remove(m)
+	}
+	q.notify()
+	return nil
+}
+
+// ChangeVisibility sets the remaining visibility of an in-flight message. It
+// fails with queue.ErrInvalidReceipt when the receipt is stale or the message
+// is no longer in flight, and with queue.ErrVisibilityCap past 12 hours from
+// the receive.
+func (h *handle) ChangeVisibility(ctx context.Context, r string, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d < 0 {
+		d = 0
+	}
+	q, err := h.lookup()
+	if err != nil {
+		return err
+	}
+	defer h.b.mu.Unlock()
+	seq, rc, ok := parseReceipt(r)
+	if !ok {
+		return fmt.Errorf("embedded queue %s: receipt %q: %w", h.name, r, queue.ErrInvalidReceipt)
+	}
+	now := h.b.clock.Now()
+	m := q.bySeq[seq]
+	if m == nil || m.ReceiveCount != rc || !m.VisibleAt.After(now) {
+		return fmt.Errorf("embedded queue %s: receipt %q: message not in flight: %w", h.name, r, queue.ErrInvalidReceipt)
+	}
+	visible := now.Add(d)
+	if visible.After(m.ReceivedAt.Add(queue.MaxVisibility)) {
+		return fmt.Errorf("embedded queue %s: message %s: %w", h.name, m.ID, queue.ErrVisibilityCap)
+	}
+	c := *m
+	c.VisibleAt = visible
+	if err := h.b.persist(func(tx *bolt.Tx) error {
+		bk, err := tx.CreateBucketIfNotExists(bucketName(q.cfg.Name))
+		if err != nil {
+			return err
+		}
+		return putMsg(bk, &c)
+	}); err != nil {
+		return fmt.Errorf("embedded queue %s: persist visibility: %w", h.name, err)
+	}
+	m.VisibleAt = visible
+	if d == 0 {
+		q.notify()
+	}
+	return nil
+}
+
+// Stats reports the queue's depth.
+func (h *handle) Stats(ctx context.Context) (queue.Stats, error) {
+	if err := ctx.Err(); err != nil {
+		return queue.Stats{}, err
+	}
+	q, err := h.lookup()
+	if err != nil {
+		return queue.Stats{}, err
+	}
+	defer h.b.mu.Unlock()
+	now := h.b.clock.Now()
+	var s queue.Stats
+	for _, m := range q.msgs {
+		if m == nil {
+			continue
+		}
+		if m.VisibleAt.After(now) {
+			s.InFlight++
+		} else {
+			s.Visible++
+		}
+		if age := now.Sub(m.SentAt); age > s.OldestMessageAge {
+			s.OldestMessageAge = age
+		}
+	}
+	return s, nil
+}
+
+func (q *fifo) dedupKey(group, dedupID string) string {
+	if q.cfg.DedupScope == queue.DedupScopeMessageGroup {
+		return group + "\x00" + dedupID
+	}
+	return dedupID
+}
+
+// expireDedup drops dedup records older than the window from memory; their
+// stored copies are dropped with them, lazily, on the next write.
+func (q *fifo) expireDedup(now time.Time) {
+	i := 0
+	for ; i < len(q.dedupQ); i++ {
+		e := q.dedupQ[i]
+		if now.Sub(e.at) < queue.DedupWindow {
+			break
+		}
+		if rec, ok := q.dedup[e.key]; ok && rec.At.Equal(e.at) {
+			delete(q.dedup, e.key)
+			q.stale = append(q.stale, e.key)
+		}
+	}
+	q.dedupQ = q.dedupQ[i:]
+}
+
+func (q *fifo) append(m *message) {
+	m.idx = len(q.msgs)
+	q.msgs = append(q.msgs, m)
+	q.bySeq[m.Seq] = m
+	q.live++
+}
+
+func (q *fifo) remove(m *message) {
+	if q.bySeq[m.Seq] != m {
+		return
+	}
+	delete(q.bySeq, m.Seq)
+	q.msgs[m.idx] = nil
+	q.live--
+	if len(q.msgs) > 64 && q.live < len(q.msgs)/2 {
+		kept := q.msgs[:0]
+		for _, x := range q.msgs {
+			if x != nil {
+				x.idx = len(kept)
+				kept = append(kept, x)
+			}
+		}
+		clear(q.msgs[len(kept):])
+		q.msgs = kept
+	}
+}
+
+// notify wakes every long poll waiting on q.
+func (q *fifo) notify() {
+	close(q.wake)
+	q.wake = make(chan struct{})
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// Storage layout: one bucket per queue ("q/<name>") holding a "msgs" bucket
+// (8-byte big-endian seq → JSON message) and a "dedup" bucket (dedup key →
+// JSON record). Dedup records are kept after delete, which is what makes the
+// window survive a delete and a restart.
+var (
+	msgsBucket  = []byte("msgs")
+	dedupBucket = []byte("dedup")
+)
+
+func bucketName(queueName string) []byte { return []byte("q/" + queueName) }
+
+func seqKey(seq uint64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	return k[:]
+}
+
+func putMsg(bk *bolt.Bucket, m *message) error {
+	mb, err := bk.CreateBucketIfNotExists(msgsBucket)
+	if err != nil {
+		return err
+	}
+	v, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return mb.Put(seqKey(m.Seq), v)
+}
+
+func putDedup(bk *bolt.Bucket, key string, rec dedupRecord) error {
+	db, err := bk.CreateBucketIfNotExists(dedupBucket)
+	if err != nil {
+		return err
+	}
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return db.Put([]byte(key), v)
+}
+
+// persist runs fn in a bbolt write transaction (a no-op in memory). Called
+// with b.mu held.
+func (b *Broker) persist(fn func(tx *bolt.Tx) error) error {
+	if b.db == nil {
+		return nil
+	}
+	return b.db.Update(fn)
+}
+
+// load restores every configured queue from the file and prunes expired
+// dedup records.
+func (b *Broker) load() error {
+	now := b.clock.Now()
+	return b.db.Update(func(tx *bolt.Tx) error {
+		for name, q := range b.queues {
+			bk, err := tx.CreateBucketIfNotExists(bucketName(name))
+			if err != nil {
+				return err
+			}
+			mb, err := bk.CreateBucketIfNotExists(msgsBucket)
+			if err != nil {
+				return err
+			}
+			err = mb.ForEach(func(k, v []byte) error {
+				var m message
+				if err := json.Unmarshal(v, &m); err != nil {
+					return fmt.Errorf("queue %s message %x: %w", name, k, err)
+				}
+				q.append(&m)
+				if m.Seq >= q.nextSeq {
+					q.nextSeq = m.Seq + 1
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			db, err := bk.CreateBucketIfNotExists(dedupBucket)
+			if err != nil {
+				return err
+			}
+			var stale [][]byte
+			err = db.ForEach(func(k, v []byte) error {
+				var rec dedupRecord
+				if err := json.Unmarshal(v, &rec); err != nil {
+					return fmt.Errorf("queue %s dedup %q: %w", name, k, err)
+				}
+				if now.Sub(rec.At) >= queue.DedupWindow {
+					stale = append(stale, append([]byte(nil), k...))
+					return nil
+				}
+				q.dedup[string(k)] = rec
+				q.dedupQ = append(q.dedupQ, dedupEntry{key: string(k), at: rec.At})
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, k := range stale {
+				if err := db.Delete(k); err != nil {
+					return err
+				}
+			}
+			sort.Slice(q.dedupQ, func(i, j int) bool { return q.dedupQ[i].at.Before(q.dedupQ[j].at) })
+			if q.live > 0 {
+				b.logger.Info("queue restored", "queue", name, "messages", q.live, "dedup_records", len(q.dedup))
+			}
+		}
+		return nil
+	})
+}
