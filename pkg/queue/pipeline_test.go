@@ -20,9 +20,9 @@ import (
 // countingQueue counts calls so tests can check batching.
 type countingQueue struct {
 	queue.Queue
-	mu                      sync.Mutex
+	mu                       sync.Mutex
 	sends, receives, deletes int
-	deleted                 int
+	deleted                  int
 }
 
 func (c *countingQueue) Send(ctx context.Context, in []queue.SendInput) ([]queue.SendResult, error) {
