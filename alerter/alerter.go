@@ -1,0 +1,734 @@
+// Package alerter owns incidents and their notifications: it turns the
+// aggregator's verdicts into incidents (open → acknowledged → resolved) and
+// delivers one notification per incident event per sink.
+//
+// Data enters through Handle, the queue.Handler for the verdicts queue. Each
+// verdict is folded into the endpoint's Tracker (compare-and-set in the
+// store); a state change writes the incident and a pending notification to
+// the tracker's outbox in the same transaction. The outbox is then drained
+// through the dispatch pipeline — maintenance → ledger claim → send with
+// retry → ledger done — and data leaves through the alert.Sinks. Run sweeps
+// outboxes that no verdict drains (a maintenance window ending, a crash after
+// the state change, a sink that came back).
+//
+// Once-only rests on three things: verdicts older than the tracker's last
+// window never change state; a notification exists durably before it is
+// sent; and the ledger key msg.LedgerKey(endpoint, incident, kind, sink) is
+// claimed before and marked done after each send.
+package alerter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// OutboxKind is the store.Objects kind of the outbox index: one (empty)
+// object per endpoint whose tracker may hold pending notifications, so the
+// sweep visits only those. It is written before the tracker and deleted
+// after the outbox is empty, so it is always a superset of the truth.
+const OutboxKind = "alerter-outbox"
+
+// Defaults.
+const (
+	DefaultLease          = 2 * time.Minute
+	DefaultRetryAttempts  = 4
+	DefaultRetryBudget    = 30 * time.Second
+	DefaultBackoffInitial = time.Second
+	DefaultBackoffMax     = 10 * time.Second
+	DefaultSendTimeout    = 10 * time.Second
+	DefaultSweepInterval  = 30 * time.Second
+	maxCASAttempts        = 20
+)
+
+// Store is what the alerter needs from pkg/store.
+type Store interface {
+	GetTracker(ctx context.Context, endpointID string) (store.Tracker, error)
+	SaveTracker(ctx context.Context, t store.Tracker, incidents ...store.Incident) error
+	GetIncident(ctx context.Context, id string) (store.Incident, error)
+	ListIncidents(ctx context.Context, f store.IncidentFilter) ([]store.Incident, error)
+	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
+	Ledger
+	PutObject(ctx context.Context, kind, id string, doc []byte) error
+	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
+	DeleteObject(ctx context.Context, kind, id string) error
+}
+
+// Options configure an Alerter. Store is required.
+type Options struct {
+	Store Store
+	// Sinks receive every endpoint's notifications unless SinksFor is set.
+	Sinks []alert.Sink
+	// SinksFor, when set, picks the sinks for one endpoint (per-endpoint
+	// sinks from store.Endpoint.Sinks plus the global ones).
+	SinksFor func(ctx context.Context, ep store.Endpoint) ([]alert.Sink, error)
+	// Rules override the package defaults for every endpoint; an endpoint's
+	// own store.Rules override these.
+	Rules  store.Rules
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Metrics (nil: unregistered).
+	Metrics *Metrics
+	// Owner identifies this replica in ledger claims (default
+	// hostname-pid). A restarted alerter with the same Owner re-takes its
+	// own live claims at once instead of waiting out the lease.
+	Owner string
+	// Lease is how long a ledger claim is held before another replica may
+	// take it over (default 2m; keep it above RetryBudget + SendTimeout).
+	Lease time.Duration
+	// RetryAttempts and RetryBudget bound one sink delivery: at most this
+	// many calls within this much time (defaults 4 and 30s); past them the
+	// claim is released and the verdict message left for redelivery.
+	RetryAttempts  int
+	RetryBudget    time.Duration
+	BackoffInitial time.Duration // default 1s, doubled per attempt, full jitter
+	BackoffMax     time.Duration // default 10s
+	SendTimeout    time.Duration // per sink call, default 10s
+	// SweepInterval is how often Run drains outboxes (default 30s): the
+	// latency of a maintenance window's deferred alert after its end.
+	SweepInterval time.Duration
+}
+
+// Alerter folds verdicts into incidents and dispatches their notifications.
+// Any number of Alerters (goroutines, replicas) may share one store.
+type Alerter struct {
+	opts   Options
+	st     Store
+	clk    clock.Clock
+	log    *slog.Logger
+	m      *Metrics
+	fanout func(sinks []alert.Sink) FanoutStage
+
+	// hook is a fault-injection point for the crash tests: called at
+	// "received", "claimed", "sent", "marked" and "settled"; an error
+	// aborts processing as a crash would.
+	hook  func(point string) error
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// New returns an Alerter.
+func New(opts Options) (*Alerter, error) {
+	if opts.Store == nil {
+		return nil, errors.New("alerter: Options.Store is required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(nil)
+	}
+	if opts.Owner == "" {
+		host, _ := os.Hostname()
+		opts.Owner = fmt.Sprintf("%s-%d", cmpOr(host, "alerter"), os.Getpid())
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = DefaultLease
+	}
+	if opts.RetryAttempts <= 0 {
+		opts.RetryAttempts = DefaultRetryAttempts
+	}
+	if opts.RetryBudget <= 0 {
+		opts.RetryBudget = DefaultRetryBudget
+	}
+	if opts.BackoffInitial <= 0 {
+		opts.BackoffInitial = DefaultBackoffInitial
+	}
+	if opts.BackoffMax <= 0 {
+		opts.BackoffMax = DefaultBackoffMax
+	}
+	if opts.SendTimeout <= 0 {
+		opts.SendTimeout = DefaultSendTimeout
+	}
+	if opts.SweepInterval <= 0 {
+		opts.SweepInterval = DefaultSweepInterval
+	}
+	a := &Alerter{
+		opts:  opts,
+		st:    opts.Store,
+		clk:   opts.Clock,
+		log:   opts.Logger.With("component", "alerter"),
+		m:     opts.Metrics,
+		hook:  func(string) error { return nil },
+		sleep: sleepCtx,
+	}
+	for _, s := range opts.Sinks {
+		a.m.sink(s.Name())
+	}
+	a.fanout = func(sinks []alert.Sink) FanoutStage {
+		return FanoutStage{Sinks: sinks, Pipeline: ledgerStage{
+			ledger: a.st, owner: a.opts.Owner, lease: a.opts.Lease, m: a.m, hook: a.fault,
+			next: retryStage{
+				attempts: a.opts.RetryAttempts, budget: a.opts.RetryBudget,
+				initial: a.opts.BackoffInitial, limit: a.opts.BackoffMax, sendTimeout: a.opts.SendTimeout,
+				now: a.clk.Now, sleep: func(ctx context.Context, d time.Duration) error { return a.sleep(ctx, d) },
+			},
+		}}
+	}
+	return a, nil
+}
+
+func (a *Alerter) fault(point string) error { return a.hook(point) }
+
+// Handle processes one verdicts-queue message: fold the verdict, then drain
+// the endpoint's outbox. It returns nil (delete the message) once every
+// notification the verdict caused or found pending is delivered, deferred
+// by maintenance or dropped; an error leaves the message for redelivery
+// (store unavailable, a claim held by another replica, a sink past its
+// retry budget) and, after maxReceiveCount, for the DLQ.
+func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
+	if err := a.hook("received"); err != nil {
+		return err
+	}
+	var v msg.Verdict
+	if err := msg.Decode(m.Body, &v); err != nil {
+		return fmt.Errorf("alerter: verdict message %s (dedup %s): %w", m.ID, m.DedupID, err)
+	}
+	if v.EndpointID == "" {
+		return fmt.Errorf("alerter: verdict message %s: missing endpointId", m.ID)
+	}
+	if err := a.apply(ctx, v); err != nil {
+		return err
+	}
+	// A stale verdict drains too: it may be the redelivery of one whose
+	// state change was saved before a crash left its notification pending.
+	return a.drain(ctx, v.EndpointID, false)
+}
+
+// endpoint loads the endpoint; a deleted one yields ok=false.
+func (a *Alerter) endpoint(ctx context.Context, id string) (store.Endpoint, bool, error) {
+	ep, err := a.st.GetEndpoint(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return store.Endpoint{ID: id}, false, nil
+	case err != nil:
+		return store.Endpoint{}, false, fmt.Errorf("alerter: endpoint %s: %w", id, err)
+	}
+	return ep, true, nil
+}
+
+// apply folds v into the endpoint's tracker, compare-and-set, retrying on
+// conflicts with other replicas or the API.
+func (a *Alerter) apply(ctx context.Context, v msg.Verdict) error {
+	ep, ok, err := a.endpoint(ctx, v.EndpointID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		a.log.Info("verdict for an unknown endpoint ignored", "endpoint", v.EndpointID, "window", v.Window)
+		return nil
+	}
+	r := effectiveRules(a.opts.Rules, ep.Rules)
+	for range maxCASAttempts {
+		t, err := a.st.GetTracker(ctx, v.EndpointID)
+		if err != nil {
+			return fmt.Errorf("alerter: tracker of endpoint %s: %w", v.EndpointID, err)
+		}
+		if t.Version > 0 && !v.Window.After(t.LastWindow) {
+			a.log.Debug("stale verdict: state unchanged", "endpoint", v.EndpointID, "window", v.Window, "last", t.LastWindow)
+			return nil
+		}
+		t.EndpointID = v.EndpointID
+		d, err := decodeData[trackerData](t.Data, "tracker "+v.EndpointID)
+		if err != nil {
+			return err
+		}
+		var cur *store.Incident
+		if t.OpenIncidentID != "" {
+			inc, err := a.st.GetIncident(ctx, t.OpenIncidentID)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				t.OpenIncidentID = ""
+			case err != nil:
+				return fmt.Errorf("alerter: incident %s: %w", t.OpenIncidentID, err)
+			case inc.State == store.IncidentResolved:
+				t.OpenIncidentID = "" // resolved elsewhere (API): start afresh
+			default:
+				cur = &inc
+			}
+		}
+		now := a.clk.Now().UTC()
+		opened, resolved := fold(&t, &d, v, r)
+		var (
+			incs  []store.Incident
+			event string
+		)
+		switch {
+		case opened:
+			id := msg.IncidentID(v.EndpointID, v.Window)
+			if _, err := a.st.GetIncident(ctx, id); err == nil {
+				// Already opened by this very verdict (tracker rebuilt or lost):
+				// its notification exists; just point at it again.
+				t.OpenIncidentID = id
+				break
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("alerter: incident %s: %w", id, err)
+			}
+			downs := 0
+			for _, s := range t.Recent {
+				if s == msg.StateDown {
+					downs++
+				}
+			}
+			incs = append(incs, store.Incident{
+				ID: id, EndpointID: v.EndpointID, State: store.IncidentOpen,
+				OpenedWindow: v.Window.UTC(), OpenedAt: now,
+				FirstFailure: firstFailure(t, d, v.Window.UTC()),
+				Class:        v.Class, Reason: v.Reason,
+				Transitions: []store.Transition{{At: now, To: store.IncidentOpen,
+					Reason: fmt.Sprintf("%d of the last %d windows down; window %s: %s", downs, len(t.Recent), v.Window.UTC().Format(time.RFC3339), cmpOr(v.Reason, v.Class))}},
+			})
+			t.OpenIncidentID = id
+			d.Outbox = append(d.Outbox, pending{IncidentID: id, Kind: string(alert.KindOpen), CreatedAt: now, VerdictEmittedAt: v.EmittedAt})
+			event = "opened"
+		case resolved && cur != nil:
+			inc := *cur
+			w := v.Window.UTC()
+			inc.Transitions = append(inc.Transitions, store.Transition{At: now, From: inc.State, To: store.IncidentResolved,
+				Reason: fmt.Sprintf("%d consecutive up windows; window %s", t.ConsecutiveUp, w.Format(time.RFC3339))})
+			inc.State, inc.ResolvedWindow, inc.ResolvedAt = store.IncidentResolved, &w, &now
+			incs = append(incs, inc)
+			t.OpenIncidentID, t.Recent, t.ConsecutiveUp, d.Windows = "", nil, 0, nil
+			d.Outbox = append(d.Outbox, pending{IncidentID: inc.ID, Kind: string(alert.KindResolve), CreatedAt: now, VerdictEmittedAt: v.EmittedAt})
+			event = "resolved"
+		case cur != nil && cur.State == store.IncidentOpen && r.repeat > 0:
+			// Reminders ride on verdicts, which keep coming every window
+			// while the endpoint is probed: no timer to lose.
+			idata, err := decodeData[incidentData](cur.Data, "incident "+cur.ID)
+			if err != nil {
+				return err
+			}
+			due := idata.OpenNotified && !idata.NotifiedAt.IsZero() && !now.Before(idata.NotifiedAt.Add(r.repeat))
+			if due && !slices.ContainsFunc(d.Outbox, func(p pending) bool { return p.IncidentID == cur.ID }) {
+				idata.Reminders++
+				inc := *cur
+				inc.Data = encodeData(idata)
+				incs = append(incs, inc)
+				d.Outbox = append(d.Outbox, pending{IncidentID: cur.ID, Kind: reminderKind(idata.Reminders), Seq: idata.Reminders, CreatedAt: now, VerdictEmittedAt: v.EmittedAt})
+			}
+		}
+		t.Data = encodeData(d)
+		if len(incs) > 0 && len(d.Outbox) > 0 {
+			if err := a.st.PutObject(ctx, OutboxKind, v.EndpointID, []byte("{}")); err != nil {
+				return fmt.Errorf("alerter: outbox index of endpoint %s: %w", v.EndpointID, err)
+			}
+		}
+		err = a.st.SaveTracker(ctx, t, incs...)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("alerter: save tracker of endpoint %s (window %s): %w", v.EndpointID, v.Window.Format(time.RFC3339), err)
+		}
+		if event != "" {
+			a.m.Incidents.WithLabelValues(event).Inc()
+			a.log.Info("incident "+event, "endpoint", v.EndpointID, "incident", incs[0].ID, "window", v.Window, "class", v.Class)
+		}
+		return nil
+	}
+	return fmt.Errorf("alerter: tracker of endpoint %s kept changing: %w", v.EndpointID, store.ErrConflict)
+}
+
+type action int
+
+const (
+	actSend action = iota
+	actDefer
+	actDrop
+)
+
+// gate is the maintenance/silence stage for one pending notification.
+func gate(p pending, inc store.Incident, idata incidentData, active bool) (action, string) {
+	switch p.Kind {
+	case string(alert.KindOpen):
+		if active {
+			return actDefer, "maintenance"
+		}
+		if p.Deferred && inc.State == store.IncidentResolved {
+			return actDrop, "opened and resolved during maintenance"
+		}
+		return actSend, ""
+	case string(alert.KindResolve):
+		if !idata.OpenNotified {
+			return actDrop, "open was never notified"
+		}
+		if active {
+			return actDefer, "maintenance"
+		}
+		return actSend, ""
+	default:
+		if active {
+			return actDrop, "maintenance"
+		}
+		if inc.State != store.IncidentOpen {
+			return actDrop, "incident " + string(inc.State)
+		}
+		return actSend, ""
+	}
+}
+
+// maintenanceEnd reports whether a maintenance window silences ep at now,
+// and when the last of the active ones ends.
+func (a *Alerter) maintenanceEnd(ctx context.Context, ep store.Endpoint, now time.Time) (bool, time.Time, error) {
+	docs, err := a.st.ListObjects(ctx, alert.MaintenanceKind)
+	if err != nil {
+		return false, time.Time{}, fmt.Errorf("alerter: list maintenance windows: %w", err)
+	}
+	ref := alert.EndpointRef{ID: ep.ID, Labels: ep.Labels}
+	var (
+		active bool
+		end    time.Time
+	)
+	for id, doc := range docs {
+		mw, err := alert.DecodeMaintenance(doc)
+		if err != nil {
+			a.log.Warn("unreadable maintenance window skipped", "maintenance", id, "err", err)
+			continue
+		}
+		if !mw.Matches(ref) {
+			continue
+		}
+		if _, e, ok := mw.Window(now); ok {
+			active = true
+			end = maxTime(end, e)
+		}
+	}
+	return active, end, nil
+}
+
+// drain delivers the endpoint's pending notifications in order, stopping at
+// the first that cannot be delivered now so an open never trails its resolve.
+func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) error {
+	t, err := a.st.GetTracker(ctx, endpointID)
+	if err != nil {
+		return fmt.Errorf("alerter: tracker of endpoint %s: %w", endpointID, err)
+	}
+	d, err := decodeData[trackerData](t.Data, "tracker "+endpointID)
+	if err != nil {
+		return err
+	}
+	if len(d.Outbox) == 0 {
+		if sweep {
+			return a.dropIndex(ctx, endpointID)
+		}
+		return nil
+	}
+	ep, _, err := a.endpoint(ctx, endpointID)
+	if err != nil {
+		return err
+	}
+	sinks := a.opts.Sinks
+	if a.opts.SinksFor != nil {
+		if sinks, err = a.opts.SinksFor(ctx, ep); err != nil {
+			return fmt.Errorf("alerter: sinks of endpoint %s: %w", endpointID, err)
+		}
+	}
+	for _, p := range d.Outbox {
+		inc, err := a.st.GetIncident(ctx, p.IncidentID)
+		if errors.Is(err, store.ErrNotFound) {
+			a.log.Warn("pending notification for a missing incident dropped", "incident", p.IncidentID, "kind", p.Kind)
+			if err := a.rewrite(ctx, endpointID, p, nil, nil); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("alerter: incident %s: %w", p.IncidentID, err)
+		}
+		idata, err := decodeData[incidentData](inc.Data, "incident "+inc.ID)
+		if err != nil {
+			return err
+		}
+		now := a.clk.Now().UTC()
+		active, end, err := a.maintenanceEnd(ctx, ep, now)
+		if err != nil {
+			return err
+		}
+		act, why := gate(p, inc, idata, active)
+		switch act {
+		case actDefer:
+			if !p.Deferred || !p.DeferredUntil.Equal(end) {
+				if !p.Deferred {
+					for _, s := range sinks {
+						a.m.alert(s.Name(), p.alertKind(), OutcomeSuppressed)
+					}
+				}
+				q := p
+				q.Deferred, q.DeferredUntil = true, end
+				if err := a.rewrite(ctx, endpointID, p, &q, nil); err != nil {
+					return err
+				}
+				a.log.Info("notification deferred by maintenance", "incident", p.IncidentID, "kind", p.Kind, "until", end)
+			}
+			// Later notifications of this endpoint fall in the same window.
+			return nil
+		case actDrop:
+			for _, s := range sinks {
+				a.m.alert(s.Name(), p.alertKind(), OutcomeSuppressed)
+			}
+			a.log.Info("notification dropped", "incident", p.IncidentID, "kind", p.Kind, "reason", why)
+			err := a.rewrite(ctx, endpointID, p, nil, func(_ *store.Incident, id *incidentData) {
+				if p.Kind == string(alert.KindOpen) {
+					id.OpenSuppressed = true
+				} else {
+					id.NotifiedAt = now
+				}
+			})
+			if err != nil {
+				return err
+			}
+			continue
+		}
+
+		n := notification(ep, inc, p)
+		ds := a.fanout(sinks).execAll(ctx, n, func(sink string) string {
+			return msg.LedgerKey(endpointID, inc.ID, p.Kind, sink)
+		})
+		var errs []error
+		for _, dl := range ds {
+			switch {
+			case dl.Err == nil:
+				a.m.alert(dl.Sink.Name(), n.Kind, dl.Outcome)
+				if dl.Outcome == OutcomeSent && !p.VerdictEmittedAt.IsZero() {
+					a.m.PipelineDelay.WithLabelValues("verdict_to_alert").Observe(a.clk.Now().Sub(p.VerdictEmittedAt).Seconds())
+				}
+			case errors.Is(dl.Err, errInjectedCrash):
+				return dl.Err
+			case errors.Is(dl.Err, ErrClaimHeld):
+				errs = append(errs, dl.Err)
+			default:
+				if errors.Is(dl.Err, ErrDelivery) {
+					a.m.alert(dl.Sink.Name(), n.Kind, OutcomeFailed)
+				}
+				a.log.Warn("notification not delivered; the verdict stays queued for redelivery", "sink", dl.Sink.Name(), "incident", inc.ID, "kind", p.Kind, "err", redact(dl.Err))
+				errs = append(errs, redactedError{msg: redact(dl.Err), err: dl.Err})
+			}
+		}
+		if len(errs) > 0 {
+			q := p
+			q.Attempts++
+			if rerr := a.rewrite(ctx, endpointID, p, &q, nil); rerr != nil {
+				a.log.Debug("record delivery attempt", "err", rerr)
+			}
+			return fmt.Errorf("alerter: %s notification of incident %s: %w", p.Kind, inc.ID, errors.Join(errs...))
+		}
+		err = a.rewrite(ctx, endpointID, p, nil, func(_ *store.Incident, id *incidentData) {
+			switch p.alertKind() {
+			case alert.KindOpen:
+				id.OpenNotified, id.NotifiedAt = true, now
+			case alert.KindReminder:
+				id.NotifiedAt = now
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if err := a.hook("settled"); err != nil {
+			return err
+		}
+	}
+	return a.dropIndex(ctx, endpointID)
+}
+
+// dropIndex removes the endpoint's outbox index entry if its outbox is
+// empty. It re-reads the tracker after the delete: a concurrent apply that
+// wrote the index and then a pending notification in between gets its
+// index entry back.
+func (a *Alerter) dropIndex(ctx context.Context, endpointID string) error {
+	if err := a.st.DeleteObject(ctx, OutboxKind, endpointID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("alerter: drop outbox index of endpoint %s: %w", endpointID, err)
+	}
+	t, err := a.st.GetTracker(ctx, endpointID)
+	if err != nil {
+		return fmt.Errorf("alerter: tracker of endpoint %s: %w", endpointID, err)
+	}
+	if d, err := decodeData[trackerData](t.Data, "tracker "+endpointID); err == nil && len(d.Outbox) > 0 {
+		return a.st.PutObject(ctx, OutboxKind, endpointID, []byte("{}"))
+	}
+	return nil
+}
+
+// rewrite replaces (q != nil) or removes (q == nil) pending notification p in
+// the endpoint's outbox and applies mut to its incident's data, in one
+// compare-and-set. A p already gone (settled by another replica) is a no-op.
+func (a *Alerter) rewrite(ctx context.Context, endpointID string, p pending, q *pending, mut func(*store.Incident, *incidentData)) error {
+	for range maxCASAttempts {
+		t, err := a.st.GetTracker(ctx, endpointID)
+		if err != nil {
+			return fmt.Errorf("alerter: tracker of endpoint %s: %w", endpointID, err)
+		}
+		d, err := decodeData[trackerData](t.Data, "tracker "+endpointID)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(d.Outbox, p.same)
+		if i < 0 {
+			return nil
+		}
+		if q != nil {
+			d.Outbox[i] = *q
+		} else {
+			d.Outbox = slices.Delete(d.Outbox, i, i+1)
+		}
+		t.Data = encodeData(d)
+		var incs []store.Incident
+		if mut != nil {
+			inc, err := a.st.GetIncident(ctx, p.IncidentID)
+			switch {
+			case err == nil:
+				idata, err := decodeData[incidentData](inc.Data, "incident "+inc.ID)
+				if err != nil {
+					return err
+				}
+				mut(&inc, &idata)
+				inc.Data = encodeData(idata)
+				incs = append(incs, inc)
+			case !errors.Is(err, store.ErrNotFound):
+				return fmt.Errorf("alerter: incident %s: %w", p.IncidentID, err)
+			}
+		}
+		err = a.st.SaveTracker(ctx, t, incs...)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("alerter: save outbox of endpoint %s: %w", endpointID, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("alerter: outbox of endpoint %s kept changing: %w", endpointID, store.ErrConflict)
+}
+
+// notification builds what the sinks receive.
+func notification(ep store.Endpoint, inc store.Incident, p pending) alert.Notification {
+	state := string(inc.State)
+	switch p.alertKind() {
+	case alert.KindOpen:
+		state = string(store.IncidentOpen)
+	case alert.KindResolve:
+		state = string(store.IncidentResolved)
+	}
+	return alert.Notification{
+		Kind:         p.alertKind(),
+		EndpointID:   inc.EndpointID,
+		EndpointName: ep.Name,
+		EndpointURL:  safeURL(ep.URL),
+		Labels:       ep.Labels,
+		IncidentID:   inc.ID,
+		State:        state,
+		Class:        inc.Class,
+		Reason:       inc.Reason,
+		FirstFailure: inc.FirstFailure,
+		OpenedAt:     inc.OpenedAt,
+		ResolvedAt:   inc.ResolvedAt,
+		Sequence:     p.Seq,
+	}
+}
+
+// Run sweeps every SweepInterval until ctx is done.
+func (a *Alerter) Run(ctx context.Context) error {
+	t := time.NewTicker(a.opts.SweepInterval)
+	defer t.Stop()
+	for {
+		if err := a.Sweep(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("sweep", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Sweep drains every outbox the index lists (deferred notifications whose
+// maintenance ended, notifications a crash left behind, sinks that came
+// back) and refreshes the open-incidents gauge. It is Run's body, exported
+// for tests and one-shot runners.
+func (a *Alerter) Sweep(ctx context.Context) error {
+	ids, err := a.st.ListObjects(ctx, OutboxKind)
+	if err != nil {
+		return fmt.Errorf("alerter: list outbox index: %w", err)
+	}
+	var errs []error
+	for id := range ids {
+		if err := a.drain(ctx, id, true); err != nil {
+			if errors.Is(err, ErrClaimHeld) {
+				a.log.Debug("sweep: claim held elsewhere", "endpoint", id)
+				continue
+			}
+			errs = append(errs, err)
+		}
+	}
+	open := 0
+	for _, s := range []store.IncidentState{store.IncidentOpen, store.IncidentAcknowledged} {
+		incs, err := a.st.ListIncidents(ctx, store.IncidentFilter{State: s})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("alerter: list %s incidents: %w", s, err))
+			break
+		}
+		open += len(incs)
+	}
+	if len(errs) == 0 {
+		a.m.IncidentsOpen.Set(float64(open))
+	}
+	return errors.Join(errs...)
+}
+
+// safeURL drops userinfo, query and fragment: they may carry credentials.
+func safeURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.User, u.RawQuery, u.Fragment, u.RawFragment = nil, "", "", ""
+	return u.String()
+}
+
+// redact renders err without the URL a *url.Error carries: a sink's URL
+// (Slack webhook, PagerDuty relay) is itself a secret.
+func redact(err error) string {
+	s := err.Error()
+	if ue, ok := errors.AsType[*url.Error](err); ok && ue.URL != "" {
+		s = strings.ReplaceAll(s, ue.URL, "<redacted-url>")
+	}
+	return s
+}
+
+// redactedError keeps an error's identity (errors.Is) while printing it
+// without URLs.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

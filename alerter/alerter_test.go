@@ -1,0 +1,237 @@
+package alerter
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+func win(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
+
+// states publishes one verdict per window starting at window `from`.
+func (e *env) states(ep string, from int, ss ...msg.State) {
+	for i, s := range ss {
+		e.publish(verdict(ep, win(from+i), s))
+	}
+}
+
+const (
+	up   = msg.StateUp
+	down = msg.StateDown
+)
+
+func TestSteadyOutageOpensOnceResolvesOnce(t *testing.T) {
+	e := newEnv(t)
+	e.endpoint("ep1", nil, nil)
+	a := e.alerter("a")
+
+	e.states("ep1", 0, up, down)
+	if errs := e.pump(a.Handle); errs != nil {
+		t.Fatal(errs)
+	}
+	if got := e.rcv.kinds(); len(got) != 0 {
+		t.Fatalf("after one down window: alerts %v, want none", got)
+	}
+	e.states("ep1", 2, down, down, down, up)
+	e.pump(a.Handle)
+	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open"}) {
+		t.Fatalf("alerts %v, want [open]", got)
+	}
+	e.states("ep1", 6, up, up, up)
+	e.pump(a.Handle)
+	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open", "resolve"}) {
+		t.Fatalf("alerts %v, want [open resolve]", got)
+	}
+	incs := e.incidents("ep1")
+	if len(incs) != 1 {
+		t.Fatalf("%d incidents, want 1", len(incs))
+	}
+	inc := incs[0]
+	if inc.ID != msg.IncidentID("ep1", win(2)) || inc.State != store.IncidentResolved || !inc.FirstFailure.Equal(win(1)) {
+		t.Fatalf("incident %+v: want ID opened at window 2, first failure window 1, resolved", inc)
+	}
+	if inc.ResolvedWindow == nil || !inc.ResolvedWindow.Equal(win(6)) || len(inc.Transitions) != 2 {
+		t.Fatalf("incident resolved at %v with transitions %+v, want window 6 and two transitions", inc.ResolvedWindow, inc.Transitions)
+	}
+	n := e.rcv.notifications()[0]
+	if n.Key != msg.LedgerKey("ep1", inc.ID, "open", "hook") || n.IncidentID != inc.ID || n.EndpointURL != "https://ep1.example/mcp" || n.Class != "refused" {
+		t.Fatalf("open notification %+v: wrong key, incident, class or unredacted URL", n)
+	}
+}
+
+func TestFlappingOneIncidentOneAlert(t *testing.T) {
+	e := newEnv(t)
+	e.endpoint("ep1", nil, nil)
+	a := e.alerter("a")
+	for i := range 20 {
+		s := up
+		if i%2 == 0 {
+			s = down
+		}
+		e.states("ep1", i, s)
+	}
+	if errs := e.pump(a.Handle); errs != nil {
+		t.Fatal(errs)
+	}
+	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open"}) {
+		t.Fatalf("alerts %v, want exactly one open", got)
+	}
+	if incs := e.incidents("ep1"); len(incs) != 1 || incs[0].State != store.IncidentOpen {
+		t.Fatalf("incidents %+v, want one still open", incs)
+	}
+}
+
+func TestStaleAndOutOfOrderVerdictsNeverFlip(t *testing.T) {
+	e := newEnv(t)
+	e.endpoint("ep1", nil, nil)
+	a := e.alerter("a")
+	e.states("ep1", 0, down, down)
+	e.pump(a.Handle)
+	// Old ups arriving late (a DLQ replay, another aggregator) change nothing.
+	e.states("ep1", -5, up, up, up)
+	e.pump(a.Handle)
+	if incs := e.incidents("ep1"); len(incs) != 1 || incs[0].State != store.IncidentOpen {
+		t.Fatalf("incidents %+v, want one still open", incs)
+	}
+	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open"}) {
+		t.Fatalf("alerts %v, want [open]", got)
+	}
+}
+
+func TestDegradedAndRegionalNeitherOpenNorResolve(t *testing.T) {
+	e := newEnv(t)
+	e.endpoint("ep1", nil, nil)
+	a := e.alerter("a")
+	e.states("ep1", 0, msg.StateDegraded, msg.StateRegional, msg.StateDegraded, msg.StateRegional)
+	e.pump(a.Handle)
+	if n := len(e.incidents("ep1")); n != 0 {
+		t.Fatalf("%d incidents from degraded/regional, want 0", n)
+	}
+	e.states("ep1", 4, down, down, up, msg.StateDegraded, up, msg.StateRegional, up)
+	e.pump(a.Handle)
+	if incs := e.incidents("ep1"); len(incs) != 1 || incs[0].State != store.IncidentOpen {
+		t.Fatalf("incidents %+v: degraded/regional must break the run of ups", incs)
+	}
+	e.states("ep1", 11, up)
+	e.pump(a.Handle)
+	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open", "resolve"}) {
+		t.Fatalf("alerts %v, want [open resolve]", got)
+	}
+}
+
+func TestSinkFailurePastBudgetLeavesMessage(t *testing.T) {
+	e := newEnv(t)
+	e.endpoint("ep1", nil, nil)
+	a := e.alerter("a", func(o *Options) { o.RetryAttempts = 3 })
+	e.rcv.failNext(500, 500, 500)
+	e.states("ep1", 0, down, down)
+	errs := e.pump(a.Handle)
+	if len(errs) != 1 || !errors.Is(errs[0], ErrDelivery) {
+		t.Fatalf("handler errors %v, want one ErrDelivery", errs)
+	}
+	if hits := e.rcv.hits; hits != 3 {
+		t.Fatalf("sink called %d times, want 3 (the retry budget)", hits)
+	}
+	// The claim was released: another replica can take it at once.
+	inc := e.incidents("ep1")[0]
+	if st, err := e.st.Claim(e.ctx, msg.LedgerKey("ep1", inc.ID, "open", "hook"), "probe-owner", time.Minute); err != nil || st != store.ClaimAcquired {
+		t.Fatalf("claim after failure = %v %v, want acquired", st, err)
+	}
+	_ = e.st.Release(e.ctx, msg.LedgerKey("ep1", inc.ID, "open", "hook"), "probe-owner")
+
+	e.redeliver()
+	if errs := e.pump(a.Handle); errs != nil {
+		t.Fatal(errs)
+	}
+	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open"}) {
+		t.Fatalf("alerts %v, want one open after the sink recovered", got)
+	}
+}
+
+func TestPermanentFailureIsNotRetried(t *testing.T) {
+	e := newEnv(t)
+	e.endpoint("ep1", nil, nil)
+	a := e.alerter("a")
+	e.rcv.failNext(400)
+	e.states("ep1", 0, down, down)
+	errs := e.pump(a.Handle)
+	if len(errs) != 1 || !errors.Is(errs[0], ErrDelivery) {
+		t.Fatalf("handler errors %v, want one ErrDelivery", errs)
+	}
+	if e.rcv.hits != 1 {
+		t.Fatalf("sink called %d times, want 1: a permanent failure is not retried", e.rcv.hits)
+	}
+}
+
+func TestRetryAfterHonoured(t *testing.T) {
+	e := newEnv(t)
+	e.endpoint("ep1", nil, nil)
+	a := e.alerter("a")
+	var waits []time.Duration
+	a.sleep = func(_ context.Context, d time.Duration) error { waits = append(waits, d); e.clk.Advance(d); return nil }
+	e.rcv.failNext(http.StatusTooManyRequests)
+	e.states("ep1", 0, down, down)
+	if errs := e.pump(a.Handle); errs != nil {
+		t.Fatal(errs)
+	}
+	if !slices.Equal(waits, []time.Duration{3 * time.Second}) {
+		t.Fatalf("waits %v, want [3s] from Retry-After", waits)
+	}
+	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open"}) {
+		t.Fatalf("alerts %v, want [open]", got)
+	}
+}
+
+func TestReminders(t *testing.T) {
+	e := newEnv(t)
+	e.endpoint("ep1", &store.Rules{RepeatInterval: 5 * time.Minute}, nil)
+	a := e.alerter("a")
+	// One down verdict per minute, the clock following the windows.
+	for i := range 12 {
+		e.clk.Set(win(i).Add(70 * time.Second))
+		e.states("ep1", i, down)
+		if errs := e.pump(a.Handle); errs != nil {
+			t.Fatal(errs)
+		}
+	}
+	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open", "reminder-1", "reminder-2"}) {
+		t.Fatalf("alerts %v, want open and two reminders", got)
+	}
+	n := e.rcv.notifications()[1]
+	if n.Key != msg.LedgerKey("ep1", n.IncidentID, "reminder-1", "hook") || n.Kind != alert.KindReminder {
+		t.Fatalf("reminder %+v: want its own ledger key", n)
+	}
+	// Acknowledged: no more reminders.
+	inc := e.incidents("ep1")[0]
+	now := e.clk.Now()
+	inc.State, inc.AckedAt, inc.AckedBy = store.IncidentAcknowledged, &now, "oncall"
+	inc.Transitions = append(inc.Transitions, store.Transition{At: now, From: store.IncidentOpen, To: store.IncidentAcknowledged, Reason: "ack"})
+	if _, err := e.st.UpdateIncident(e.ctx, inc); err != nil {
+		t.Fatal(err)
+	}
+	for i := 12; i < 25; i++ {
+		e.clk.Set(win(i).Add(70 * time.Second))
+		e.states("ep1", i, down)
+		if errs := e.pump(a.Handle); errs != nil {
+			t.Fatal(errs)
+		}
+	}
+	if got := e.rcv.kinds(); len(got) != 3 {
+		t.Fatalf("alerts %v after acknowledge, want no new reminders", got)
+	}
+	if got := e.incidents("ep1")[0].State; got != store.IncidentAcknowledged {
+		t.Fatalf("incident state %s, want acknowledged kept", got)
+	}
+	e.states("ep1", 25, up, up)
+	e.pump(a.Handle)
+	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open", "reminder-1", "reminder-2", "resolve"}) {
+		t.Fatalf("alerts %v, want the acknowledged incident resolved", got)
+	}
+}

@@ -1,0 +1,79 @@
+package alerter
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/mcpmon/mcpmon/aggregator"
+	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// Metrics are the alerter's Prometheus metrics (names from the catalog).
+type Metrics struct {
+	IncidentsOpen prometheus.Gauge
+	Incidents     *prometheus.CounterVec   // event: opened|resolved|acknowledged
+	Alerts        *prometheus.CounterVec   // sink, kind, outcome
+	LedgerClaims  *prometheus.CounterVec   // result: acquired|done|held
+	PipelineDelay *prometheus.HistogramVec // stage (shared with the aggregator)
+
+	mu        sync.Mutex
+	seenSinks map[string]bool
+}
+
+// NewMetrics registers the alerter's metrics on reg (nil: unregistered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := promauto.With(reg)
+	m := &Metrics{
+		IncidentsOpen: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: "mcpmon", Name: "incidents_open",
+			Help: "Incidents open or acknowledged, as of the alerter's last sweep.",
+		}),
+		Incidents: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "mcpmon", Name: "incidents_total",
+			Help: "Incident lifecycle events recorded by this alerter.",
+		}, []string{"event"}),
+		Alerts: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "mcpmon", Name: "alerts_total",
+			Help: "Notifications per sink and kind by outcome: sent, failed (past the retry budget), suppressed (maintenance or no longer relevant), duplicate (already in the ledger).",
+		}, []string{"sink", "kind", "outcome"}),
+		LedgerClaims: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "mcpmon", Name: "ledger_claims_total",
+			Help: "Ledger claims by result: acquired, done (already sent), held (another alerter holds it).",
+		}, []string{"result"}),
+		PipelineDelay: aggregator.PipelineDelay(reg),
+		seenSinks:     map[string]bool{},
+	}
+	for _, e := range []string{"opened", "resolved", "acknowledged"} {
+		m.Incidents.WithLabelValues(e)
+	}
+	for _, s := range []store.ClaimState{store.ClaimAcquired, store.ClaimDone, store.ClaimHeld} {
+		m.LedgerClaims.WithLabelValues(s.String())
+	}
+	return m
+}
+
+// sink pre-creates every kind/outcome series of a sink the first time it is
+// seen, so a dashboard shows zero failures rather than no data.
+func (m *Metrics) sink(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seenSinks[name] {
+		return
+	}
+	m.seenSinks[name] = true
+	for _, k := range []alert.Kind{alert.KindOpen, alert.KindResolve, alert.KindReminder} {
+		for _, o := range []string{OutcomeSent, OutcomeFailed, OutcomeSuppressed, OutcomeDuplicate} {
+			m.Alerts.WithLabelValues(name, string(k), o)
+		}
+	}
+}
+
+func (m *Metrics) alert(sink string, kind alert.Kind, outcome string) {
+	m.sink(sink)
+	m.Alerts.WithLabelValues(sink, string(kind), outcome).Inc()
+}
+
+func (m *Metrics) claims(s store.ClaimState) { m.LedgerClaims.WithLabelValues(s.String()).Inc() }

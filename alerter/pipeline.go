@@ -1,0 +1,213 @@
+package alerter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// Outcomes of one delivery, the values of alerts_total's outcome label.
+const (
+	OutcomeSent       = "sent"
+	OutcomeFailed     = "failed"
+	OutcomeSuppressed = "suppressed"
+	OutcomeDuplicate  = "duplicate"
+)
+
+// Sentinel errors.
+var (
+	// ErrClaimHeld: another alerter holds the ledger claim of a notification
+	// (it is sending it now, or crashed and its lease has not run out). The
+	// verdict message is left for redelivery.
+	ErrClaimHeld = errors.New("ledger claim held by another alerter: leaving the message for redelivery")
+	// ErrDelivery: a sink failed past its retry budget.
+	ErrDelivery = errors.New("alert delivery failed")
+	// errInjectedCrash is returned by test fault hooks: a crashed process
+	// releases nothing, so stages must not clean up after it.
+	errInjectedCrash = errors.New("injected crash")
+)
+
+// Delivery is one notification on its way to one sink, the unit a Stage
+// works on.
+type Delivery struct {
+	Notification alert.Notification
+	Sink         alert.Sink
+	// Outcome is set by the stage that settles the delivery; later stages
+	// of a MultiStage are skipped once it is set.
+	Outcome string
+	// Err is why the delivery failed (set by FanoutStage).
+	Err error
+}
+
+// Stage is one step of the dispatch pipeline.
+type Stage interface {
+	Exec(ctx context.Context, d *Delivery) error
+}
+
+// StageFunc adapts a function to Stage.
+type StageFunc func(ctx context.Context, d *Delivery) error
+
+// Exec calls f.
+func (f StageFunc) Exec(ctx context.Context, d *Delivery) error { return f(ctx, d) }
+
+// MultiStage runs stages in order until one fails or settles the delivery.
+type MultiStage []Stage
+
+// Exec runs the stages.
+func (ms MultiStage) Exec(ctx context.Context, d *Delivery) error {
+	for _, s := range ms {
+		if d.Outcome != "" {
+			return nil
+		}
+		if err := s.Exec(ctx, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FanoutStage runs one pipeline per sink in parallel, so a slow or failing
+// sink neither delays nor blocks the others (each has its own ledger key).
+type FanoutStage struct {
+	Sinks    []alert.Sink
+	Pipeline Stage
+}
+
+// execAll delivers n to every sink, keyed per sink, and returns each
+// delivery with its Outcome or Err.
+func (f FanoutStage) execAll(ctx context.Context, n alert.Notification, key func(sink string) string) []*Delivery {
+	ds := make([]*Delivery, len(f.Sinks))
+	var wg sync.WaitGroup
+	for i, s := range f.Sinks {
+		nn := n
+		nn.Key = key(s.Name())
+		ds[i] = &Delivery{Notification: nn, Sink: s}
+		wg.Go(func() { ds[i].Err = f.Pipeline.Exec(ctx, ds[i]) })
+	}
+	wg.Wait()
+	return ds
+}
+
+// Ledger is what the dispatch pipeline needs from the store's ledger.
+type Ledger interface {
+	Claim(ctx context.Context, key, owner string, lease time.Duration) (store.ClaimState, error)
+	Complete(ctx context.Context, key, owner string) error
+	Release(ctx context.Context, key, owner string) error
+}
+
+// ledgerStage wraps the send: claim the notification's key before it, mark
+// it done after it. done → duplicate (skipped); held → ErrClaimHeld; a
+// failed send releases the claim so a redelivery can retry at once.
+//
+// The one window it cannot close is a crash after the sink accepted the
+// notification and before Complete: the claim then lapses with its lease
+// and the notification is sent again, with the same Key (and IncidentID),
+// which sinks with native dedup (PagerDuty dedup_key, Opsgenie alias) and
+// receivers that honour the webhook's key collapse.
+type ledgerStage struct {
+	ledger Ledger
+	owner  string
+	lease  time.Duration
+	next   Stage
+	m      *Metrics
+	hook   func(point string) error
+}
+
+func (l ledgerStage) Exec(ctx context.Context, d *Delivery) error {
+	key := d.Notification.Key
+	st, err := l.ledger.Claim(ctx, key, l.owner, l.lease)
+	if err != nil {
+		return fmt.Errorf("claim %s: %w", key, err)
+	}
+	l.m.claims(st)
+	switch st {
+	case store.ClaimDone:
+		d.Outcome = OutcomeDuplicate
+		return nil
+	case store.ClaimHeld:
+		return fmt.Errorf("%w: %s", ErrClaimHeld, key)
+	}
+	if err := l.hook("claimed"); err != nil {
+		return err
+	}
+	if err := l.next.Exec(ctx, d); err != nil {
+		if !errors.Is(err, errInjectedCrash) {
+			// Released on a fresh context: the delivery ctx may be the
+			// reason we failed, and a kept claim delays the retry by a lease.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			if rerr := l.ledger.Release(rctx, key, l.owner); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("release %s: %w", key, rerr))
+			}
+			cancel()
+		}
+		return err
+	}
+	if err := l.hook("sent"); err != nil {
+		return err
+	}
+	if err := l.ledger.Complete(ctx, key, l.owner); err != nil {
+		// The notification went out but the ledger does not know: a
+		// redelivery may send it again (the documented duplicate window).
+		return fmt.Errorf("mark %s done after sending: %w", key, err)
+	}
+	d.Outcome = OutcomeSent
+	return l.hook("marked")
+}
+
+// retryStage calls the sink with exponential backoff and full jitter until it
+// succeeds, fails permanently, or the attempt count or time budget runs out.
+// It honours alert.RetryAfterError and never retries alert.ErrPermanent.
+type retryStage struct {
+	attempts       int
+	budget         time.Duration
+	initial, limit time.Duration
+	sendTimeout    time.Duration
+	now            func() time.Time
+	sleep          func(ctx context.Context, d time.Duration) error
+}
+
+func (r retryStage) Exec(ctx context.Context, d *Delivery) error {
+	start := r.now()
+	backoff := r.initial
+	var err error
+	for attempt := 1; ; attempt++ {
+		sctx, cancel := context.WithTimeout(ctx, r.sendTimeout)
+		err = d.Sink.Notify(sctx, d.Notification)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, alert.ErrPermanent) || attempt >= r.attempts || ctx.Err() != nil {
+			break
+		}
+		wait := time.Duration(rand.Int64N(int64(backoff) + 1)) // full jitter
+		if ra, ok := errors.AsType[*alert.RetryAfterError](err); ok && ra.After > 0 {
+			wait = ra.After
+		}
+		if r.now().Sub(start)+wait > r.budget {
+			break
+		}
+		if serr := r.sleep(ctx, wait); serr != nil {
+			break
+		}
+		backoff = min(backoff*2, r.limit)
+	}
+	return fmt.Errorf("%w: sink %s, %s: %w", ErrDelivery, d.Sink.Name(), d.Notification.Key, err)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
