@@ -1,0 +1,233 @@
+// Package api is mcpmon's REST API under /v1: it owns the HTTP contract for
+// registering MCP endpoints, reading their latest probe result and verdict
+// history, listing and acknowledging incidents, and managing maintenance
+// windows.
+//
+// Requests enter through the http.Handler returned by New. Data leaves to the
+// store (endpoints, incidents, maintenance documents) and, for every endpoint
+// change, to the scheduler so a new or edited schedule takes effect without a
+// restart. Everything the API needs is a small interface declared here and
+// passed in Options; pkg/store/bolt and pkg/store/redis satisfy Store, and
+// *scheduler.Scheduler satisfies Scheduler.
+//
+// The API speaks JSON with camelCase fields and Go duration strings
+// ("30s", "1m30s") for durations. Errors are application/problem+json
+// (RFC 9457) with an `errors` list of {pointer, detail} for field problems.
+// Secrets never leave: header values and sink secrets are redacted in every
+// response, and the request log records method, path, status and duration
+// only — never bodies, headers or query strings.
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// Store is what the API reads and writes. pkg/store/bolt and pkg/store/redis
+// implement it.
+type Store interface {
+	CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error)
+	UpdateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error)
+	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
+	ListEndpoints(ctx context.Context) ([]store.Endpoint, error)
+	DeleteEndpoint(ctx context.Context, id string) error
+
+	LatestResult(ctx context.Context, endpointID string) (msg.ProbeResult, error)
+	LastVerdict(ctx context.Context, endpointID string) (msg.Verdict, error)
+	ListVerdicts(ctx context.Context, endpointID string, limit int) ([]msg.Verdict, error)
+
+	GetIncident(ctx context.Context, id string) (store.Incident, error)
+	UpdateIncident(ctx context.Context, inc store.Incident) (store.Incident, error)
+	ListIncidents(ctx context.Context, f store.IncidentFilter) ([]store.Incident, error)
+
+	PutObject(ctx context.Context, kind, id string, doc []byte) error
+	GetObject(ctx context.Context, kind, id string) ([]byte, error)
+	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
+	DeleteObject(ctx context.Context, kind, id string) error
+}
+
+// Scheduler learns about endpoint changes. *scheduler.Scheduler implements it.
+type Scheduler interface {
+	// Upsert schedules or re-schedules ep (paused endpoints are unscheduled).
+	Upsert(ep store.Endpoint) error
+	// Remove unschedules the endpoint.
+	Remove(id string)
+}
+
+// Options configure New. Store is required; the rest have defaults.
+type Options struct {
+	Store Store
+	// Scheduler, when set, is told about every create, update and delete so
+	// changes take effect at once in this process (other replicas catch up
+	// through their periodic Sync).
+	Scheduler Scheduler
+	// TargetValidator vets an endpoint URL beyond the syntax checks done here
+	// (scheme, host, no userinfo): the process wires prober.ValidateTarget
+	// with its allow-private-targets flag. Its error message is returned to
+	// the client as the `url` field problem.
+	TargetValidator func(rawURL string) error
+	// SinkValidator vets an endpoint's per-endpoint sinks document. Without
+	// it any JSON value is accepted.
+	SinkValidator func(sinks json.RawMessage) error
+	// SinkRedactor returns sinks with every secret replaced, for responses.
+	// Default: RedactSinks.
+	SinkRedactor func(sinks json.RawMessage) json.RawMessage
+	// Logger for request and error logs; default discards.
+	Logger *slog.Logger
+	// Clock stamps acknowledgements and maintenance windows; default wall time.
+	Clock clock.Clock
+	// NewID returns a fresh ID for endpoints and maintenance windows. IDs
+	// appear in queue group and dedup IDs, so they must be short and use only
+	// [a-z0-9-]. Default: 16 random base32 characters.
+	NewID func() string
+	// MaxBodyBytes caps a request body (default 1 MiB); larger ones get 413.
+	MaxBodyBytes int64
+}
+
+// DefaultMaxBodyBytes is the default request body cap.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Redacted replaces every secret value in responses.
+const Redacted = "<redacted>"
+
+type server struct {
+	store     Store
+	sched     Scheduler
+	validURL  func(string) error
+	validSink func(json.RawMessage) error
+	redact    func(json.RawMessage) json.RawMessage
+	log       *slog.Logger
+	clock     clock.Clock
+	newID     func() string
+	maxBody   int64
+}
+
+// New returns the /v1 API handler. It panics if opts.Store is nil: that is a
+// wiring bug, not a runtime condition.
+func New(opts Options) http.Handler {
+	if opts.Store == nil {
+		panic("api.New: Options.Store is required")
+	}
+	s := &server{
+		store:     opts.Store,
+		sched:     opts.Scheduler,
+		validURL:  opts.TargetValidator,
+		validSink: opts.SinkValidator,
+		redact:    opts.SinkRedactor,
+		log:       opts.Logger,
+		clock:     opts.Clock,
+		newID:     opts.NewID,
+		maxBody:   opts.MaxBodyBytes,
+	}
+	if s.redact == nil {
+		s.redact = RedactSinks
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.log = s.log.With("component", "api")
+	if s.clock == nil {
+		s.clock = clock.Real{}
+	}
+	if s.newID == nil {
+		s.newID = RandomID
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID, s.logRequests, s.recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, problemf(http.StatusNotFound, "", "no route for %s", r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, problemf(http.StatusMethodNotAllowed, "", "%s is not allowed on %s", r.Method, r.URL.Path))
+	})
+	r.Route("/v1", func(r chi.Router) {
+		r.Route("/endpoints", func(r chi.Router) {
+			r.Get("/", s.listEndpoints)
+			r.Post("/", s.createEndpoint)
+			r.Get("/{id}", s.getEndpoint)
+			r.Patch("/{id}", s.patchEndpoint)
+			r.Delete("/{id}", s.deleteEndpoint)
+			r.Get("/{id}/verdicts", s.listVerdicts)
+		})
+		r.Route("/incidents", func(r chi.Router) {
+			r.Get("/", s.listIncidents)
+			r.Get("/{id}", s.getIncident)
+			r.Post("/{id}/ack", s.ackIncident)
+		})
+		r.Route("/maintenance", func(r chi.Router) {
+			r.Get("/", s.listMaintenance)
+			r.Post("/", s.createMaintenance)
+			r.Get("/{id}", s.getMaintenance)
+			r.Put("/{id}", s.putMaintenance)
+			r.Delete("/{id}", s.deleteMaintenance)
+		})
+	})
+	return r
+}
+
+// RandomID returns 16 lower-case base32 characters (80 random bits).
+func RandomID() string {
+	var b [10]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}
+
+// logRequests logs one line per request: method, path, status, duration and
+// response size. Query strings, headers and bodies are never logged: they
+// can carry secrets.
+func (s *server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r)
+		status := ww.Status()
+		if status == 0 {
+			status = http.StatusOK
+		}
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		s.log.LogAttrs(r.Context(), level, "request",
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.Int("status", status),
+			slog.Duration("duration", time.Since(start)),
+			slog.Int("bytes", ww.BytesWritten()),
+			slog.String("request_id", middleware.GetReqID(r.Context())),
+		)
+	})
+}
+
+// recoverer turns a handler panic into a logged 500 problem.
+func (s *server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
+				writeProblem(w, r, problemf(http.StatusInternalServerError, "", "internal error"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,678 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/scheduler"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// Endpoint defaults and bounds.
+const (
+	DefaultTransport = "auto"
+	DefaultSchedule  = "@every 30s"
+	DefaultTimeout   = 10 * time.Second
+	MinTimeout       = time.Second
+	MaxTimeout       = 2 * time.Minute
+	// MinRepeatInterval bounds reminder spam.
+	MinRepeatInterval = time.Minute
+
+	maxNameLen      = 200
+	maxURLLen       = 2048
+	maxHeaders      = 32
+	maxHeaderValue  = 8 << 10
+	maxLabels       = 32
+	maxLabelKeyLen  = 63
+	maxLabelValLen  = 255
+	maxRuleCount    = 100
+	patchMaxRetries = 3
+)
+
+// Transports an endpoint may pin.
+var transports = []string{"auto", "streamable-http", "sse"}
+
+// reservedHeaders are set by the prober itself; letting an endpoint override
+// them would break the protocol exchange or the HTTP framing.
+var reservedHeaders = map[string]bool{
+	"Accept": true, "Connection": true, "Content-Length": true, "Content-Type": true, "Host": true,
+	"Keep-Alive": true, "Last-Event-Id": true, "Mcp-Method": true, "Mcp-Protocol-Version": true,
+	"Mcp-Session-Id": true, "Proxy-Connection": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true,
+}
+
+var (
+	protocolVersionRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+	labelKeyRE        = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./-]*$`)
+)
+
+// EndpointInput is the body of POST /v1/endpoints and, after a JSON merge
+// patch is applied to the stored endpoint, of PATCH. Empty fields take the
+// defaults.
+type EndpointInput struct {
+	Name      string `json:"name"`
+	URL       string `json:"url"`
+	Transport string `json:"transport,omitempty"` // auto (default) | streamable-http | sse
+	// ProtocolVersion pins a revision such as "2025-06-18"; empty negotiates.
+	ProtocolVersion  string `json:"protocolVersion,omitempty"`
+	Schedule         string `json:"schedule,omitempty"`         // default "@every 30s"
+	Timeout          string `json:"timeout,omitempty"`          // Go duration, default "10s", 1s..2m
+	LatencyThreshold string `json:"latencyThreshold,omitempty"` // Go duration ≤ timeout; empty = prober default
+	// Headers are sent with every probe; their values are secrets and never
+	// returned. In a PATCH, a value of "<redacted>" keeps the stored value.
+	Headers map[string]string `json:"headers,omitempty"`
+	Labels  map[string]string `json:"labels,omitempty"`
+	Rules   *RulesInput       `json:"rules,omitempty"`
+	Sinks   json.RawMessage   `json:"sinks,omitempty"`
+	Paused  bool              `json:"paused,omitempty"`
+}
+
+// RulesInput tunes verdicts and incidents; zero fields use the defaults.
+type RulesInput struct {
+	OpenAfter      int    `json:"openAfter,omitempty"`
+	OpenWindow     int    `json:"openWindow,omitempty"`
+	ResolveAfter   int    `json:"resolveAfter,omitempty"`
+	RegionQuorum   int    `json:"regionQuorum,omitempty"`
+	RepeatInterval string `json:"repeatInterval,omitempty"` // Go duration, ≥ 1m; empty = no reminders
+}
+
+// EndpointView is an endpoint as the API returns it.
+type EndpointView struct {
+	ID               string            `json:"id"`
+	Name             string            `json:"name"`
+	URL              string            `json:"url"`
+	Transport        string            `json:"transport"`
+	ProtocolVersion  string            `json:"protocolVersion,omitempty"`
+	Schedule         string            `json:"schedule"`
+	Timeout          string            `json:"timeout"`
+	LatencyThreshold string            `json:"latencyThreshold,omitempty"`
+	Headers          map[string]string `json:"headers,omitempty"` // values are always "<redacted>"
+	Labels           map[string]string `json:"labels,omitempty"`
+	Rules            *RulesInput       `json:"rules,omitempty"`
+	Sinks            json.RawMessage   `json:"sinks,omitempty"` // secrets redacted
+	Paused           bool              `json:"paused"`
+	CreatedAt        time.Time         `json:"createdAt"`
+	UpdatedAt        time.Time         `json:"updatedAt"`
+	Version          int64             `json:"version"`
+
+	// Only on GET /v1/endpoints/{id}:
+	LatestResult *ResultView  `json:"latestResult,omitempty"`
+	LastVerdict  *VerdictView `json:"lastVerdict,omitempty"`
+}
+
+// ResultView is the latest probe result of an endpoint.
+type ResultView struct {
+	ProbeRunID         string            `json:"probeRunId"`
+	Slot               time.Time         `json:"slot"`
+	Region             string            `json:"region,omitempty"`
+	StartedAt          time.Time         `json:"startedAt"`
+	FinishedAt         time.Time         `json:"finishedAt"`
+	Status             msg.Status        `json:"status"`
+	Class              string            `json:"class"`
+	Error              string            `json:"error,omitempty"`
+	HTTPStatus         int               `json:"httpStatus,omitempty"`
+	Transport          string            `json:"transport,omitempty"`
+	ProtocolVersion    string            `json:"protocolVersion,omitempty"`
+	ServerName         string            `json:"serverName,omitempty"`
+	ServerVersion      string            `json:"serverVersion,omitempty"`
+	Phases             map[string]string `json:"phases,omitempty"` // phase → Go duration
+	CertExpiry         *time.Time        `json:"certExpiry,omitempty"`
+	ToolCount          int               `json:"toolCount,omitempty"`
+	CatalogFingerprint string            `json:"catalogFingerprint,omitempty"`
+	Events             []msg.Event       `json:"events,omitempty"`
+}
+
+// VerdictView is one verdict of an endpoint.
+type VerdictView struct {
+	Window         time.Time `json:"window"`
+	WindowLength   string    `json:"windowLength"`
+	State          msg.State `json:"state"`
+	Class          string    `json:"class,omitempty"`
+	Reason         string    `json:"reason,omitempty"`
+	Results        int       `json:"results"`
+	FailingRegions []string  `json:"failingRegions,omitempty"`
+	FirstProbeAt   time.Time `json:"firstProbeAt,omitzero"`
+	EmittedAt      time.Time `json:"emittedAt,omitzero"`
+}
+
+func (s *server) endpointView(e store.Endpoint) EndpointView {
+	v := EndpointView{
+		ID: e.ID, Name: e.Name, URL: e.URL, Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
+		Schedule: e.Schedule, Timeout: e.Timeout.String(), Labels: e.Labels, Paused: e.Paused,
+		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Version: e.Version,
+	}
+	if e.LatencyThreshold > 0 {
+		v.LatencyThreshold = e.LatencyThreshold.String()
+	}
+	if len(e.Headers) > 0 {
+		v.Headers = make(map[string]string, len(e.Headers))
+		for k := range e.Headers {
+			v.Headers[k] = Redacted
+		}
+	}
+	v.Rules = rulesInput(e.Rules)
+	if len(e.Sinks) > 0 {
+		v.Sinks = s.redact(e.Sinks)
+	}
+	return v
+}
+
+func rulesInput(r *store.Rules) *RulesInput {
+	if r == nil {
+		return nil
+	}
+	in := &RulesInput{OpenAfter: r.OpenAfter, OpenWindow: r.OpenWindow, ResolveAfter: r.ResolveAfter, RegionQuorum: r.RegionQuorum}
+	if r.RepeatInterval > 0 {
+		in.RepeatInterval = r.RepeatInterval.String()
+	}
+	return in
+}
+
+// input is the stored endpoint as an EndpointInput (with real header values:
+// server-side only), the base a PATCH merges into.
+func input(e store.Endpoint) EndpointInput {
+	in := EndpointInput{
+		Name: e.Name, URL: e.URL, Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
+		Schedule: e.Schedule, Timeout: e.Timeout.String(), Headers: e.Headers, Labels: e.Labels,
+		Rules: rulesInput(e.Rules), Sinks: e.Sinks, Paused: e.Paused,
+	}
+	if e.LatencyThreshold > 0 {
+		in.LatencyThreshold = e.LatencyThreshold.String()
+	}
+	return in
+}
+
+func resultView(r msg.ProbeResult) *ResultView {
+	v := &ResultView{
+		ProbeRunID: r.ProbeRunID, Slot: r.Slot, Region: r.Region, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		Status: r.Status, Class: r.Class, Error: r.Error, HTTPStatus: r.HTTPStatus, Transport: r.Transport,
+		ProtocolVersion: r.ProtocolVersion, ServerName: r.ServerName, ServerVersion: r.ServerVersion,
+		CertExpiry: r.CertExpiry, ToolCount: r.ToolCount, CatalogFingerprint: r.CatalogFingerprint, Events: r.Events,
+	}
+	if len(r.Phases) > 0 {
+		v.Phases = make(map[string]string, len(r.Phases))
+		for k, secs := range r.Phases {
+			v.Phases[k] = time.Duration(secs * float64(time.Second)).String()
+		}
+	}
+	return v
+}
+
+func verdictView(v msg.Verdict) VerdictView {
+	return VerdictView{
+		Window: v.Window, WindowLength: (time.Duration(v.WindowSecs) * time.Second).String(), State: v.State,
+		Class: v.Class, Reason: v.Reason, Results: v.Results, FailingRegions: v.FailingRegions,
+		FirstProbeAt: v.FirstProbeAt, EmittedAt: v.EmittedAt,
+	}
+}
+
+// toEndpoint validates in and builds the endpoint it describes (without ID,
+// timestamps or version). Every problem is collected; field details never
+// quote header values.
+func (s *server) toEndpoint(in EndpointInput) (store.Endpoint, []FieldError) {
+	var errs []FieldError
+	bad := func(ptr, format string, args ...any) {
+		errs = append(errs, FieldError{Pointer: ptr, Detail: fmt.Sprintf(format, args...)})
+	}
+	e := store.Endpoint{
+		Name: strings.TrimSpace(in.Name), URL: strings.TrimSpace(in.URL), Transport: in.Transport,
+		ProtocolVersion: in.ProtocolVersion, Schedule: strings.TrimSpace(in.Schedule), Paused: in.Paused,
+	}
+
+	switch n := utf8.RuneCountInString(e.Name); {
+	case n == 0:
+		bad("#/name", "is required")
+	case n > maxNameLen:
+		bad("#/name", "must be at most %d characters", maxNameLen)
+	case strings.IndexFunc(e.Name, unicode.IsControl) >= 0:
+		bad("#/name", "must not contain control characters")
+	}
+
+	if detail := checkURL(e.URL); detail != "" {
+		bad("#/url", "%s", detail)
+	} else if s.validURL != nil {
+		if err := s.validURL(e.URL); err != nil {
+			bad("#/url", "target refused: %v", err)
+		}
+	}
+
+	if e.Transport == "" {
+		e.Transport = DefaultTransport
+	}
+	if !contains(transports, e.Transport) {
+		bad("#/transport", "must be one of %s", strings.Join(transports, ", "))
+	}
+	if e.ProtocolVersion != "" && !protocolVersionRE.MatchString(e.ProtocolVersion) {
+		bad("#/protocolVersion", "must be a protocol revision date such as 2025-06-18")
+	}
+
+	if e.Schedule == "" {
+		e.Schedule = DefaultSchedule
+	}
+	if _, err := scheduler.ParseSchedule(e.Schedule); err != nil {
+		bad("#/schedule", "%v", err)
+	}
+
+	e.Timeout = DefaultTimeout
+	if in.Timeout != "" {
+		if d, err := time.ParseDuration(in.Timeout); err != nil {
+			bad("#/timeout", "must be a Go duration such as \"10s\"")
+		} else if d < MinTimeout || d > MaxTimeout {
+			bad("#/timeout", "must be between %s and %s", MinTimeout, MaxTimeout)
+		} else {
+			e.Timeout = d
+		}
+	}
+	if in.LatencyThreshold != "" {
+		if d, err := time.ParseDuration(in.LatencyThreshold); err != nil {
+			bad("#/latencyThreshold", "must be a Go duration such as \"2s\"")
+		} else if d <= 0 || d > e.Timeout {
+			bad("#/latencyThreshold", "must be positive and at most the timeout (%s)", e.Timeout)
+		} else {
+			e.LatencyThreshold = d
+		}
+	}
+
+	if len(in.Headers) > maxHeaders {
+		bad("#/headers", "at most %d headers", maxHeaders)
+	} else if len(in.Headers) > 0 {
+		e.Headers = make(map[string]string, len(in.Headers))
+		for _, name := range sortedKeys(in.Headers) {
+			val := in.Headers[name]
+			canon := http.CanonicalHeaderKey(name)
+			ptr := "#/headers/" + pointerEscape(name)
+			switch {
+			case !validHeaderName(name):
+				bad(ptr, "is not a valid HTTP header name")
+			case reservedHeaders[canon]:
+				bad(ptr, "is set by the prober and cannot be overridden")
+			case strings.ContainsAny(val, "\r\n\x00"):
+				bad(ptr, "value must not contain CR, LF or NUL")
+			case len(val) > maxHeaderValue:
+				bad(ptr, "value must be at most %d bytes", maxHeaderValue)
+			case val == Redacted:
+				bad(ptr, "value is the redaction placeholder; send the real value")
+			default:
+				if _, dup := e.Headers[canon]; dup {
+					bad(ptr, "duplicates another header differing only in case")
+				}
+				e.Headers[canon] = val
+			}
+		}
+	}
+
+	if len(in.Labels) > maxLabels {
+		bad("#/labels", "at most %d labels", maxLabels)
+	} else if len(in.Labels) > 0 {
+		e.Labels = make(map[string]string, len(in.Labels))
+		for _, k := range sortedKeys(in.Labels) {
+			v := in.Labels[k]
+			ptr := "#/labels/" + pointerEscape(k)
+			switch {
+			case len(k) > maxLabelKeyLen || !labelKeyRE.MatchString(k):
+				bad(ptr, "label names match %s and are at most %d characters", labelKeyRE, maxLabelKeyLen)
+			case len(v) > maxLabelValLen || !utf8.ValidString(v):
+				bad(ptr, "label values are valid UTF-8 of at most %d bytes", maxLabelValLen)
+			default:
+				e.Labels[k] = v
+			}
+		}
+	}
+
+	if in.Rules != nil {
+		r := &store.Rules{OpenAfter: in.Rules.OpenAfter, OpenWindow: in.Rules.OpenWindow, ResolveAfter: in.Rules.ResolveAfter, RegionQuorum: in.Rules.RegionQuorum}
+		for ptr, n := range map[string]int{"#/rules/openAfter": r.OpenAfter, "#/rules/openWindow": r.OpenWindow, "#/rules/resolveAfter": r.ResolveAfter, "#/rules/regionQuorum": r.RegionQuorum} {
+			if n < 0 || n > maxRuleCount {
+				bad(ptr, "must be between 0 (default) and %d", maxRuleCount)
+			}
+		}
+		if r.OpenAfter > 0 && r.OpenWindow > 0 && r.OpenWindow < r.OpenAfter {
+			bad("#/rules/openWindow", "must be at least openAfter (%d)", r.OpenAfter)
+		}
+		if in.Rules.RepeatInterval != "" {
+			if d, err := time.ParseDuration(in.Rules.RepeatInterval); err != nil {
+				bad("#/rules/repeatInterval", "must be a Go duration such as \"4h\"")
+			} else if d < MinRepeatInterval {
+				bad("#/rules/repeatInterval", "must be at least %s", MinRepeatInterval)
+			} else {
+				r.RepeatInterval = d
+			}
+		}
+		if *r != (store.Rules{}) {
+			e.Rules = r
+		}
+	}
+
+	if sinks := bytes.TrimSpace(in.Sinks); len(sinks) > 0 && !bytes.Equal(sinks, []byte("null")) {
+		if bytes.Contains(sinks, []byte(Redacted)) || bytes.Contains(sinks, []byte(`\u003credacted\u003e`)) {
+			bad("#/sinks", "contains the redaction placeholder; send the real values, or in a PATCH omit the members to keep them")
+		} else if s.validSink != nil {
+			if err := s.validSink(json.RawMessage(sinks)); err != nil {
+				bad("#/sinks", "%v", err)
+			}
+		}
+		e.Sinks = json.RawMessage(bytes.Clone(sinks))
+	}
+	return e, errs
+}
+
+// checkURL returns why raw is not an acceptable endpoint URL, or "".
+func checkURL(raw string) string {
+	if raw == "" {
+		return "is required"
+	}
+	if len(raw) > maxURLLen {
+		return fmt.Sprintf("must be at most %d characters", maxURLLen)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "is not a valid URL"
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "scheme must be http or https"
+	case u.Opaque != "":
+		return "must be an absolute URL such as https://example.com/mcp"
+	case u.User != nil:
+		return "must not contain credentials (user:password@); use headers instead"
+	case u.Hostname() == "":
+		return "must include a host"
+	case u.Fragment != "":
+		return "must not contain a fragment"
+	}
+	return ""
+}
+
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range []byte(name) {
+		isAlnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !isAlnum && !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+func pointerEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ---- handlers
+
+func (s *server) createEndpoint(w http.ResponseWriter, r *http.Request) {
+	body, p := s.readBody(w, r, false)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	var in EndpointInput
+	if p := decodeStrict(body, &in); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	e, errs := s.toEndpoint(in)
+	if len(errs) > 0 {
+		writeProblem(w, r, invalid(errs...))
+		return
+	}
+	e.ID = s.newID()
+	created, err := s.store.CreateEndpoint(r.Context(), e)
+	if err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "endpoint "+e.ID))
+		return
+	}
+	s.schedule(created)
+	w.Header().Set("Location", "/v1/endpoints/"+created.ID)
+	writeJSON(w, http.StatusCreated, s.endpointView(created))
+}
+
+func (s *server) listEndpoints(w http.ResponseWriter, r *http.Request) {
+	eps, err := s.store.ListEndpoints(r.Context())
+	if err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "endpoints"))
+		return
+	}
+	out := make([]EndpointView, 0, len(eps))
+	for _, e := range eps {
+		out = append(out, s.endpointView(e))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"endpoints": out})
+}
+
+func (s *server) getEndpoint(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	e, err := s.store.GetEndpoint(r.Context(), id)
+	if err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "endpoint "+id))
+		return
+	}
+	v := s.endpointView(e)
+	if res, err := s.store.LatestResult(r.Context(), id); err == nil {
+		v.LatestResult = resultView(res)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		writeProblem(w, r, s.storeProblem(r, err, "latest result of endpoint "+id))
+		return
+	}
+	if vd, err := s.store.LastVerdict(r.Context(), id); err == nil {
+		vv := verdictView(vd)
+		v.LastVerdict = &vv
+	} else if !errors.Is(err, store.ErrNotFound) {
+		writeProblem(w, r, s.storeProblem(r, err, "last verdict of endpoint "+id))
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// patchEndpoint applies an RFC 7386 JSON merge patch to the endpoint's input
+// form, validates the result like a create, and compare-and-sets it on the
+// stored version, retrying a lost race a few times before answering 409.
+func (s *server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	body, p := s.readBody(w, r, false)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	patch, p := decodePatch(body)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	for attempt := 1; ; attempt++ {
+		cur, err := s.store.GetEndpoint(r.Context(), id)
+		if err != nil {
+			writeProblem(w, r, s.storeProblem(r, err, "endpoint "+id))
+			return
+		}
+		base := input(cur)
+		merged, err := mergeInto(base, patch)
+		if err != nil {
+			writeProblem(w, r, problemf(http.StatusInternalServerError, "", "applying the patch failed"))
+			s.log.Error("merge patch", "endpoint", id, "err", err)
+			return
+		}
+		var in EndpointInput
+		if p := decodeStrict(merged, &in); p != nil {
+			writeProblem(w, r, p)
+			return
+		}
+		// "<redacted>" sent back (e.g. a GET body edited and re-sent) keeps
+		// the stored secret instead of overwriting it with the placeholder.
+		for k, v := range in.Headers {
+			if v == Redacted {
+				if old, ok := lookupHeader(cur.Headers, k); ok {
+					in.Headers[k] = old
+				}
+			}
+		}
+		next, errs := s.toEndpoint(in)
+		if len(errs) > 0 {
+			writeProblem(w, r, invalid(errs...))
+			return
+		}
+		next.ID, next.CreatedAt, next.Version = cur.ID, cur.CreatedAt, cur.Version
+		updated, err := s.store.UpdateEndpoint(r.Context(), next)
+		if errors.Is(err, store.ErrConflict) && attempt < patchMaxRetries {
+			continue
+		}
+		if err != nil {
+			writeProblem(w, r, s.storeProblem(r, err, "endpoint "+id))
+			return
+		}
+		s.schedule(updated)
+		writeJSON(w, http.StatusOK, s.endpointView(updated))
+		return
+	}
+}
+
+func lookupHeader(h map[string]string, name string) (string, bool) {
+	if v, ok := h[name]; ok {
+		return v, true
+	}
+	v, ok := h[http.CanonicalHeaderKey(name)]
+	return v, ok
+}
+
+// decodePatch reads a merge patch: one JSON object. Header names in it are
+// canonicalized like stored ones, so {"headers": {"authorization": null}}
+// removes the stored "Authorization".
+func decodePatch(body []byte) (map[string]any, *Problem) {
+	var patch map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&patch); err != nil {
+		return nil, jsonProblem(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, invalid(FieldError{Pointer: "#", Detail: "unexpected data after the JSON value"})
+	}
+	if patch == nil {
+		return nil, invalid(FieldError{Pointer: "#", Detail: "a merge patch must be a JSON object"})
+	}
+	if hs, ok := patch["headers"].(map[string]any); ok {
+		canon := make(map[string]any, len(hs))
+		for k, v := range hs {
+			if validHeaderName(k) {
+				k = http.CanonicalHeaderKey(k)
+			}
+			canon[k] = v
+		}
+		patch["headers"] = canon
+	}
+	return patch, nil
+}
+
+// mergeInto applies an RFC 7386 merge patch to base's JSON form.
+func mergeInto(base any, patch map[string]any) ([]byte, error) {
+	raw, err := json.Marshal(base)
+	if err != nil {
+		return nil, err
+	}
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	return json.Marshal(mergePatch(doc, patch))
+}
+
+func mergePatch(target, patch any) any {
+	pm, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	tm, ok := target.(map[string]any)
+	if !ok {
+		tm = map[string]any{}
+	}
+	for k, v := range pm {
+		if v == nil {
+			delete(tm, k)
+		} else {
+			tm[k] = mergePatch(tm[k], v)
+		}
+	}
+	return tm
+}
+
+func (s *server) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if err := s.store.DeleteEndpoint(r.Context(), id); err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "endpoint "+id))
+		return
+	}
+	if s.sched != nil {
+		s.sched.Remove(id)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *server) listVerdicts(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	limit, p := limitParam(r)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	if _, err := s.store.GetEndpoint(r.Context(), id); err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "endpoint "+id))
+		return
+	}
+	vs, err := s.store.ListVerdicts(r.Context(), id, limit)
+	if err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "verdicts of endpoint "+id))
+		return
+	}
+	out := make([]VerdictView, 0, len(vs))
+	for _, v := range vs {
+		out = append(out, verdictView(v))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"verdicts": out})
+}
+
+// schedule tells the scheduler about a stored endpoint. The store is the
+// source of truth: a failure here is logged, and the periodic Sync repairs it.
+func (s *server) schedule(e store.Endpoint) {
+	if s.sched == nil {
+		return
+	}
+	if err := s.sched.Upsert(e); err != nil {
+		s.log.Error("scheduling endpoint failed", "endpoint", e.ID, "err", err)
+	}
+}

@@ -1,0 +1,182 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// List limits.
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
+)
+
+// IncidentView is an incident as the API returns it (without the alerter's
+// private data).
+type IncidentView struct {
+	ID             string              `json:"id"`
+	EndpointID     string              `json:"endpointId"`
+	State          store.IncidentState `json:"state"`
+	OpenedWindow   time.Time           `json:"openedWindow"`
+	OpenedAt       time.Time           `json:"openedAt"`
+	FirstFailure   time.Time           `json:"firstFailure"`
+	Class          string              `json:"class,omitempty"`
+	Reason         string              `json:"reason,omitempty"`
+	AckedAt        *time.Time          `json:"ackedAt,omitempty"`
+	AckedBy        string              `json:"ackedBy,omitempty"`
+	ResolvedWindow *time.Time          `json:"resolvedWindow,omitempty"`
+	ResolvedAt     *time.Time          `json:"resolvedAt,omitempty"`
+	Transitions    []store.Transition  `json:"transitions"`
+	Version        int64               `json:"version"`
+}
+
+func incidentView(inc store.Incident) IncidentView {
+	tr := inc.Transitions
+	if tr == nil {
+		tr = []store.Transition{}
+	}
+	return IncidentView{
+		ID: inc.ID, EndpointID: inc.EndpointID, State: inc.State, OpenedWindow: inc.OpenedWindow,
+		OpenedAt: inc.OpenedAt, FirstFailure: inc.FirstFailure, Class: inc.Class, Reason: inc.Reason,
+		AckedAt: inc.AckedAt, AckedBy: inc.AckedBy, ResolvedWindow: inc.ResolvedWindow,
+		ResolvedAt: inc.ResolvedAt, Transitions: tr, Version: inc.Version,
+	}
+}
+
+// AckInput is the optional body of POST /v1/incidents/{id}/ack.
+type AckInput struct {
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+const (
+	maxAckBy     = 200
+	maxAckReason = 1000
+)
+
+func limitParam(r *http.Request) (int, *Problem) {
+	raw := r.URL.Query().Get("limit")
+	if raw == "" {
+		return DefaultListLimit, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > MaxListLimit {
+		return 0, invalid(FieldError{Pointer: "?limit", Detail: fmt.Sprintf("must be an integer between 1 and %d", MaxListLimit)})
+	}
+	return n, nil
+}
+
+func (s *server) listIncidents(w http.ResponseWriter, r *http.Request) {
+	limit, p := limitParam(r)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	q := r.URL.Query()
+	f := store.IncidentFilter{EndpointID: q.Get("endpoint"), State: store.IncidentState(q.Get("state")), Limit: limit}
+	switch f.State {
+	case "", store.IncidentOpen, store.IncidentAcknowledged, store.IncidentResolved:
+	default:
+		writeProblem(w, r, invalid(FieldError{Pointer: "?state", Detail: "must be open, acknowledged or resolved"}))
+		return
+	}
+	incs, err := s.store.ListIncidents(r.Context(), f)
+	if err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "incidents"))
+		return
+	}
+	out := make([]IncidentView, 0, len(incs))
+	for _, inc := range incs {
+		out = append(out, incidentView(inc))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"incidents": out})
+}
+
+func (s *server) getIncident(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	inc, err := s.store.GetIncident(r.Context(), id)
+	if err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "incident "+id))
+		return
+	}
+	writeJSON(w, http.StatusOK, incidentView(inc))
+}
+
+// ackIncident moves an open incident to acknowledged and records the
+// transition. Acknowledging an acknowledged incident changes nothing and
+// answers 200; a resolved incident answers 409. A write lost to the alerter
+// (which compare-and-sets the same record) is retried on fresh state.
+func (s *server) ackIncident(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	body, p := s.readBody(w, r, true)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	var in AckInput
+	if body != nil {
+		if p := decodeStrict(body, &in); p != nil {
+			writeProblem(w, r, p)
+			return
+		}
+	}
+	in.By, in.Reason = strings.TrimSpace(in.By), strings.TrimSpace(in.Reason)
+	var errs []FieldError
+	if len(in.By) > maxAckBy {
+		errs = append(errs, FieldError{Pointer: "#/by", Detail: fmt.Sprintf("must be at most %d bytes", maxAckBy)})
+	}
+	if len(in.Reason) > maxAckReason {
+		errs = append(errs, FieldError{Pointer: "#/reason", Detail: fmt.Sprintf("must be at most %d bytes", maxAckReason)})
+	}
+	if len(errs) > 0 {
+		writeProblem(w, r, invalid(errs...))
+		return
+	}
+
+	for attempt := 1; ; attempt++ {
+		inc, err := s.store.GetIncident(r.Context(), id)
+		if err != nil {
+			writeProblem(w, r, s.storeProblem(r, err, "incident "+id))
+			return
+		}
+		switch inc.State {
+		case store.IncidentAcknowledged:
+			writeJSON(w, http.StatusOK, incidentView(inc))
+			return
+		case store.IncidentResolved:
+			writeProblem(w, r, problemf(http.StatusConflict, TypeIncidentResolved, "incident %s is already resolved; only an open incident can be acknowledged", id))
+			return
+		}
+		now := s.clock.Now().UTC()
+		reason := "acknowledged via API"
+		if in.By != "" {
+			reason += " by " + in.By
+		}
+		if in.Reason != "" {
+			reason += ": " + in.Reason
+		}
+		inc.Transitions = append(inc.Transitions, store.Transition{At: now, From: inc.State, To: store.IncidentAcknowledged, Reason: reason})
+		inc.State = store.IncidentAcknowledged
+		inc.AckedAt = &now
+		inc.AckedBy = in.By
+		updated, err := s.store.UpdateIncident(r.Context(), inc)
+		if errors.Is(err, store.ErrConflict) && attempt < patchMaxRetries {
+			continue
+		}
+		if err != nil {
+			writeProblem(w, r, s.storeProblem(r, err, "incident "+id))
+			return
+		}
+		s.log.Info("incident acknowledged", "incident", id, "endpoint", inc.EndpointID)
+		writeJSON(w, http.StatusOK, incidentView(updated))
+		return
+	}
+}

@@ -1,0 +1,199 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/mcpmon/mcpmon/pkg/alert"
+)
+
+// MaintenanceInput is the body of POST /v1/maintenance and PUT
+// /v1/maintenance/{id}: either a one-off window (start, end) or a recurring
+// one (cron, duration as a Go duration string), for endpoints chosen by ID
+// or label selector.
+type MaintenanceInput struct {
+	Name        string            `json:"name,omitempty"`
+	EndpointIDs []string          `json:"endpointIds,omitempty"`
+	Selector    map[string]string `json:"selector,omitempty"`
+	Start       time.Time         `json:"start,omitzero"`
+	End         time.Time         `json:"end,omitzero"`
+	Cron        string            `json:"cron,omitempty"`
+	Duration    string            `json:"duration,omitempty"`
+}
+
+// MaintenanceView is a stored maintenance window.
+type MaintenanceView struct {
+	ID          string            `json:"id"`
+	Name        string            `json:"name,omitempty"`
+	EndpointIDs []string          `json:"endpointIds,omitempty"`
+	Selector    map[string]string `json:"selector,omitempty"`
+	Start       time.Time         `json:"start,omitzero"`
+	End         time.Time         `json:"end,omitzero"`
+	Cron        string            `json:"cron,omitempty"`
+	Duration    string            `json:"duration,omitempty"`
+	CreatedAt   time.Time         `json:"createdAt,omitzero"`
+}
+
+func maintenanceView(m alert.Maintenance) MaintenanceView {
+	v := MaintenanceView{
+		ID: m.ID, Name: m.Name, EndpointIDs: m.EndpointIDs, Selector: m.Selector,
+		Start: m.Start, End: m.End, Cron: m.Cron, CreatedAt: m.CreatedAt,
+	}
+	if m.Duration > 0 {
+		v.Duration = m.Duration.String()
+	}
+	return v
+}
+
+// toMaintenance validates in with alert.Maintenance.Validate, the same check
+// the alerter relies on.
+func toMaintenance(in MaintenanceInput) (alert.Maintenance, *Problem) {
+	m := alert.Maintenance{
+		Name: strings.TrimSpace(in.Name), EndpointIDs: in.EndpointIDs, Selector: in.Selector,
+		Start: in.Start.UTC(), End: in.End.UTC(), Cron: strings.TrimSpace(in.Cron),
+	}
+	if in.Start.IsZero() {
+		m.Start = time.Time{}
+	}
+	if in.End.IsZero() {
+		m.End = time.Time{}
+	}
+	if in.Duration != "" {
+		d, err := time.ParseDuration(in.Duration)
+		if err != nil || d <= 0 {
+			return m, invalid(FieldError{Pointer: "#/duration", Detail: "must be a positive Go duration such as \"2h\""})
+		}
+		m.Duration = d
+	}
+	if len(m.Name) > maxNameLen {
+		return m, invalid(FieldError{Pointer: "#/name", Detail: "must be at most 200 characters"})
+	}
+	for i, id := range m.EndpointIDs {
+		if strings.TrimSpace(id) == "" {
+			return m, invalid(FieldError{Pointer: "#/endpointIds/" + strconv.Itoa(i), Detail: "must not be empty"})
+		}
+	}
+	if err := m.Validate(); err != nil {
+		// Validate's message names the rule broken, not a single field.
+		return m, invalid(FieldError{Pointer: "#", Detail: err.Error()})
+	}
+	return m, nil
+}
+
+func (s *server) listMaintenance(w http.ResponseWriter, r *http.Request) {
+	docs, err := s.store.ListObjects(r.Context(), alert.MaintenanceKind)
+	if err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "maintenance windows"))
+		return
+	}
+	out := make([]MaintenanceView, 0, len(docs))
+	for id, doc := range docs {
+		m, err := alert.DecodeMaintenance(doc)
+		if err != nil {
+			s.log.Error("skipping undecodable maintenance window", "id", id, "err", err)
+			continue
+		}
+		out = append(out, maintenanceView(m))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	writeJSON(w, http.StatusOK, map[string]any{"maintenance": out})
+}
+
+func (s *server) getMaintenance(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	m, p := s.loadMaintenance(r, id)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	writeJSON(w, http.StatusOK, maintenanceView(m))
+}
+
+func (s *server) loadMaintenance(r *http.Request, id string) (alert.Maintenance, *Problem) {
+	doc, err := s.store.GetObject(r.Context(), alert.MaintenanceKind, id)
+	if err != nil {
+		return alert.Maintenance{}, s.storeProblem(r, err, "maintenance window "+id)
+	}
+	m, err := alert.DecodeMaintenance(doc)
+	if err != nil {
+		s.log.Error("undecodable maintenance window", "id", id, "err", err)
+		return alert.Maintenance{}, problemf(http.StatusInternalServerError, "", "maintenance window %s is unreadable", id)
+	}
+	return m, nil
+}
+
+func (s *server) createMaintenance(w http.ResponseWriter, r *http.Request) {
+	m, p := s.readMaintenance(w, r)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	m.ID = s.newID()
+	m.CreatedAt = s.clock.Now().UTC()
+	if p := s.saveMaintenance(r, m); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	w.Header().Set("Location", "/v1/maintenance/"+m.ID)
+	writeJSON(w, http.StatusCreated, maintenanceView(m))
+}
+
+// putMaintenance replaces an existing window (IDs are assigned by POST).
+func (s *server) putMaintenance(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	m, p := s.readMaintenance(w, r)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	old, p := s.loadMaintenance(r, id)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	m.ID, m.CreatedAt = id, old.CreatedAt
+	if p := s.saveMaintenance(r, m); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	writeJSON(w, http.StatusOK, maintenanceView(m))
+}
+
+func (s *server) readMaintenance(w http.ResponseWriter, r *http.Request) (alert.Maintenance, *Problem) {
+	body, p := s.readBody(w, r, false)
+	if p != nil {
+		return alert.Maintenance{}, p
+	}
+	var in MaintenanceInput
+	if p := decodeStrict(body, &in); p != nil {
+		return alert.Maintenance{}, p
+	}
+	return toMaintenance(in)
+}
+
+func (s *server) saveMaintenance(r *http.Request, m alert.Maintenance) *Problem {
+	doc, err := json.Marshal(m)
+	if err != nil {
+		s.log.Error("encode maintenance window", "id", m.ID, "err", err)
+		return problemf(http.StatusInternalServerError, "", "encoding maintenance window failed")
+	}
+	if err := s.store.PutObject(r.Context(), alert.MaintenanceKind, m.ID, doc); err != nil {
+		return s.storeProblem(r, err, "maintenance window "+m.ID)
+	}
+	return nil
+}
+
+func (s *server) deleteMaintenance(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if err := s.store.DeleteObject(r.Context(), alert.MaintenanceKind, id); err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "maintenance window "+id))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
