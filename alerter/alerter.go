@@ -112,7 +112,7 @@ type Alerter struct {
 	fanout func(sinks []alert.Sink) FanoutStage
 
 	// hook is a fault-injection point for the crash tests: called at
-	// "received", "claimed", "sent", "marked" and "settled"; an error
+	// "received", "applied", "claimed", "sent", "marked" and "settled"; an error
 	// aborts processing as a crash would.
 	hook  func(point string) error
 	sleep func(ctx context.Context, d time.Duration) error
@@ -202,6 +202,9 @@ func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
 		return fmt.Errorf("alerter: verdict message %s: missing endpointId", m.ID)
 	}
 	if err := a.apply(ctx, v); err != nil {
+		return err
+	}
+	if err := a.hook("applied"); err != nil {
 		return err
 	}
 	// A stale verdict drains too: it may be the redelivery of one whose

@@ -195,9 +195,14 @@ func (e *env) publish(vs ...msg.Verdict) {
 // handler errors.
 func (e *env) pump(h queue.Handler) []error {
 	e.t.Helper()
+	return e.pumpQ(e.q, h)
+}
+
+func (e *env) pumpQ(q queue.Queue, h queue.Handler) []error {
+	e.t.Helper()
 	var errs []error
 	for {
-		msgs, err := e.q.Receive(e.ctx, queue.ReceiveInput{Max: queue.MaxBatch})
+		msgs, err := q.Receive(e.ctx, queue.ReceiveInput{Max: queue.MaxBatch})
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -211,12 +216,12 @@ func (e *env) pump(h queue.Handler) []error {
 				// batch wait for the failed one.
 				for _, later := range msgs[i+1:] {
 					if later.GroupID == m.GroupID {
-						_ = e.q.ChangeVisibility(e.ctx, later.ReceiptHandle, 0)
+						_ = q.ChangeVisibility(e.ctx, later.ReceiptHandle, 0)
 					}
 				}
 				break
 			}
-			if err := e.q.Delete(e.ctx, m.ReceiptHandle); err != nil {
+			if err := q.Delete(e.ctx, m.ReceiptHandle); err != nil {
 				e.t.Fatal(err)
 			}
 		}

@@ -1,0 +1,163 @@
+package alerter
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/queue"
+)
+
+// TestCrashAtEveryStep kills the alerter (an injected crash: processing stops
+// where it is, nothing is released, the message is not deleted, and a new
+// alerter with another identity takes over on the same store and queue) at
+// each step of handling the verdict that opens an incident.
+func TestCrashAtEveryStep(t *testing.T) {
+	tests := []struct {
+		point string
+		// sends is how many times the sink receives the open notification.
+		sends int
+	}{
+		{"received", 1}, // after receive, before the state change
+		{"applied", 1},  // state change and outbox saved, before the claim
+		{"claimed", 1},  // claim taken, before the send: the lease must lapse first
+		{"sent", 2},     // sink accepted, ledger not marked: THE duplicate window
+		{"marked", 1},   // ledger done, outbox not yet settled
+		{"settled", 1},  // everything done, message not deleted
+	}
+	for _, tt := range tests {
+		t.Run(tt.point, func(t *testing.T) {
+			e := newEnv(t)
+			e.endpoint("ep1", nil, nil)
+			dead := e.alerter("replica-1")
+			crashed := false
+			dead.hook = func(p string) error {
+				if p == tt.point && !crashed && e.openingVerdict(t, p) {
+					crashed = true
+					return fmt.Errorf("at %s: %w", p, errInjectedCrash)
+				}
+				return nil
+			}
+			e.states("ep1", 0, down, down)
+			errs := e.pump(dead.Handle)
+			if !crashed || len(errs) != 1 {
+				t.Fatalf("crash at %s: crashed=%v errors=%v, want one injected crash", tt.point, crashed, errs)
+			}
+
+			before := map[string]int{"received": 0, "applied": 0, "claimed": 0, "sent": 1, "marked": 1, "settled": 1}[tt.point]
+			if got := len(e.rcv.notifications()); got != before {
+				t.Fatalf("before takeover: %d notifications, want %d", got, before)
+			}
+			next := e.alerter("replica-2")
+			// Redeliveries until the message is consumed; the claim of a dead
+			// replica lapses after its lease (2m), i.e. within three
+			// visibility timeouts.
+			for i := 0; ; i++ {
+				e.redeliver()
+				if errs := e.pump(next.Handle); errs == nil {
+					break
+				}
+				if i == 5 {
+					t.Fatalf("message still not consumed after %d redeliveries", i+1)
+				}
+			}
+			if err := next.Sweep(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+			got := e.rcv.notifications()
+			if len(got) != tt.sends {
+				t.Fatalf("crash at %s: sink got %d open notifications, want %d", tt.point, len(got), tt.sends)
+			}
+			for _, n := range got {
+				if n.Kind != alert.KindOpen || n.Key != got[0].Key || n.IncidentID != got[0].IncidentID {
+					t.Fatalf("crash at %s: notifications %+v: a repeat must carry the same key and incident ID", tt.point, got)
+				}
+			}
+			if incs := e.incidents("ep1"); len(incs) != 1 {
+				t.Fatalf("%d incidents, want 1", len(incs))
+			}
+
+			// The rest of the incident is unaffected: one resolve.
+			e.states("ep1", 2, up, up)
+			if errs := e.pump(next.Handle); errs != nil {
+				t.Fatal(errs)
+			}
+			if n := e.rcv.notifications(); n[len(n)-1].Kind != alert.KindResolve || len(n) != tt.sends+1 {
+				t.Fatalf("after recovery: %v, want one resolve more", e.rcv.kinds())
+			}
+		})
+	}
+}
+
+// openingVerdict gates the crash to the verdict that opens the incident (the
+// first down verdict passes "received" and "applied" too): before its state
+// change the tracker holds one down, after it the open incident.
+func (e *env) openingVerdict(t *testing.T, point string) bool {
+	tr, err := e.st.GetTracker(e.ctx, "ep1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if point == "received" {
+		return tr.OpenIncidentID == "" && len(tr.Recent) == 1
+	}
+	return tr.OpenIncidentID != ""
+}
+
+// TestTwoAlertersRace runs two alerters over the same verdict stream at once
+// (each receives every verdict, as after a redelivery to another replica or
+// a replay) on one store: exactly one open and one resolve per incident.
+func TestTwoAlertersRace(t *testing.T) {
+	e := newEnv(t)
+	eps := []string{"ep1", "ep2", "ep3", "ep4"}
+	var stream []queue.Message
+	for _, ep := range eps {
+		e.endpoint(ep, nil, nil)
+	}
+	for i, s := range []msg.State{up, down, down, down, up, down, up, up, up} {
+		for _, ep := range eps {
+			v := verdict(ep, win(i), s)
+			stream = append(stream, queue.Message{ID: v.DedupID(), DedupID: v.DedupID(), GroupID: ep, Body: v.Body()})
+		}
+	}
+	run := func(a *Alerter) error {
+		for _, m := range stream {
+			for spins := 0; ; spins++ {
+				err := a.Handle(context.Background(), m)
+				if err == nil {
+					break
+				}
+				if spins > 100000 {
+					return fmt.Errorf("%s: %w", m.DedupID, err)
+				}
+				runtime.Gosched() // the claim holder is alive and finishing
+			}
+		}
+		return nil
+	}
+	a1, a2 := e.alerter("replica-1"), e.alerter("replica-2")
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	wg.Go(func() { errs[0] = run(a1) })
+	wg.Go(func() { errs[1] = run(a2) })
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	count := map[string]int{}
+	for _, n := range e.rcv.notifications() {
+		count[n.IncidentID+" "+string(n.Kind)]++
+	}
+	for _, ep := range eps {
+		id := msg.IncidentID(ep, win(2))
+		if count[id+" open"] != 1 || count[id+" resolve"] != 1 {
+			t.Errorf("endpoint %s: %v, want one open and one resolve of %s", ep, count, id)
+		}
+	}
+	if len(count) != 2*len(eps) {
+		t.Errorf("notifications %v, want exactly one incident per endpoint", count)
+	}
+}
