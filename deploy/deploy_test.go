@@ -1,0 +1,326 @@
+// Package deploy_test checks the deployment artefacts in deploy/ against the
+// code they deploy: the CloudFormation queues against `mcpmon queues
+// ensure`'s attributes, the IAM policies against the pipeline's
+// producer/consumer matrix, the Kubernetes manifests and compose file against
+// the roles and their ops endpoints, and the Prometheus config and rules with
+// promtool.
+package deploy_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/queue"
+)
+
+// queueAttrs are one queue's SQS attributes as GetQueueAttributes reports
+// them (all strings; RedrivePolicy as JSON).
+type queueAttrs map[string]string
+
+// ensureAttributes is what `mcpmon queues ensure` creates for a prefix and
+// mode, keyed by full queue name.
+// TODO(queue engineer): switch to the pure function pkg/queue/sqs exports
+// once it lands, so the test reads the code's own definition.
+func ensureAttributes(prefix string, highThroughput bool, arn func(string) string) map[string]queueAttrs {
+	out := map[string]queueAttrs{}
+	for _, c := range queue.StageConfigs() {
+		if highThroughput {
+			c.DedupScope = queue.DedupScopeMessageGroup
+		}
+		d := queue.DLQConfig(c)
+		for _, qc := range []queue.Config{c, d} {
+			a := queueAttrs{
+				"FifoQueue":                 "true",
+				"ContentBasedDeduplication": strconv.FormatBool(qc.ContentBasedDedup),
+				"DeduplicationScope":        string(qc.DedupScope),
+				"FifoThroughputLimit":       "perQueue",
+				"VisibilityTimeout":         strconv.Itoa(int(qc.VisibilityTimeout.Seconds())),
+				"MessageRetentionPeriod":    strconv.Itoa(int(qc.Retention.Seconds())),
+			}
+			if qc.DedupScope == queue.DedupScopeMessageGroup {
+				a["FifoThroughputLimit"] = "perMessageGroupId"
+			}
+			if qc.MaxReceiveCount > 0 {
+				rp, _ := json.Marshal(map[string]any{"deadLetterTargetArn": arn(prefix + d.Name + ".fifo"), "maxReceiveCount": qc.MaxReceiveCount})
+				a["RedrivePolicy"] = string(rp)
+			}
+			out[prefix+qc.Name+".fifo"] = a
+		}
+	}
+	return out
+}
+
+// templateAttributes evaluates the CloudFormation template's queues.
+func templateAttributes(t *testing.T, e *cfnEval) map[string]queueAttrs {
+	t.Helper()
+	out := map[string]queueAttrs{}
+	for name, r := range e.resources {
+		res := r.(map[string]any)
+		if res["Type"] != "AWS::SQS::Queue" {
+			continue
+		}
+		props := e.eval(res["Properties"]).(map[string]any)
+		a := queueAttrs{}
+		for k, v := range props {
+			switch k {
+			case "QueueName", "Tags":
+			case "RedrivePolicy":
+				b, _ := json.Marshal(v)
+				a[k] = string(b)
+			default:
+				a[k] = fmt.Sprint(v)
+			}
+		}
+		qn := props["QueueName"].(string)
+		if _, dup := out[qn]; dup {
+			t.Fatalf("queue %s defined twice (second by %s)", qn, name)
+		}
+		out[qn] = a
+	}
+	return out
+}
+
+func TestCloudFormationMatchesQueuesEnsure(t *testing.T) {
+	tpl := loadCFN(t, "cloudformation/queues.yaml")
+	if v := tpl["AWSTemplateFormatVersion"]; v != "2010-09-09" {
+		t.Fatalf("AWSTemplateFormatVersion %v", v)
+	}
+	cases := []struct {
+		prefix string
+		ht     bool
+		params map[string]string
+	}{
+		{"mcpmon-", false, nil}, // the defaults on both sides
+		{"mcpmon-", true, map[string]string{"HighThroughput": "true"}},
+		{"team-a-", false, map[string]string{"QueueNamePrefix": "team-a-", "HighThroughput": "false"}},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("prefix=%s,highThroughput=%v", tc.prefix, tc.ht), func(t *testing.T) {
+			e := newCFNEval(t, tpl, tc.params)
+			got := templateAttributes(t, e)
+			want := ensureAttributes(tc.prefix, tc.ht, e.queueARN)
+			if g, w := slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)); !slices.Equal(g, w) {
+				t.Fatalf("queues: template has %v, queues ensure creates %v", g, w)
+			}
+			for qn, w := range want {
+				g := got[qn]
+				for _, k := range slices.Sorted(maps.Keys(union(g, w))) {
+					gv, wv := g[k], w[k]
+					if k == "RedrivePolicy" {
+						gv, wv = normJSON(t, gv), normJSON(t, wv)
+					}
+					if gv != wv {
+						t.Errorf("%s %s: template %q, queues ensure %q", qn, k, gv, wv)
+					}
+				}
+			}
+		})
+	}
+}
+
+func union(a, b queueAttrs) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+func normJSON(t *testing.T, s string) string {
+	if s == "" {
+		return ""
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("RedrivePolicy %q: %v", s, err)
+	}
+	// SQS returns maxReceiveCount as a number or a string depending on
+	// who set it; compare as text.
+	if n, ok := v["maxReceiveCount"]; ok {
+		v["maxReceiveCount"] = fmt.Sprint(n)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// --- IAM -------------------------------------------------------------------
+
+// pipeline is who consumes and who produces each stage queue: the source of
+// truth the per-role policies must equal, no more and no less.
+var pipeline = map[string]struct{ consumes, produces []string }{
+	"api":        {produces: []string{msg.QueueCommands}},
+	"prober":     {consumes: []string{msg.QueueCommands}, produces: []string{msg.QueueResults}},
+	"aggregator": {consumes: []string{msg.QueueResults}, produces: []string{msg.QueueVerdicts}},
+	"alerter":    {consumes: []string{msg.QueueVerdicts}},
+}
+
+var (
+	consumeActions = []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
+	produceActions = []string{"sqs:GetQueueUrl", "sqs:SendMessage"}
+	depthActions   = []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
+)
+
+// wantGrants derives role → queue name → sorted actions: consumers receive,
+// delete, extend visibility and read depth of their queue and its DLQ;
+// producers send (SendMessageBatch is authorised as sqs:SendMessage); the
+// api also reads the commands queue's depth for its metrics.
+func wantGrants() map[string]map[string][]string {
+	out := map[string]map[string][]string{}
+	add := func(role, q string, acts []string) {
+		if out[role] == nil {
+			out[role] = map[string][]string{}
+		}
+		out[role][q] = sortedSet(append(out[role][q], acts...))
+	}
+	for role, p := range pipeline {
+		for _, q := range p.consumes {
+			add(role, q, consumeActions)
+			add(role, queue.DLQName(q), depthActions)
+		}
+		for _, q := range p.produces {
+			add(role, q, produceActions)
+		}
+	}
+	add("api", msg.QueueCommands, depthActions)
+	add("api", queue.DLQName(msg.QueueCommands), depthActions)
+	for _, c := range queue.StageConfigs() {
+		add("autoscaler", c.Name, depthActions) // KEDA scales each stage's consumers on its depth
+		for _, n := range []string{c.Name, queue.DLQName(c.Name)} {
+			add("queues-ensure", n, []string{"sqs:CreateQueue", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ListQueueTags", "sqs:SetQueueAttributes", "sqs:TagQueue"})
+		}
+	}
+	return out
+}
+
+func sortedSet(s []string) []string {
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+type policyDoc struct {
+	Version   string
+	Statement []struct {
+		Sid      string
+		Effect   string
+		Action   []string
+		Resource []string
+	}
+}
+
+// grants flattens a policy to queue name → sorted actions, using queueOf to
+// turn a resource into a queue name.
+func grants(t *testing.T, where string, p policyDoc, queueOf func(string) (string, bool)) map[string][]string {
+	t.Helper()
+	if p.Version != "2012-10-17" {
+		t.Errorf("%s: Version %q", where, p.Version)
+	}
+	out := map[string][]string{}
+	for _, s := range p.Statement {
+		if s.Effect != "Allow" {
+			t.Errorf("%s %s: Effect %q", where, s.Sid, s.Effect)
+		}
+		for _, a := range s.Action {
+			if !strings.HasPrefix(a, "sqs:") || strings.Contains(a, "*") {
+				t.Errorf("%s %s: action %q: only named sqs: actions", where, s.Sid, a)
+			}
+		}
+		for _, r := range s.Resource {
+			q, ok := queueOf(r)
+			if !ok {
+				t.Errorf("%s %s: resource %q is not one mcpmon queue", where, s.Sid, r)
+				continue
+			}
+			out[q] = sortedSet(append(out[q], s.Action...))
+		}
+	}
+	return out
+}
+
+func TestIAMPoliciesLeastPrivilege(t *testing.T) {
+	want := wantGrants()
+	files, _ := filepath.Glob("iam/*.json")
+	var roles []string
+	for _, f := range files {
+		roles = append(roles, strings.TrimSuffix(filepath.Base(f), ".json"))
+	}
+	if g, w := roles, slices.Sorted(maps.Keys(want)); !slices.Equal(g, w) {
+		t.Fatalf("iam/ has policies %v, want one per role %v", g, w)
+	}
+	for _, role := range roles {
+		t.Run(role, func(t *testing.T) {
+			b, err := os.ReadFile("iam/" + role + ".json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p policyDoc
+			dec := json.NewDecoder(strings.NewReader(string(b)))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&p); err != nil {
+				t.Fatalf("iam/%s.json: %v", role, err)
+			}
+			got := grants(t, role, p, func(r string) (string, bool) {
+				// arn:aws:sqs:*:*:mcpmon-<queue>.fifo: any region and
+				// account, exactly one queue of the default prefix.
+				rest, ok := strings.CutPrefix(r, "arn:aws:sqs:*:*:mcpmon-")
+				if !ok || !strings.HasSuffix(rest, ".fifo") || strings.ContainsAny(rest, "*?") {
+					return "", false
+				}
+				return strings.TrimSuffix(rest, ".fifo"), true
+			})
+			if !equalGrants(got, want[role]) {
+				t.Fatalf("iam/%s.json grants %v\nwant (from the pipeline matrix) %v", role, got, want[role])
+			}
+		})
+	}
+}
+
+func TestCloudFormationPoliciesMatchIAMFiles(t *testing.T) {
+	tpl := loadCFN(t, "cloudformation/queues.yaml")
+	e := newCFNEval(t, tpl, map[string]string{"QueueNamePrefix": "x-"})
+	want := wantGrants()
+	seen := map[string]bool{}
+	for name, r := range e.resources {
+		res := r.(map[string]any)
+		if res["Type"] != "AWS::IAM::ManagedPolicy" {
+			continue
+		}
+		role := strings.ToLower(strings.TrimSuffix(name, "Policy"))
+		seen[role] = true
+		props := e.eval(res["Properties"]).(map[string]any)
+		b, _ := json.Marshal(props["PolicyDocument"])
+		var p policyDoc
+		if err := json.Unmarshal(b, &p); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := grants(t, name, p, func(r string) (string, bool) {
+			rest, ok := strings.CutPrefix(r, e.queueARN("x-"))
+			if !ok {
+				return "", false
+			}
+			return strings.TrimSuffix(rest, ".fifo"), true
+		})
+		if !equalGrants(got, want[role]) {
+			t.Errorf("%s grants %v\nwant %v", name, got, want[role])
+		}
+	}
+	for role := range want {
+		if !seen[role] && role != "queues-ensure" { // the stack replaces `queues ensure`
+			t.Errorf("no AWS::IAM::ManagedPolicy for role %s", role)
+		}
+	}
+}
+
+func equalGrants(a, b map[string][]string) bool {
+	return maps.EqualFunc(a, b, func(x, y []string) bool { return slices.Equal(x, y) })
+}
