@@ -131,6 +131,9 @@ func New(opts Options) (*Aggregator, error) {
 	}, nil
 }
 
+// Metrics returns the aggregator's metrics.
+func (a *Aggregator) Metrics() *Metrics { return a.m }
+
 // WindowOf returns the start of the window that holds a result for slot.
 func (a *Aggregator) WindowOf(slot time.Time) time.Time {
 	return slot.UTC().Truncate(a.opts.Window)
