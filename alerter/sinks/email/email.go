@@ -1,0 +1,410 @@
+// Package email is the SMTP alert sink. The alerter hands it an
+// alert.Notification; it opens one SMTP session per notification to the
+// configured relay (implicit TLS, or STARTTLS when the server offers it,
+// optionally required), authenticates when credentials are set, and sends
+// one plain-text message with proper headers.
+//
+// The Message-ID is derived from the notification key, so a message resent
+// after a crash (SMTP has no idempotency key) carries the same Message-ID and
+// mail clients and archives recognise the repeat; References/In-Reply-To
+// point at a per-incident ID so the open, reminders and resolve thread
+// together. The password never appears in errors or logs.
+package email
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"mime"
+	"mime/quotedprintable"
+	"net"
+	"net/mail"
+	"net/smtp"
+	"net/textproto"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/clock"
+)
+
+// TLS modes.
+const (
+	TLSOpportunistic = "starttls"         // STARTTLS when offered (default)
+	TLSRequire       = "require-starttls" // fail unless STARTTLS succeeds
+	TLSImplicit      = "tls"              // TLS from the first byte (port 465)
+	TLSNone          = "none"             // never (trusted local relays only)
+)
+
+// TLSModes lists the accepted TLS settings.
+var TLSModes = []string{TLSOpportunistic, TLSRequire, TLSImplicit, TLSNone}
+
+// DefaultTimeout bounds one whole SMTP session.
+const DefaultTimeout = 30 * time.Second
+
+// Options configure a Sink.
+type Options struct {
+	Name     string
+	Addr     string // host:port of the SMTP server
+	Username string // optional; AUTH PLAIN, only over TLS or to localhost
+	Password string // secret
+	TLS      string // one of TLSModes; default TLSOpportunistic
+	// RootCAs verifies the server certificate; nil uses the system roots.
+	RootCAs *x509.CertPool
+	// ServerName is checked against the certificate; default Addr's host.
+	ServerName string
+	From       string   // RFC 5322 address, e.g. "mcpmon <alerts@example.com>"
+	To         []string // one or more recipients
+	Helo       string   // default "localhost"
+	Timeout    time.Duration
+	Clock      clock.Clock
+	Logger     *slog.Logger
+}
+
+// ErrConfig reports an unusable sink configuration.
+var ErrConfig = errors.New("invalid email sink configuration")
+
+// Sink sends notifications as email.
+type Sink struct {
+	o      Options
+	host   string
+	from   *mail.Address
+	to     []*mail.Address
+	logger *slog.Logger
+}
+
+var _ alert.Sink = (*Sink)(nil)
+
+// New validates o and returns an email sink. It does not connect.
+func New(o Options) (*Sink, error) {
+	if o.Name == "" {
+		return nil, fmt.Errorf("%w: name is required", ErrConfig)
+	}
+	host, _, err := net.SplitHostPort(o.Addr)
+	if err != nil || host == "" {
+		return nil, fmt.Errorf("%w: sink %q: smtpAddr %q: want host:port, e.g. smtp.example.com:587", ErrConfig, o.Name, o.Addr)
+	}
+	if o.TLS == "" {
+		o.TLS = TLSOpportunistic
+	}
+	if !slices.Contains(TLSModes, o.TLS) {
+		return nil, fmt.Errorf("%w: sink %q: smtpTLS %q: want one of %s", ErrConfig, o.Name, o.TLS, strings.Join(TLSModes, ", "))
+	}
+	if o.Password != "" && o.Username == "" {
+		return nil, fmt.Errorf("%w: sink %q: smtpPassword is set without smtpUsername", ErrConfig, o.Name)
+	}
+	from, err := mail.ParseAddress(o.From)
+	if err != nil {
+		return nil, fmt.Errorf("%w: sink %q: from %q: %v", ErrConfig, o.Name, o.From, err)
+	}
+	if len(o.To) == 0 {
+		return nil, fmt.Errorf("%w: sink %q: to needs at least one recipient", ErrConfig, o.Name)
+	}
+	var to []*mail.Address
+	for _, r := range o.To {
+		a, err := mail.ParseAddress(r)
+		if err != nil {
+			return nil, fmt.Errorf("%w: sink %q: to %q: %v", ErrConfig, o.Name, r, err)
+		}
+		to = append(to, a)
+	}
+	if o.ServerName == "" {
+		o.ServerName = host
+	}
+	if o.Helo == "" {
+		o.Helo = "localhost"
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Sink{o: o, host: host, from: from, to: to, logger: o.Logger.With("sink", o.Name, "sink_type", "email")}, nil
+}
+
+// Name returns the sink name.
+func (s *Sink) Name() string { return s.o.Name }
+
+// Notify sends the message for n in one SMTP session.
+func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
+	msg := s.Message(n)
+	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
+	defer cancel()
+	if err := s.send(ctx, msg); err != nil {
+		return s.classify(err)
+	}
+	s.logger.DebugContext(ctx, "email alert sent", "incident", n.IncidentID, "kind", n.Kind, "recipients", len(s.to))
+	return nil
+}
+
+func (s *Sink) tlsConfig() *tls.Config {
+	return &tls.Config{ServerName: s.o.ServerName, RootCAs: s.o.RootCAs, MinVersion: tls.VersionTLS12}
+}
+
+func (s *Sink) send(ctx context.Context, msg []byte) (err error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", s.o.Addr)
+	if err != nil {
+		return err
+	}
+	// net/smtp has no context: the deadline bounds every read and write,
+	// and cancellation closes the connection under it.
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if s.o.TLS == TLSImplicit {
+		tc := tls.Client(conn, s.tlsConfig())
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return &tlsError{err}
+		}
+		conn = tc
+	}
+	c, err := smtp.NewClient(conn, s.host)
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	defer c.Close()
+	if err := c.Hello(s.o.Helo); err != nil {
+		return err
+	}
+	if s.o.TLS == TLSOpportunistic || s.o.TLS == TLSRequire {
+		if ok, _ := c.Extension("STARTTLS"); ok {
+			if err := c.StartTLS(s.tlsConfig()); err != nil {
+				return &tlsError{err}
+			}
+		} else if s.o.TLS == TLSRequire {
+			return fmt.Errorf("%w: server does not offer STARTTLS but smtpTLS is %q", alert.ErrPermanent, TLSRequire)
+		}
+	}
+	if s.o.Username != "" {
+		if ok, _ := c.Extension("AUTH"); !ok {
+			return fmt.Errorf("%w: credentials are configured but the server offers no AUTH (is STARTTLS disabled?)", alert.ErrPermanent)
+		}
+		// PlainAuth refuses to send credentials over plain text to anything
+		// but localhost.
+		if err := c.Auth(smtp.PlainAuth("", s.o.Username, s.o.Password, s.host)); err != nil {
+			return err
+		}
+	}
+	if err := c.Mail(s.from.Address); err != nil {
+		return err
+	}
+	for _, r := range s.to {
+		if err := c.Rcpt(r.Address); err != nil {
+			return err
+		}
+	}
+	w, err := c.Data()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(msg); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	// The message is accepted once DATA completes; a failing QUIT must not
+	// turn a delivered alert into a retry (and a duplicate).
+	_ = c.Quit()
+	return nil
+}
+
+type tlsError struct{ err error }
+
+func (e *tlsError) Error() string { return "TLS: " + e.err.Error() }
+func (e *tlsError) Unwrap() error { return e.err }
+
+// classify maps SMTP failures to the alert.Sink contract: 5xx replies and
+// certificate problems are permanent (retrying cannot fix them), 4xx replies
+// and network errors are retryable.
+func (s *Sink) classify(err error) error {
+	msg := err.Error()
+	for _, secret := range []string{s.o.Password} {
+		if secret != "" {
+			msg = strings.ReplaceAll(msg, secret, "<redacted>")
+		}
+	}
+	var tp *textproto.Error
+	var certErr *tls.CertificateVerificationError
+	var unknownAuth x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	switch {
+	case errors.Is(err, alert.ErrPermanent):
+		return fmt.Errorf("sink %q: SMTP %s: %s", s.o.Name, s.o.Addr, msg)
+	case errors.As(err, &tp) && tp.Code >= 500:
+		return fmt.Errorf("sink %q: %w: SMTP %s rejected the message: %s", s.o.Name, alert.ErrPermanent, s.o.Addr, msg)
+	case errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr):
+		return fmt.Errorf("sink %q: %w: SMTP %s certificate not trusted (set smtpCAFile or fix the server certificate): %s", s.o.Name, alert.ErrPermanent, s.o.Addr, msg)
+	case strings.Contains(msg, "unencrypted connection"):
+		return fmt.Errorf("sink %q: %w: SMTP %s: refusing to send credentials without TLS", s.o.Name, alert.ErrPermanent, s.o.Addr)
+	default:
+		return &sendError{msg: fmt.Sprintf("sink %q: SMTP %s: %s; will retry", s.o.Name, s.o.Addr, msg), cause: err}
+	}
+}
+
+type sendError struct {
+	msg   string
+	cause error
+}
+
+func (e *sendError) Error() string { return e.msg }
+func (e *sendError) Unwrap() error { return e.cause }
+
+// MessageID is the Message-ID (without angle brackets) of the mail for the
+// notification key: stable, so a resend is recognisable as the same message.
+func MessageID(key, domain string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "mcpmon." + hex.EncodeToString(sum[:16]) + "@" + domain
+}
+
+// IncidentThreadID is the ID every mail of one incident refers to.
+func IncidentThreadID(incidentID, domain string) string {
+	sum := sha256.Sum256([]byte(incidentID))
+	return "mcpmon.incident." + hex.EncodeToString(sum[:16]) + "@" + domain
+}
+
+// Subject is the subject line of the mail for n.
+func Subject(n alert.Notification) string {
+	name := n.EndpointName
+	if name == "" {
+		name = n.EndpointID
+	}
+	var s string
+	switch n.Kind {
+	case alert.KindResolve:
+		s = "[mcpmon] RESOLVED: " + name
+	case alert.KindReminder:
+		s = fmt.Sprintf("[mcpmon] STILL DOWN (reminder %d): %s", n.Sequence, name)
+	default:
+		s = "[mcpmon] DOWN: " + name
+	}
+	if n.Kind != alert.KindResolve && n.Class != "" {
+		s += " (" + n.Class + ")"
+	}
+	return truncate(oneLine(s), 200)
+}
+
+// Message renders the complete RFC 5322 message for n (CRLF line endings).
+func (s *Sink) Message(n alert.Notification) []byte {
+	domain := "mcpmon.invalid"
+	if i := strings.LastIndexByte(s.from.Address, '@'); i >= 0 && i < len(s.from.Address)-1 {
+		domain = s.from.Address[i+1:]
+	}
+	to := make([]string, len(s.to))
+	for i, a := range s.to {
+		to[i] = a.String()
+	}
+	h := map[string]string{
+		"From":                      s.from.String(),
+		"To":                        strings.Join(to, ", "),
+		"Subject":                   mime.QEncoding.Encode("utf-8", Subject(n)),
+		"Date":                      s.o.Clock.Now().UTC().Format(time.RFC1123Z),
+		"Message-ID":                "<" + MessageID(n.Key, domain) + ">",
+		"MIME-Version":              "1.0",
+		"Content-Type":              "text/plain; charset=utf-8",
+		"Content-Transfer-Encoding": "quoted-printable",
+		"Auto-Submitted":            "auto-generated", // RFC 3834: no auto-replies
+		"X-Mcpmon-Event":            string(n.Kind),
+		"X-Mcpmon-Incident":         oneLine(n.IncidentID),
+		"X-Mcpmon-Endpoint":         oneLine(n.EndpointID),
+		"X-Mcpmon-Key":              oneLine(n.Key),
+	}
+	thread := "<" + IncidentThreadID(n.IncidentID, domain) + ">"
+	h["References"] = thread
+	if n.Kind != alert.KindOpen {
+		h["In-Reply-To"] = thread
+	}
+	var buf bytes.Buffer
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		fmt.Fprintf(&buf, "%s: %s\r\n", k, h[k])
+	}
+	buf.WriteString("\r\n")
+	qp := quotedprintable.NewWriter(&buf)
+	_, _ = qp.Write([]byte(strings.ReplaceAll(Body(n), "\n", "\r\n")))
+	_ = qp.Close()
+	return buf.Bytes()
+}
+
+// Body is the plain-text body of the mail for n.
+func Body(n alert.Notification) string {
+	name := n.EndpointName
+	if name == "" {
+		name = n.EndpointID
+	}
+	var b strings.Builder
+	where := name
+	if n.EndpointURL != "" {
+		where += " (" + n.EndpointURL + ")"
+	}
+	switch n.Kind {
+	case alert.KindResolve:
+		fmt.Fprintf(&b, "MCP endpoint %s is UP again.\n\n", where)
+	case alert.KindReminder:
+		fmt.Fprintf(&b, "MCP endpoint %s is STILL DOWN (reminder %d).\n\n", where, n.Sequence)
+	default:
+		fmt.Fprintf(&b, "MCP endpoint %s is DOWN.\n\n", where)
+	}
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(&b, "%-15s%s\n", k+":", v)
+		}
+	}
+	reason := strings.TrimSpace(n.Class + ": " + n.Reason)
+	row("Reason", strings.Trim(reason, ": "))
+	row("Incident", n.IncidentID)
+	row("State", n.State)
+	row("First failure", ts(n.FirstFailure))
+	row("Opened", ts(n.OpenedAt))
+	if n.ResolvedAt != nil {
+		row("Resolved", ts(*n.ResolvedAt))
+		row("Duration", n.ResolvedAt.Sub(n.OpenedAt).Round(time.Second).String())
+	}
+	if len(n.Labels) > 0 {
+		var ls []string
+		for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
+			ls = append(ls, k+"="+n.Labels[k])
+		}
+		row("Labels", strings.Join(ls, ", "))
+	}
+	fmt.Fprintf(&b, "\n-- \nmcpmon · endpoint %s · notification %s\n", n.EndpointID, n.Key)
+	return b.String()
+}
+
+func ts(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// oneLine keeps user-controlled text (endpoint names, IDs) from injecting
+// header lines.
+func oneLine(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\r' || r == '\n' }), " ")
+}
+
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
