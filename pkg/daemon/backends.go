@@ -1,0 +1,74 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/queue/embedded"
+	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/store/bolt"
+)
+
+// queues is the set of stage queues a process talks to.
+type queues struct {
+	byName map[string]queue.Queue
+	depth  []queue.DepthSource
+	close  func() error
+}
+
+func (q *queues) get(name string) queue.Queue { return q.byName[name] }
+
+func openStore(ctx context.Context, o config.Options, clk clock.Clock, logger *slog.Logger) (store.Store, error) {
+	switch o.Store {
+	case config.StoreEmbedded:
+		if err := os.MkdirAll(o.DataDir, 0o750); err != nil {
+			return nil, fmt.Errorf("create data dir %s: %w", o.DataDir, err)
+		}
+		path := filepath.Join(o.DataDir, "store.db")
+		s, err := bolt.Open(path, bolt.Options{Clock: clk, LedgerTTL: o.LedgerTTL, Logger: logger.With("component", "store")})
+		if err != nil {
+			return nil, fmt.Errorf("open embedded store %s (is another mcpmon using this --data-dir?): %w", path, err)
+		}
+		return s, nil
+	case config.StoreRedis:
+		return openRedis(ctx, o, clk, logger)
+	}
+	return nil, fmt.Errorf("unknown store %q", o.Store)
+}
+
+func openQueues(ctx context.Context, o config.Options, clk clock.Clock, logger *slog.Logger, m *queue.Metrics) (*queues, error) {
+	cfgs := queue.StageConfigs()
+	switch o.Queue {
+	case config.QueueEmbedded:
+		if err := os.MkdirAll(o.DataDir, 0o750); err != nil {
+			return nil, fmt.Errorf("create data dir %s: %w", o.DataDir, err)
+		}
+		b, err := embedded.Open(o.DataDir, cfgs, embedded.Options{Clock: clk, Logger: logger.With("component", "queue")})
+		if err != nil {
+			return nil, fmt.Errorf("open embedded queue in %s (is another mcpmon using this --data-dir?): %w", o.DataDir, err)
+		}
+		qs := &queues{byName: map[string]queue.Queue{}, close: b.Close}
+		for _, c := range cfgs {
+			qs.byName[c.Name] = b.Queue(c.Name)
+			src := queue.DepthSource{Name: c.Name}
+			if sr, ok := b.Queue(c.Name).(queue.StatsReader); ok {
+				src.Queue = sr
+			}
+			if sr, ok := b.DLQ(c.Name).(queue.StatsReader); ok {
+				src.DLQ = sr
+			}
+			qs.depth = append(qs.depth, src)
+		}
+		return qs, nil
+	case config.QueueSQS:
+		return openSQS(ctx, o, logger, m)
+	}
+	return nil, errors.New("unknown queue backend " + o.Queue)
+}

@@ -1,0 +1,421 @@
+// Package daemon assembles mcpmon's roles into a running process: it opens the
+// queue and store backends the options name, builds the scheduler, API,
+// prober, aggregator and alerter a role needs, runs their loops, and serves
+// the REST API with /metrics, /healthz and /readyz on one listener.
+//
+// `mcpmon run` starts every role in one process on the embedded queue and
+// store; `mcpmon api|prober|aggregator|alerter` start one role on SQS and
+// Redis so each can run as any number of replicas. Shutdown is ordered: stop
+// taking work (loops return on ctx), flush publishers, then close queues and
+// the store, so nothing acknowledged is lost.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcpmon/mcpmon/aggregator"
+	"github.com/mcpmon/mcpmon/alerter"
+	"github.com/mcpmon/mcpmon/pkg/api"
+	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/metrics"
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/scheduler"
+	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/prober"
+)
+
+// Version is stamped at build time with -ldflags "-X ...daemon.Version=v1.2.3".
+var Version = "dev"
+
+// Role names a process's job.
+type Role string
+
+const (
+	RoleAll        Role = "run"
+	RoleAPI        Role = "api"
+	RoleProber     Role = "prober"
+	RoleAggregator Role = "aggregator"
+	RoleAlerter    Role = "alerter"
+)
+
+func (r Role) has(x Role) bool { return r == RoleAll || r == x }
+
+// usageError marks errors in the command line or configuration (exit 2).
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// IsUsage reports whether err is a command-line or configuration error.
+func IsUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}
+
+// Main parses args and env for role, then runs it until ctx is done.
+func Main(ctx context.Context, role Role, args []string, env func(string) string, stdout, stderr io.Writer) error {
+	o, err := config.Parse("mcpmon "+string(role), args, env, stderr)
+	if err != nil {
+		if errors.Is(err, flagHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	if role != RoleAll && o.Queue == config.QueueEmbedded {
+		return usageError{fmt.Errorf("the embedded queue lives inside one process: run `mcpmon run` for everything in one process, or give %s --queue sqs (and --store redis) to run it as its own process", role)}
+	}
+	if role != RoleAll && role != RoleAPI && o.Store == config.StoreEmbedded {
+		return usageError{fmt.Errorf("the embedded store lives inside one process: give %s --store redis --redis-url URL", role)}
+	}
+	logger := NewLogger(o, stderr)
+	d, err := Start(ctx, role, o, Deps{Logger: logger, Stdout: stdout})
+	if err != nil {
+		return err
+	}
+	return d.Wait()
+}
+
+// NewLogger builds the process logger from the options.
+func NewLogger(o config.Options, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(o.LogLevel))
+	ho := &slog.HandlerOptions{Level: lvl}
+	if o.LogJSON {
+		return slog.New(slog.NewJSONHandler(w, ho))
+	}
+	return slog.New(slog.NewTextHandler(w, ho))
+}
+
+// Deps are what a process takes from outside besides options.
+type Deps struct {
+	Logger *slog.Logger
+	Clock  clock.Clock
+	// Stdout receives the start-up banner (where the API listens).
+	Stdout io.Writer
+	// Registry, when set, is used instead of a fresh one (tests).
+	Registry *prometheus.Registry
+}
+
+// Daemon is a running mcpmon process.
+type Daemon struct {
+	role   Role
+	opts   config.Options
+	log    *slog.Logger
+	clk    clock.Clock
+	reg    *prometheus.Registry
+	st     store.Store
+	qs     *queues
+	ln     net.Listener
+	srv    *http.Server
+	cancel context.CancelFunc
+	// drain is the context message handlers run on: it outlives the process
+	// context by DrainTimeout so a handler that has already started (a probe,
+	// an alert in flight) finishes and is acknowledged instead of being cut
+	// off mid-effect, which would turn a clean shutdown into a redelivery.
+	drain       context.Context
+	drainCancel context.CancelFunc
+
+	wg      sync.WaitGroup
+	errMu   sync.Mutex
+	err     error
+	pubs    []*queue.Publisher
+	stopped chan struct{}
+}
+
+// Start opens the backends, builds the role's components and starts them.
+// It returns once the HTTP listener is bound; Wait blocks until ctx is done
+// and shutdown has finished.
+func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daemon, err error) {
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
+	}
+	if deps.Clock == nil {
+		deps.Clock = clock.Real{}
+	}
+	if deps.Stdout == nil {
+		deps.Stdout = io.Discard
+	}
+	reg := deps.Registry
+	if reg == nil {
+		reg = metrics.NewRegistry(Version)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	d := &Daemon{role: role, opts: o, log: deps.Logger, clk: deps.Clock, reg: reg, cancel: cancel, stopped: make(chan struct{})}
+	d.drain, d.drainCancel = context.WithCancel(context.WithoutCancel(ctx))
+	defer func() {
+		if err != nil {
+			cancel()
+			d.drainCancel()
+			d.closeBackends()
+		}
+	}()
+
+	if d.st, err = openStore(ctx, o, d.clk, d.log); err != nil {
+		return nil, err
+	}
+	qm := queue.NewMetrics(reg)
+	if d.qs, err = openQueues(ctx, o, d.clk, d.log, qm); err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	if err := d.build(ctx, mux, qm); err != nil {
+		return nil, err
+	}
+	mux.Handle("/", metrics.OpsHandler(reg, d.ready))
+
+	d.ln, err = net.Listen("tcp", o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (is another process using it? pick another with --listen): %w", o.Listen, err)
+	}
+	d.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := d.srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.fail(fmt.Errorf("http server: %w", err))
+		}
+	}()
+	d.banner(deps.Stdout)
+	go d.shutdownOnDone(ctx)
+	return d, nil
+}
+
+// Addr is the bound listen address (useful with --listen 127.0.0.1:0).
+func (d *Daemon) Addr() string { return d.ln.Addr().String() }
+
+// Store exposes the process's store (tests).
+func (d *Daemon) Store() store.Store { return d.st }
+
+// Stop cancels the daemon; Wait returns once shutdown has finished.
+func (d *Daemon) Stop() { d.cancel() }
+
+// Wait blocks until shutdown has finished and returns the first loop error.
+func (d *Daemon) Wait() error {
+	<-d.stopped
+	d.errMu.Lock()
+	defer d.errMu.Unlock()
+	return d.err
+}
+
+func (d *Daemon) fail(err error) {
+	d.errMu.Lock()
+	if d.err == nil {
+		d.err = err
+	}
+	d.errMu.Unlock()
+	d.log.Error("stopping: a component failed", "err", err)
+	d.cancel()
+}
+
+// loop runs f until ctx is done; an error other than ctx's stops the process.
+func (d *Daemon) loop(ctx context.Context, name string, f func(ctx context.Context) error) {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		if err := f(ctx); err != nil && ctx.Err() == nil {
+			d.fail(fmt.Errorf("%s: %w", name, err))
+		}
+	}()
+}
+
+func (d *Daemon) shutdownOnDone(ctx context.Context) {
+	<-ctx.Done()
+	d.log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = d.srv.Shutdown(sctx)
+	drainTimer := time.AfterFunc(DrainTimeout, d.drainCancel)
+	d.wg.Wait()
+	drainTimer.Stop()
+	d.drainCancel()
+	d.closeBackends()
+	d.log.Info("stopped")
+	close(d.stopped)
+}
+
+func (d *Daemon) closeBackends() {
+	for _, p := range d.pubs {
+		if err := p.Close(); err != nil {
+			d.log.Warn("flush publisher", "err", err)
+		}
+	}
+	d.pubs = nil
+	if d.qs != nil && d.qs.close != nil {
+		if err := d.qs.close(); err != nil {
+			d.log.Warn("close queues", "err", err)
+		}
+		d.qs = nil
+	}
+	if d.st != nil {
+		if err := d.st.Close(); err != nil {
+			d.log.Warn("close store", "err", err)
+		}
+		d.st = nil
+	}
+}
+
+func (d *Daemon) ready(ctx context.Context) error {
+	st := d.st
+	if st == nil {
+		return errors.New("store closed")
+	}
+	if err := st.Ping(ctx); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
+func (d *Daemon) publisher(name string, qm *queue.Metrics) *queue.Publisher {
+	p := queue.NewPublisher(d.qs.get(name), queue.PublisherOptions{Logger: d.log.With("component", "publisher", "queue", name), Metrics: qm})
+	d.pubs = append(d.pubs, p)
+	return p
+}
+
+// DrainTimeout bounds how long shutdown waits for handlers already running.
+const DrainTimeout = 15 * time.Second
+
+func (d *Daemon) consume(ctx context.Context, name string, h queue.Handler, concurrency int, qm *queue.Metrics) {
+	// The consumer stops receiving when ctx ends; a handler it already
+	// started runs on the drain context (see Daemon.drain).
+	drained := func(_ context.Context, m queue.Message) error { return h(d.drain, m) }
+	opts := queue.ConsumerOptions{Concurrency: concurrency, Clock: d.clk, Logger: d.log.With("component", "consumer", "queue", name), Metrics: qm}
+	d.loop(ctx, "consume "+name, func(ctx context.Context) error { return queue.Consume(ctx, d.qs.get(name), drained, opts) })
+}
+
+// build wires the role's components onto mux and starts their loops.
+func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metrics) error {
+	o, reg := d.opts, d.reg
+	d.loop(ctx, "queue depth", func(ctx context.Context) error {
+		qm.WatchDepth(ctx, 15*time.Second, d.log, d.qs.depth...)
+		return nil
+	})
+
+	if d.role.has(RoleAPI) {
+		sched := scheduler.New(d.publisher(msg.QueueCommands, qm), scheduler.Options{
+			Clock: d.clk, Logger: d.log.With("component", "scheduler"), Metrics: scheduler.NewMetrics(reg),
+		})
+		eps, err := d.st.ListEndpoints(ctx)
+		if err != nil {
+			return fmt.Errorf("load endpoints for the scheduler: %w", err)
+		}
+		if err := sched.Sync(ctx, eps); err != nil {
+			return fmt.Errorf("schedule endpoints: %w", err)
+		}
+		d.loop(ctx, "scheduler", sched.Run)
+		d.loop(ctx, "scheduler sync", func(ctx context.Context) error { return d.resync(ctx, sched) })
+		allow := o.AllowPrivateTargets
+		h := api.New(api.Options{
+			Store:           d.st,
+			Scheduler:       sched,
+			TargetValidator: func(u string) error { return prober.ValidateTarget(u, allow) },
+			SinkValidator:   validateEndpointSinks,
+			Logger:          d.log.With("component", "api"),
+			Clock:           d.clk,
+		})
+		mux.Handle("/v1/", h)
+	}
+	if d.role.has(RoleProber) {
+		p := prober.New(prober.Options{
+			AllowPrivateTargets: o.AllowPrivateTargets,
+			Region:              o.Region,
+			Logger:              d.log.With("component", "prober"),
+			Metrics:             prober.NewMetrics(reg),
+			Clock:               d.clk,
+			Catalogs:            d.st,
+			ClientName:          "mcpmon",
+			ClientVersion:       Version,
+		})
+		w := prober.NewWorker(p, d.st, d.publisher(msg.QueueResults, qm), prober.WorkerOptions{Latest: d.st, Logger: d.log})
+		d.consume(ctx, msg.QueueCommands, w.Handle, o.ProbeConcurrency, qm)
+	}
+	if d.role.has(RoleAggregator) {
+		agg, err := aggregator.New(aggregator.Options{
+			Store:     d.st,
+			Publisher: d.publisher(msg.QueueVerdicts, qm),
+			Window:    o.Window,
+			Grace:     o.Grace,
+			Clock:     d.clk,
+			Logger:    d.log.With("component", "aggregator"),
+			Metrics:   aggregator.NewMetrics(reg),
+		})
+		if err != nil {
+			return fmt.Errorf("aggregator: %w", err)
+		}
+		d.consume(ctx, msg.QueueResults, agg.Handle, 8, qm)
+		d.loop(ctx, "aggregator", agg.Run)
+	}
+	if d.role.has(RoleAlerter) {
+		sinks, err := d.sinks()
+		if err != nil {
+			return usageError{err}
+		}
+		al, err := alerter.New(alerter.Options{
+			Store:    d.st,
+			Sinks:    sinks.global,
+			SinksFor: sinks.forEndpoint,
+			Clock:    d.clk,
+			Logger:   d.log.With("component", "alerter"),
+			Metrics:  alerter.NewMetrics(reg),
+			Owner:    o.ReplicaID,
+		})
+		if err != nil {
+			return fmt.Errorf("alerter: %w", err)
+		}
+		d.consume(ctx, msg.QueueVerdicts, al.Handle, 8, qm)
+		d.loop(ctx, "alerter sweep", al.Run)
+	}
+	return nil
+}
+
+// resync reloads the endpoint list so changes made through another API
+// replica take effect here.
+func (d *Daemon) resync(ctx context.Context, sched *scheduler.Scheduler) error {
+	t := time.NewTicker(15 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			eps, err := d.st.ListEndpoints(ctx)
+			if err != nil {
+				d.log.Warn("scheduler resync: cannot list endpoints; keeping the current schedule", "err", err)
+				continue
+			}
+			if err := sched.Sync(ctx, eps); err != nil {
+				d.log.Warn("scheduler resync", "err", err)
+			}
+		}
+	}
+}
+
+func (d *Daemon) banner(w io.Writer) {
+	addr := d.Addr()
+	if !d.role.has(RoleAPI) {
+		fmt.Fprintf(w, "mcpmon %s %s: metrics on http://%s/metrics\n", d.role, Version, addr)
+		return
+	}
+	host := addr
+	if strings.HasPrefix(host, "[::]") || strings.HasPrefix(host, "0.0.0.0") {
+		_, port, _ := net.SplitHostPort(addr)
+		host = net.JoinHostPort("127.0.0.1", port)
+	}
+	fmt.Fprintf(w, `mcpmon %s (%s): API on http://%s/v1  metrics on http://%s/metrics
+register an MCP endpoint:
+  curl -sS -X POST http://%s/v1/endpoints -H 'Content-Type: application/json' \
+    -d '{"name":"example","url":"https://mcp.example.com/mcp","schedule":"@every 30s"}'
+`, Version, d.role, host, host, host)
+}
+
+var flagHelp = flag.ErrHelp

@@ -1,0 +1,280 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/msg"
+)
+
+// mcpServer is a go-sdk MCP server on a fixed 127.0.0.1 port that a test can
+// stop and start again, like an outage.
+type mcpServer struct {
+	t    *testing.T
+	addr string
+	srv  *http.Server
+}
+
+func newMCPServer(t *testing.T) *mcpServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &mcpServer{t: t, addr: ln.Addr().String()}
+	s.serve(ln)
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *mcpServer) url() string { return "http://" + s.addr + "/mcp" }
+
+func (s *mcpServer) serve(ln net.Listener) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "e2e-fixture", Version: "1.0.0"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+			Text string `json:"text"`
+		}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+}
+
+func (s *mcpServer) stop() {
+	if s.srv != nil {
+		_ = s.srv.Close()
+		s.srv = nil
+	}
+}
+
+func (s *mcpServer) start() {
+	s.t.Helper()
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		s.t.Fatalf("restart MCP server on %s: %v", s.addr, err)
+	}
+	s.serve(ln)
+}
+
+// receiver records webhook alerts.
+type receiver struct {
+	mu     sync.Mutex
+	alerts []map[string]any
+	got    chan map[string]any
+}
+
+func newReceiver(t *testing.T) (*receiver, string) {
+	r := &receiver{got: make(chan map[string]any, 100)}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var body map[string]any
+		if err := json.NewDecoder(req.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.mu.Lock()
+		r.alerts = append(r.alerts, body)
+		r.mu.Unlock()
+		r.got <- body
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(ts.Close)
+	return r, ts.URL + "/hook"
+}
+
+func (r *receiver) wait(t *testing.T, timeout time.Duration) map[string]any {
+	t.Helper()
+	select {
+	case a := <-r.got:
+		return a
+	case <-time.After(timeout):
+		t.Fatalf("no alert within %s", timeout)
+		return nil
+	}
+}
+
+func (r *receiver) all() []map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]map[string]any(nil), r.alerts...)
+}
+
+// backend is one queue × store combination the end-to-end test runs on.
+type backend struct {
+	name  string
+	setup func(t *testing.T, o *config.Options)
+}
+
+func e2eBackends() []backend {
+	return []backend{
+		{name: "embedded", setup: func(t *testing.T, o *config.Options) {}},
+		{name: "sqs", setup: setupSQS},
+		{name: "redis", setup: setupRedis},
+	}
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if os.Getenv("MCPMON_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// TestEndToEnd is the walking skeleton's acceptance: register a real MCP
+// server over REST, see up verdicts, stop it and get exactly one alert,
+// restart mcpmon during the incident (no second alert), bring the server back
+// and get exactly one resolve.
+func TestEndToEnd(t *testing.T) {
+	for _, b := range e2eBackends() {
+		t.Run(b.name, func(t *testing.T) { runEndToEnd(t, b) })
+	}
+}
+
+func runEndToEnd(t *testing.T, b backend) {
+	srv := newMCPServer(t)
+	rcv, hook := newReceiver(t)
+	o := config.Defaults()
+	o.Listen = "127.0.0.1:0"
+	o.DataDir = t.TempDir()
+	o.Window = time.Second
+	o.Grace = 300 * time.Millisecond
+	o.AllowPrivateTargets = true
+	o.WebhookURL = hook
+	o.ReplicaID = "e2e"
+	b.setup(t, &o)
+
+	start := func() *Daemon {
+		t.Helper()
+		d, err := Start(t.Context(), RoleAll, o, Deps{Logger: testLogger(t)})
+		if err != nil {
+			t.Fatalf("start mcpmon: %v", err)
+		}
+		return d
+	}
+	d := start()
+	stop := func() {
+		d.Stop()
+		if err := d.Wait(); err != nil {
+			t.Fatalf("mcpmon stopped with: %v", err)
+		}
+	}
+	defer func() {
+		if d != nil {
+			stop()
+		}
+	}()
+
+	id := register(t, d.Addr(), map[string]any{"name": "fixture", "url": srv.url(), "schedule": "@every 1s", "timeout": "2s"})
+	eventually(t, 20*time.Second, "an up verdict", func() bool {
+		return latestState(t, d.Addr(), id) == msg.StateUp
+	})
+
+	srv.stop()
+	open := rcv.wait(t, 30*time.Second)
+	if ep, _ := open["endpoint"].(map[string]any); open["state"] != "open" || open["kind"] != "open" || ep["id"] != id {
+		t.Fatalf("first alert = %v, want an open alert for %s", open, id)
+	}
+	incidentID, _ := open["incidentId"].(string)
+	if !strings.HasPrefix(incidentID, id+"-") {
+		t.Fatalf("incident ID %q is not derived from the endpoint", incidentID)
+	}
+
+	// Restart mcpmon on the same data dir while the incident is open.
+	stop()
+	d = start()
+	eventually(t, 20*time.Second, "down verdicts after the restart", func() bool {
+		return latestState(t, d.Addr(), id) == msg.StateDown
+	})
+
+	srv.start()
+	resolve := rcv.wait(t, 30*time.Second)
+	if resolve["state"] != "resolved" || resolve["kind"] != "resolve" || resolve["incidentId"] != incidentID {
+		t.Fatalf("second alert = %v, want the resolve of %s", resolve, incidentID)
+	}
+	stop()
+	d = nil
+	if got := rcv.all(); len(got) != 2 {
+		t.Fatalf("received %d alerts, want exactly one open and one resolve: %v", len(got), got)
+	}
+}
+
+func register(t *testing.T, addr string, body map[string]any) string {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := http.Post("http://"+addr+"/v1/endpoints", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("register: %d %s", resp.StatusCode, raw)
+	}
+	var ep struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &ep); err != nil || ep.ID == "" {
+		t.Fatalf("register: no id in %s (%v)", raw, err)
+	}
+	return ep.ID
+}
+
+func latestState(t *testing.T, addr, id string) msg.State {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://%s/v1/endpoints/%s/verdicts?limit=1", addr, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Verdicts []msg.Verdict `json:"verdicts"`
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("verdicts: %d %s", resp.StatusCode, raw)
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		// Accept a bare array too.
+		var arr []msg.Verdict
+		if err2 := json.Unmarshal(raw, &arr); err2 != nil {
+			t.Fatalf("verdicts body %s: %v", raw, err)
+		}
+		out.Verdicts = arr
+	}
+	if len(out.Verdicts) == 0 {
+		return ""
+	}
+	return out.Verdicts[0].State
+}
+
+// eventually polls cond until it holds or timeout passes. It is for real
+// processes and sockets, where no fake clock reaches; each poll is an
+// observation of real state, not a guess of how long something takes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		<-tick.C
+	}
+}
