@@ -26,6 +26,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
@@ -116,6 +117,12 @@ type Alerter struct {
 	// aborts processing as a crash would.
 	hook  func(point string) error
 	sleep func(ctx context.Context, d time.Duration) error
+
+	// drainLocks serialise drains of one endpoint inside this process. The
+	// sweep and a queue handler may drain the same outbox at once, and with
+	// one Owner the ledger would let both claims through (a live claim is
+	// re-acquired by its owner); across processes the ledger separates them.
+	drainLocks [64]sync.Mutex
 }
 
 // New returns an Alerter.
@@ -209,7 +216,13 @@ func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
 	}
 	// A stale verdict drains too: it may be the redelivery of one whose
 	// state change was saved before a crash left its notification pending.
-	return a.drain(ctx, v.EndpointID, false)
+	if err := a.drain(ctx, v.EndpointID, false); err != nil {
+		// The message stays queued; past maxReceiveCount it moves to the DLQ
+		// and the notification stays in the outbox for the sweep.
+		a.log.Warn("verdict left for redelivery", "endpoint", v.EndpointID, "window", v.Window, "receive_count", m.ReceiveCount, "err", err)
+		return err
+	}
+	return nil
 }
 
 // endpoint loads the endpoint; a deleted one yields ok=false.
@@ -264,6 +277,7 @@ func (a *Alerter) apply(ctx context.Context, v msg.Verdict) error {
 				cur = &inc
 			}
 		}
+		ackSeen := false
 		now := a.clk.Now().UTC()
 		opened, resolved := fold(&t, &d, v, r)
 		var (
@@ -308,6 +322,19 @@ func (a *Alerter) apply(ctx context.Context, v msg.Verdict) error {
 			t.OpenIncidentID, t.Recent, t.ConsecutiveUp, d.Windows = "", nil, 0, nil
 			d.Outbox = append(d.Outbox, pending{IncidentID: inc.ID, Kind: string(alert.KindResolve), CreatedAt: now, VerdictEmittedAt: v.EmittedAt})
 			event = "resolved"
+		case cur != nil && cur.State == store.IncidentAcknowledged:
+			// The API acknowledges; the alerter counts it once, on the next
+			// verdict, in the same compare-and-set as the tracker.
+			idata, err := decodeData[incidentData](cur.Data, "incident "+cur.ID)
+			if err != nil {
+				return err
+			}
+			if !idata.AckCounted {
+				idata.AckCounted, ackSeen = true, true
+				inc := *cur
+				inc.Data = encodeData(idata)
+				incs = append(incs, inc)
+			}
 		case cur != nil && cur.State == store.IncidentOpen && r.repeat > 0:
 			// Reminders ride on verdicts, which keep coming every window
 			// while the endpoint is probed: no timer to lose.
@@ -336,6 +363,9 @@ func (a *Alerter) apply(ctx context.Context, v msg.Verdict) error {
 		}
 		if err != nil {
 			return fmt.Errorf("alerter: save tracker of endpoint %s (window %s): %w", v.EndpointID, v.Window.Format(time.RFC3339), err)
+		}
+		if ackSeen {
+			a.m.Incidents.WithLabelValues("acknowledged").Inc()
 		}
 		if event != "" {
 			a.m.Incidents.WithLabelValues(event).Inc()
@@ -416,6 +446,9 @@ func (a *Alerter) maintenanceEnd(ctx context.Context, ep store.Endpoint, now tim
 // drain delivers the endpoint's pending notifications in order, stopping at
 // the first that cannot be delivered now so an open never trails its resolve.
 func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) error {
+	mu := &a.drainLocks[fnv32(endpointID)%uint32(len(a.drainLocks))]
+	mu.Lock()
+	defer mu.Unlock()
 	t, err := a.st.GetTracker(ctx, endpointID)
 	if err != nil {
 		return fmt.Errorf("alerter: tracker of endpoint %s: %w", endpointID, err)
@@ -524,6 +557,7 @@ func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) erro
 		if len(errs) > 0 {
 			q := p
 			q.Attempts++
+			q.LastError = truncate(redact(errors.Join(errs...)), 512)
 			if rerr := a.rewrite(ctx, endpointID, p, &q, nil); rerr != nil {
 				a.log.Debug("record delivery attempt", "err", rerr)
 			}
@@ -721,6 +755,22 @@ type redactedError struct {
 
 func (e redactedError) Error() string { return e.msg }
 func (e redactedError) Unwrap() error { return e.err }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func fnv32(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
 
 func maxTime(a, b time.Time) time.Time {
 	if b.After(a) {

@@ -161,3 +161,85 @@ func TestTwoAlertersRace(t *testing.T) {
 		t.Errorf("notifications %v, want exactly one incident per endpoint", count)
 	}
 }
+
+// TestSinkDownPastMaxReceiveCount: a sink down longer than the verdict's
+// redeliveries moves the message to the DLQ, and nothing is lost: the
+// notification waits in the outbox and the sweep delivers it once the sink
+// is back.
+func TestSinkDownPastMaxReceiveCount(t *testing.T) {
+	e := newEnv(t)
+	e.endpoint("ep1", nil, nil)
+	a := e.alerter("a", func(o *Options) { o.RetryAttempts = 2 })
+	e.rcv.failNext(slicesRepeat(500, 2*(queue.DefaultMaxReceiveCount+1))...)
+	e.states("ep1", 0, down, down)
+	e.pump(a.Handle)
+	for range queue.DefaultMaxReceiveCount + 1 {
+		e.redeliver()
+		e.pump(a.Handle)
+	}
+	dlq, err := e.broker.DLQ(msg.QueueVerdicts).Receive(e.ctx, queue.ReceiveInput{Max: 10})
+	if err != nil || len(dlq) != 1 {
+		t.Fatalf("DLQ holds %d messages (%v), want the opening verdict", len(dlq), err)
+	}
+	if len(e.rcv.notifications()) != 0 {
+		t.Fatalf("notifications %v while the sink is down", e.rcv.kinds())
+	}
+	tr, _ := e.st.GetTracker(e.ctx, "ep1")
+	d, _ := decodeData[trackerData](tr.Data, "")
+	if len(d.Outbox) != 1 || d.Outbox[0].Attempts == 0 || d.Outbox[0].LastError == "" {
+		t.Fatalf("outbox %+v, want the open pending with its attempts and failure reason", d.Outbox)
+	}
+	e.rcv.mu.Lock()
+	e.rcv.fail = nil
+	e.rcv.mu.Unlock()
+	if err := a.Sweep(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.rcv.kinds(); len(got) != 1 || got[0] != "open" {
+		t.Fatalf("alerts %v after the sink recovered, want one open", got)
+	}
+	// Replaying the DLQ message later is harmless.
+	v := verdict("ep1", win(1), down)
+	e.publish(v)
+	e.pump(a.Handle)
+	if got := e.rcv.kinds(); len(got) != 1 {
+		t.Fatalf("alerts %v after a DLQ replay, want still one", got)
+	}
+}
+
+func slicesRepeat(v, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+// TestSweepAndHandlerInOneProcess: the sweep and a queue handler draining
+// one outbox at once share an Owner, which the ledger cannot tell apart;
+// the per-endpoint drain lock must.
+func TestSweepAndHandlerInOneProcess(t *testing.T) {
+	for range 20 {
+		e := newEnv(t)
+		e.endpoint("ep1", nil, nil)
+		a := e.alerter("same-owner")
+		// Make the opening verdict's state change durable without draining it.
+		a.hook = func(p string) error {
+			if p == "applied" && e.openingVerdict(t, p) {
+				return errInjectedCrash
+			}
+			return nil
+		}
+		e.states("ep1", 0, down, down)
+		e.pump(a.Handle)
+		a.hook = func(string) error { return nil }
+		e.redeliver()
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = a.Sweep(e.ctx) })
+		wg.Go(func() { e.pump(a.Handle) })
+		wg.Wait()
+		if got := e.rcv.kinds(); len(got) != 1 {
+			t.Fatalf("alerts %v, want exactly one open", got)
+		}
+	}
+}

@@ -105,6 +105,8 @@ type incidentData struct {
 	// reminder is due RepeatInterval after it.
 	NotifiedAt time.Time `json:"notifiedAt,omitzero"`
 	Reminders  int       `json:"reminders,omitempty"`
+	// AckCounted: incidents_total{event="acknowledged"} counted this ack.
+	AckCounted bool `json:"ackCounted,omitempty"`
 }
 
 func decodeData[T any](raw json.RawMessage, what string) (T, error) {
