@@ -432,3 +432,22 @@ type failingScheduler struct{}
 
 func (failingScheduler) Upsert(store.Endpoint) error { return errors.New("boom") }
 func (failingScheduler) Remove(string)               {}
+
+func TestPatchChecksTargetOnlyWhenURLChanges(t *testing.T) {
+	allowPrivate := true
+	h := newHarness(t, func(o *api.Options) {
+		o.TargetValidator = func(raw string) error {
+			if !allowPrivate && strings.Contains(raw, "10.0.0.") {
+				return errors.New("blocked target: private address")
+			}
+			return nil
+		}
+	})
+	v := h.create(`{"name":"a","url":"http://10.0.0.5/mcp"}`)
+	allowPrivate = false // the operator tightened the policy since
+	h.mustJSON("PATCH", "/v1/endpoints/"+v.ID, `{"paused":true}`, http.StatusOK, nil)
+	resp, b := h.do("PATCH", "/v1/endpoints/"+v.ID, "", `{"url":"http://10.0.0.6/mcp"}`)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "blocked target") {
+		t.Fatalf("PATCH to another private URL = %d %s, want 400 from the target validator", resp.StatusCode, b)
+	}
+}

@@ -222,8 +222,10 @@ func verdictView(v msg.Verdict) VerdictView {
 
 // toEndpoint validates in and builds the endpoint it describes (without ID,
 // timestamps or version). Every problem is collected; field details never
-// quote header values.
-func (s *server) toEndpoint(in EndpointInput) (store.Endpoint, []FieldError) {
+// quote header values. checkTarget runs the TargetValidator: a PATCH that
+// leaves the URL alone skips it, so pausing or renaming an endpoint registered
+// under a since-tightened target policy still works.
+func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint, []FieldError) {
 	var errs []FieldError
 	bad := func(ptr, format string, args ...any) {
 		errs = append(errs, FieldError{Pointer: ptr, Detail: fmt.Sprintf(format, args...)})
@@ -244,7 +246,7 @@ func (s *server) toEndpoint(in EndpointInput) (store.Endpoint, []FieldError) {
 
 	if detail := checkURL(e.URL); detail != "" {
 		bad("#/url", "%s", detail)
-	} else if s.validURL != nil {
+	} else if checkTarget && s.validURL != nil {
 		if err := s.validURL(e.URL); err != nil {
 			bad("#/url", "target refused: %v", err)
 		}
@@ -445,7 +447,7 @@ func (s *server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	e, errs := s.toEndpoint(in)
+	e, errs := s.toEndpoint(in, true)
 	if len(errs) > 0 {
 		writeProblem(w, r, invalid(errs...))
 		return
@@ -540,7 +542,7 @@ func (s *server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
-		next, errs := s.toEndpoint(in)
+		next, errs := s.toEndpoint(in, strings.TrimSpace(in.URL) != cur.URL)
 		if len(errs) > 0 {
 			writeProblem(w, r, invalid(errs...))
 			return

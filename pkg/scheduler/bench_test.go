@@ -45,7 +45,7 @@ func BenchmarkSchedule100k(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				now = now.Add(time.Second)
-				due, _ = s.popDue(now, due[:0])
+				due, _, _ = s.popDue(now, due[:0])
 				for _, j := range due {
 					if encode {
 						_ = msg.NewProbeCommand(j.id, j.slot).Body()

@@ -199,6 +199,40 @@ func (s *Scheduler) Sync(ctx context.Context, eps []store.Endpoint) error {
 	return errors.Join(errs...)
 }
 
+// EndpointLister is where SyncEvery reads the full endpoint list; every
+// store.Store implements it.
+type EndpointLister interface {
+	ListEndpoints(ctx context.Context) ([]store.Endpoint, error)
+}
+
+// SyncEvery calls Sync with src's endpoints now and then every interval
+// until ctx is done, so endpoints created, changed or deleted through
+// another API replica take effect here within one interval. A failed list
+// is logged and retried at the next tick; it never clears the schedule.
+// It returns nil when ctx is done.
+func (s *Scheduler) SyncEvery(ctx context.Context, src EndpointLister, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		eps, err := src.ListEndpoints(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			s.log.Warn("listing endpoints for resync failed; keeping the current schedule", "err", err)
+		default:
+			if err := s.Sync(ctx, eps); err != nil && ctx.Err() == nil {
+				s.log.Warn("resync skipped endpoints with invalid schedules", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
 // Len is the number of scheduled endpoints.
 func (s *Scheduler) Len() int {
 	s.mu.Lock()
@@ -257,7 +291,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	for {
 		now := s.clock.Now()
 		var wait time.Duration
-		due, wait = s.popDue(now, due[:0])
+		var skipped int
+		due, wait, skipped = s.popDue(now, due[:0])
+		if skipped > 0 {
+			s.log.Warn("scheduler fell behind; emitting only the latest missed slot of each late endpoint",
+				"endpoints", skipped)
+		}
 		for _, j := range due {
 			select {
 			case shards[j.shard] <- j:
@@ -283,19 +322,20 @@ const idleWait = time.Hour
 
 // popDue appends the due slot of every endpoint whose next slot is ≤ now,
 // advances those endpoints to their following slot, and returns how long to
-// wait for the next one.
-func (s *Scheduler) popDue(now time.Time, due []job) ([]job, time.Duration) {
+// wait for the next one and how many endpoints had missed slots skipped.
+func (s *Scheduler) popDue(now time.Time, due []job) (_ []job, wait time.Duration, skipped int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	nowSec := now.Unix() // slots are whole seconds: due once that second began
 	for len(s.heap) > 0 {
 		e := s.heap[0]
 		if e.next > nowSec {
-			return due, time.Unix(e.next, 0).Sub(now)
+			return due, time.Unix(e.next, 0).Sub(now), skipped
 		}
 		missed := time.Unix(e.next, 0).UTC()
 		slot := e.timing.latestDue(missed, now)
 		if !slot.Equal(missed) {
+			skipped++
 			s.log.Debug("skipping missed slots", "endpoint", e.id, "oldest_missed", missed, "emitting", slot)
 		}
 		due = append(due, job{id: e.id, slot: slot, shard: e.shard})
@@ -310,7 +350,7 @@ func (s *Scheduler) popDue(now time.Time, due []job) ([]job, time.Duration) {
 		}
 		heap.Fix(&s.heap, 0)
 	}
-	return due, idleWait
+	return due, idleWait, skipped
 }
 
 func (s *Scheduler) publish(ctx context.Context, j job) {
