@@ -10,6 +10,13 @@
 // dedup = verdict-<endpointId>-<minute>) and records it in the store. The
 // store's open-window set is the only state; an aggregator restarted on the
 // same store carries on where it stopped.
+//
+// A window with no result produces no verdict: the aggregator only decides
+// windows that have results, so no_data is never emitted today. Emitting it
+// would mean walking every registered endpoint each tick and knowing each
+// schedule (an endpoint probed every 5 minutes has no result in 4 of 5
+// one-minute windows, which is not an outage); a silent prober shows up in
+// the scheduler and queue metrics instead.
 package aggregator
 
 import (

@@ -15,6 +15,28 @@
 // window never change state; a notification exists durably before it is
 // sent; and the ledger key msg.LedgerKey(endpoint, incident, kind, sink) is
 // claimed before and marked done after each send.
+//
+// # The one duplicate window
+//
+// Every crash point is covered (TestCrashAtEveryStep) except one: a crash,
+// or a lost store connection, after a sink accepted a notification and
+// before the ledger marked its key done. The claim then lapses with its
+// lease (Options.Lease, default 2m) and the next redelivery or sweep sends
+// again, with the same Notification.Key and IncidentID. PagerDuty
+// (dedup_key) and Opsgenie (alias) collapse the repeat; Slack, email and a
+// plain webhook (unless the receiver dedups on the key) show it twice. The
+// window is one store round trip (~1 ms on bolt, one RTT on Redis) per
+// notification, and it only opens when the process dies or the store
+// becomes unreachable inside it. A sink call cut off by a timeout after the
+// receiver got the request is the same ambiguity and resolves the same way.
+//
+// # Rules
+//
+// Defaults: open after 2 of the last 3 windows are down (a steady outage
+// opens on its second down window; down-up-down opens once), resolve after
+// 2 consecutive up windows. Degraded and regional windows count as neither
+// down nor up; no_data is not folded. A verdict whose window is not after
+// the tracker's last window never changes state.
 package alerter
 
 import (

@@ -110,8 +110,9 @@ func (e *env) openingVerdict(t *testing.T, point string) bool {
 // TestTwoAlertersRace runs two alerters over the same verdict stream at once
 // (each receives every verdict, as after a redelivery to another replica or
 // a replay) on one store: exactly one open and one resolve per incident.
-func TestTwoAlertersRace(t *testing.T) {
-	e := newEnv(t)
+func TestTwoAlertersRace(t *testing.T) { testTwoAlertersRace(t, newEnv(t)) }
+
+func testTwoAlertersRace(t *testing.T, e *env) {
 	eps := []string{"ep1", "ep2", "ep3", "ep4"}
 	var stream []queue.Message
 	for _, ep := range eps {

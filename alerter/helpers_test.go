@@ -124,7 +124,7 @@ type env struct {
 	t      *testing.T
 	ctx    context.Context
 	clk    *clock.Fake
-	st     *bolt.Store
+	st     store.Store
 	broker *embedded.Broker
 	q      queue.Queue
 	rcv    *receiver
@@ -133,11 +133,20 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, func(clk clock.Clock) store.Store {
+		st, err := bolt.Open(filepath.Join(t.TempDir(), "store.db"), bolt.Options{Clock: clk, SweepInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	})
+}
+
+// newEnvWith builds the env on the store open returns (bolt or Redis).
+func newEnvWith(t *testing.T, open func(clock.Clock) store.Store) *env {
+	t.Helper()
 	clk := clock.NewFake(t0)
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "store.db"), bolt.Options{Clock: clk, SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := open(clk)
 	t.Cleanup(func() { st.Close() })
 	b, err := embedded.Open("", queue.StageConfigs(), embedded.Options{Clock: clk})
 	if err != nil {
