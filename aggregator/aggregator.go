@@ -43,7 +43,6 @@ const (
 
 // Store is what the aggregator needs from pkg/store.
 type Store interface {
-	PutLatestResult(ctx context.Context, r msg.ProbeResult) error
 	AddWindowResult(ctx context.Context, window time.Time, r msg.ProbeResult) (added bool, err error)
 	WindowResults(ctx context.Context, ref store.WindowRef) ([]msg.ProbeResult, error)
 	OpenWindows(ctx context.Context, before time.Time) ([]store.WindowRef, error)
@@ -174,13 +173,8 @@ func (a *Aggregator) Handle(ctx context.Context, m queue.Message) error {
 		return fmt.Errorf("aggregator: add result %s of endpoint %s to window %s: %w", r.ProbeRunID, r.EndpointID, window.Format(time.RFC3339), err)
 	case !added:
 		a.m.ResultsDuplicate.Inc()
-		return nil
 	}
-	// The latest result feeds the API only; losing it to a crash here is
-	// repaired by the next probe, so a failure is logged, not retried.
-	if err := a.st.PutLatestResult(ctx, r); err != nil {
-		a.log.Warn("store latest result", "endpoint", r.EndpointID, "err", err)
-	}
+	// The endpoint's latest result (for the API) is the prober's to store.
 	return nil
 }
 
