@@ -154,8 +154,14 @@ func New(opts Options) http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, problemf(http.StatusNotFound, "", "no route for %s", r.URL.Path))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, problemf(http.StatusMethodNotAllowed, "", "%s is not allowed on %s", r.Method, r.URL.Path))
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		// chi's own 405 lists Allow; a custom handler has to work it out.
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
+				w.Header().Add("Allow", m)
+			}
+		}
+		writeProblem(w, req, problemf(http.StatusMethodNotAllowed, "", "%s is not allowed on %s", req.Method, req.URL.Path))
 	})
 	r.Route("/v1", func(r chi.Router) {
 		r.Route("/endpoints", func(r chi.Router) {

@@ -26,6 +26,13 @@ import (
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
+// What the process wires into Options.
+var (
+	_ api.Store     = (*bolt.Store)(nil)
+	_ api.Store     = store.Store(nil)
+	_ api.Scheduler = (*scheduler.Scheduler)(nil)
+)
+
 // syncBuffer collects log output written from server goroutines.
 type syncBuffer struct {
 	mu  sync.Mutex

@@ -157,6 +157,9 @@ func TestClientErrors(t *testing.T) {
 			if p.Status != tc.status || p.Title == "" || p.Type == "" || p.Detail == "" {
 				t.Errorf("problem %+v lacks status/title/type/detail", p)
 			}
+			if tc.status == http.StatusMethodNotAllowed && strings.Join(resp.Header.Values("Allow"), ",") != "GET,PATCH,DELETE" {
+				t.Errorf("Allow = %v, want GET, PATCH, DELETE", resp.Header.Values("Allow"))
+			}
 			if tc.typ != "" && p.Type != tc.typ {
 				t.Errorf("type = %q, want %q", p.Type, tc.typ)
 			}

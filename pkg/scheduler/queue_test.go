@@ -10,6 +10,8 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/queue/embedded"
 )
 
+var _ CommandSender = (*queue.Publisher)(nil)
+
 // Two scheduler replicas, started seconds apart and publishing through their
 // own publishers to the real (embedded) commands queue, produce one message
 // per endpoint slot: their bodies are identical and the queue deduplicates on
