@@ -1,0 +1,357 @@
+// Package sinks turns alert-sink configuration into alert.Sink values. Sinks
+// are configured globally (a JSON file, --sinks-file, plus the
+// --webhook-url/--webhook-secret flags) and per endpoint (the REST API hands
+// the raw JSON to ParseEndpointSinks). Config is validated field by field
+// with errors that name the sink and the field but never echo a secret, and
+// Build constructs one sink per entry from the packages under alerter/sinks/.
+//
+// A sink's Name is part of its ledger keys, so it must stay the same across
+// restarts: renaming a sink re-sends alerts for open incidents.
+package sinks
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/mail"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Sink types.
+const (
+	TypeWebhook   = "webhook"
+	TypeSlack     = "slack"
+	TypePagerDuty = "pagerduty"
+	TypeOpsgenie  = "opsgenie"
+	TypeEmail     = "email"
+)
+
+// Types lists the supported sink types.
+var Types = []string{TypeWebhook, TypeSlack, TypePagerDuty, TypeOpsgenie, TypeEmail}
+
+// FlagWebhookName is the name of the sink built from --webhook-url.
+const FlagWebhookName = "webhook"
+
+// Timeouts.
+const (
+	DefaultHTTPTimeout = 10 * time.Second
+	DefaultSMTPTimeout = 30 * time.Second
+	MinTimeout         = time.Second
+	MaxTimeout         = 5 * time.Minute
+)
+
+// MaxEndpointSinks bounds the sinks one endpoint may declare over REST.
+const MaxEndpointSinks = 10
+
+// Redacted replaces every secret in Config.Redacted.
+const Redacted = "<redacted>"
+
+// ErrInvalid wraps every configuration validation error.
+var ErrInvalid = errors.New("invalid sink configuration")
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// Config describes one sink. Fields not used by a type must be empty.
+//
+// JSON (field names as tagged; timeout is a Go duration string):
+//
+//	{"name": "ops-slack", "type": "slack", "url": "https://hooks.slack.com/services/…"}
+//	{"name": "hook", "type": "webhook", "url": "https://example.com/mcpmon", "secret": "…", "timeout": "5s"}
+//	{"name": "pd", "type": "pagerduty", "routingKey": "…", "url": "https://events.eu.pagerduty.com/v2/enqueue"}
+//	{"name": "og", "type": "opsgenie", "apiKey": "…", "url": "https://api.eu.opsgenie.com", "priority": "P1"}
+//	{"name": "mail", "type": "email", "smtpAddr": "smtp.example.com:587", "smtpUsername": "…",
+//	 "smtpPassword": "…", "from": "mcpmon <alerts@example.com>", "to": ["oncall@example.com"]}
+type Config struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+
+	// URL is the receiver for webhook and slack (a secret: it may embed a
+	// token) and the API override for pagerduty (events endpoint) and
+	// opsgenie (API base): EU accounts, relays, tests.
+	URL string `json:"url,omitempty"`
+	// Secret signs webhook deliveries (HMAC-SHA256).
+	Secret string `json:"secret,omitempty"`
+	// RoutingKey is the PagerDuty Events API v2 integration key.
+	RoutingKey string `json:"routingKey,omitempty"`
+	// APIKey is the Opsgenie API integration key.
+	APIKey string `json:"apiKey,omitempty"`
+
+	Severity  string   `json:"severity,omitempty"`  // pagerduty: critical|error|warning|info
+	ClientURL string   `json:"clientUrl,omitempty"` // pagerduty: link back to mcpmon
+	Priority  string   `json:"priority,omitempty"`  // opsgenie: P1..P5
+	Tags      []string `json:"tags,omitempty"`      // opsgenie
+
+	SMTPAddr     string   `json:"smtpAddr,omitempty"` // host:port
+	SMTPUsername string   `json:"smtpUsername,omitempty"`
+	SMTPPassword string   `json:"smtpPassword,omitempty"`
+	SMTPTLS      string   `json:"smtpTLS,omitempty"`    // starttls (default) | require-starttls | tls | none
+	SMTPCAFile   string   `json:"smtpCAFile,omitempty"` // PEM roots for the server certificate
+	From         string   `json:"from,omitempty"`
+	To           []string `json:"to,omitempty"`
+
+	// Timeout bounds one delivery attempt; 0 is the type's default.
+	Timeout time.Duration `json:"-"`
+}
+
+// configJSON is Config on the wire: Timeout as a duration string.
+type configJSON struct {
+	configFields
+	Timeout string `json:"timeout,omitempty"`
+}
+
+type configFields Config // no methods: breaks the (Un)MarshalJSON recursion
+
+// MarshalJSON writes Timeout as a duration string ("10s").
+func (c Config) MarshalJSON() ([]byte, error) {
+	j := configJSON{configFields: configFields(c)}
+	if c.Timeout != 0 {
+		j.Timeout = c.Timeout.String()
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads a Config strictly: unknown fields (typos such as
+// "routing_key") are errors rather than silently ignored settings.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	var j configJSON
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, scrubJSONError(err))
+	}
+	*c = Config(j.configFields)
+	c.Timeout = 0
+	if j.Timeout != "" {
+		d, err := time.ParseDuration(j.Timeout)
+		if err != nil {
+			return fmt.Errorf("%w: sink %q: timeout %q: want a duration such as 10s", ErrInvalid, c.Name, j.Timeout)
+		}
+		c.Timeout = d
+	}
+	return nil
+}
+
+// scrubJSONError keeps decoder errors from quoting values (a type error on
+// "secret" would otherwise print it).
+func scrubJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("field %q: wrong JSON type (want %s)", te.Field, te.Type)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("malformed JSON at byte %d", se.Offset)
+	}
+	msg := err.Error()
+	if strings.HasPrefix(msg, "json: unknown field ") {
+		return "unknown field " + strings.TrimPrefix(msg, "json: unknown field ")
+	}
+	return "malformed JSON"
+}
+
+// EffectiveTimeout is Timeout or the type's default.
+func (c Config) EffectiveTimeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	if c.Type == TypeEmail {
+		return DefaultSMTPTimeout
+	}
+	return DefaultHTTPTimeout
+}
+
+// Validate checks every field and returns all problems joined, each naming
+// the sink and the field, none quoting a secret.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: sink %q: %s: %s", ErrInvalid, c.Name, field, fmt.Sprintf(format, args...)))
+	}
+	if !nameRE.MatchString(c.Name) {
+		bad("name", "want 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit (it is part of ledger keys)")
+	}
+	if !slices.Contains(Types, c.Type) {
+		bad("type", "%q: want one of %s", c.Type, strings.Join(Types, ", "))
+		return errors.Join(errs...)
+	}
+	if c.Timeout != 0 && (c.Timeout < MinTimeout || c.Timeout > MaxTimeout) {
+		bad("timeout", "%s: want between %s and %s", c.Timeout, MinTimeout, MaxTimeout)
+	}
+	// unused reports settings the type ignores, which are usually a
+	// mistake (a routing key on a webhook sink).
+	unused := func(fields map[string]bool) {
+		for _, f := range slices.Sorted(maps.Keys(fields)) {
+			if fields[f] {
+				bad(f, "not used by type %s", c.Type)
+			}
+		}
+	}
+	httpOnly := map[string]bool{
+		"smtpAddr": c.SMTPAddr != "", "smtpUsername": c.SMTPUsername != "", "smtpPassword": c.SMTPPassword != "",
+		"smtpTLS": c.SMTPTLS != "", "smtpCAFile": c.SMTPCAFile != "", "from": c.From != "", "to": len(c.To) > 0,
+	}
+	switch c.Type {
+	case TypeWebhook, TypeSlack:
+		if c.URL == "" {
+			bad("url", "required")
+		} else if msg := checkURL(c.URL); msg != "" {
+			bad("url", "%s", msg) // never the value: it may embed a token
+		}
+		f := map[string]bool{"routingKey": c.RoutingKey != "", "apiKey": c.APIKey != "", "severity": c.Severity != "",
+			"clientUrl": c.ClientURL != "", "priority": c.Priority != "", "tags": len(c.Tags) > 0}
+		if c.Type == TypeSlack {
+			f["secret"] = c.Secret != ""
+		}
+		unused(f)
+		unused(httpOnly)
+	case TypePagerDuty:
+		if c.RoutingKey == "" {
+			bad("routingKey", "required (the Events API v2 integration key)")
+		}
+		if c.URL != "" {
+			if msg := checkURL(c.URL); msg != "" {
+				bad("url", "%s (e.g. https://events.eu.pagerduty.com/v2/enqueue)", msg)
+			}
+		}
+		if c.Severity != "" && !slices.Contains([]string{"critical", "error", "warning", "info"}, c.Severity) {
+			bad("severity", "%q: want critical, error, warning or info", c.Severity)
+		}
+		if c.ClientURL != "" {
+			if msg := checkURL(c.ClientURL); msg != "" {
+				bad("clientUrl", "%s", msg)
+			}
+		}
+		unused(map[string]bool{"secret": c.Secret != "", "apiKey": c.APIKey != "", "priority": c.Priority != "", "tags": len(c.Tags) > 0})
+		unused(httpOnly)
+	case TypeOpsgenie:
+		if c.APIKey == "" {
+			bad("apiKey", "required (an Opsgenie API integration key)")
+		}
+		if c.URL != "" {
+			if msg := checkURL(c.URL); msg != "" {
+				bad("url", "%s (e.g. https://api.eu.opsgenie.com)", msg)
+			}
+		}
+		if c.Priority != "" && !slices.Contains([]string{"P1", "P2", "P3", "P4", "P5"}, c.Priority) {
+			bad("priority", "%q: want P1..P5", c.Priority)
+		}
+		if len(c.Tags) > 20 {
+			bad("tags", "%d tags: Opsgenie accepts at most 20", len(c.Tags))
+		}
+		unused(map[string]bool{"secret": c.Secret != "", "routingKey": c.RoutingKey != "", "severity": c.Severity != "", "clientUrl": c.ClientURL != ""})
+		unused(httpOnly)
+	case TypeEmail:
+		if c.SMTPAddr == "" {
+			bad("smtpAddr", "required (host:port, e.g. smtp.example.com:587)")
+		} else if h, p, err := net.SplitHostPort(c.SMTPAddr); err != nil || h == "" || p == "" {
+			bad("smtpAddr", "%q: want host:port", c.SMTPAddr)
+		}
+		if c.SMTPPassword != "" && c.SMTPUsername == "" {
+			bad("smtpPassword", "set without smtpUsername")
+		}
+		if c.SMTPTLS != "" && !slices.Contains([]string{"starttls", "require-starttls", "tls", "none"}, c.SMTPTLS) {
+			bad("smtpTLS", "%q: want starttls, require-starttls, tls or none", c.SMTPTLS)
+		}
+		if c.From == "" {
+			bad("from", "required (e.g. \"mcpmon <alerts@example.com>\")")
+		} else if _, err := mail.ParseAddress(c.From); err != nil {
+			bad("from", "%q is not an email address", c.From)
+		}
+		if len(c.To) == 0 {
+			bad("to", "at least one recipient is required")
+		}
+		for _, r := range c.To {
+			if _, err := mail.ParseAddress(r); err != nil {
+				bad("to", "%q is not an email address", r)
+			}
+		}
+		unused(map[string]bool{"url": c.URL != "", "secret": c.Secret != "", "routingKey": c.RoutingKey != "", "apiKey": c.APIKey != "",
+			"severity": c.Severity != "", "clientUrl": c.ClientURL != "", "priority": c.Priority != "", "tags": len(c.Tags) > 0})
+	}
+	return errors.Join(errs...)
+}
+
+func checkURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "not a valid URL"
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "want an http or https URL"
+	}
+	if u.Host == "" {
+		return "URL has no host"
+	}
+	return ""
+}
+
+// Redacted returns a copy safe to log or return over the API: secrets
+// become "<redacted>", receiver URLs keep only scheme and host.
+func (c Config) Redacted() Config {
+	r := c
+	r.Tags = slices.Clone(c.Tags)
+	r.To = slices.Clone(c.To)
+	for _, p := range []*string{&r.Secret, &r.RoutingKey, &r.APIKey, &r.SMTPPassword} {
+		if *p != "" {
+			*p = Redacted
+		}
+	}
+	if r.URL != "" {
+		// pagerduty/opsgenie URLs are API endpoints without tokens; the
+		// path is kept so an EU or relay override stays visible.
+		r.URL = redactURL(r.URL, c.Type == TypePagerDuty || c.Type == TypeOpsgenie)
+	}
+	if r.ClientURL != "" {
+		r.ClientURL = redactURL(r.ClientURL, true)
+	}
+	return r
+}
+
+// RedactURL strips userinfo and replaces the path and query of raw with
+// "<redacted>", keeping scheme and host so an operator can still tell which
+// receiver is meant.
+func RedactURL(raw string) string { return redactURL(raw, false) }
+
+func redactURL(raw string, keepPath bool) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return Redacted
+	}
+	out := u.Scheme + "://" + u.Host
+	switch {
+	case keepPath:
+		out += u.EscapedPath()
+	case u.Path != "" && u.Path != "/":
+		out += "/" + Redacted
+	}
+	if u.RawQuery != "" {
+		out += "?" + Redacted
+	}
+	return out
+}
+
+// String is the redacted JSON form, so a Config printed by accident leaks
+// nothing.
+func (c Config) String() string {
+	b, err := json.Marshal(c.Redacted())
+	if err != nil {
+		return "sinks.Config{" + c.Name + "}"
+	}
+	return string(b)
+}
+
+// GoString keeps %#v redacted too.
+func (c Config) GoString() string { return "sinks.Config" + c.String() }
+
+// LogValue makes slog print the redacted form.
+func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+var _ slog.LogValuer = Config{}
