@@ -13,6 +13,11 @@
 // The API speaks JSON with camelCase fields and Go duration strings
 // ("30s", "1m30s") for durations. Errors are application/problem+json
 // (RFC 9457) with an `errors` list of {pointer, detail} for field problems.
+// Endpoint responses carry an ETag (the configuration version); a PATCH with
+// If-Match is applied only to that version (412 otherwise), and one without
+// it is compare-and-set on the version it read, retried on a lost race, then
+// 409.
+//
 // Secrets never leave: header values and sink secrets are redacted in every
 // response, and the request log records method, path, status and duration
 // only — never bodies, headers or query strings.

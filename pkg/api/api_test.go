@@ -458,3 +458,40 @@ func TestPatchChecksTargetOnlyWhenURLChanges(t *testing.T) {
 		t.Fatalf("PATCH to another private URL = %d %s, want 400 from the target validator", resp.StatusCode, b)
 	}
 }
+
+func TestPatchIfMatch(t *testing.T) {
+	h := newHarness(t)
+	v := h.create(`{"name":"a","url":"https://a.example/mcp"}`)
+	resp, _ := h.do("GET", "/v1/endpoints/"+v.ID, "", "")
+	tag := resp.Header.Get("ETag")
+	if tag != `"1"` {
+		t.Fatalf("ETag = %q, want \"1\"", tag)
+	}
+	patch := func(ifMatch, body string) (*http.Response, []byte) {
+		req, _ := http.NewRequestWithContext(t.Context(), "PATCH", h.srv.URL+"/v1/endpoints/"+v.ID, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/merge-patch+json")
+		req.Header.Set("If-Match", ifMatch)
+		resp, err := h.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	resp, b := patch(tag, `{"name":"b"}`)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("ETag") != `"2"` {
+		t.Fatalf("PATCH with current If-Match = %d %s (ETag %q)", resp.StatusCode, b, resp.Header.Get("ETag"))
+	}
+	// A client still holding version 1 must not overwrite version 2.
+	resp, b = patch(tag, `{"name":"c"}`)
+	if resp.StatusCode != http.StatusPreconditionFailed || !strings.Contains(string(b), api.TypeVersionConflict) {
+		t.Fatalf("PATCH with stale If-Match = %d %s, want 412", resp.StatusCode, b)
+	}
+	if stored, _ := h.store.GetEndpoint(t.Context(), v.ID); stored.Name != "b" {
+		t.Fatalf("stale PATCH changed the name to %q", stored.Name)
+	}
+	if resp, _ := patch(`*`, `{"name":"d"}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("If-Match: * = %d", resp.StatusCode)
+	}
+}

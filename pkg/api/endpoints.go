@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"sort"
 	"strings"
 	"time"
@@ -460,6 +461,7 @@ func (s *server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	s.schedule(created)
 	w.Header().Set("Location", "/v1/endpoints/"+created.ID)
+	w.Header().Set("ETag", etag(created.Version))
 	writeJSON(w, http.StatusCreated, s.endpointView(created))
 }
 
@@ -497,6 +499,9 @@ func (s *server) getEndpoint(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, s.storeProblem(r, err, "last verdict of endpoint "+id))
 		return
 	}
+	// The ETag names the configuration version (not the probe data), for
+	// If-Match on PATCH.
+	w.Header().Set("ETag", etag(e.Version))
 	writeJSON(w, http.StatusOK, v)
 }
 
@@ -515,10 +520,16 @@ func (s *server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
+	ifMatch := r.Header.Get("If-Match")
 	for attempt := 1; ; attempt++ {
 		cur, err := s.store.GetEndpoint(r.Context(), id)
 		if err != nil {
 			writeProblem(w, r, s.storeProblem(r, err, "endpoint "+id))
+			return
+		}
+		if ifMatch != "" && !etagMatches(ifMatch, cur.Version) {
+			writeProblem(w, r, problemf(http.StatusPreconditionFailed, TypeVersionConflict,
+				"endpoint %s is at version %d, not the one in If-Match; GET it again and reapply the change", id, cur.Version))
 			return
 		}
 		base := input(cur)
@@ -550,16 +561,31 @@ func (s *server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		next.ID, next.CreatedAt, next.Version = cur.ID, cur.CreatedAt, cur.Version
 		updated, err := s.store.UpdateEndpoint(r.Context(), next)
 		if errors.Is(err, store.ErrConflict) && attempt < patchMaxRetries {
-			continue
+			continue // with If-Match, the next round answers 412
 		}
 		if err != nil {
 			writeProblem(w, r, s.storeProblem(r, err, "endpoint "+id))
 			return
 		}
 		s.schedule(updated)
+		w.Header().Set("ETag", etag(updated.Version))
 		writeJSON(w, http.StatusOK, s.endpointView(updated))
 		return
 	}
+}
+
+func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
+
+// etagMatches implements If-Match for a strong ETag: "*" or a list of tags.
+func etagMatches(header string, version int64) bool {
+	want := etag(version)
+	for _, tag := range strings.Split(header, ",") {
+		tag = strings.TrimSpace(tag)
+		if tag == "*" || tag == want {
+			return true
+		}
+	}
+	return false
 }
 
 func lookupHeader(h map[string]string, name string) (string, bool) {
