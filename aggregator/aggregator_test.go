@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -280,4 +281,50 @@ func TestMetricsMatchCatalog(t *testing.T) {
 	if err := metrics.Lint(e.reg); err != nil {
 		t.Fatal(err)
 	}
+}
+
+var (
+	_ Store     = (*bolt.Store)(nil)
+	_ Publisher = (*queue.Publisher)(nil)
+)
+
+// TestRunDecidesOnItsOwn drives Run's ticker under synctest: the window
+// closes, grace passes, and the verdict comes out without anyone calling
+// Tick.
+func TestRunDecidesOnItsOwn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"), bolt.Options{SweepInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		b, err := embedded.Open("", queue.StageConfigs(), embedded.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		verdicts := b.Queue(msg.QueueVerdicts)
+		agg, err := New(Options{Store: st, Publisher: &sender{q: verdicts}, Window: 2 * time.Second, Grace: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		r := res("", msg.StatusDown, "refused", 0)
+		r.Slot, r.StartedAt = now, now
+		if _, err := st.AddWindowResult(t.Context(), agg.WindowOf(now), r); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- agg.Run(ctx) }()
+		time.Sleep(5 * time.Second) // fake time inside the bubble
+		ms, err := verdicts.Receive(t.Context(), queue.ReceiveInput{Max: 10})
+		if err != nil || len(ms) != 1 {
+			t.Fatalf("verdicts %d %v after the window closed, want 1", len(ms), err)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run = %v, want nil on cancel", err)
+		}
+	})
 }

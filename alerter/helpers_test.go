@@ -248,3 +248,5 @@ func (e *env) incidents(ep string) []store.Incident {
 	}
 	return incs
 }
+
+var _ Store = (*bolt.Store)(nil)
