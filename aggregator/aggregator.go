@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
@@ -95,6 +96,8 @@ type Aggregator struct {
 	// race between AddWindowResult and RecordVerdict). The store offers no
 	// way to drop such a window, so the aggregator remembers to skip it.
 	stuck map[store.WindowRef]bool
+	// storeDown makes a store outage log once, not once per message.
+	storeDown atomic.Bool
 }
 
 // New returns an Aggregator.
@@ -169,10 +172,18 @@ func (a *Aggregator) Handle(ctx context.Context, m queue.Message) error {
 		a.m.ResultsLate.Inc()
 		a.log.Debug("late result dropped", "endpoint", r.EndpointID, "probe_run", r.ProbeRunID, "window", window)
 		return nil
+	case errors.Is(err, store.ErrUnavailable):
+		if a.storeDown.CompareAndSwap(false, true) {
+			a.log.Warn("store unavailable: results stay queued until it is back", "err", err)
+		}
+		return fmt.Errorf("aggregator: add result %s of endpoint %s: %w", r.ProbeRunID, r.EndpointID, err)
 	case err != nil:
 		return fmt.Errorf("aggregator: add result %s of endpoint %s to window %s: %w", r.ProbeRunID, r.EndpointID, window.Format(time.RFC3339), err)
 	case !added:
 		a.m.ResultsDuplicate.Inc()
+	}
+	if a.storeDown.CompareAndSwap(true, false) {
+		a.log.Info("store reachable again")
 	}
 	// The endpoint's latest result (for the API) is the prober's to store.
 	return nil

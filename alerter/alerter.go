@@ -49,6 +49,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
@@ -145,6 +146,8 @@ type Alerter struct {
 	// one Owner the ledger would let both claims through (a live claim is
 	// re-acquired by its owner); across processes the ledger separates them.
 	drainLocks [64]sync.Mutex
+	// storeDown makes a store outage log once, not once per message.
+	storeDown atomic.Bool
 }
 
 // New returns an Alerter.
@@ -230,19 +233,31 @@ func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
 	if v.EndpointID == "" {
 		return fmt.Errorf("alerter: verdict message %s: missing endpointId", m.ID)
 	}
-	if err := a.apply(ctx, v); err != nil {
-		return err
+	err := a.apply(ctx, v)
+	if err == nil {
+		if err = a.hook("applied"); err != nil {
+			return err
+		}
+		// A stale verdict drains too: it may be the redelivery of one whose
+		// state change was saved before a crash left its notification pending.
+		err = a.drain(ctx, v.EndpointID, false)
 	}
-	if err := a.hook("applied"); err != nil {
+	switch {
+	case errors.Is(err, store.ErrUnavailable):
+		if a.storeDown.CompareAndSwap(false, true) {
+			a.log.Warn("store unavailable: verdicts stay queued until it is back", "err", err)
+		}
 		return err
-	}
-	// A stale verdict drains too: it may be the redelivery of one whose
-	// state change was saved before a crash left its notification pending.
-	if err := a.drain(ctx, v.EndpointID, false); err != nil {
+	case err != nil:
 		// The message stays queued; past maxReceiveCount it moves to the DLQ
 		// and the notification stays in the outbox for the sweep.
-		a.log.Warn("verdict left for redelivery", "endpoint", v.EndpointID, "window", v.Window, "receive_count", m.ReceiveCount, "err", err)
+		if !errors.Is(err, errInjectedCrash) {
+			a.log.Warn("verdict left for redelivery", "endpoint", v.EndpointID, "window", v.Window, "receive_count", m.ReceiveCount, "err", err)
+		}
 		return err
+	}
+	if a.storeDown.CompareAndSwap(true, false) {
+		a.log.Info("store reachable again")
 	}
 	return nil
 }
