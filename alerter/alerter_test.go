@@ -1,12 +1,18 @@
 package alerter
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/msg"
@@ -229,9 +235,43 @@ func TestReminders(t *testing.T) {
 	if got := e.incidents("ep1")[0].State; got != store.IncidentAcknowledged {
 		t.Fatalf("incident state %s, want acknowledged kept", got)
 	}
+	if got := testutil.ToFloat64(a.m.Incidents.WithLabelValues("acknowledged")); got != 1 {
+		t.Fatalf("incidents_total{event=acknowledged} = %v, want 1", got)
+	}
 	e.states("ep1", 25, up, up)
 	e.pump(a.Handle)
 	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open", "reminder-1", "reminder-2", "resolve"}) {
 		t.Fatalf("alerts %v, want the acknowledged incident resolved", got)
+	}
+}
+
+// TestSinkURLNeverLogged: a sink's URL is a secret (Slack and webhook URLs
+// carry their key in the path); transport errors quote it, and neither the
+// logs nor the stored outbox may.
+func TestSinkURLNeverLogged(t *testing.T) {
+	e := newEnv(t)
+	e.endpoint("ep1", nil, nil)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	secretURL := dead.URL + "/services/T000/B000/secret-token-xyz"
+	dead.Close() // connection refused: a *url.Error quoting the URL
+	var logs bytes.Buffer
+	a := e.alerter("a", func(o *Options) {
+		o.Sinks = []alert.Sink{httpSink{name: "slack", url: secretURL}}
+		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		o.RetryAttempts = 1
+	})
+	e.states("ep1", 0, down, down)
+	errs := e.pump(a.Handle)
+	if len(errs) != 1 {
+		t.Fatalf("errors %v, want the delivery failure", errs)
+	}
+	tr, _ := e.st.GetTracker(e.ctx, "ep1")
+	for what, text := range map[string]string{"logs": logs.String(), "error": errs[0].Error(), "outbox": string(tr.Data)} {
+		if strings.Contains(text, "secret-token-xyz") {
+			t.Errorf("%s leak the sink URL: %s", what, text)
+		}
+	}
+	if !strings.Contains(logs.String(), "redacted") {
+		t.Errorf("logs %q: want the failure logged with the URL redacted", logs.String())
 	}
 }
