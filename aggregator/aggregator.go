@@ -111,6 +111,10 @@ func New(opts Options) (*Aggregator, error) {
 	if opts.Window <= 0 {
 		opts.Window = DefaultWindow
 	}
+	if opts.Window < time.Second || opts.Window%time.Second != 0 {
+		// The verdict dedup ID carries the window to the second.
+		return nil, fmt.Errorf("aggregator: window %s: must be a whole number of seconds", opts.Window)
+	}
 	if opts.Grace <= 0 {
 		opts.Grace = min(opts.Window/4, 15*time.Second)
 	}
