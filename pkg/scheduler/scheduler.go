@@ -72,6 +72,12 @@ type Scheduler struct {
 	entries map[string]*entry
 	heap    entryHeap
 	wake    chan struct{} // buffered(1): the heap's head may have changed
+	// gen counts direct changes (Upsert, Remove). A resync whose list was
+	// read before a direct change must not undo it: see syncLocked.
+	gen uint64
+	// removed holds the gen at which an endpoint was last removed directly,
+	// until a resync listed after that removal has run.
+	removed map[string]uint64
 }
 
 type entry struct {
@@ -81,6 +87,8 @@ type entry struct {
 	next     int64  // Unix seconds of the next slot
 	index    int    // in the heap
 	shard    uint32 // publishing worker
+	version  int64  // store version last applied
+	gen      uint64 // Scheduler.gen of the last direct Upsert (0: from a resync)
 }
 
 type job struct {
@@ -107,6 +115,7 @@ func New(send CommandSender, opts Options) *Scheduler {
 		metrics: opts.Metrics,
 		workers: opts.Concurrency,
 		entries: make(map[string]*entry),
+		removed: make(map[string]uint64),
 		wake:    make(chan struct{}, 1),
 	}
 }
@@ -118,34 +127,44 @@ func New(send CommandSender, opts Options) *Scheduler {
 func (s *Scheduler) Upsert(ep store.Endpoint) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	err := s.upsertLocked(ep, s.clock.Now())
+	s.gen++
+	err := s.upsertLocked(ep, s.clock.Now(), s.gen)
 	s.updateGauge()
 	return err
 }
 
-func (s *Scheduler) upsertLocked(ep store.Endpoint, now time.Time) error {
+// upsertLocked applies ep; gen is the direct-change generation, 0 for a
+// resync.
+func (s *Scheduler) upsertLocked(ep store.Endpoint, now time.Time, gen uint64) error {
+	if e, ok := s.entries[ep.ID]; ok && ep.Version != 0 && ep.Version < e.version {
+		return nil // an older copy of the endpoint than the one applied
+	}
 	if ep.Paused {
-		s.removeLocked(ep.ID)
+		s.unschedule(ep.ID, gen)
 		return nil
 	}
 	src := strings.TrimSpace(ep.Schedule)
 	if e, ok := s.entries[ep.ID]; ok && e.schedule == src {
+		e.version = max(e.version, ep.Version)
+		e.gen = max(e.gen, gen)
 		return nil
 	}
 	sched, err := ParseSchedule(src)
 	if err != nil {
-		s.removeLocked(ep.ID)
+		s.unschedule(ep.ID, gen)
 		return fmt.Errorf("schedule endpoint %s: %w", ep.ID, err)
 	}
 	tm := newTiming(ep.ID, sched)
 	next := tm.next(now).Unix()
 	if e, ok := s.entries[ep.ID]; ok {
 		e.schedule, e.timing, e.next = src, tm, next
+		e.version, e.gen = max(e.version, ep.Version), max(e.gen, gen)
 		heap.Fix(&s.heap, e.index)
 	} else {
 		h := fnv.New32a()
 		h.Write([]byte(ep.ID))
-		e := &entry{id: ep.ID, schedule: src, timing: tm, next: next, shard: h.Sum32() % uint32(s.workers)}
+		e := &entry{id: ep.ID, schedule: src, timing: tm, next: next, shard: h.Sum32() % uint32(s.workers),
+			version: ep.Version, gen: gen}
 		s.entries[ep.ID] = e
 		heap.Push(&s.heap, e)
 	}
@@ -157,8 +176,18 @@ func (s *Scheduler) upsertLocked(ep store.Endpoint, now time.Time) error {
 func (s *Scheduler) Remove(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.removeLocked(id)
+	s.gen++
+	s.unschedule(id, s.gen)
 	s.updateGauge()
+}
+
+// unschedule removes id, remembering a direct removal so that a resync
+// listed before it does not bring the endpoint back.
+func (s *Scheduler) unschedule(id string, gen uint64) {
+	if gen != 0 {
+		s.removed[id] = gen
+	}
+	s.removeLocked(id)
 }
 
 func (s *Scheduler) removeLocked(id string) {
@@ -175,24 +204,45 @@ func (s *Scheduler) removeLocked(id string) {
 // changed ones re-scheduled, missing or paused ones removed; unchanged ones
 // keep their next slot. Endpoints with invalid schedules are skipped and
 // reported in the joined error; the rest are applied.
+//
+// Sync treats eps as current: a direct Upsert or Remove that raced with
+// reading eps from the store may be undone until the next Sync. SyncEvery
+// does not have that race.
 func (s *Scheduler) Sync(ctx context.Context, eps []store.Endpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.syncLocked(eps, s.gen)
+}
+
+// syncLocked applies a list read from the store when the direct-change
+// generation was listedAt. Direct changes made after that are newer than the
+// list: an endpoint upserted since is kept even if missing from the list,
+// one removed since is not re-added, and a list entry with a lower store
+// version than the one applied is ignored (upsertLocked).
+func (s *Scheduler) syncLocked(eps []store.Endpoint, listedAt uint64) error {
 	now := s.clock.Now()
 	seen := make(map[string]struct{}, len(eps))
 	var errs []error
 	for _, ep := range eps {
 		seen[ep.ID] = struct{}{}
-		if err := s.upsertLocked(ep, now); err != nil {
+		if g, ok := s.removed[ep.ID]; ok && g > listedAt {
+			continue
+		}
+		if err := s.upsertLocked(ep, now, 0); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	for id := range s.entries {
-		if _, ok := seen[id]; !ok {
+	for id, e := range s.entries {
+		if _, ok := seen[id]; !ok && e.gen <= listedAt {
 			s.removeLocked(id)
+		}
+	}
+	for id, g := range s.removed {
+		if g <= listedAt {
+			delete(s.removed, id)
 		}
 	}
 	s.updateGauge()
@@ -214,6 +264,9 @@ func (s *Scheduler) SyncEvery(ctx context.Context, src EndpointLister, interval 
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
+		s.mu.Lock()
+		listedAt := s.gen
+		s.mu.Unlock()
 		eps, err := src.ListEndpoints(ctx)
 		switch {
 		case ctx.Err() != nil:
@@ -221,7 +274,10 @@ func (s *Scheduler) SyncEvery(ctx context.Context, src EndpointLister, interval 
 		case err != nil:
 			s.log.Warn("listing endpoints for resync failed; keeping the current schedule", "err", err)
 		default:
-			if err := s.Sync(ctx, eps); err != nil && ctx.Err() == nil {
+			s.mu.Lock()
+			err := s.syncLocked(eps, listedAt)
+			s.mu.Unlock()
+			if err != nil {
 				s.log.Warn("resync skipped endpoints with invalid schedules", "err", err)
 			}
 		}

@@ -74,3 +74,75 @@ func TestSyncEveryFollowsTheStore(t *testing.T) {
 		}
 	})
 }
+
+// A resync whose list was read before an API change on this replica must
+// not undo it: no create dropped, no delete resurrected, no edit reverted.
+func TestSyncEveryDoesNotUndoConcurrentChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, err := bolt.Open(filepath.Join(t.TempDir(), "mcpmon.db"), bolt.Options{SweepInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		ctx := t.Context()
+		s := New(&recorder{}, Options{})
+		mustCreate := func(e store.Endpoint) store.Endpoint {
+			got, err := st.CreateEndpoint(ctx, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		mustCreate(ep("old", "@every 30s"))
+		p := mustCreate(ep("edited", "@every 1h"))
+
+		var calls atomic.Int32
+		src := listerFunc(func(ctx context.Context) ([]store.Endpoint, error) {
+			eps, err := st.ListEndpoints(ctx)
+			if calls.Add(1) != 2 {
+				return eps, err
+			}
+			// The API on this replica acts between the read and the sync.
+			n := mustCreate(ep("new", "@every 30s"))
+			if err := s.Upsert(n); err != nil {
+				t.Error(err)
+			}
+			if err := st.DeleteEndpoint(ctx, "old"); err != nil {
+				t.Error(err)
+			}
+			s.Remove("old")
+			p.Schedule = "@every 10s"
+			p2, err2 := st.UpdateEndpoint(ctx, p)
+			if err2 != nil {
+				t.Error(err2)
+			}
+			if err := s.Upsert(p2); err != nil {
+				t.Error(err)
+			}
+			return eps, err
+		})
+
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- s.SyncEvery(runCtx, src, time.Minute) }()
+		synctest.Wait()
+		time.Sleep(time.Minute) // the racing resync
+		synctest.Wait()
+		check := func(when string) {
+			t.Helper()
+			_, hasOld := s.Next("old")
+			_, hasNew := s.Next("new")
+			next, hasEdited := s.Next("edited")
+			if hasOld || !hasNew || !hasEdited || next.Sub(time.Now()) > 10*time.Second {
+				t.Fatalf("%s: old %v (want false), new %v (want true), edited next in %v (want ≤ 10s)",
+					when, hasOld, hasNew, next.Sub(time.Now()))
+			}
+		}
+		check("after the racing resync")
+		time.Sleep(time.Minute) // a fresh resync agrees
+		synctest.Wait()
+		check("after a fresh resync")
+		cancel()
+		<-done
+	})
+}
