@@ -188,8 +188,11 @@ func rulesInput(r *store.Rules) *RulesInput {
 func input(e store.Endpoint) EndpointInput {
 	in := EndpointInput{
 		Name: e.Name, URL: e.URL, Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
-		Schedule: e.Schedule, Timeout: e.Timeout.String(), Headers: e.Headers, Labels: e.Labels,
+		Schedule: e.Schedule, Headers: e.Headers, Labels: e.Labels,
 		Rules: rulesInput(e.Rules), Sinks: e.Sinks, Paused: e.Paused,
+	}
+	if e.Timeout > 0 { // a record written without one gets the default
+		in.Timeout = e.Timeout.String()
 	}
 	if e.LatencyThreshold > 0 {
 		in.LatencyThreshold = e.LatencyThreshold.String()

@@ -12,6 +12,12 @@
 // with a min-heap of next-fire times: robfig's cron.Cron re-sorts every entry
 // on each wake and on each AddFunc, which does not scale to 100k endpoints.
 //
+// Slots are deterministic, the same in every replica and across restarts:
+// a cron expression fires at its times (UTC unless CRON_TZ= is given), and
+// "@every D" fires at a fixed per-endpoint offset (a hash of the ID) inside
+// each D-long period counted from the Unix epoch, which also spreads
+// endpoints sharing an interval evenly over it.
+//
 // Missed slots: the scheduler keeps no state across restarts. On start every
 // endpoint is scheduled for its next slot after now; slots that fell into the
 // downtime are not emitted. When the loop falls behind while running (a
