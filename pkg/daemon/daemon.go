@@ -320,6 +320,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Scheduler:       sched,
 			TargetValidator: func(u string) error { return prober.ValidateTarget(u, allow) },
 			SinkValidator:   validateEndpointSinks,
+			SinkRedactor:    redactEndpointSinks,
 			Logger:          d.log.With("component", "api"),
 			Clock:           d.clk,
 		})

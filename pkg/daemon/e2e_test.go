@@ -180,10 +180,17 @@ func runEndToEnd(t *testing.T, b backend) {
 		}
 	}()
 
-	id := register(t, d.Addr(), map[string]any{"name": "fixture", "url": srv.url(), "schedule": "@every 1s", "timeout": "2s"})
+	const secret = "Bearer e2e-secret-token"
+	id := register(t, d.Addr(), map[string]any{"name": "fixture", "url": srv.url(), "schedule": "@every 1s", "timeout": "2s",
+		"headers": map[string]string{"Authorization": secret}})
 	eventually(t, 20*time.Second, "an up verdict", func() bool {
 		return latestState(t, d.Addr(), id) == msg.StateUp
 	})
+	for _, path := range []string{"/v1/endpoints/" + id, "/v1/endpoints", "/v1/endpoints/" + id + "/verdicts", "/metrics"} {
+		if body := get(t, d.Addr(), path); strings.Contains(body, "e2e-secret-token") {
+			t.Fatalf("GET %s returns the secret header value", path)
+		}
+	}
 
 	srv.stop()
 	open := rcv.wait(t, 30*time.Second)
@@ -233,6 +240,20 @@ func register(t *testing.T, addr string, body map[string]any) string {
 		t.Fatalf("register: no id in %s (%v)", raw, err)
 	}
 	return ep.ID
+}
+
+func get(t *testing.T, addr, path string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	return string(b)
 }
 
 func latestState(t *testing.T, addr, id string) msg.State {
