@@ -109,8 +109,8 @@ func TestPanelQueriesReturnData(t *testing.T) {
 	}
 	api := startMcpmon(t, ctx, bin, args, env)
 
-	upID := register(t, api, "fixture-up", up.URL+"/mcp")
-	downID := register(t, api, "fixture-down", downURL)
+	upID := register(t, ctx, api, "fixture-up", up.URL+"/mcp")
+	downID := register(t, ctx, api, "fixture-down", downURL)
 
 	// 3. Prometheus scraping mcpmon every second.
 	prom := startPrometheus(t, ctx, promBin, dir, strings.TrimPrefix(api, "http://"))
@@ -330,7 +330,7 @@ func startMcpmon(t *testing.T, ctx context.Context, bin string, args, env []stri
 	select {
 	case api := <-found:
 		waitFor(t, ctx, "mcpmon /readyz", func() error {
-			resp, err := http.Get(api + "/readyz")
+			resp, err := httpGet(ctx, api+"/readyz")
 			if err != nil {
 				return err
 			}
@@ -349,10 +349,20 @@ func startMcpmon(t *testing.T, ctx context.Context, bin string, args, env []stri
 	return ""
 }
 
-func register(t *testing.T, api, name, target string) string {
+func httpGet(ctx context.Context, u string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	return http.DefaultClient.Do(req)
+}
+
+func register(t *testing.T, ctx context.Context, api, name, target string) string {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"name": name, "url": target, "schedule": "@every 1s", "timeout": "2s"})
-	resp, err := http.Post(api+"/v1/endpoints", "application/json", bytes.NewReader(body))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, api+"/v1/endpoints", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +402,7 @@ scrape_configs:
 	start(t, "prometheus", cmd, nil)
 	p := promAPI{base: "http://" + addr}
 	waitFor(t, ctx, "prometheus /-/ready", func() error {
-		resp, err := http.Get(p.base + "/-/ready")
+		resp, err := httpGet(ctx, p.base+"/-/ready")
 		if err != nil {
 			return err
 		}

@@ -58,7 +58,7 @@ func TestNewRegistryIsolated(t *testing.T) {
 func get(t *testing.T, h http.Handler, path string) (int, string, http.Header) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, path, nil))
 	body, _ := io.ReadAll(rec.Result().Body)
 	return rec.Code, string(body), rec.Result().Header
 }
@@ -145,7 +145,7 @@ func TestOpsHandlerReadyTimeout(t *testing.T) {
 func TestOpsHandlerMethod(t *testing.T) {
 	h := metrics.OpsHandler(metrics.NewRegistry("x"), nil)
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/healthz", nil))
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/healthz", nil))
 	if rec.Code != http.StatusMethodNotAllowed {
 		t.Fatalf("POST /healthz: %d", rec.Code)
 	}
