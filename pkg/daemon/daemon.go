@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/mcpmon/mcpmon/aggregator"
 	"github.com/mcpmon/mcpmon/alerter"
@@ -277,7 +278,7 @@ func (d *Daemon) ready(ctx context.Context) error {
 }
 
 func (d *Daemon) publisher(name string, qm *queue.Metrics) *queue.Publisher {
-	p := queue.NewPublisher(d.qs.get(name), queue.PublisherOptions{Logger: d.log.With("component", "publisher", "queue", name), Metrics: qm})
+	p := queue.NewPublisher(d.qs.get(name), queue.PublisherOptions{Logger: d.log, Metrics: qm})
 	d.pubs = append(d.pubs, p)
 	return p
 }
@@ -289,7 +290,7 @@ func (d *Daemon) consume(ctx context.Context, name string, h queue.Handler, conc
 	// The consumer stops receiving when ctx ends; a handler it already
 	// started runs on the drain context (see Daemon.drain).
 	drained := func(_ context.Context, m queue.Message) error { return h(d.drain, m) }
-	opts := queue.ConsumerOptions{Concurrency: concurrency, Clock: d.clk, Logger: d.log.With("component", "consumer", "queue", name), Metrics: qm}
+	opts := queue.ConsumerOptions{Concurrency: concurrency, Clock: d.clk, Logger: d.log, Metrics: qm}
 	d.loop(ctx, "consume "+name, func(ctx context.Context) error { return queue.Consume(ctx, d.qs.get(name), drained, opts) })
 }
 
@@ -303,7 +304,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 
 	if d.role.has(RoleAPI) {
 		sched := scheduler.New(d.publisher(msg.QueueCommands, qm), scheduler.Options{
-			Clock: d.clk, Logger: d.log.With("component", "scheduler"), Metrics: scheduler.NewMetrics(reg),
+			Clock: d.clk, Logger: d.log, Metrics: scheduler.NewMetrics(reg),
 		})
 		eps, err := d.st.ListEndpoints(ctx)
 		if err != nil {
@@ -313,7 +314,9 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			return fmt.Errorf("schedule endpoints: %w", err)
 		}
 		d.loop(ctx, "scheduler", sched.Run)
-		d.loop(ctx, "scheduler sync", func(ctx context.Context) error { return d.resync(ctx, sched) })
+		// Changes made through another API replica reach this scheduler
+		// through the periodic resync.
+		d.loop(ctx, "scheduler sync", func(ctx context.Context) error { return sched.SyncEvery(ctx, d.st, 15*time.Second) })
 		allow := o.AllowPrivateTargets
 		h := api.New(api.Options{
 			Store:           d.st,
@@ -321,7 +324,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			TargetValidator: func(u string) error { return prober.ValidateTarget(u, allow) },
 			SinkValidator:   validateEndpointSinks,
 			SinkRedactor:    redactEndpointSinks,
-			Logger:          d.log.With("component", "api"),
+			Logger:          d.log,
 			Clock:           d.clk,
 		})
 		mux.Handle("/v1/", h)
@@ -330,7 +333,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		p := prober.New(prober.Options{
 			AllowPrivateTargets: o.AllowPrivateTargets,
 			Region:              o.Region,
-			Logger:              d.log.With("component", "prober"),
+			Logger:              d.log,
 			Metrics:             prober.NewMetrics(reg),
 			Clock:               d.clk,
 			Catalogs:            d.st,
@@ -347,7 +350,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Window:    o.Window,
 			Grace:     o.Grace,
 			Clock:     d.clk,
-			Logger:    d.log.With("component", "aggregator"),
+			Logger:    d.log,
 			Metrics:   aggregator.NewMetrics(reg),
 		})
 		if err != nil {
@@ -366,7 +369,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Sinks:    sinks.global,
 			SinksFor: sinks.forEndpoint,
 			Clock:    d.clk,
-			Logger:   d.log.With("component", "alerter"),
+			Logger:   d.log,
 			Metrics:  alerter.NewMetrics(reg),
 			Owner:    o.ReplicaID,
 		})
@@ -377,28 +380,6 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		d.loop(ctx, "alerter sweep", al.Run)
 	}
 	return nil
-}
-
-// resync reloads the endpoint list so changes made through another API
-// replica take effect here.
-func (d *Daemon) resync(ctx context.Context, sched *scheduler.Scheduler) error {
-	t := time.NewTicker(15 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			eps, err := d.st.ListEndpoints(ctx)
-			if err != nil {
-				d.log.Warn("scheduler resync: cannot list endpoints; keeping the current schedule", "err", err)
-				continue
-			}
-			if err := sched.Sync(ctx, eps); err != nil {
-				d.log.Warn("scheduler resync", "err", err)
-			}
-		}
-	}
 }
 
 func (d *Daemon) banner(w io.Writer) {
@@ -420,3 +401,6 @@ register an MCP endpoint:
 }
 
 var flagHelp = flag.ErrHelp
+
+// Gather scrapes the process's registry (the load harness reads it).
+func (d *Daemon) Gather() ([]*dto.MetricFamily, error) { return d.reg.Gather() }

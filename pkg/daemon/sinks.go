@@ -30,7 +30,7 @@ func (d *Daemon) sinks() (sinkSet, error) {
 		}
 		cfgs = append(cfgs, fromFile...)
 	}
-	logger := d.log.With("component", "sinks")
+	logger := d.log
 	global, err := sinks.Build(cfgs, nil, logger)
 	if err != nil {
 		return set, fmt.Errorf("alert sinks: %w", err)

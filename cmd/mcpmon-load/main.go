@@ -1,0 +1,305 @@
+// Command mcpmon-load is the load harness behind `make bench`: it starts N
+// go-sdk MCP servers on 127.0.0.1, runs the whole mcpmon pipeline in-process
+// against them for a fixed duration, and prints a table of what it cost —
+// probes per second, CPU per probe, probe→verdict delay, memory and, on SQS,
+// SQS requests per probe result. All traffic stays on 127.0.0.1 and the run
+// is bounded in time.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/daemon"
+	"github.com/mcpmon/mcpmon/pkg/metrics"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+type options struct {
+	endpoints   int
+	duration    time.Duration
+	queue       string
+	sqsEndpoint string
+	redisURL    string
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var o options
+	fs := flag.NewFlagSet("mcpmon-load", flag.ContinueOnError)
+	fs.IntVar(&o.endpoints, "endpoints", 50, "MCP servers to register (each probed every second)")
+	fs.DurationVar(&o.duration, "duration", 25*time.Second, "how long to run the pipeline")
+	fs.StringVar(&o.queue, "queue", "embedded", "embedded or sqs")
+	fs.StringVar(&o.sqsEndpoint, "sqs-endpoint", os.Getenv("MCPMON_TEST_SQS_ENDPOINT"), "SQS endpoint (an emulator on 127.0.0.1)")
+	fs.StringVar(&o.redisURL, "redis-url", "", "use Redis as the store")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	if o.endpoints < 1 || o.endpoints > 2000 || o.duration < 5*time.Second || o.duration > 10*time.Minute {
+		fmt.Fprintln(os.Stderr, "mcpmon-load: --endpoints must be 1..2000 and --duration 5s..10m")
+		os.Exit(2)
+	}
+	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "mcpmon-load:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	dir, err := os.MkdirTemp("", "mcpmon-load-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	urls, closeServers, err := startServers(o.endpoints)
+	if err != nil {
+		return err
+	}
+	defer closeServers()
+
+	cfg := config.Defaults()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.DataDir = dir
+	cfg.Window = 5 * time.Second
+	cfg.Grace = time.Second
+	cfg.AllowPrivateTargets = true
+	cfg.ProbeConcurrency = 32
+	if o.queue == config.QueueSQS {
+		if o.sqsEndpoint == "" {
+			return errors.New("--queue sqs needs --sqs-endpoint (or MCPMON_TEST_SQS_ENDPOINT)")
+		}
+		cfg.Queue = config.QueueSQS
+		cfg.SQSEndpoint = o.sqsEndpoint
+		cfg.SQSRegion = "us-east-1"
+		cfg.SQSPrefix = fmt.Sprintf("load%d-", time.Now().UnixNano())
+		setDummyAWSCreds()
+	}
+	if o.redisURL != "" {
+		cfg.Store = config.StoreRedis
+		cfg.RedisURL = o.redisURL
+		cfg.RedisPrefix = fmt.Sprintf("mcpmon-load-%d:", time.Now().UnixNano())
+	}
+	reg := metrics.NewRegistry(daemon.Version)
+	d, err := daemon.Start(ctx, daemon.RoleAll, cfg, daemon.Deps{Registry: reg, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return err
+	}
+	for i, u := range urls {
+		_, err := d.Store().CreateEndpoint(ctx, store.Endpoint{
+			ID: fmt.Sprintf("load%04d", i), Name: fmt.Sprintf("load %d", i), URL: u, Transport: "auto",
+			Schedule: "@every 1s", Timeout: 5 * time.Second,
+		})
+		if err != nil {
+			return fmt.Errorf("register endpoint %d: %w", i, err)
+		}
+	}
+	// Endpoints were written straight to the store; restart so the
+	// scheduler loads them all at once (the API path schedules one by one).
+	d.Stop()
+	if err := d.Wait(); err != nil {
+		return err
+	}
+	d, err = daemon.Start(ctx, daemon.RoleAll, cfg, daemon.Deps{Registry: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return err
+	}
+	reg = nil
+	_ = reg
+
+	var before syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	start := time.Now()
+	fmt.Fprintf(stderr, "load: %d endpoints probed every 1s for %s on the %s queue ...\n", o.endpoints, o.duration, o.queue)
+	progress := time.NewTicker(5 * time.Second)
+	deadline := time.NewTimer(o.duration)
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-deadline.C:
+			break loop
+		case <-progress.C:
+			fmt.Fprintf(stderr, "load: %s elapsed\n", time.Since(start).Round(time.Second))
+		}
+	}
+	progress.Stop()
+	elapsed := time.Since(start)
+	var after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+
+	snap, err := gather(d)
+	d.Stop()
+	if werr := d.Wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
+		return err
+	}
+	cpu := tv(after.Utime) + tv(after.Stime) - tv(before.Utime) - tv(before.Stime)
+	probes := snap.sum("mcpmon_probes_total")
+	rows := [][2]string{
+		{"endpoints × schedule", fmt.Sprintf("%d × @every 1s", o.endpoints)},
+		{"queue / store", fmt.Sprintf("%s / %s", cfg.Queue, cfg.Store)},
+		{"duration", elapsed.Round(time.Millisecond).String()},
+		{"probes", fmt.Sprintf("%.0f (%.1f/s)", probes, probes/elapsed.Seconds())},
+		{"verdicts", fmt.Sprintf("%.0f", snap.sum("mcpmon_verdicts_total"))},
+		{"CPU per probe (whole pipeline, servers included)", perProbe(cpu, probes)},
+		{"probe → verdict delay p50 / p99", snap.quantiles("mcpmon_pipeline_delay_seconds", "probe_to_verdict")},
+		{"heap in use at end", fmt.Sprintf("%.1f MiB", float64(ms.HeapInuse)/(1<<20))},
+	}
+	if cfg.Queue == config.QueueSQS {
+		results := snap.labelled("mcpmon_queue_sends_total", "queue", "results")
+		reqs := snap.sum("mcpmon_sqs_requests_total")
+		rows = append(rows, [2]string{"SQS requests (all queues) per probe result", ratio(reqs, results)})
+	}
+	fmt.Fprintln(stdout, "| measure | value |")
+	fmt.Fprintln(stdout, "|---|---|")
+	for _, r := range rows {
+		fmt.Fprintf(stdout, "| %s | %s |\n", r[0], r[1])
+	}
+	return nil
+}
+
+func setDummyAWSCreds() {
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1"} {
+		if os.Getenv(k) == "" {
+			os.Setenv(k, v)
+		}
+	}
+}
+
+func tv(t syscall.Timeval) time.Duration {
+	return time.Duration(t.Sec)*time.Second + time.Duration(t.Usec)*time.Microsecond
+}
+
+func perProbe(cpu time.Duration, probes float64) string {
+	if probes == 0 {
+		return "n/a"
+	}
+	return (time.Duration(float64(cpu) / probes)).Round(time.Microsecond).String()
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.3f (%.0f requests / %.0f results)", a/b, a, b)
+}
+
+func startServers(n int) ([]string, func(), error) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "load", Version: "1.0.0"}, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: true})
+	var servers []*http.Server
+	var urls []string
+	closeAll := func() {
+		for _, s := range servers {
+			_ = s.Close()
+		}
+	}
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		s := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+		servers = append(servers, s)
+		go func() { _ = s.Serve(ln) }()
+		urls = append(urls, "http://"+ln.Addr().String()+"/mcp")
+	}
+	return urls, closeAll, nil
+}
+
+// snapshot is a scrape of the daemon's /metrics.
+type snapshot map[string]*dto.MetricFamily
+
+func gather(d *daemon.Daemon) (snapshot, error) {
+	mfs, err := d.Gather()
+	if err != nil {
+		return nil, err
+	}
+	s := snapshot{}
+	for _, mf := range mfs {
+		s[mf.GetName()] = mf
+	}
+	return s, nil
+}
+
+func (s snapshot) sum(name string) float64 {
+	var t float64
+	if mf, ok := s[name]; ok {
+		for _, m := range mf.GetMetric() {
+			t += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return t
+}
+
+func (s snapshot) labelled(name, label, value string) float64 {
+	var t float64
+	if mf, ok := s[name]; ok {
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label && lp.GetValue() == value {
+					t += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return t
+}
+
+// quantiles estimates p50 and p99 from a histogram's buckets (upper bounds).
+func (s snapshot) quantiles(name, stage string) string {
+	mf, ok := s[name]
+	if !ok {
+		return "n/a"
+	}
+	for _, m := range mf.GetMetric() {
+		match := false
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == "stage" && lp.GetValue() == stage {
+				match = true
+			}
+		}
+		h := m.GetHistogram()
+		if !match || h.GetSampleCount() == 0 {
+			continue
+		}
+		bs := h.GetBucket()
+		sort.Slice(bs, func(i, j int) bool { return bs[i].GetUpperBound() < bs[j].GetUpperBound() })
+		q := func(p float64) string {
+			want := p * float64(h.GetSampleCount())
+			for _, b := range bs {
+				if float64(b.GetCumulativeCount()) >= want {
+					return fmt.Sprintf("≤ %gs", b.GetUpperBound())
+				}
+			}
+			return "> last bucket"
+		}
+		return q(0.5) + " / " + q(0.99)
+	}
+	return "n/a"
+}
