@@ -60,9 +60,12 @@ func TestPanelQueriesReturnData(t *testing.T) {
 		t.Skip("builds mcpmon and runs Prometheus")
 	}
 	promBin := tool(t, envPrometheus, "prometheus")
-	ctx, cancel := context.WithTimeout(context.Background(), deadline+60*time.Second)
-	defer cancel()
 	dir := t.TempDir()
+	// Building is not part of the time budget: under `make test` it competes
+	// with every other package's compile.
+	bin := buildMcpmon(t, dir)
+	ctx, cancel := context.WithTimeout(t.Context(), deadline+30*time.Second)
+	defer cancel()
 
 	// 1. The peers mcpmon watches and alerts: a TLS go-sdk MCP server, a
 	// closed port, a webhook receiver.
@@ -89,7 +92,6 @@ func TestPanelQueriesReturnData(t *testing.T) {
 	defer hook.Close()
 
 	// 2. mcpmon, all roles in one process.
-	bin := buildMcpmon(t, ctx, dir)
 	args := []string{"run", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--window", "2s",
 		"--grace", "1s", "--allow-private-targets", "--webhook-url", hook.URL}
 	env := append(os.Environ(), "SSL_CERT_FILE="+caFile) // the prober trusts the fixture's certificate
@@ -241,10 +243,12 @@ func closedPort(t *testing.T) string {
 	return addr
 }
 
-func buildMcpmon(t *testing.T, ctx context.Context, dir string) string {
+func buildMcpmon(t *testing.T, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "mcpmon")
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin, "../cmd/mcpmon")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/mcpmon: %v\n%s", err, out)
