@@ -32,7 +32,7 @@ func openStore(ctx context.Context, o config.Options, clk clock.Clock, logger *s
 			return nil, fmt.Errorf("create data dir %s: %w", o.DataDir, err)
 		}
 		path := filepath.Join(o.DataDir, "store.db")
-		s, err := bolt.Open(path, bolt.Options{Clock: clk, LedgerTTL: o.LedgerTTL, Logger: logger.With("component", "store")})
+		s, err := bolt.Open(path, bolt.Options{Clock: clk, LedgerTTL: o.LedgerTTL, Logger: logger})
 		if err != nil {
 			return nil, fmt.Errorf("open embedded store %s (is another mcpmon using this --data-dir?): %w", path, err)
 		}
@@ -50,7 +50,7 @@ func openQueues(ctx context.Context, o config.Options, clk clock.Clock, logger *
 		if err := os.MkdirAll(o.DataDir, 0o750); err != nil {
 			return nil, fmt.Errorf("create data dir %s: %w", o.DataDir, err)
 		}
-		b, err := embedded.Open(o.DataDir, cfgs, embedded.Options{Clock: clk, Logger: logger.With("component", "queue")})
+		b, err := embedded.Open(o.DataDir, cfgs, embedded.Options{Clock: clk, Logger: logger})
 		if err != nil {
 			return nil, fmt.Errorf("open embedded queue in %s (is another mcpmon using this --data-dir?): %w", o.DataDir, err)
 		}
