@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# `make bench`: Go benchmarks for the hot paths and the load harness table.
+# Starts fauxqs (as make test does) so the SQS cost figures are real requests
+# counted by the SDK middleware, all on 127.0.0.1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+peers_dir=$(mktemp -d "${TMPDIR:-/tmp}/mcpmon-bench.XXXXXX")
+trap 'bash .ci/stop-peers.sh "$peers_dir" || true' EXIT
+for peer in fauxqs redis; do
+  echo "==> starting $peer" >&2
+  eval "$(bash ".ci/start-$peer.sh" "$peers_dir")"
+done
+
+echo "==> Go benchmarks" >&2
+go test -run '^$' -bench . -benchmem -benchtime "${BENCHTIME:-1x}" \
+  ./pkg/scheduler/ ./prober/ ./pkg/queue/... ./pkg/msg/ 2>&1 | tee "$peers_dir/bench.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
+
+echo
+echo "==> load harness: whole pipeline, embedded queue and store" >&2
+go run ./cmd/mcpmon-load --endpoints 50 --duration 25s
+echo
+echo "==> load harness: whole pipeline on SQS (fauxqs) and Redis" >&2
+go run ./cmd/mcpmon-load --endpoints 50 --duration 25s --queue sqs --redis-url "$MCPMON_TEST_REDIS_URL"
