@@ -181,7 +181,7 @@ func build(c Config, hc *http.Client, logger *slog.Logger) (alert.Sink, error) {
 		if c.SMTPCAFile != "" {
 			pem, rerr := os.ReadFile(c.SMTPCAFile)
 			if rerr != nil {
-				return nil, fmt.Errorf("%w: sink %q: smtpCAFile: %v", ErrInvalid, c.Name, rerr)
+				return nil, fmt.Errorf("%w: sink %q: smtpCAFile: %w", ErrInvalid, c.Name, rerr)
 			}
 			roots = x509.NewCertPool()
 			if !roots.AppendCertsFromPEM(pem) {
@@ -194,7 +194,7 @@ func build(c Config, hc *http.Client, logger *slog.Logger) (alert.Sink, error) {
 		return nil, fmt.Errorf("%w: sink %q: type %q unsupported", ErrInvalid, c.Name, c.Type)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: sink %q: %v", ErrInvalid, c.Name, err)
+		return nil, fmt.Errorf("%w: sink %q: %w", ErrInvalid, c.Name, err)
 	}
 	return s, nil
 }

@@ -309,7 +309,9 @@ func TestBuiltSinksDeliverAndTimeOut(t *testing.T) {
 func TestBuildRejectsBadCAFile(t *testing.T) {
 	dir := t.TempDir()
 	junk := filepath.Join(dir, "ca.pem")
-	os.WriteFile(junk, []byte("not a certificate"), 0o600)
+	if err := os.WriteFile(junk, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, path := range []string{junk, filepath.Join(dir, "missing.pem")} {
 		_, err := Build([]Config{{Name: "m", Type: TypeEmail, SMTPAddr: "h:25", From: "a@b.example", To: []string{"c@d.example"},
 			SMTPUsername: "u", SMTPPassword: "smtp-pa55-w0rd", SMTPCAFile: path}}, nil, nil)

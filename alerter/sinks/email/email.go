@@ -104,7 +104,7 @@ func New(o Options) (*Sink, error) {
 	}
 	from, err := mail.ParseAddress(o.From)
 	if err != nil {
-		return nil, fmt.Errorf("%w: sink %q: from %q: %v", ErrConfig, o.Name, o.From, err)
+		return nil, fmt.Errorf("%w: sink %q: from %q: %w", ErrConfig, o.Name, o.From, err)
 	}
 	if len(o.To) == 0 {
 		return nil, fmt.Errorf("%w: sink %q: to needs at least one recipient", ErrConfig, o.Name)
@@ -113,7 +113,7 @@ func New(o Options) (*Sink, error) {
 	for _, r := range o.To {
 		a, err := mail.ParseAddress(r)
 		if err != nil {
-			return nil, fmt.Errorf("%w: sink %q: to %q: %v", ErrConfig, o.Name, r, err)
+			return nil, fmt.Errorf("%w: sink %q: to %q: %w", ErrConfig, o.Name, r, err)
 		}
 		to = append(to, a)
 	}
@@ -165,22 +165,22 @@ func (s *Sink) send(ctx context.Context, msg []byte) (err error) {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
 	if s.o.TLS == TLSImplicit {
 		tc := tls.Client(conn, s.tlsConfig())
 		if err := tc.HandshakeContext(ctx); err != nil {
-			conn.Close()
+			_ = conn.Close()
 			return &tlsError{err}
 		}
 		conn = tc
 	}
 	c, err := smtp.NewClient(conn, s.host)
 	if err != nil {
-		conn.Close()
+		_ = conn.Close()
 		return err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if err := c.Hello(s.o.Helo); err != nil {
 		return err
 	}

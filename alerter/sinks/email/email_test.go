@@ -122,11 +122,15 @@ type mpSummary struct {
 
 func (p smtpPeer) get(t *testing.T, path string, v any) {
 	t.Helper()
-	resp, err := http.Get(p.api + path)
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, p.api+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != 200 {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("mailpit %s: %d %s", path, resp.StatusCode, b)
@@ -304,12 +308,12 @@ func TestCredentialsWithoutTLSFailWithoutLeaking(t *testing.T) {
 }
 
 func TestUnreachableServerIsRetryable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close()
+	_ = ln.Close()
 	s, err := New(Options{Name: "mail", Addr: addr, From: "a@b.example", To: []string{"c@d.example"}, Username: "u", Password: password})
 	if err != nil {
 		t.Fatal(err)
@@ -325,16 +329,16 @@ func TestUnreachableServerIsRetryable(t *testing.T) {
 }
 
 func TestHungServerTimesOut(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	go func() { // accepts and never greets
 		c, err := ln.Accept()
 		if err == nil {
-			defer c.Close()
-			io.Copy(io.Discard, c)
+			defer func() { _ = c.Close() }()
+			_, _ = io.Copy(io.Discard, c)
 		}
 	}()
 	s, err := New(Options{Name: "mail", Addr: ln.Addr().String(), From: "a@b.example", To: []string{"c@d.example"}, Timeout: 200 * time.Millisecond})
@@ -383,7 +387,7 @@ func TestMessageFormat(t *testing.T) {
 	if err != nil || !strings.Contains(string(body), strings.TrimSpace(strings.Repeat("long reason ", 200))) {
 		t.Errorf("quoted-printable body does not round-trip: %v", err)
 	}
-	if MessageID("k1", "x") == MessageID("k2", "x") || MessageID("k1", "x") != MessageID("k1", "x") {
+	if a, b := MessageID("k1", "x"), MessageID("k1", "x"); a != b || a == MessageID("k2", "x") {
 		t.Error("MessageID must be a stable function of the key")
 	}
 }

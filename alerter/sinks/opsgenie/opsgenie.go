@@ -160,7 +160,7 @@ func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
 	}
 	b, err := json.Marshal(body)
 	if err != nil {
-		return fmt.Errorf("sink %q: %w: encode request: %v", s.o.Name, alert.ErrPermanent, err)
+		return fmt.Errorf("sink %q: %w: encode request: %w", s.o.Name, alert.ErrPermanent, err)
 	}
 	resp, err := post.Do(ctx, s.client, post.Request{
 		Sink: s.o.Name, URL: target, Body: b, Now: s.o.Clock.Now,

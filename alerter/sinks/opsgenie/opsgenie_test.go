@@ -81,7 +81,7 @@ func (a *alertAPI) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	fail := func(status int, msg string) {
 		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(map[string]any{"message": msg, "took": 0.001, "requestId": "r-err"})
+		_ = json.NewEncoder(w).Encode(map[string]any{"message": msg, "took": 0.001, "requestId": "r-err"})
 	}
 	if a.override != 0 {
 		fail(a.override, "overridden")
@@ -138,7 +138,7 @@ func (a *alertAPI) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
-	json.NewEncoder(w).Encode(Response{Result: "Request will be processed", Took: 0.302, RequestID: "43a29c5c-3dbf-4fa4-9c26-f4f71023e120"})
+	_ = json.NewEncoder(w).Encode(Response{Result: "Request will be processed", Took: 0.302, RequestID: "43a29c5c-3dbf-4fa4-9c26-f4f71023e120"})
 }
 
 func validateCreate(c CreateAlert) string {

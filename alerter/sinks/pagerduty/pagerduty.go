@@ -157,7 +157,7 @@ func (s *Sink) Name() string { return s.o.Name }
 func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
 	body, err := json.Marshal(s.NewEvent(n))
 	if err != nil {
-		return fmt.Errorf("sink %q: %w: encode event: %v", s.o.Name, alert.ErrPermanent, err)
+		return fmt.Errorf("sink %q: %w: encode event: %w", s.o.Name, alert.ErrPermanent, err)
 	}
 	resp, err := post.Do(ctx, s.client, post.Request{
 		Sink: s.o.Name, URL: s.o.URL, Body: body, Now: s.o.Clock.Now,

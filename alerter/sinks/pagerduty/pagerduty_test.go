@@ -70,12 +70,12 @@ func (a *eventsAPI) serve(w http.ResponseWriter, r *http.Request) {
 	a.mu.Unlock()
 	if override != 0 {
 		w.WriteHeader(override)
-		io.WriteString(w, `{"status":"throttle event","message":"Requests for this service are arriving too quickly."}`)
+		_, _ = io.WriteString(w, `{"status":"throttle event","message":"Requests for this service are arriving too quickly."}`)
 		return
 	}
 	reject := func(msg string) {
 		w.WriteHeader(http.StatusBadRequest)
-		json.NewEncoder(w).Encode(Response{Status: "invalid event", Message: "Event object is invalid", Errors: []string{msg}})
+		_ = json.NewEncoder(w).Encode(Response{Status: "invalid event", Message: "Event object is invalid", Errors: []string{msg}})
 	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v2/enqueue" || r.Header.Get("Content-Type") != "application/json" {
 		reject("want POST /v2/enqueue with application/json")
@@ -98,7 +98,7 @@ func (a *eventsAPI) serve(w http.ResponseWriter, r *http.Request) {
 	a.raw = append(a.raw, body)
 	a.mu.Unlock()
 	w.WriteHeader(http.StatusAccepted)
-	json.NewEncoder(w).Encode(Response{Status: "success", Message: "Event processed", DedupKey: ev.DedupKey})
+	_ = json.NewEncoder(w).Encode(Response{Status: "success", Message: "Event processed", DedupKey: ev.DedupKey})
 }
 
 // validate applies the Events API v2 field rules from PagerDuty's docs.
@@ -214,7 +214,9 @@ func TestTriggerAndResolveFields(t *testing.T) {
 
 	// The documented resolve event is exactly routing_key, dedup_key, event_action.
 	var res map[string]any
-	json.Unmarshal(api.raw[2], &res)
+	if err := json.Unmarshal(api.raw[2], &res); err != nil {
+		t.Fatal(err)
+	}
 	if len(res) != 3 || res["event_action"] != "resolve" || res["dedup_key"] != "ep1-20260304T050000Z" || res["routing_key"] != routingKey {
 		t.Errorf("resolve event = %v", res)
 	}
@@ -295,7 +297,7 @@ func TestRejectedEventIsPermanentAndScrubbed(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		w.WriteHeader(http.StatusBadRequest)
-		w.Write(b)
+		_, _ = w.Write(b)
 	}))
 	defer srv.Close()
 	s, err := New(Options{Name: "pd", RoutingKey: routingKey, URL: srv.URL})

@@ -87,7 +87,7 @@ func Do(ctx context.Context, c *http.Client, r Request) (*Response, error) {
 	if err != nil {
 		return nil, transportError(r, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBodyKeep))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // let the connection be reused
 	out := &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}

@@ -68,7 +68,7 @@ func TestDoSetsDefaultsAndRejectsBadURL(t *testing.T) {
 	var ct, ua string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ct, ua = r.Header.Get("Content-Type"), r.Header.Get("User-Agent")
-		w.Write([]byte("fine"))
+		_, _ = w.Write([]byte("fine"))
 	}))
 	defer srv.Close()
 	resp, err := Do(context.Background(), Client(nil, time.Second), Request{Sink: "s", URL: srv.URL, Body: []byte(`{}`)})

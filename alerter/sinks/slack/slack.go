@@ -120,7 +120,7 @@ func (s *Sink) Name() string { return s.name }
 func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
 	body, err := json.Marshal(NewMessage(n))
 	if err != nil {
-		return fmt.Errorf("sink %q: %w: encode message: %v", s.name, alert.ErrPermanent, err)
+		return fmt.Errorf("sink %q: %w: encode message: %w", s.name, alert.ErrPermanent, err)
 	}
 	resp, err := post.Do(ctx, s.client, post.Request{
 		Sink: s.name, URL: s.url, Body: body, Now: s.clock.Now,

@@ -79,7 +79,7 @@ func newReceiver(t *testing.T) *slackReceiver {
 			w.Header()[k] = v
 		}
 		w.WriteHeader(status)
-		io.WriteString(w, answer)
+		_, _ = io.WriteString(w, answer)
 	}))
 	t.Cleanup(r.srv.Close)
 	return r

@@ -155,7 +155,7 @@ func (s *Sink) Name() string { return s.name }
 func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
 	body, err := json.Marshal(NewPayload(n))
 	if err != nil {
-		return fmt.Errorf("sink %q: %w: encode payload: %v", s.name, alert.ErrPermanent, err)
+		return fmt.Errorf("sink %q: %w: encode payload: %w", s.name, alert.ErrPermanent, err)
 	}
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")

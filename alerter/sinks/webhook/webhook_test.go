@@ -89,7 +89,7 @@ func newReceiver(t *testing.T) *receiver {
 			w.Header()[k] = vs
 		}
 		w.WriteHeader(status)
-		io.WriteString(w, body)
+		_, _ = io.WriteString(w, body)
 	}))
 	t.Cleanup(r.srv.Close)
 	return r
@@ -350,12 +350,12 @@ func TestStatusClassification(t *testing.T) {
 }
 
 func TestNetworkErrorsAreRetryableAndScrubbed(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close() // nothing listens here now: connection refused
+	_ = ln.Close() // nothing listens here now: connection refused
 	url := "http://" + addr + "/hooks/" + pathToken + "?token=" + queryToken
 	err = newSink(t, url, nil).Notify(context.Background(), openNotification())
 	if err == nil || errors.Is(err, alert.ErrPermanent) {
