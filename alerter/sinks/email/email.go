@@ -144,6 +144,11 @@ func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
 	if err := s.send(ctx, msg); err != nil {
+		// Cancellation closes the connection under net/smtp, which then
+		// reports "use of closed network connection": name the real cause.
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w: %w", cerr, err)
+		}
 		return s.classify(err)
 	}
 	s.logger.DebugContext(ctx, "email alert sent", "incident", n.IncidentID, "kind", n.Kind, "recipients", len(s.to))
