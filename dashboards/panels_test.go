@@ -26,8 +26,13 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/mcpmon/mcpmon/dashboards"
+	"github.com/mcpmon/mcpmon/pkg/metrics"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
@@ -211,9 +216,44 @@ func TestPanelQueriesReturnData(t *testing.T) {
 			t.Errorf("%s: %s returned %d series (%v)", what, q, n, err)
 		}
 	}
+	// 7. What mcpmon exports matches the catalog the dashboards are built
+	// on: no unknown or mislabelled mcpmon_* family, and every catalog
+	// family present (SQS-only ones on SQS only).
+	mfs := scrape(t, ctx, api)
+	if err := metrics.Lint(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return mfs, nil })); err != nil {
+		t.Errorf("mcpmon's /metrics disagrees with the catalog:\n%v", err)
+	}
+	got := map[string]bool{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = true
+	}
+	for _, f := range metrics.Catalog() {
+		if !got[f.Name] && (sqsEndpoint != "" || f.Name != "mcpmon_sqs_requests_total") {
+			t.Errorf("catalog metric %s (owner %s) is not exported by mcpmon run", f.Name, f.Owner)
+		}
+	}
 	if alerts.Load() == 0 {
 		t.Error("the webhook received no alert although the Prometheus counter says one was sent")
 	}
+}
+
+func scrape(t *testing.T, ctx context.Context, api string) []*dto.MetricFamily {
+	t.Helper()
+	resp, err := httpGet(ctx, api+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	byName, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	var out []*dto.MetricFamily
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		out = append(out, byName[name])
+	}
+	return out
 }
 
 // tool finds a binary from env (set by .ci/start-prometheus.sh) or PATH.
