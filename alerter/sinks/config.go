@@ -115,7 +115,13 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	if c.Timeout != 0 {
 		j.Timeout = c.Timeout.String()
 	}
-	return json.Marshal(j)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // json.Marshal re-escapes for callers who want it
+	if err := enc.Encode(j); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // UnmarshalJSON reads a Config strictly: unknown fields (typos such as
@@ -341,11 +347,13 @@ func redactURL(raw string, keepPath bool) string {
 // String is the redacted JSON form, so a Config printed by accident leaks
 // nothing.
 func (c Config) String() string {
-	b, err := json.Marshal(c.Redacted())
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // keep "<redacted>" readable
+	if err := enc.Encode(c.Redacted()); err != nil {
 		return "sinks.Config{" + c.Name + "}"
 	}
-	return string(b)
+	return strings.TrimSuffix(buf.String(), "\n")
 }
 
 // GoString keeps %#v redacted too.
