@@ -414,3 +414,18 @@ func TestNewValidates(t *testing.T) {
 		}
 	}
 }
+
+func TestOpportunisticSTARTTLSIsTheDefault(t *testing.T) {
+	p := peer(t)
+	// mailpit requires STARTTLS, so a delivery in the default mode proves
+	// the sink upgraded when the server offered it.
+	s, _ := p.sink(t, func(o *Options) { o.TLS = "" })
+	n := notification(alert.KindOpen)
+	n.Key = uniqueKey(t, alert.KindOpen)
+	if err := s.Notify(context.Background(), n); err != nil {
+		t.Fatalf("default TLS mode: %v", err)
+	}
+	if got := p.byMessageID(t, MessageID(n.Key, "mcpmon.example")); len(got) != 1 {
+		t.Fatalf("got %d messages, want 1", len(got))
+	}
+}
