@@ -55,6 +55,12 @@ type Options struct {
 
 	// ReplicaID names this process in ledger claims; defaults to host-pid.
 	ReplicaID string
+	// ClaimLease is how long an alert claim blocks other replicas; a
+	// crashed holder's claim is taken over after it.
+	ClaimLease time.Duration
+	// Visibility is the consumers' visibility timeout (0: the queue's);
+	// handlers still running extend it by heartbeat.
+	Visibility time.Duration
 }
 
 // Defaults returns the embedded, single-process defaults of `make run`.
@@ -72,6 +78,7 @@ func Defaults() Options {
 		Grace:            5 * time.Second,
 		Region:           "local",
 		ProbeConcurrency: 16,
+		ClaimLease:       2 * time.Minute,
 	}
 }
 
@@ -101,6 +108,8 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	str(&o.WebhookURL, "webhook-url", "send alerts to this webhook (secret: never logged)")
 	str(&o.WebhookSecret, "webhook-secret", "HMAC-SHA256 secret to sign webhook alerts")
 	str(&o.SinksFile, "sinks-file", "JSON file of alert sinks (webhook, slack, pagerduty, opsgenie, email)")
+	dur(&o.ClaimLease, "claim-lease", "how long an alert claim blocks other alerter replicas before a crashed holder's claim is taken over")
+	dur(&o.Visibility, "visibility-timeout", "consumers' visibility timeout (0 = the queue's); running handlers extend it")
 	str(&o.ReplicaID, "replica-id", "identity of this replica in ledger claims (default host-pid)")
 }
 
@@ -184,6 +193,12 @@ func (o Options) Validate() error {
 	}
 	if o.LedgerTTL < time.Hour {
 		errs = append(errs, fmt.Errorf("--ledger-ttl %s: must be at least 1h (SQS redelivers and DLQ replays arrive long after 5 minutes)", o.LedgerTTL))
+	}
+	if o.ClaimLease < time.Second || o.ClaimLease > time.Hour {
+		errs = append(errs, fmt.Errorf("--claim-lease %s: must be between 1s and 1h", o.ClaimLease))
+	}
+	if o.Visibility < 0 || o.Visibility > 12*time.Hour {
+		errs = append(errs, fmt.Errorf("--visibility-timeout %s: must be between 0 and 12h (the SQS cap)", o.Visibility))
 	}
 	if o.ProbeConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("--probe-concurrency %d: must be at least 1", o.ProbeConcurrency))

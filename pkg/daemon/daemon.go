@@ -290,7 +290,7 @@ func (d *Daemon) consume(ctx context.Context, name string, h queue.Handler, conc
 	// The consumer stops receiving when ctx ends; a handler it already
 	// started runs on the drain context (see Daemon.drain).
 	drained := func(_ context.Context, m queue.Message) error { return h(d.drain, m) }
-	opts := queue.ConsumerOptions{Concurrency: concurrency, Clock: d.clk, Logger: d.log, Metrics: qm}
+	opts := queue.ConsumerOptions{Concurrency: concurrency, Visibility: d.opts.Visibility, Clock: d.clk, Logger: d.log, Metrics: qm}
 	d.loop(ctx, "consume "+name, func(ctx context.Context) error { return queue.Consume(ctx, d.qs.get(name), drained, opts) })
 }
 
@@ -372,6 +372,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Logger:   d.log,
 			Metrics:  alerter.NewMetrics(reg),
 			Owner:    o.ReplicaID,
+			Lease:    o.ClaimLease,
 		})
 		if err != nil {
 			return fmt.Errorf("alerter: %w", err)
