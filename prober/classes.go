@@ -1,0 +1,69 @@
+package prober
+
+import "github.com/mcpmon/mcpmon/pkg/msg"
+
+// Failure classes. A probe ends in exactly one class; StatusOf maps it to the
+// probe's status. The table is the contract with the aggregator and the README.
+const (
+	ClassOK                = "ok"                 // handshake and liveness call succeeded
+	ClassDegraded          = "degraded"           // alive, but slower than the latency threshold or tools/list failing
+	ClassRateLimited       = "rate_limited"       // HTTP 429: alive but throttling the probe
+	ClassAuthRequired      = "auth_required"      // 401 with a usable OAuth protected-resource challenge: alive and protected
+	ClassAuthRejected      = "auth_rejected"      // 401 although the endpoint has credentials configured: they are wrong or expired
+	ClassAuthMisconfigured = "auth_misconfigured" // 401 without a usable challenge / metadata: no client can log in
+	ClassForbidden         = "forbidden"          // HTTP 403
+	ClassNotFound          = "not_found"          // HTTP 404/405 on the MCP URL, in every transport tried
+	ClassNotMCP            = "not_mcp"            // 2xx with HTML or no content type
+	ClassProtocolError     = "protocol_error"     // invalid JSON / JSON-RPC / SSE, 406/415, oversized body
+	ClassRPCError          = "rpc_error"          // initialize (or discover) answered with a JSON-RPC error
+	ClassVersionMismatch   = "version_mismatch"   // no protocol revision both sides speak (or not the pinned one)
+	ClassSessionBroken     = "session_broken"     // 404 on a request carrying the session ID right after initialize
+	ClassSSEDeaf           = "sse_deaf"           // legacy SSE: endpoint event received, POSTs never answered on the stream
+	ClassHTTP5xx           = "http_5xx"           // HTTP 5xx
+	ClassTimeout           = "timeout"            // no answer within the endpoint's timeout
+	ClassRefused           = "refused"            // TCP connection refused
+	ClassDNS               = "dns"                // name does not resolve
+	ClassTLS               = "tls"                // handshake failed: unknown authority, expired, wrong name
+	ClassNetwork           = "network_error"      // any other transport failure (reset, EOF mid-response)
+	ClassBlockedTarget     = "blocked_target"     // SSRF guard refused the address (loopback, private, metadata, ...)
+)
+
+// Classes lists every class with its status, in README order. Metric label
+// values and documentation are generated from it.
+var Classes = []struct {
+	Class  string
+	Status msg.Status
+	Doc    string
+}{
+	{ClassOK, msg.StatusUp, "handshake and liveness call succeeded"},
+	{ClassAuthRequired, msg.StatusUp, "401 with an OAuth protected-resource challenge whose metadata resolves: alive and protected (no credentials configured)"},
+	{ClassDegraded, msg.StatusDegraded, "alive, but slower than the latency threshold, or tools/list failing"},
+	{ClassRateLimited, msg.StatusDegraded, "HTTP 429 (Retry-After recorded): alive but throttling"},
+	{ClassAuthRejected, msg.StatusDown, "401 although credentials are configured: wrong or expired"},
+	{ClassAuthMisconfigured, msg.StatusDown, "bare 401, or a challenge whose protected-resource metadata is missing or invalid"},
+	{ClassForbidden, msg.StatusDown, "HTTP 403"},
+	{ClassNotFound, msg.StatusDown, "HTTP 404/405 for every transport tried"},
+	{ClassNotMCP, msg.StatusDown, "2xx with HTML or no content type"},
+	{ClassProtocolError, msg.StatusDown, "invalid JSON, not JSON-RPC, bad SSE, 406/415, body over the size cap"},
+	{ClassRPCError, msg.StatusDown, "initialize / server/discover answered with a JSON-RPC error"},
+	{ClassVersionMismatch, msg.StatusDown, "no common protocol revision, or not the pinned one"},
+	{ClassSessionBroken, msg.StatusDown, "404 on the session right after initialize (load balancer without sticky sessions)"},
+	{ClassSSEDeaf, msg.StatusDown, "legacy SSE: endpoint event, then POSTs never answered on the stream"},
+	{ClassHTTP5xx, msg.StatusDown, "HTTP 5xx"},
+	{ClassTimeout, msg.StatusDown, "no answer within the endpoint timeout"},
+	{ClassRefused, msg.StatusDown, "TCP connection refused"},
+	{ClassDNS, msg.StatusDown, "host name does not resolve"},
+	{ClassTLS, msg.StatusDown, "TLS handshake failed (unknown authority, expired, wrong host)"},
+	{ClassNetwork, msg.StatusDown, "other transport failure (reset, truncated response)"},
+	{ClassBlockedTarget, msg.StatusDown, "SSRF guard refused the target address"},
+}
+
+// StatusOf maps a class to the probe status; unknown classes are down.
+func StatusOf(class string) msg.Status {
+	for _, c := range Classes {
+		if c.Class == class {
+			return c.Status
+		}
+	}
+	return msg.StatusDown
+}

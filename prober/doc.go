@@ -1,0 +1,42 @@
+// Package prober owns the MCP probe: it speaks just enough of the Model
+// Context Protocol over HTTP to tell whether a remote MCP server is alive, and
+// classifies every way it can fail.
+//
+// Data enters as a msg.ProbeCommand (through Worker.Handle, a queue.Handler
+// for the commands queue) plus the store.Endpoint it names; it leaves as one
+// msg.ProbeResult per command, published to the results queue with group =
+// endpoint ID and dedup ID = <endpointId>-<probeRunId>, the latest result kept
+// in the store, the tool catalog kept under store.Objects kind "catalog", and
+// the prober metrics.
+//
+// # Eras
+//
+// A probe speaks every protocol era a public server may (see Versions):
+// 2026-07-28 stateless (server/discover with params._meta and Mcp-Method),
+// Streamable HTTP 2025-03-26 / 2025-06-18 / 2025-11-25 (initialize →
+// notifications/initialized → ping → tools/list → DELETE, JSON or SSE answers,
+// Mcp-Session-Id, MCP-Protocol-Version) and legacy HTTP+SSE 2024-11-05.
+// Transport "auto" tries server/discover, falls back to initialize on a
+// 2025-era answer, and to the legacy GET on 404/405; with the previous result
+// it starts with the era the server spoke last time.
+//
+// # Why not the go-sdk client
+//
+// The official client (github.com/modelcontextprotocol/go-sdk/mcp) turns HTTP
+// failures into strings ("Unauthorized", "Not Found"), hides WWW-Authenticate
+// and the status of the response that failed, offers no raw JSON-RPC, and
+// starts with 2026-07-28 (an extra round trip against 2025-era servers). A
+// probe needs exactly those facts to classify, so it speaks the handful of
+// JSON-RPC calls itself over net/http, with httptrace for the phases.
+// BenchmarkProbe vs BenchmarkGoSDKClientProbe measure the CPU cost of both
+// doing initialize + initialized + ping against the same go-sdk server.
+//
+// # Safety
+//
+// Targets are hostile until proven otherwise: the dialer refuses loopback,
+// private, link-local (cloud metadata), CGNAT, unique-local, multicast and
+// unspecified addresses after DNS resolution and on every redirect
+// (blocked_target); bodies and SSE streams are capped (1 MiB, 64 events);
+// every probe has a deadline from the endpoint timeout and its own transport;
+// the endpoint's headers are secrets, never logged and scrubbed from results.
+package prober

@@ -1,0 +1,117 @@
+package prober
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+)
+
+// Metrics are the prober's Prometheus metrics (names from the metric
+// catalog). Label values for an endpoint are pre-created the first time it is
+// probed (class "ok", both catalog severities, every phase); the other classes
+// appear when they happen, which keeps 100k endpoints from costing 20 idle
+// series each. Forget drops a deleted endpoint's series.
+type Metrics struct {
+	probes         *prometheus.CounterVec
+	phase          *prometheus.HistogramVec
+	certExpiry     *prometheus.GaugeVec
+	protocolInfo   *prometheus.GaugeVec
+	catalogChanges *prometheus.CounterVec
+	up             *prometheus.GaugeVec
+
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// NewMetrics registers the prober's metrics with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	f := promauto.With(reg)
+	return &Metrics{
+		probes: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "mcpmon", Name: "probes_total", Help: "Probes run, by endpoint and outcome class.",
+		}, []string{"endpoint", "class"}),
+		phase: f.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "mcpmon", Name: "probe_phase_seconds", Help: "Duration of each probe phase.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"endpoint", "phase"}),
+		certExpiry: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "mcpmon", Name: "probe_cert_expiry_timestamp_seconds", Help: "Earliest expiry of the endpoint's TLS certificate chain, Unix seconds.",
+		}, []string{"endpoint"}),
+		protocolInfo: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "mcpmon", Name: "probe_protocol_info", Help: "Negotiated protocol version and transport (always 1).",
+		}, []string{"endpoint", "version", "transport"}),
+		catalogChanges: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "mcpmon", Name: "tool_catalog_changes_total", Help: "Tool catalog drift events, by severity (breaking|info).",
+		}, []string{"endpoint", "severity"}),
+		up: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "mcpmon", Name: "probe_up", Help: "1 if the last probe's status was up or degraded, else 0.",
+		}, []string{"endpoint"}),
+		seen: map[string]bool{},
+	}
+}
+
+func (m *Metrics) precreate(ep string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen[ep] {
+		return
+	}
+	m.seen[ep] = true
+	m.probes.WithLabelValues(ep, ClassOK)
+	m.catalogChanges.WithLabelValues(ep, "breaking")
+	m.catalogChanges.WithLabelValues(ep, "info")
+	for _, p := range msg.Phases {
+		m.phase.WithLabelValues(ep, p)
+	}
+}
+
+func (m *Metrics) observe(res *msg.ProbeResult) {
+	if m == nil {
+		return
+	}
+	ep := res.EndpointID
+	m.precreate(ep)
+	m.probes.WithLabelValues(ep, res.Class).Inc()
+	for p, s := range res.Phases {
+		m.phase.WithLabelValues(ep, p).Observe(s)
+	}
+	if res.CertExpiry != nil {
+		m.certExpiry.WithLabelValues(ep).Set(float64(res.CertExpiry.Unix()))
+	}
+	if res.ProtocolVersion != "" {
+		m.protocolInfo.DeletePartialMatch(prometheus.Labels{"endpoint": ep})
+		m.protocolInfo.WithLabelValues(ep, res.ProtocolVersion, res.Transport).Set(1)
+	}
+	v := 0.0
+	if res.Status != msg.StatusDown {
+		v = 1
+	}
+	m.up.WithLabelValues(ep).Set(v)
+}
+
+func (m *Metrics) catalogChanged(ep, severity string) {
+	if m == nil {
+		return
+	}
+	m.catalogChanges.WithLabelValues(ep, severity).Inc()
+}
+
+// Forget deletes every series of a deleted endpoint.
+func (m *Metrics) Forget(endpointID string) {
+	if m == nil {
+		return
+	}
+	l := prometheus.Labels{"endpoint": endpointID}
+	m.probes.DeletePartialMatch(l)
+	m.phase.DeletePartialMatch(l)
+	m.certExpiry.DeletePartialMatch(l)
+	m.protocolInfo.DeletePartialMatch(l)
+	m.catalogChanges.DeletePartialMatch(l)
+	m.up.DeletePartialMatch(l)
+	m.mu.Lock()
+	delete(m.seen, endpointID)
+	m.mu.Unlock()
+}

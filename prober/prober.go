@@ -1,0 +1,285 @@
+package prober
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// Protocol revisions the probe speaks, newest first.
+const (
+	Version20260728 = "2026-07-28" // stateless: server/discover
+	Version20251125 = "2025-11-25"
+	Version20250618 = "2025-06-18"
+	Version20250326 = "2025-03-26"
+	Version20241105 = "2024-11-05" // legacy HTTP+SSE
+)
+
+// Versions lists the supported protocol revisions, newest first.
+var Versions = []string{Version20260728, Version20251125, Version20250618, Version20250326, Version20241105}
+
+// Transports an endpoint may select.
+const (
+	TransportAuto           = "auto"
+	TransportStreamableHTTP = "streamable-http"
+	TransportSSE            = "sse"
+)
+
+// Event kinds a probe may attach to its result.
+const (
+	EventVersionChanged = "protocol_version_changed"
+	EventCatalogChanged = "catalog_changed"
+	EventCertExpiring   = "cert_expiring"
+)
+
+// Defaults for zero Options fields.
+const (
+	DefaultMaxBody          = 1 << 20
+	DefaultMaxSSEEvents     = 64
+	DefaultTimeout          = 10 * time.Second
+	MaxTimeout              = 2 * time.Minute
+	DefaultLatencyThreshold = 3 * time.Second
+	DefaultCertWarning      = 14 * 24 * time.Hour
+	DefaultMaxRedirects     = 3
+	DefaultMaxToolPages     = 20
+)
+
+// CatalogStore keeps each endpoint's last tool catalog (kind "catalog", id =
+// endpoint ID). store.Objects satisfies it.
+type CatalogStore interface {
+	GetObject(ctx context.Context, kind, id string) ([]byte, error)
+	PutObject(ctx context.Context, kind, id string, doc []byte) error
+}
+
+// Options configure a Prober. Zero values take the defaults above.
+type Options struct {
+	// AllowPrivateTargets turns the SSRF guard off (tests, private deployments).
+	AllowPrivateTargets bool
+	// AllowedNetworks are exceptions to the SSRF block list (e.g. one
+	// internal subnet) while everything else stays refused.
+	AllowedNetworks []netip.Prefix
+	// Region is recorded in every result.
+	Region  string
+	Logger  *slog.Logger
+	Metrics *Metrics // optional
+	Clock   clock.Clock
+	// MaxBody caps every response body and SSE stream (default 1 MiB).
+	MaxBody int64
+	// MaxSSEEvents caps the events read while waiting for one answer.
+	MaxSSEEvents int
+	// DefaultTimeout applies to endpoints without a timeout.
+	DefaultTimeout time.Duration
+	// DefaultLatencyThreshold marks a probe degraded when its total exceeds
+	// it and the endpoint sets none. Negative disables.
+	DefaultLatencyThreshold time.Duration
+	// CertWarning adds a cert_expiring event when the certificate expires
+	// within it.
+	CertWarning time.Duration
+	// Catalogs stores tool catalogs for drift detection; nil disables drift
+	// events (the fingerprint is still computed).
+	Catalogs CatalogStore
+	// Resolver resolves target names (nil: net.DefaultResolver). Tests point
+	// it at a DNS server on 127.0.0.1.
+	Resolver *net.Resolver
+	// RootCAs verifies target certificates (nil: the system pool).
+	RootCAs *x509.CertPool
+	// ClientName and ClientVersion are sent as clientInfo.
+	ClientName    string
+	ClientVersion string
+}
+
+// Prober runs MCP probes. It is safe for concurrent use; every probe gets its
+// own transport, so no connection is shared between endpoints or probes.
+type Prober struct {
+	opts  Options
+	log   *slog.Logger
+	clock clock.Clock
+	guard guard
+}
+
+// New returns a Prober.
+func New(opts Options) *Prober {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.MaxSSEEvents <= 0 {
+		opts.MaxSSEEvents = DefaultMaxSSEEvents
+	}
+	if opts.DefaultTimeout <= 0 {
+		opts.DefaultTimeout = DefaultTimeout
+	}
+	if opts.DefaultLatencyThreshold == 0 {
+		opts.DefaultLatencyThreshold = DefaultLatencyThreshold
+	}
+	if opts.CertWarning == 0 {
+		opts.CertWarning = DefaultCertWarning
+	}
+	if opts.ClientName == "" {
+		opts.ClientName = "mcpmon"
+	}
+	if opts.ClientVersion == "" {
+		opts.ClientVersion = "dev"
+	}
+	if opts.Resolver == nil {
+		opts.Resolver = net.DefaultResolver
+	}
+	return &Prober{
+		opts:  opts,
+		log:   opts.Logger.With("component", "prober"),
+		clock: opts.Clock,
+		guard: guard{allowPrivate: opts.AllowPrivateTargets, allowed: opts.AllowedNetworks},
+	}
+}
+
+// Probe probes ep once for cmd's slot with no knowledge of earlier probes.
+func (p *Prober) Probe(ctx context.Context, ep store.Endpoint, cmd msg.ProbeCommand) msg.ProbeResult {
+	return p.ProbeAfter(ctx, ep, cmd, nil)
+}
+
+// ProbeAfter probes ep once. prev, the endpoint's previous result if any,
+// lets the probe start with the era the server spoke last time (saving the
+// server/discover round trip against 2025-era servers) and report a protocol
+// version change as an event.
+func (p *Prober) ProbeAfter(ctx context.Context, ep store.Endpoint, cmd msg.ProbeCommand, prev *msg.ProbeResult) msg.ProbeResult {
+	res := msg.ProbeResult{
+		Schema:     msg.SchemaVersion,
+		EndpointID: ep.ID,
+		ProbeRunID: cmd.ProbeRunID(),
+		Slot:       cmd.Slot,
+		Region:     p.opts.Region,
+		StartedAt:  p.clock.Now().UTC(),
+		Phases:     map[string]float64{},
+	}
+	timeout := ep.Timeout
+	if timeout <= 0 {
+		timeout = p.opts.DefaultTimeout
+	}
+	timeout = min(timeout, MaxTimeout)
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	start := time.Now()
+	r := newRun(p, ep, &res)
+	err := r.probe(pctx, prev)
+	r.close()
+	total := time.Since(start)
+	res.Phases[msg.PhaseTotal] = total.Seconds()
+	r.copyPhases()
+
+	switch {
+	case err != nil:
+		var pe *probeError
+		if !errors.As(err, &pe) {
+			pe = classify(pctx, err)
+		}
+		res.Class = pe.class
+		res.Error = pe.Error()
+		if pe.status != 0 {
+			res.HTTPStatus = pe.status
+		}
+	case r.degradedReason != "":
+		res.Class = ClassDegraded
+		res.Error = r.degradedReason
+	default:
+		res.Class = ClassOK
+		threshold := ep.LatencyThreshold
+		if threshold == 0 {
+			threshold = p.opts.DefaultLatencyThreshold
+		}
+		if threshold > 0 && total > threshold {
+			res.Class = ClassDegraded
+			res.Error = fmt.Sprintf("probe took %s, over the latency threshold %s", total.Round(time.Millisecond), threshold)
+		}
+	}
+	res.Status = StatusOf(res.Class)
+
+	if res.CertExpiry != nil && res.CertExpiry.Sub(p.clock.Now()) < p.opts.CertWarning {
+		res.Events = append(res.Events, msg.Event{
+			Kind:     EventCertExpiring,
+			Severity: "warning",
+			Message:  fmt.Sprintf("TLS certificate expires %s (in %s)", res.CertExpiry.Format(time.RFC3339), res.CertExpiry.Sub(p.clock.Now()).Round(time.Hour)),
+		})
+	}
+	if prev != nil && prev.ProtocolVersion != "" && res.ProtocolVersion != "" && prev.ProtocolVersion != res.ProtocolVersion {
+		res.Events = append(res.Events, msg.Event{
+			Kind:     EventVersionChanged,
+			Severity: "info",
+			Message:  fmt.Sprintf("negotiated protocol version changed from %s to %s", prev.ProtocolVersion, res.ProtocolVersion),
+			Details:  map[string]string{"from": prev.ProtocolVersion, "to": res.ProtocolVersion, "fromTransport": prev.Transport, "toTransport": res.Transport},
+		})
+	}
+	if r.tools != nil {
+		if ev := p.catalogDrift(ctx, ep.ID, r.tools); ev != nil {
+			res.Events = append(res.Events, *ev)
+		}
+	}
+	res.FinishedAt = p.clock.Now().UTC()
+	redactResult(&res, ep.Headers)
+
+	p.opts.Metrics.observe(&res)
+	lvl := slog.LevelDebug
+	if res.Status != msg.StatusUp {
+		lvl = slog.LevelInfo
+	}
+	p.log.Log(ctx, lvl, "probe finished", "endpoint", ep.ID, "url", redactURL(ep.URL), "status", res.Status,
+		"class", res.Class, "error", res.Error, "version", res.ProtocolVersion, "duration", total)
+	return res
+}
+
+// redactResult scrubs every configured header value from the free-text
+// fields of res: a server may echo a token into an error message, and nothing
+// a probe records may carry a secret.
+func redactResult(res *msg.ProbeResult, headers map[string]string) {
+	scrub := func(s string) string {
+		for _, v := range headers {
+			if len(v) >= 4 {
+				s = strings.ReplaceAll(s, v, "[REDACTED]")
+				// Bearer tokens are often echoed without the scheme.
+				if _, tok, ok := strings.Cut(v, " "); ok && len(tok) >= 4 {
+					s = strings.ReplaceAll(s, tok, "[REDACTED]")
+				}
+			}
+		}
+		return s
+	}
+	res.Error = scrub(res.Error)
+	res.ServerName = scrub(res.ServerName)
+	res.ServerVersion = scrub(res.ServerVersion)
+	for i := range res.Events {
+		res.Events[i].Message = scrub(res.Events[i].Message)
+	}
+}
+
+// redactURL drops user info and query values from a URL for logs.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"REDACTED"}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}

@@ -1,0 +1,762 @@
+package prober
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// probeError is a classified probe failure. Its message never carries header
+// values or URL query strings.
+type probeError struct {
+	class  string
+	msg    string
+	status int
+	rpc    *rpcError
+}
+
+func (e *probeError) Error() string { return e.msg }
+
+func failf(class string, status int, format string, args ...any) *probeError {
+	return &probeError{class: class, status: status, msg: fmt.Sprintf(format, args...)}
+}
+
+// run is the state of one probe: its own transport (no connection reuse
+// across probes), trace timings, the negotiated session.
+type run struct {
+	p   *Prober
+	ep  store.Endpoint
+	res *msg.ProbeResult
+	u   *url.URL
+
+	tr     *http.Transport
+	client *http.Client
+
+	mu     sync.Mutex
+	phases map[string]time.Duration
+	marks  map[string]time.Time
+
+	version   string
+	sessionID string
+	legacy    *legacyStream
+	nextID    int64
+	hasTools  bool
+
+	tools          []json.RawMessage // nil when tools/list was not read
+	degradedReason string
+}
+
+func newRun(p *Prober, ep store.Endpoint, res *msg.ProbeResult) *run {
+	r := &run{p: p, ep: ep, res: res, phases: map[string]time.Duration{}, marks: map[string]time.Time{}}
+	dialer := net.Dialer{Timeout: p.opts.DefaultTimeout, KeepAlive: -1}
+	r.tr = &http.Transport{
+		DialContext:            p.guard.dialer(p.opts.Resolver, dialer),
+		TLSClientConfig:        r.tlsConfig(),
+		TLSHandshakeTimeout:    p.opts.DefaultTimeout,
+		ResponseHeaderTimeout:  max(ep.Timeout, p.opts.DefaultTimeout),
+		MaxIdleConns:           2,
+		MaxConnsPerHost:        4,
+		MaxResponseHeaderBytes: 64 << 10,
+		DisableCompression:     true,
+		ForceAttemptHTTP2:      true,
+	}
+	r.client = &http.Client{Transport: r.tr, CheckRedirect: r.checkRedirect}
+	return r
+}
+
+// tlsConfig verifies the chain itself (the standard-library recipe for
+// VerifyConnection) so it can record the certificate expiry even when
+// verification fails, e.g. on an expired certificate.
+func (r *run) tlsConfig() *tls.Config {
+	roots := r.p.opts.RootCAs
+	return &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		InsecureSkipVerify: true, // verified in VerifyConnection below
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("tls: server sent no certificate")
+			}
+			var exp time.Time
+			for _, c := range cs.PeerCertificates {
+				if exp.IsZero() || c.NotAfter.Before(exp) {
+					exp = c.NotAfter
+				}
+			}
+			r.mu.Lock()
+			if r.res.CertExpiry == nil {
+				e := exp.UTC()
+				r.res.CertExpiry = &e
+			}
+			r.mu.Unlock()
+			inter := x509.NewCertPool()
+			for _, c := range cs.PeerCertificates[1:] {
+				inter.AddCert(c)
+			}
+			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{
+				DNSName:       cs.ServerName,
+				Roots:         roots,
+				Intermediates: inter,
+			})
+			return err
+		},
+	}
+}
+
+// checkRedirect re-validates every hop against the guard and drops the
+// endpoint's secret headers when a redirect leaves the original origin
+// (net/http only strips Authorization and Cookie).
+func (r *run) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= DefaultMaxRedirects {
+		return failf(ClassProtocolError, 0, "stopped after %d redirects", len(via))
+	}
+	if err := r.p.guard.checkURL(req.URL); err != nil {
+		return &probeError{class: ClassBlockedTarget, msg: fmt.Sprintf("redirect to %s refused: %v", req.URL.Host, err)}
+	}
+	if req.URL.Scheme != r.u.Scheme || req.URL.Host != r.u.Host {
+		for k := range r.ep.Headers {
+			req.Header.Del(k)
+		}
+	}
+	return nil
+}
+
+func (r *run) close() {
+	if r.legacy != nil {
+		r.legacy.close()
+	}
+	r.tr.CloseIdleConnections()
+}
+
+// trace records dns, connect and tls of the first connection.
+func (r *run) trace(ctx context.Context) context.Context {
+	mark := func(k string) {
+		r.mu.Lock()
+		if _, ok := r.marks[k]; !ok {
+			r.marks[k] = time.Now()
+		}
+		r.mu.Unlock()
+	}
+	done := func(phase, startKey string) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if _, ok := r.phases[phase]; ok {
+			return
+		}
+		if t, ok := r.marks[startKey]; ok {
+			r.phases[phase] = time.Since(t)
+		}
+	}
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		DNSStart:          func(httptrace.DNSStartInfo) { mark("dns") },
+		DNSDone:           func(httptrace.DNSDoneInfo) { done(msg.PhaseDNS, "dns") },
+		ConnectStart:      func(string, string) { mark("connect") },
+		ConnectDone:       func(string, string, error) { done(msg.PhaseConnect, "connect") },
+		TLSHandshakeStart: func() { mark("tls") },
+		TLSHandshakeDone:  func(tls.ConnectionState, error) { done(msg.PhaseTLS, "tls") },
+	})
+}
+
+func (r *run) timed(phase string, f func() error) error {
+	t := time.Now()
+	err := f()
+	r.mu.Lock()
+	r.phases[phase] += time.Since(t)
+	r.mu.Unlock()
+	return err
+}
+
+func (r *run) copyPhases() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, d := range r.phases {
+		r.res.Phases[k] = d.Seconds()
+	}
+}
+
+// probe chooses the era(s) to try and runs the handshake.
+func (r *run) probe(ctx context.Context, prev *msg.ProbeResult) error {
+	u, err := url.Parse(r.ep.URL)
+	if err != nil {
+		return failf(ClassProtocolError, 0, "invalid endpoint URL: %v", err)
+	}
+	r.u = u
+	if err := r.p.guard.checkURL(u); err != nil {
+		if errors.Is(err, ErrBlockedTarget) {
+			return failf(ClassBlockedTarget, 0, "%v", err)
+		}
+		return failf(ClassProtocolError, 0, "%v", err)
+	}
+	ctx = r.trace(ctx)
+	pinned := r.ep.ProtocolVersion
+	if pinned != "" && !slices.Contains(Versions, pinned) {
+		return failf(ClassVersionMismatch, 0, "pinned protocol version %q is not one the prober speaks (%s)", pinned, strings.Join(Versions, ", "))
+	}
+
+	transport := r.ep.Transport
+	if transport == "" {
+		transport = TransportAuto
+	}
+	switch {
+	case transport == TransportSSE || pinned == Version20241105:
+		return r.legacyProbe(ctx)
+	case transport == TransportStreamableHTTP && pinned == Version20260728:
+		return r.discoverProbe(ctx)
+	case pinned != "":
+		return r.initializeProbe(ctx, pinned)
+	}
+
+	prevVersion := ""
+	if prev != nil && prev.Status != msg.StatusDown {
+		prevVersion = prev.ProtocolVersion
+		if transport == TransportAuto && prev.Transport == TransportSSE {
+			err := r.legacyProbe(ctx)
+			if fallbackToStreamable(err) {
+				return r.initializeProbe(ctx, Version20251125)
+			}
+			return err
+		}
+	}
+	var err2 error
+	if prevVersion == "" || prevVersion == Version20260728 {
+		err2 = r.discoverProbe(ctx)
+		if !fallbackFromDiscover(err2) {
+			return err2
+		}
+		r.resetSession()
+	}
+	ver := Version20251125
+	if prevVersion != "" && prevVersion != Version20260728 && prevVersion != Version20241105 {
+		ver = prevVersion
+	}
+	err = r.initializeProbe(ctx, ver)
+	if transport == TransportAuto && fallbackToLegacy(err) {
+		r.resetSession()
+		if lerr := r.legacyProbe(ctx); !fallbackToLegacy(lerr) {
+			return lerr
+		}
+	}
+	return err
+}
+
+func (r *run) resetSession() {
+	if r.legacy != nil {
+		r.legacy.close()
+		r.legacy = nil
+	}
+	r.sessionID, r.version, r.hasTools = "", "", false
+	r.res.ServerName, r.res.ServerVersion, r.res.ProtocolVersion, r.res.Transport = "", "", "", ""
+}
+
+func classOf(err error) string {
+	var pe *probeError
+	if errors.As(err, &pe) {
+		return pe.class
+	}
+	return ""
+}
+
+// fallbackFromDiscover: a server that answered server/discover but not as a
+// 2026-07-28 server (400 -32000 "not initialized", -32022 unsupported version,
+// -32601, 404/405, an HTML page) gets the 2025-era handshake. Failures that
+// say nothing about the era (refused, timeout, auth, TLS, blocked) end the probe.
+func fallbackFromDiscover(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch classOf(err) {
+	case ClassRefused, ClassDNS, ClassTLS, ClassTimeout, ClassBlockedTarget, ClassNetwork,
+		ClassAuthRequired, ClassAuthRejected, ClassAuthMisconfigured, ClassForbidden, ClassRateLimited:
+		return false
+	}
+	return true
+}
+
+// fallbackToLegacy: a Streamable HTTP initialize answered 404/405 or with a
+// non-MCP page may be a 2024-11-05 server whose URL is the SSE stream.
+func fallbackToLegacy(err error) bool {
+	var pe *probeError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	return pe.class == ClassNotFound || (pe.class == ClassProtocolError && (pe.status == 400 || pe.status == 406 || pe.status == 415))
+}
+
+func fallbackToStreamable(err error) bool {
+	return fallbackToLegacy(err) || classOf(err) == ClassNotMCP
+}
+
+// initializeProbe runs the 2025-era handshake: initialize → initialized →
+// ping → tools/list → DELETE.
+func (r *run) initializeProbe(ctx context.Context, version string) error {
+	r.res.Transport = TransportStreamableHTTP
+	params := map[string]any{
+		"protocolVersion": version,
+		"capabilities":    map[string]any{},
+		"clientInfo":      map[string]string{"name": r.p.opts.ClientName, "version": r.p.opts.ClientVersion},
+	}
+	var result json.RawMessage
+	err := r.timed(msg.PhaseInitialize, func() error {
+		var err error
+		result, err = r.call(ctx, "initialize", params)
+		return err
+	})
+	if err != nil {
+		return asRPCClass(err, ClassRPCError, "initialize")
+	}
+	defer r.deleteSession(ctx)
+	if err := r.acceptInitialize(result, version); err != nil {
+		return err
+	}
+	if err := r.timed(msg.PhaseInitialized, func() error { return r.notify(ctx, "notifications/initialized") }); err != nil {
+		return err
+	}
+	if err := r.timed(msg.PhasePing, func() error {
+		_, err := r.call(ctx, "ping", map[string]any{})
+		var pe *probeError
+		if errors.As(err, &pe) && pe.rpc != nil && pe.rpc.Code == codeMethodNotFound {
+			return nil // an answered -32601 still proves the server alive
+		}
+		return asRPCClass(err, ClassRPCError, "ping")
+	}); err != nil {
+		return err
+	}
+	r.listTools(ctx, nil)
+	return nil
+}
+
+// acceptInitialize checks the initialize result and records the server.
+func (r *run) acceptInitialize(result json.RawMessage, asked string) error {
+	var ir struct {
+		ProtocolVersion string          `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
+		ServerInfo      struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		} `json:"serverInfo"`
+	}
+	if err := json.Unmarshal(result, &ir); err != nil {
+		return failf(ClassProtocolError, 0, "initialize result is not an InitializeResult: %v", err)
+	}
+	if ir.ProtocolVersion == "" {
+		return failf(ClassProtocolError, 0, "initialize result has no protocolVersion")
+	}
+	r.res.ServerName, r.res.ServerVersion = clean(ir.ServerInfo.Name), clean(ir.ServerInfo.Version)
+	r.res.ProtocolVersion = clean(ir.ProtocolVersion)
+	if pinned := r.ep.ProtocolVersion; pinned != "" && ir.ProtocolVersion != pinned {
+		return failf(ClassVersionMismatch, 0, "endpoint pins protocol %s but the server answered %s", pinned, clean(ir.ProtocolVersion))
+	}
+	if !slices.Contains(Versions, ir.ProtocolVersion) || ir.ProtocolVersion == Version20260728 {
+		return failf(ClassVersionMismatch, 0, "asked for protocol %s, server answered %q, which the prober does not speak", asked, clean(ir.ProtocolVersion))
+	}
+	r.version = ir.ProtocolVersion
+	var caps struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	_ = json.Unmarshal(ir.Capabilities, &caps)
+	r.hasTools = len(caps.Tools) > 0 && string(caps.Tools) != "null"
+	return nil
+}
+
+// discoverProbe runs the 2026-07-28 stateless probe: server/discover (and
+// tools/list), each carrying _meta and the Mcp-Method header.
+func (r *run) discoverProbe(ctx context.Context) error {
+	r.res.Transport = TransportStreamableHTTP
+	r.version = Version20260728
+	var result json.RawMessage
+	err := r.timed(msg.PhaseInitialize, func() error {
+		var err error
+		result, err = r.call(ctx, "server/discover", map[string]any{})
+		return err
+	})
+	if err != nil {
+		return asRPCClass(err, ClassRPCError, "server/discover")
+	}
+	var dr struct {
+		SupportedVersions []string                   `json:"supportedVersions"`
+		Capabilities      json.RawMessage            `json:"capabilities"`
+		Meta              map[string]json.RawMessage `json:"_meta"`
+		ServerInfo        *struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+		} `json:"serverInfo"`
+	}
+	if err := json.Unmarshal(result, &dr); err != nil {
+		return failf(ClassProtocolError, 0, "server/discover result is malformed: %v", err)
+	}
+	if !slices.Contains(dr.SupportedVersions, Version20260728) {
+		// A server that lists only older revisions wants the 2025 handshake.
+		return failf(ClassVersionMismatch, 0, "server/discover lists %v without %s", dr.SupportedVersions, Version20260728)
+	}
+	r.res.ProtocolVersion = Version20260728
+	var info struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	}
+	if raw, ok := dr.Meta["io.modelcontextprotocol/serverInfo"]; ok {
+		_ = json.Unmarshal(raw, &info)
+	} else if dr.ServerInfo != nil {
+		info = *dr.ServerInfo
+	}
+	r.res.ServerName, r.res.ServerVersion = clean(info.Name), clean(info.Version)
+	var caps struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	_ = json.Unmarshal(dr.Capabilities, &caps)
+	r.hasTools = len(caps.Tools) > 0 && string(caps.Tools) != "null"
+	r.listTools(ctx, nil)
+	return nil
+}
+
+// listTools reads every tools/list page; a failure marks the probe degraded.
+func (r *run) listTools(ctx context.Context, _ any) {
+	if !r.hasTools {
+		return
+	}
+	var tools []json.RawMessage
+	cursor := ""
+	err := r.timed(msg.PhaseToolsList, func() error {
+		for page := 0; ; page++ {
+			if page >= DefaultMaxToolPages {
+				return fmt.Errorf("more than %d pages", DefaultMaxToolPages)
+			}
+			params := map[string]any{}
+			if cursor != "" {
+				params["cursor"] = cursor
+			}
+			res, err := r.call(ctx, "tools/list", params)
+			if err != nil {
+				return err
+			}
+			var lr struct {
+				Tools      []json.RawMessage `json:"tools"`
+				NextCursor string            `json:"nextCursor"`
+			}
+			if err := json.Unmarshal(res, &lr); err != nil {
+				return fmt.Errorf("malformed result: %v", err)
+			}
+			tools = append(tools, lr.Tools...)
+			if lr.NextCursor == "" {
+				return nil
+			}
+			if lr.NextCursor == cursor {
+				return errors.New("server repeated the same cursor")
+			}
+			cursor = lr.NextCursor
+		}
+	})
+	if err != nil {
+		r.degradedReason = "tools/list failed: " + err.Error()
+		return
+	}
+	r.tools = tools
+	if tools == nil {
+		r.tools = []json.RawMessage{}
+	}
+	r.res.ToolCount = len(tools)
+	r.res.CatalogFingerprint = fingerprint(canonicalTools(tools))
+}
+
+// asRPCClass gives a JSON-RPC error answer the class of the call it failed.
+func asRPCClass(err error, class, method string) error {
+	var pe *probeError
+	if errors.As(err, &pe) && pe.rpc != nil && pe.class == "" {
+		pe.class = class
+		pe.msg = fmt.Sprintf("%s answered with JSON-RPC error %d: %s", method, pe.rpc.Code, clean(pe.rpc.Message))
+	}
+	return err
+}
+
+// headers builds the request headers: the endpoint's secret headers first,
+// then the protocol's own, which a configured header cannot override.
+func (r *run) headers(h http.Header, method string) {
+	for k, v := range r.ep.Headers {
+		h.Set(k, v)
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	h.Set("User-Agent", r.p.opts.ClientName+"/"+r.p.opts.ClientVersion)
+	if r.sessionID != "" {
+		h.Set("Mcp-Session-Id", r.sessionID)
+	}
+	if r.version != "" && method != "initialize" && r.legacy == nil {
+		h.Set("MCP-Protocol-Version", r.version)
+	}
+	if r.version == Version20260728 {
+		h.Set("Mcp-Method", method)
+	}
+}
+
+func (r *run) body(method string, id int64, params map[string]any) []byte {
+	if r.version == Version20260728 {
+		params["_meta"] = map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    Version20260728,
+			"io.modelcontextprotocol/clientInfo":         map[string]string{"name": r.p.opts.ClientName, "version": r.p.opts.ClientVersion},
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		}
+	}
+	m := map[string]any{"jsonrpc": "2.0", "method": method}
+	if params != nil {
+		m["params"] = params
+	}
+	if id > 0 {
+		m["id"] = id
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// call sends one request and returns its result, or a probeError (with rpc
+// set and no class when the server answered a JSON-RPC error).
+func (r *run) call(ctx context.Context, method string, params map[string]any) (json.RawMessage, error) {
+	r.nextID++
+	id := r.nextID
+	body := r.body(method, id, params)
+	if r.legacy != nil {
+		return r.legacy.call(ctx, r, method, id, body)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.u.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, failf(ClassProtocolError, 0, "build request: %v", err)
+	}
+	r.headers(req.Header, method)
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return nil, classify(ctx, err)
+	}
+	defer resp.Body.Close()
+	if method == "initialize" {
+		r.sessionID = resp.Header.Get("Mcp-Session-Id")
+		if len(r.sessionID) > 1024 {
+			return nil, failf(ClassProtocolError, resp.StatusCode, "Mcp-Session-Id header is over 1 KiB")
+		}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, r.statusError(ctx, resp, method)
+	}
+	if resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent {
+		return nil, failf(ClassProtocolError, resp.StatusCode, "%s: HTTP %d without a JSON-RPC response", method, resp.StatusCode)
+	}
+	return r.readResponse(ctx, resp, method, id)
+}
+
+// readResponse reads a 2xx answer: JSON, or an SSE stream carrying it.
+func (r *run) readResponse(ctx context.Context, resp *http.Response, method string, id int64) (json.RawMessage, error) {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch mt {
+	case "application/json":
+		b, err := readCapped(resp.Body, r.p.opts.MaxBody)
+		if err != nil {
+			return nil, readFail(ctx, method, err)
+		}
+		msgs, err := parseRPC(b)
+		if err != nil {
+			return nil, failf(ClassProtocolError, resp.StatusCode, "%s: %v", method, err)
+		}
+		m, ok := responseFor(msgs, id)
+		if !ok {
+			return nil, failf(ClassProtocolError, resp.StatusCode, "%s: JSON body holds no response with id %d", method, id)
+		}
+		return resultOf(m)
+	case "text/event-stream":
+		sr := newSSEReader(&capReader{r: resp.Body, n: r.p.opts.MaxBody}, int(r.p.opts.MaxBody), r.p.opts.MaxSSEEvents)
+		for {
+			ev, err := sr.Next()
+			if err == io.EOF {
+				return nil, failf(ClassProtocolError, resp.StatusCode, "%s: SSE stream ended without the response", method)
+			}
+			if err != nil {
+				return nil, readFail(ctx, method, err)
+			}
+			if ev.Data == "" || ev.Event != "message" {
+				continue // priming event, or an event type the probe does not read
+			}
+			msgs, err := parseRPC([]byte(ev.Data))
+			if err != nil {
+				return nil, failf(ClassProtocolError, resp.StatusCode, "%s: SSE event: %v", method, err)
+			}
+			if m, ok := responseFor(msgs, id); ok {
+				return resultOf(m)
+			}
+			// Server notifications and requests ahead of the answer are skipped.
+		}
+	case "":
+		return nil, failf(ClassNotMCP, resp.StatusCode, "%s: HTTP %d without a content type: not an MCP endpoint", method, resp.StatusCode)
+	default:
+		return nil, failf(ClassNotMCP, resp.StatusCode, "%s: HTTP %d with content type %q: not an MCP endpoint", method, resp.StatusCode, mt)
+	}
+}
+
+func resultOf(m *rpcMessage) (json.RawMessage, error) {
+	if m.Error != nil {
+		return nil, &probeError{rpc: m.Error, msg: m.Error.Error()}
+	}
+	return m.Result, nil
+}
+
+// readFail classifies an error while reading a body.
+func readFail(ctx context.Context, method string, err error) *probeError {
+	switch {
+	case errors.Is(err, errTooLarge):
+		return failf(ClassProtocolError, 0, "%s: response exceeds the %s cap", method, "size")
+	case errors.Is(err, errSSELineTooLong), errors.Is(err, errSSETooManyEvents):
+		return failf(ClassProtocolError, 0, "%s: %v", method, err)
+	}
+	pe := classify(ctx, err)
+	pe.msg = method + ": reading response: " + pe.msg
+	return pe
+}
+
+// notify sends a notification and expects 202 (any 2xx is accepted).
+func (r *run) notify(ctx context.Context, method string) error {
+	body := r.body(method, 0, nil)
+	if r.legacy != nil {
+		return r.legacy.post(ctx, r, method, body)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.u.String(), bytes.NewReader(body))
+	if err != nil {
+		return failf(ClassProtocolError, 0, "build request: %v", err)
+	}
+	r.headers(req.Header, method)
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return classify(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return r.statusError(ctx, resp, method)
+	}
+	return nil
+}
+
+// deleteSession ends the session; its outcome does not change the result.
+func (r *run) deleteSession(ctx context.Context) {
+	if r.sessionID == "" || ctx.Err() != nil {
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, r.u.String(), nil)
+	if err != nil {
+		return
+	}
+	r.headers(req.Header, "")
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return
+	}
+	resp.Body.Close()
+}
+
+// statusError classifies a non-2xx answer. It reads at most 64 KiB of the
+// body, only to find a JSON-RPC error.
+func (r *run) statusError(ctx context.Context, resp *http.Response, method string) error {
+	sc := resp.StatusCode
+	switch {
+	case sc == http.StatusUnauthorized:
+		return r.authError(ctx, resp)
+	case sc == http.StatusForbidden:
+		return failf(ClassForbidden, sc, "%s: HTTP 403 Forbidden", method)
+	case sc == http.StatusTooManyRequests:
+		ra := resp.Header.Get("Retry-After")
+		if len(ra) > 64 {
+			ra = ra[:64]
+		}
+		if ra != "" {
+			return failf(ClassRateLimited, sc, "%s: HTTP 429 Too Many Requests (Retry-After: %s)", method, clean(ra))
+		}
+		return failf(ClassRateLimited, sc, "%s: HTTP 429 Too Many Requests", method)
+	case sc >= 500:
+		return failf(ClassHTTP5xx, sc, "%s: HTTP %d %s", method, sc, http.StatusText(sc))
+	case sc == http.StatusNotAcceptable || sc == http.StatusUnsupportedMediaType:
+		return failf(ClassProtocolError, sc, "%s: HTTP %d %s: the server rejected the MCP content negotiation", method, sc, http.StatusText(sc))
+	}
+	// 400, 404 and others may carry a JSON-RPC error: under 2026-07-28 an
+	// unknown method is a 404 with -32601, a 2025-era server answers
+	// server/discover with 400 -32000.
+	b, _ := readCapped(resp.Body, 64<<10)
+	var rpcErr *rpcError
+	if msgs, err := parseRPC(b); err == nil && len(msgs) == 1 && msgs[0].Error != nil {
+		rpcErr = msgs[0].Error
+	}
+	if (sc == http.StatusNotFound || sc == http.StatusBadRequest) && r.sessionID != "" && method != "initialize" &&
+		(sc == http.StatusNotFound || bytes.Contains(bytes.ToLower(b), []byte("session"))) {
+		return failf(ClassSessionBroken, sc, "%s: HTTP %d for session created by initialize: the session is unknown to the server that answered (load balancer without sticky sessions?)", method, sc)
+	}
+	if rpcErr != nil {
+		return &probeError{rpc: rpcErr, status: sc, msg: fmt.Sprintf("%s: HTTP %d with %v", method, sc, rpcErr)}
+	}
+	switch sc {
+	case http.StatusNotFound:
+		return failf(ClassNotFound, sc, "%s: HTTP 404 Not Found", method)
+	case http.StatusMethodNotAllowed:
+		return failf(ClassNotFound, sc, "%s: HTTP 405 Method Not Allowed", method)
+	}
+	return failf(ClassProtocolError, sc, "%s: unexpected HTTP %d %s", method, sc, http.StatusText(sc))
+}
+
+// classify maps a transport error to a class. The message keeps the cause
+// but never the request URL (it may carry a token in its query).
+func classify(ctx context.Context, err error) *probeError {
+	var pe *probeError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var uaErr x509.UnknownAuthorityError
+	var ciErr x509.CertificateInvalidError
+	var hnErr x509.HostnameError
+	var rhErr tls.RecordHeaderError
+	var alertErr tls.AlertError
+	var netErr net.Error
+	switch {
+	case errors.Is(err, ErrBlockedTarget):
+		return failf(ClassBlockedTarget, 0, "%v", err)
+	case errors.As(err, &dnsErr):
+		return failf(ClassDNS, 0, "DNS lookup of %s failed: %s", dnsErr.Name, dnsErr.Err)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return failf(ClassRefused, 0, "connection refused: %v", err)
+	case errors.As(err, &certErr), errors.As(err, &uaErr), errors.As(err, &ciErr), errors.As(err, &hnErr),
+		errors.As(err, &rhErr), errors.As(err, &alertErr):
+		return failf(ClassTLS, 0, "TLS handshake failed: %v", err)
+	case errors.Is(err, context.DeadlineExceeded), ctx.Err() != nil, errors.As(err, &netErr) && netErr.Timeout():
+		return failf(ClassTimeout, 0, "no answer within the timeout: %v", err)
+	case strings.Contains(err.Error(), "tls:"):
+		return failf(ClassTLS, 0, "TLS handshake failed: %v", err)
+	}
+	return failf(ClassNetwork, 0, "%v", err)
+}
+
+// clean bounds and sanitizes a server-provided string before it is stored.
+func clean(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) > 256 {
+		s = strings.ToValidUTF8(s[:256], "") + "…"
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}
