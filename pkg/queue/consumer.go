@@ -15,6 +15,11 @@ import (
 // redelivered with a higher receive count and, after MaxReceiveCount, moved
 // to the dead-letter queue. A handler must tolerate a redelivery of a message
 // it already acted on: the consumer may crash between effect and delete.
+//
+// As on SQS, later messages of a failing message's group that arrived in the
+// same receive are received again with it, so each failed attempt counts
+// against their MaxReceiveCount too: a message queued behind a poison
+// message at the time of the first failure follows it to the DLQ.
 type Handler func(ctx context.Context, m Message) error
 
 // ConsumerOptions tune Consume.
@@ -111,6 +116,9 @@ func Consume(ctx context.Context, q Queue, h Handler, opts ConsumerOptions) erro
 			case <-c.free:
 			}
 		}
+		// The 12-hour cap counts from the receive; taking the time before
+		// the call keeps the last extension safely inside it.
+		before := opts.Clock.Now()
 		msgs, err := q.Receive(ctx, ReceiveInput{Max: opts.Max, Wait: opts.Wait, Visibility: opts.Visibility})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -133,7 +141,7 @@ func Consume(ctx context.Context, q Queue, h Handler, opts ConsumerOptions) erro
 		}
 		failures = 0
 		opts.Metrics.received(q.Name(), len(msgs))
-		c.dispatch(ctx, msgs, opts.Clock.Now())
+		c.dispatch(ctx, msgs, before)
 	}
 }
 
