@@ -1,0 +1,159 @@
+package redis_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/store/redis"
+	"github.com/mcpmon/mcpmon/pkg/store/storetest"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
+)
+
+// randomPrefix gives each test its own key space in the shared test Redis.
+func randomPrefix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "mcpmontest:" + hex.EncodeToString(b) + ":"
+}
+
+// flushPrefix deletes only keys under prefix (never FLUSHDB: other packages'
+// tests share this Redis).
+func flushPrefix(t testing.TB, url, prefix string) {
+	o, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	c := goredis.NewClient(o)
+	defer c.Close()
+	ctx := context.Background()
+	iter := c.Scan(ctx, 0, prefix+"*", 500).Iterator()
+	for iter.Next(ctx) {
+		c.Del(ctx, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Errorf("flush %s*: %v", prefix, err)
+	}
+}
+
+// open connects a store on its own prefix and removes the prefix's keys
+// when the test ends.
+func open(t *testing.T, url string, opts redis.Options) *redis.Store {
+	t.Helper()
+	if opts.Prefix == "" {
+		opts.Prefix = randomPrefix()
+	}
+	s, err := redis.New(t.Context(), url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.Close()
+		flushPrefix(t, url, opts.Prefix)
+	})
+	return s
+}
+
+// TestConformance runs the shared suite on Redis. TTL expiry is checked on
+// the injected fake clock, like on bolt: the scripts compare deadlines
+// stored in the values with the clock's now, so crossing the 7-day TTL takes
+// no real time; TestLedgerKeysExpireInRedis checks the Redis-side expiry
+// that only collects garbage.
+func TestConformance(t *testing.T) {
+	url := testpeers.RedisURL(t)
+	storetest.Run(t, func(t *testing.T, clk *clock.Fake) store.Store {
+		return open(t, url, redis.Options{Clock: clk})
+	})
+}
+
+// TestKeysUnderPrefix: nothing is written outside the configured prefix.
+func TestKeysUnderPrefix(t *testing.T) {
+	url := testpeers.RedisURL(t)
+	prefix := randomPrefix()
+	s := open(t, url, redis.Options{Prefix: prefix})
+	ctx := t.Context()
+	if _, err := s.CreateEndpoint(ctx, store.Endpoint{ID: "ep"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, "k", "a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	o, _ := goredis.ParseURL(url)
+	c := goredis.NewClient(o)
+	defer c.Close()
+	keys, err := c.Keys(ctx, prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) < 3 {
+		t.Fatalf("keys under %s: %v, want endpoint, version and ledger keys", prefix, keys)
+	}
+}
+
+// TestLedgerKeysExpireInRedis: Redis itself forgets ledger keys (so the
+// ledger does not grow forever): a done key carries a PX of the TTL, a claim
+// lease+TTL.
+func TestLedgerKeysExpireInRedis(t *testing.T) {
+	url := testpeers.RedisURL(t)
+	prefix := randomPrefix()
+	s := open(t, url, redis.Options{Prefix: prefix, LedgerTTL: time.Hour})
+	ctx := t.Context()
+	if _, err := s.Claim(ctx, "claimed", "a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, "done", "a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Complete(ctx, "done", "a"); err != nil {
+		t.Fatal(err)
+	}
+	o, _ := goredis.ParseURL(url)
+	c := goredis.NewClient(o)
+	defer c.Close()
+	for key, want := range map[string]time.Duration{"claimed": time.Hour + time.Minute, "done": time.Hour} {
+		ttl, err := c.PTTL(ctx, prefix+"ledger:"+key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl <= want-time.Minute || ttl > want {
+			t.Fatalf("PTTL of %s = %s, want just under %s", key, ttl, want)
+		}
+	}
+}
+
+func TestBadURL(t *testing.T) {
+	for _, u := range []string{
+		"127.0.0.1:6379",
+		"http://127.0.0.1:6379",
+		"redis+sentinel://127.0.0.1:1,127.0.0.1:2/0", // no master_name
+		"redis://user:s3cret@127.0.0.1:6379/notadb",
+	} {
+		_, err := redis.New(t.Context(), u, redis.Options{})
+		if err == nil {
+			t.Fatalf("New(%q) succeeded", u)
+		}
+		if !errors.Is(err, redis.ErrURL) {
+			t.Fatalf("New(%q) = %v, want ErrURL", u, err)
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Fatalf("error leaks the password: %v", err)
+		}
+	}
+}
+
+func TestClusterPrefixNeedsHashTag(t *testing.T) {
+	// No connection is made: the prefix is checked first.
+	_, err := redis.New(t.Context(), "redis+cluster://127.0.0.1:1,127.0.0.1:2", redis.Options{Prefix: "plain:"})
+	if err == nil || !strings.Contains(err.Error(), "hash tag") {
+		t.Fatalf("cluster with a prefix without hash tag: %v", err)
+	}
+}
