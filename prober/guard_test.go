@@ -1,0 +1,60 @@
+package prober
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+)
+
+func TestGuardBlocksSpecialAddresses(t *testing.T) {
+	g := guard{}
+	for _, s := range []string{
+		"127.0.0.1", "127.9.9.9", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1",
+		"169.254.169.254", "100.64.0.1", "100.127.255.254", "0.0.0.0", "224.0.0.1", "255.255.255.255",
+		"::1", "::", "fe80::1", "fc00::1", "fd12:3456::1", "ff02::1",
+		"::ffff:127.0.0.1", "::ffff:169.254.169.254", "::ffff:10.0.0.1", "64:ff9b::a9fe:a9fe",
+	} {
+		if err := g.check(netip.MustParseAddr(s)); !errors.Is(err, ErrBlockedTarget) {
+			t.Errorf("%s allowed, want blocked", s)
+		}
+	}
+	for _, s := range []string{"93.184.216.34", "8.8.8.8", "100.128.0.1", "172.32.0.1", "2606:4700::1111", "::ffff:8.8.8.8"} {
+		if err := g.check(netip.MustParseAddr(s)); err != nil {
+			t.Errorf("%s blocked: %v", s, err)
+		}
+	}
+	if err := (guard{allowPrivate: true}).check(netip.MustParseAddr("127.0.0.1")); err != nil {
+		t.Errorf("allowPrivate still blocks: %v", err)
+	}
+	ex := guard{allowed: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")}}
+	if ex.check(netip.MustParseAddr("10.1.2.3")) != nil || ex.check(netip.MustParseAddr("10.2.0.1")) == nil {
+		t.Error("AllowedNetworks exception wrong")
+	}
+}
+
+func TestValidateTarget(t *testing.T) {
+	tests := []struct {
+		url          string
+		allowPrivate bool
+		want         error
+	}{
+		{"https://mcp.example.com/mcp", false, nil},
+		{"http://127.0.0.1:8080/mcp", false, ErrBlockedTarget},
+		{"http://127.0.0.1:8080/mcp", true, nil},
+		{"http://localhost:3000/mcp", false, ErrBlockedTarget},
+		{"http://api.localhost/mcp", false, ErrBlockedTarget},
+		{"http://[::1]/mcp", false, ErrBlockedTarget},
+		{"http://[::ffff:169.254.169.254]/", false, ErrBlockedTarget},
+		{"http://169.254.169.254/latest/meta-data/", false, ErrBlockedTarget},
+		{"ftp://example.com/", false, ErrInvalidTarget},
+		{"https://user:pw@example.com/mcp", false, ErrInvalidTarget},
+		{"https:///mcp", false, ErrInvalidTarget},
+		{"::not a url", false, ErrInvalidTarget},
+	}
+	for _, tc := range tests {
+		err := ValidateTarget(tc.url, tc.allowPrivate)
+		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("ValidateTarget(%q, %v) = %v, want %v", tc.url, tc.allowPrivate, err, tc.want)
+		}
+	}
+}
