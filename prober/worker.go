@@ -89,6 +89,11 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) error {
 		}
 	}
 	res := w.p.ProbeAfter(ctx, ep, cmd, prev)
+	if err := ctx.Err(); err != nil {
+		// Shutting down mid-probe: the outcome says nothing about the
+		// endpoint. Leave the command for redelivery.
+		return fmt.Errorf("prober: probe of %s interrupted: %w", ep.ID, err)
+	}
 	if _, err := w.pub.Publish(ctx, queue.SendInput{GroupID: res.GroupID(), DedupID: res.DedupID(), Body: res.Body()}); err != nil {
 		return fmt.Errorf("prober: publish result %s: %w", res.DedupID(), err)
 	}
@@ -98,4 +103,12 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) error {
 		}
 	}
 	return nil
+}
+
+// Run consumes the commands queue until ctx is done.
+func (w *Worker) Run(ctx context.Context, q queue.Queue, opts queue.ConsumerOptions) error {
+	if opts.Logger == nil {
+		opts.Logger = w.log
+	}
+	return queue.Consume(ctx, q, w.Handle, opts)
 }
