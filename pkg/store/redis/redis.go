@@ -1001,3 +1001,18 @@ func (s *Store) DeleteObject(ctx context.Context, kind, id string) error {
 	}
 	return nil
 }
+
+// RouteDriverLogs sends go-redis's own log lines (one per failed dial, which
+// during an outage means many) to l at Debug level instead of stderr, so the
+// store's once-per-outage warning is what operators see. go-redis keeps its
+// logger in a package variable, so this affects every go-redis client in the
+// process: call it once from main, not from libraries or parallel tests.
+func RouteDriverLogs(l *slog.Logger) {
+	goredis.SetLogger(driverLog{l.With("component", "go-redis")})
+}
+
+type driverLog struct{ l *slog.Logger }
+
+func (d driverLog) Printf(ctx context.Context, format string, v ...any) {
+	d.l.DebugContext(ctx, fmt.Sprintf(format, v...))
+}

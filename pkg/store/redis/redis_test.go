@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,13 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/store/storetest"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
+
+func TestMain(m *testing.M) {
+	// The restart test dials a stopped Redis on purpose; keep go-redis's
+	// per-dial log lines out of the test output.
+	redis.RouteDriverLogs(slog.New(slog.DiscardHandler))
+	os.Exit(m.Run())
+}
 
 // randomPrefix gives each test its own key space in the shared test Redis.
 func randomPrefix() string {
