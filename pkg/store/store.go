@@ -163,13 +163,15 @@ func (s ClaimState) String() string {
 
 // Endpoints is the endpoint registry.
 type Endpoints interface {
-	// CreateEndpoint stores a new endpoint (Version becomes 1).
+	// CreateEndpoint stores a new endpoint (Version becomes 1; CreatedAt
+	// defaults to now; ErrConflict if the ID exists).
 	CreateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
-	// UpdateEndpoint replaces e if its Version matches (ErrConflict otherwise)
-	// and returns it with the next version.
+	// UpdateEndpoint replaces e if its Version matches (ErrConflict otherwise,
+	// ErrNotFound if absent) and returns it with the next version, CreatedAt
+	// kept and UpdatedAt set to now.
 	UpdateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
 	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
-	ListEndpoints(ctx context.Context) ([]Endpoint, error)
+	ListEndpoints(ctx context.Context) ([]Endpoint, error) // ordered by ID
 	// DeleteEndpoint removes the endpoint; ErrNotFound if absent.
 	DeleteEndpoint(ctx context.Context, id string) error
 }
@@ -185,8 +187,10 @@ type Results interface {
 	// (ProbeRunID, Region): added is false for a duplicate. It returns
 	// ErrWindowDecided when a verdict for that window or a later one exists.
 	AddWindowResult(ctx context.Context, window time.Time, r msg.ProbeResult) (added bool, err error)
+	// WindowResults returns a window's results ordered by (Region, ProbeRunID).
 	WindowResults(ctx context.Context, ref WindowRef) ([]msg.ProbeResult, error)
-	// OpenWindows lists undecided windows that start before `before`.
+	// OpenWindows lists undecided windows holding results that start before
+	// `before`, ordered by window then endpoint ID.
 	OpenWindows(ctx context.Context, before time.Time) ([]WindowRef, error)
 }
 
@@ -194,11 +198,13 @@ type Results interface {
 type Verdicts interface {
 	// RecordVerdict atomically: if v.Window is after the endpoint's last
 	// verdict window, sets it as the last verdict, appends it to the history
-	// (trimmed to the retention) and drops the window's results; returns
+	// (trimmed to the retention) and drops the window's results (and those of
+	// the endpoint's earlier windows, which can no longer be decided); returns
 	// applied=false and changes nothing otherwise.
 	RecordVerdict(ctx context.Context, v msg.Verdict) (applied bool, err error)
 	LastVerdict(ctx context.Context, endpointID string) (msg.Verdict, error)
-	// ListVerdicts returns up to limit verdicts, newest first.
+	// ListVerdicts returns up to limit verdicts (all if limit <= 0) within
+	// the retention, newest first.
 	ListVerdicts(ctx context.Context, endpointID string, limit int) ([]msg.Verdict, error)
 }
 
@@ -211,21 +217,30 @@ type Incidents interface {
 	// any version differs; nothing is written then.
 	SaveTracker(ctx context.Context, t Tracker, incidents ...Incident) error
 	GetIncident(ctx context.Context, id string) (Incident, error)
-	// UpdateIncident compare-and-sets one incident (acknowledge over the API).
+	// UpdateIncident compare-and-sets one existing incident (acknowledge over
+	// the API): ErrNotFound if absent, ErrConflict on a version mismatch.
 	UpdateIncident(ctx context.Context, inc Incident) (Incident, error)
-	// ListIncidents returns matching incidents, newest opened first.
+	// ListIncidents returns matching incidents, newest OpenedWindow first
+	// (ties by ID, descending).
 	ListIncidents(ctx context.Context, f IncidentFilter) ([]Incident, error)
 }
 
 // Ledger is the claim-before-effect idempotency ledger. A key moves
 // absent → claimed (by an owner, for a lease) → done (kept for the TTL).
+// A done key past its TTL reads as absent. Lease and TTL are measured on the
+// backend's injected clock.
 type Ledger interface {
-	// Claim takes key for owner for lease. A claim whose lease expired may be
-	// taken over by another owner.
+	// Claim takes key for owner for lease (DefaultLease if lease <= 0). A
+	// claim whose lease expired may be taken over by another owner; a live
+	// claim by the same owner is re-acquired with a fresh lease.
 	Claim(ctx context.Context, key, owner string, lease time.Duration) (ClaimState, error)
-	// Complete marks a claimed key done; ErrConflict if owner lost the claim.
+	// Complete marks a claimed key done; ErrConflict if owner lost the claim
+	// (another owner took it over, or it was never claimed). Completing a key
+	// owner already completed is a no-op, and so is completing owner's own
+	// claim after its lease ended if nobody took it over.
 	Complete(ctx context.Context, key, owner string) error
-	// Release drops owner's claim so the effect can be retried at once.
+	// Release drops owner's claim so the effect can be retried at once. It is
+	// a no-op if owner does not hold the claim; done keys are never released.
 	Release(ctx context.Context, key, owner string) error
 }
 
@@ -235,7 +250,7 @@ type Objects interface {
 	PutObject(ctx context.Context, kind, id string, doc []byte) error
 	GetObject(ctx context.Context, kind, id string) ([]byte, error) // ErrNotFound
 	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
-	DeleteObject(ctx context.Context, kind, id string) error
+	DeleteObject(ctx context.Context, kind, id string) error // ErrNotFound
 }
 
 // Store is everything a backend implements.
