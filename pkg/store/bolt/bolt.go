@@ -86,10 +86,11 @@ var (
 	bTrackers    = []byte("trackers")    // endpointID → Tracker
 	bIncidents   = []byte("incidents")   // id → Incident
 	bIncByOpened = []byte("incByOpened") // openedWindow id → nil
+	bIncByEP     = []byte("incByEP")     // endpointID 0 openedWindow id → nil
 	bLedger      = []byte("ledger")      // key → ledgerRecord
 	bLedgerGC    = []byte("ledgerGC")    // gcAt key → nil
 	bObjects     = []byte("objects")     // kind → bucket(id → doc)
-	allBuckets   = [][]byte{bEndpoints, bLatest, bWindows, bLastVerdict, bVerdicts, bTrackers, bIncidents, bIncByOpened, bLedger, bLedgerGC, bObjects}
+	allBuckets   = [][]byte{bEndpoints, bLatest, bWindows, bLastVerdict, bVerdicts, bTrackers, bIncidents, bIncByOpened, bIncByEP, bLedger, bLedgerGC, bObjects}
 )
 
 // Open opens (creating if needed) the store file at path.
@@ -603,9 +604,12 @@ func putIncident(tx *bbolt.Tx, inc store.Incident, create bool) error {
 	case ok && cur.Version != inc.Version:
 		return fmt.Errorf("incident %s: have version %d, stored %d: %w", inc.ID, inc.Version, cur.Version, store.ErrConflict)
 	}
-	idx := tx.Bucket(bIncByOpened)
+	idx, byEP := tx.Bucket(bIncByOpened), tx.Bucket(bIncByEP)
 	if ok {
 		if err := idx.Delete(incIndexKey(cur)); err != nil {
+			return err
+		}
+		if err := byEP.Delete(incEPKey(cur)); err != nil {
 			return err
 		}
 	}
@@ -613,11 +617,18 @@ func putIncident(tx *bbolt.Tx, inc store.Incident, create bool) error {
 	if err := idx.Put(incIndexKey(inc), nil); err != nil {
 		return err
 	}
+	if err := byEP.Put(incEPKey(inc), nil); err != nil {
+		return err
+	}
 	return put(b, []byte(inc.ID), inc)
 }
 
 func incIndexKey(inc store.Incident) []byte {
 	return append(timeKey(inc.OpenedWindow), inc.ID...)
+}
+
+func incEPKey(inc store.Incident) []byte {
+	return append(idPrefix(inc.EndpointID), incIndexKey(inc)...)
 }
 
 // GetIncident returns the incident or ErrNotFound.
@@ -646,14 +657,30 @@ func (s *Store) UpdateIncident(ctx context.Context, inc store.Incident) (store.I
 }
 
 // ListIncidents returns matching incidents ordered by OpenedWindow, newest
-// first (ties by ID, descending).
+// first (ties by ID, descending). It walks the endpoint's index when the
+// filter names one, the global index otherwise.
 func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]store.Incident, error) {
-	var out []store.Incident
+	out := []store.Incident{}
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bIncidents)
+		var prefix []byte
 		c := tx.Bucket(bIncByOpened).Cursor()
-		for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
-			inc, ok, err := get[store.Incident](b, k[8:])
+		k, _ := c.Last()
+		if f.EndpointID != "" {
+			prefix = idPrefix(f.EndpointID)
+			c = tx.Bucket(bIncByEP).Cursor()
+			k, _ = c.Seek(append(append([]byte(nil), prefix...), bytes.Repeat([]byte{0xff}, 9)...))
+			if k == nil {
+				k, _ = c.Last()
+			} else {
+				k, _ = c.Prev()
+			}
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
+			if len(k) < len(prefix)+8 {
+				continue
+			}
+			inc, ok, err := get[store.Incident](b, k[len(prefix)+8:])
 			if err != nil {
 				return err
 			}
