@@ -296,7 +296,7 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, err
 
 // ListEndpoints returns every endpoint ordered by ID.
 func (s *Store) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
-	var out []store.Endpoint
+	out := []store.Endpoint{}
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		return tx.Bucket(bEndpoints).ForEach(func(k, v []byte) error {
 			var e store.Endpoint
@@ -395,6 +395,9 @@ func (s *Store) WindowResults(ctx context.Context, ref store.WindowRef) ([]msg.P
 		rs, _, err = get[[]msg.ProbeResult](tx.Bucket(bWindows), idTimeKey(ref.EndpointID, ref.Window))
 		return err
 	})
+	if rs == nil {
+		rs = []msg.ProbeResult{}
+	}
 	sortResults(rs)
 	return rs, err
 }
@@ -413,7 +416,7 @@ func sortResults(rs []msg.ProbeResult) {
 // OpenWindows lists windows holding results, with no verdict yet, starting
 // before `before`, ordered by window then endpoint ID.
 func (s *Store) OpenWindows(ctx context.Context, before time.Time) ([]store.WindowRef, error) {
-	var out []store.WindowRef
+	out := []store.WindowRef{}
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		return tx.Bucket(bWindows).ForEach(func(k, _ []byte) error {
 			if len(k) < 9 {
@@ -509,7 +512,7 @@ func (s *Store) LastVerdict(ctx context.Context, endpointID string) (msg.Verdict
 // ListVerdicts returns up to limit verdicts (all if limit <= 0), newest
 // first, within the retention.
 func (s *Store) ListVerdicts(ctx context.Context, endpointID string, limit int) ([]msg.Verdict, error) {
-	var out []msg.Verdict
+	out := []msg.Verdict{}
 	cutoff := s.clk.Now().Add(-s.history)
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		prefix := idPrefix(endpointID)
@@ -821,7 +824,7 @@ func (s *Store) PutObject(ctx context.Context, kind, id string, doc []byte) erro
 		if err != nil {
 			return err
 		}
-		return b.Put([]byte(id), bytes.Clone(doc))
+		return b.Put([]byte(id), append([]byte{}, doc...))
 	})
 }
 

@@ -3,6 +3,7 @@ package bolt_test
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -121,5 +122,25 @@ func TestSweep(t *testing.T) {
 	}
 	if st, err := s.Claim(ctx, "old", "b", time.Minute); err != nil || st != store.ClaimAcquired {
 		t.Fatalf("swept key = %v, %v; want acquired", st, err)
+	}
+}
+
+// BenchmarkClaimComplete: one notification's ledger round (claim + complete)
+// on the embedded store; each is one fsynced bbolt transaction.
+func BenchmarkClaimComplete(b *testing.B) {
+	s, err := bolt.Open(filepath.Join(b.TempDir(), "store.db"), bolt.Options{SweepInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		key := "bench-" + strconv.Itoa(i)
+		if _, err := s.Claim(ctx, key, "a", time.Minute); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Complete(ctx, key, "a"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

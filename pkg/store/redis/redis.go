@@ -567,7 +567,7 @@ func (s *Store) WindowResults(ctx context.Context, ref store.WindowRef) ([]msg.P
 		return nil, err
 	}
 	prefix := ms(ref.Window) + "|"
-	var out []msg.ProbeResult
+	out := []msg.ProbeResult{}
 	for f, raw := range all {
 		if !strings.HasPrefix(f, prefix) {
 			continue

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -164,5 +165,28 @@ func TestClusterPrefixNeedsHashTag(t *testing.T) {
 	_, err := redis.New(t.Context(), "redis+cluster://127.0.0.1:1,127.0.0.1:2", redis.Options{Prefix: "plain:"})
 	if err == nil || !strings.Contains(err.Error(), "hash tag") {
 		t.Fatalf("cluster with a prefix without hash tag: %v", err)
+	}
+}
+
+// BenchmarkClaimComplete: one notification's ledger round (SET NX claim +
+// complete script) against the test Redis.
+func BenchmarkClaimComplete(b *testing.B) {
+	url := testpeers.RedisURL(b)
+	prefix := randomPrefix()
+	s, err := redis.New(context.Background(), url, redis.Options{Prefix: prefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer flushPrefix(b, url, prefix)
+	defer s.Close()
+	ctx := context.Background()
+	for i := 0; b.Loop(); i++ {
+		key := "bench-" + strconv.Itoa(i)
+		if _, err := s.Claim(ctx, key, "a", time.Minute); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Complete(ctx, key, "a"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -107,6 +107,18 @@ func verdict(ep string, window time.Time, state msg.State) msg.Verdict {
 	return msg.Verdict{Schema: msg.SchemaVersion, EndpointID: ep, Window: window, WindowSecs: 60, State: state, Results: 1}
 }
 
+// emptyList asserts a list from an empty store encodes as [] (not null): the
+// API serialises these directly.
+func emptyList(t *testing.T, what string, v any, err error) {
+	t.Helper()
+	must(t, err)
+	b, err := json.Marshal(v)
+	must(t, err)
+	if string(b) != "[]" {
+		t.Fatalf("%s on an empty store = %s, want []", what, b)
+	}
+}
+
 // ---- cases
 
 func testPing(t *testing.T, s store.Store, _ *clock.Fake) {
@@ -118,10 +130,7 @@ func testEndpoints(t *testing.T, s store.Store, clk *clock.Fake) {
 	_, err := s.GetEndpoint(ctx, "ep-b")
 	wantErr(t, err, store.ErrNotFound)
 	eps, err := s.ListEndpoints(ctx)
-	must(t, err)
-	if len(eps) != 0 {
-		t.Fatalf("empty store lists %d endpoints", len(eps))
-	}
+	emptyList(t, "ListEndpoints", eps, err)
 
 	in := store.Endpoint{
 		ID: "ep-b", Name: "b", URL: "https://b.example/mcp", Transport: "auto", Schedule: "@every 30s",
@@ -254,10 +263,9 @@ func testWindowResults(t *testing.T, s store.Store, _ *clock.Fake) {
 	w0, w1 := Start, Start.Add(time.Minute)
 	ref := store.WindowRef{EndpointID: "ep", Window: w0}
 	rs, err := s.WindowResults(ctx, ref)
-	must(t, err)
-	if len(rs) != 0 {
-		t.Fatalf("empty window has %d results", len(rs))
-	}
+	emptyList(t, "WindowResults", rs, err)
+	open, err := s.OpenWindows(ctx, Start.Add(time.Hour))
+	emptyList(t, "OpenWindows", open, err)
 
 	us := result("ep", w0.Add(10*time.Second), "us", msg.StatusUp)
 	eu := result("ep", w0.Add(10*time.Second), "eu", msg.StatusDown) // same run, other region
@@ -298,7 +306,7 @@ func testWindowResults(t *testing.T, s store.Store, _ *clock.Fake) {
 		t.Fatalf("window looked up in another zone has %d results, want 2", len(rs))
 	}
 
-	open, err := s.OpenWindows(ctx, w1)
+	open, err = s.OpenWindows(ctx, w1)
 	must(t, err)
 	if len(open) != 1 || open[0].EndpointID != "ep" || !open[0].Window.Equal(w0) {
 		t.Fatalf("OpenWindows(before %s) = %+v, want ep@%s", w1, open, w0)
@@ -363,10 +371,7 @@ func testVerdictsMonotonic(t *testing.T, s store.Store, _ *clock.Fake) {
 	_, err := s.LastVerdict(ctx, "ep")
 	wantErr(t, err, store.ErrNotFound)
 	vs, err := s.ListVerdicts(ctx, "ep", 10)
-	must(t, err)
-	if len(vs) != 0 {
-		t.Fatalf("unknown endpoint has %d verdicts", len(vs))
-	}
+	emptyList(t, "ListVerdicts", vs, err)
 
 	v1 := verdict("ep", Start, msg.StateUp)
 	v2 := verdict("ep", Start.Add(time.Minute), msg.StateDown)
@@ -655,10 +660,7 @@ func testUpdateIncident(t *testing.T, s store.Store, clk *clock.Fake) {
 func testListIncidents(t *testing.T, s store.Store, _ *clock.Fake) {
 	ctx := t.Context()
 	incs, err := s.ListIncidents(ctx, store.IncidentFilter{})
-	must(t, err)
-	if len(incs) != 0 {
-		t.Fatalf("empty store lists %d incidents", len(incs))
-	}
+	emptyList(t, "ListIncidents", incs, err)
 	// a: opened at +0 (resolved), +2h (open); b: +1h (open), +3h (resolved).
 	a0, a2 := incident("a", Start), incident("a", Start.Add(2*time.Hour))
 	b1, b3 := incident("b", Start.Add(time.Hour)), incident("b", Start.Add(3*time.Hour))
@@ -878,6 +880,13 @@ func testObjects(t *testing.T, s store.Store, _ *clock.Fake) {
 	must(t, err)
 	if len(all) != 2 || string(all["m1"]) != `{"a":3}` || string(all["m2"]) != `{"b":2}` {
 		t.Fatalf("ListObjects = %q", all)
+	}
+	// An empty document is a document, not an absence.
+	must(t, s.PutObject(ctx, "catalog", "empty", []byte{}))
+	doc, err = s.GetObject(ctx, "catalog", "empty")
+	must(t, err)
+	if len(doc) != 0 {
+		t.Fatalf("empty document read back as %q", doc)
 	}
 	must(t, s.DeleteObject(ctx, "maintenance", "m1"))
 	_, err = s.GetObject(ctx, "maintenance", "m1")
