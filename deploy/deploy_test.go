@@ -13,12 +13,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/queue/sqs"
 )
 
 // queueAttrs are one queue's SQS attributes as GetQueueAttributes reports
@@ -26,34 +26,16 @@ import (
 type queueAttrs map[string]string
 
 // ensureAttributes is what `mcpmon queues ensure` creates for a prefix and
-// mode, keyed by full queue name.
-// TODO(queue engineer): switch to the pure function pkg/queue/sqs exports
-// once it lands, so the test reads the code's own definition.
+// mode, keyed by full queue name: pkg/queue/sqs's own definition, with the
+// redrive policy it sets once the DLQ's ARN is known.
 func ensureAttributes(prefix string, highThroughput bool, arn func(string) string) map[string]queueAttrs {
 	out := map[string]queueAttrs{}
-	for _, c := range queue.StageConfigs() {
-		if highThroughput {
-			c.DedupScope = queue.DedupScopeMessageGroup
+	for _, spec := range sqs.Desired(prefix, queue.StageConfigs(), highThroughput) {
+		a := queueAttrs(maps.Clone(spec.Attributes))
+		if spec.DLQ != "" {
+			a[sqs.AttrRedrivePolicy] = sqs.RedrivePolicy(arn(spec.DLQ), spec.MaxReceiveCount)
 		}
-		d := queue.DLQConfig(c)
-		for _, qc := range []queue.Config{c, d} {
-			a := queueAttrs{
-				"FifoQueue":                 "true",
-				"ContentBasedDeduplication": strconv.FormatBool(qc.ContentBasedDedup),
-				"DeduplicationScope":        string(qc.DedupScope),
-				"FifoThroughputLimit":       "perQueue",
-				"VisibilityTimeout":         strconv.Itoa(int(qc.VisibilityTimeout.Seconds())),
-				"MessageRetentionPeriod":    strconv.Itoa(int(qc.Retention.Seconds())),
-			}
-			if qc.DedupScope == queue.DedupScopeMessageGroup {
-				a["FifoThroughputLimit"] = "perMessageGroupId"
-			}
-			if qc.MaxReceiveCount > 0 {
-				rp, _ := json.Marshal(map[string]any{"deadLetterTargetArn": arn(prefix + d.Name + ".fifo"), "maxReceiveCount": qc.MaxReceiveCount})
-				a["RedrivePolicy"] = string(rp)
-			}
-			out[prefix+qc.Name+".fifo"] = a
-		}
+		out[spec.Name] = a
 	}
 	return out
 }
@@ -197,7 +179,9 @@ func wantGrants() map[string]map[string][]string {
 	for _, c := range queue.StageConfigs() {
 		add("autoscaler", c.Name, depthActions) // KEDA scales each stage's consumers on its depth
 		for _, n := range []string{c.Name, queue.DLQName(c.Name)} {
-			add("queues-ensure", n, []string{"sqs:CreateQueue", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ListQueueTags", "sqs:SetQueueAttributes", "sqs:TagQueue"})
+			// Ensure looks a queue up, creates it with its attributes if
+			// missing, and reads them back for the DLQ ARN and drift.
+			add("queues-ensure", n, []string{"sqs:CreateQueue", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"})
 		}
 	}
 	return out
