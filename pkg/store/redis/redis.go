@@ -60,8 +60,9 @@ const (
 
 // Options configure New. Zero values use the defaults.
 type Options struct {
-	// Prefix is prepended to every key (default "mcpmon:", "{mcpmon}:" in
-	// cluster mode, where a custom prefix must contain a {hash tag}).
+	// Prefix is prepended to every key (default "mcpmon:"). In cluster mode
+	// a prefix without a {hash tag} is wrapped in one ("mcpmon:" becomes
+	// "{mcpmon}:") so the keys a Lua script touches share a slot.
 	Prefix string
 	// LedgerTTL is how long a done ledger key is remembered. Default
 	// store.DefaultLedgerTTL (7 days): SQS dedups for only 5 minutes and
@@ -113,6 +114,7 @@ var ErrURL = errors.New("invalid redis URL")
 //	redis+sentinel://[user:pass@]h1:26379,h2:26379[/db]?master_name=NAME
 //	rediss+sentinel://...                         (user:pass are Sentinel's; add password=... for the master)
 //	redis+cluster://[user:pass@]h1:6379,h2:6379   Redis Cluster (seed nodes)
+//	redis://h1:6379,h2:6379                       same: two or more hosts mean Cluster
 //	rediss+cluster://...
 //
 // Errors never contain the URL (it may hold a password). An unreachable
@@ -150,8 +152,9 @@ func New(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		}
 	}
 	if cluster && !hasHashTag(opts.Prefix) {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("redis store: prefix %q has no {hash tag}: in cluster mode every key must map to one slot for the Lua transitions; use e.g. %q", opts.Prefix, "{"+strings.TrimSuffix(opts.Prefix, ":")+"}:")
+		tagged := clusterPrefix(opts.Prefix)
+		opts.Logger.Info("redis cluster: prefix given a hash tag so the Lua transitions' keys share one slot", "prefix", opts.Prefix, "using", tagged)
+		opts.Prefix = tagged
 	}
 	s := &Store{
 		rdb:     rdb,
@@ -166,6 +169,11 @@ func New(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("%w (check --redis-url and that Redis is running)", err)
 	}
 	return s, nil
+}
+
+// clusterPrefix wraps a prefix without a hash tag: "mcpmon:" → "{mcpmon}:".
+func clusterPrefix(p string) string {
+	return "{" + strings.TrimSuffix(p, ":") + "}:"
 }
 
 func hasHashTag(p string) bool {
@@ -186,6 +194,10 @@ func newClient(rawURL string, opts Options) (goredis.UniversalClient, bool, erro
 	maint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	switch mode {
 	case "":
+		if authority, _, _ := strings.Cut(rest, "/"); strings.Contains(authority, ",") {
+			// redis://h1:6379,h2:6379 — comma-separated seed nodes mean Cluster.
+			return newClient(base+"+cluster://"+rest, opts)
+		}
 		o, err := goredis.ParseURL(base + "://" + rest)
 		if err != nil {
 			return nil, false, fmt.Errorf("%w: %s", ErrURL, redactErr(err))

@@ -160,14 +160,6 @@ func TestBadURL(t *testing.T) {
 	}
 }
 
-func TestClusterPrefixNeedsHashTag(t *testing.T) {
-	// No connection is made: the prefix is checked first.
-	_, err := redis.New(t.Context(), "redis+cluster://127.0.0.1:1,127.0.0.1:2", redis.Options{Prefix: "plain:"})
-	if err == nil || !strings.Contains(err.Error(), "hash tag") {
-		t.Fatalf("cluster with a prefix without hash tag: %v", err)
-	}
-}
-
 // BenchmarkClaimComplete: one notification's ledger round (SET NX claim +
 // complete script) against the test Redis.
 func BenchmarkClaimComplete(b *testing.B) {

@@ -51,6 +51,12 @@ func TestNewClientKinds(t *testing.T) {
 				t.Errorf("sentinel client is %T", c)
 			}
 		}},
+		{"redis://127.0.0.1:1,127.0.0.1:2/0?dial_timeout=1s", true, func(t *testing.T, c goredis.UniversalClient) {
+			o := c.(*goredis.ClusterClient).Options()
+			if len(o.Addrs) != 2 || o.DialTimeout != time.Second {
+				t.Errorf("comma-separated cluster: addrs %v dial timeout %s", o.Addrs, o.DialTimeout)
+			}
+		}},
 		{"redis+cluster://127.0.0.1:1,127.0.0.1:2", true, func(t *testing.T, c goredis.UniversalClient) {
 			o := c.(*goredis.ClusterClient).Options()
 			if strings.Join(o.Addrs, ",") != "127.0.0.1:1,127.0.0.1:2" {
@@ -69,5 +75,18 @@ func TestNewClientKinds(t *testing.T) {
 			}
 			c.check(t, cl)
 		})
+	}
+}
+
+func TestClusterPrefix(t *testing.T) {
+	for in, want := range map[string]string{"mcpmon:": "{mcpmon}:", "team-a": "{team-a}:"} {
+		if got := clusterPrefix(in); got != want || !hasHashTag(got) {
+			t.Errorf("clusterPrefix(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for p, want := range map[string]bool{"{mcpmon}:": true, "a{b}c:": true, "mcpmon:": false, "{}:": false, "{x:": false} {
+		if hasHashTag(p) != want {
+			t.Errorf("hasHashTag(%q) = %v", p, !want)
+		}
 	}
 }
