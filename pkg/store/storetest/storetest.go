@@ -8,6 +8,14 @@
 // VerdictHistory (store.DefaultVerdictHistory): the suite moves the fake clock
 // across those boundaries. Times in the suite are whole seconds (Redis keeps
 // milliseconds).
+//
+// TTL expiry is tested the same way on every backend, by advancing the fake
+// clock past the TTL: each backend must take expiry decisions from its
+// injected clock. On Redis that means deadlines stored in the values and
+// compared in the scripts, with Redis's own PX only collecting garbage —
+// rather than PEXPIREAT computed from the fake clock (which the server would
+// compare with its wall clock) or a short real TTL (slow, and not the 7-day
+// default that matters).
 package storetest
 
 import (
