@@ -47,7 +47,7 @@ func newRedisServer(t *testing.T) *redisServer {
 		}
 		t.Skip("redis-server not in PATH: run `make test` (or .ci/start-redis.sh) to install it")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func (s *redisServer) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0"
 // there is one.
 func (s *redisServer) start() {
 	s.t.Helper()
-	cmd := exec.Command(s.bin,
+	cmd := exec.CommandContext(s.t.Context(), s.bin,
 		"--bind", "127.0.0.1", "--port", strconv.Itoa(s.port), "--dir", s.dir,
 		"--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
 		"--daemonize", "no", "--logfile", "")
