@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
@@ -16,5 +18,5 @@ func setupSQS(t *testing.T, o *config.Options) {
 func setupRedis(t *testing.T, o *config.Options) {
 	o.Store = config.StoreRedis
 	o.RedisURL = testpeers.RedisURL(t)
-	t.Skip("redis backend not wired yet")
+	o.RedisPrefix = fmt.Sprintf("e2e-%d:", time.Now().UnixNano())
 }
