@@ -57,6 +57,25 @@ type pubReq struct {
 	in      SendInput
 	res     chan pubRes
 	attempt int
+
+	mu      sync.Mutex
+	lastErr error // the latest transient failure, for the caller's error
+}
+
+func (r *pubReq) setErr(err error) {
+	r.mu.Lock()
+	r.lastErr = err
+	r.mu.Unlock()
+}
+
+// ctxErr is the error Publish returns when its context ends first.
+func (r *pubReq) ctxErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastErr != nil {
+		return fmt.Errorf("%w (last send error: %w)", r.ctx.Err(), r.lastErr)
+	}
+	return r.ctx.Err()
 }
 
 type pubRes struct {
@@ -122,7 +141,12 @@ func (p *Publisher) Publish(ctx context.Context, in SendInput) (string, error) {
 	case res := <-r.res:
 		return res.id, res.err
 	case <-ctx.Done():
-		return "", ctx.Err()
+		select {
+		case res := <-r.res:
+			return res.id, res.err
+		default:
+		}
+		return "", fmt.Errorf("publish to %s: %w", p.q.Name(), r.ctxErr())
 	}
 }
 
@@ -278,6 +302,7 @@ func (p *Publisher) retryOrFail(r *pubReq, err error) {
 		return
 	default:
 	}
+	r.setErr(err)
 	r.attempt++
 	d := backoff(p.opts.BackoffMin, p.opts.BackoffMax, r.attempt)
 	p.logger.Debug("retrying send", "group", r.in.GroupID, "dedup_id", r.in.DedupID, "attempt", r.attempt, "in", d, "err", err)

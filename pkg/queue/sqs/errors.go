@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go"
 
 	"github.com/mcpmon/mcpmon/pkg/queue"
@@ -54,6 +55,16 @@ func sentinel(code, message string) error {
 		return queue.ErrInvalidMessage
 	}
 	return nil
+}
+
+// retryableCode tells the SDK's retryer to retry throttling answers whatever
+// their prefix; other errors are left to its default checks.
+func retryableCode(err error) aws.Ternary {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && errors.Is(sentinel(ae.ErrorCode(), ae.ErrorMessage()), ErrThrottled) {
+		return aws.TrueTernary
+	}
+	return aws.UnknownTernary
 }
 
 // mapErr wraps an API error of op on queue name with the matching sentinel,

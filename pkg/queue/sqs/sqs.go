@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -60,6 +61,9 @@ type Options struct {
 	// MaxAttempts bounds SDK attempts per call for throttling, 5xx and
 	// network errors. Default 5.
 	MaxAttempts int
+	// MaxBackoff caps the SDK's jittered exponential wait between
+	// attempts. Default 5s.
+	MaxBackoff time.Duration
 	// Metrics counts API calls; nil counts nothing.
 	Metrics *Metrics
 	Logger  *slog.Logger
@@ -84,6 +88,9 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 5
 	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 5 * time.Second
+	}
 	if opts.HTTPClient == nil {
 		// Buildable, so AWS_CA_BUNDLE still applies; enough idle
 		// connections for concurrent long polls and batch calls.
@@ -96,7 +103,14 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = opts.MaxAttempts
-				o.MaxBackoff = 5 * time.Second
+				o.MaxBackoff = opts.MaxBackoff
+				// No client-side retry quota: under sustained throttling
+				// every entry must keep retrying (queue.Publisher backs
+				// off on top), not fail fast with "quota exceeded".
+				o.RateLimiter = ratelimit.None
+				// SQS's query-compatible codes carry a prefix the SDK's
+				// throttle list does not know.
+				o.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(retryableCode)}, o.Retryables...)
 			})
 		}),
 	}
