@@ -56,7 +56,8 @@ const defaultVisibility = 30 * time.Second
 // Consume receives from q and runs h until ctx is done, then returns nil
 // after acknowledging what was handled. Messages of one group are handled in
 // order, different groups concurrently. Receive errors are logged and
-// retried with backoff.
+// retried with backoff, except a missing or closed queue, which Consume
+// returns.
 func Consume(ctx context.Context, q Queue, h Handler, opts ConsumerOptions) error {
 	if opts.Max <= 0 || opts.Max > MaxBatch {
 		opts.Max = MaxBatch
@@ -124,7 +125,7 @@ func Consume(ctx context.Context, q Queue, h Handler, opts ConsumerOptions) erro
 			if ctx.Err() != nil {
 				return nil
 			}
-			if errors.Is(err, ErrClosed) {
+			if errors.Is(err, ErrClosed) || errors.Is(err, ErrQueueNotFound) {
 				return err
 			}
 			failures++
@@ -202,9 +203,10 @@ func (c *consumer) dispatch(ctx context.Context, msgs []Message, receivedAt time
 
 func (c *consumer) runGroup(ctx context.Context, batch []Message, receivedAt time.Time) {
 	hbCtx, stopHB := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopHB()
+	var hb sync.WaitGroup
+	defer func() { stopHB(); hb.Wait() }()
 	live := newReceiptSet(batch)
-	go c.heartbeat(hbCtx, live, receivedAt)
+	hb.Go(func() { c.heartbeat(hbCtx, live, receivedAt) })
 
 	select {
 	case c.slots <- struct{}{}:

@@ -125,7 +125,7 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 		return nil, fmt.Errorf("sqs: load AWS configuration: %w", err)
 	}
 	if cfg.Region == "" {
-		return nil, errors.New("sqs: no AWS region: set AWS_REGION or --sqs-region")
+		return nil, errors.New("sqs: no AWS region: set AWS_REGION (or a region in the AWS profile) or sqs.Options.Region")
 	}
 	api := awssqs.NewFromConfig(cfg, func(o *awssqs.Options) {
 		if opts.Endpoint != "" {
