@@ -378,3 +378,32 @@ func (q *Queue) Stats(ctx context.Context) (queue.Stats, error) {
 	inflight, _ := strconv.Atoi(res.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
 	return queue.Stats{Visible: visible, InFlight: inflight}, nil
 }
+
+// Stage is one opened stage queue with its dead-letter queue (nil when the
+// stage has no redrive).
+type Stage struct {
+	Name  string
+	Queue *Queue
+	DLQ   *Queue
+}
+
+// OpenStages opens every queue of cfgs (normally queue.StageConfigs()) and
+// its DLQ. It fails with queue.ErrQueueNotFound, naming the queue, when
+// `mcpmon queues ensure` has not been run.
+func (c *Client) OpenStages(ctx context.Context, cfgs []queue.Config) ([]Stage, error) {
+	out := make([]Stage, 0, len(cfgs))
+	for _, cfg := range cfgs {
+		q, err := c.Open(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		s := Stage{Name: cfg.Name, Queue: q}
+		if cfg.MaxReceiveCount > 0 {
+			if s.DLQ, err = c.OpenDLQ(ctx, cfg); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}

@@ -248,3 +248,20 @@ func TestServerErrorsMapToSentinels(t *testing.T) {
 		t.Fatalf("unknown receipt: %v, want queue.ErrInvalidReceipt", err)
 	}
 }
+
+func TestOpenStages(t *testing.T) {
+	c := newClient(t, sqs.Options{})
+	if _, err := c.OpenStages(t.Context(), queue.StageConfigs()); !errors.Is(err, queue.ErrQueueNotFound) {
+		t.Fatalf("before ensure: %v, want ErrQueueNotFound", err)
+	}
+	if _, err := sqs.Ensure(t.Context(), c, queue.StageConfigs()); err != nil {
+		t.Fatal(err)
+	}
+	stages, err := c.OpenStages(t.Context(), queue.StageConfigs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stages) != 3 || stages[1].Name != "results" || stages[1].Queue.Name() != "results" || stages[1].DLQ.Name() != "results-dlq" {
+		t.Fatalf("stages = %+v", stages)
+	}
+}
