@@ -18,7 +18,8 @@
 // call returns, so a crash loses nothing the broker acknowledged; an in-flight
 // message becomes visible again after a restart when its visibility deadline
 // passes. Time comes only from Options.Clock; long-poll waits use real timers
-// bounded by the requested wait.
+// bounded by the requested wait (on an injected clock a long poll re-checks
+// every few milliseconds, so advancing the clock releases it).
 package embedded
 
 import (
@@ -48,6 +49,10 @@ import (
 
 // FileName is the bbolt file the broker keeps in its data directory.
 const FileName = "queue.db"
+
+// fakePoll is how often a long poll re-checks visibility when the broker
+// runs on an injected clock.
+const fakePoll = 5 * time.Millisecond
 
 // maxIDLen is SQS's limit on group and deduplication IDs.
 const maxIDLen = 128
@@ -397,6 +402,11 @@ func (h *handle) Receive(ctx context.Context, in queue.ReceiveInput) ([]queue.Me
 		// end, or ctx.
 		var expiry <-chan time.Time
 		var t *time.Timer
+		if _, wall := h.b.clock.(clock.Real); !wall {
+			// An injected clock can jump at any moment (a test's Advance):
+			// re-check often instead of trusting a real-time deadline.
+			next = fakePoll
+		}
 		if next > 0 {
 			t = time.NewTimer(next)
 			expiry = t.C

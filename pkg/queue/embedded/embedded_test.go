@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
@@ -189,4 +190,37 @@ func TestReceiveHonoursContext(t *testing.T) {
 	if _, err := b.Queue("results").Receive(ctx, queue.ReceiveInput{Max: 1, Wait: 20 * time.Second}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
+}
+
+// TestLongPollSeesFakeClockAdvance: a long poll on an injected clock returns
+// once the clock is advanced past a message's visibility, without waiting
+// for the poll's real-time end.
+func TestLongPollSeesFakeClockAdvance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clock.NewFake(epoch)
+		b := open(t, "", clk)
+		defer b.Close()
+		q := b.Queue("results")
+		if _, err := q.Send(t.Context(), []queue.SendInput{{GroupID: "g", DedupID: "d", Body: []byte("b")}}); err != nil {
+			t.Fatal(err)
+		}
+		if ms, _ := q.Receive(t.Context(), queue.ReceiveInput{Max: 1}); len(ms) != 1 {
+			t.Fatal("nothing received")
+		}
+		got := make(chan []queue.Message)
+		go func() {
+			ms, _ := q.Receive(t.Context(), queue.ReceiveInput{Max: 1, Wait: queue.MaxWait})
+			got <- ms
+		}()
+		start := time.Now()
+		synctest.Wait()
+		clk.Advance(31 * time.Second)
+		ms := <-got
+		if len(ms) != 1 || ms[0].ReceiveCount != 2 {
+			t.Fatalf("long poll after Advance = %+v, want the redelivery", ms)
+		}
+		if waited := time.Since(start); waited > 100*time.Millisecond {
+			t.Fatalf("long poll took %v of real time to notice the clock", waited)
+		}
+	})
 }
