@@ -368,13 +368,7 @@ func validBody(b []byte) bool {
 }
 
 func (h *handle) Receive(ctx context.Context, in queue.ReceiveInput) ([]queue.Message, error) {
-	max := in.Max
-	if max <= 0 {
-		max = 1
-	}
-	if max > queue.MaxBatch {
-		max = queue.MaxBatch
-	}
+	n := min(max(in.Max, 1), queue.MaxBatch)
 	wait := min(in.Wait, queue.MaxWait)
 	var timer *time.Timer
 	var deadline <-chan time.Time
@@ -391,7 +385,7 @@ func (h *handle) Receive(ctx context.Context, in queue.ReceiveInput) ([]queue.Me
 		if err != nil {
 			return nil, err
 		}
-		msgs, next, err := h.b.receive(q, max, in.Visibility)
+		msgs, next, err := h.b.receive(q, n, in.Visibility)
 		wake := q.wake
 		h.b.mu.Unlock()
 		if err != nil || len(msgs) > 0 || deadline == nil {
@@ -430,10 +424,10 @@ func (h *handle) Receive(ctx context.Context, in queue.ReceiveInput) ([]queue.Me
 	}
 }
 
-// receive takes up to max messages with b.mu held. It also applies
+// receive takes up to limit messages with b.mu held. It also applies
 // retention and redrive. next is how long until the earliest in-flight
 // message becomes visible (0 if none).
-func (b *Broker) receive(q *fifo, max int, visibility time.Duration) ([]queue.Message, time.Duration, error) {
+func (b *Broker) receive(q *fifo, limit int, visibility time.Duration) ([]queue.Message, time.Duration, error) {
 	now := b.clock.Now()
 	if visibility <= 0 {
 		visibility = q.cfg.VisibilityTimeout
@@ -453,7 +447,7 @@ func (b *Broker) receive(q *fifo, max int, visibility time.Duration) ([]queue.Me
 	}
 	var taken, expired, redriven []*message
 	for _, m := range q.msgs {
-		if len(taken) == max {
+		if len(taken) == limit {
 			break
 		}
 		if m == nil || blocked[m.GroupID] {

@@ -278,10 +278,10 @@ func seconds(d time.Duration) int32 {
 
 // Receive long-polls for up to in.Max messages.
 func (q *Queue) Receive(ctx context.Context, in queue.ReceiveInput) ([]queue.Message, error) {
-	max := min(max(in.Max, 1), queue.MaxBatch)
+	n := min(max(in.Max, 1), queue.MaxBatch)
 	req := &awssqs.ReceiveMessageInput{
 		QueueUrl:            aws.String(q.url),
-		MaxNumberOfMessages: int32(max),
+		MaxNumberOfMessages: int32(n),
 		WaitTimeSeconds:     seconds(min(in.Wait, queue.MaxWait)),
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{
 			types.MessageSystemAttributeNameApproximateReceiveCount,
