@@ -194,3 +194,50 @@ func counter(t *testing.T, reg *prometheus.Registry, name, queueName string) flo
 	t.Fatalf("metric %s{queue=%q} not found", name, queueName)
 	return 0
 }
+
+// TestConsumerConcurrencyAcrossGroups: different groups are handled in
+// parallel up to Concurrency, never more.
+func TestConsumerConcurrencyAcrossGroups(t *testing.T) {
+	for _, conc := range []int{1, 3} {
+		t.Run(fmt.Sprint("concurrency=", conc), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := openResults(t)
+				q := b.Queue("results")
+				var in []queue.SendInput
+				for g := range 6 {
+					in = append(in, queue.SendInput{GroupID: fmt.Sprint("g", g), DedupID: fmt.Sprint(g), Body: []byte("x")})
+				}
+				if _, err := q.Send(t.Context(), in); err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				var mu sync.Mutex
+				running, peak, done := 0, 0, 0
+				h := func(context.Context, queue.Message) error {
+					mu.Lock()
+					running++
+					peak = max(peak, running)
+					mu.Unlock()
+					time.Sleep(time.Second) // synctest: the work takes a second of bubble time
+					mu.Lock()
+					running--
+					if done++; done == 6 {
+						cancel()
+					}
+					mu.Unlock()
+					return nil
+				}
+				start := time.Now()
+				if err := queue.Consume(ctx, q, h, queue.ConsumerOptions{Concurrency: conc}); err != nil {
+					t.Fatal(err)
+				}
+				if peak != conc {
+					t.Fatalf("peak parallel groups = %d, want %d", peak, conc)
+				}
+				if took, want := time.Since(start), time.Duration(6/conc)*time.Second; took < want || took > want+time.Second {
+					t.Fatalf("6 one-second messages took %v with concurrency %d, want ~%v", took, conc, want)
+				}
+			})
+		})
+	}
+}
