@@ -319,7 +319,7 @@ func TestRehearsal4VisibilityExpiryDuringProcessing(t *testing.T) {
 			receivedAt := time.Now()
 
 			// One hour of work: far past 30s, no redelivery.
-			time.Sleep(time.Hour)
+			time.Sleep(time.Hour) // synctest: advances the bubble clock only
 			if ms, _ := q.Receive(t.Context(), queue.ReceiveInput{Max: 1}); len(ms) != 0 {
 				t.Fatalf("redelivered after 1h despite the heartbeat: %+v", ms)
 			}
