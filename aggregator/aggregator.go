@@ -215,8 +215,12 @@ func (a *Aggregator) Run(ctx context.Context) error {
 func (a *Aggregator) Tick(ctx context.Context) error {
 	now := a.clk.Now()
 	// A window starting at w closes at w+Window; decide it once now >=
-	// w+Window+Grace, i.e. w < now-Window-Grace+1ns.
-	refs, err := a.st.OpenWindows(ctx, now.Add(-a.opts.Window-a.opts.Grace+time.Nanosecond))
+	// w+Window+Grace. The latest such w is the window holding
+	// now-Window-Grace, so ask for windows starting before the next
+	// boundary: a whole window size, which survives a store that keeps
+	// times to the millisecond (Redis scores).
+	before := a.WindowOf(now.Add(-a.opts.Window - a.opts.Grace)).Add(a.opts.Window)
+	refs, err := a.st.OpenWindows(ctx, before)
 	if err != nil {
 		return fmt.Errorf("aggregator: list open windows: %w", err)
 	}

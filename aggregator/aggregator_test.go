@@ -48,7 +48,7 @@ type aenv struct {
 	t        *testing.T
 	ctx      context.Context
 	clk      *clock.Fake
-	st       *bolt.Store
+	st       store.Store
 	results  queue.Queue
 	verdicts queue.Queue
 	pub      *sender
@@ -57,11 +57,19 @@ type aenv struct {
 }
 
 func newAenv(t *testing.T) *aenv {
+	return newAenvWith(t, func(clk clock.Clock) store.Store {
+		st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"), bolt.Options{Clock: clk, SweepInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	})
+}
+
+// newAenvWith builds the test world on the store open returns.
+func newAenvWith(t *testing.T, open func(clock.Clock) store.Store) *aenv {
 	clk := clock.NewFake(w0)
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"), bolt.Options{Clock: clk, SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := open(clk)
 	t.Cleanup(func() { st.Close() })
 	b, err := embedded.Open("", queue.StageConfigs(), embedded.Options{Clock: clk})
 	if err != nil {
@@ -136,8 +144,9 @@ func (e *aenv) published() []msg.Verdict {
 	}
 }
 
-func TestWindowDecidedAfterGraceOnce(t *testing.T) {
-	e := newAenv(t)
+func TestWindowDecidedAfterGraceOnce(t *testing.T) { testWindowDecidedAfterGraceOnce(t, newAenv(t)) }
+
+func testWindowDecidedAfterGraceOnce(t *testing.T, e *aenv) {
 	e.sendResult(res("", msg.StatusDown, "refused", 0))
 	e.sendResult(res("", msg.StatusDown, "refused", 30*time.Second))
 	e.consume()
@@ -171,8 +180,9 @@ func TestWindowDecidedAfterGraceOnce(t *testing.T) {
 	}
 }
 
-func TestDuplicateAndLateResults(t *testing.T) {
-	e := newAenv(t)
+func TestDuplicateAndLateResults(t *testing.T) { testDuplicateAndLateResults(t, newAenv(t)) }
+
+func testDuplicateAndLateResults(t *testing.T, e *aenv) {
 	r := res("", msg.StatusUp, "ok", 0)
 	e.sendResult(r)
 	e.consume()

@@ -16,7 +16,9 @@ import (
 // where it is, nothing is released, the message is not deleted, and a new
 // alerter with another identity takes over on the same store and queue) at
 // each step of handling the verdict that opens an incident.
-func TestCrashAtEveryStep(t *testing.T) {
+func TestCrashAtEveryStep(t *testing.T) { testCrashAtEveryStep(t, newEnv) }
+
+func testCrashAtEveryStep(t *testing.T, newEnv func(*testing.T) *env) {
 	tests := []struct {
 		point string
 		// sends is how many times the sink receives the open notification.

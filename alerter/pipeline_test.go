@@ -36,8 +36,9 @@ type pipeline struct {
 	reg     *prometheus.Registry
 }
 
-func newPipeline(t *testing.T) *pipeline {
-	e := newEnv(t)
+func newPipeline(t *testing.T) *pipeline { return newPipelineOn(t, newEnv(t)) }
+
+func newPipelineOn(t *testing.T, e *env) *pipeline {
 	reg := prometheus.NewRegistry()
 	agg, err := aggregator.New(aggregator.Options{Store: e.st, Publisher: queueSender{e.q}, Window: time.Minute, Grace: 10 * time.Second,
 		Clock: e.clk, Metrics: aggregator.NewMetrics(reg)})
@@ -92,8 +93,9 @@ func (p *pipeline) window(i int, rs ...msg.ProbeResult) {
 	}
 }
 
-func TestRegions(t *testing.T) {
-	p := newPipeline(t)
+func TestRegions(t *testing.T) { testRegions(t, newPipeline(t)) }
+
+func testRegions(t *testing.T, p *pipeline) {
 	p.endpoint("ep1", nil, nil)
 	for i := range 5 { // two of three regions up: regional, no incident
 		p.window(i, result("ep1", "eu", i, msg.StatusUp), result("ep1", "us", i, msg.StatusUp), result("ep1", "ap", i, msg.StatusDown))
@@ -125,8 +127,9 @@ func TestRegions(t *testing.T) {
 // TestBeyondTheDedupWindow re-sends a result and a verdict with their
 // original dedup IDs more than five minutes later: the queue accepts both as
 // new messages, and neither has a second effect.
-func TestBeyondTheDedupWindow(t *testing.T) {
-	p := newPipeline(t)
+func TestBeyondTheDedupWindow(t *testing.T) { testBeyondTheDedupWindow(t, newPipeline(t)) }
+
+func testBeyondTheDedupWindow(t *testing.T, p *pipeline) {
 	p.endpoint("ep1", nil, nil)
 	r0, r1 := result("ep1", "", 0, msg.StatusDown), result("ep1", "", 1, msg.StatusDown)
 	p.window(0, r0)
