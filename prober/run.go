@@ -47,8 +47,8 @@ type run struct {
 	res *msg.ProbeResult
 	u   *url.URL
 
-	tr     *http.Transport
-	client *http.Client
+	tlsCfg *tls.Config
+	client *httpClient
 
 	mu     sync.Mutex
 	phases map[string]time.Duration
@@ -66,19 +66,8 @@ type run struct {
 
 func newRun(p *Prober, ep store.Endpoint, res *msg.ProbeResult) *run {
 	r := &run{p: p, ep: ep, res: res, phases: map[string]time.Duration{}, marks: map[string]time.Time{}}
-	dialer := net.Dialer{Timeout: p.opts.DefaultTimeout, KeepAlive: -1}
-	r.tr = &http.Transport{
-		DialContext:            p.guard.dialer(p.opts.Resolver, dialer),
-		TLSClientConfig:        r.tlsConfig(),
-		TLSHandshakeTimeout:    p.opts.DefaultTimeout,
-		ResponseHeaderTimeout:  max(ep.Timeout, p.opts.DefaultTimeout),
-		MaxIdleConns:           2,
-		MaxConnsPerHost:        4,
-		MaxResponseHeaderBytes: 64 << 10,
-		DisableCompression:     true,
-		ForceAttemptHTTP2:      true,
-	}
-	r.client = &http.Client{Transport: r.tr, CheckRedirect: r.checkRedirect}
+	r.tlsCfg = r.tlsConfig()
+	r.client = &httpClient{r: r}
 	return r
 }
 
@@ -120,29 +109,11 @@ func (r *run) tlsConfig() *tls.Config {
 	}
 }
 
-// checkRedirect re-validates every hop against the guard and drops the
-// endpoint's secret headers when a redirect leaves the original origin
-// (net/http only strips Authorization and Cookie).
-func (r *run) checkRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) >= DefaultMaxRedirects {
-		return failf(ClassProtocolError, 0, "stopped after %d redirects", len(via))
-	}
-	if err := r.p.guard.checkURL(req.URL); err != nil {
-		return &probeError{class: ClassBlockedTarget, msg: fmt.Sprintf("redirect to %s refused: %v", req.URL.Host, err)}
-	}
-	if req.URL.Scheme != r.u.Scheme || req.URL.Host != r.u.Host {
-		for k := range r.ep.Headers {
-			req.Header.Del(k)
-		}
-	}
-	return nil
-}
-
 func (r *run) close() {
 	if r.legacy != nil {
 		r.legacy.close()
 	}
-	r.tr.CloseIdleConnections()
+	r.client.closeAll()
 }
 
 // trace records dns, connect and tls of the first connection.

@@ -22,6 +22,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(benchServerEnv) != "" {
+		os.Exit(runBenchServer())
+	}
 	goleak.VerifyTestMain(m)
 }
 

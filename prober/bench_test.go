@@ -1,0 +1,170 @@
+package prober
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+)
+
+// The benchmarks measure the CPU a client spends per full probe
+// (initialize + notifications/initialized + ping + DELETE, a new connection
+// each time, as a monitor does). The go-sdk server runs in a child process
+// (this test binary re-executed) so getrusage(RUSAGE_SELF) counts only the
+// client's CPU; ns/op is wall time and includes the server's.
+//
+//	go test ./prober -run '^$' -bench 'Probe' -benchtime 2000x
+const benchServerEnv = "PROBER_BENCH_SERVER"
+
+// runBenchServer serves a tool-less go-sdk server on 127.0.0.1: /json
+// (JSON answers) and /sse (SSE answers); prints its address; exits when
+// stdin closes.
+func runBenchServer() int {
+	s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	mux := http.NewServeMux()
+	mux.Handle("/json", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{JSONResponse: true}))
+	mux.Handle("/sse", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go http.Serve(l, mux)
+	fmt.Println("http://" + l.Addr().String())
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n')
+	return 0
+}
+
+func benchServer(b *testing.B) string {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), benchServerEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		b.Fatal(err)
+	}
+	return strings.TrimSpace(line)
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// ourProbe runs one probe the way the worker does for a server last seen on
+// 2025-11-25 (no server/discover round trip).
+func ourProbe(b *testing.B, p *Prober, url string) {
+	ep := endpoint(url)
+	ep.Transport = TransportStreamableHTTP
+	prev := &msg.ProbeResult{Status: msg.StatusUp, ProtocolVersion: Version20251125, Transport: TransportStreamableHTTP}
+	res := p.ProbeAfter(context.Background(), ep, cmd(), prev)
+	if res.Class != ClassOK {
+		b.Fatalf("probe: %s %s", res.Class, res.Error)
+	}
+}
+
+// sdkProbe does the same handshake with the go-sdk client: fresh transport,
+// pinned to 2025-11-25, no standalone SSE stream.
+func sdkProbe(b *testing.B, url string, defaults bool) {
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	t := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: tr}, DisableStandaloneSSE: !defaults}
+	var so *mcp.ClientSessionOptions
+	if !defaults {
+		so = &mcp.ClientSessionOptions{ProtocolVersion: Version20251125}
+	}
+	cs, err := c.Connect(context.Background(), t, so)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cs.Ping(context.Background(), nil); err != nil {
+		b.Fatal(err)
+	}
+	if err := cs.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func benchCPU(b *testing.B, probe func()) {
+	b.ReportAllocs()
+	probe() // warm up
+	b.ResetTimer()
+	start := cpuTime()
+	for b.Loop() {
+		probe()
+	}
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+}
+
+func BenchmarkProbe(b *testing.B) {
+	base := benchServer(b)
+	p := testProber(b, nil)
+	for _, answers := range []string{"json", "sse"} {
+		b.Run(answers, func(b *testing.B) {
+			benchCPU(b, func() { ourProbe(b, p, base+"/"+answers) })
+		})
+	}
+}
+
+func BenchmarkGoSDKClientProbe(b *testing.B) {
+	base := benchServer(b)
+	for _, answers := range []string{"json", "sse"} {
+		b.Run(answers, func(b *testing.B) {
+			benchCPU(b, func() { sdkProbe(b, base+"/"+answers, false) })
+		})
+		b.Run(answers+"/sdk-defaults", func(b *testing.B) {
+			benchCPU(b, func() { sdkProbe(b, base+"/"+answers, true) })
+		})
+	}
+}
+
+// BenchmarkProbeCPURatio runs both clients b.N times against the same server
+// and reports their CPU per probe side by side and the ratio (target ≤ 0.5).
+func BenchmarkProbeCPURatio(b *testing.B) {
+	base := benchServer(b)
+	p := testProber(b, nil)
+	for _, answers := range []string{"json", "sse"} {
+		b.Run(answers, func(b *testing.B) {
+			url := base + "/" + answers
+			ourProbe(b, p, url)
+			sdkProbe(b, url, false)
+			var ours, sdk time.Duration
+			for b.Loop() {
+				t := cpuTime()
+				ourProbe(b, p, url)
+				m := cpuTime()
+				sdkProbe(b, url, false)
+				ours += m - t
+				sdk += cpuTime() - m
+			}
+			b.ReportMetric(float64(ours)/float64(b.N), "prober-cpu-ns/op")
+			b.ReportMetric(float64(sdk)/float64(b.N), "gosdk-cpu-ns/op")
+			b.ReportMetric(float64(ours)/float64(sdk), "ratio")
+		})
+	}
+}

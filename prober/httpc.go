@@ -1,0 +1,292 @@
+package prober
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"sync"
+	"time"
+)
+
+// httpClient is the probe's minimal HTTP/1.1 client: the calling goroutine
+// writes the request and reads the answer on the connection itself, with no
+// transport goroutines, no shared pool and no connection kept past the probe.
+// It exists because a probe is a handful of requests on one fresh connection,
+// where net/http.Transport's per-connection read and write goroutines and
+// their hand-offs cost more CPU than the requests (see BenchmarkProbe). It
+// reuses the standard library's wire code (Request.Write, ReadResponse) and
+// adds what a probe needs: the SSRF-guarded dialer, bounded reads, the
+// deadline from the probe's context, httptrace hooks for dns / connect / tls,
+// and redirects re-validated hop by hop.
+type httpClient struct {
+	r *run
+
+	mu   sync.Mutex
+	idle *hconn
+	all  []*hconn
+}
+
+// hconn is one connection of a probe.
+type hconn struct {
+	c      net.Conn
+	ctx    context.Context
+	stop   func() bool // unhooks the context's cancellation
+	key    string
+	budget *capReader
+	br     *bufio.Reader
+	bw     *bufio.Writer
+}
+
+// aLongTimeAgo is a deadline that fails pending I/O at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// headerBudget bounds the status line and headers of one response.
+const headerBudget = 64 << 10
+
+func (h *httpClient) closeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.all {
+		c.stop()
+		c.c.Close()
+	}
+	h.all, h.idle = nil, nil
+}
+
+func connKey(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return u.Scheme + "://" + net.JoinHostPort(u.Hostname(), port)
+}
+
+func (h *httpClient) getConn(ctx context.Context, u *url.URL) (*hconn, error) {
+	key := connKey(u)
+	h.mu.Lock()
+	if h.idle != nil && h.idle.key == key && h.idle.ctx == ctx {
+		c := h.idle
+		h.idle = nil
+		h.mu.Unlock()
+		return c, nil
+	}
+	h.mu.Unlock()
+
+	p := h.r.p
+	d := net.Dialer{Timeout: p.opts.DefaultTimeout, KeepAlive: -1}
+	// Dial on an uncancellable copy of ctx bounded by its deadline: a
+	// cancellable context makes net start a watcher goroutine per connect,
+	// which costs more CPU than the connect on loopback. The deadline still
+	// bounds the dial, and the httptrace hooks ride along in the values.
+	dl, hasDL := ctx.Deadline()
+	if hasDL {
+		d.Deadline = dl
+	}
+	addr := key[len(u.Scheme)+3:]
+	c, err := p.guard.dialer(p.opts.Resolver, d)(context.WithoutCancel(ctx), "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme == "https" {
+		cfg := h.r.tlsCfg.Clone()
+		cfg.ServerName = u.Hostname()
+		tc := tls.Client(c, cfg)
+		trace := httptrace.ContextClientTrace(ctx)
+		if trace != nil && trace.TLSHandshakeStart != nil {
+			trace.TLSHandshakeStart()
+		}
+		err := tc.HandshakeContext(ctx)
+		if trace != nil && trace.TLSHandshakeDone != nil {
+			trace.TLSHandshakeDone(tc.ConnectionState(), err)
+		}
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c = tc
+	}
+	// One deadline and one cancellation hook per connection: every request
+	// of a probe shares the probe's context.
+	if hasDL {
+		_ = c.SetDeadline(dl)
+	}
+	hc := &hconn{c: c, ctx: ctx, key: key, budget: &capReader{r: c}}
+	hc.stop = context.AfterFunc(ctx, func() { _ = c.SetDeadline(aLongTimeAgo) })
+	hc.br = bufio.NewReaderSize(hc.budget, 4096)
+	hc.bw = bufio.NewWriterSize(c, 4096)
+	h.mu.Lock()
+	h.all = append(h.all, hc)
+	h.mu.Unlock()
+	return hc, nil
+}
+
+func (h *httpClient) drop(hc *hconn) {
+	hc.stop()
+	hc.c.Close()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, c := range h.all {
+		if c == hc {
+			h.all = append(h.all[:i], h.all[i+1:]...)
+			break
+		}
+	}
+}
+
+func (h *httpClient) release(hc *hconn) {
+	h.mu.Lock()
+	old := h.idle
+	h.idle = hc
+	h.mu.Unlock()
+	if old != nil {
+		h.drop(old)
+	}
+}
+
+// roundTrip sends req on a connection and returns the response; its body
+// hands the connection back when read to the end.
+func (h *httpClient) roundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	hc, err := h.getConn(ctx, req.URL)
+	if err != nil {
+		return nil, err
+	}
+	hc.budget.n = headerBudget + h.r.p.opts.MaxBody
+	if err := req.Write(hc.bw); err == nil {
+		err = hc.bw.Flush()
+	}
+	if err != nil {
+		h.drop(hc)
+		return nil, err
+	}
+	resp, err := http.ReadResponse(hc.br, req)
+	if err != nil {
+		h.drop(hc)
+		if errors.Is(err, errTooLarge) {
+			return nil, fmt.Errorf("response headers: %w", err)
+		}
+		return nil, err
+	}
+	resp.Body = &connBody{rc: resp.Body, h: h, hc: hc, reuse: !resp.Close}
+	return resp, nil
+}
+
+// connBody returns its connection for reuse once the body hit EOF; closed
+// early, it drains for at most a moment (the rest of an SSE answer is often
+// already in flight) and otherwise drops the connection.
+type connBody struct {
+	rc    io.ReadCloser
+	h     *httpClient
+	hc    *hconn
+	reuse bool
+	eof   bool
+	done  bool
+}
+
+func (b *connBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+func (b *connBody) Close() error {
+	if b.done {
+		return nil
+	}
+	b.done = true
+	if !b.eof && b.reuse {
+		dl, hasDL := b.hc.ctx.Deadline()
+		_ = b.hc.c.SetReadDeadline(time.Now().Add(time.Millisecond))
+		if n, err := io.CopyN(io.Discard, b.rc, 4<<10); err == io.EOF && n < 4<<10 {
+			b.eof = true
+		}
+		if hasDL {
+			_ = b.hc.c.SetReadDeadline(dl)
+		} else {
+			_ = b.hc.c.SetReadDeadline(time.Time{})
+		}
+	}
+	b.rc.Close()
+	if b.eof && b.reuse {
+		b.h.release(b.hc)
+	} else {
+		b.h.drop(b.hc)
+	}
+	return nil
+}
+
+// Do sends req, following up to DefaultMaxRedirects redirects. Every hop is
+// re-checked against the guard before any dial, and the endpoint's secret
+// headers are dropped when a hop leaves the original origin.
+func (h *httpClient) Do(req *http.Request) (*http.Response, error) {
+	origin := connKey(req.URL)
+	for hops := 0; ; hops++ {
+		resp, err := h.roundTrip(req)
+		if err != nil {
+			return nil, err
+		}
+		switch resp.StatusCode {
+		case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		default:
+			return resp, nil
+		}
+		loc := resp.Header.Get("Location")
+		if loc == "" {
+			return resp, nil
+		}
+		resp.Body.Close()
+		if hops >= DefaultMaxRedirects {
+			return nil, failf(ClassProtocolError, resp.StatusCode, "stopped after %d redirects", hops+1)
+		}
+		u, err := req.URL.Parse(loc)
+		if err != nil {
+			return nil, failf(ClassProtocolError, resp.StatusCode, "redirect Location is not a URL")
+		}
+		if err := h.r.p.guard.checkURL(u); err != nil {
+			return nil, failf(ClassBlockedTarget, resp.StatusCode, "redirect to %s refused: %v", u.Host, err)
+		}
+		method := req.Method
+		var body io.ReadCloser
+		if resp.StatusCode == http.StatusTemporaryRedirect || resp.StatusCode == http.StatusPermanentRedirect {
+			if req.GetBody != nil {
+				if body, err = req.GetBody(); err != nil {
+					return nil, err
+				}
+			}
+		} else if method != http.MethodGet && method != http.MethodHead {
+			method = http.MethodGet
+		}
+		next, err := http.NewRequestWithContext(req.Context(), method, u.String(), body)
+		if err != nil {
+			return nil, failf(ClassProtocolError, resp.StatusCode, "redirect: %v", err)
+		}
+		next.ContentLength, next.GetBody = req.ContentLength, req.GetBody
+		if body == nil {
+			next.ContentLength, next.GetBody = 0, nil
+		}
+		next.Header = req.Header.Clone()
+		if method != req.Method {
+			next.Header.Del("Content-Type")
+		}
+		if connKey(u) != origin {
+			for k := range h.r.ep.Headers {
+				next.Header.Del(k)
+			}
+			next.Header.Del("Authorization")
+			next.Header.Del("Cookie")
+		}
+		req = next
+	}
+}
