@@ -66,3 +66,14 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+func BenchmarkDecide(b *testing.B) {
+	rs := []msg.ProbeResult{
+		res("eu", msg.StatusDown, "http_5xx", 0), res("us", msg.StatusUp, "ok", 0), res("ap", msg.StatusDown, "timeout", 0),
+		res("eu", msg.StatusDown, "http_5xx", 30*time.Second), res("us", msg.StatusUp, "ok", 30*time.Second), res("ap", msg.StatusUp, "ok", 30*time.Second),
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		Decide("ep", w0, time.Minute, rs, 0)
+	}
+}

@@ -510,6 +510,11 @@ func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) erro
 			return fmt.Errorf("alerter: sinks of endpoint %s: %w", endpointID, err)
 		}
 	}
+	// One delivery per sink name: the name is the ledger key's last part,
+	// and two sinks sharing it would share one claim (same owner: both sent).
+	sinks = slices.CompactFunc(slices.SortedStableFunc(slices.Values(sinks), func(x, y alert.Sink) int {
+		return strings.Compare(x.Name(), y.Name())
+	}), func(x, y alert.Sink) bool { return x.Name() == y.Name() })
 	for _, p := range d.Outbox {
 		inc, err := a.st.GetIncident(ctx, p.IncidentID)
 		if errors.Is(err, store.ErrNotFound) {

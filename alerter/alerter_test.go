@@ -275,3 +275,22 @@ func TestSinkURLNeverLogged(t *testing.T) {
 		t.Errorf("logs %q: want the failure logged with the URL redacted", logs.String())
 	}
 }
+
+func TestOneDeliveryPerSinkName(t *testing.T) {
+	e := newEnv(t)
+	e.endpoint("ep1", nil, nil)
+	other := newReceiver(t)
+	a := e.alerter("a", func(o *Options) {
+		o.Sinks = []alert.Sink{e.sink, httpSink{name: "pager", url: other.srv.URL}, e.sink}
+	})
+	e.states("ep1", 0, down, down)
+	if errs := e.pump(a.Handle); errs != nil {
+		t.Fatal(errs)
+	}
+	if got, gotOther := e.rcv.kinds(), other.kinds(); !slices.Equal(got, []string{"open"}) || !slices.Equal(gotOther, []string{"open"}) {
+		t.Fatalf("hook got %v, pager got %v: want one open each", got, gotOther)
+	}
+	if k := other.notifications()[0].Key; k != msg.LedgerKey("ep1", msg.IncidentID("ep1", win(1)), "open", "pager") {
+		t.Fatalf("pager key %q, want its own ledger key", k)
+	}
+}
