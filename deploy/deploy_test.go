@@ -148,15 +148,20 @@ var pipeline = map[string]struct{ consumes, produces []string }{
 }
 
 var (
-	consumeActions = []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage"}
-	produceActions = []string{"sqs:GetQueueUrl", "sqs:SendMessage"}
-	depthActions   = []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
+	consumeActions = []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:ReceiveMessage"}
+	produceActions = []string{"sqs:SendMessage"}
+	// metadataActions are read-only: every role resolves every stage queue
+	// and its DLQ by name at start (sqs.Client.OpenStages) and polls their
+	// depth for mcpmon_queue_messages (queue.Metrics.WatchDepth), so each
+	// needs them on all six queues. Nothing else crosses stages.
+	metadataActions = []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
 )
 
 // wantGrants derives role → queue name → sorted actions: consumers receive,
-// delete, extend visibility and read depth of their queue and its DLQ;
-// producers send (SendMessageBatch is authorised as sqs:SendMessage); the
-// api also reads the commands queue's depth for its metrics.
+// delete and extend visibility on their input queue; producers send to
+// their output queue (SendMessageBatch is authorised as sqs:SendMessage,
+// DeleteMessageBatch as sqs:DeleteMessage); every role reads the metadata of
+// all six queues.
 func wantGrants() map[string]map[string][]string {
 	out := map[string]map[string][]string{}
 	add := func(role, q string, acts []string) {
@@ -166,18 +171,19 @@ func wantGrants() map[string]map[string][]string {
 		out[role][q] = sortedSet(append(out[role][q], acts...))
 	}
 	for role, p := range pipeline {
+		for _, c := range queue.StageConfigs() {
+			add(role, c.Name, metadataActions)
+			add(role, queue.DLQName(c.Name), metadataActions)
+		}
 		for _, q := range p.consumes {
 			add(role, q, consumeActions)
-			add(role, queue.DLQName(q), depthActions)
 		}
 		for _, q := range p.produces {
 			add(role, q, produceActions)
 		}
 	}
-	add("api", msg.QueueCommands, depthActions)
-	add("api", queue.DLQName(msg.QueueCommands), depthActions)
 	for _, c := range queue.StageConfigs() {
-		add("autoscaler", c.Name, depthActions) // KEDA scales each stage's consumers on its depth
+		add("autoscaler", c.Name, metadataActions) // KEDA scales each stage's consumers on its depth
 		for _, n := range []string{c.Name, queue.DLQName(c.Name)} {
 			// Ensure looks a queue up, creates it with its attributes if
 			// missing, and reads them back for the DLQ ARN and drift.
