@@ -110,7 +110,8 @@ type Options struct {
 	// own live claims at once instead of waiting out the lease.
 	Owner string
 	// Lease is how long a ledger claim is held before another replica may
-	// take it over (default 2m; keep it above RetryBudget + SendTimeout).
+	// take it over (default 2m). RetryBudget and SendTimeout are capped at
+	// half of it so a live sender never loses its claim mid-delivery.
 	Lease time.Duration
 	// RetryAttempts and RetryBudget bound one sink delivery: at most this
 	// many calls within this much time (defaults 4 and 30s); past them the
@@ -189,6 +190,10 @@ func New(opts Options) (*Alerter, error) {
 	if opts.SweepInterval <= 0 {
 		opts.SweepInterval = DefaultSweepInterval
 	}
+	// A delivery must end well inside its claim's lease, or another replica
+	// takes the claim over mid-retry and both send.
+	opts.RetryBudget = min(opts.RetryBudget, opts.Lease/2)
+	opts.SendTimeout = min(opts.SendTimeout, opts.Lease/2)
 	a := &Alerter{
 		opts:  opts,
 		st:    opts.Store,
