@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"os"
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
@@ -205,6 +206,10 @@ func (ls *legacyStream) call(ctx context.Context, r *run, method string, id int6
 			}
 			return resultOf(&m)
 		case <-ls.done:
+			if ctx.Err() != nil || errors.Is(ls.err, os.ErrDeadlineExceeded) {
+				// The stream hit the same deadline: still no answer.
+				return nil, failf(ClassSSEDeaf, 0, "%s: the server accepted the POST but never answered on the SSE stream within the timeout", method)
+			}
 			if errors.Is(ls.err, errNotJSONRPC) {
 				return nil, failf(ClassProtocolError, 0, "%s: SSE stream: %v", method, ls.err)
 			}

@@ -94,13 +94,15 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) error {
 		// endpoint. Leave the command for redelivery.
 		return fmt.Errorf("prober: probe of %s interrupted: %w", ep.ID, err)
 	}
-	if _, err := w.pub.Publish(ctx, queue.SendInput{GroupID: res.GroupID(), DedupID: res.DedupID(), Body: res.Body()}); err != nil {
-		return fmt.Errorf("prober: publish result %s: %w", res.DedupID(), err)
-	}
+	// The latest result is stored before publishing so the API shows it no
+	// later than the aggregator sees it; a redelivery overwrites it.
 	if w.latest != nil {
 		if err := w.latest.PutLatestResult(ctx, res); err != nil {
 			w.log.Warn("store latest result failed", "endpoint", ep.ID, "err", err)
 		}
+	}
+	if _, err := w.pub.Publish(ctx, queue.SendInput{GroupID: res.GroupID(), DedupID: res.DedupID(), Body: res.Body()}); err != nil {
+		return fmt.Errorf("prober: publish result %s: %w", res.DedupID(), err)
 	}
 	return nil
 }
