@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/queue"
@@ -21,6 +23,10 @@ type queues struct {
 	byName map[string]queue.Queue
 	depth  []queue.DepthSource
 	close  func() error
+	// remote queues need receives finished on shutdown (see
+	// queue.ConsumerOptions.FinishReceive), with a shorter long poll so
+	// shutdown stays quick.
+	remote bool
 }
 
 func (q *queues) get(name string) queue.Queue { return q.byName[name] }
@@ -43,7 +49,7 @@ func openStore(ctx context.Context, o config.Options, clk clock.Clock, logger *s
 	return nil, fmt.Errorf("unknown store %q", o.Store)
 }
 
-func openQueues(ctx context.Context, o config.Options, clk clock.Clock, logger *slog.Logger, m *queue.Metrics) (*queues, error) {
+func openQueues(ctx context.Context, o config.Options, clk clock.Clock, logger *slog.Logger, reg prometheus.Registerer) (*queues, error) {
 	cfgs := queue.StageConfigs()
 	switch o.Queue {
 	case config.QueueEmbedded:
@@ -68,7 +74,7 @@ func openQueues(ctx context.Context, o config.Options, clk clock.Clock, logger *
 		}
 		return qs, nil
 	case config.QueueSQS:
-		return openSQS(ctx, o, logger, m)
+		return openSQS(ctx, o, logger, reg)
 	}
 	return nil, errors.New("unknown queue backend " + o.Queue)
 }

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"io"
 	"log/slog"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/queue"
+	sqsq "github.com/mcpmon/mcpmon/pkg/queue/sqs"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	redisstore "github.com/mcpmon/mcpmon/pkg/store/redis"
 )
@@ -28,11 +31,71 @@ func openRedis(ctx context.Context, o config.Options, clk clock.Clock, logger *s
 	return s, nil
 }
 
-func openSQS(ctx context.Context, o config.Options, logger *slog.Logger, m *queue.Metrics) (*queues, error) {
-	return nil, errors.New("sqs queue not wired yet")
+func sqsOptions(o config.Options, logger *slog.Logger, reg prometheus.Registerer) sqsq.Options {
+	opts := sqsq.Options{Endpoint: o.SQSEndpoint, Prefix: o.SQSPrefix, Region: o.SQSRegion, HighThroughput: o.HighThroughput, Logger: logger}
+	if reg != nil {
+		opts.Metrics = sqsq.NewMetrics(reg)
+	}
+	return opts
 }
 
-// EnsureQueues implements `mcpmon queues ensure`.
+func openSQS(ctx context.Context, o config.Options, logger *slog.Logger, reg prometheus.Registerer) (*queues, error) {
+	c, err := sqsq.New(ctx, sqsOptions(o, logger, reg))
+	if err != nil {
+		return nil, fmt.Errorf("configure SQS (check AWS credentials, --sqs-region and --sqs-endpoint): %w", err)
+	}
+	stages, err := c.OpenStages(ctx, queue.StageConfigs())
+	if err != nil {
+		return nil, fmt.Errorf("open SQS queues with prefix %q: %w", o.SQSPrefix, err)
+	}
+	qs := &queues{byName: map[string]queue.Queue{}, remote: true}
+	for _, st := range stages {
+		qs.byName[st.Name] = st.Queue
+		src := queue.DepthSource{Name: st.Name, Queue: st.Queue}
+		if st.DLQ != nil {
+			src.DLQ = st.DLQ
+		}
+		qs.depth = append(qs.depth, src)
+	}
+	return qs, nil
+}
+
+// EnsureQueues implements `mcpmon queues ensure`: it creates the FIFO stage
+// queues and their DLQs if missing and reports drift on existing ones.
 func EnsureQueues(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
-	return errors.New("not wired yet")
+	o, err := config.Parse("mcpmon queues ensure", args, env, stderr)
+	if err != nil {
+		if errors.Is(err, flagHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	if o.Queue != config.QueueSQS {
+		// `queues ensure` is only about SQS; default the backend so the
+		// command works without --queue sqs.
+		o.Queue = config.QueueSQS
+	}
+	logger := NewLogger(o, stderr)
+	c, err := sqsq.New(ctx, sqsOptions(o, logger, nil))
+	if err != nil {
+		return fmt.Errorf("configure SQS (check AWS credentials, --sqs-region and --sqs-endpoint): %w", err)
+	}
+	fmt.Fprintf(stderr, "ensuring SQS FIFO queues with prefix %q (high throughput: %v) ...\n", o.SQSPrefix, o.HighThroughput)
+	rep, err := sqsq.Ensure(ctx, c, queue.StageConfigs())
+	for _, n := range rep.Created {
+		fmt.Fprintf(stdout, "created  %s\n", n)
+	}
+	for _, n := range rep.Existed {
+		fmt.Fprintf(stdout, "exists   %s\n", n)
+	}
+	for _, d := range rep.Drift {
+		fmt.Fprintf(stdout, "DRIFT    %s\n", d)
+	}
+	if err != nil {
+		return fmt.Errorf("ensure queues: %w", err)
+	}
+	if len(rep.Drift) > 0 {
+		return fmt.Errorf("%d queue attribute(s) differ from what mcpmon expects; fix them in the console or your CloudFormation stack (mcpmon does not change a live queue)", len(rep.Drift))
+	}
+	return nil
 }

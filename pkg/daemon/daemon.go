@@ -168,7 +168,7 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 		return nil, err
 	}
 	qm := queue.NewMetrics(reg)
-	if d.qs, err = openQueues(ctx, o, d.clk, d.log, qm); err != nil {
+	if d.qs, err = openQueues(ctx, o, d.clk, d.log, reg); err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
@@ -283,6 +283,11 @@ func (d *Daemon) publisher(name string, qm *queue.Metrics) *queue.Publisher {
 	return p
 }
 
+// remoteReceiveWait is the SQS long-poll wait: long enough that an idle
+// consumer costs six receives a minute, short enough that a shutdown which
+// lets the last receive finish stays well inside Kubernetes' 30 s grace.
+const remoteReceiveWait = 10 * time.Second
+
 // DrainTimeout bounds how long shutdown waits for handlers already running.
 const DrainTimeout = 15 * time.Second
 
@@ -290,7 +295,10 @@ func (d *Daemon) consume(ctx context.Context, name string, h queue.Handler, conc
 	// The consumer stops receiving when ctx ends; a handler it already
 	// started runs on the drain context (see Daemon.drain).
 	drained := func(_ context.Context, m queue.Message) error { return h(d.drain, m) }
-	opts := queue.ConsumerOptions{Concurrency: concurrency, Visibility: d.opts.Visibility, Clock: d.clk, Logger: d.log, Metrics: qm}
+	opts := queue.ConsumerOptions{Concurrency: concurrency, Visibility: d.opts.Visibility, FinishReceive: d.qs.remote, Clock: d.clk, Logger: d.log, Metrics: qm}
+	if d.qs.remote {
+		opts.Wait = remoteReceiveWait
+	}
 	d.loop(ctx, "consume "+name, func(ctx context.Context) error { return queue.Consume(ctx, d.qs.get(name), drained, opts) })
 }
 

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +13,20 @@ import (
 func setupSQS(t *testing.T, o *config.Options) {
 	o.Queue = config.QueueSQS
 	o.SQSEndpoint = testpeers.SQSEndpoint(t)
-	t.Skip("sqs backend not wired yet")
+	o.SQSRegion = "us-east-1"
+	o.SQSPrefix = fmt.Sprintf("e2e%d-", time.Now().UnixNano())
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	var out, errOut strings.Builder
+	env := func(k string) string {
+		return map[string]string{"MCPMON_SQS_ENDPOINT": o.SQSEndpoint, "MCPMON_SQS_REGION": "us-east-1", "MCPMON_SQS_PREFIX": o.SQSPrefix}[k]
+	}
+	if err := EnsureQueues(t.Context(), nil, env, &out, &errOut); err != nil {
+		t.Fatalf("queues ensure: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "created") {
+		t.Fatalf("queues ensure created nothing:\n%s", out.String())
+	}
 }
 
 func setupRedis(t *testing.T, o *config.Options) {

@@ -100,4 +100,3 @@ func redactEndpointSinks(raw json.RawMessage) json.RawMessage {
 	}
 	return b
 }
-

@@ -43,6 +43,12 @@ type ConsumerOptions struct {
 	// DeleteDelay is how long an acknowledged message waits for nine others
 	// before its batched delete is sent, default 50ms.
 	DeleteDelay time.Duration
+	// FinishReceive lets a receive already in flight when ctx ends return,
+	// and releases what it got, instead of abandoning it. Set it for SQS: a
+	// long poll cancelled on the client may still have received messages on
+	// the server, and they would block their FIFO groups until their
+	// visibility timeout. Shutdown then takes up to Wait longer.
+	FinishReceive bool
 	// Clock measures the 12-hour visibility cap. Default: real.
 	Clock   clock.Clock
 	Logger  *slog.Logger
@@ -120,7 +126,13 @@ func Consume(ctx context.Context, q Queue, h Handler, opts ConsumerOptions) erro
 		// The 12-hour cap counts from the receive; taking the time before
 		// the call keeps the last extension safely inside it.
 		before := opts.Clock.Now()
-		msgs, err := q.Receive(ctx, ReceiveInput{Max: opts.Max, Wait: opts.Wait, Visibility: opts.Visibility})
+		msgs, err := c.receive(ctx)
+		if ctx.Err() != nil && len(msgs) > 0 {
+			// Received while stopping: hand them straight back so their
+			// groups are not blocked until the visibility timeout.
+			c.release(msgs, newReceiptSet(msgs))
+			return nil
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -144,6 +156,24 @@ func Consume(ctx context.Context, q Queue, h Handler, opts ConsumerOptions) erro
 		opts.Metrics.received(q.Name(), len(msgs))
 		c.dispatch(ctx, msgs, before)
 	}
+}
+
+// receive runs one receive. With FinishReceive it is not cut off when ctx
+// ends but allowed to return (within Wait plus a margin), because a long poll
+// abandoned on the client may still have received messages on the server.
+func (c *consumer) receive(ctx context.Context) ([]Message, error) {
+	in := ReceiveInput{Max: c.opts.Max, Wait: c.opts.Wait, Visibility: c.opts.Visibility}
+	if !c.opts.FinishReceive {
+		return c.q.Receive(ctx, in)
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(c.opts.Wait+5*time.Second, cancel)
+		context.AfterFunc(rctx, func() { t.Stop() })
+	})
+	defer stop()
+	return c.q.Receive(rctx, in)
 }
 
 type consumer struct {
