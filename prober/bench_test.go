@@ -2,8 +2,10 @@ package prober
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -167,4 +169,54 @@ func BenchmarkProbeCPURatio(b *testing.B) {
 			b.ReportMetric(float64(ours)/float64(sdk), "ratio")
 		})
 	}
+}
+
+// rawProbe is the floor: the same four exchanges written by hand on one
+// connection, with no parsing, classification or bookkeeping. What the
+// kernel and the runtime charge for them bounds any client's ratio.
+func rawProbe(b *testing.B, base string) {
+	req0, _ := http.NewRequest("POST", base, nil)
+	c, err := net.Dial("tcp", req0.URL.Host)
+	if err != nil {
+		b.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	bw := bufio.NewWriter(c)
+	sid := ""
+	for i, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"ping","params":{}}`,
+		"",
+	} {
+		method := "POST"
+		if body == "" {
+			method = "DELETE"
+		}
+		req, _ := http.NewRequest(method, base, bytes.NewReader([]byte(body)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		req.Write(bw)
+		bw.Flush()
+		resp, err := http.ReadResponse(br, req)
+		if err != nil {
+			b.Fatal(i, err)
+		}
+		if i == 0 {
+			sid = resp.Header.Get("Mcp-Session-Id")
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	c.Close()
+}
+
+func BenchmarkRawHTTPFloor(b *testing.B) {
+	base := benchServer(b)
+	benchCPU(b, func() { rawProbe(b, base+"/json") })
 }

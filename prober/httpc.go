@@ -98,7 +98,7 @@ func (h *httpClient) getConn(ctx context.Context, u *url.URL) (*hconn, error) {
 		return nil, err
 	}
 	if u.Scheme == "https" {
-		cfg := h.r.tlsCfg.Clone()
+		cfg := h.r.tlsConfig()
 		cfg.ServerName = u.Hostname()
 		tc := tls.Client(c, cfg)
 		trace := httptrace.ContextClientTrace(ctx)
@@ -177,7 +177,7 @@ func (h *httpClient) roundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	resp.Body = &connBody{rc: resp.Body, h: h, hc: hc, reuse: !resp.Close}
+	resp.Body = &connBody{rc: resp.Body, h: h, hc: hc, reuse: !resp.Close, eof: resp.Body == http.NoBody}
 	return resp, nil
 }
 

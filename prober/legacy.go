@@ -1,7 +1,6 @@
 package prober
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -175,10 +174,7 @@ func (ls *legacyStream) close() {
 }
 
 func (ls *legacyStream) post(ctx context.Context, r *run, method string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ls.endpoint.String(), bytes.NewReader(body))
-	if err != nil {
-		return failf(ClassProtocolError, 0, "build request: %v", err)
-	}
+	req := newRequest(ctx, http.MethodPost, ls.endpoint, body)
 	r.headers(req.Header, method)
 	resp, err := r.client.Do(req)
 	if err != nil {

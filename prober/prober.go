@@ -106,6 +106,8 @@ type Prober struct {
 	log   *slog.Logger
 	clock clock.Clock
 	guard guard
+	// meta is the 2026-07-28 params._meta, built once.
+	meta map[string]any
 }
 
 // New returns a Prober.
@@ -145,6 +147,11 @@ func New(opts Options) *Prober {
 		log:   opts.Logger.With("component", "prober"),
 		clock: opts.Clock,
 		guard: guard{allowPrivate: opts.AllowPrivateTargets, allowed: opts.AllowedNetworks},
+		meta: map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    Version20260728,
+			"io.modelcontextprotocol/clientInfo":         map[string]string{"name": opts.ClientName, "version": opts.ClientVersion},
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		},
 	}
 }
 
@@ -238,8 +245,10 @@ func (p *Prober) ProbeAfter(ctx context.Context, ep store.Endpoint, cmd msg.Prob
 	if res.Status != msg.StatusUp {
 		lvl = slog.LevelInfo
 	}
-	p.log.Log(ctx, lvl, "probe finished", "endpoint", ep.ID, "url", redactURL(ep.URL), "status", res.Status,
-		"class", res.Class, "error", res.Error, "version", res.ProtocolVersion, "duration", total)
+	if p.log.Enabled(ctx, lvl) {
+		p.log.Log(ctx, lvl, "probe finished", "endpoint", ep.ID, "url", redactURL(ep.URL), "status", res.Status,
+			"class", res.Class, "error", res.Error, "version", res.ProtocolVersion, "duration", total)
+	}
 	return res
 }
 

@@ -47,7 +47,6 @@ type run struct {
 	res *msg.ProbeResult
 	u   *url.URL
 
-	tlsCfg *tls.Config
 	client *httpClient
 
 	mu     sync.Mutex
@@ -66,7 +65,6 @@ type run struct {
 
 func newRun(p *Prober, ep store.Endpoint, res *msg.ProbeResult) *run {
 	r := &run{p: p, ep: ep, res: res, phases: map[string]time.Duration{}, marks: map[string]time.Time{}}
-	r.tlsCfg = r.tlsConfig()
 	r.client = &httpClient{r: r}
 	return r
 }
@@ -477,21 +475,41 @@ func (r *run) headers(h http.Header, method string) {
 
 func (r *run) body(method string, id int64, params map[string]any) []byte {
 	if r.version == Version20260728 {
-		params["_meta"] = map[string]any{
-			"io.modelcontextprotocol/protocolVersion":    Version20260728,
-			"io.modelcontextprotocol/clientInfo":         map[string]string{"name": r.p.opts.ClientName, "version": r.p.opts.ClientVersion},
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
-		}
+		params["_meta"] = r.p.meta
 	}
-	m := map[string]any{"jsonrpc": "2.0", "method": method}
+	m := rpcRequest{JSONRPC: "2.0", ID: id, Method: method}
 	if params != nil {
-		m["params"] = params
-	}
-	if id > 0 {
-		m["id"] = id
+		m.Params = params
 	}
 	b, _ := json.Marshal(m)
 	return b
+}
+
+type rpcRequest struct {
+	JSONRPC string `json:"jsonrpc"`
+	ID      int64  `json:"id,omitempty"`
+	Method  string `json:"method"`
+	Params  any    `json:"params,omitempty"`
+}
+
+// newRequest builds a request for u without re-parsing the URL (the probe
+// sends several to the same URL).
+func newRequest(ctx context.Context, method string, u *url.URL, body []byte) *http.Request {
+	req := &http.Request{
+		Method:     method,
+		URL:        u,
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     make(http.Header, 8),
+		Host:       u.Host,
+	}
+	if body != nil {
+		req.ContentLength = int64(len(body))
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	return req.WithContext(ctx)
 }
 
 // call sends one request and returns its result, or a probeError (with rpc
@@ -503,10 +521,7 @@ func (r *run) call(ctx context.Context, method string, params map[string]any) (j
 	if r.legacy != nil {
 		return r.legacy.call(ctx, r, method, id, body)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.u.String(), bytes.NewReader(body))
-	if err != nil {
-		return nil, failf(ClassProtocolError, 0, "build request: %v", err)
-	}
+	req := newRequest(ctx, http.MethodPost, r.u, body)
 	r.headers(req.Header, method)
 	resp, err := r.client.Do(req)
 	if err != nil {
@@ -601,10 +616,7 @@ func (r *run) notify(ctx context.Context, method string) error {
 	if r.legacy != nil {
 		return r.legacy.post(ctx, r, method, body)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.u.String(), bytes.NewReader(body))
-	if err != nil {
-		return failf(ClassProtocolError, 0, "build request: %v", err)
-	}
+	req := newRequest(ctx, http.MethodPost, r.u, body)
 	r.headers(req.Header, method)
 	resp, err := r.client.Do(req)
 	if err != nil {
@@ -622,10 +634,7 @@ func (r *run) deleteSession(ctx context.Context) {
 	if r.sessionID == "" || ctx.Err() != nil {
 		return
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, r.u.String(), nil)
-	if err != nil {
-		return
-	}
+	req := newRequest(ctx, http.MethodDelete, r.u, nil)
 	r.headers(req.Header, "")
 	resp, err := r.client.Do(req)
 	if err != nil {
