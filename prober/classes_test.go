@@ -226,6 +226,38 @@ func TestFailureClasses(t *testing.T) {
 			ep.ProtocolVersion = Version20251125
 			return ep, nil
 		}},
+		{name: "session_broken: 400 for the session (TypeScript SDK)", class: ClassSessionBroken, substr: "HTTP 400", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			ts := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var m struct {
+					Method string          `json:"method"`
+					ID     json.RawMessage `json:"id"`
+				}
+				_ = json.NewDecoder(r.Body).Decode(&m)
+				if m.Method == "initialize" {
+					w.Header().Set("Mcp-Session-Id", "sess-1")
+					writeJSON(w, 200, result(m.ID, initResult(Version20251125)))
+					return
+				}
+				writeJSON(w, 400, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32000, "message": "Bad Request: No valid session ID provided"}})
+			}))
+			ep := endpoint(ts.URL)
+			ep.ProtocolVersion = Version20251125
+			return ep, nil
+		}},
+		{name: "session_broken: legacy POST 404", class: ClassSessionBroken, substr: "SSE stream announced", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			ep := handlerEP(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodPost {
+					http.NotFound(w, r)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, "event: endpoint\ndata: /message?sessionId=abc\n\n")
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+			})
+			ep.Transport = TransportSSE
+			return ep, nil
+		}},
 		{name: "sse_deaf", class: ClassSSEDeaf, substr: "never answered", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
 			ep := handlerEP(t, func(w http.ResponseWriter, r *http.Request) {
 				if r.Method == http.MethodPost {

@@ -2,6 +2,9 @@ package prober
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,9 +67,56 @@ func TestEras(t *testing.T) {
 					t.Errorf("phase %s missing: %v", p, res.Phases)
 				}
 			}
+			// Legacy sessions end with the stream, which the server notices
+			// asynchronously; Streamable HTTP sessions end with the DELETE.
+			if n := countSessions(s); !tc.legacy && n != 0 {
+				t.Errorf("%d sessions left on the server: the probe did not end its session", n)
+			}
 			if res.DedupID() != "ep1-"+cmd().ProbeRunID() {
 				t.Errorf("dedup %s", res.DedupID())
 			}
 		})
+	}
+}
+
+func countSessions(s *mcp.Server) int {
+	n := 0
+	for range s.Sessions() {
+		n++
+	}
+	return n
+}
+
+// TestSSEAnswerSkipsPrimingAndNotifications: a 2025-11-25 server may send an
+// empty priming event and notifications before the answer.
+func TestSSEAnswerSkipsPrimingAndNotifications(t *testing.T) {
+	ep := rawEP(t, goodRaw(map[string]func(http.ResponseWriter, json.RawMessage){
+		"initialize": func(w http.ResponseWriter, id json.RawMessage) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			b, _ := json.Marshal(result(id, initResult(Version20251125)))
+			fmt.Fprintf(w, "id: 0\ndata:\n\n: comment\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\nevent: message\nid: 1\ndata: %s\n\n", b)
+		},
+	}))
+	ep.ProtocolVersion = Version20251125
+	res := testProber(t, nil).Probe(context.Background(), ep, cmd())
+	if res.Class != ClassOK || res.ServerName != "raw" {
+		t.Fatalf("class %s %q server %q", res.Class, res.Error, res.ServerName)
+	}
+}
+
+// TestPrevTransportHint: a server last seen on legacy SSE is probed on
+// legacy SSE first, and one last seen on 2025-06-18 is asked for it.
+func TestPrevTransportHint(t *testing.T) {
+	ts := legacySSE(t, sdkServer())
+	prev := &msg.ProbeResult{Status: msg.StatusUp, ProtocolVersion: Version20241105, Transport: TransportSSE}
+	res := testProber(t, nil).ProbeAfter(context.Background(), endpoint(ts.URL), cmd(), prev)
+	if res.Class != ClassOK || res.Transport != TransportSSE || len(res.Events) != 0 {
+		t.Fatalf("%s %q transport %s events %v", res.Class, res.Error, res.Transport, res.Events)
+	}
+	ts2 := streamable(t, sdkServer(), mcp.StreamableHTTPOptions{})
+	prev = &msg.ProbeResult{Status: msg.StatusUp, ProtocolVersion: Version20250618, Transport: TransportStreamableHTTP}
+	res = testProber(t, nil).ProbeAfter(context.Background(), endpoint(ts2.URL), cmd(), prev)
+	if res.Class != ClassOK || res.ProtocolVersion != Version20250618 {
+		t.Fatalf("%s %q version %s", res.Class, res.Error, res.ProtocolVersion)
 	}
 }

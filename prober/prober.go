@@ -218,11 +218,12 @@ func (p *Prober) ProbeAfter(ctx context.Context, ep store.Endpoint, cmd msg.Prob
 	res.Status = StatusOf(res.Class)
 
 	if res.CertExpiry != nil && res.CertExpiry.Sub(p.clock.Now()) < p.opts.CertWarning {
-		res.Events = append(res.Events, msg.Event{
-			Kind:     EventCertExpiring,
-			Severity: "warning",
-			Message:  fmt.Sprintf("TLS certificate expires %s (in %s)", res.CertExpiry.Format(time.RFC3339), res.CertExpiry.Sub(p.clock.Now()).Round(time.Hour)),
-		})
+		left := res.CertExpiry.Sub(p.clock.Now())
+		m := fmt.Sprintf("TLS certificate expires %s (in %s)", res.CertExpiry.Format(time.RFC3339), left.Round(time.Minute))
+		if left <= 0 {
+			m = fmt.Sprintf("TLS certificate expired %s", res.CertExpiry.Format(time.RFC3339))
+		}
+		res.Events = append(res.Events, msg.Event{Kind: EventCertExpiring, Severity: "warning", Message: m})
 	}
 	if prev != nil && prev.ProtocolVersion != "" && res.ProtocolVersion != "" && prev.ProtocolVersion != res.ProtocolVersion {
 		res.Events = append(res.Events, msg.Event{
