@@ -101,25 +101,19 @@ func TestPanelQueriesReturnData(t *testing.T) {
 		"--grace", "1s", "--allow-private-targets", "--webhook-url", hook.URL}
 	env := append(os.Environ(), "SSL_CERT_FILE="+caFile) // the prober trusts the fixture's certificate
 	sqsEndpoint := os.Getenv(testpeers.EnvSQSEndpoint)
+	if os.Getenv(testpeers.EnvRequire) == "1" {
+		sqsEndpoint = testpeers.SQSEndpoint(t) // `make test`: SQS panels must be proven
+	}
 	if sqsEndpoint != "" {
 		prefix := fmt.Sprintf("panels%d-", time.Now().UnixNano()%1e9)
 		sqsArgs := []string{"--queue", "sqs", "--sqs-endpoint", sqsEndpoint, "--sqs-prefix", prefix, "--sqs-region", "us-east-1"}
 		env = append(env, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1")
 		ensure := exec.CommandContext(ctx, bin, append([]string{"queues", "ensure"}, sqsArgs...)...)
 		ensure.Env = env
-		out, err := ensure.CombinedOutput()
-		switch {
-		case err != nil && strings.Contains(string(out), "not wired yet"):
-			// TODO(lead): remove once pkg/daemon wires SQS (as
-			// e2e_backends_test.go's skip); until then the SQS-only
-			// panels are unproven, and this says so.
-			t.Logf("SQS backend not wired into mcpmon yet: running on the embedded queue; SQS-only panels %v unproven", slices.Sorted(maps.Keys(sqsOnly)))
-			sqsEndpoint = ""
-		case err != nil:
+		if out, err := ensure.CombinedOutput(); err != nil {
 			t.Fatalf("mcpmon queues ensure: %v\n%s", err, out)
-		default:
-			args = append(args, sqsArgs...)
 		}
+		args = append(args, sqsArgs...)
 	} else {
 		t.Logf("%s not set: running on the embedded queue; SQS-only panels %v may be empty", testpeers.EnvSQSEndpoint, slices.Sorted(maps.Keys(sqsOnly)))
 	}
