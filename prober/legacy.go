@@ -167,10 +167,13 @@ func (ls *legacyStream) pump(ctx context.Context, sr *sseReader) {
 	}
 }
 
+// close ends the stream: cancelling its context fails the pump's read (the
+// connection's deadline is hooked to it), and the body is closed only after
+// the pump has returned, so the two never touch it at once.
 func (ls *legacyStream) close() {
 	ls.cancel()
-	ls.resp.Body.Close()
 	<-ls.done
+	ls.resp.Body.Close()
 }
 
 func (ls *legacyStream) post(ctx context.Context, r *run, method string, body []byte) error {

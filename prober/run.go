@@ -198,6 +198,7 @@ func (r *run) probe(ctx context.Context, prev *msg.ProbeResult) error {
 		if transport == TransportAuto && prev.Transport == TransportSSE {
 			err := r.legacyProbe(ctx)
 			if fallbackToStreamable(err) {
+				r.resetSession()
 				return r.initializeProbe(ctx, Version20251125)
 			}
 			return err
@@ -218,9 +219,12 @@ func (r *run) probe(ctx context.Context, prev *msg.ProbeResult) error {
 	err = r.initializeProbe(ctx, ver)
 	if transport == TransportAuto && fallbackToLegacy(err) {
 		r.resetSession()
-		if lerr := r.legacyProbe(ctx); !fallbackToLegacy(lerr) {
+		if lerr := r.legacyProbe(ctx); !fallbackToStreamable(lerr) {
 			return lerr
 		}
+		// Not a legacy server either: report what Streamable HTTP saw.
+		r.resetSession()
+		r.res.Transport = TransportStreamableHTTP
 	}
 	return err
 }
