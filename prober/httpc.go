@@ -83,17 +83,19 @@ func (h *httpClient) getConn(ctx context.Context, u *url.URL) (*hconn, error) {
 	h.mu.Unlock()
 
 	p := h.r.p
-	d := net.Dialer{Timeout: p.opts.DefaultTimeout, KeepAlive: -1}
-	// Dial on an uncancellable copy of ctx bounded by its deadline: a
-	// cancellable context makes net start a watcher goroutine per connect,
-	// which costs more CPU than the connect on loopback. The deadline still
-	// bounds the dial, and the httptrace hooks ride along in the values.
+	d := net.Dialer{KeepAlive: -1}
 	dl, hasDL := ctx.Deadline()
+	dctx := ctx
 	if hasDL {
-		d.Deadline = dl
+		// A cancellable context makes net start a watcher goroutine per
+		// connect, which costs more CPU than a loopback connect. The probe's
+		// deadline bounds the dial through the socket's write deadline.
+		dctx = deadlineOnly{ctx}
+	} else {
+		d.Timeout = p.opts.DefaultTimeout
 	}
 	addr := key[len(u.Scheme)+3:]
-	c, err := p.guard.dialer(p.opts.Resolver, d)(context.WithoutCancel(ctx), "tcp", addr)
+	c, err := p.guard.dialer(p.opts.Resolver, d)(dctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -290,3 +292,13 @@ func (h *httpClient) Do(req *http.Request) (*http.Response, error) {
 		req = next
 	}
 }
+
+// deadlineOnly is its parent's deadline and values without its
+// cancellation: Done is nil, so net.Dialer bounds the connect with the
+// deadline alone instead of watching the context from another goroutine.
+type deadlineOnly struct{ parent context.Context }
+
+func (c deadlineOnly) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+func (deadlineOnly) Done() <-chan struct{}         { return nil }
+func (deadlineOnly) Err() error                    { return nil }
+func (c deadlineOnly) Value(key any) any           { return c.parent.Value(key) }
