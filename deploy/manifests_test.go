@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"io"
 	"maps"
 	"os"
@@ -15,6 +16,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/mcpmon/mcpmon/dashboards"
+	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/metrics"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
@@ -381,5 +383,51 @@ func TestPromtool(t *testing.T) {
 				t.Fatalf("promtool %s printed no SUCCESS:\n%s", strings.Join(args, " "), out)
 			}
 		})
+	}
+}
+
+// Every MCPMON_* variable the manifests set must be a real flag's variable:
+// a typo would be silently ignored by the process.
+func TestManifestEnvIsRealConfig(t *testing.T) {
+	fs := flag.NewFlagSet("mcpmon", flag.ContinueOnError)
+	o := config.Defaults()
+	o.Register(fs)
+	known := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { known[config.EnvName(f.Name)] = true })
+
+	seen := map[string]string{}
+	note := func(where string, names ...string) {
+		for _, n := range names {
+			if strings.HasPrefix(n, "MCPMON_") {
+				seen[n] = where
+			}
+		}
+	}
+	files, _ := filepath.Glob("kubernetes/*.yaml")
+	for _, f := range files {
+		for _, d := range yamlDocs(t, f) {
+			switch str(d, "kind") {
+			case "ConfigMap":
+				note(f, slices.Collect(maps.Keys(dig(d, "data").(obj)))...)
+			case "Deployment":
+				for _, e := range asSlice(dig(d, "spec", "template", "spec", "containers", 0, "env")) {
+					note(f, str(e, "name"))
+				}
+			}
+		}
+	}
+	compose := yamlDocs(t, "compose.yaml")[0]
+	for name, s := range compose["services"].(obj) {
+		if env, ok := dig(s, "environment").(obj); ok {
+			note("compose.yaml "+name, slices.Collect(maps.Keys(env))...)
+		}
+	}
+	if len(seen) < 5 {
+		t.Fatalf("found only %d MCPMON_ variables: %v", len(seen), seen)
+	}
+	for _, n := range slices.Sorted(maps.Keys(seen)) {
+		if !known[n] {
+			t.Errorf("%s sets %s, which is no mcpmon flag's variable", seen[n], n)
+		}
 	}
 }
