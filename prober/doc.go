@@ -27,9 +27,28 @@
 // and the status of the response that failed, offers no raw JSON-RPC, and
 // starts with 2026-07-28 (an extra round trip against 2025-era servers). A
 // probe needs exactly those facts to classify, so it speaks the handful of
-// JSON-RPC calls itself over net/http, with httptrace for the phases.
-// BenchmarkProbe vs BenchmarkGoSDKClientProbe measure the CPU cost of both
-// doing initialize + initialized + ping against the same go-sdk server.
+// JSON-RPC calls itself, with httptrace hooks for the phases.
+//
+// It does not use net/http.Transport either: a probe is four requests on
+// one fresh connection, where Transport's per-connection read/write
+// goroutines and their hand-offs cost more CPU than the requests. httpClient
+// (httpc.go) writes and reads on the calling goroutine with the standard
+// library's Request.Write and ReadResponse. Measured on the 2-core CI box,
+// CPU per probe (initialize + initialized + ping + DELETE, new connection,
+// go-sdk server in a child process so only the client is counted):
+//
+//	                              JSON answers   SSE answers
+//	prober (BenchmarkProbe)           247 µs        306 µs
+//	go-sdk client, pinned 2025-11-25  529 µs        658 µs   → ratio 0.47 / 0.46
+//	go-sdk client, its defaults       903 µs        933 µs   → ratio 0.27 / 0.33
+//	hand-written floor                205 µs                 (BenchmarkRawHTTPFloor)
+//
+// BenchmarkProbeCPURatio alternates both clients in one process and reports
+// the ratio directly (0.50–0.58 there: the go-sdk client's tenfold
+// allocations leave garbage-collection work that lands in the prober's
+// turns). Reproduce with
+//
+//	go test ./prober -run '^$' -bench 'Probe|Floor' -benchtime 2000x
 //
 // # Safety
 //

@@ -120,3 +120,32 @@ func TestPrevTransportHint(t *testing.T) {
 		t.Fatalf("%s %q version %s", res.Class, res.Error, res.ProtocolVersion)
 	}
 }
+
+// TestRedirects: a 307 to the real MCP path is followed (body and method
+// kept); a loop stops at the cap.
+func TestRedirects(t *testing.T) {
+	s := sdkServer()
+	mcpH := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	ts := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/mcp":
+			mcpH.ServeHTTP(w, r)
+		case "/old":
+			http.Redirect(w, r, "/mcp", http.StatusTemporaryRedirect)
+		default:
+			http.Redirect(w, r, r.URL.Path+"x", http.StatusTemporaryRedirect)
+		}
+	}))
+	ep := endpoint(ts.URL + "/old")
+	ep.ProtocolVersion = Version20251125
+	if res := testProber(t, nil).Probe(context.Background(), ep, cmd()); res.Class != ClassOK {
+		t.Fatalf("redirected probe: %s %q", res.Class, res.Error)
+	}
+	ep = endpoint(ts.URL + "/loop")
+	ep.ProtocolVersion = Version20251125
+	res := testProber(t, nil).Probe(context.Background(), ep, cmd())
+	if res.Class != ClassProtocolError {
+		t.Fatalf("loop: %s %q", res.Class, res.Error)
+	}
+	mustContain(t, res.Error, "redirects")
+}
