@@ -139,3 +139,31 @@ func (g guard) dialer(r *net.Resolver, timeout net.Dialer) func(ctx context.Cont
 	d.Control = g.control
 	return d.DialContext
 }
+
+// ErrInvalidProtocol reports a transport or pinned version the prober does
+// not speak, or a contradictory pair.
+var ErrInvalidProtocol = errors.New("invalid transport or protocol version")
+
+// ValidateProtocol checks an endpoint's transport (auto | streamable-http |
+// sse, empty = auto) and optional pinned protocol version at registration.
+func ValidateProtocol(transport, version string) error {
+	switch transport {
+	case "", TransportAuto, TransportStreamableHTTP, TransportSSE:
+	default:
+		return fmt.Errorf("%w: transport %q (want %s, %s or %s)", ErrInvalidProtocol, transport, TransportAuto, TransportStreamableHTTP, TransportSSE)
+	}
+	if version == "" {
+		return nil
+	}
+	known := false
+	for _, v := range Versions {
+		known = known || v == version
+	}
+	if !known {
+		return fmt.Errorf("%w: protocol version %q (known: %s)", ErrInvalidProtocol, version, strings.Join(Versions, ", "))
+	}
+	if transport == TransportSSE && version == Version20260728 || transport == TransportStreamableHTTP && version == Version20241105 {
+		return fmt.Errorf("%w: protocol %s is not spoken over transport %s", ErrInvalidProtocol, version, transport)
+	}
+	return nil
+}

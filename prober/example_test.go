@@ -1,0 +1,47 @@
+package prober_test
+
+import (
+	"fmt"
+
+	"github.com/mcpmon/mcpmon/prober"
+)
+
+// The class table: every failure class and the probe status it maps to.
+func ExampleStatusOf() {
+	for _, c := range prober.Classes {
+		fmt.Printf("%-18s %s\n", c.Class, prober.StatusOf(c.Class))
+	}
+	// Output:
+	// ok                 up
+	// auth_required      up
+	// degraded           degraded
+	// rate_limited       degraded
+	// auth_rejected      down
+	// auth_misconfigured down
+	// forbidden          down
+	// not_found          down
+	// not_mcp            down
+	// protocol_error     down
+	// rpc_error          down
+	// version_mismatch   down
+	// session_broken     down
+	// sse_deaf           down
+	// http_5xx           down
+	// timeout            down
+	// refused            down
+	// dns                down
+	// tls                down
+	// network_error      down
+	// blocked_target     down
+}
+
+// Registration-time checks the REST API runs before storing an endpoint.
+func ExampleValidateTarget() {
+	fmt.Println(prober.ValidateTarget("https://mcp.example.com/mcp", false))
+	fmt.Println(prober.ValidateTarget("http://169.254.169.254/latest/meta-data/", false) != nil)
+	fmt.Println(prober.ValidateProtocol("sse", "2026-07-28") != nil)
+	// Output:
+	// <nil>
+	// true
+	// true
+}
