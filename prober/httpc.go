@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/netip"
 	"net/url"
 	"sync"
 	"time"
@@ -86,12 +87,14 @@ func (h *httpClient) getConn(ctx context.Context, u *url.URL) (*hconn, error) {
 	d := net.Dialer{KeepAlive: -1}
 	dl, hasDL := ctx.Deadline()
 	dctx := ctx
-	if hasDL {
+	if _, err := netip.ParseAddr(u.Hostname()); err == nil && hasDL {
 		// A cancellable context makes net start a watcher goroutine per
-		// connect, which costs more CPU than a loopback connect. The probe's
-		// deadline bounds the dial through the socket's write deadline.
+		// connect, which costs more CPU than a loopback connect. With a
+		// literal address (no resolver that might ignore the deadline) the
+		// probe's deadline alone bounds the dial, through the socket's write
+		// deadline.
 		dctx = deadlineOnly{ctx}
-	} else {
+	} else if !hasDL {
 		d.Timeout = p.opts.DefaultTimeout
 	}
 	addr := key[len(u.Scheme)+3:]
