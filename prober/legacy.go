@@ -63,7 +63,7 @@ func (r *run) legacyProbe(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	r.listTools(ctx, nil)
+	r.listTools(ctx)
 	return nil
 }
 

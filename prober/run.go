@@ -311,7 +311,7 @@ func (r *run) initializeProbe(ctx context.Context, version string) error {
 	}); err != nil {
 		return err
 	}
-	r.listTools(ctx, nil)
+	r.listTools(ctx)
 	return nil
 }
 
@@ -394,12 +394,12 @@ func (r *run) discoverProbe(ctx context.Context) error {
 	}
 	_ = json.Unmarshal(dr.Capabilities, &caps)
 	r.hasTools = len(caps.Tools) > 0 && string(caps.Tools) != "null"
-	r.listTools(ctx, nil)
+	r.listTools(ctx)
 	return nil
 }
 
 // listTools reads every tools/list page; a failure marks the probe degraded.
-func (r *run) listTools(ctx context.Context, _ any) {
+func (r *run) listTools(ctx context.Context) {
 	if !r.hasTools {
 		return
 	}
