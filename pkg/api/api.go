@@ -84,6 +84,11 @@ type Options struct {
 	// with its allow-private-targets flag. Its error message is returned to
 	// the client as the `url` field problem.
 	TargetValidator func(rawURL string) error
+	// ProtocolValidator vets a transport and pinned protocol version pair
+	// beyond the syntax checks done here (the process wires
+	// prober.ValidateProtocol: e.g. a version the prober cannot speak, or
+	// one the chosen transport does not carry).
+	ProtocolValidator func(transport, version string) error
 	// SinkValidator vets an endpoint's per-endpoint sinks document. Without
 	// it any JSON value is accepted.
 	SinkValidator func(sinks json.RawMessage) error
@@ -112,6 +117,7 @@ type server struct {
 	store     Store
 	sched     Scheduler
 	validURL  func(string) error
+	validProt func(transport, version string) error
 	validSink func(json.RawMessage) error
 	redact    func(json.RawMessage) json.RawMessage
 	log       *slog.Logger
@@ -130,6 +136,7 @@ func New(opts Options) http.Handler {
 		store:     opts.Store,
 		sched:     opts.Scheduler,
 		validURL:  opts.TargetValidator,
+		validProt: opts.ProtocolValidator,
 		validSink: opts.SinkValidator,
 		redact:    opts.SinkRedactor,
 		log:       opts.Logger,

@@ -264,6 +264,10 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 	}
 	if e.ProtocolVersion != "" && !protocolVersionRE.MatchString(e.ProtocolVersion) {
 		bad("#/protocolVersion", "must be a protocol revision date such as 2025-06-18")
+	} else if contains(transports, e.Transport) && s.validProt != nil {
+		if err := s.validProt(e.Transport, e.ProtocolVersion); err != nil {
+			bad("#/protocolVersion", "%v", err)
+		}
 	}
 
 	if e.Schedule == "" {

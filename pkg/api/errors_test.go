@@ -22,6 +22,12 @@ func TestClientErrors(t *testing.T) {
 			}
 			return nil
 		}
+		o.ProtocolValidator = func(transport, version string) error {
+			if version == "2099-01-01" {
+				return errors.New("unknown protocol version")
+			}
+			return nil
+		}
 		o.SinkValidator = func(s json.RawMessage) error {
 			if strings.Contains(string(s), "carrier-pigeon") {
 				return errors.New(`unknown sink type "carrier-pigeon"`)
@@ -79,6 +85,7 @@ func TestClientErrors(t *testing.T) {
 		{"blocked target", "POST", "/v1/endpoints", "", `{"name":"n","url":"http://169.254.169.254/latest"}`, 400, "#/url", ""},
 		{"bad transport", "POST", "/v1/endpoints", "", valid(`,"transport":"websocket"`), 400, "#/transport", ""},
 		{"bad protocol version", "POST", "/v1/endpoints", "", valid(`,"protocolVersion":"latest"`), 400, "#/protocolVersion", ""},
+		{"protocol version the prober cannot speak", "POST", "/v1/endpoints", "", valid(`,"protocolVersion":"2099-01-01"`), 400, "#/protocolVersion", ""},
 		{"bad schedule", "POST", "/v1/endpoints", "", valid(`,"schedule":"every minute"`), 400, "#/schedule", ""},
 		{"sub-second schedule", "POST", "/v1/endpoints", "", valid(`,"schedule":"@every 100ms"`), 400, "#/schedule", ""},
 		{"six-field cron", "POST", "/v1/endpoints", "", valid(`,"schedule":"0 * * * * *"`), 400, "#/schedule", ""},

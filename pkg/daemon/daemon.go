@@ -327,13 +327,14 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		d.loop(ctx, "scheduler sync", func(ctx context.Context) error { return sched.SyncEvery(ctx, d.st, 15*time.Second) })
 		allow := o.AllowPrivateTargets
 		h := api.New(api.Options{
-			Store:           d.st,
-			Scheduler:       sched,
-			TargetValidator: func(u string) error { return prober.ValidateTarget(u, allow) },
-			SinkValidator:   validateEndpointSinks,
-			SinkRedactor:    redactEndpointSinks,
-			Logger:          d.log,
-			Clock:           d.clk,
+			Store:             d.st,
+			Scheduler:         sched,
+			TargetValidator:   func(u string) error { return prober.ValidateTarget(u, allow) },
+			ProtocolValidator: prober.ValidateProtocol,
+			SinkValidator:     validateEndpointSinks,
+			SinkRedactor:      redactEndpointSinks,
+			Logger:            d.log,
+			Clock:             d.clk,
 		})
 		mux.Handle("/v1/", h)
 	}
