@@ -110,6 +110,10 @@ type Ledger interface {
 // and the notification is sent again, with the same Key (and IncidentID),
 // which sinks with native dedup (PagerDuty dedup_key, Opsgenie alias) and
 // receivers that honour the webhook's key collapse.
+// ledgerWriteTimeout bounds the ledger writes that run on a context detached
+// from the delivery's (Release after a failure, Complete after a send).
+const ledgerWriteTimeout = 5 * time.Second
+
 type ledgerStage struct {
 	ledger Ledger
 	owner  string
@@ -140,7 +144,7 @@ func (l ledgerStage) Exec(ctx context.Context, d *Delivery) error {
 		if !errors.Is(err, errInjectedCrash) {
 			// Released on a fresh context: the delivery ctx may be the
 			// reason we failed, and a kept claim delays the retry by a lease.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
 			if rerr := l.ledger.Release(rctx, key, l.owner); rerr != nil {
 				err = errors.Join(err, fmt.Errorf("release %s: %w", key, rerr))
 			}
@@ -151,7 +155,13 @@ func (l ledgerStage) Exec(ctx context.Context, d *Delivery) error {
 	if err := l.hook("sent"); err != nil {
 		return err
 	}
-	if err := l.ledger.Complete(ctx, key, l.owner); err != nil {
+	// Marked on a fresh context too: the sink has the notification, and a
+	// shutdown cancelling ctx right now must not leave it unmarked (a
+	// redelivery would send it again).
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
+	err = l.ledger.Complete(cctx, key, l.owner)
+	cancel()
+	if err != nil {
 		// The notification went out but the ledger does not know: a
 		// redelivery may send it again (the documented duplicate window).
 		return fmt.Errorf("mark %s done after sending: %w", key, err)
@@ -163,6 +173,12 @@ func (l ledgerStage) Exec(ctx context.Context, d *Delivery) error {
 // retryStage calls the sink with exponential backoff and full jitter until it
 // succeeds, fails permanently, or the attempt count or time budget runs out.
 // It honours alert.RetryAfterError and never retries alert.ErrPermanent.
+//
+// A sink call, once started, runs to its own sendTimeout even if ctx is
+// cancelled: a shutdown that cut off a POST the receiver already has would
+// make the sender see "context canceled", release the claim and send the
+// alert again on redelivery. Cancellation only stops further attempts (and
+// the backoff sleeps between them), so shutdown waits for at most one call.
 type retryStage struct {
 	attempts       int
 	budget         time.Duration
@@ -177,7 +193,14 @@ func (r retryStage) Exec(ctx context.Context, d *Delivery) error {
 	backoff := r.initial
 	var err error
 	for attempt := 1; ; attempt++ {
-		sctx, cancel := context.WithTimeout(ctx, r.sendTimeout)
+		if cerr := ctx.Err(); cerr != nil {
+			// Cancelled before this attempt started: do not start it.
+			if err == nil {
+				err = cerr
+			}
+			break
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.sendTimeout)
 		err = d.Sink.Notify(sctx, d.Notification)
 		cancel()
 		if err == nil {
