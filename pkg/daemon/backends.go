@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/queue/embedded"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -49,7 +50,31 @@ func openStore(ctx context.Context, o config.Options, clk clock.Clock, logger *s
 	return nil, fmt.Errorf("unknown store %q", o.Store)
 }
 
-func openQueues(ctx context.Context, o config.Options, clk clock.Clock, logger *slog.Logger, reg prometheus.Registerer) (*queues, error) {
+// roleQueues says which stage queues a role sends to and consumes.
+type roleQueues struct {
+	sends, consumes map[string]bool
+}
+
+func queuesOf(r Role) roleQueues {
+	use := roleQueues{sends: map[string]bool{}, consumes: map[string]bool{}}
+	if r.has(RoleAPI) {
+		use.sends[msg.QueueCommands] = true
+	}
+	if r.has(RoleProber) {
+		use.consumes[msg.QueueCommands] = true
+		use.sends[msg.QueueResults] = true
+	}
+	if r.has(RoleAggregator) {
+		use.consumes[msg.QueueResults] = true
+		use.sends[msg.QueueVerdicts] = true
+	}
+	if r.has(RoleAlerter) {
+		use.consumes[msg.QueueVerdicts] = true
+	}
+	return use
+}
+
+func openQueues(ctx context.Context, o config.Options, clk clock.Clock, logger *slog.Logger, reg prometheus.Registerer, use roleQueues) (*queues, error) {
 	cfgs := queue.StageConfigs()
 	switch o.Queue {
 	case config.QueueEmbedded:
@@ -74,7 +99,7 @@ func openQueues(ctx context.Context, o config.Options, clk clock.Clock, logger *
 		}
 		return qs, nil
 	case config.QueueSQS:
-		return openSQS(ctx, o, logger, reg)
+		return openSQS(ctx, o, logger, reg, use)
 	}
 	return nil, errors.New("unknown queue backend " + o.Queue)
 }

@@ -39,21 +39,34 @@ func sqsOptions(o config.Options, logger *slog.Logger, reg prometheus.Registerer
 	return opts
 }
 
-func openSQS(ctx context.Context, o config.Options, logger *slog.Logger, reg prometheus.Registerer) (*queues, error) {
+// openSQS opens the stage queues a role uses — and only those, so each role's
+// IAM policy can stay narrow and an idle replica polls no queue it does not
+// consume. Depth is watched on the queues the role consumes.
+func openSQS(ctx context.Context, o config.Options, logger *slog.Logger, reg prometheus.Registerer, use roleQueues) (*queues, error) {
 	c, err := sqsq.New(ctx, sqsOptions(o, logger, reg))
 	if err != nil {
 		return nil, fmt.Errorf("configure SQS (check AWS credentials, --sqs-region and --sqs-endpoint): %w", err)
 	}
-	stages, err := c.OpenStages(ctx, queue.StageConfigs())
-	if err != nil {
-		return nil, fmt.Errorf("open SQS queues with prefix %q: %w", o.SQSPrefix, err)
-	}
 	qs := &queues{byName: map[string]queue.Queue{}, remote: true}
-	for _, st := range stages {
-		qs.byName[st.Name] = st.Queue
-		src := queue.DepthSource{Name: st.Name, Queue: st.Queue}
-		if st.DLQ != nil {
-			src.DLQ = st.DLQ
+	for _, cfg := range queue.StageConfigs() {
+		if !use.sends[cfg.Name] && !use.consumes[cfg.Name] {
+			continue
+		}
+		q, err := c.Open(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open SQS queue %q (prefix %q): %w", cfg.Name, o.SQSPrefix, err)
+		}
+		qs.byName[cfg.Name] = q
+		if !use.consumes[cfg.Name] {
+			continue
+		}
+		src := queue.DepthSource{Name: cfg.Name, Queue: q}
+		if cfg.MaxReceiveCount > 0 {
+			dlq, err := c.OpenDLQ(ctx, cfg)
+			if err != nil {
+				return nil, fmt.Errorf("open SQS dead-letter queue of %q (prefix %q): %w", cfg.Name, o.SQSPrefix, err)
+			}
+			src.DLQ = dlq
 		}
 		qs.depth = append(qs.depth, src)
 	}
