@@ -50,31 +50,33 @@ func openStore(ctx context.Context, o config.Options, clk clock.Clock, logger *s
 	return nil, fmt.Errorf("unknown store %q", o.Store)
 }
 
-// roleQueues says which stage queues a role sends to and consumes.
-type roleQueues struct {
-	sends, consumes map[string]bool
+// RoleQueues says which stage queues a role sends to and consumes; the
+// deployment's IAM policies are derived from the same table.
+type RoleQueues struct {
+	Sends, Consumes map[string]bool
 }
 
-func queuesOf(r Role) roleQueues {
-	use := roleQueues{sends: map[string]bool{}, consumes: map[string]bool{}}
+// QueuesOf returns the stage queues role r uses.
+func QueuesOf(r Role) RoleQueues {
+	use := RoleQueues{Sends: map[string]bool{}, Consumes: map[string]bool{}}
 	if r.has(RoleAPI) {
-		use.sends[msg.QueueCommands] = true
+		use.Sends[msg.QueueCommands] = true
 	}
 	if r.has(RoleProber) {
-		use.consumes[msg.QueueCommands] = true
-		use.sends[msg.QueueResults] = true
+		use.Consumes[msg.QueueCommands] = true
+		use.Sends[msg.QueueResults] = true
 	}
 	if r.has(RoleAggregator) {
-		use.consumes[msg.QueueResults] = true
-		use.sends[msg.QueueVerdicts] = true
+		use.Consumes[msg.QueueResults] = true
+		use.Sends[msg.QueueVerdicts] = true
 	}
 	if r.has(RoleAlerter) {
-		use.consumes[msg.QueueVerdicts] = true
+		use.Consumes[msg.QueueVerdicts] = true
 	}
 	return use
 }
 
-func openQueues(ctx context.Context, o config.Options, clk clock.Clock, logger *slog.Logger, reg prometheus.Registerer, use roleQueues) (*queues, error) {
+func openQueues(ctx context.Context, o config.Options, clk clock.Clock, logger *slog.Logger, reg prometheus.Registerer, use RoleQueues) (*queues, error) {
 	cfgs := queue.StageConfigs()
 	switch o.Queue {
 	case config.QueueEmbedded:

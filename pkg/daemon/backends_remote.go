@@ -42,14 +42,14 @@ func sqsOptions(o config.Options, logger *slog.Logger, reg prometheus.Registerer
 // openSQS opens the stage queues a role uses — and only those, so each role's
 // IAM policy can stay narrow and an idle replica polls no queue it does not
 // consume. Depth is watched on the queues the role consumes.
-func openSQS(ctx context.Context, o config.Options, logger *slog.Logger, reg prometheus.Registerer, use roleQueues) (*queues, error) {
+func openSQS(ctx context.Context, o config.Options, logger *slog.Logger, reg prometheus.Registerer, use RoleQueues) (*queues, error) {
 	c, err := sqsq.New(ctx, sqsOptions(o, logger, reg))
 	if err != nil {
 		return nil, fmt.Errorf("configure SQS (check AWS credentials, --sqs-region and --sqs-endpoint): %w", err)
 	}
 	qs := &queues{byName: map[string]queue.Queue{}, remote: true}
 	for _, cfg := range queue.StageConfigs() {
-		if !use.sends[cfg.Name] && !use.consumes[cfg.Name] {
+		if !use.Sends[cfg.Name] && !use.Consumes[cfg.Name] {
 			continue
 		}
 		q, err := c.Open(ctx, cfg)
@@ -57,7 +57,7 @@ func openSQS(ctx context.Context, o config.Options, logger *slog.Logger, reg pro
 			return nil, fmt.Errorf("open SQS queue %q (prefix %q): %w", cfg.Name, o.SQSPrefix, err)
 		}
 		qs.byName[cfg.Name] = q
-		if !use.consumes[cfg.Name] {
+		if !use.Consumes[cfg.Name] {
 			continue
 		}
 		src := queue.DepthSource{Name: cfg.Name, Queue: q}

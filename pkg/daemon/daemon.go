@@ -168,7 +168,7 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 		return nil, err
 	}
 	qm := queue.NewMetrics(reg)
-	if d.qs, err = openQueues(ctx, o, d.clk, d.log, reg, queuesOf(role)); err != nil {
+	if d.qs, err = openQueues(ctx, o, d.clk, d.log, reg, QueuesOf(role)); err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
