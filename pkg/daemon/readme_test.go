@@ -2,12 +2,14 @@ package daemon
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/prober"
 )
 
 // TestREADMEDocumentsEveryFlag keeps the README's configuration table true:
@@ -26,4 +28,19 @@ func TestREADMEDocumentsEveryFlag(t *testing.T) {
 			t.Errorf("README.md's configuration table has no row for --%s", f.Name)
 		}
 	})
+}
+
+// TestREADMEClassTable keeps the README's failure-class table equal to
+// prober.Classes, the table the prober and the aggregator use.
+func TestREADMEClassTable(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range prober.Classes {
+		row := fmt.Sprintf("| `%s` | %s | %s |", c.Class, c.Status, c.Doc)
+		if !strings.Contains(string(readme), row) {
+			t.Errorf("README.md lacks the class row %s", row)
+		}
+	}
 }
