@@ -1,8 +1,8 @@
 // Package deploy_test checks the deployment artefacts in deploy/ against the
 // code they deploy: the CloudFormation queues against `mcpmon queues
-// ensure`'s attributes, the IAM policies against the pipeline's
-// producer/consumer matrix, the Kubernetes manifests and compose file against
-// the roles and their ops endpoints, and the Prometheus config and rules with
+// ensure`'s attributes, the IAM policies against the queues each role opens
+// (daemon.QueuesOf), the Kubernetes manifests and compose file against the
+// roles and their ops endpoints, and the Prometheus config and rules with
 // promtool.
 package deploy_test
 
@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/daemon"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/queue/sqs"
 )
@@ -108,7 +108,7 @@ func TestCloudFormationMatchesQueuesEnsure(t *testing.T) {
 	}
 }
 
-func union(a, b queueAttrs) map[string]bool {
+func union[V any](a, b map[string]V) map[string]bool {
 	out := map[string]bool{}
 	for k := range a {
 		out[k] = true
@@ -138,52 +138,76 @@ func normJSON(t *testing.T, s string) string {
 
 // --- IAM -------------------------------------------------------------------
 
-// pipeline is who consumes and who produces each stage queue: the source of
-// truth the per-role policies must equal, no more and no less.
-var pipeline = map[string]struct{ consumes, produces []string }{
-	"api":        {produces: []string{msg.QueueCommands}},
-	"prober":     {consumes: []string{msg.QueueCommands}, produces: []string{msg.QueueResults}},
-	"aggregator": {consumes: []string{msg.QueueResults}, produces: []string{msg.QueueVerdicts}},
-	"alerter":    {consumes: []string{msg.QueueVerdicts}},
-}
+// pipelineRoles are the daemon roles that get one policy each. Their grants
+// derive from daemon.QueuesOf, the same table the daemon opens its queues
+// from, so a role's policy can neither lag behind nor run ahead of what the
+// role really does.
+var pipelineRoles = []daemon.Role{daemon.RoleAPI, daemon.RoleProber, daemon.RoleAggregator, daemon.RoleAlerter}
 
 var (
-	consumeActions = []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:ReceiveMessage"}
+	// openActions: opening a queue (sqs.Client.Open, OpenDLQ) resolves its
+	// URL by name.
+	openActions = []string{"sqs:GetQueueUrl"}
+	// produceActions: queue.Publisher sends with SendMessageBatch, which
+	// is authorised as sqs:SendMessage.
 	produceActions = []string{"sqs:SendMessage"}
-	// metadataActions are read-only: every role resolves every stage queue
-	// and its DLQ by name at start (sqs.Client.OpenStages) and polls their
-	// depth for mcpmon_queue_messages (queue.Metrics.WatchDepth), so each
-	// needs them on all six queues. Nothing else crosses stages.
-	metadataActions = []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
+	// consumeActions: queue.Consume receives, deletes in batches
+	// (DeleteMessageBatch is authorised as sqs:DeleteMessage), and
+	// extends or releases visibility (heartbeat, unhandled group tail).
+	consumeActions = []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:ReceiveMessage"}
+	// depthActions: a role polls the depth of the queues it consumes and
+	// of their DLQs (queue.Metrics.WatchDepth → sqs.Queue.Stats) for
+	// mcpmon_queue_messages.
+	depthActions = []string{"sqs:GetQueueAttributes"}
 )
 
-// wantGrants derives role → queue name → sorted actions: consumers receive,
-// delete and extend visibility on their input queue; producers send to
-// their output queue (SendMessageBatch is authorised as sqs:SendMessage,
-// DeleteMessageBatch as sqs:DeleteMessage); every role reads the metadata of
-// all six queues.
-func wantGrants() map[string]map[string][]string {
+// wantGrants derives role → queue name → sorted actions. A pipeline role
+// opens each queue daemon.QueuesOf says it sends to or consumes: it sends
+// to the first kind; it receives, deletes and extends visibility on the
+// second, and it opens the second's DLQ (when the stage has a redrive) and
+// reads the depth of both. Nothing else: no role touches a queue it does
+// not use.
+func wantGrants(t *testing.T) map[string]map[string][]string {
+	t.Helper()
 	out := map[string]map[string][]string{}
-	add := func(role, q string, acts []string) {
+	add := func(role, q string, acts ...[]string) {
 		if out[role] == nil {
 			out[role] = map[string][]string{}
 		}
-		out[role][q] = sortedSet(append(out[role][q], acts...))
+		for _, a := range acts {
+			out[role][q] = sortedSet(append(out[role][q], a...))
+		}
 	}
-	for role, p := range pipeline {
+	stages := map[string]bool{}
+	for _, c := range queue.StageConfigs() {
+		stages[c.Name] = true
+	}
+	for _, r := range pipelineRoles {
+		role := string(r)
+		use := daemon.QueuesOf(r)
+		for _, q := range slices.Sorted(maps.Keys(union(use.Sends, use.Consumes))) {
+			if !stages[q] {
+				t.Fatalf("daemon.QueuesOf(%s) names %q, which is not a stage queue of queue.StageConfigs", role, q)
+			}
+		}
+		if len(use.Sends)+len(use.Consumes) == 0 {
+			t.Fatalf("daemon.QueuesOf(%s) uses no queue: a role without queues needs no policy", role)
+		}
 		for _, c := range queue.StageConfigs() {
-			add(role, c.Name, metadataActions)
-			add(role, queue.DLQName(c.Name), metadataActions)
-		}
-		for _, q := range p.consumes {
-			add(role, q, consumeActions)
-		}
-		for _, q := range p.produces {
-			add(role, q, produceActions)
+			if use.Sends[c.Name] {
+				add(role, c.Name, openActions, produceActions)
+			}
+			if use.Consumes[c.Name] {
+				add(role, c.Name, openActions, consumeActions, depthActions)
+				if c.MaxReceiveCount > 0 {
+					add(role, queue.DLQName(c.Name), openActions, depthActions)
+				}
+			}
 		}
 	}
 	for _, c := range queue.StageConfigs() {
-		add("autoscaler", c.Name, metadataActions) // KEDA scales each stage's consumers on its depth
+		// KEDA scales each stage's consumers on its depth.
+		add("autoscaler", c.Name, []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl"})
 		for _, n := range []string{c.Name, queue.DLQName(c.Name)} {
 			// Ensure looks a queue up, creates it with its attributes if
 			// missing, and reads them back for the DLQ ARN and drift.
@@ -238,7 +262,7 @@ func grants(t *testing.T, where string, p policyDoc, queueOf func(string) (strin
 }
 
 func TestIAMPoliciesLeastPrivilege(t *testing.T) {
-	want := wantGrants()
+	want := wantGrants(t)
 	files, _ := filepath.Glob("iam/*.json")
 	var roles []string
 	for _, f := range files {
@@ -269,7 +293,7 @@ func TestIAMPoliciesLeastPrivilege(t *testing.T) {
 				return strings.TrimSuffix(rest, ".fifo"), true
 			})
 			if !equalGrants(got, want[role]) {
-				t.Fatalf("iam/%s.json grants %v\nwant (from the pipeline matrix) %v", role, got, want[role])
+				t.Fatalf("iam/%s.json grants %v\nwant (from daemon.QueuesOf) %v", role, got, want[role])
 			}
 		})
 	}
@@ -278,7 +302,7 @@ func TestIAMPoliciesLeastPrivilege(t *testing.T) {
 func TestCloudFormationPoliciesMatchIAMFiles(t *testing.T) {
 	tpl := loadCFN(t, "cloudformation/queues.yaml")
 	e := newCFNEval(t, tpl, map[string]string{"QueueNamePrefix": "x-"})
-	want := wantGrants()
+	want := wantGrants(t)
 	seen := map[string]bool{}
 	for name, r := range e.resources {
 		res := r.(map[string]any)
