@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // ErrBlockedTarget is returned (wrapped, with the refused address) when the
@@ -106,6 +107,12 @@ func (g guard) checkURL(u *url.URL) error {
 	if u.User != nil {
 		return fmt.Errorf("%w: credentials in the URL are not allowed; use endpoint headers (they are kept secret)", ErrInvalidTarget)
 	}
+	return g.checkHost(host)
+}
+
+// checkHost refuses a literal blocked IP or a localhost name; other names
+// are left to the dial-time check.
+func (g guard) checkHost(host string) error {
 	if g.allowPrivate {
 		return nil
 	}
@@ -117,6 +124,23 @@ func (g guard) checkURL(u *url.URL) error {
 		return fmt.Errorf("%w: %s names the loopback interface", ErrBlockedTarget, host)
 	}
 	return nil
+}
+
+// ValidateHost is ValidateTarget's address check for a bare host (a name or
+// a literal IP, without port), for targets that are not http(s) URLs, such
+// as an SMTP relay: unless allowPrivate, a literal blocked IP or a localhost
+// name is refused with ErrBlockedTarget.
+func ValidateHost(host string, allowPrivate bool) error {
+	return guard{allowPrivate: allowPrivate}.checkHost(host)
+}
+
+// GuardedDialContext returns a DialContext (for an http.Transport or any
+// other client) that refuses, after DNS resolution and before connect(2),
+// every address ValidateTarget's block list covers, unless allowPrivate.
+// It is the dial-time half of the guard the prober itself uses, for other
+// components that connect to URLs API callers supply (alert sinks).
+func GuardedDialContext(allowPrivate bool) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return guard{allowPrivate: allowPrivate}.dialer(nil, net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second})
 }
 
 // ValidateTarget checks rawURL at registration time: an http(s) URL with a

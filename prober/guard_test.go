@@ -2,6 +2,7 @@ package prober
 
 import (
 	"errors"
+	"net"
 	"net/netip"
 	"testing"
 )
@@ -69,5 +70,70 @@ func TestValidateProtocol(t *testing.T) {
 		if err := ValidateProtocol(bad[0], bad[1]); !errors.Is(err, ErrInvalidProtocol) {
 			t.Errorf("%v: %v, want ErrInvalidProtocol", bad, err)
 		}
+	}
+}
+
+func TestValidateHost(t *testing.T) {
+	for _, tc := range []struct {
+		host         string
+		allowPrivate bool
+		want         error
+	}{
+		{"smtp.example.com", false, nil},
+		{"93.184.216.34", false, nil},
+		{"127.0.0.1", false, ErrBlockedTarget},
+		{"169.254.169.254", false, ErrBlockedTarget},
+		{"::1", false, ErrBlockedTarget},
+		{"LocalHost.", false, ErrBlockedTarget},
+		{"mail.localhost", false, ErrBlockedTarget},
+		{"10.0.0.5", true, nil},
+		{"localhost", true, nil},
+	} {
+		err := ValidateHost(tc.host, tc.allowPrivate)
+		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("ValidateHost(%q, %v) = %v, want %v", tc.host, tc.allowPrivate, err, tc.want)
+		}
+	}
+}
+
+// TestGuardedDialContext: a name resolving to loopback is refused before
+// connect (the listener never sees a connection); allowPrivate connects.
+func TestGuardedDialContext(t *testing.T) {
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	for _, addr := range []string{"localhost:" + port, ln.Addr().String()} {
+		c, err := GuardedDialContext(false)(t.Context(), "tcp", addr)
+		if !errors.Is(err, ErrBlockedTarget) {
+			if c != nil {
+				c.Close()
+			}
+			t.Fatalf("dial %s: %v, want ErrBlockedTarget", addr, err)
+		}
+	}
+	c, err := GuardedDialContext(true)(t.Context(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatalf("allowPrivate: %v", err)
+	}
+	c.Close()
+	<-accepted
+	select {
+	case <-accepted:
+		t.Fatal("a refused dial reached the listener")
+	default:
 	}
 }
