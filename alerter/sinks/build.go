@@ -1,11 +1,13 @@
 package sinks
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -139,7 +141,7 @@ func Build(cfgs []Config, httpClient *http.Client, logger *slog.Logger) ([]alert
 	}
 	out := make([]alert.Sink, 0, len(cfgs))
 	for _, c := range cfgs {
-		s, err := build(c, httpClient, logger)
+		s, err := build(c, httpClient, nil, logger)
 		if err != nil {
 			return nil, err
 		}
@@ -150,13 +152,45 @@ func Build(cfgs []Config, httpClient *http.Client, logger *slog.Logger) ([]alert
 
 // BuildOne validates c and constructs its sink (e.g. a per-endpoint sink).
 func BuildOne(c Config, httpClient *http.Client, logger *slog.Logger) (alert.Sink, error) {
+	return BuildOneWith(c, BuildOptions{HTTPClient: httpClient, Logger: logger})
+}
+
+// BuildOptions say how built sinks reach their receivers.
+type BuildOptions struct {
+	// HTTPClient is shared by the HTTP sinks (nil: a new one, see Build).
+	HTTPClient *http.Client
+	// DialContext, when set, opens every connection the sink makes: the
+	// email sink's SMTP session, and the HTTP sinks' connections when
+	// HTTPClient is nil (a client whose transport dials through it and
+	// uses no proxy is made). Set it to keep sinks that API callers
+	// configure away from internal addresses (an SSRF guard); a caller
+	// that also sets HTTPClient must make that client dial through it.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	Logger      *slog.Logger // may be nil
+}
+
+// BuildOneWith validates c and constructs its sink with o.
+func BuildOneWith(c Config, o BuildOptions) (alert.Sink, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	return build(c, httpClient, logger)
+	if o.DialContext != nil && o.HTTPClient == nil {
+		o.HTTPClient = DialingClient(o.DialContext)
+	}
+	return build(c, o.HTTPClient, o.DialContext, o.Logger)
 }
 
-func build(c Config, hc *http.Client, logger *slog.Logger) (alert.Sink, error) {
+// DialingClient returns an HTTP client for sinks whose every connection is
+// opened by dial, directly (no proxy from the environment: a proxy would
+// connect on our behalf, past dial's checks).
+func DialingClient(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	tr.DialContext = dial
+	return &http.Client{Transport: tr}
+}
+
+func build(c Config, hc *http.Client, dial func(ctx context.Context, network, addr string) (net.Conn, error), logger *slog.Logger) (alert.Sink, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -189,7 +223,7 @@ func build(c Config, hc *http.Client, logger *slog.Logger) (alert.Sink, error) {
 			}
 		}
 		s, err = email.New(email.Options{Name: c.Name, Addr: c.SMTPAddr, Username: c.SMTPUsername, Password: c.SMTPPassword,
-			TLS: c.SMTPTLS, RootCAs: roots, From: c.From, To: c.To, Timeout: timeout, Logger: logger})
+			TLS: c.SMTPTLS, RootCAs: roots, From: c.From, To: c.To, Timeout: timeout, Logger: logger, DialContext: dial})
 	default:
 		return nil, fmt.Errorf("%w: sink %q: type %q unsupported", ErrInvalid, c.Name, c.Type)
 	}

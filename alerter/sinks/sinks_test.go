@@ -323,3 +323,42 @@ func TestBuildRejectsBadCAFile(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildOneWithDialContext: every connection of a sink built with a
+// DialContext goes through it, HTTP and SMTP alike; a refusal is the error
+// and nothing reaches the receiver.
+func TestBuildOneWithDialContext(t *testing.T) {
+	var hits int
+	rcv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits++ }))
+	defer rcv.Close()
+	refused := errors.New("refused by guard")
+	var dialed []string
+	refuse := func(_ context.Context, network, addr string) (net.Conn, error) {
+		dialed = append(dialed, addr)
+		return nil, refused
+	}
+	n := alert.Notification{Key: "k", Kind: alert.KindOpen, EndpointID: "ep1", IncidentID: "ep1-1"}
+	for _, c := range []Config{
+		{Name: "hook", Type: TypeWebhook, URL: rcv.URL},
+		{Name: "mail", Type: TypeEmail, SMTPAddr: rcv.Listener.Addr().String(), From: "a@b.example", To: []string{"c@d.example"}},
+	} {
+		s, err := BuildOneWith(c, BuildOptions{DialContext: refuse})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Notify(t.Context(), n); !errors.Is(err, refused) {
+			t.Errorf("%s: Notify = %v, want the dialer's refusal", c.Type, err)
+		}
+	}
+	if hits != 0 || len(dialed) != 2 || dialed[0] != rcv.Listener.Addr().String() {
+		t.Fatalf("receiver hits %d, dialed %v: want 0 hits and both sinks through the dialer", hits, dialed)
+	}
+	// A dialer that lets the address through delivers.
+	s, err := BuildOneWith(Config{Name: "hook", Type: TypeWebhook, URL: rcv.URL}, BuildOptions{DialContext: (&net.Dialer{}).DialContext})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Notify(t.Context(), n); err != nil || hits != 1 {
+		t.Fatalf("Notify = %v, hits %d, want delivered once", err, hits)
+	}
+}

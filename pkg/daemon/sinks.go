@@ -3,12 +3,16 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"sync"
 
 	"github.com/mcpmon/mcpmon/alerter/sinks"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/prober"
 )
 
 type sinkSet struct {
@@ -44,6 +48,17 @@ func (d *Daemon) sinks() (sinkSet, error) {
 		d.log.Warn("no global alert sinks configured: only endpoints with their own sinks alert; set --webhook-url or --sinks-file")
 	}
 
+	// Per-endpoint sinks come from API callers: unless private targets are
+	// allowed, they connect only through the prober's SSRF guard (checked
+	// after DNS, on every connection), so a sink URL or SMTP relay cannot
+	// reach cloud metadata or internal services. The global sinks above are
+	// the operator's own configuration and are not guarded.
+	own := sinks.BuildOptions{Logger: logger}
+	if !d.opts.AllowPrivateTargets {
+		own.DialContext = guardedSinkDial()
+		own.HTTPClient = sinks.DialingClient(own.DialContext)
+	}
+
 	var mu sync.Mutex
 	cache := map[string][]alert.Sink{} // endpoint ID + raw config → sinks
 	set.forEndpoint = func(_ context.Context, ep store.Endpoint) ([]alert.Sink, error) {
@@ -56,17 +71,17 @@ func (d *Daemon) sinks() (sinkSet, error) {
 		if s, ok := cache[key]; ok {
 			return s, nil
 		}
-		own, err := sinks.ParseEndpointSinks(ep.Sinks)
+		cfgs, err := sinks.ParseEndpointSinks(ep.Sinks)
 		if err != nil {
 			return nil, fmt.Errorf("sinks of endpoint %s: %w", ep.ID, err)
 		}
 		out := append([]alert.Sink(nil), global...)
-		for _, c := range own {
+		for _, c := range cfgs {
 			if globalNames[c.Name] {
 				d.log.Warn("endpoint sink shadows a global sink of the same name; using the global one", "endpoint", ep.ID, "sink", c.Name)
 				continue
 			}
-			s, err := sinks.BuildOne(c, nil, logger)
+			s, err := sinks.BuildOneWith(c, own)
 			if err != nil {
 				return nil, fmt.Errorf("sink %q of endpoint %s: %w", c.Name, ep.ID, err)
 			}
@@ -78,10 +93,72 @@ func (d *Daemon) sinks() (sinkSet, error) {
 	return set, nil
 }
 
-// validateEndpointSinks vets per-endpoint sinks in REST requests.
+// guardedSinkDial is the prober's dial-time SSRF guard for per-endpoint
+// sinks. A refused address is a permanent failure: retrying cannot reach
+// it, so the delivery gives up at once instead of spending its budget.
+func guardedSinkDial() func(ctx context.Context, network, addr string) (net.Conn, error) {
+	dial := prober.GuardedDialContext(false)
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if errors.Is(err, prober.ErrBlockedTarget) {
+			return nil, fmt.Errorf("%w: %w", alert.ErrPermanent, err)
+		}
+		return c, err
+	}
+}
+
+// validateEndpointSinks vets per-endpoint sinks in REST requests and
+// refuses receivers at literal internal addresses (as if private targets
+// were not allowed; endpointSinksValidator takes the daemon's setting).
 func validateEndpointSinks(raw json.RawMessage) error {
-	_, err := sinks.ParseEndpointSinks(raw)
-	return err
+	return endpointSinksValidator(false)(raw)
+}
+
+// endpointSinksValidator vets per-endpoint sinks in REST requests: the
+// sinks package's checks, then — unless allowPrivate — the prober's
+// registration-time address check on every receiver the sink connects to
+// (url, smtpAddr): a literal loopback, private, link-local (cloud metadata)
+// or otherwise blocked IP, or a localhost name, is refused. Names that
+// resolve to such addresses are refused when sending, by guardedSinkDial.
+func endpointSinksValidator(allowPrivate bool) func(json.RawMessage) error {
+	return func(raw json.RawMessage) error {
+		cfgs, err := sinks.ParseEndpointSinks(raw)
+		if err != nil || allowPrivate {
+			return err
+		}
+		var errs []error
+		for i, c := range cfgs {
+			if err := checkSinkAddresses(c); err != nil {
+				errs = append(errs, fmt.Errorf("sinks[%d]: %w", i, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// checkSinkAddresses applies the guard to the hosts c connects to. Errors
+// name the field and the refused host, never the URL (it may embed a
+// token). clientUrl is only a link in the alert, never fetched.
+func checkSinkAddresses(c sinks.Config) error {
+	var errs []error
+	if c.URL != "" {
+		u, err := url.Parse(c.URL)
+		if err != nil {
+			// ParseEndpointSinks accepted it; refuse rather than guess.
+			errs = append(errs, fmt.Errorf("%w: sink %q: url: unparsable", sinks.ErrInvalid, c.Name))
+		} else if err := prober.ValidateHost(u.Hostname(), false); err != nil {
+			errs = append(errs, fmt.Errorf("%w: sink %q: url: receiver refused: %w", sinks.ErrInvalid, c.Name, err))
+		}
+	}
+	if c.SMTPAddr != "" {
+		host, _, err := net.SplitHostPort(c.SMTPAddr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: sink %q: smtpAddr: want host:port", sinks.ErrInvalid, c.Name))
+		} else if err := prober.ValidateHost(host, false); err != nil {
+			errs = append(errs, fmt.Errorf("%w: sink %q: smtpAddr: relay refused: %w", sinks.ErrInvalid, c.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // redactEndpointSinks returns per-endpoint sinks with every secret replaced.

@@ -68,6 +68,10 @@ type Options struct {
 	Timeout    time.Duration
 	Clock      clock.Clock
 	Logger     *slog.Logger
+	// DialContext opens the connection to Addr; nil uses a net.Dialer. Set
+	// it to restrict where the sink may connect (an SSRF guard for relays
+	// that API callers configure).
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // ErrConfig reports an unusable sink configuration.
@@ -160,8 +164,11 @@ func (s *Sink) tlsConfig() *tls.Config {
 }
 
 func (s *Sink) send(ctx context.Context, msg []byte) (err error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", s.o.Addr)
+	dial := s.o.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	conn, err := dial(ctx, "tcp", s.o.Addr)
 	if err != nil {
 		return err
 	}
@@ -253,7 +260,8 @@ func (s *Sink) classify(err error) error {
 	var hostErr x509.HostnameError
 	switch {
 	case errors.Is(err, alert.ErrPermanent):
-		return fmt.Errorf("sink %q: SMTP %s: %s", s.o.Name, s.o.Addr, msg)
+		// Scrubbed text, but still ErrPermanent (and the cause) for errors.Is.
+		return &sendError{msg: fmt.Sprintf("sink %q: SMTP %s: %s", s.o.Name, s.o.Addr, msg), cause: err}
 	case errors.As(err, &tp) && tp.Code >= 500:
 		return fmt.Errorf("sink %q: %w: SMTP %s rejected the message: %s", s.o.Name, alert.ErrPermanent, s.o.Addr, msg)
 	case errors.As(err, &certErr), errors.As(err, &unknownAuth), errors.As(err, &hostErr):

@@ -429,3 +429,43 @@ func TestOpportunisticSTARTTLSIsTheDefault(t *testing.T) {
 		t.Fatalf("got %d messages, want 1", len(got))
 	}
 }
+
+// TestDialContextIsUsed: the session is opened through Options.DialContext
+// (an SSRF guard), and its refusal is the error, with nothing reaching the
+// server.
+func TestDialContextIsUsed(t *testing.T) {
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	// A permanent refusal stays permanent (and identifiable) through the
+	// sink's scrubbed error.
+	refused := fmt.Errorf("%w: refused by guard", alert.ErrPermanent)
+	var dialed string
+	s, err := New(Options{Name: "mail", Addr: ln.Addr().String(), From: "a@b.example", To: []string{"c@d.example"},
+		DialContext: func(_ context.Context, network, addr string) (net.Conn, error) {
+			dialed = network + " " + addr
+			return nil, refused
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Notify(context.Background(), notification(alert.KindOpen))
+	if !errors.Is(err, refused) || !errors.Is(err, alert.ErrPermanent) || dialed != "tcp "+ln.Addr().String() {
+		t.Fatalf("Notify = %v (dialed %q), want the dialer's refusal for tcp %s", err, dialed, ln.Addr())
+	}
+	ln.Close()
+	select {
+	case <-accepted:
+		t.Fatal("the server got a connection the dialer refused")
+	default:
+	}
+}

@@ -1,0 +1,161 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mcpmon/mcpmon/alerter/sinks"
+	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/prober"
+)
+
+// TestEndpointSinksValidationRefusesInternalAddresses: a REST caller cannot
+// register a per-endpoint sink whose receiver is a literal internal address
+// or a localhost name; the error names the field, not the URL's secrets.
+func TestEndpointSinksValidationRefusesInternalAddresses(t *testing.T) {
+	const token = "PATHTOKEN4242"
+	refused := []string{
+		`[{"name": "own", "type": "webhook", "url": "http://127.0.0.1:8080/hook/` + token + `"}]`,
+		`[{"name": "own", "type": "slack", "url": "http://169.254.169.254/latest/meta-data/` + token + `"}]`,
+		`[{"name": "own", "type": "webhook", "url": "http://[::ffff:10.0.0.1]/` + token + `"}]`,
+		`[{"name": "own", "type": "pagerduty", "routingKey": "` + token + `", "url": "http://localhost:9000/v2/enqueue"}]`,
+		`[{"name": "own", "type": "opsgenie", "apiKey": "` + token + `", "url": "https://[::1]/"}]`,
+		`[{"name": "own", "type": "email", "smtpAddr": "192.168.1.10:25", "from": "a@b.example", "to": ["c@d.example"]}]`,
+		`[{"name": "own", "type": "email", "smtpAddr": "mail.localhost:25", "from": "a@b.example", "to": ["c@d.example"]}]`,
+	}
+	for _, raw := range refused {
+		err := validateEndpointSinks(json.RawMessage(raw))
+		if !errors.Is(err, prober.ErrBlockedTarget) || !errors.Is(err, sinks.ErrInvalid) {
+			t.Errorf("validateEndpointSinks(%s) = %v, want ErrInvalid wrapping ErrBlockedTarget", raw, err)
+			continue
+		}
+		if strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), `sink "own"`) {
+			t.Errorf("error %q: want the sink named and no secret", err)
+		}
+		if err := endpointSinksValidator(true)(json.RawMessage(raw)); err != nil {
+			t.Errorf("with private targets allowed, %s: %v", raw, err)
+		}
+	}
+	for _, raw := range []string{
+		`[{"name": "own", "type": "webhook", "url": "https://hooks.example.com/in/` + token + `"}]`,
+		`[{"name": "own", "type": "pagerduty", "routingKey": "k", "clientUrl": "http://127.0.0.1:3000/ui"}]`, // a link, never fetched
+		`[{"name": "own", "type": "email", "smtpAddr": "smtp.example.com:587", "from": "a@b.example", "to": ["c@d.example"]}]`,
+		`null`,
+	} {
+		if err := validateEndpointSinks(json.RawMessage(raw)); err != nil {
+			t.Errorf("validateEndpointSinks(%s) = %v, want nil", raw, err)
+		}
+	}
+}
+
+// hitCounter is a real local receiver counting the requests that reach it.
+type hitCounter struct {
+	mu   sync.Mutex
+	hits map[string]int
+}
+
+func (h *hitCounter) ServeHTTP(_ http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	h.hits[r.URL.Path]++
+	h.mu.Unlock()
+}
+
+func (h *hitCounter) get(path string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.hits[path]
+}
+
+// TestEndpointSinksGuardedWhenSending: a per-endpoint sink stored with a
+// name that resolves to loopback (one registered before validation refused
+// it, or a DNS name an attacker controls) is refused when it connects, as a
+// permanent failure, with no request reaching the receiver; the operator's
+// global sink at the same address is trusted and delivers; with
+// --allow-private-targets the endpoint's sink delivers too.
+func TestEndpointSinksGuardedWhenSending(t *testing.T) {
+	hc := &hitCounter{hits: map[string]int{}}
+	rcv := httptest.NewServer(hc)
+	defer rcv.Close()
+	_, port, _ := net.SplitHostPort(rcv.Listener.Addr().String())
+	smtp, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer smtp.Close()
+	smtpConns := make(chan struct{}, 1)
+	go func() {
+		if c, err := smtp.Accept(); err == nil {
+			smtpConns <- struct{}{}
+			c.Close()
+		}
+	}()
+	_, smtpPort, _ := net.SplitHostPort(smtp.Addr().String())
+
+	ep := store.Endpoint{ID: "ep1", Sinks: json.RawMessage(fmt.Sprintf(`[
+		{"name": "own", "type": "webhook", "url": "http://localhost:%s/own"},
+		{"name": "own-mail", "type": "email", "smtpAddr": "localhost:%s", "smtpTLS": "none", "from": "a@b.example", "to": ["c@d.example"]}
+	]`, port, smtpPort))}
+	n := alert.Notification{Key: "alert-ep1-ep1-x:open:own", Kind: alert.KindOpen, EndpointID: "ep1", IncidentID: "ep1-x"}
+
+	resolve := func(t *testing.T, allowPrivate bool) map[string]alert.Sink {
+		t.Helper()
+		o := config.Defaults()
+		o.WebhookURL = rcv.URL + "/global"
+		o.AllowPrivateTargets = allowPrivate
+		d := &Daemon{opts: o, log: slog.New(slog.DiscardHandler)}
+		set, err := d.sinks()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := set.forEndpoint(t.Context(), ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]alert.Sink{}
+		for _, s := range got {
+			byName[s.Name()] = s
+		}
+		if len(byName) != 3 {
+			t.Fatalf("sinks %v, want the global one and the endpoint's two", byName)
+		}
+		return byName
+	}
+
+	t.Run("guarded", func(t *testing.T) {
+		ss := resolve(t, false)
+		for _, name := range []string{"own", "own-mail"} {
+			err := ss[name].Notify(t.Context(), n)
+			if !errors.Is(err, prober.ErrBlockedTarget) || !errors.Is(err, alert.ErrPermanent) {
+				t.Errorf("sink %s: Notify = %v, want a permanent ErrBlockedTarget", name, err)
+			}
+		}
+		if h := hc.get("/own"); h != 0 {
+			t.Fatalf("the endpoint's webhook reached the receiver %d times", h)
+		}
+		select {
+		case <-smtpConns:
+			t.Fatal("the endpoint's email sink connected to the local SMTP listener")
+		default:
+		}
+		if err := ss[sinks.FlagWebhookName].Notify(t.Context(), n); err != nil || hc.get("/global") != 1 {
+			t.Fatalf("global sink: %v, %d deliveries, want 1: operator sinks are not guarded", err, hc.get("/global"))
+		}
+	})
+	t.Run("allow-private-targets", func(t *testing.T) {
+		ss := resolve(t, true)
+		if err := ss["own"].Notify(context.WithoutCancel(t.Context()), n); err != nil || hc.get("/own") != 1 {
+			t.Fatalf("endpoint sink with private targets allowed: %v, %d deliveries, want 1", err, hc.get("/own"))
+		}
+	})
+}
