@@ -74,8 +74,13 @@ func (r *holdingReceiver) notifications() []alert.Notification {
 // shutdown) while the sink's receiver already holds the POST. The call must
 // run to completion and the ledger key be marked done, so the redelivered
 // verdict sends nothing: exactly one alert.
-func TestShutdownDuringSendDeliversOnce(t *testing.T) {
-	e := newEnv(t)
+func TestShutdownDuringSendDeliversOnce(t *testing.T) { testShutdownDuringSend(t, newEnv(t)) }
+
+func TestShutdownDuringSendDeliversOnceRedis(t *testing.T) {
+	testShutdownDuringSend(t, newRedisEnv(t))
+}
+
+func testShutdownDuringSend(t *testing.T, e *env) {
 	rcv := newHoldingReceiver(t)
 	e.endpoint("ep1", nil, nil)
 	a := e.alerter("a", func(o *Options) { o.Sinks = []alert.Sink{httpSink{name: "hook", url: rcv.srv.URL}} })
