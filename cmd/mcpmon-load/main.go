@@ -92,6 +92,12 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		cfg.SQSRegion = "us-east-1"
 		cfg.SQSPrefix = fmt.Sprintf("load%d-", time.Now().UnixNano())
 		setDummyAWSCreds()
+		env := func(k string) string {
+			return map[string]string{"MCPMON_SQS_ENDPOINT": cfg.SQSEndpoint, "MCPMON_SQS_REGION": cfg.SQSRegion, "MCPMON_SQS_PREFIX": cfg.SQSPrefix}[k]
+		}
+		if err := daemon.EnsureQueues(ctx, nil, env, io.Discard, stderr); err != nil {
+			return fmt.Errorf("create the SQS queues: %w", err)
+		}
 	}
 	if o.redisURL != "" {
 		cfg.Store = config.StoreRedis
@@ -166,7 +172,7 @@ loop:
 		{"probes", fmt.Sprintf("%.0f (%.1f/s)", probes, probes/elapsed.Seconds())},
 		{"verdicts", fmt.Sprintf("%.0f", snap.sum("mcpmon_verdicts_total"))},
 		{"CPU per probe (whole pipeline, servers included)", perProbe(cpu, probes)},
-		{"probe → verdict delay p50 / p99", snap.quantiles("mcpmon_pipeline_delay_seconds", "probe_to_verdict")},
+		{fmt.Sprintf("probe → verdict delay mean; p50 / p99 bucket (window %s + grace %s)", cfg.Window, cfg.Grace), snap.quantiles("mcpmon_pipeline_delay_seconds", "probe_to_verdict")},
 		{"heap in use at end", fmt.Sprintf("%.1f MiB", float64(ms.HeapInuse)/(1<<20))},
 	}
 	if cfg.Queue == config.QueueSQS {
@@ -299,7 +305,8 @@ func (s snapshot) quantiles(name, stage string) string {
 			}
 			return "> last bucket"
 		}
-		return q(0.5) + " / " + q(0.99)
+		mean := time.Duration(h.GetSampleSum() / float64(h.GetSampleCount()) * float64(time.Second))
+		return fmt.Sprintf("%s; %s / %s", mean.Round(time.Millisecond), q(0.5), q(0.99))
 	}
 	return "n/a"
 }

@@ -331,7 +331,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Scheduler:         sched,
 			TargetValidator:   func(u string) error { return prober.ValidateTarget(u, allow) },
 			ProtocolValidator: prober.ValidateProtocol,
-			SinkValidator:     validateEndpointSinks,
+			SinkValidator:     endpointSinksValidator(allow),
 			SinkRedactor:      redactEndpointSinks,
 			Logger:            d.log,
 			Clock:             d.clk,

@@ -107,13 +107,6 @@ func guardedSinkDial() func(ctx context.Context, network, addr string) (net.Conn
 	}
 }
 
-// validateEndpointSinks vets per-endpoint sinks in REST requests and
-// refuses receivers at literal internal addresses (as if private targets
-// were not allowed; endpointSinksValidator takes the daemon's setting).
-func validateEndpointSinks(raw json.RawMessage) error {
-	return endpointSinksValidator(false)(raw)
-}
-
 // endpointSinksValidator vets per-endpoint sinks in REST requests: the
 // sinks package's checks, then — unless allowPrivate — the prober's
 // registration-time address check on every receiver the sink connects to

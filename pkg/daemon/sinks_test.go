@@ -35,9 +35,9 @@ func TestEndpointSinksValidationRefusesInternalAddresses(t *testing.T) {
 		`[{"name": "own", "type": "email", "smtpAddr": "mail.localhost:25", "from": "a@b.example", "to": ["c@d.example"]}]`,
 	}
 	for _, raw := range refused {
-		err := validateEndpointSinks(json.RawMessage(raw))
+		err := endpointSinksValidator(false)(json.RawMessage(raw))
 		if !errors.Is(err, prober.ErrBlockedTarget) || !errors.Is(err, sinks.ErrInvalid) {
-			t.Errorf("validateEndpointSinks(%s) = %v, want ErrInvalid wrapping ErrBlockedTarget", raw, err)
+			t.Errorf("endpointSinksValidator(false)(%s) = %v, want ErrInvalid wrapping ErrBlockedTarget", raw, err)
 			continue
 		}
 		if strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), `sink "own"`) {
@@ -53,8 +53,8 @@ func TestEndpointSinksValidationRefusesInternalAddresses(t *testing.T) {
 		`[{"name": "own", "type": "email", "smtpAddr": "smtp.example.com:587", "from": "a@b.example", "to": ["c@d.example"]}]`,
 		`null`,
 	} {
-		if err := validateEndpointSinks(json.RawMessage(raw)); err != nil {
-			t.Errorf("validateEndpointSinks(%s) = %v, want nil", raw, err)
+		if err := endpointSinksValidator(false)(json.RawMessage(raw)); err != nil {
+			t.Errorf("endpointSinksValidator(false)(%s) = %v, want nil", raw, err)
 		}
 	}
 }
