@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // ErrInvalidSchedule reports a schedule string that cannot be parsed or never
@@ -108,6 +110,77 @@ func (tm timing) next(t time.Time) time.Time {
 	ts := t.Unix()
 	k := floorDiv(ts-tm.offset, tm.period) + 1
 	return time.Unix(k*tm.period+tm.offset, 0).UTC()
+}
+
+// Slots is one endpoint's slot placement, exactly the one the scheduler
+// emits commands on: the Scheduler builds its own timing through NewSlots,
+// so a consumer that asks "was this endpoint due in [from, to)?" (the
+// aggregator, to tell a silent window from an unscheduled one) can never
+// disagree with it. The zero Slots has no slots.
+type Slots struct{ tm timing }
+
+// NewSlots parses ep's schedule and returns its slot placement. It ignores
+// Paused: whether a paused endpoint is due is the caller's question. The
+// error wraps ErrInvalidSchedule.
+func NewSlots(ep store.Endpoint) (Slots, error) {
+	sched, err := ParseSchedule(ep.Schedule)
+	if err != nil {
+		return Slots{}, fmt.Errorf("schedule endpoint %s: %w", ep.ID, err)
+	}
+	return Slots{newTiming(ep.ID, sched)}, nil
+}
+
+// Next returns the first slot strictly after t (UTC, whole seconds), or
+// the zero time when the schedule never fires again.
+func (s Slots) Next(t time.Time) time.Time {
+	if s.tm.sched == nil {
+		return time.Time{}
+	}
+	return s.tm.next(t)
+}
+
+// In counts the slots in [from, to). These are the nominal slots: a
+// scheduler that falls behind emits only the latest missed one (see the
+// package doc), and one that is not running emits none. For "@every" it is
+// O(1); for cron it walks the slots, O(count).
+func (s Slots) In(from, to time.Time) int {
+	if s.tm.sched == nil || !from.Before(to) {
+		return 0
+	}
+	if p := s.tm.period; p != 0 {
+		// Slots are whole seconds k*p+offset: slot >= from ⇔ slot >=
+		// ceil(from), slot < to ⇔ slot < ceil(to).
+		a, b := ceilUnix(from), ceilUnix(to)
+		if b <= a {
+			return 0
+		}
+		return int(floorDiv(b-1-s.tm.offset, p) - floorDiv(a-1-s.tm.offset, p))
+	}
+	n := 0
+	// next is strictly after its argument at second granularity, so the
+	// first slot >= from is next(from-1ns).
+	for t := s.tm.next(from.Add(-time.Nanosecond)); !t.IsZero() && t.Before(to); t = s.tm.next(t) {
+		n++
+	}
+	return n
+}
+
+// SlotsIn counts endpoint ep's scheduled slots in [from, to): what the
+// scheduler emits for it while running and unpaused. It is NewSlots(ep).In.
+func SlotsIn(ep store.Endpoint, from, to time.Time) (int, error) {
+	s, err := NewSlots(ep)
+	if err != nil {
+		return 0, err
+	}
+	return s.In(from, to), nil
+}
+
+func ceilUnix(t time.Time) int64 {
+	u := t.Unix()
+	if t.Nanosecond() > 0 {
+		u++
+	}
+	return u
 }
 
 // maxCatchUpSteps bounds the walk to the latest missed cron slot.

@@ -16,7 +16,10 @@
 // a cron expression fires at its times (UTC unless CRON_TZ= is given), and
 // "@every D" fires at a fixed per-endpoint offset (a hash of the ID) inside
 // each D-long period counted from the Unix epoch, which also spreads
-// endpoints sharing an interval evenly over it.
+// endpoints sharing an interval evenly over it. SlotsIn (and NewSlots)
+// export exactly that placement, which the scheduler itself uses, so the
+// aggregator can tell a window in which an endpoint was due but nothing
+// arrived (no_data) from one in which it was simply not scheduled.
 //
 // Missed slots: the scheduler keeps no state across restarts. On start every
 // endpoint is scheduled for its next slot after now; slots that fell into the
@@ -31,7 +34,6 @@ import (
 	"container/heap"
 	"context"
 	"errors"
-	"fmt"
 	"hash/fnv"
 	"log/slog"
 	"strings"
@@ -155,12 +157,13 @@ func (s *Scheduler) upsertLocked(ep store.Endpoint, now time.Time, gen uint64) e
 		e.gen = max(e.gen, gen)
 		return nil
 	}
-	sched, err := ParseSchedule(src)
+	// The same placement SlotsIn reports to the aggregator.
+	sl, err := NewSlots(ep)
 	if err != nil {
 		s.unschedule(ep.ID, gen)
-		return fmt.Errorf("schedule endpoint %s: %w", ep.ID, err)
+		return err
 	}
-	tm := newTiming(ep.ID, sched)
+	tm := sl.tm
 	next := tm.next(now).Unix()
 	if e, ok := s.entries[ep.ID]; ok {
 		e.schedule, e.timing, e.next = src, tm, next
