@@ -206,9 +206,10 @@ func New(opts Options) (*Alerter, error) {
 	for _, s := range opts.Sinks {
 		a.m.sink(s.Name())
 	}
+	unmarked := newKeySet()
 	a.fanout = func(sinks []alert.Sink) FanoutStage {
 		return FanoutStage{Sinks: sinks, Pipeline: ledgerStage{
-			ledger: a.st, owner: a.opts.Owner, lease: a.opts.Lease, m: a.m, hook: a.fault,
+			ledger: a.st, owner: a.opts.Owner, lease: a.opts.Lease, m: a.m, hook: a.fault, unmarked: unmarked,
 			next: retryStage{
 				attempts: a.opts.RetryAttempts, budget: a.opts.RetryBudget,
 				initial: a.opts.BackoffInitial, limit: a.opts.BackoffMax, sendTimeout: a.opts.SendTimeout,

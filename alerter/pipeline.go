@@ -121,6 +121,39 @@ type ledgerStage struct {
 	next   Stage
 	m      *Metrics
 	hook   func(point string) error
+	// unmarked remembers notifications this process delivered but could not
+	// mark done (the store was unreachable right after the send). When the
+	// same key is claimed again it is marked instead of sent, so a store
+	// outage at the worst moment does not turn into a duplicate alert; only
+	// a process crash in that window still can.
+	unmarked *keySet
+}
+
+// keySet is a concurrency-safe set of ledger keys.
+type keySet struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+func newKeySet() *keySet { return &keySet{m: map[string]struct{}{}} }
+
+func (s *keySet) add(k string) {
+	s.mu.Lock()
+	s.m[k] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *keySet) has(k string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.m[k]
+	return ok
+}
+
+func (s *keySet) drop(k string) {
+	s.mu.Lock()
+	delete(s.m, k)
+	s.mu.Unlock()
 }
 
 func (l ledgerStage) Exec(ctx context.Context, d *Delivery) error {
@@ -136,6 +169,15 @@ func (l ledgerStage) Exec(ctx context.Context, d *Delivery) error {
 		return nil
 	case store.ClaimHeld:
 		return fmt.Errorf("%w: %s", ErrClaimHeld, key)
+	}
+	if l.unmarked != nil && l.unmarked.has(key) {
+		// Delivered earlier by this process; only the mark was missing.
+		if err := l.complete(ctx, key); err != nil {
+			return fmt.Errorf("mark %s done (delivered earlier): %w", key, err)
+		}
+		l.unmarked.drop(key)
+		d.Outcome = OutcomeDuplicate
+		return nil
 	}
 	if err := l.hook("claimed"); err != nil {
 		return err
@@ -158,16 +200,23 @@ func (l ledgerStage) Exec(ctx context.Context, d *Delivery) error {
 	// Marked on a fresh context too: the sink has the notification, and a
 	// shutdown cancelling ctx right now must not leave it unmarked (a
 	// redelivery would send it again).
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
-	err = l.ledger.Complete(cctx, key, l.owner)
-	cancel()
-	if err != nil {
-		// The notification went out but the ledger does not know: a
-		// redelivery may send it again (the documented duplicate window).
+	if err := l.complete(ctx, key); err != nil {
+		// The notification went out but the ledger does not know. This
+		// process remembers it; another replica, or this one after a
+		// crash, may send it again (the documented duplicate window).
+		if l.unmarked != nil {
+			l.unmarked.add(key)
+		}
 		return fmt.Errorf("mark %s done after sending: %w", key, err)
 	}
 	d.Outcome = OutcomeSent
 	return l.hook("marked")
+}
+
+func (l ledgerStage) complete(ctx context.Context, key string) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
+	defer cancel()
+	return l.ledger.Complete(cctx, key, l.owner)
 }
 
 // retryStage calls the sink with exponential backoff and full jitter until it

@@ -1,16 +1,9 @@
 package redis_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,106 +16,6 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/store/storetest"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
-
-// redisServer is a redis-server process owned by one test: its own port and
-// AOF directory, so the test can crash and restart it without touching the
-// shared test Redis.
-type redisServer struct {
-	t    *testing.T
-	bin  string
-	dir  string
-	port int
-
-	mu  sync.Mutex
-	cmd *exec.Cmd
-	log strings.Builder
-}
-
-func newRedisServer(t *testing.T) *redisServer {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv(testpeers.EnvRequire) == "1" {
-			t.Fatalf("redis-server not in PATH but %s=1: .ci/start-redis.sh should have installed it", testpeers.EnvRequire)
-		}
-		t.Skip("redis-server not in PATH: run `make test` (or .ci/start-redis.sh) to install it")
-	}
-	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	s := &redisServer{t: t, bin: bin, dir: t.TempDir(), port: port}
-	t.Cleanup(s.kill)
-	return s
-}
-
-func (s *redisServer) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", s.port) }
-
-// start runs redis-server and returns once it logs that it accepts
-// connections (read from its stdout, not polled), having loaded the AOF if
-// there is one.
-func (s *redisServer) start() {
-	s.t.Helper()
-	cmd := exec.CommandContext(s.t.Context(), s.bin,
-		"--bind", "127.0.0.1", "--port", strconv.Itoa(s.port), "--dir", s.dir,
-		"--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
-		"--daemonize", "no", "--logfile", "")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	s.mu.Lock()
-	s.cmd = cmd
-	s.mu.Unlock()
-	ready := make(chan struct{})
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		sc := bufio.NewScanner(out)
-		once := sync.Once{}
-		for sc.Scan() {
-			line := sc.Text()
-			s.mu.Lock()
-			s.log.WriteString(line + "\n")
-			s.mu.Unlock()
-			if strings.Contains(line, "Ready to accept connections") {
-				once.Do(func() { close(ready) })
-			}
-		}
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	select {
-	case <-ready:
-	case <-exited:
-		s.t.Fatalf("redis-server exited before accepting connections:\n%s", s.output())
-	case <-time.After(20 * time.Second):
-		s.t.Fatalf("redis-server not ready after 20s:\n%s", s.output())
-	}
-}
-
-func (s *redisServer) output() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.log.String()
-}
-
-// kill SIGKILLs the server (a crash, not a clean shutdown) and reaps it.
-func (s *redisServer) kill() {
-	s.mu.Lock()
-	cmd := s.cmd
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-}
 
 // logRecorder keeps the messages the store logs.
 type logRecorder struct {
@@ -158,12 +51,12 @@ func (r *logRecorder) count(prefix string) int {
 // store.ErrUnavailable (and the outage is logged once); after Redis restarts
 // on the same AOF the same Store works again and every record is there.
 func TestRestartLosesNothing(t *testing.T) {
-	srv := newRedisServer(t)
-	srv.start()
+	srv := testpeers.NewRedisServer(t)
+	srv.Start()
 	ctx := t.Context()
 	clk := clock.NewFake(storetest.Start)
 	logs := &logRecorder{}
-	s, err := redis.New(ctx, srv.url(), redis.Options{Clock: clk, Logger: slog.New(logs), DialTimeout: time.Second})
+	s, err := redis.New(ctx, srv.URL(), redis.Options{Clock: clk, Logger: slog.New(logs), DialTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +84,7 @@ func TestRestartLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	srv.kill()
+	srv.Kill()
 
 	// Down: prompt ErrUnavailable from reads, writes and scripts alike.
 	ops := map[string]func() error{
@@ -219,9 +112,9 @@ func TestRestartLosesNothing(t *testing.T) {
 		t.Fatalf("outage logged %d times over %d failing operations, want once", n, len(ops))
 	}
 
-	srv.start()
-	if !strings.Contains(srv.output(), "append only file") {
-		t.Fatalf("restarted redis-server did not load the AOF:\n%s", srv.output())
+	srv.Start()
+	if !strings.Contains(srv.Output(), "append only file") {
+		t.Fatalf("restarted redis-server did not load the AOF:\n%s", srv.Output())
 	}
 
 	// The same Store recovers. go-redis re-probes a failed dial on its own

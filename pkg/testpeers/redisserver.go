@@ -1,0 +1,119 @@
+package testpeers
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// RedisServer is a redis-server process owned by one test: its own port and
+// AOF directory, so the test can crash and restart it without touching the
+// shared test Redis.
+type RedisServer struct {
+	t    testing.TB
+	bin  string
+	dir  string
+	port int
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+	log strings.Builder
+}
+
+// NewRedisServer prepares (but does not start) a private redis-server. It
+// skips t when redis-server is missing, or fails it under MCPMON_REQUIRE_PEERS=1.
+func NewRedisServer(t testing.TB) *RedisServer {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv(EnvRequire) == "1" {
+			t.Fatalf("redis-server not in PATH but %s=1: .ci/start-redis.sh should have installed it", EnvRequire)
+		}
+		t.Skip("redis-server not in PATH: run `make test` (or .ci/start-redis.sh) to install it")
+	}
+	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	s := &RedisServer{t: t, bin: bin, dir: t.TempDir(), port: port}
+	t.Cleanup(s.Kill)
+	return s
+}
+
+// URL is the server's redis:// URL.
+func (s *RedisServer) URL() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", s.port) }
+
+// Start runs redis-server with AOF on and returns once it logs that it
+// accepts connections (read from its stdout, not polled), having loaded the
+// AOF if there is one.
+func (s *RedisServer) Start() {
+	s.t.Helper()
+	cmd := exec.CommandContext(s.t.Context(), s.bin,
+		"--bind", "127.0.0.1", "--port", strconv.Itoa(s.port), "--dir", s.dir,
+		"--appendonly", "yes", "--appendfsync", "everysec", "--save", "",
+		"--daemonize", "no", "--logfile", "")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.cmd = cmd
+	s.mu.Unlock()
+	ready := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		sc := bufio.NewScanner(out)
+		once := sync.Once{}
+		for sc.Scan() {
+			line := sc.Text()
+			s.mu.Lock()
+			s.log.WriteString(line + "\n")
+			s.mu.Unlock()
+			if strings.Contains(line, "Ready to accept connections") {
+				once.Do(func() { close(ready) })
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case <-ready:
+	case <-exited:
+		s.t.Fatalf("redis-server exited before accepting connections:\n%s", s.Output())
+	case <-time.After(20 * time.Second):
+		s.t.Fatalf("redis-server not ready after 20s:\n%s", s.Output())
+	}
+}
+
+// Output is what the server has logged.
+func (s *RedisServer) Output() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.log.String()
+}
+
+// Kill SIGKILLs the server (a crash, not a clean shutdown) and reaps it.
+func (s *RedisServer) Kill() {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+}
