@@ -125,7 +125,8 @@ func EnvName(flagName string) string {
 func Parse(name string, args []string, env func(string) string, stderr io.Writer) (Options, error) {
 	o := Defaults()
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// Errors are one line (the caller prints it); only --help prints usage.
+	fs.SetOutput(io.Discard)
 	o.Register(fs)
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
@@ -139,7 +140,13 @@ func Parse(name string, args []string, env func(string) string, stderr io.Writer
 		return o, envErr
 	}
 	if err := fs.Parse(args); err != nil {
-		return o, err
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "usage of %s (every flag can also be set as MCPMON_<FLAG>):\n", name)
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+			return o, err
+		}
+		return o, fmt.Errorf("%v (see --help)", err)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q (flags go before nothing else; see --help)", fs.Arg(0))

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"flag"
 	"io"
 	"strings"
 	"testing"
@@ -54,5 +56,20 @@ func TestParseErrors(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "secret-token") {
 			t.Errorf("error leaks the webhook URL: %v", err)
 		}
+	}
+}
+
+func TestParseErrorIsOneLineAndHelpPrintsUsage(t *testing.T) {
+	var out strings.Builder
+	_, err := Parse("mcpmon run", []string{"--bogus"}, envOf(nil), &out)
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "-bogus") {
+		t.Fatalf("err = %q, want one line naming the flag", err)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("a bad flag printed usage:\n%s", out.String())
+	}
+	_, err = Parse("mcpmon run", []string{"--help"}, envOf(nil), &out)
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "-window") {
+		t.Fatalf("--help: err = %v, output:\n%s", err, out.String())
 	}
 }
