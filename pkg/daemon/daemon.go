@@ -160,6 +160,7 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 		if err != nil {
 			cancel()
 			d.drainCancel()
+			d.wg.Wait() // loops started before the failure stop before their backends close
 			d.closeBackends()
 		}
 	}()
