@@ -8,15 +8,58 @@
 // Tick), which after each window's end plus a grace period decides the
 // window, publishes the Verdict to the verdicts queue (group = endpoint ID,
 // dedup = verdict-<endpointId>-<minute>) and records it in the store. The
-// store's open-window set is the only state; an aggregator restarted on the
-// same store carries on where it stopped.
+// store's open-window set is the only durable state; an aggregator restarted
+// on the same store carries on where it stopped.
 //
-// A window with no result produces no verdict: the aggregator only decides
-// windows that have results, so no_data is never emitted today. Emitting it
-// would mean walking every registered endpoint each tick and knowing each
-// schedule (an endpoint probed every 5 minutes has no result in 4 of 5
-// one-minute windows, which is not an outage); a silent prober shows up in
-// the scheduler and queue metrics instead.
+// # no_data
+//
+// A window in which an endpoint was due to be probed but from which no result
+// arrived (every prober down, commands stuck, a prober crash-looping) gets a
+// no_data verdict, so the verdict history and the dashboards show the gap
+// instead of silently stopping. "Due" is the scheduler's own slot rule
+// (scheduler.NewSlots / SlotsIn): an endpoint probed every 5 minutes has no
+// slot in 4 of 5 one-minute windows, and those get no verdict at all.
+// no_data verdicts take the normal path: same dedup ID, publish first, then
+// RecordVerdict, so replicas and restarts publish each one at most once per
+// dedup ID and record it once. The alerter does not fold no_data: it neither
+// opens nor resolves an incident.
+//
+// Which windows, exactly (the bound):
+//   - Once per window W, at W's end plus grace, the aggregator lists every
+//     endpoint and takes as candidates those that are unpaused, whose last
+//     change (CreatedAt, UpdatedAt) is before W starts (a window cut by a
+//     creation, an unpause or a schedule edit is never no_data: the
+//     scheduler may have picked the change up mid-window), that have at
+//     least one slot in W, and that have no undecided result in W.
+//   - Only W, the most recent closed window, is listed: after the aggregator
+//     was down or stalled it does not backfill the windows it missed, and
+//     windows that began before this aggregator started are never no_data
+//     (results queued during its downtime may still be on their way).
+//   - A candidate is decided once a probe started in W has had time to
+//     finish: at W's end + grace + the endpoint's probe timeout (10s when it
+//     has none). It is dropped, not decided, if by then the endpoint was
+//     deleted, paused or changed, results arrived for W (the normal path
+//     decides it), or a verdict for W or a later window exists: no_data is
+//     never older than the endpoint's last verdict. When several candidates
+//     of one endpoint are due in the same tick only the latest is decided.
+//
+// Cost: one ListEndpoints per window per aggregator replica (on Redis an
+// HGETALL of the endpoints hash: at 100k endpoints roughly 50 MB read once a
+// minute, a quarter of what each API replica's 15s scheduler resync reads),
+// plus a schedule parse per endpoint whose schedule changed since the last
+// window (parsed schedules are cached). Per candidate: GetEndpoint and
+// LastVerdict, and for a no_data verdict one publish and one RecordVerdict.
+// A healthy fleet has almost no candidates (only endpoints whose result is
+// still in flight at W's end + grace); in a full outage every endpoint with a
+// slot in the window is one, which is what an outage of the probers costs
+// in normal verdicts too.
+//
+// A result that arrives for a window already decided no_data is counted late
+// and dropped, as for any decided window; and two replicas racing on the same
+// window (one with a just-arrived result, one without) can publish different
+// bodies under one dedup ID: the queue keeps the first, the store records the
+// first recorded. The probe timeout in the candidate's deadline keeps that race
+// to results later than a probe can take.
 package aggregator
 
 import (
@@ -50,6 +93,8 @@ type Store interface {
 	RecordVerdict(ctx context.Context, v msg.Verdict) (applied bool, err error)
 	LastVerdict(ctx context.Context, endpointID string) (msg.Verdict, error)
 	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
+	// ListEndpoints is read once per window to find no_data windows.
+	ListEndpoints(ctx context.Context) ([]store.Endpoint, error)
 }
 
 // Publisher sends one message to the verdicts queue and blocks until the
@@ -98,6 +143,11 @@ type Aggregator struct {
 	stuck map[store.WindowRef]bool
 	// storeDown makes a store outage log once, not once per message.
 	storeDown atomic.Bool
+
+	// startedAt bounds no_data: windows that began earlier are never no_data.
+	startedAt time.Time
+	// nd serializes the no_data pass and guards its state (nodata.go).
+	nd noDataState
 }
 
 // New returns an Aggregator.
@@ -141,6 +191,9 @@ func New(opts Options) (*Aggregator, error) {
 		log:   opts.Logger.With("component", "aggregator"),
 		m:     opts.Metrics,
 		stuck: map[store.WindowRef]bool{},
+
+		startedAt: opts.Clock.Now().UTC(),
+		nd:        newNoDataState(),
 	}, nil
 }
 
@@ -240,10 +293,11 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 	a.mu.Unlock()
 
 	var (
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, a.opts.Concurrency)
-		emu  sync.Mutex
-		errs []error
+		wg     sync.WaitGroup
+		sem    = make(chan struct{}, a.opts.Concurrency)
+		emu    sync.Mutex
+		errs   []error
+		failed = map[string]bool{} // endpoints with a window left undecided
 	)
 	for _, ws := range byEndpoint {
 		slices.SortFunc(ws, func(x, y store.WindowRef) int { return x.Window.Compare(y.Window) })
@@ -259,6 +313,7 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 				if err := a.decide(ctx, ref); err != nil {
 					emu.Lock()
 					errs = append(errs, err)
+					failed[ref.EndpointID] = true
 					emu.Unlock()
 					// Later windows must wait: deciding them first would
 					// make this one older than the last verdict.
@@ -268,6 +323,11 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
+	// After the normal decisions, so that a no_data verdict never overtakes
+	// an earlier window still being decided.
+	if err := a.noData(ctx, now, byEndpoint, failed); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -311,6 +371,12 @@ func (a *Aggregator) decide(ctx context.Context, ref store.WindowRef) error {
 	}
 
 	v := Decide(ref.EndpointID, ref.Window, a.opts.Window, results, rules.RegionQuorum)
+	return a.emit(ctx, v)
+}
+
+// emit publishes v and records it: the one path for every verdict, no_data
+// included.
+func (a *Aggregator) emit(ctx context.Context, v msg.Verdict) error {
 	v.EmittedAt = a.clk.Now().UTC()
 
 	// Publish first, record second. A crash between the two leaves the

@@ -27,6 +27,7 @@ type sender struct {
 	q    queue.Queue
 	mu   sync.Mutex
 	fail int
+	sent int // publishes the queue accepted (duplicates included)
 }
 
 func (s *sender) Publish(ctx context.Context, in queue.SendInput) (string, error) {
@@ -40,6 +41,11 @@ func (s *sender) Publish(ctx context.Context, in queue.SendInput) (string, error
 	res, err := s.q.Send(ctx, []queue.SendInput{in})
 	if err != nil {
 		return "", err
+	}
+	if res[0].Err == nil {
+		s.mu.Lock()
+		s.sent++
+		s.mu.Unlock()
 	}
 	return res[0].MessageID, res[0].Err
 }
@@ -86,6 +92,17 @@ func newAenvWith(t *testing.T, open func(clock.Clock) store.Store) *aenv {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// newAggregator is another aggregator (a replica, or this one restarted) on
+// the same store, queue and clock, with its own metrics.
+func (e *aenv) newAggregator() *Aggregator {
+	e.t.Helper()
+	a, err := New(Options{Store: e.st, Publisher: e.pub, Window: time.Minute, Grace: 10 * time.Second, Clock: e.clk, Metrics: NewMetrics(nil)})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return a
 }
 
 func (e *aenv) sendResult(r msg.ProbeResult) string {
@@ -135,8 +152,8 @@ func (e *aenv) published() []msg.Verdict {
 			if err := msg.Decode(m.Body, &v); err != nil {
 				e.t.Fatal(err)
 			}
-			if m.DedupID != v.DedupID() || m.GroupID != "ep" {
-				e.t.Fatalf("verdict sent with dedup %q group %q, want %q ep", m.DedupID, m.GroupID, v.DedupID())
+			if m.DedupID != v.DedupID() || m.GroupID != v.EndpointID {
+				e.t.Fatalf("verdict sent with dedup %q group %q, want %q %s", m.DedupID, m.GroupID, v.DedupID(), v.EndpointID)
 			}
 			vs = append(vs, v)
 			_ = e.verdicts.Delete(e.ctx, m.ReceiptHandle)
@@ -215,12 +232,14 @@ func testDuplicateAndLateResults(t *testing.T, e *aenv) {
 	if err := e.agg.Tick(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if vs := e.published(); len(vs) != 0 {
-		t.Fatalf("late results published %v, want nothing", vs)
+	// The late results change nothing; the only verdict is the no_data of
+	// 12:10, the latest closed window, in which ep was due and silent.
+	if vs := e.published(); len(vs) != 1 || vs[0].State != msg.StateNoData || !vs[0].Window.Equal(w0.Add(10*time.Minute)) {
+		t.Fatalf("published %+v, want only the no_data verdict of 12:10", vs)
 	}
 	hist, err := e.st.ListVerdicts(e.ctx, "ep", 10)
-	if err != nil || len(hist) != 1 || hist[0].State != msg.StateUp {
-		t.Fatalf("verdict history %+v %v, want the single up verdict", hist, err)
+	if err != nil || len(hist) != 2 || hist[1].State != msg.StateUp || !hist[1].Window.Equal(w0) || hist[0].State != msg.StateNoData {
+		t.Fatalf("verdict history %+v %v, want the up verdict of 12:00 and the no_data of 12:10", hist, err)
 	}
 }
 
@@ -259,13 +278,14 @@ func TestCrashBetweenPublishAndRecord(t *testing.T) {
 	if _, err := e.pub.Publish(e.ctx, queue.SendInput{GroupID: v.GroupID(), DedupID: v.DedupID(), Body: v.Body()}); err != nil {
 		t.Fatal(err)
 	}
-	// ... crash: not recorded. A restarted aggregator ticks.
+	// ... crash: not recorded. A restarted aggregator ticks. (It started
+	// after the silent window 12:01 began, so that window is not no_data.)
 	e.clk.Advance(time.Minute)
-	if err := e.agg.Tick(e.ctx); err != nil {
+	if err := e.newAggregator().Tick(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if vs := e.published(); len(vs) != 1 {
-		t.Fatalf("%d verdict messages, want 1 (the re-publish collapses on its dedup ID)", len(vs))
+		t.Fatalf("%d verdict messages %+v, want 1 (the re-publish collapses on its dedup ID)", len(vs), vs)
 	}
 	if last, err := e.st.LastVerdict(e.ctx, "ep"); err != nil || !last.Window.Equal(w0) {
 		t.Fatalf("last verdict %+v %v, want window recorded", last, err)

@@ -34,3 +34,11 @@ func TestWindowDecidedAfterGraceOnceRedis(t *testing.T) {
 }
 
 func TestDuplicateAndLateResultsRedis(t *testing.T) { testDuplicateAndLateResults(t, newRedisAenv(t)) }
+
+func TestNoDataForSilentWindowRedis(t *testing.T) {
+	e := newRedisAenv(t)
+	if err := e.st.DeleteEndpoint(e.ctx, "ep"); err != nil {
+		t.Fatal(err)
+	}
+	testNoDataForSilentWindow(t, e)
+}

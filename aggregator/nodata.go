@@ -1,0 +1,230 @@
+package aggregator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/scheduler"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// DefaultProbeTimeout is the probe timeout assumed for an endpoint stored
+// without one (the API's default): a no_data candidate waits that long past
+// its window's end plus grace for a probe started in the window to report.
+const DefaultProbeTimeout = 10 * time.Second
+
+// noDataCandidate is a window of one endpoint that had a slot but no result
+// when it was listed, to be decided no_data at due unless results come.
+type noDataCandidate struct {
+	window time.Time
+	due    time.Time
+}
+
+type cachedSlots struct {
+	schedule string
+	slots    scheduler.Slots
+	ok       bool // false: the schedule does not parse, so never due
+}
+
+// noDataState is the aggregator's in-memory no_data bookkeeping. Losing it
+// (a restart) loses at most the pending candidates, which the startedAt
+// bound would refuse anyway.
+type noDataState struct {
+	mu      sync.Mutex
+	listed  time.Time                    // latest window whose endpoints were listed
+	pending map[string][]noDataCandidate // by endpoint ID, oldest window first
+	slots   map[string]cachedSlots       // by endpoint ID
+}
+
+func newNoDataState() noDataState {
+	return noDataState{pending: map[string][]noDataCandidate{}, slots: map[string]cachedSlots{}}
+}
+
+// noData runs once per Tick after the normal decisions: it lists endpoints
+// when a new window has closed, then decides the candidates that are due.
+// open holds this tick's undecided windows by endpoint; failed the endpoints
+// whose normal decision failed this tick (their candidates wait).
+func (a *Aggregator) noData(ctx context.Context, now time.Time, open map[string][]store.WindowRef, failed map[string]bool) error {
+	nd := &a.nd
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+
+	var errs []error
+	w := a.WindowOf(now.Add(-a.opts.Window - a.opts.Grace)) // the most recent closed window
+	if w.After(nd.listed) && !w.Before(a.startedAt) {
+		if err := a.listNoData(ctx, w, open); err != nil {
+			errs = append(errs, err) // listed again next tick
+		}
+	}
+
+	type job struct {
+		id     string
+		window time.Time
+	}
+	var jobs []job
+	for id, cs := range nd.pending {
+		i := -1
+		for k, c := range cs {
+			if !c.due.After(now) {
+				i = k
+			}
+		}
+		if i < 0 {
+			continue
+		}
+		if i > 0 {
+			// The bound: only the latest due window of an endpoint.
+			a.log.Debug("no_data candidates superseded by a later window", "endpoint", id, "dropped", i, "window", cs[i].window)
+		}
+		nd.pending[id] = cs[i:]
+		if failed[id] {
+			continue // an earlier window is still undecided; retry next tick
+		}
+		jobs = append(jobs, job{id, cs[i].window})
+	}
+
+	var (
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, a.opts.Concurrency)
+		emu  sync.Mutex
+		done []string
+		n    int
+	)
+loop:
+	for _, j := range jobs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			errs = append(errs, ctx.Err())
+			break loop
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			emitted, err := a.decideNoData(ctx, j.id, j.window, open[j.id])
+			emu.Lock()
+			defer emu.Unlock()
+			if err != nil {
+				errs = append(errs, err) // kept pending: retried next tick
+				return
+			}
+			done = append(done, j.id)
+			if emitted {
+				n++
+			}
+		})
+	}
+	wg.Wait()
+	for _, id := range done {
+		if cs := nd.pending[id]; len(cs) <= 1 {
+			delete(nd.pending, id)
+		} else {
+			nd.pending[id] = cs[1:]
+		}
+	}
+	if n > 0 {
+		a.log.Info("no_data verdicts: endpoints due in a window from which no result arrived", "verdicts", n)
+	}
+	return errors.Join(errs...)
+}
+
+// listNoData lists every endpoint and queues the candidates of window w.
+func (a *Aggregator) listNoData(ctx context.Context, w time.Time, open map[string][]store.WindowRef) error {
+	nd := &a.nd
+	eps, err := a.st.ListEndpoints(ctx)
+	if err != nil {
+		return fmt.Errorf("aggregator: list endpoints for no_data in window %s: %w", w.Format(time.RFC3339), err)
+	}
+	seen := make(map[string]bool, len(eps))
+	for _, ep := range eps {
+		seen[ep.ID] = true
+		if !a.noDataEligible(ep, w) || hasWindow(open[ep.ID], w) {
+			continue
+		}
+		if sl, ok := a.slotsOf(ep); !ok || sl.In(w, w.Add(a.opts.Window)) == 0 {
+			continue
+		}
+		nd.pending[ep.ID] = append(nd.pending[ep.ID], noDataCandidate{
+			window: w,
+			due:    w.Add(a.opts.Window + a.opts.Grace + probeTimeout(ep)),
+		})
+	}
+	for id := range nd.slots {
+		if !seen[id] {
+			delete(nd.slots, id)
+		}
+	}
+	nd.listed = w
+	return nil
+}
+
+// decideNoData publishes and records a no_data verdict for endpoint id and
+// window w unless something since the listing rules it out. emitted is
+// false when the candidate was dropped; either way it is done.
+func (a *Aggregator) decideNoData(ctx context.Context, id string, w time.Time, open []store.WindowRef) (emitted bool, err error) {
+	ep, err := a.st.GetEndpoint(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil // deleted
+	case err != nil:
+		return false, fmt.Errorf("aggregator: endpoint %s for no_data: %w", id, err)
+	}
+	if !a.noDataEligible(ep, w) || hasWindow(open, w) {
+		return false, nil // paused or changed since; or results came and the normal path decides
+	}
+	last, err := a.st.LastVerdict(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return false, fmt.Errorf("aggregator: last verdict of endpoint %s: %w", id, err)
+	case !last.Window.Before(w):
+		return false, nil // decided normally, or by another replica
+	}
+	if err := a.emit(ctx, Decide(id, w, a.opts.Window, nil, 0)); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// noDataEligible: ep is unpaused and was last created or changed before w
+// began, so the scheduler emitted its slots for the whole window.
+func (a *Aggregator) noDataEligible(ep store.Endpoint, w time.Time) bool {
+	changed := ep.CreatedAt
+	if ep.UpdatedAt.After(changed) {
+		changed = ep.UpdatedAt
+	}
+	return !ep.Paused && changed.Before(w)
+}
+
+// slotsOf returns ep's slot placement, parsing its schedule only when it
+// changed since the last window. Caller holds nd.mu.
+func (a *Aggregator) slotsOf(ep store.Endpoint) (scheduler.Slots, bool) {
+	if c, ok := a.nd.slots[ep.ID]; ok && c.schedule == ep.Schedule {
+		return c.slots, c.ok
+	}
+	sl, err := scheduler.NewSlots(ep)
+	if err != nil {
+		// The scheduler cannot schedule it either: never due.
+		a.log.Debug("endpoint schedule does not parse; no no_data for it", "endpoint", ep.ID, "err", err)
+	}
+	a.nd.slots[ep.ID] = cachedSlots{schedule: ep.Schedule, slots: sl, ok: err == nil}
+	return sl, err == nil
+}
+
+func probeTimeout(ep store.Endpoint) time.Duration {
+	if ep.Timeout > 0 {
+		return ep.Timeout
+	}
+	return DefaultProbeTimeout
+}
+
+func hasWindow(refs []store.WindowRef, w time.Time) bool {
+	for _, r := range refs {
+		if r.Window.Equal(w) {
+			return true
+		}
+	}
+	return false
+}
