@@ -20,9 +20,13 @@
 // (scheduler.NewSlots / SlotsIn): an endpoint probed every 5 minutes has no
 // slot in 4 of 5 one-minute windows, and those get no verdict at all.
 // no_data verdicts take the normal path: same dedup ID, publish first, then
-// RecordVerdict, so replicas and restarts publish each one at most once per
-// dedup ID and record it once. The alerter does not fold no_data: it neither
-// opens nor resolves an incident.
+// RecordVerdict. Replicas deciding the same window publish under the same
+// dedup ID, which the queue collapses (after SQS's five minutes the alerter's
+// window check drops the copy), and only the first RecordVerdict applies. A
+// crash between publish and record is not repaired after a restart (the
+// window began before the new start; see the bound): the message went out,
+// the history lacks that one no_data. The alerter does not fold no_data: it
+// neither opens nor resolves an incident.
 //
 // Which windows, exactly (the bound):
 //   - Once per window W, at W's end plus grace, the aggregator lists every
@@ -45,10 +49,14 @@
 //
 // Cost: one ListEndpoints per window per aggregator replica (on Redis an
 // HGETALL of the endpoints hash: at 100k endpoints roughly 50 MB read once a
-// minute, a quarter of what each API replica's 15s scheduler resync reads),
-// plus a schedule parse per endpoint whose schedule changed since the last
-// window (parsed schedules are cached). Per candidate: GetEndpoint and
-// LastVerdict, and for a no_data verdict one publish and one RecordVerdict.
+// minute, a quarter of what each API replica's 15s scheduler resync reads;
+// on bolt a scan of the endpoints bucket). CPU per listed endpoint: a slot
+// count of ~10ns for "@every" and ~1µs for cron, plus a 0.1-1µs parse when
+// its schedule changed (parsed schedules are cached; see BenchmarkSlots in
+// pkg/scheduler). A failed listing is retried next tick. Per candidate:
+// GetEndpoint and LastVerdict, and for a no_data verdict one publish and one
+// RecordVerdict. Pending candidates live in memory, at most
+// (grace + probe timeout)/window + 1 per silent endpoint.
 // A healthy fleet has almost no candidates (only endpoints whose result is
 // still in flight at W's end + grace); in a full outage every endpoint with a
 // slot in the window is one, which is what an outage of the probers costs
@@ -57,9 +65,10 @@
 // A result that arrives for a window already decided no_data is counted late
 // and dropped, as for any decided window; and two replicas racing on the same
 // window (one with a just-arrived result, one without) can publish different
-// bodies under one dedup ID: the queue keeps the first, the store records the
-// first recorded. The probe timeout in the candidate's deadline keeps that race
-// to results later than a probe can take.
+// bodies under one dedup ID: the queue keeps the first published, the store
+// the first recorded, and the two can differ (the alerter saw no_data, the
+// history says down). The probe timeout in the candidate's deadline confines
+// that race to results later than a probe can take.
 package aggregator
 
 import (

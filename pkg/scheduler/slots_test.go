@@ -103,3 +103,25 @@ func TestSlotsInBounds(t *testing.T) {
 		t.Fatalf("zero Slots.In = %d, want 0", n)
 	}
 }
+
+// BenchmarkSlots measures what the aggregator pays per endpoint and window:
+// a parse when the schedule changed (NewSlots), then In.
+func BenchmarkSlots(b *testing.B) {
+	w := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, sc := range []string{"@every 30s", "*/5 * * * *"} {
+		e := ep("bench", sc)
+		b.Run("NewSlots/"+sc, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := NewSlots(e); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		sl, _ := NewSlots(e)
+		b.Run("In/"+sc, func(b *testing.B) {
+			for b.Loop() {
+				sl.In(w, w.Add(time.Minute))
+			}
+		})
+	}
+}
