@@ -506,6 +506,16 @@ func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) erro
 		}
 		return nil
 	}
+	if !sweep {
+		// apply writes the index before the tracker, but a sweep elsewhere
+		// may have dropped it in between (it saw the outbox still empty).
+		// Restore it now that the outbox is visibly non-empty, so what this
+		// drain leaves behind (deferred by maintenance, a failing sink) is
+		// swept even if no further verdict comes.
+		if err := a.st.PutObject(ctx, OutboxKind, endpointID, []byte("{}")); err != nil {
+			return fmt.Errorf("alerter: outbox index of endpoint %s: %w", endpointID, err)
+		}
+	}
 	ep, _, err := a.endpoint(ctx, endpointID)
 	if err != nil {
 		return err
