@@ -110,8 +110,9 @@ type Options struct {
 	// own live claims at once instead of waiting out the lease.
 	Owner string
 	// Lease is how long a ledger claim is held before another replica may
-	// take it over (default 2m). RetryBudget and SendTimeout are capped at
-	// half of it so a live sender never loses its claim mid-delivery.
+	// take it over (default 2m). RetryBudget plus SendTimeout is capped at
+	// half of it (SendTimeout at a quarter) so a live sender never loses its
+	// claim mid-delivery.
 	Lease time.Duration
 	// RetryAttempts and RetryBudget bound one sink delivery: at most this
 	// many calls within this much time (defaults 4 and 30s); past them the
@@ -191,9 +192,12 @@ func New(opts Options) (*Alerter, error) {
 		opts.SweepInterval = DefaultSweepInterval
 	}
 	// A delivery must end well inside its claim's lease, or another replica
-	// takes the claim over mid-retry and both send.
-	opts.RetryBudget = min(opts.RetryBudget, opts.Lease/2)
-	opts.SendTimeout = min(opts.SendTimeout, opts.Lease/2)
+	// takes the claim over mid-retry and both send. Its worst case is the
+	// whole retry budget followed by a call that uses the whole send
+	// timeout, so the two together get half the lease; the other half
+	// absorbs store round trips and clock skew between replicas.
+	opts.SendTimeout = min(opts.SendTimeout, opts.Lease/4)
+	opts.RetryBudget = min(opts.RetryBudget, opts.Lease/2-opts.SendTimeout)
 	a := &Alerter{
 		opts:  opts,
 		st:    opts.Store,
