@@ -9,15 +9,19 @@
 // one Lua script, executed atomically by Redis, and data leaves through the
 // same methods. All keys live under one prefix (default "mcpmon:").
 //
-// Time comes only from the injected clock. Logical deadlines (lease ends,
-// done-key expiry, verdict retention) are absolute milliseconds of that clock
-// stored in the values and compared inside the scripts; Redis's own key
-// expiry (PX) is set to the same duration *relative* to the call, and only
-// garbage-collects. With the real clock both agree; with a fake clock the
+// Logical deadlines (lease ends, done-key expiry, verdict retention) are
+// absolute milliseconds stored in the values and compared inside the
+// scripts; Redis's own key expiry (PX) is set to the same duration
+// *relative* to the call, and only garbage-collects. Ledger deadlines are
+// read from the Redis server's clock (TIME inside the script), the one clock
+// every replica shares: a lease written by one replica and checked by
+// another must not depend on how far apart their clocks are, or a replica
+// running fast takes over live claims and sends an alert twice. Only under a
+// test's *clock.Fake do they come from the injected clock, so the
 // conformance suite crosses a 7-day TTL in microseconds without depending on
-// the Redis server's wall clock (an absolute PEXPIREAT computed from a fake
-// clock would be in the server's past or far future and delete keys at once
-// or never).
+// the server's wall clock (an absolute PEXPIREAT computed from a fake clock
+// would be in the server's past or far future and delete keys at once or
+// never). Everything else reads the injected clock.
 //
 // Connectivity failures come back wrapped with store.ErrUnavailable so a
 // consumer leaves its message in the queue and reports not-ready. The store
@@ -88,12 +92,15 @@ type Options struct {
 
 // Store is the Redis-backed store.Store.
 type Store struct {
-	rdb     goredis.UniversalClient
-	p       string
-	clk     clock.Clock
-	ttl     time.Duration
-	history time.Duration
-	log     *slog.Logger
+	rdb goredis.UniversalClient
+	p   string
+	clk clock.Clock
+	// serverTime: ledger deadlines come from the Redis server's clock
+	// (false only under a *clock.Fake).
+	serverTime bool
+	ttl        time.Duration
+	history    time.Duration
+	log        *slog.Logger
 
 	mu        sync.Mutex
 	downSince time.Time // zero while reachable
@@ -156,13 +163,15 @@ func New(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		opts.Logger.Info("redis cluster: prefix given a hash tag so the Lua transitions' keys share one slot", "prefix", opts.Prefix, "using", tagged)
 		opts.Prefix = tagged
 	}
+	_, fake := opts.Clock.(*clock.Fake)
 	s := &Store{
-		rdb:     rdb,
-		p:       opts.Prefix,
-		clk:     opts.Clock,
-		ttl:     opts.LedgerTTL,
-		history: opts.VerdictHistory,
-		log:     opts.Logger.With("component", "store", "backend", "redis"),
+		rdb:        rdb,
+		p:          opts.Prefix,
+		clk:        opts.Clock,
+		serverTime: !fake,
+		ttl:        opts.LedgerTTL,
+		history:    opts.VerdictHistory,
+		log:        opts.Logger.With("component", "store", "backend", "redis"),
 	}
 	if err := s.Ping(ctx); err != nil {
 		_ = rdb.Close()
@@ -878,36 +887,50 @@ func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]st
 // ---- Ledger
 //
 // A ledger key is one string "<state>|<untilMs>|<owner>": state claimed
-// (until = lease end) or done (until = expiry). A claim is first tried with
-// SET NX PX — the common case, a key never seen, in one command with no
-// script; only when the key exists does the claim script decide between
-// done, held, and taking over an expired lease or an expired done key. PX is
-// lease+TTL for claims (a crashed holder's key is eventually collected) and
-// TTL for done keys.
+// (until = lease end) or done (until = expiry). One script per transition
+// decides between done, held, and taking over an expired lease or an
+// expired done key, with "now" read from the server's clock (or passed in
+// under a fake clock; see the package doc). PX is lease+TTL for claims (a
+// crashed holder's key is eventually collected) and TTL for done keys.
 
-var claimScript = goredis.NewScript(`
+// ledgerNow is the scripts' now: ARGV in ms, or "" for the server's TIME.
+// TIME before a write needs effects replication, the default since Redis 5
+// and the only mode since 7; older servers are asked for it.
+const ledgerNow = `
+local function now(arg)
+  if arg ~= '' then return tonumber(arg) end
+  if redis.replicate_commands then redis.replicate_commands() end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`
+
+// claimScript: ARGV owner, now, lease ms, PX ms; returns a store.ClaimState.
+var claimScript = goredis.NewScript(ledgerNow + `
+local nw = now(ARGV[2])
 local v = redis.call('GET', KEYS[1])
 if v then
   local st, untl, owner = string.match(v, '^(%a+)|(%-?%d+)|(.*)$')
-  if st and tonumber(untl) > tonumber(ARGV[2]) then
+  if st and tonumber(untl) > nw then
     if st == 'done' then return 2 end
     if owner ~= ARGV[1] then return 3 end
   end
 end
-redis.call('SET', KEYS[1], 'claimed|' .. ARGV[3] .. '|' .. ARGV[1], 'PX', ARGV[4])
+redis.call('SET', KEYS[1], 'claimed|' .. string.format('%.0f', nw + tonumber(ARGV[3])) .. '|' .. ARGV[1], 'PX', ARGV[4])
 return 1`)
 
-// completeScript: 1 done, 0 claim lost.
-var completeScript = goredis.NewScript(`
+// completeScript: ARGV owner, now, TTL ms; 1 done, 0 claim lost.
+var completeScript = goredis.NewScript(ledgerNow + `
+local nw = now(ARGV[2])
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
 local st, untl, owner = string.match(v, '^(%a+)|(%-?%d+)|(.*)$')
 if owner ~= ARGV[1] then return 0 end
 if st == 'done' then
-  if tonumber(untl) > tonumber(ARGV[2]) then return 1 end
+  if tonumber(untl) > nw then return 1 end
   return 0
 end
-redis.call('SET', KEYS[1], 'done|' .. ARGV[3] .. '|' .. ARGV[1], 'PX', ARGV[4])
+redis.call('SET', KEYS[1], 'done|' .. string.format('%.0f', nw + tonumber(ARGV[3])) .. '|' .. ARGV[1], 'PX', ARGV[3])
 return 1`)
 
 var releaseScript = goredis.NewScript(`
@@ -928,30 +951,28 @@ func (s *Store) Claim(ctx context.Context, key, owner string, lease time.Duratio
 	if lease <= 0 {
 		lease = store.DefaultLease
 	}
-	now := s.clk.Now()
-	until := ms(now.Add(lease))
 	px := lease + s.ttl
-	lk := s.k("ledger", key)
-	ok, err := s.rdb.SetNX(ctx, lk, "claimed|"+until+"|"+owner, px).Result()
-	if err := s.done("claim "+key, err); err != nil {
-		return 0, err
-	}
-	if ok {
-		return store.ClaimAcquired, nil
-	}
-	n, err := claimScript.Run(ctx, s.rdb, []string{lk}, owner, ms(now), until, px.Milliseconds()).Int()
+	n, err := claimScript.Run(ctx, s.rdb, []string{s.k("ledger", key)}, owner, s.ledgerNow(), lease.Milliseconds(), px.Milliseconds()).Int()
 	if err := s.done("claim "+key, err); err != nil {
 		return 0, err
 	}
 	return store.ClaimState(n), nil
 }
 
+// ledgerNow is the now the ledger scripts compare deadlines with: "" (the
+// server's clock) unless a test injected a *clock.Fake.
+func (s *Store) ledgerNow() string {
+	if s.serverTime {
+		return ""
+	}
+	return ms(s.clk.Now())
+}
+
 // Complete marks owner's claim done for the TTL; see bolt.Store.Complete for
 // the exact rules (both backends pass the same suite).
 func (s *Store) Complete(ctx context.Context, key, owner string) error {
-	now := s.clk.Now()
 	n, err := completeScript.Run(ctx, s.rdb, []string{s.k("ledger", key)},
-		owner, ms(now), ms(now.Add(s.ttl)), s.ttl.Milliseconds()).Int()
+		owner, s.ledgerNow(), s.ttl.Milliseconds()).Int()
 	if err := s.done("complete "+key, err); err != nil {
 		return err
 	}
