@@ -227,11 +227,15 @@ func New(opts Options) (*Alerter, error) {
 func (a *Alerter) fault(point string) error { return a.hook(point) }
 
 // Handle processes one verdicts-queue message: fold the verdict, then drain
-// the endpoint's outbox. It returns nil (delete the message) once every
-// notification the verdict caused or found pending is delivered, deferred
-// by maintenance or dropped; an error leaves the message for redelivery
-// (store unavailable, a claim held by another replica, a sink past its
-// retry budget) and, after maxReceiveCount, for the DLQ.
+// the endpoint's outbox. It returns nil (delete the message) once the
+// verdict is folded and every notification it caused or found pending is
+// delivered, deferred by maintenance, dropped — or failed at a sink past
+// its retry budget: that notification stays in the outbox, which the sweep
+// retries, and holding the verdict back would only block the verdicts
+// queued behind it in the endpoint's FIFO group (received with it on every
+// attempt, they would follow it to the DLQ unapplied). An error leaves the
+// message for redelivery (store unavailable, a claim held by another
+// replica) and, after maxReceiveCount, for the DLQ.
 func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
 	if err := a.hook("received"); err != nil {
 		return err
@@ -253,6 +257,10 @@ func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
 		err = a.drain(ctx, v.EndpointID, false)
 	}
 	switch {
+	case errors.Is(err, ErrDelivery) && !errors.Is(err, ErrClaimHeld) && !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, errInjectedCrash):
+		// drain logged each sink's failure.
+		a.log.Debug("verdict folded; undelivered notifications stay in the outbox for the sweep", "endpoint", v.EndpointID, "window", v.Window)
+		return nil
 	case errors.Is(err, store.ErrUnavailable):
 		if a.storeDown.CompareAndSwap(false, true) {
 			a.log.Warn("store unavailable: verdicts stay queued until it is back", "err", err)
@@ -432,7 +440,10 @@ const (
 )
 
 // gate is the maintenance/silence stage for one pending notification.
-func gate(p pending, inc store.Incident, idata incidentData, active bool) (action, string) {
+// openLeft: the incident's open is still pending for some sinks; a resolve
+// then goes to the sinks that have the open (the drain holds it back from
+// the others) instead of being dropped as never notified.
+func gate(p pending, inc store.Incident, idata incidentData, active, openLeft bool) (action, string) {
 	switch p.Kind {
 	case string(alert.KindOpen):
 		if active {
@@ -443,7 +454,7 @@ func gate(p pending, inc store.Incident, idata incidentData, active bool) (actio
 		}
 		return actSend, ""
 	case string(alert.KindResolve):
-		if !idata.OpenNotified {
+		if !idata.OpenNotified && !openLeft {
 			return actDrop, "open was never notified"
 		}
 		if active {
@@ -490,8 +501,12 @@ func (a *Alerter) maintenanceEnd(ctx context.Context, ep store.Endpoint, now tim
 	return active, end, nil
 }
 
-// drain delivers the endpoint's pending notifications in order, stopping at
-// the first that cannot be delivered now so an open never trails its resolve.
+// drain delivers the endpoint's pending notifications in order. Order is
+// kept per sink: a sink that has not taken a notification (failing, or its
+// claim held by another replica) gets none of the later ones in this drain,
+// so an open never trails its resolve, while the other sinks carry on — one
+// broken sink must not silence the rest. A maintenance deferral stops the
+// drain for every sink.
 func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) error {
 	mu := &a.drainLocks[fnv32(endpointID)%uint32(len(a.drainLocks))]
 	mu.Lock()
@@ -535,6 +550,11 @@ func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) erro
 	sinks = slices.CompactFunc(slices.SortedStableFunc(slices.Values(sinks), func(x, y alert.Sink) int {
 		return strings.Compare(x.Name(), y.Name())
 	}), func(x, y alert.Sink) bool { return x.Name() == y.Name() })
+	var (
+		errs     []error
+		blocked  = map[string]bool{} // sinks that did not take an earlier notification
+		openLeft = map[string]bool{} // incidents whose open stays pending for some sink
+	)
 	for _, p := range d.Outbox {
 		inc, err := a.st.GetIncident(ctx, p.IncidentID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -556,7 +576,7 @@ func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) erro
 		if err != nil {
 			return err
 		}
-		act, why := gate(p, inc, idata, active)
+		act, why := gate(p, inc, idata, active, openLeft[p.IncidentID])
 		switch act {
 		case actDefer:
 			if !p.Deferred || !p.DeferredUntil.Equal(end) {
@@ -573,7 +593,7 @@ func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) erro
 				a.log.Info("notification deferred by maintenance", "incident", p.IncidentID, "kind", p.Kind, "until", end)
 			}
 			// Later notifications of this endpoint fall in the same window.
-			return nil
+			return errors.Join(errs...)
 		case actDrop:
 			for _, s := range sinks {
 				a.m.alert(s.Name(), p.alertKind(), OutcomeSuppressed)
@@ -592,11 +612,23 @@ func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) erro
 			continue
 		}
 
+		var targets []alert.Sink
+		for _, s := range sinks {
+			if !blocked[s.Name()] {
+				targets = append(targets, s)
+			}
+		}
+		if len(targets) < len(sinks) && p.Kind == string(alert.KindOpen) {
+			openLeft[p.IncidentID] = true
+		}
+		if len(targets) == 0 {
+			continue
+		}
 		n := notification(ep, inc, p)
-		ds := a.fanout(sinks).execAll(ctx, n, func(sink string) string {
+		ds := a.fanout(targets).execAll(ctx, n, func(sink string) string {
 			return msg.LedgerKey(endpointID, inc.ID, p.Kind, sink)
 		})
-		var errs []error
+		var perr []error
 		for _, dl := range ds {
 			switch {
 			case dl.Err == nil:
@@ -607,23 +639,34 @@ func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) erro
 			case errors.Is(dl.Err, errInjectedCrash):
 				return dl.Err
 			case errors.Is(dl.Err, ErrClaimHeld):
-				errs = append(errs, dl.Err)
+				blocked[dl.Sink.Name()] = true
+				perr = append(perr, dl.Err)
 			default:
 				if errors.Is(dl.Err, ErrDelivery) {
 					a.m.alert(dl.Sink.Name(), n.Kind, OutcomeFailed)
 				}
-				a.log.Warn("notification not delivered; the verdict stays queued for redelivery", "sink", dl.Sink.Name(), "incident", inc.ID, "kind", p.Kind, "err", redact(dl.Err))
-				errs = append(errs, redactedError{msg: redact(dl.Err), err: dl.Err})
+				a.log.Warn("notification not delivered; it stays in the outbox for the next drain", "sink", dl.Sink.Name(), "incident", inc.ID, "kind", p.Kind, "err", redact(dl.Err))
+				blocked[dl.Sink.Name()] = true
+				perr = append(perr, redactedError{msg: redact(dl.Err), err: dl.Err})
 			}
 		}
-		if len(errs) > 0 {
+		if len(perr) > 0 {
+			if p.Kind == string(alert.KindOpen) {
+				openLeft[p.IncidentID] = true
+			}
 			q := p
 			q.Attempts++
-			q.LastError = truncate(redact(errors.Join(errs...)), 512)
+			q.LastError = truncate(redact(errors.Join(perr...)), 512)
 			if rerr := a.rewrite(ctx, endpointID, p, &q, nil); rerr != nil {
 				a.log.Debug("record delivery attempt", "err", rerr)
 			}
-			return fmt.Errorf("alerter: %s notification of incident %s: %w", p.Kind, inc.ID, errors.Join(errs...))
+			errs = append(errs, fmt.Errorf("alerter: %s notification of incident %s: %w", p.Kind, inc.ID, errors.Join(perr...)))
+			continue
+		}
+		if len(targets) < len(sinks) {
+			// Delivered to the sinks not held back; the rest get it once
+			// they have taken what precedes it.
+			continue
 		}
 		err = a.rewrite(ctx, endpointID, p, nil, func(_ *store.Incident, id *incidentData) {
 			switch p.alertKind() {
@@ -639,6 +682,9 @@ func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) erro
 		if err := a.hook("settled"); err != nil {
 			return err
 		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	return a.dropIndex(ctx, endpointID)
 }

@@ -132,15 +132,17 @@ func TestDegradedAndRegionalNeitherOpenNorResolve(t *testing.T) {
 	}
 }
 
-func TestSinkFailurePastBudgetLeavesMessage(t *testing.T) {
+// TestSinkFailurePastBudgetLeavesNotification: the verdict is consumed (its
+// state change is saved), the notification stays in the outbox with its
+// claim released, and the sweep delivers it once the sink is back.
+func TestSinkFailurePastBudgetLeavesNotification(t *testing.T) {
 	e := newEnv(t)
 	e.endpoint("ep1", nil, nil)
 	a := e.alerter("a", func(o *Options) { o.RetryAttempts = 3 })
 	e.rcv.failNext(500, 500, 500)
 	e.states("ep1", 0, down, down)
-	errs := e.pump(a.Handle)
-	if len(errs) != 1 || !errors.Is(errs[0], ErrDelivery) {
-		t.Fatalf("handler errors %v, want one ErrDelivery", errs)
+	if errs := e.pump(a.Handle); errs != nil {
+		t.Fatalf("handler errors %v, want none: the outbox keeps the notification", errs)
 	}
 	if hits := e.rcv.hits; hits != 3 {
 		t.Fatalf("sink called %d times, want 3 (the retry budget)", hits)
@@ -152,9 +154,8 @@ func TestSinkFailurePastBudgetLeavesMessage(t *testing.T) {
 	}
 	_ = e.st.Release(e.ctx, msg.LedgerKey("ep1", inc.ID, "open", "hook"), "probe-owner")
 
-	e.redeliver()
-	if errs := e.pump(a.Handle); errs != nil {
-		t.Fatal(errs)
+	if err := a.Sweep(e.ctx); err != nil {
+		t.Fatal(err)
 	}
 	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open"}) {
 		t.Fatalf("alerts %v, want one open after the sink recovered", got)
@@ -167,9 +168,12 @@ func TestPermanentFailureIsNotRetried(t *testing.T) {
 	a := e.alerter("a")
 	e.rcv.failNext(400)
 	e.states("ep1", 0, down, down)
-	errs := e.pump(a.Handle)
-	if len(errs) != 1 || !errors.Is(errs[0], ErrDelivery) {
-		t.Fatalf("handler errors %v, want one ErrDelivery", errs)
+	if errs := e.pump(a.Handle); errs != nil {
+		t.Fatalf("handler errors %v, want none: the outbox keeps the notification", errs)
+	}
+	tr, _ := e.st.GetTracker(e.ctx, "ep1")
+	if d, _ := decodeData[trackerData](tr.Data, ""); len(d.Outbox) != 1 || !strings.Contains(d.Outbox[0].LastError, alert.ErrPermanent.Error()) {
+		t.Fatalf("outbox %+v, want the open pending with the permanent failure", d.Outbox)
 	}
 	if e.rcv.hits != 1 {
 		t.Fatalf("sink called %d times, want 1: a permanent failure is not retried", e.rcv.hits)
@@ -261,12 +265,13 @@ func TestSinkURLNeverLogged(t *testing.T) {
 		o.RetryAttempts = 1
 	})
 	e.states("ep1", 0, down, down)
-	errs := e.pump(a.Handle)
-	if len(errs) != 1 {
-		t.Fatalf("errors %v, want the delivery failure", errs)
+	e.pump(a.Handle)
+	err := a.Sweep(e.ctx)
+	if !errors.Is(err, ErrDelivery) {
+		t.Fatalf("sweep error %v, want the delivery failure", err)
 	}
 	tr, _ := e.st.GetTracker(e.ctx, "ep1")
-	for what, text := range map[string]string{"logs": logs.String(), "error": errs[0].Error(), "outbox": string(tr.Data)} {
+	for what, text := range map[string]string{"logs": logs.String(), "error": err.Error(), "outbox": string(tr.Data)} {
 		if strings.Contains(text, "secret-token-xyz") {
 			t.Errorf("%s leak the sink URL: %s", what, text)
 		}
