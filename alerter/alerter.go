@@ -116,7 +116,7 @@ type Options struct {
 	Lease time.Duration
 	// RetryAttempts and RetryBudget bound one sink delivery: at most this
 	// many calls within this much time (defaults 4 and 30s); past them the
-	// claim is released and the verdict message left for redelivery.
+	// claim is released and the notification left in the outbox for the sweep.
 	RetryAttempts  int
 	RetryBudget    time.Duration
 	BackoffInitial time.Duration // default 1s, doubled per attempt, full jitter
