@@ -18,7 +18,14 @@ import (
 // incident. A broken sink must not silence the others; order is kept per
 // sink (a sink never gets a resolve before its open).
 func TestReviewBrokenSinkDoesNotSilenceOthers(t *testing.T) {
-	e := newEnv(t)
+	testBrokenSinkDoesNotSilenceOthers(t, newEnv(t))
+}
+
+func TestReviewBrokenSinkDoesNotSilenceOthersRedis(t *testing.T) {
+	testBrokenSinkDoesNotSilenceOthers(t, newRedisEnv(t))
+}
+
+func testBrokenSinkDoesNotSilenceOthers(t *testing.T, e *env) {
 	e.endpoint("ep1", nil, nil)
 	broken := newReceiver(t)
 	broken.failNext(slices.Repeat([]int{http.StatusBadRequest}, 1000)...)
@@ -72,7 +79,14 @@ func TestReviewBrokenSinkDoesNotSilenceOthers(t *testing.T) {
 // state change is durable before the send and the outbox keeps the
 // notification, so a delivery failure must not hold the verdict back.
 func TestReviewSinkOutageDoesNotDeadLetterLaterVerdicts(t *testing.T) {
-	e := newEnv(t)
+	testSinkOutageDoesNotDeadLetterLaterVerdicts(t, newEnv(t))
+}
+
+func TestReviewSinkOutageDoesNotDeadLetterLaterVerdictsRedis(t *testing.T) {
+	testSinkOutageDoesNotDeadLetterLaterVerdicts(t, newRedisEnv(t))
+}
+
+func testSinkOutageDoesNotDeadLetterLaterVerdicts(t *testing.T, e *env) {
 	e.endpoint("ep1", nil, nil)
 	a := e.alerter("a", func(o *Options) { o.RetryAttempts = 1 })
 	e.rcv.failNext(slices.Repeat([]int{http.StatusServiceUnavailable}, 25)...)

@@ -52,7 +52,13 @@ func (s *worstCaseSink) Notify(ctx context.Context, n alert.Notification) error 
 // does: a second replica sweeping at that moment takes the claim over and
 // sends too. Any store round trip or clock skew between replicas widens
 // this from an instant into a window.
-func TestReviewDeliveryEndsInsideTheLease(t *testing.T) {
+func TestReviewDeliveryEndsInsideTheLease(t *testing.T) { testDeliveryEndsInsideTheLease(t, newEnv) }
+
+func TestReviewDeliveryEndsInsideTheLeaseRedis(t *testing.T) {
+	testDeliveryEndsInsideTheLease(t, newRedisEnv)
+}
+
+func testDeliveryEndsInsideTheLease(t *testing.T, newEnv func(*testing.T) *env) {
 	for _, lease := range []time.Duration{2 * time.Second, 20 * time.Second, time.Minute, DefaultLease} {
 		t.Run(lease.String(), func(t *testing.T) {
 			e := newEnv(t)

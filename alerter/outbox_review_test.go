@@ -36,7 +36,14 @@ func (s *interleavingStore) PutObject(ctx context.Context, kind, id string, doc 
 // no further verdict comes (the endpoint was paused for the maintenance)
 // the incident that opened during maintenance never alerts at its end.
 func TestReviewOutboxIndexSurvivesConcurrentSweep(t *testing.T) {
-	e := newEnv(t)
+	testOutboxIndexSurvivesConcurrentSweep(t, newEnv(t))
+}
+
+func TestReviewOutboxIndexSurvivesConcurrentSweepRedis(t *testing.T) {
+	testOutboxIndexSurvivesConcurrentSweep(t, newRedisEnv(t))
+}
+
+func testOutboxIndexSurvivesConcurrentSweep(t *testing.T, e *env) {
 	e.endpoint("ep1", nil, nil)
 	other := e.alerter("b")
 	is := &interleavingStore{Store: e.st}
