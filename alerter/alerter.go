@@ -233,9 +233,14 @@ func (a *Alerter) fault(point string) error { return a.hook(point) }
 // its retry budget: that notification stays in the outbox, which the sweep
 // retries, and holding the verdict back would only block the verdicts
 // queued behind it in the endpoint's FIFO group (received with it on every
-// attempt, they would follow it to the DLQ unapplied). An error leaves the
-// message for redelivery (store unavailable, a claim held by another
-// replica) and, after maxReceiveCount, for the DLQ.
+// attempt, they would follow it to the DLQ unapplied). While the store is
+// unavailable Handle waits for it, retrying with backoff: the consumer's
+// heartbeat keeps the message in flight, its receive count stays put, and
+// with every worker waiting the consumer receives nothing more, so an
+// outage longer than maxReceiveCount visibility timeouts does not send the
+// verdicts to the DLQ unapplied. An error leaves the message for
+// redelivery (a claim held by another replica, the store still unavailable
+// when ctx ends) and, after maxReceiveCount, for the DLQ.
 func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
 	if err := a.hook("received"); err != nil {
 		return err
@@ -247,14 +252,15 @@ func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
 	if v.EndpointID == "" {
 		return fmt.Errorf("alerter: verdict message %s: missing endpointId", m.ID)
 	}
-	err := a.apply(ctx, v)
-	if err == nil {
-		if err = a.hook("applied"); err != nil {
-			return err
+	err := a.process(ctx, v)
+	for wait := storeRetryInitial; errors.Is(err, store.ErrUnavailable) && !errors.Is(err, errInjectedCrash); wait = min(2*wait, storeRetryMax) {
+		if a.storeDown.CompareAndSwap(false, true) {
+			a.log.Warn("store unavailable: verdicts wait in flight until it is back", "err", err)
 		}
-		// A stale verdict drains too: it may be the redelivery of one whose
-		// state change was saved before a crash left its notification pending.
-		err = a.drain(ctx, v.EndpointID, false)
+		if a.sleep(ctx, wait) != nil {
+			break
+		}
+		err = a.process(ctx, v)
 	}
 	switch {
 	case errors.Is(err, ErrDelivery) && !errors.Is(err, ErrClaimHeld) && !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, errInjectedCrash):
@@ -278,6 +284,25 @@ func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
 		a.log.Info("store reachable again")
 	}
 	return nil
+}
+
+// Store-outage retry backoff in Handle.
+const (
+	storeRetryInitial = time.Second
+	storeRetryMax     = 30 * time.Second
+)
+
+// process folds v and drains its endpoint's outbox.
+func (a *Alerter) process(ctx context.Context, v msg.Verdict) error {
+	if err := a.apply(ctx, v); err != nil {
+		return err
+	}
+	if err := a.hook("applied"); err != nil {
+		return err
+	}
+	// A stale verdict drains too: it may be the redelivery of one whose
+	// state change was saved before a crash left its notification pending.
+	return a.drain(ctx, v.EndpointID, false)
 }
 
 // endpoint loads the endpoint; a deleted one yields ok=false.
