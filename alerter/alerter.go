@@ -240,7 +240,9 @@ func (a *Alerter) fault(point string) error { return a.hook(point) }
 // outage longer than maxReceiveCount visibility timeouts does not send the
 // verdicts to the DLQ unapplied. An error leaves the message for
 // redelivery (a claim held by another replica, the store still unavailable
-// when ctx ends) and, after maxReceiveCount, for the DLQ.
+// when ctx ends) and, after maxReceiveCount, for the DLQ. Any other failure
+// after the verdict is folded (a sink, the endpoint's sink configuration)
+// leaves the work to the outbox in the same way.
 func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
 	if err := a.hook("received"); err != nil {
 		return err
@@ -263,9 +265,13 @@ func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
 		err = a.process(ctx, v)
 	}
 	switch {
-	case errors.Is(err, ErrDelivery) && !errors.Is(err, ErrClaimHeld) && !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, errInjectedCrash):
-		// drain logged each sink's failure.
-		a.log.Debug("verdict folded; undelivered notifications stay in the outbox for the sweep", "endpoint", v.EndpointID, "window", v.Window)
+	case errors.As(err, new(drainError)) && !errors.Is(err, ErrClaimHeld) && !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, errInjectedCrash):
+		if errors.Is(err, ErrDelivery) {
+			// drain logged each sink's failure.
+			a.log.Debug("verdict folded; undelivered notifications stay in the outbox for the sweep", "endpoint", v.EndpointID, "window", v.Window)
+		} else {
+			a.log.Warn("verdict folded; its notifications stay in the outbox for the sweep", "endpoint", v.EndpointID, "window", v.Window, "err", err)
+		}
 		return nil
 	case errors.Is(err, store.ErrUnavailable):
 		if a.storeDown.CompareAndSwap(false, true) {
@@ -302,8 +308,17 @@ func (a *Alerter) process(ctx context.Context, v msg.Verdict) error {
 	}
 	// A stale verdict drains too: it may be the redelivery of one whose
 	// state change was saved before a crash left its notification pending.
-	return a.drain(ctx, v.EndpointID, false)
+	if err := a.drain(ctx, v.EndpointID, false); err != nil {
+		return drainError{err}
+	}
+	return nil
 }
+
+// drainError marks a failure after the verdict was folded: what is left
+// waits in the outbox, which every later drain and the sweep retry.
+type drainError struct{ error }
+
+func (e drainError) Unwrap() error { return e.error }
 
 // endpoint loads the endpoint; a deleted one yields ok=false.
 func (a *Alerter) endpoint(ctx context.Context, id string) (store.Endpoint, bool, error) {

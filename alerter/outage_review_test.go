@@ -2,11 +2,13 @@ package alerter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -67,5 +69,40 @@ func TestReviewStoreOutageDoesNotDeadLetterVerdicts(t *testing.T) {
 	}
 	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open", "resolve"}) {
 		t.Fatalf("alerts %v, want [open resolve] once the store is back", got)
+	}
+}
+
+// TestReviewDrainFailureDoesNotDeadLetterVerdicts: the endpoint's sinks
+// cannot be resolved for a while (SinksFor fails: a per-endpoint sink
+// config this build cannot parse, a secret not yet mounted). The verdicts
+// are folded before the drain, so failing them only holds back the FIFO
+// group and, after maxReceiveCount, sends the verdicts behind them to the
+// DLQ unapplied; the outbox and the sweep already retry the drain.
+func TestReviewDrainFailureDoesNotDeadLetterVerdicts(t *testing.T) {
+	e := newEnv(t)
+	e.endpoint("ep1", nil, nil)
+	fixed := t0.Add(20 * time.Minute)
+	a := e.alerter("a", func(o *Options) {
+		o.SinksFor = func(_ context.Context, ep store.Endpoint) ([]alert.Sink, error) {
+			if e.clk.Now().Before(fixed) {
+				return nil, errors.New("sinks of endpoint " + ep.ID + ": unknown sink type")
+			}
+			return []alert.Sink{e.sink}, nil
+		}
+	})
+	e.states("ep1", 0, up, down, down, down, up, up)
+	for range 30 { // 61s each: past the fix
+		e.pump(a.Handle)
+		_ = a.Sweep(e.ctx)
+		e.redeliver()
+	}
+	if dl, err := e.broker.DLQ("verdicts").Receive(e.ctx, queue.ReceiveInput{Max: queue.MaxBatch}); err != nil || len(dl) != 0 {
+		t.Errorf("%d verdicts dead-lettered (%v), want none", len(dl), err)
+	}
+	if incs := e.incidents("ep1"); len(incs) != 1 || incs[0].State != store.IncidentResolved {
+		t.Fatalf("incidents %+v, want one, resolved", incs)
+	}
+	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open", "resolve"}) {
+		t.Fatalf("alerts %v, want [open resolve] once the sinks resolve", got)
 	}
 }
