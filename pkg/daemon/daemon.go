@@ -296,7 +296,10 @@ func (d *Daemon) consume(ctx context.Context, name string, h queue.Handler, conc
 	// The consumer stops receiving when ctx ends; a handler it already
 	// started runs on the drain context (see Daemon.drain).
 	drained := func(_ context.Context, m queue.Message) error { return h(d.drain, m) }
-	opts := queue.ConsumerOptions{Concurrency: concurrency, Visibility: d.opts.Visibility, FinishReceive: d.qs.remote, Clock: d.clk, Logger: d.log, Metrics: qm}
+	opts := queue.ConsumerOptions{Concurrency: concurrency, Visibility: d.opts.Visibility, FinishReceive: d.qs.remote,
+		// A store outage is waited out with the message in flight, so it
+		// cannot walk messages to the DLQ unapplied.
+		Transient: func(err error) bool { return errors.Is(err, store.ErrUnavailable) }, Clock: d.clk, Logger: d.log, Metrics: qm}
 	if d.qs.remote {
 		opts.Wait = remoteReceiveWait
 	}

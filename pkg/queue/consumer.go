@@ -43,6 +43,14 @@ type ConsumerOptions struct {
 	// DeleteDelay is how long an acknowledged message waits for nine others
 	// before its batched delete is sent, default 50ms.
 	DeleteDelay time.Duration
+	// Transient says whether a handler error means a dependency is down
+	// (a store outage) rather than that the message failed. Such a message
+	// is retried in place with backoff (1 s doubling to 30 s) while the
+	// heartbeat keeps it in flight, so its receive count does not grow and
+	// an outage longer than maxReceiveCount visibility timeouts cannot walk
+	// it — and the messages queued behind it in its group — to the DLQ. The
+	// outage is logged once when it starts and once when it ends.
+	Transient func(error) bool
 	// FinishReceive lets a receive already in flight when ctx ends return,
 	// and releases what it got, instead of abandoning it. Set it for SQS: a
 	// long poll cancelled on the client may still have received messages on
@@ -188,7 +196,9 @@ type consumer struct {
 	free  chan struct{} // pinged when a group task ends
 	mu    sync.Mutex
 	n     int // group tasks started and not finished
-	tasks sync.WaitGroup
+	// outage is set while handlers fail with transient errors.
+	outage bool
+	tasks  sync.WaitGroup
 }
 
 func (c *consumer) active() int {
@@ -250,7 +260,7 @@ func (c *consumer) runGroup(ctx context.Context, batch []Message, receivedAt tim
 			c.release(batch[i:], live)
 			return
 		}
-		err := c.h(ctx, m)
+		err := c.handle(ctx, m)
 		live.drop(m.ReceiptHandle)
 		if err != nil {
 			// Left in flight: it comes back when its visibility expires,
@@ -261,6 +271,50 @@ func (c *consumer) runGroup(ctx context.Context, batch []Message, receivedAt tim
 			return
 		}
 		c.del.add(m.ReceiptHandle)
+	}
+}
+
+// handle runs the handler on m, retrying in place while it fails with a
+// transient error (see ConsumerOptions.Transient) and ctx lasts.
+func (c *consumer) handle(ctx context.Context, m Message) error {
+	wait := time.Second
+	for {
+		err := c.h(ctx, m)
+		if err == nil || c.opts.Transient == nil || !c.opts.Transient(err) {
+			if err == nil {
+				c.outageOver()
+			}
+			return err
+		}
+		c.outageBegun(err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(wait*2, 30*time.Second)
+	}
+}
+
+func (c *consumer) outageBegun(err error) {
+	c.mu.Lock()
+	first := !c.outage
+	c.outage = true
+	c.mu.Unlock()
+	if first {
+		c.logger.Warn("a dependency is unavailable; holding messages in flight and retrying until it returns", "err", err)
+	}
+}
+
+func (c *consumer) outageOver() {
+	c.mu.Lock()
+	was := c.outage
+	c.outage = false
+	c.mu.Unlock()
+	if was {
+		c.logger.Info("dependency available again; processing resumed")
 	}
 }
 

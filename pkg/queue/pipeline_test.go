@@ -241,3 +241,52 @@ func TestConsumerConcurrencyAcrossGroups(t *testing.T) {
 		})
 	}
 }
+
+// TestConsumerHoldsMessagesThroughAnOutage: while the handler fails with a
+// transient error (a store outage) the message is retried in place — never
+// redelivered, so its receive count stays 1 and an outage longer than
+// maxReceiveCount visibility timeouts cannot move it, or the messages behind
+// it in its group, to the dead-letter queue.
+func TestConsumerHoldsMessagesThroughAnOutage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := embedded.Open("", []queue.Config{{Name: "results", VisibilityTimeout: 5 * time.Second, MaxReceiveCount: 2}}, embedded.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		q := b.Queue("results")
+		for i := range 2 {
+			if _, err := q.Send(t.Context(), []queue.SendInput{{GroupID: "g", DedupID: fmt.Sprint(i), Body: []byte(strconv.Itoa(i))}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		errDown := fmt.Errorf("store unavailable")
+		outageEnds := time.Now().Add(10 * time.Minute) // 120 visibility timeouts
+		ctx, cancel := context.WithCancel(t.Context())
+		defer time.AfterFunc(15*time.Minute, cancel).Stop() // bound the test if messages are lost
+		var handled []string
+		h := func(_ context.Context, m queue.Message) error {
+			if time.Now().Before(outageEnds) {
+				return errDown
+			}
+			handled = append(handled, fmt.Sprintf("%s#%d", m.Body, m.ReceiveCount))
+			if len(handled) == 2 {
+				cancel()
+			}
+			return nil
+		}
+		err = queue.Consume(ctx, q, h, queue.ConsumerOptions{
+			Visibility: 5 * time.Second, Concurrency: 1,
+			Transient: func(err error) bool { return err == errDown },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(handled, " "); got != "0#1 1#1" {
+			t.Fatalf("handled %q, want both messages on their first receive (\"0#1 1#1\")", got)
+		}
+		if dlq, _ := b.DLQ("results").Receive(t.Context(), queue.ReceiveInput{Max: 10}); len(dlq) != 0 {
+			t.Fatalf("%d messages in the DLQ after the outage", len(dlq))
+		}
+	})
+}
