@@ -172,7 +172,15 @@ type Endpoints interface {
 	UpdateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
 	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
 	ListEndpoints(ctx context.Context) ([]Endpoint, error) // ordered by ID
-	// DeleteEndpoint removes the endpoint; ErrNotFound if absent.
+	// DeleteEndpoint atomically removes the endpoint together with its
+	// latest probe result, its undecided window results (OpenWindows no
+	// longer lists them) and its tool catalog (Objects kind "catalog", id =
+	// endpoint ID). ErrNotFound if the endpoint is absent; the cleanup runs
+	// anyway, so a repeated delete removes what a probe in flight at the
+	// first one wrote back. Kept on purpose: the verdict history and last
+	// verdict (they age out with the retention, and the last verdict makes a
+	// straggling result of a decided window ErrWindowDecided), the tracker,
+	// the incidents (the audit trail) and the ledger keys (they expire).
 	DeleteEndpoint(ctx context.Context, id string) error
 }
 

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -310,16 +311,43 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 	return out, err
 }
 
-// DeleteEndpoint removes the endpoint; ErrNotFound if absent. Its verdict
-// history, incidents and ledger keys stay (they age out or are history).
+// catalogKind is the store.Objects kind the prober keeps tool catalogs under
+// (prober.CatalogKind), one document per endpoint ID.
+const catalogKind = "catalog"
+
+// DeleteEndpoint removes the endpoint with its latest probe result, its
+// undecided windows and its tool catalog in one transaction; ErrNotFound if
+// absent (the cleanup still runs, so a repeated delete removes what a probe
+// in flight at the first one wrote back). Verdict history, the tracker,
+// incidents and ledger keys stay: history ages out, incidents are the audit
+// trail.
 func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
-	return s.update(ctx, func(tx *bbolt.Tx) error {
+	found := false
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bEndpoints)
-		if b.Get([]byte(id)) == nil {
-			return fmt.Errorf("delete endpoint %s: %w", id, store.ErrNotFound)
+		if found = b.Get([]byte(id)) != nil; found {
+			if err := b.Delete([]byte(id)); err != nil {
+				return err
+			}
 		}
-		return b.Delete([]byte(id))
+		if err := tx.Bucket(bLatest).Delete([]byte(id)); err != nil {
+			return err
+		}
+		if err := deleteRange(tx.Bucket(bWindows), id, time.Unix(0, math.MaxInt64)); err != nil {
+			return err
+		}
+		if cb := tx.Bucket(bObjects).Bucket([]byte(catalogKind)); cb != nil {
+			return cb.Delete([]byte(id))
+		}
+		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("delete endpoint %s: %w", id, err)
+	}
+	if !found {
+		return fmt.Errorf("delete endpoint %s: %w", id, store.ErrNotFound)
+	}
+	return nil
 }
 
 // ---- Results

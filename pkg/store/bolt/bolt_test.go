@@ -144,3 +144,10 @@ func BenchmarkClaimComplete(b *testing.B) {
 		}
 	}
 }
+
+// TestDeleteEndpoint runs the conformance suite's delete cases on their own.
+func TestDeleteEndpoint(t *testing.T) {
+	storetest.DeleteEndpoint(t, func(t *testing.T, clk *clock.Fake) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "store.db"), clk)
+	})
+}

@@ -501,18 +501,46 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 	return out, nil
 }
 
-// DeleteEndpoint removes the endpoint; ErrNotFound if absent.
+// catalogKind is the store.Objects kind the prober keeps tool catalogs under
+// (prober.CatalogKind), one document per endpoint ID.
+const catalogKind = "catalog"
+
+// deleteEndpoint removes the endpoint, its latest result, every undecided
+// window (the per-endpoint results hash and its members of the global
+// "windows" set, found from the hash's "<windowMs>|..." fields) and its tool
+// catalog. 1: the endpoint existed.
+var deleteEndpoint = goredis.NewScript(`
+local n = redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1])
+local seen = {}
+for _, f in ipairs(redis.call('HKEYS', KEYS[5])) do
+  local fw = string.match(f, '^(%-?%d+)|')
+  if fw and not seen[fw] then
+    seen[fw] = true
+    redis.call('ZREM', KEYS[6], fw .. '|' .. ARGV[1])
+  end
+end
+redis.call('DEL', KEYS[5])
+redis.call('HDEL', KEYS[7], ARGV[1])
+return n`)
+
+// DeleteEndpoint removes the endpoint with its latest probe result, its
+// undecided windows and its tool catalog in one script; ErrNotFound if
+// absent (the cleanup still runs, so a repeated delete removes what a probe
+// in flight at the first one wrote back). Verdict history, the tracker,
+// incidents and ledger keys stay: history ages out, incidents are the audit
+// trail.
 func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
-	var n *goredis.IntCmd
-	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-		n = p.HDel(ctx, s.k("endpoints"), id)
-		p.HDel(ctx, s.k("endpoint_versions"), id)
-		return nil
-	})
+	n, err := deleteEndpoint.Run(ctx, s.rdb, []string{
+		s.k("endpoints"), s.k("endpoint_versions"), s.k("latest"), s.k("latest_slot"),
+		s.k("window_results", id), s.k("windows"), s.k("objects", catalogKind),
+	}, id).Int()
 	if err := s.done("delete endpoint "+id, err); err != nil {
 		return err
 	}
-	if n.Val() == 0 {
+	if n == 0 {
 		return fmt.Errorf("delete endpoint %s: %w", id, store.ErrNotFound)
 	}
 	return nil

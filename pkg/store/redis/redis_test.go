@@ -182,3 +182,11 @@ func BenchmarkClaimComplete(b *testing.B) {
 		}
 	}
 }
+
+// TestDeleteEndpoint runs the conformance suite's delete cases on their own.
+func TestDeleteEndpoint(t *testing.T) {
+	url := testpeers.RedisURL(t)
+	storetest.DeleteEndpoint(t, func(t *testing.T, clk *clock.Fake) store.Store {
+		return open(t, url, redis.Options{Clock: clk})
+	})
+}

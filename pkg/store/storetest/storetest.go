@@ -64,6 +64,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"LedgerTTL", testLedgerTTL},
 		{"LedgerConcurrentClaims", testLedgerConcurrentClaims},
 		{"Objects", testObjects},
+		{"DeleteEndpointCleanup", testDeleteEndpointCleanup},
+		{"DeleteEndpointRepeatedCleansStragglers", testDeleteEndpointStragglers},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -904,5 +906,161 @@ func testObjects(t *testing.T, s store.Store, _ *clock.Fake) {
 	must(t, err)
 	if string(doc) != "other kind" {
 		t.Fatalf("other kind's object = %s", doc)
+	}
+}
+
+// DeleteEndpoint runs the delete cases alone, each on a fresh store, as
+// direct calls (no subtests), so a backend can expose them under a
+// top-level test name of its own.
+func DeleteEndpoint(t *testing.T, newStore Factory) {
+	for _, fn := range []func(*testing.T, store.Store, *clock.Fake){testDeleteEndpointCleanup, testDeleteEndpointStragglers} {
+		clk := clock.NewFake(Start)
+		fn(t, newStore(t, clk), clk)
+	}
+}
+
+// seedEndpoint gives ep everything DeleteEndpoint touches or must keep: a
+// latest result, a decided window with its verdict, two undecided windows,
+// a tool catalog, a maintenance object under the same ID, and a tracker with
+// an open incident.
+func seedEndpoint(t *testing.T, s store.Store, ep string) store.Incident {
+	t.Helper()
+	ctx := t.Context()
+	_, err := s.CreateEndpoint(ctx, store.Endpoint{ID: ep, Name: ep, URL: "https://" + ep + ".example/mcp", Schedule: "* * * * *"})
+	must(t, err)
+	decided, w1, w2 := Start.Add(-2*time.Minute), Start, Start.Add(time.Minute)
+	_, err = s.AddWindowResult(ctx, decided, result(ep, decided, "eu", msg.StatusDown))
+	must(t, err)
+	applied, err := s.RecordVerdict(ctx, verdict(ep, decided, msg.StateDown))
+	must(t, err)
+	if !applied {
+		t.Fatalf("verdict of %s not applied", ep)
+	}
+	for _, w := range []time.Time{w1, w2} {
+		for _, region := range []string{"eu", "us"} {
+			_, err := s.AddWindowResult(ctx, w, result(ep, w, region, msg.StatusUp))
+			must(t, err)
+		}
+	}
+	must(t, s.PutLatestResult(ctx, result(ep, w2, "eu", msg.StatusUp)))
+	must(t, s.PutObject(ctx, "catalog", ep, []byte(`{"tools":[]}`)))
+	must(t, s.PutObject(ctx, "maintenance", ep, []byte(`{"m":1}`)))
+	inc := incident(ep, decided)
+	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: ep, LastWindow: decided, Recent: []msg.State{msg.StateDown}, OpenIncidentID: inc.ID}, inc))
+	return inc
+}
+
+func testDeleteEndpointCleanup(t *testing.T, s store.Store, _ *clock.Fake) {
+	ctx := t.Context()
+	incGone := seedEndpoint(t, s, "ep-gone")
+	incKept := seedEndpoint(t, s, "ep-kept")
+	before := Start.Add(time.Hour)
+	refs, err := s.OpenWindows(ctx, before)
+	must(t, err)
+	if len(refs) != 4 {
+		t.Fatalf("seeded OpenWindows = %+v, want 2 windows of each endpoint", refs)
+	}
+
+	must(t, s.DeleteEndpoint(ctx, "ep-gone"))
+
+	// Removed: the endpoint, its latest result, its undecided windows, its catalog.
+	_, err = s.GetEndpoint(ctx, "ep-gone")
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.LatestResult(ctx, "ep-gone")
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.GetObject(ctx, "catalog", "ep-gone")
+	wantErr(t, err, store.ErrNotFound)
+	for _, w := range []time.Time{Start, Start.Add(time.Minute)} {
+		rs, err := s.WindowResults(ctx, store.WindowRef{EndpointID: "ep-gone", Window: w})
+		must(t, err)
+		if len(rs) != 0 {
+			t.Fatalf("window %s of the deleted endpoint still holds %d results", w, len(rs))
+		}
+	}
+	refs, err = s.OpenWindows(ctx, before)
+	must(t, err)
+	want := []store.WindowRef{{EndpointID: "ep-kept", Window: Start}, {EndpointID: "ep-kept", Window: Start.Add(time.Minute)}}
+	sameJSON(t, refs, want)
+
+	// Kept: verdict history, last verdict, tracker, incidents, other kinds of object.
+	vs, err := s.ListVerdicts(ctx, "ep-gone", 0)
+	must(t, err)
+	if len(vs) != 1 || vs[0].State != msg.StateDown {
+		t.Fatalf("verdict history of the deleted endpoint = %+v, want its one verdict kept", vs)
+	}
+	last, err := s.LastVerdict(ctx, "ep-gone")
+	must(t, err)
+	if !last.Window.Equal(Start.Add(-2 * time.Minute)) {
+		t.Fatalf("last verdict window = %s", last.Window)
+	}
+	tr, err := s.GetTracker(ctx, "ep-gone")
+	must(t, err)
+	if tr.Version == 0 || tr.OpenIncidentID != incGone.ID {
+		t.Fatalf("tracker of the deleted endpoint = %+v, want it kept", tr)
+	}
+	incs, err := s.ListIncidents(ctx, store.IncidentFilter{EndpointID: "ep-gone"})
+	must(t, err)
+	if len(incs) != 1 || incs[0].ID != incGone.ID {
+		t.Fatalf("incidents of the deleted endpoint = %+v, want the audit trail kept", incs)
+	}
+	if _, err := s.GetObject(ctx, "maintenance", "ep-gone"); err != nil {
+		t.Fatalf("a maintenance object sharing the ID was removed: %v", err)
+	}
+
+	// The other endpoint is untouched.
+	if _, err := s.GetEndpoint(ctx, "ep-kept"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.LatestResult(ctx, "ep-kept"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetObject(ctx, "catalog", "ep-kept"); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.WindowResults(ctx, store.WindowRef{EndpointID: "ep-kept", Window: Start})
+	must(t, err)
+	if len(rs) != 2 {
+		t.Fatalf("kept endpoint's window holds %d results, want 2", len(rs))
+	}
+	if _, err := s.GetIncident(ctx, incKept.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// Re-registering the ID starts clean; a result for a window after the
+	// kept last verdict is accepted again.
+	_, err = s.CreateEndpoint(ctx, store.Endpoint{ID: "ep-gone", Name: "again", URL: "https://again.example/mcp", Schedule: "* * * * *"})
+	must(t, err)
+	_, err = s.LatestResult(ctx, "ep-gone")
+	wantErr(t, err, store.ErrNotFound)
+	added, err := s.AddWindowResult(ctx, Start.Add(2*time.Minute), result("ep-gone", Start.Add(2*time.Minute), "eu", msg.StatusUp))
+	must(t, err)
+	if !added {
+		t.Fatal("result for a new window of a re-registered endpoint not added")
+	}
+}
+
+// testDeleteEndpointStragglers: a probe in flight when the endpoint was
+// deleted writes its latest result, window and catalog back afterwards; a
+// second delete reports ErrNotFound and still removes them.
+func testDeleteEndpointStragglers(t *testing.T, s store.Store, _ *clock.Fake) {
+	ctx := t.Context()
+	_, err := s.CreateEndpoint(ctx, store.Endpoint{ID: "ep", Name: "ep", URL: "https://ep.example/mcp", Schedule: "* * * * *"})
+	must(t, err)
+	must(t, s.DeleteEndpoint(ctx, "ep"))
+
+	must(t, s.PutLatestResult(ctx, result("ep", Start, "eu", msg.StatusUp)))
+	_, err = s.AddWindowResult(ctx, Start, result("ep", Start, "eu", msg.StatusUp))
+	must(t, err)
+	must(t, s.PutObject(ctx, "catalog", "ep", []byte(`{}`)))
+
+	wantErr(t, s.DeleteEndpoint(ctx, "ep"), store.ErrNotFound)
+	_, err = s.LatestResult(ctx, "ep")
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.GetObject(ctx, "catalog", "ep")
+	wantErr(t, err, store.ErrNotFound)
+	refs, err := s.OpenWindows(ctx, Start.Add(time.Hour))
+	must(t, err)
+	if len(refs) != 0 {
+		t.Fatalf("OpenWindows after the second delete = %+v, want none", refs)
 	}
 }
