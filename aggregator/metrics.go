@@ -93,3 +93,15 @@ func (m *Metrics) setState(endpointID string, state msg.State) {
 		m.VerdictState.WithLabelValues(endpointID, string(s)).Set(v)
 	}
 }
+
+// Forget deletes every series of a deleted endpoint (its
+// mcpmon_verdict_state series), so per-endpoint cardinality follows the
+// registry instead of growing with endpoint churn. A verdict for the
+// endpoint decided after Forget creates them again; the next prune removes
+// them.
+func (m *Metrics) Forget(endpointID string) {
+	if m == nil {
+		return
+	}
+	m.VerdictState.DeletePartialMatch(prometheus.Labels{"endpoint": endpointID})
+}

@@ -134,6 +134,7 @@ type Daemon struct {
 	err     error
 	pubs    []*queue.Publisher
 	stopped chan struct{}
+	prune   metricsPruner // per-endpoint series of deleted endpoints (prune.go)
 }
 
 // Start opens the backends, builds the role's components and starts them.
@@ -347,7 +348,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			AllowPrivateTargets: o.AllowPrivateTargets,
 			Region:              o.Region,
 			Logger:              d.log,
-			Metrics:             prober.NewMetrics(reg),
+			Metrics:             forgetting(&d.prune, prober.NewMetrics(reg)),
 			Clock:               d.clk,
 			Catalogs:            d.st,
 			ClientName:          "mcpmon",
@@ -364,7 +365,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Grace:     o.Grace,
 			Clock:     d.clk,
 			Logger:    d.log,
-			Metrics:   aggregator.NewMetrics(reg),
+			Metrics:   forgetting(&d.prune, aggregator.NewMetrics(reg)),
 		})
 		if err != nil {
 			return fmt.Errorf("aggregator: %w", err)
@@ -393,6 +394,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		d.consume(ctx, msg.QueueVerdicts, al.Handle, 8, qm)
 		d.loop(ctx, "alerter sweep", al.Run)
 	}
+	d.loop(ctx, "metrics prune", d.pruneMetrics)
 	return nil
 }
 
