@@ -57,6 +57,7 @@ func (h *httpClient) closeAll() {
 	for _, c := range h.all {
 		c.stop()
 		c.c.Close()
+		h.recycle(c)
 	}
 	h.all, h.idle = nil, nil
 }
@@ -127,8 +128,8 @@ func (h *httpClient) getConn(ctx context.Context, u *url.URL) (*hconn, error) {
 	}
 	hc := &hconn{c: c, ctx: ctx, key: key, budget: &capReader{r: c}}
 	hc.stop = context.AfterFunc(ctx, func() { _ = c.SetDeadline(aLongTimeAgo) })
-	hc.br = bufio.NewReaderSize(hc.budget, 4096)
-	hc.bw = bufio.NewWriterSize(c, 4096)
+	hc.br = p.getReader(hc.budget)
+	hc.bw = p.getWriter(c)
 	h.mu.Lock()
 	h.all = append(h.all, hc)
 	h.mu.Unlock()
@@ -143,9 +144,19 @@ func (h *httpClient) drop(hc *hconn) {
 	for i, c := range h.all {
 		if c == hc {
 			h.all = append(h.all[:i], h.all[i+1:]...)
+			h.recycle(hc)
 			break
 		}
 	}
+}
+
+// recycle hands a closed connection's buffers back for the next one. Only
+// a connection still in h.all is recycled, and only once: closing a
+// response body after closeAll finds nothing to recycle.
+func (h *httpClient) recycle(hc *hconn) {
+	h.r.p.putReader(hc.br)
+	h.r.p.putWriter(hc.bw)
+	hc.br, hc.bw = nil, nil
 }
 
 func (h *httpClient) release(hc *hconn) {

@@ -37,11 +37,7 @@ func (r *run) legacyProbe(ctx context.Context) error {
 	var result json.RawMessage
 	err = r.timed(msg.PhaseInitialize, func() error {
 		var err error
-		result, err = r.call(ctx, "initialize", map[string]any{
-			"protocolVersion": Version20241105,
-			"capabilities":    map[string]any{},
-			"clientInfo":      map[string]string{"name": r.p.opts.ClientName, "version": r.p.opts.ClientVersion},
-		})
+		result, err = r.call(ctx, "initialize", r.p.initializeParams(Version20241105))
 		return err
 	})
 	if err != nil {
@@ -54,7 +50,7 @@ func (r *run) legacyProbe(ctx context.Context) error {
 		return err
 	}
 	if err := r.timed(msg.PhasePing, func() error {
-		_, err := r.call(ctx, "ping", map[string]any{})
+		_, err := r.call(ctx, "ping", emptyParams)
 		var pe *probeError
 		if errors.As(err, &pe) && pe.rpc != nil && pe.rpc.Code == codeMethodNotFound {
 			return nil

@@ -1,15 +1,19 @@
 package prober
 
 import (
+	"bufio"
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
@@ -108,6 +112,53 @@ type Prober struct {
 	guard guard
 	// meta is the 2026-07-28 params._meta, built once.
 	meta map[string]any
+	// readers and writers recycle the probes' 4 KiB buffers.
+	readers, writers sync.Pool
+	// initParams holds the encoded initialize params per protocol version.
+	initParams map[string]json.RawMessage
+}
+
+func (p *Prober) getReader(r io.Reader) *bufio.Reader {
+	if br, ok := p.readers.Get().(*bufio.Reader); ok {
+		br.Reset(r)
+		return br
+	}
+	return bufio.NewReaderSize(r, 4096)
+}
+
+func (p *Prober) putReader(br *bufio.Reader) {
+	br.Reset(nil)
+	p.readers.Put(br)
+}
+
+func (p *Prober) getWriter(w io.Writer) *bufio.Writer {
+	if bw, ok := p.writers.Get().(*bufio.Writer); ok {
+		bw.Reset(w)
+		return bw
+	}
+	return bufio.NewWriterSize(w, 4096)
+}
+
+func (p *Prober) putWriter(bw *bufio.Writer) {
+	bw.Reset(nil)
+	p.writers.Put(bw)
+}
+
+// initializeParams returns the encoded params of initialize for version.
+func (p *Prober) initializeParams(version string) json.RawMessage {
+	if b, ok := p.initParams[version]; ok {
+		return b
+	}
+	return encodeInitializeParams(version, p.opts.ClientName, p.opts.ClientVersion)
+}
+
+func encodeInitializeParams(version, name, clientVersion string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{
+		"protocolVersion": version,
+		"capabilities":    map[string]any{},
+		"clientInfo":      map[string]string{"name": name, "version": clientVersion},
+	})
+	return b
 }
 
 // New returns a Prober.
@@ -142,11 +193,16 @@ func New(opts Options) *Prober {
 	if opts.Resolver == nil {
 		opts.Resolver = net.DefaultResolver
 	}
+	initParams := make(map[string]json.RawMessage, len(Versions))
+	for _, v := range Versions {
+		initParams[v] = encodeInitializeParams(v, opts.ClientName, opts.ClientVersion)
+	}
 	return &Prober{
-		opts:  opts,
-		log:   opts.Logger.With("component", "prober"),
-		clock: opts.Clock,
-		guard: guard{allowPrivate: opts.AllowPrivateTargets, allowed: opts.AllowedNetworks},
+		initParams: initParams,
+		opts:       opts,
+		log:        opts.Logger.With("component", "prober"),
+		clock:      opts.Clock,
+		guard:      guard{allowPrivate: opts.AllowPrivateTargets, allowed: opts.AllowedNetworks},
 		meta: map[string]any{
 			"io.modelcontextprotocol/protocolVersion":    Version20260728,
 			"io.modelcontextprotocol/clientInfo":         map[string]string{"name": opts.ClientName, "version": opts.ClientVersion},

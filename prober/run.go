@@ -15,6 +15,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -58,6 +59,8 @@ type run struct {
 	legacy    *legacyStream
 	nextID    int64
 	hasTools  bool
+
+	buf []byte // readBody's buffer
 
 	tools          []json.RawMessage // nil when tools/list was not read
 	degradedReason string
@@ -280,11 +283,7 @@ func fallbackToStreamable(err error) bool {
 // ping → tools/list → DELETE.
 func (r *run) initializeProbe(ctx context.Context, version string) error {
 	r.res.Transport = TransportStreamableHTTP
-	params := map[string]any{
-		"protocolVersion": version,
-		"capabilities":    map[string]any{},
-		"clientInfo":      map[string]string{"name": r.p.opts.ClientName, "version": r.p.opts.ClientVersion},
-	}
+	params := r.p.initializeParams(version)
 	var result json.RawMessage
 	err := r.timed(msg.PhaseInitialize, func() error {
 		var err error
@@ -302,7 +301,7 @@ func (r *run) initializeProbe(ctx context.Context, version string) error {
 		return err
 	}
 	if err := r.timed(msg.PhasePing, func() error {
-		_, err := r.call(ctx, "ping", map[string]any{})
+		_, err := r.call(ctx, "ping", emptyParams)
 		var pe *probeError
 		if errors.As(err, &pe) && pe.rpc != nil && pe.rpc.Code == codeMethodNotFound {
 			return nil // an answered -32601 still proves the server alive
@@ -477,17 +476,74 @@ func (r *run) headers(h http.Header, method string) {
 	}
 }
 
-func (r *run) body(method string, id int64, params map[string]any) []byte {
+func (r *run) body(method string, id int64, params any) []byte {
 	if r.version == Version20260728 {
-		params["_meta"] = r.p.meta
+		m, _ := params.(map[string]any)
+		if raw, ok := params.(json.RawMessage); ok {
+			m = map[string]any{}
+			_ = json.Unmarshal(raw, &m)
+		}
+		if m == nil {
+			m = map[string]any{}
+		}
+		m["_meta"] = r.p.meta
+		params = m
+	} else if raw, ok := params.(json.RawMessage); ok || params == nil {
+		// The 2025-era requests are constant but for the id: spell them
+		// out instead of reflecting over a map each time. The bytes are
+		// those json.Marshal gives for the same rpcRequest.
+		if !plainJSONString(method) {
+			return marshalRequest(method, id, raw)
+		}
+		b := make([]byte, 0, 48+len(method)+len(raw))
+		b = append(b, `{"jsonrpc":"2.0",`...)
+		if id != 0 {
+			b = append(b, `"id":`...)
+			b = strconv.AppendInt(b, id, 10)
+			b = append(b, ',')
+		}
+		b = append(b, `"method":"`...)
+		b = append(b, method...)
+		b = append(b, '"')
+		if raw != nil {
+			b = append(b, `,"params":`...)
+			b = append(b, raw...)
+		}
+		return append(b, '}')
 	}
+	return marshalRequest(method, id, params)
+}
+
+func marshalRequest(method string, id int64, params any) []byte {
 	m := rpcRequest{JSONRPC: "2.0", ID: id, Method: method}
-	if params != nil {
-		m.Params = params
+	switch p := params.(type) {
+	case map[string]any:
+		if p != nil {
+			m.Params = p
+		}
+	case json.RawMessage:
+		if p != nil {
+			m.Params = p
+		}
 	}
 	b, _ := json.Marshal(m)
 	return b
 }
+
+// plainJSONString reports whether s needs no escaping inside a JSON string
+// (json.Marshal also escapes <, > and &).
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// emptyParams is the params of ping: an empty object.
+var emptyParams = json.RawMessage(`{}`)
 
 type rpcRequest struct {
 	JSONRPC string `json:"jsonrpc"`
@@ -518,7 +574,7 @@ func newRequest(ctx context.Context, method string, u *url.URL, body []byte) *ht
 
 // call sends one request and returns its result, or a probeError (with rpc
 // set and no class when the server answered a JSON-RPC error).
-func (r *run) call(ctx context.Context, method string, params map[string]any) (json.RawMessage, error) {
+func (r *run) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	r.nextID++
 	id := r.nextID
 	body := r.body(method, id, params)
@@ -549,10 +605,13 @@ func (r *run) call(ctx context.Context, method string, params map[string]any) (j
 
 // readResponse reads a 2xx answer: JSON, or an SSE stream carrying it.
 func (r *run) readResponse(ctx context.Context, resp *http.Response, method string, id int64) (json.RawMessage, error) {
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	mt := resp.Header.Get("Content-Type")
+	if mt != "application/json" && mt != "text/event-stream" {
+		mt, _, _ = mime.ParseMediaType(mt)
+	}
 	switch mt {
 	case "application/json":
-		b, err := readCapped(resp.Body, r.p.opts.MaxBody)
+		b, err := r.readBody(resp.Body, r.p.opts.MaxBody)
 		if err != nil {
 			return nil, readFail(ctx, method, err)
 		}
@@ -566,7 +625,9 @@ func (r *run) readResponse(ctx context.Context, resp *http.Response, method stri
 		}
 		return resultOf(m)
 	case "text/event-stream":
-		sr := newSSEReader(&capReader{r: resp.Body, n: r.p.opts.MaxBody}, int(r.p.opts.MaxBody), r.p.opts.MaxSSEEvents)
+		br := r.p.getReader(&capReader{r: resp.Body, n: r.p.opts.MaxBody})
+		defer r.p.putReader(br)
+		sr := &sseReader{br: br, maxLine: int(r.p.opts.MaxBody), maxEvents: r.p.opts.MaxSSEEvents}
 		for {
 			ev, err := sr.Next()
 			if err == io.EOF {
@@ -591,6 +652,31 @@ func (r *run) readResponse(ctx context.Context, resp *http.Response, method stri
 		return nil, failf(ClassNotMCP, resp.StatusCode, "%s: HTTP %d without a content type: not an MCP endpoint", method, resp.StatusCode)
 	default:
 		return nil, failf(ClassNotMCP, resp.StatusCode, "%s: HTTP %d with content type %q: not an MCP endpoint", method, resp.StatusCode, mt)
+	}
+}
+
+// readBody reads all of body into the run's buffer, failing with
+// errTooLarge past max bytes. The bytes are valid until the next readBody:
+// parseRPC copies what it keeps.
+func (r *run) readBody(body io.Reader, max int64) ([]byte, error) {
+	cr := capReader{r: body, n: max}
+	b := r.buf[:0]
+	if cap(b) == 0 {
+		b = make([]byte, 0, 1024)
+	}
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := cr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			r.buf = b
+			if err == io.EOF {
+				return b, nil
+			}
+			return nil, err
+		}
 	}
 }
 
