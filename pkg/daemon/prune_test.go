@@ -306,3 +306,78 @@ func TestDeleteEndpointRemovesProberCatalog(t *testing.T) {
 		t.Fatalf("tool catalog after delete: %v, want ErrNotFound", err)
 	}
 }
+
+// TestPruneDistributedDelete: on SQS and Redis with one process per role,
+// the DELETE is served by the API process while the series live in the
+// prober and aggregator processes; each of those forgets them from the
+// shared store on its own prune round.
+func TestPruneDistributedDelete(t *testing.T) {
+	srv := newMCPServer(t)
+	o := config.Defaults()
+	o.Listen = "127.0.0.1:0"
+	o.DataDir = t.TempDir()
+	o.Window = time.Second
+	o.Grace = 300 * time.Millisecond
+	o.AllowPrivateTargets = true
+	setupSQS(t, &o)
+	setupRedis(t, &o)
+
+	start := func(role Role) *Daemon {
+		t.Helper()
+		d, err := Start(t.Context(), role, o, Deps{Logger: testLogger(t)})
+		if err != nil {
+			t.Fatalf("start %s: %v", role, err)
+		}
+		t.Cleanup(func() {
+			d.Stop()
+			if err := d.Wait(); err != nil {
+				t.Errorf("%s stopped with: %v", role, err)
+			}
+		})
+		return d
+	}
+	apiD, probeD, aggD := start(RoleAPI), start(RoleProber), start(RoleAggregator)
+
+	gone := register(t, apiD.Addr(), map[string]any{"name": "gone", "url": srv.url(), "schedule": "@every 1s", "timeout": "2s"})
+	eventually(t, 30*time.Second, "probe series in the prober and verdict series in the aggregator", func() bool {
+		return strings.Contains(get(t, probeD.Addr(), "/metrics"), `mcpmon_probe_up{endpoint="`+gone+`"}`) &&
+			strings.Contains(get(t, aggD.Addr(), "/metrics"), `mcpmon_verdict_state{endpoint="`+gone+`"`)
+	})
+	if forgot, err := apiD.PruneMetrics(t.Context()); err != nil || len(forgot) != 0 {
+		t.Fatalf("API process pruned %v (%v); it holds no per-endpoint series", forgot, err)
+	}
+
+	req, _ := http.NewRequest(http.MethodDelete, "http://"+apiD.Addr()+"/v1/endpoints/"+gone, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusOK {
+		t.Fatalf("DELETE: %d", resp.StatusCode)
+	}
+
+	for _, d := range []*Daemon{probeD, aggD} {
+		forgot, err := d.PruneMetrics(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(forgot, []string{gone}) {
+			t.Fatalf("%s: first prune after the delete forgot %v, want [%s]", d.role, forgot, gone)
+		}
+		eventually(t, 20*time.Second, string(d.role)+" to drop the deleted endpoint's series", func() bool {
+			if _, err := d.PruneMetrics(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			return !strings.Contains(get(t, d.Addr(), "/metrics"), `endpoint="`+gone+`"`)
+		})
+	}
+	resp, err = http.Get("http://" + apiD.Addr() + "/v1/endpoints/" + gone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("GET deleted endpoint: %d, want 404", resp.StatusCode)
+	}
+}
