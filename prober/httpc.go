@@ -172,13 +172,18 @@ func (h *httpClient) release(hc *hconn) {
 // roundTrip sends req on a connection and returns the response; its body
 // hands the connection back when read to the end.
 func (h *httpClient) roundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
-	hc, err := h.getConn(ctx, req.URL)
+	return h.exchange(req.Context(), req.URL, req, req.Write)
+}
+
+// exchange writes a request for u with write on a connection and reads the
+// answer to req (whose method decides how the body is framed).
+func (h *httpClient) exchange(ctx context.Context, u *url.URL, req *http.Request, write func(io.Writer) error) (*http.Response, error) {
+	hc, err := h.getConn(ctx, u)
 	if err != nil {
 		return nil, err
 	}
 	hc.budget.n = headerBudget + h.r.p.opts.MaxBody
-	if err := req.Write(hc.bw); err == nil {
+	if err := write(hc.bw); err == nil {
 		err = hc.bw.Flush()
 	}
 	if err != nil {
@@ -195,6 +200,31 @@ func (h *httpClient) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &connBody{rc: resp.Body, h: h, hc: hc, reuse: !resp.Close, eof: resp.Body == http.NoBody}
 	return resp, nil
+}
+
+// doFast sends one of the probe's own requests (see reqwire.go) and follows
+// redirects as Do does.
+func (h *httpClient) doFast(ctx context.Context, method string, u *url.URL, body []byte, rpc string) (*http.Response, error) {
+	r := h.r
+	uri := r.requestURI(u)
+	if !fastWritable(u.Host, uri) {
+		return h.Do(r.httpRequest(ctx, method, u, body, rpc))
+	}
+	resp, err := h.exchange(ctx, u, &http.Request{Method: method, URL: u}, func(w io.Writer) error {
+		return r.writeRequest(w.(*bufio.Writer), method, u.Host, uri, body, rpc)
+	})
+	if err != nil || !isRedirect(resp) {
+		return resp, err
+	}
+	return h.follow(r.httpRequest(ctx, method, u, body, rpc), resp)
+}
+
+func isRedirect(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return resp.Header.Get("Location") != ""
+	}
+	return false
 }
 
 // connBody returns its connection for reuse once the body hit EOF; closed
@@ -247,11 +277,23 @@ func (b *connBody) Close() error {
 // re-checked against the guard before any dial, and the endpoint's secret
 // headers are dropped when a hop leaves the original origin.
 func (h *httpClient) Do(req *http.Request) (*http.Response, error) {
+	resp, err := h.roundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	return h.follow(req, resp)
+}
+
+// follow handles resp, the answer to req: a redirect is followed (see Do),
+// anything else returned.
+func (h *httpClient) follow(req *http.Request, resp *http.Response) (*http.Response, error) {
 	origin := connKey(req.URL)
 	for hops := 0; ; hops++ {
-		resp, err := h.roundTrip(req)
-		if err != nil {
-			return nil, err
+		if hops > 0 {
+			var err error
+			if resp, err = h.roundTrip(req); err != nil {
+				return nil, err
+			}
 		}
 		switch resp.StatusCode {
 		case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:

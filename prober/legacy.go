@@ -173,9 +173,7 @@ func (ls *legacyStream) close() {
 }
 
 func (ls *legacyStream) post(ctx context.Context, r *run, method string, body []byte) error {
-	req := newRequest(ctx, http.MethodPost, ls.endpoint, body)
-	r.headers(req.Header, method)
-	resp, err := r.client.Do(req)
+	resp, err := r.client.doFast(ctx, http.MethodPost, ls.endpoint, body, method)
 	if err != nil {
 		return classify(ctx, err)
 	}

@@ -114,6 +114,8 @@ type Prober struct {
 	meta map[string]any
 	// readers and writers recycle the probes' 4 KiB buffers.
 	readers, writers sync.Pool
+	// userAgent is the User-Agent header value as written on the wire.
+	userAgent string
 	// initParams holds the encoded initialize params per protocol version.
 	initParams map[string]json.RawMessage
 }
@@ -199,6 +201,7 @@ func New(opts Options) *Prober {
 	}
 	return &Prober{
 		initParams: initParams,
+		userAgent:  wireHeaderValue(opts.ClientName + "/" + opts.ClientVersion),
 		opts:       opts,
 		log:        opts.Logger.With("component", "prober"),
 		clock:      opts.Clock,

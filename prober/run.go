@@ -62,6 +62,13 @@ type run struct {
 
 	buf []byte // readBody's buffer
 
+	// The fast request writer's state (reqwire.go).
+	uri           string
+	epHeaders     []hfield
+	epHeadersDone bool
+	hbuf          []hfield
+	numBuf        [20]byte
+
 	tools          []json.RawMessage // nil when tools/list was not read
 	degradedReason string
 }
@@ -581,9 +588,7 @@ func (r *run) call(ctx context.Context, method string, params any) (json.RawMess
 	if r.legacy != nil {
 		return r.legacy.call(ctx, r, method, id, body)
 	}
-	req := newRequest(ctx, http.MethodPost, r.u, body)
-	r.headers(req.Header, method)
-	resp, err := r.client.Do(req)
+	resp, err := r.client.doFast(ctx, http.MethodPost, r.u, body, method)
 	if err != nil {
 		return nil, classify(ctx, err)
 	}
@@ -706,9 +711,7 @@ func (r *run) notify(ctx context.Context, method string) error {
 	if r.legacy != nil {
 		return r.legacy.post(ctx, r, method, body)
 	}
-	req := newRequest(ctx, http.MethodPost, r.u, body)
-	r.headers(req.Header, method)
-	resp, err := r.client.Do(req)
+	resp, err := r.client.doFast(ctx, http.MethodPost, r.u, body, method)
 	if err != nil {
 		return classify(ctx, err)
 	}
@@ -724,9 +727,7 @@ func (r *run) deleteSession(ctx context.Context) {
 	if r.sessionID == "" || ctx.Err() != nil {
 		return
 	}
-	req := newRequest(ctx, http.MethodDelete, r.u, nil)
-	r.headers(req.Header, "")
-	resp, err := r.client.Do(req)
+	resp, err := r.client.doFast(ctx, http.MethodDelete, r.u, nil, "")
 	if err != nil {
 		return
 	}

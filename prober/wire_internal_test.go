@@ -1,8 +1,15 @@
 package prober
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"testing"
+
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // The hand-spelled 2025-era requests must be the bytes json.Marshal gives.
@@ -41,5 +48,66 @@ func TestRequestBodyMatchesMarshal(t *testing.T) {
 		if got := r.body(tc.method, tc.id, tc.params); string(got) != string(want) {
 			t.Errorf("%s: body\n%s\nwant\n%s", tc.method, got, want)
 		}
+	}
+}
+
+// The fast request writer must put on the wire exactly what Request.Write
+// puts for the same request built as an http.Request.
+func TestFastRequestMatchesRequestWrite(t *testing.T) {
+	u, err := url.Parse("http://127.0.0.1:8080/mcp/v1?key=a%20b&x=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	headerSets := []map[string]string{
+		nil,
+		{"Authorization": "Bearer tok"},
+		{"authorization": " Bearer tok\r\n", "x-api-key": "k\n2", "Host": "evil", "user-agent": "ua",
+			"content-type": "text/plain", "accept": "*/*", "Content-Length": "9", "transfer-encoding": "chunked",
+			"Trailer": "x", "bad key": "v", "mcp-session-id": "mine", "MCP-Protocol-Version": "1", "mcp-method": "m",
+			"X-Empty": "", "zzz": "last"},
+	}
+	states := []struct{ version, session string }{
+		{"", ""}, {Version20251125, ""}, {Version20251125, "sess-1"}, {Version20260728, ""}, {Version20250326, " s 2 "},
+	}
+	for hi, hs := range headerSets {
+		for _, st := range states {
+			for _, rq := range []struct {
+				method, rpc string
+				body        []byte
+			}{
+				{http.MethodPost, "initialize", []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize"}`)},
+				{http.MethodPost, "ping", []byte(`{}`)},
+				{http.MethodPost, "notifications/initialized", []byte(`{"a":1}`)},
+				{http.MethodDelete, "", nil},
+				{http.MethodPost, "x", nil},
+			} {
+				p := New(Options{ClientName: "mcpmon", ClientVersion: " 1.2\n"})
+				r := &run{p: p, ep: store.Endpoint{Headers: hs}, u: u, version: st.version, sessionID: st.session}
+				var fast bytes.Buffer
+				w := bufio.NewWriter(&fast)
+				if !fastWritable(u.Host, r.requestURI(u)) {
+					t.Fatal("fastWritable refused a plain URL")
+				}
+				if err := r.writeRequest(w, rq.method, u.Host, r.requestURI(u), rq.body, rq.rpc); err != nil {
+					t.Fatal(err)
+				}
+				w.Flush()
+				var std bytes.Buffer
+				if err := r.httpRequest(context.Background(), rq.method, u, rq.body, rq.rpc).Write(&std); err != nil {
+					t.Fatal(err)
+				}
+				if fast.String() != std.String() {
+					t.Errorf("headers %d, %+v, %s %s:\nfast:\n%q\nRequest.Write:\n%q", hi, st, rq.method, rq.rpc, fast.String(), std.String())
+				}
+			}
+		}
+	}
+	for _, host := range []string{"bücher.example", "[fe80::1%25eth0]:80", "a b", ""} {
+		if fastWritable(host, "/") {
+			t.Errorf("fastWritable(%q) = true; want the http.Request path", host)
+		}
+	}
+	if fastWritable("example.com", "/a\x01") {
+		t.Error("fastWritable accepted a control byte in the request URI")
 	}
 }
