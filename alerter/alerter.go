@@ -208,7 +208,7 @@ func New(opts Options) (*Alerter, error) {
 		sleep: sleepCtx,
 	}
 	for _, s := range opts.Sinks {
-		a.m.sink(s.Name())
+		a.m.sink(alert.MetricLabel(s))
 	}
 	unmarked := newKeySet()
 	a.fanout = func(sinks []alert.Sink) FanoutStage {
@@ -622,7 +622,7 @@ func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) erro
 			if !p.Deferred || !p.DeferredUntil.Equal(end) {
 				if !p.Deferred {
 					for _, s := range sinks {
-						a.m.alert(s.Name(), p.alertKind(), OutcomeSuppressed)
+						a.m.alert(alert.MetricLabel(s), p.alertKind(), OutcomeSuppressed)
 					}
 				}
 				q := p
@@ -636,7 +636,7 @@ func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) erro
 			return errors.Join(errs...)
 		case actDrop:
 			for _, s := range sinks {
-				a.m.alert(s.Name(), p.alertKind(), OutcomeSuppressed)
+				a.m.alert(alert.MetricLabel(s), p.alertKind(), OutcomeSuppressed)
 			}
 			a.log.Info("notification dropped", "incident", p.IncidentID, "kind", p.Kind, "reason", why)
 			err := a.rewrite(ctx, endpointID, p, nil, func(_ *store.Incident, id *incidentData) {
@@ -672,7 +672,7 @@ func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) erro
 		for _, dl := range ds {
 			switch {
 			case dl.Err == nil:
-				a.m.alert(dl.Sink.Name(), n.Kind, dl.Outcome)
+				a.m.alert(alert.MetricLabel(dl.Sink), n.Kind, dl.Outcome)
 				if dl.Outcome == OutcomeSent && !p.VerdictEmittedAt.IsZero() {
 					a.m.PipelineDelay.WithLabelValues("verdict_to_alert").Observe(a.clk.Now().Sub(p.VerdictEmittedAt).Seconds())
 				}
@@ -683,7 +683,7 @@ func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) erro
 				perr = append(perr, dl.Err)
 			default:
 				if errors.Is(dl.Err, ErrDelivery) {
-					a.m.alert(dl.Sink.Name(), n.Kind, OutcomeFailed)
+					a.m.alert(alert.MetricLabel(dl.Sink), n.Kind, OutcomeFailed)
 				}
 				a.log.Warn("notification not delivered; it stays in the outbox for the next drain", "sink", dl.Sink.Name(), "incident", inc.ID, "kind", p.Kind, "err", redact(dl.Err))
 				blocked[dl.Sink.Name()] = true

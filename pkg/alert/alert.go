@@ -66,3 +66,19 @@ func (e *RetryAfterError) Error() string {
 }
 
 func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// MetricLabeler is implemented by sinks counted under a label other than
+// their name. Per-endpoint sinks are named by API callers; counting them by
+// name would let endpoint churn grow the alert metrics without bound, so they
+// are counted under a label such as "endpoint:webhook".
+type MetricLabeler interface {
+	MetricLabel() string
+}
+
+// MetricLabel is the label s is counted under in metrics.
+func MetricLabel(s Sink) string {
+	if l, ok := s.(MetricLabeler); ok {
+		return l.MetricLabel()
+	}
+	return s.Name()
+}

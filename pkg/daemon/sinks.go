@@ -59,17 +59,22 @@ func (d *Daemon) sinks() (sinkSet, error) {
 		own.HTTPClient = sinks.DialingClient(own.DialContext)
 	}
 
+	// One cache entry per endpoint, replaced when its sinks change, so
+	// memory follows the number of endpoints, not the number of edits.
+	type cached struct {
+		raw   string
+		sinks []alert.Sink
+	}
 	var mu sync.Mutex
-	cache := map[string][]alert.Sink{} // endpoint ID + raw config → sinks
+	cache := map[string]cached{}
 	set.forEndpoint = func(_ context.Context, ep store.Endpoint) ([]alert.Sink, error) {
 		if len(ep.Sinks) == 0 || string(ep.Sinks) == "null" {
 			return global, nil
 		}
-		key := ep.ID + "\x00" + string(ep.Sinks)
 		mu.Lock()
 		defer mu.Unlock()
-		if s, ok := cache[key]; ok {
-			return s, nil
+		if c, ok := cache[ep.ID]; ok && c.raw == string(ep.Sinks) {
+			return c.sinks, nil
 		}
 		cfgs, err := sinks.ParseEndpointSinks(ep.Sinks)
 		if err != nil {
@@ -85,13 +90,23 @@ func (d *Daemon) sinks() (sinkSet, error) {
 			if err != nil {
 				return nil, fmt.Errorf("sink %q of endpoint %s: %w", c.Name, ep.ID, err)
 			}
-			out = append(out, s)
+			// Counted by type, not by the caller-chosen name: bounded series.
+			out = append(out, endpointSink{Sink: s, label: "endpoint:" + c.Type})
 		}
-		cache[key] = out
+		cache[ep.ID] = cached{raw: string(ep.Sinks), sinks: out}
 		return out, nil
 	}
 	return set, nil
 }
+
+// endpointSink is a per-endpoint sink: its name (part of its ledger keys)
+// is the caller's, its metric label the sink type.
+type endpointSink struct {
+	alert.Sink
+	label string
+}
+
+func (s endpointSink) MetricLabel() string { return s.label }
 
 // guardedSinkDial is the prober's dial-time SSRF guard for per-endpoint
 // sinks. A refused address is a permanent failure: retrying cannot reach

@@ -159,3 +159,37 @@ func TestEndpointSinksGuardedWhenSending(t *testing.T) {
 		}
 	})
 }
+
+// TestEndpointSinksCountedByType: per-endpoint sinks keep their own names
+// (their ledger keys) but are counted in metrics under their type, so
+// user-chosen names cannot grow the alert series without bound; an edit
+// replaces the endpoint's cached sinks rather than adding to them.
+func TestEndpointSinksCountedByType(t *testing.T) {
+	o := config.Defaults()
+	o.WebhookURL = "http://127.0.0.1:9/global"
+	d := &Daemon{opts: o, log: slog.New(slog.DiscardHandler)}
+	set, err := d.sinks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := store.Endpoint{ID: "ep1", Sinks: json.RawMessage(`[{"name": "team-a-hook", "type": "webhook", "url": "https://hooks.example/a"}]`)}
+	labels := func() map[string]string {
+		t.Helper()
+		got, err := set.forEndpoint(t.Context(), ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, s := range got {
+			m[s.Name()] = alert.MetricLabel(s)
+		}
+		return m
+	}
+	if got := labels(); got["webhook"] != "webhook" || got["team-a-hook"] != "endpoint:webhook" {
+		t.Fatalf("metric labels by sink name = %v", got)
+	}
+	ep.Sinks = json.RawMessage(`[{"name": "team-b-hook", "type": "slack", "url": "https://hooks.example/b"}]`)
+	if got := labels(); got["team-b-hook"] != "endpoint:slack" || got["team-a-hook"] != "" {
+		t.Fatalf("after the edit, metric labels by sink name = %v", got)
+	}
+}
