@@ -58,7 +58,7 @@ func Catalog() []Family {
 		// Alerter.
 		{"mcpmon_incidents_open", Gauge, nil, "alerter", "1"},
 		{"mcpmon_incidents_total", Counter, []string{"event"}, "alerter", "3 events"},
-		{"mcpmon_alerts_total", Counter, []string{"kind", "outcome", "sink"}, "alerter", "sinks × kinds × 4 outcomes"},
+		{"mcpmon_alerts_total", Counter, []string{"kind", "outcome", "sink"}, "alerter", "(global sink names + 5 endpoint:<type> labels) × kinds × 4 outcomes"},
 		{"mcpmon_ledger_claims_total", Counter, []string{"result"}, "alerter", "3 results"},
 		// Queue plumbing (every role that sends or consumes).
 		{"mcpmon_queue_sends_total", Counter, []string{"queue"}, "queue", perQueue},
