@@ -253,15 +253,22 @@ func (b *connBody) Close() error {
 	}
 	b.done = true
 	if !b.eof && b.reuse {
-		dl, hasDL := b.hc.ctx.Deadline()
-		_ = b.hc.c.SetReadDeadline(time.Now().Add(time.Millisecond))
+		// The 1 ms read deadline is armed by the first read that reaches
+		// the connection: the rest of an SSE answer (its closing chunk)
+		// is usually buffered already, and arming and disarming a deadline
+		// costs timer updates and often a poller wake-up.
+		b.hc.budget.drain = b.hc.c
 		if n, err := io.CopyN(io.Discard, b.rc, 4<<10); err == io.EOF && n < 4<<10 {
 			b.eof = true
 		}
-		if hasDL {
-			_ = b.hc.c.SetReadDeadline(dl)
-		} else {
-			_ = b.hc.c.SetReadDeadline(time.Time{})
+		armed := b.hc.budget.armed
+		b.hc.budget.drain, b.hc.budget.armed = nil, false
+		if armed {
+			if dl, hasDL := b.hc.ctx.Deadline(); hasDL {
+				_ = b.hc.c.SetReadDeadline(dl)
+			} else {
+				_ = b.hc.c.SetReadDeadline(time.Time{})
+			}
 		}
 	}
 	b.rc.Close()

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -20,9 +22,17 @@ var errTooLarge = errors.New("response exceeds the size cap")
 type capReader struct {
 	r io.Reader
 	n int64
+	// drain, when set, gets a read deadline 1 ms ahead before the first
+	// read of r (connBody.Close's bounded drain); armed records that.
+	drain net.Conn
+	armed bool
 }
 
 func (c *capReader) Read(p []byte) (int, error) {
+	if c.drain != nil && !c.armed {
+		c.armed = true
+		_ = c.drain.SetReadDeadline(time.Now().Add(time.Millisecond))
+	}
 	if c.n <= 0 {
 		// Probe one byte: EOF exactly at the cap is fine.
 		var b [1]byte
