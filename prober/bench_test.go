@@ -224,3 +224,26 @@ func BenchmarkRawHTTPFloor(b *testing.B) {
 	base := benchServer(b)
 	benchCPU(b, func() { rawProbe(b, base+"/json") })
 }
+
+// BenchmarkRawHTTPFloorCPURatio alternates the hand-written floor with the
+// go-sdk client as BenchmarkProbeCPURatio does with the prober: the best
+// ratio any client can reach in that alternation (JSON answers only).
+func BenchmarkRawHTTPFloorCPURatio(b *testing.B) {
+	base := benchServer(b)
+	url := base + "/json"
+	rawProbe(b, url)
+	sdkProbe(b, url, false)
+	rounds := max(b.N, 300)
+	var floor, sdk time.Duration
+	for range rounds {
+		t := cpuTime()
+		rawProbe(b, url)
+		m := cpuTime()
+		sdkProbe(b, url, false)
+		floor += m - t
+		sdk += cpuTime() - m
+	}
+	b.ReportMetric(float64(floor)/float64(rounds), "floor-cpu-ns/probe")
+	b.ReportMetric(float64(sdk)/float64(rounds), "gosdk-cpu-ns/probe")
+	b.ReportMetric(float64(floor)/float64(sdk), "ratio")
+}
