@@ -32,6 +32,11 @@ type httpClient struct {
 	mu   sync.Mutex
 	idle *hconn
 	all  []*hconn
+
+	// lastURL and lastKey remember connKey of the URL requested last
+	// (nearly always the endpoint's). Only the probe's goroutine dials.
+	lastURL *url.URL
+	lastKey string
 }
 
 // hconn is one connection of a probe.
@@ -74,7 +79,11 @@ func connKey(u *url.URL) string {
 }
 
 func (h *httpClient) getConn(ctx context.Context, u *url.URL) (*hconn, error) {
-	key := connKey(u)
+	key := h.lastKey
+	if u != h.lastURL {
+		key = connKey(u)
+		h.lastURL, h.lastKey = u, key
+	}
 	h.mu.Lock()
 	if h.idle != nil && h.idle.key == key && h.idle.ctx == ctx {
 		c := h.idle

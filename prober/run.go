@@ -50,9 +50,11 @@ type run struct {
 
 	client *httpClient
 
-	mu     sync.Mutex
-	phases map[string]time.Duration
-	marks  map[string]time.Time
+	mu      sync.Mutex
+	phases  [8]phaseDur // msg.Phases but total
+	nPhases int
+	marks   [3]timeMark // dns, connect, tls
+	nMarks  int
 
 	version   string
 	sessionID string
@@ -74,7 +76,7 @@ type run struct {
 }
 
 func newRun(p *Prober, ep store.Endpoint, res *msg.ProbeResult) *run {
-	r := &run{p: p, ep: ep, res: res, phases: map[string]time.Duration{}, marks: map[string]time.Time{}}
+	r := &run{p: p, ep: ep, res: res}
 	r.client = &httpClient{r: r}
 	return r
 }
@@ -128,19 +130,20 @@ func (r *run) close() {
 func (r *run) trace(ctx context.Context) context.Context {
 	mark := func(k string) {
 		r.mu.Lock()
-		if _, ok := r.marks[k]; !ok {
-			r.marks[k] = time.Now()
+		if r.markAt(k) < 0 && r.nMarks < len(r.marks) {
+			r.marks[r.nMarks] = timeMark{k, time.Now()}
+			r.nMarks++
 		}
 		r.mu.Unlock()
 	}
 	done := func(phase, startKey string) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if _, ok := r.phases[phase]; ok {
+		if r.phaseAt(phase) >= 0 {
 			return
 		}
-		if t, ok := r.marks[startKey]; ok {
-			r.phases[phase] = time.Since(t)
+		if i := r.markAt(startKey); i >= 0 {
+			r.addPhase(phase, time.Since(r.marks[i].at))
 		}
 	}
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -153,11 +156,55 @@ func (r *run) trace(ctx context.Context) context.Context {
 	})
 }
 
+// phaseDur is one recorded phase; timeMark the start of a traced one. A
+// probe has at most seven phases and three traced starts: small arrays
+// searched in order instead of two maps per probe.
+type phaseDur struct {
+	name string
+	d    time.Duration
+}
+
+type timeMark struct {
+	name string
+	at   time.Time
+}
+
+// phaseAt and markAt return the index of name, or -1. r.mu is held.
+func (r *run) phaseAt(name string) int {
+	for i := range r.nPhases {
+		if r.phases[i].name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (r *run) markAt(name string) int {
+	for i := range r.nMarks {
+		if r.marks[i].name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// addPhase adds d to phase, recording it if new. r.mu is held.
+func (r *run) addPhase(phase string, d time.Duration) {
+	if i := r.phaseAt(phase); i >= 0 {
+		r.phases[i].d += d
+		return
+	}
+	if r.nPhases < len(r.phases) {
+		r.phases[r.nPhases] = phaseDur{phase, d}
+		r.nPhases++
+	}
+}
+
 func (r *run) timed(phase string, f func() error) error {
 	t := time.Now()
 	err := f()
 	r.mu.Lock()
-	r.phases[phase] += time.Since(t)
+	r.addPhase(phase, time.Since(t))
 	r.mu.Unlock()
 	return err
 }
@@ -165,8 +212,8 @@ func (r *run) timed(phase string, f func() error) error {
 func (r *run) copyPhases() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k, d := range r.phases {
-		r.res.Phases[k] = d.Seconds()
+	for _, p := range r.phases[:r.nPhases] {
+		r.res.Phases[p.name] = p.d.Seconds()
 	}
 }
 
