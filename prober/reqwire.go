@@ -75,8 +75,12 @@ func (r *run) wireHeaders(rpc string) []hfield {
 	setSession := r.sessionID != ""
 	setVersion := r.version != "" && rpc != "initialize" && r.legacy == nil
 	setMethod := r.version == Version20260728
+	eph := r.endpointHeaders()
+	if r.hbuf == nil {
+		r.hbuf = make([]hfield, 0, len(eph)+5)
+	}
 	hs := r.hbuf[:0]
-	for _, f := range r.endpointHeaders() {
+	for _, f := range eph {
 		switch {
 		case f.k == "Mcp-Session-Id" && setSession,
 			f.k == "Mcp-Protocol-Version" && setVersion,

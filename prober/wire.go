@@ -211,11 +211,10 @@ func parseRPC(b []byte) ([]rpcMessage, error) {
 			return nil, fmt.Errorf("%w: empty batch", errNotJSONRPC)
 		}
 	} else {
-		var m rpcMessage
-		if err := json.Unmarshal(b, &m); err != nil {
+		msgs = make([]rpcMessage, 1)
+		if err := json.Unmarshal(b, &msgs[0]); err != nil {
 			return nil, fmt.Errorf("%w: %v", errNotJSONRPC, err)
 		}
-		msgs = []rpcMessage{m}
 	}
 	for i := range msgs {
 		m := &msgs[i]
