@@ -3,10 +3,10 @@ package daemon
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -18,12 +18,10 @@ import (
 	redisstore "github.com/mcpmon/mcpmon/pkg/store/redis"
 )
 
-var routeRedisLogs sync.Once
-
 func openRedis(ctx context.Context, o config.Options, clk clock.Clock, logger *slog.Logger) (store.Store, error) {
-	// go-redis logs every failed dial on its own global logger; send those
-	// to debug so an outage is one warning from the store, not a flood.
-	routeRedisLogs.Do(func() { redisstore.RouteDriverLogs(logger) })
+	// go-redis logs every failed dial on its own process-wide logger; send
+	// those to debug so an outage is one warning from the store, not a flood.
+	redisstore.RouteDriverLogs(logger)
 	s, err := redisstore.New(ctx, o.RedisURL, redisstore.Options{Prefix: o.RedisPrefix, LedgerTTL: o.LedgerTTL, Clock: clk, Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("connect to Redis (check --redis-url and that Redis is up): %w", err)
@@ -78,7 +76,7 @@ func openSQS(ctx context.Context, o config.Options, logger *slog.Logger, reg pro
 func EnsureQueues(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
 	o, err := config.Parse("mcpmon queues ensure", args, env, stderr)
 	if err != nil {
-		if errors.Is(err, flagHelp) {
+		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return usageError{err}

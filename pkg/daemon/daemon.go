@@ -70,7 +70,7 @@ func IsUsage(err error) bool {
 func Main(ctx context.Context, role Role, args []string, env func(string) string, stdout, stderr io.Writer) error {
 	o, err := config.Parse("mcpmon "+string(role), args, env, stderr)
 	if err != nil {
-		if errors.Is(err, flagHelp) {
+		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return usageError{err}
@@ -416,7 +416,6 @@ register an MCP endpoint:
 `, Version, d.role, host, host, host)
 }
 
-var flagHelp = flag.ErrHelp
 
 // Gather scrapes the process's registry (the load harness reads it).
 func (d *Daemon) Gather() ([]*dto.MetricFamily, error) { return d.reg.Gather() }
