@@ -416,6 +416,5 @@ register an MCP endpoint:
 `, Version, d.role, host, host, host)
 }
 
-
 // Gather scrapes the process's registry (the load harness reads it).
 func (d *Daemon) Gather() ([]*dto.MetricFamily, error) { return d.reg.Gather() }
