@@ -49,7 +49,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
@@ -148,8 +147,6 @@ type Alerter struct {
 	// one Owner the ledger would let both claims through (a live claim is
 	// re-acquired by its owner); across processes the ledger separates them.
 	drainLocks [64]sync.Mutex
-	// storeDown makes a store outage log once, not once per message.
-	storeDown atomic.Bool
 }
 
 // New returns an Alerter.
@@ -233,14 +230,13 @@ func (a *Alerter) fault(point string) error { return a.hook(point) }
 // its retry budget: that notification stays in the outbox, which the sweep
 // retries, and holding the verdict back would only block the verdicts
 // queued behind it in the endpoint's FIFO group (received with it on every
-// attempt, they would follow it to the DLQ unapplied). While the store is
-// unavailable Handle waits for it, retrying with backoff: the consumer's
-// heartbeat keeps the message in flight, its receive count stays put, and
-// with every worker waiting the consumer receives nothing more, so an
-// outage longer than maxReceiveCount visibility timeouts does not send the
-// verdicts to the DLQ unapplied. An error leaves the message for
-// redelivery (a claim held by another replica, the store still unavailable
-// when ctx ends) and, after maxReceiveCount, for the DLQ. Any other failure
+// attempt, they would follow it to the DLQ unapplied). A store outage is
+// returned as store.ErrUnavailable, which the consumer treats as transient
+// (queue.ConsumerOptions.Transient): it retries the message in place, kept
+// in flight by the heartbeat, so an outage of any length does not send the
+// verdicts to the DLQ unapplied. Any other error leaves the message for
+// redelivery (a claim held by another replica) and, after maxReceiveCount,
+// for the DLQ. Any other failure
 // after the verdict is folded (a sink, the endpoint's sink configuration)
 // leaves the work to the outbox in the same way.
 func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
@@ -255,15 +251,6 @@ func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
 		return fmt.Errorf("alerter: verdict message %s: missing endpointId", m.ID)
 	}
 	err := a.process(ctx, v)
-	for wait := storeRetryInitial; errors.Is(err, store.ErrUnavailable) && !errors.Is(err, errInjectedCrash); wait = min(2*wait, storeRetryMax) {
-		if a.storeDown.CompareAndSwap(false, true) {
-			a.log.Warn("store unavailable: verdicts wait in flight until it is back", "err", err)
-		}
-		if a.sleep(ctx, wait) != nil {
-			break
-		}
-		err = a.process(ctx, v)
-	}
 	switch {
 	case errors.As(err, new(drainError)) && !errors.Is(err, ErrClaimHeld) && !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, errInjectedCrash):
 		if errors.Is(err, ErrDelivery) {
@@ -274,9 +261,8 @@ func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
 		}
 		return nil
 	case errors.Is(err, store.ErrUnavailable):
-		if a.storeDown.CompareAndSwap(false, true) {
-			a.log.Warn("store unavailable: verdicts stay queued until it is back", "err", err)
-		}
+		// The consumer holds the message in flight and retries it
+		// (queue.ConsumerOptions.Transient), logging the outage once.
 		return err
 	case err != nil:
 		// The message stays queued; past maxReceiveCount it moves to the DLQ
@@ -286,17 +272,8 @@ func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
 		}
 		return err
 	}
-	if a.storeDown.CompareAndSwap(true, false) {
-		a.log.Info("store reachable again")
-	}
 	return nil
 }
-
-// Store-outage retry backoff in Handle.
-const (
-	storeRetryInitial = time.Second
-	storeRetryMax     = 30 * time.Second
-)
 
 // process folds v and drains its endpoint's outbox.
 func (a *Alerter) process(ctx context.Context, v msg.Verdict) error {

@@ -5,65 +5,91 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
-	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-// outageStore makes the store unreachable until the clock reaches back, the
-// way the Redis store reports it (store.ErrUnavailable). Stopping a real
-// redis-server would do the same but cannot end the outage at a fake-clock
-// instant.
+// outageStore makes the store unreachable while down() says so, the way the
+// Redis store reports it (store.ErrUnavailable). Stopping a real
+// redis-server would do the same but cannot end the outage at an exact
+// point.
 type outageStore struct {
 	Store
-	clk  clock.Clock
-	back time.Time
+	down func() bool
 }
 
-func (s *outageStore) down(op string) error {
-	if s.clk.Now().Before(s.back) {
+func (s *outageStore) check(op string) error {
+	if s.down() {
 		return fmt.Errorf("redis store: %s: %w: connection refused", op, store.ErrUnavailable)
 	}
 	return nil
 }
 
 func (s *outageStore) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
-	if err := s.down("get endpoint"); err != nil {
+	if err := s.check("get endpoint"); err != nil {
 		return store.Endpoint{}, err
 	}
 	return s.Store.GetEndpoint(ctx, id)
 }
 
 func (s *outageStore) GetTracker(ctx context.Context, id string) (store.Tracker, error) {
-	if err := s.down("get tracker"); err != nil {
+	if err := s.check("get tracker"); err != nil {
 		return store.Tracker{}, err
 	}
 	return s.Store.GetTracker(ctx, id)
 }
 
-// TestReviewStoreOutageDoesNotDeadLetterVerdicts: Redis is down for 20
-// minutes while an endpoint goes down and comes back. Each verdict failed
-// with ErrUnavailable and was left for redelivery, so with a 60s visibility
-// timeout every verdict queued in the outage reached maxReceiveCount within
-// about ten minutes and went to the DLQ — the README promises they are
-// "redelivered and processed when Redis returns". Here the outage spans the
-// whole incident, which was never alerted.
+// TestReviewStoreOutageDoesNotDeadLetterVerdicts: the store is down while
+// an endpoint goes down and comes back. Failing each verdict with
+// ErrUnavailable and leaving it for redelivery walked every verdict queued
+// in a long outage to the DLQ within maxReceiveCount visibility timeouts,
+// and the incident was never alerted. Handle reports the outage as
+// store.ErrUnavailable and the consumer, told it is transient, holds the
+// message in flight and retries it in place: every verdict is applied on
+// its first receive once the store is back.
 func TestReviewStoreOutageDoesNotDeadLetterVerdicts(t *testing.T) {
 	e := newEnv(t)
 	e.endpoint("ep1", nil, nil)
+	var reads atomic.Int32
 	a := e.alerter("a", func(o *Options) {
-		o.Store = &outageStore{Store: e.st, clk: e.clk, back: t0.Add(20 * time.Minute)}
+		// Down for the first 8 reads: several retries of the first verdict.
+		o.Store = &outageStore{Store: e.st, down: func() bool { return reads.Add(1) <= 8 }}
 	})
-	e.states("ep1", 0, up, down, down, down, up, up)
-	for range 30 { // 61s each: past the outage
-		e.pump(a.Handle)
-		e.redeliver()
+	states := []msg.State{up, down, down, down, up, up}
+	e.states("ep1", 0, states...)
+
+	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+	defer cancel()
+	var handled []int
+	h := func(ctx context.Context, m queue.Message) error {
+		err := a.Handle(ctx, m)
+		if err == nil {
+			handled = append(handled, m.ReceiveCount)
+			if len(handled) == len(states) {
+				cancel()
+			}
+		}
+		return err
 	}
-	e.pump(a.Handle)
+	err := queue.Consume(ctx, e.q, h, queue.ConsumerOptions{
+		Concurrency: 1, Clock: e.clk, TransientBackoff: time.Millisecond, DeleteDelay: time.Millisecond,
+		Transient: func(err error) bool { return errors.Is(err, store.ErrUnavailable) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(handled, []int{1, 1, 1, 1, 1, 1}) {
+		t.Fatalf("receive counts of the handled verdicts = %v, want all six applied on their first receive", handled)
+	}
+	if reads.Load() <= 8 {
+		t.Fatalf("the store was read %d times: the outage never happened", reads.Load())
+	}
 	if dl, err := e.broker.DLQ("verdicts").Receive(e.ctx, queue.ReceiveInput{Max: queue.MaxBatch}); err != nil || len(dl) != 0 {
 		t.Errorf("%d verdicts dead-lettered (%v), want none", len(dl), err)
 	}

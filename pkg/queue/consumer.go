@@ -45,12 +45,15 @@ type ConsumerOptions struct {
 	DeleteDelay time.Duration
 	// Transient says whether a handler error means a dependency is down
 	// (a store outage) rather than that the message failed. Such a message
-	// is retried in place with backoff (1 s doubling to 30 s) while the
+	// is retried in place with backoff (TransientBackoff doubling to 30 s) while the
 	// heartbeat keeps it in flight, so its receive count does not grow and
 	// an outage longer than maxReceiveCount visibility timeouts cannot walk
 	// it — and the messages queued behind it in its group — to the DLQ. The
 	// outage is logged once when it starts and once when it ends.
 	Transient func(error) bool
+	// TransientBackoff is the first wait before a transient failure is
+	// retried (default 1 s; it doubles up to 30 s).
+	TransientBackoff time.Duration
 	// FinishReceive lets a receive already in flight when ctx ends return,
 	// and releases what it got, instead of abandoning it. Set it for SQS: a
 	// long poll cancelled on the client may still have received messages on
@@ -277,7 +280,10 @@ func (c *consumer) runGroup(ctx context.Context, batch []Message, receivedAt tim
 // handle runs the handler on m, retrying in place while it fails with a
 // transient error (see ConsumerOptions.Transient) and ctx lasts.
 func (c *consumer) handle(ctx context.Context, m Message) error {
-	wait := time.Second
+	wait := c.opts.TransientBackoff
+	if wait <= 0 {
+		wait = time.Second
+	}
 	for {
 		err := c.h(ctx, m)
 		if err == nil || c.opts.Transient == nil || !c.opts.Transient(err) {
