@@ -1,7 +1,9 @@
 // Package alert holds what the alerter hands to a sink: the Notification for
 // one incident event and the Sink interface every sink package implements
-// (alerter/sinks/...). It carries no behaviour so that sinks and the alerter
-// can depend on it without depending on each other.
+// (alerter/sinks/...), and maintenance windows (recurring ones are parsed by
+// the scheduler's own schedule rules, in UTC unless CRON_TZ= says otherwise).
+// It delivers nothing itself, so sinks, the alerter and the API can depend on
+// it without depending on each other.
 package alert
 
 import (

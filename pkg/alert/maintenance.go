@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/robfig/cron/v3"
+	"github.com/mcpmon/mcpmon/pkg/scheduler"
 )
 
 // MaintenanceKind is the store.Objects kind under which maintenance windows
@@ -21,11 +21,6 @@ var ErrInvalidMaintenance = errors.New("invalid maintenance window")
 // merges into one, so a window whose Duration exceeds its period cannot loop
 // forever.
 const maxMergedWindows = 1000
-
-// cronParser accepts the same 5-field specs and descriptors (@daily,
-// @weekly, @every 1h) as endpoint schedules. Specs are evaluated in UTC
-// unless prefixed with CRON_TZ=<zone>.
-var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 // Maintenance silences alerts for a set of endpoints during a window: either
 // one-off (Start..End) or recurring (every Cron activation, for Duration).
@@ -86,7 +81,7 @@ func (m Maintenance) Validate() error {
 		if m.Duration <= 0 {
 			return fmt.Errorf("%w %q: a recurring window needs a positive duration", ErrInvalidMaintenance, m.ID)
 		}
-		if _, err := cronParser.Parse(m.Cron); err != nil {
+		if _, err := scheduler.ParseSchedule(m.Cron); err != nil {
 			return fmt.Errorf("%w %q: cron %q: %v", ErrInvalidMaintenance, m.ID, m.Cron, err)
 		}
 	default:
@@ -137,7 +132,7 @@ func (m Maintenance) Window(t time.Time) (start, end time.Time, ok bool) {
 	if m.Duration <= 0 {
 		return time.Time{}, time.Time{}, false
 	}
-	sched, err := cronParser.Parse(m.Cron)
+	sched, err := scheduler.ParseSchedule(m.Cron)
 	if err != nil {
 		return time.Time{}, time.Time{}, false
 	}

@@ -121,3 +121,22 @@ func TestMaintenanceJSONRoundTrip(t *testing.T) {
 		t.Fatalf("round trip = %+v, want %+v", got, m)
 	}
 }
+
+// TestMaintenanceCronIsUTC: a recurring window without CRON_TZ= runs in UTC,
+// as documented, whatever the host's time zone; CRON_TZ= picks another zone.
+func TestMaintenanceCronIsUTC(t *testing.T) {
+	saved := time.Local
+	time.Local = time.FixedZone("UTC+5", 5*3600) // a host not on UTC
+	t.Cleanup(func() { time.Local = saved })
+	ep := EndpointRef{ID: "ep1"}
+	// The same instant as time.Now() reports it on that host.
+	at := time.Date(2026, 3, 2, 3, 30, 0, 0, time.UTC).In(time.Local)
+	utc := Maintenance{EndpointIDs: []string{"ep1"}, Cron: "0 3 * * *", Duration: time.Hour}
+	if !utc.ActiveAt(at, ep) {
+		t.Errorf("%q for 1h is not active at %s: evaluated in the host's zone, not UTC", utc.Cron, at)
+	}
+	tokyo := Maintenance{EndpointIDs: []string{"ep1"}, Cron: "CRON_TZ=Asia/Tokyo 0 12 * * *", Duration: time.Hour}
+	if !tokyo.ActiveAt(at, ep) { // 12:30 in Tokyo
+		t.Errorf("%q for 1h is not active at %s", tokyo.Cron, at)
+	}
+}
