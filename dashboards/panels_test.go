@@ -406,7 +406,7 @@ func httpGet(ctx context.Context, u string) (*http.Response, error) {
 
 func register(t *testing.T, ctx context.Context, api, name, target string) string {
 	t.Helper()
-	body, _ := json.Marshal(map[string]string{"name": name, "url": target, "schedule": "@every 1s", "timeout": "2s"})
+	body, _ := json.Marshal(map[string]string{"name": name, "url": target, "schedule": "@every 1s", "timeout": "1s"})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, api+"/v1/endpoints", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)

@@ -188,6 +188,23 @@ func TestCreateEndpointAppliesDefaults(t *testing.T) {
 	}
 }
 
+// TestDefaultTimeoutFitsTheInterval: without an explicit timeout, a schedule
+// shorter than the default timeout gets a timeout of its interval, so a hung
+// target's probe ends before the next slot.
+func TestDefaultTimeoutFitsTheInterval(t *testing.T) {
+	h := newHarness(t)
+	for _, tc := range []struct{ schedule, want string }{
+		{"@every 3s", "3s"},
+		{"@every 1m", "10s"},
+		{"* * * * *", "10s"},
+	} {
+		ep := h.create(`{"name":"n","url":"https://a.example/mcp","schedule":"` + tc.schedule + `"}`)
+		if ep.Timeout != tc.want {
+			t.Errorf("schedule %q: timeout %s, want %s", tc.schedule, ep.Timeout, tc.want)
+		}
+	}
+}
+
 func TestCreateEndpointAllFields(t *testing.T) {
 	h := newHarness(t)
 	v := h.create(`{

@@ -273,16 +273,28 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 	if e.Schedule == "" {
 		e.Schedule = DefaultSchedule
 	}
-	if _, err := scheduler.ParseSchedule(e.Schedule); err != nil {
-		bad("#/schedule", "%v", err)
+	var interval time.Duration // shortest time between two slots; 0 if unknown
+	if sl, err := scheduler.NewSlots(store.Endpoint{Schedule: e.Schedule}); err != nil {
+		bad("#/schedule", "%v", errors.Unwrap(err))
+	} else {
+		interval = sl.ShortestInterval(s.clock.Now())
 	}
 
+	// The timeout rule: a probe must end before the endpoint's next slot,
+	// or every slot queues behind a hung probe and reports too late for its
+	// window. An explicit timeout over the interval is refused; the default
+	// is clamped to it.
 	e.Timeout = DefaultTimeout
+	if interval > 0 {
+		e.Timeout = max(min(DefaultTimeout, interval), MinTimeout)
+	}
 	if in.Timeout != "" {
 		if d, err := time.ParseDuration(in.Timeout); err != nil {
 			bad("#/timeout", "must be a Go duration such as \"10s\"")
 		} else if d < MinTimeout || d > MaxTimeout {
 			bad("#/timeout", "must be between %s and %s", MinTimeout, MaxTimeout)
+		} else if interval > 0 && d > interval {
+			bad("#/timeout", "%s is longer than the schedule's shortest interval (%s): a probe must end before the next one is due; use a timeout of at most %s or a longer schedule", d, interval, interval)
 		} else {
 			e.Timeout = d
 		}

@@ -92,6 +92,8 @@ func TestClientErrors(t *testing.T) {
 		{"bad timeout", "POST", "/v1/endpoints", "", valid(`,"timeout":"ten seconds"`), 400, "#/timeout", ""},
 		{"timeout too short", "POST", "/v1/endpoints", "", valid(`,"timeout":"0s"`), 400, "#/timeout", ""},
 		{"timeout too long", "POST", "/v1/endpoints", "", valid(`,"timeout":"10m"`), 400, "#/timeout", ""},
+		{"timeout over the interval", "POST", "/v1/endpoints", "", valid(`,"schedule":"@every 2s","timeout":"5s"`), 400, "#/timeout", ""},
+		{"timeout over a cron interval", "POST", "/v1/endpoints", "", valid(`,"schedule":"0,1 9 * * *","timeout":"90s"`), 400, "#/timeout", ""},
 		{"latency over timeout", "POST", "/v1/endpoints", "", valid(`,"timeout":"5s","latencyThreshold":"6s"`), 400, "#/latencyThreshold", ""},
 		{"bad header name", "POST", "/v1/endpoints", "", valid(`,"headers":{"Bad Header":"v"}`), 400, "#/headers/Bad Header", ""},
 		{"reserved header", "POST", "/v1/endpoints", "", valid(`,"headers":{"host":"evil"}`), 400, "#/headers/host", ""},
@@ -115,6 +117,7 @@ func TestClientErrors(t *testing.T) {
 
 		// PATCH validation leaves the endpoint as it was.
 		{"patch invalid value", "PATCH", epPath, "", `{"timeout":"1h"}`, 400, "#/timeout", ""},
+		{"patch schedule under the timeout", "PATCH", epPath, "", `{"schedule":"@every 5s"}`, 400, "#/timeout", ""},
 		{"patch read-only field", "PATCH", epPath, "", `{"version":7}`, 400, "#/version", ""},
 		{"patch not an object", "PATCH", epPath, "", `[]`, 400, "#", ""},
 		{"patch null", "PATCH", epPath, "", `null`, 400, "#", ""},

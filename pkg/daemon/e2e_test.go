@@ -181,7 +181,7 @@ func runEndToEnd(t *testing.T, b backend) {
 	}()
 
 	const secret = "Bearer e2e-secret-token"
-	id := register(t, d.Addr(), map[string]any{"name": "fixture", "url": srv.url(), "schedule": "@every 1s", "timeout": "2s",
+	id := register(t, d.Addr(), map[string]any{"name": "fixture", "url": srv.url(), "schedule": "@every 1s", "timeout": "1s",
 		"headers": map[string]string{"Authorization": secret}})
 	eventually(t, 20*time.Second, "an up verdict", func() bool {
 		return latestState(t, d.Addr(), id) == msg.StateUp

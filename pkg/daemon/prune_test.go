@@ -232,7 +232,7 @@ func TestPruneAfterDeleteEmbedded(t *testing.T) {
 		}
 	}()
 
-	ep := map[string]any{"url": srv.url(), "schedule": "@every 1s", "timeout": "2s"}
+	ep := map[string]any{"url": srv.url(), "schedule": "@every 1s", "timeout": "1s"}
 	ep["name"] = "gone"
 	gone := register(t, d.Addr(), ep)
 	ep["name"] = "kept"
@@ -338,7 +338,7 @@ func TestPruneDistributedDelete(t *testing.T) {
 	}
 	apiD, probeD, aggD := start(RoleAPI), start(RoleProber), start(RoleAggregator)
 
-	gone := register(t, apiD.Addr(), map[string]any{"name": "gone", "url": srv.url(), "schedule": "@every 1s", "timeout": "2s"})
+	gone := register(t, apiD.Addr(), map[string]any{"name": "gone", "url": srv.url(), "schedule": "@every 1s", "timeout": "1s"})
 	eventually(t, 30*time.Second, "probe series in the prober and verdict series in the aggregator", func() bool {
 		return strings.Contains(get(t, probeD.Addr(), "/metrics"), `mcpmon_probe_up{endpoint="`+gone+`"}`) &&
 			strings.Contains(get(t, aggD.Addr(), "/metrics"), `mcpmon_verdict_state{endpoint="`+gone+`"`)

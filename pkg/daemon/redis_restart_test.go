@@ -48,7 +48,7 @@ func TestRedisCrashMidIncident(t *testing.T) {
 		}
 	}()
 
-	id := register(t, d.Addr(), map[string]any{"name": "fixture", "url": srv.url(), "schedule": "@every 1s", "timeout": "2s"})
+	id := register(t, d.Addr(), map[string]any{"name": "fixture", "url": srv.url(), "schedule": "@every 1s", "timeout": "1s"})
 	eventually(t, 20*time.Second, "an up verdict", func() bool { return latestState(t, d.Addr(), id) == msg.StateUp })
 	srv.stop()
 	open := rcv.wait(t, 30*time.Second)

@@ -165,6 +165,39 @@ func (s Slots) In(from, to time.Time) int {
 	return n
 }
 
+// gapHorizon bounds the walk that finds a cron schedule's shortest gap.
+const gapHorizon = 1000
+
+// ShortestInterval returns the shortest time between two consecutive slots:
+// the period of "@every D"; for cron, the smallest gap among the next 1,000
+// slots after from (a schedule that fires at 09:00 and 09:01 daily has a
+// one-minute interval). A probe must finish within it, or the next slot's
+// command queues behind it. Zero when the schedule fires at most once.
+func (s Slots) ShortestInterval(from time.Time) time.Duration {
+	if s.tm.sched == nil {
+		return 0
+	}
+	if p := s.tm.period; p != 0 {
+		return time.Duration(p) * time.Second
+	}
+	var shortest time.Duration
+	prev := s.tm.next(from)
+	for range gapHorizon {
+		if prev.IsZero() {
+			break
+		}
+		n := s.tm.next(prev)
+		if n.IsZero() {
+			break
+		}
+		if g := n.Sub(prev); shortest == 0 || g < shortest {
+			shortest = g
+		}
+		prev = n
+	}
+	return shortest
+}
+
 // SlotsIn counts endpoint ep's scheduled slots in [from, to): what the
 // scheduler emits for it while running and unpaused. It is NewSlots(ep).In.
 func SlotsIn(ep store.Endpoint, from, to time.Time) (int, error) {
