@@ -5,9 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/scheduler"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -34,8 +40,40 @@ type LatestResultStore interface {
 type WorkerOptions struct {
 	// Latest is optional: without it there are no version-change events and
 	// every auto probe starts with server/discover.
-	Latest LatestResultStore
-	Logger *slog.Logger
+	Latest  LatestResultStore
+	Logger  *slog.Logger
+	Metrics *WorkerMetrics // optional
+	// Clock tells whether a command's slot has been superseded. Default: real.
+	Clock clock.Clock
+}
+
+// WorkerMetrics count the commands a worker skipped instead of probing.
+type WorkerMetrics struct {
+	skipped *prometheus.CounterVec
+}
+
+// Reasons a command is skipped.
+const (
+	// SkipSuperseded: the endpoint's next slot was already due when the
+	// command was received, so a probe for it would report on a moment
+	// that has passed and delay the probe that is current.
+	SkipSuperseded = "superseded"
+)
+
+// NewWorkerMetrics registers the worker's metrics with reg.
+func NewWorkerMetrics(reg prometheus.Registerer) *WorkerMetrics {
+	m := &WorkerMetrics{skipped: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
+		Namespace: "mcpmon", Name: "probe_commands_skipped_total",
+		Help: "Probe commands dropped without probing, by reason (superseded: a newer slot of the endpoint was already due).",
+	}, []string{"reason"})}
+	m.skipped.WithLabelValues(SkipSuperseded)
+	return m
+}
+
+func (m *WorkerMetrics) skip(reason string) {
+	if m != nil {
+		m.skipped.WithLabelValues(reason).Inc()
+	}
 }
 
 // Worker turns commands from the commands queue into results on the results
@@ -46,6 +84,8 @@ type Worker struct {
 	pub       ResultPublisher
 	latest    LatestResultStore
 	log       *slog.Logger
+	m         *WorkerMetrics
+	clk       clock.Clock
 }
 
 // NewWorker returns a Worker.
@@ -53,7 +93,39 @@ func NewWorker(p *Prober, endpoints EndpointSource, pub ResultPublisher, opts Wo
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Worker{p: p, endpoints: endpoints, pub: pub, latest: opts.Latest, log: opts.Logger.With("component", "prober-worker")}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	return &Worker{p: p, endpoints: endpoints, pub: pub, latest: opts.Latest, m: opts.Metrics, clk: opts.Clock,
+		log: opts.Logger.With("component", "prober-worker")}
+}
+
+// Superseded reports whether the slot of a command received at now has been
+// overtaken by the endpoint's next slot: a probe in flight, a killed
+// replica's visibility timeout or a store outage left the command queued
+// past the moment it was meant to observe. Probing it would report on a
+// moment that has passed, too late for its window, and delay the probe of
+// the current slot; the next slot's command is queued behind it.
+func Superseded(sl scheduler.Slots, slot, now time.Time) bool {
+	next := sl.Next(slot)
+	return !next.IsZero() && !next.After(now)
+}
+
+// ProbeDeadline is when the probe of slot must end: slot + timeout, so a hung
+// target reports at a fixed time after its slot however late the command
+// was received, and the probe ends before the next slot (the API keeps the
+// timeout within the schedule's interval). A command received late still
+// gets half its timeout, so a slow but healthy target is not called hung
+// because the queue was slow.
+func ProbeDeadline(slot, receivedAt time.Time, timeout time.Duration) time.Time {
+	return later(slot.Add(timeout), receivedAt.Add(timeout/2))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Handle is a queue.Handler for the commands queue. It returns nil when the
@@ -78,6 +150,12 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) error {
 		w.log.Debug("endpoint paused; dropping probe command", "endpoint", ep.ID, "slot", cmd.Slot)
 		return nil
 	}
+	now := w.clk.Now()
+	if sl, err := scheduler.NewSlots(ep); err == nil && Superseded(sl, cmd.Slot, now) {
+		w.m.skip(SkipSuperseded)
+		w.log.Debug("slot superseded by a newer one; skipping its probe", "endpoint", ep.ID, "slot", cmd.Slot)
+		return nil
+	}
 	var prev *msg.ProbeResult
 	if w.latest != nil {
 		pr, err := w.latest.LatestResult(ctx, ep.ID)
@@ -88,7 +166,9 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) error {
 			w.log.Warn("read latest result failed; probing without history", "endpoint", ep.ID, "err", err)
 		}
 	}
-	res := w.p.ProbeAfter(ctx, ep, cmd, prev)
+	pctx, cancel := context.WithDeadline(ctx, ProbeDeadline(cmd.Slot, now, w.p.timeoutOf(ep)))
+	res := w.p.ProbeAfter(pctx, ep, cmd, prev)
+	cancel()
 	if err := ctx.Err(); err != nil {
 		// Shutting down mid-probe: the outcome says nothing about the
 		// endpoint. Leave the command for redelivery.
@@ -113,4 +193,14 @@ func (w *Worker) Run(ctx context.Context, q queue.Queue, opts queue.ConsumerOpti
 		opts.Logger = w.log
 	}
 	return queue.Consume(ctx, q, w.Handle, opts)
+}
+
+// timeoutOf is the probe timeout of ep: its own, else the prober's default,
+// never over MaxTimeout.
+func (p *Prober) timeoutOf(ep store.Endpoint) time.Duration {
+	timeout := ep.Timeout
+	if timeout <= 0 {
+		timeout = p.opts.DefaultTimeout
+	}
+	return min(timeout, MaxTimeout)
 }

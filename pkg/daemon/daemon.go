@@ -354,7 +354,9 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			ClientName:          "mcpmon",
 			ClientVersion:       Version,
 		})
-		w := prober.NewWorker(p, d.st, d.publisher(msg.QueueResults, qm), prober.WorkerOptions{Latest: d.st, Logger: d.log})
+		w := prober.NewWorker(p, d.st, d.publisher(msg.QueueResults, qm), prober.WorkerOptions{
+			Latest: d.st, Logger: d.log, Clock: d.clk, Metrics: prober.NewWorkerMetrics(reg),
+		})
 		d.consume(ctx, msg.QueueCommands, w.Handle, o.ProbeConcurrency, qm)
 	}
 	if d.role.has(RoleAggregator) {

@@ -45,6 +45,7 @@ func Catalog() []Family {
 		{"mcpmon_probe_protocol_info", Gauge, []string{"endpoint", "transport", "version"}, "prober", "endpoints (one current version/transport each)"},
 		{"mcpmon_tool_catalog_changes_total", Counter, []string{"endpoint", "severity"}, "prober", "endpoints × 2 severities"},
 		{"mcpmon_probe_up", Gauge, []string{"endpoint"}, "prober", perEndpoint},
+		{"mcpmon_probe_commands_skipped_total", Counter, []string{"reason"}, "prober", "1 reason"},
 		// Scheduler.
 		{"mcpmon_scheduler_endpoints", Gauge, nil, "api", "1"},
 		{"mcpmon_scheduler_commands_total", Counter, nil, "api", "1"},
