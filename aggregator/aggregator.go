@@ -157,6 +157,8 @@ type Aggregator struct {
 	startedAt time.Time
 	// nd serializes the no_data pass and guards its state (nodata.go).
 	nd noDataState
+	// slots caches each endpoint's parsed schedule.
+	slots slotCache
 }
 
 // New returns an Aggregator.
@@ -203,6 +205,7 @@ func New(opts Options) (*Aggregator, error) {
 
 		startedAt: opts.Clock.Now().UTC(),
 		nd:        newNoDataState(),
+		slots:     slotCache{m: map[string]cachedSlots{}, log: opts.Logger},
 	}, nil
 }
 
@@ -260,8 +263,19 @@ func (a *Aggregator) Run(ctx context.Context) error {
 	t := time.NewTicker(a.opts.TickInterval)
 	defer t.Stop()
 	for {
-		if err := a.Tick(ctx); err != nil && ctx.Err() == nil {
+		err := a.Tick(ctx)
+		switch {
+		case ctx.Err() != nil:
+		case errors.Is(err, store.ErrUnavailable):
+			if a.storeDown.CompareAndSwap(false, true) {
+				a.log.Warn("store unavailable: windows are decided when it is back", "err", err)
+			}
+		case err != nil:
 			a.log.Warn("deciding windows", "err", err)
+		default:
+			if a.storeDown.CompareAndSwap(true, false) {
+				a.log.Info("store reachable again")
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -308,7 +322,7 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 		errs   []error
 		failed = map[string]bool{} // endpoints with a window left undecided
 	)
-	for _, ws := range byEndpoint {
+	for id, ws := range byEndpoint {
 		slices.SortFunc(ws, func(x, y store.WindowRef) int { return x.Window.Compare(y.Window) })
 		select {
 		case sem <- struct{}{}:
@@ -318,16 +332,11 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			for _, ref := range ws {
-				if err := a.decide(ctx, ref); err != nil {
-					emu.Lock()
-					errs = append(errs, err)
-					failed[ref.EndpointID] = true
-					emu.Unlock()
-					// Later windows must wait: deciding them first would
-					// make this one older than the last verdict.
-					return
-				}
+			if err := a.decideEndpoint(ctx, now, id, ws); err != nil {
+				emu.Lock()
+				errs = append(errs, err)
+				failed[id] = true
+				emu.Unlock()
 			}
 		})
 	}
@@ -340,7 +349,51 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (a *Aggregator) decide(ctx context.Context, ref store.WindowRef) error {
+// decideEndpoint decides, oldest first, the closed windows ws of endpoint id
+// whose decision time has come, and stops at the first that must wait or
+// fails: deciding a later window first would make it older than the last
+// verdict.
+func (a *Aggregator) decideEndpoint(ctx context.Context, now time.Time, id string, ws []store.WindowRef) error {
+	ep, err := a.st.GetEndpoint(ctx, id)
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrNotFound):
+		// Deleted since it was probed: decide with the defaults so the
+		// window is closed; the alerter ignores unknown endpoints' noise.
+		ep = store.Endpoint{ID: id}
+	default:
+		return fmt.Errorf("aggregator: endpoint %s: %w", id, err)
+	}
+	for _, ref := range ws {
+		if now.Before(a.decisionTime(ep, ref.Window)) {
+			return nil // a probe of this window may still be running
+		}
+		if err := a.decide(ctx, ref, ep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decisionTime is when window w of ep is decided: grace after the window
+// ends, or, when a slot in the window's last probe-timeout could still be
+// probing at its end, grace after that probe's deadline (slot + timeout, see
+// prober.ProbeDeadline). So a hung target's timeout result counts for its own
+// window instead of arriving after the window was decided without it.
+func (a *Aggregator) decisionTime(ep store.Endpoint, w time.Time) time.Time {
+	end := w.Add(a.opts.Window)
+	due := end.Add(a.opts.Grace)
+	if ep.Schedule == "" {
+		return due
+	}
+	timeout := probeTimeout(ep)
+	if sl, ok := a.slots.get(ep); ok && sl.In(end.Add(-timeout), end) > 0 {
+		return due.Add(timeout)
+	}
+	return due
+}
+
+func (a *Aggregator) decide(ctx context.Context, ref store.WindowRef, ep store.Endpoint) error {
 	a.mu.Lock()
 	skip := a.stuck[ref]
 	a.mu.Unlock()
@@ -357,6 +410,12 @@ func (a *Aggregator) decide(ctx context.Context, ref store.WindowRef) error {
 		a.mu.Lock()
 		a.stuck[ref] = true
 		a.mu.Unlock()
+		if last.Window.Equal(ref.Window) {
+			// Another aggregator replica decided it between our listing
+			// and now: the normal case with replicas, not news.
+			a.log.Debug("window decided by another replica", "endpoint", ref.EndpointID, "window", ref.Window)
+			return nil
+		}
 		a.m.ResultsLate.Inc()
 		a.log.Warn("window left undecided: a later verdict exists", "endpoint", ref.EndpointID, "window", ref.Window, "last", last.Window)
 		return nil
@@ -366,19 +425,9 @@ func (a *Aggregator) decide(ctx context.Context, ref store.WindowRef) error {
 		return fmt.Errorf("aggregator: results of endpoint %s window %s: %w", ref.EndpointID, ref.Window.Format(time.RFC3339), err)
 	}
 	var rules store.Rules
-	ep, err := a.st.GetEndpoint(ctx, ref.EndpointID)
-	switch {
-	case err == nil:
-		if ep.Rules != nil {
-			rules = *ep.Rules
-		}
-	case errors.Is(err, store.ErrNotFound):
-		// Deleted since it was probed: decide with the defaults so the
-		// window is closed; the alerter ignores unknown endpoints' noise.
-	default:
-		return fmt.Errorf("aggregator: endpoint %s: %w", ref.EndpointID, err)
+	if ep.Rules != nil {
+		rules = *ep.Rules
 	}
-
 	v := Decide(ref.EndpointID, ref.Window, a.opts.Window, results, rules.RegionQuorum)
 	return a.emit(ctx, v)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -29,6 +30,41 @@ type cachedSlots struct {
 	ok       bool // false: the schedule does not parse, so never due
 }
 
+// slotCache keeps each endpoint's parsed schedule, parsed again only when it
+// changes.
+type slotCache struct {
+	mu  sync.Mutex
+	m   map[string]cachedSlots // by endpoint ID
+	log *slog.Logger
+}
+
+// get returns ep's slot placement; ok is false when its schedule does not
+// parse (the scheduler cannot schedule it either: never due).
+func (c *slotCache) get(ep store.Endpoint) (scheduler.Slots, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cs, ok := c.m[ep.ID]; ok && cs.schedule == ep.Schedule {
+		return cs.slots, cs.ok
+	}
+	sl, err := scheduler.NewSlots(ep)
+	if err != nil {
+		c.log.Debug("endpoint schedule does not parse; never due", "endpoint", ep.ID, "err", err)
+	}
+	c.m[ep.ID] = cachedSlots{schedule: ep.Schedule, slots: sl, ok: err == nil}
+	return sl, err == nil
+}
+
+// keep forgets every endpoint not in seen.
+func (c *slotCache) keep(seen map[string]bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id := range c.m {
+		if !seen[id] {
+			delete(c.m, id)
+		}
+	}
+}
+
 // noDataState is the aggregator's in-memory no_data bookkeeping. Losing it
 // (a restart) loses at most the pending candidates, which the startedAt
 // bound would refuse anyway.
@@ -36,11 +72,10 @@ type noDataState struct {
 	mu      sync.Mutex
 	listed  time.Time                    // latest window whose endpoints were listed
 	pending map[string][]noDataCandidate // by endpoint ID, oldest window first
-	slots   map[string]cachedSlots       // by endpoint ID
 }
 
 func newNoDataState() noDataState {
-	return noDataState{pending: map[string][]noDataCandidate{}, slots: map[string]cachedSlots{}}
+	return noDataState{pending: map[string][]noDataCandidate{}}
 }
 
 // noData runs once per Tick after the normal decisions: it lists endpoints
@@ -143,7 +178,7 @@ func (a *Aggregator) listNoData(ctx context.Context, w time.Time, open map[strin
 		if !a.noDataEligible(ep, w) || hasWindow(open[ep.ID], w) {
 			continue
 		}
-		if sl, ok := a.slotsOf(ep); !ok || sl.In(w, w.Add(a.opts.Window)) == 0 {
+		if sl, ok := a.slots.get(ep); !ok || sl.In(w, w.Add(a.opts.Window)) == 0 {
 			continue
 		}
 		nd.pending[ep.ID] = append(nd.pending[ep.ID], noDataCandidate{
@@ -151,11 +186,7 @@ func (a *Aggregator) listNoData(ctx context.Context, w time.Time, open map[strin
 			due:    w.Add(a.opts.Window + a.opts.Grace + probeTimeout(ep)),
 		})
 	}
-	for id := range nd.slots {
-		if !seen[id] {
-			delete(nd.slots, id)
-		}
-	}
+	a.slots.keep(seen)
 	nd.listed = w
 	return nil
 }
@@ -196,21 +227,6 @@ func (a *Aggregator) noDataEligible(ep store.Endpoint, w time.Time) bool {
 		changed = ep.UpdatedAt
 	}
 	return !ep.Paused && changed.Before(w)
-}
-
-// slotsOf returns ep's slot placement, parsing its schedule only when it
-// changed since the last window. Caller holds nd.mu.
-func (a *Aggregator) slotsOf(ep store.Endpoint) (scheduler.Slots, bool) {
-	if c, ok := a.nd.slots[ep.ID]; ok && c.schedule == ep.Schedule {
-		return c.slots, c.ok
-	}
-	sl, err := scheduler.NewSlots(ep)
-	if err != nil {
-		// The scheduler cannot schedule it either: never due.
-		a.log.Debug("endpoint schedule does not parse; no no_data for it", "endpoint", ep.ID, "err", err)
-	}
-	a.nd.slots[ep.ID] = cachedSlots{schedule: ep.Schedule, slots: sl, ok: err == nil}
-	return sl, err == nil
 }
 
 func probeTimeout(ep store.Endpoint) time.Duration {
