@@ -15,6 +15,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/queue"
 )
 
 // Backends.
@@ -58,8 +60,9 @@ type Options struct {
 	// ClaimLease is how long an alert claim blocks other replicas; a
 	// crashed holder's claim is taken over after it.
 	ClaimLease time.Duration
-	// Visibility is the consumers' visibility timeout (0: the queue's);
-	// handlers still running extend it by heartbeat.
+	// Visibility is the consumers' visibility timeout (default 5s, see
+	// queue.DefaultVisibility); handlers still running extend it by
+	// heartbeat, so it bounds how long a killed replica's message is held.
 	Visibility time.Duration
 }
 
@@ -79,6 +82,7 @@ func Defaults() Options {
 		Region:           "local",
 		ProbeConcurrency: 16,
 		ClaimLease:       2 * time.Minute,
+		Visibility:       queue.DefaultVisibility,
 	}
 }
 
@@ -109,7 +113,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	str(&o.WebhookSecret, "webhook-secret", "HMAC-SHA256 secret to sign webhook alerts")
 	str(&o.SinksFile, "sinks-file", "JSON file of alert sinks (webhook, slack, pagerduty, opsgenie, email)")
 	dur(&o.ClaimLease, "claim-lease", "how long an alert claim blocks other alerter replicas before a crashed holder's claim is taken over")
-	dur(&o.Visibility, "visibility-timeout", "consumers' visibility timeout (0 = the queue's); running handlers extend it")
+	dur(&o.Visibility, "visibility-timeout", "consumers' visibility timeout: how soon a killed replica's message returns; running handlers extend it by heartbeat")
 	str(&o.ReplicaID, "replica-id", "identity of this replica in ledger claims (default host-pid)")
 }
 
@@ -204,8 +208,8 @@ func (o Options) Validate() error {
 	if o.ClaimLease < time.Second || o.ClaimLease > time.Hour {
 		errs = append(errs, fmt.Errorf("--claim-lease %s: must be between 1s and 1h", o.ClaimLease))
 	}
-	if o.Visibility < 0 || o.Visibility > 12*time.Hour {
-		errs = append(errs, fmt.Errorf("--visibility-timeout %s: must be between 0 and 12h (the SQS cap)", o.Visibility))
+	if o.Visibility < time.Second || o.Visibility > 12*time.Hour {
+		errs = append(errs, fmt.Errorf("--visibility-timeout %s: must be between 1s and 12h (the SQS cap); the default is %s", o.Visibility, queue.DefaultVisibility))
 	}
 	if o.ProbeConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("--probe-concurrency %d: must be at least 1", o.ProbeConcurrency))

@@ -32,7 +32,7 @@ type ConsumerOptions struct {
 	// Visibility per receive; 0 uses the queue's default.
 	Visibility time.Duration
 	// Heartbeat extends visibility every Heartbeat while a message waits or
-	// is handled (0: Visibility/3, or 10s when Visibility is 0), never past
+	// is handled (0: a third of Visibility or DefaultVisibility), never past
 	// MaxVisibility from the receive.
 	Heartbeat time.Duration
 	// Concurrency is how many groups are handled in parallel, default 4.
@@ -68,7 +68,7 @@ type ConsumerOptions struct {
 
 // defaultVisibility stands in for the queue's default when computing a
 // heartbeat extension with Visibility unset.
-const defaultVisibility = 30 * time.Second
+const defaultVisibility = DefaultVisibility
 
 // Consume receives from q and runs h until ctx is done, then returns nil
 // after acknowledging what was handled. Messages of one group are handled in

@@ -6,6 +6,14 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
+// DefaultVisibility is every stage queue's visibility timeout and the
+// consumers' default. It is short on purpose: a message held by a replica
+// that was killed comes back after it, and while it is held the endpoint's
+// whole FIFO group waits, so a minute here is a minute of no_data. A handler
+// still working keeps its message by heartbeat (every third of it), so the
+// work a message takes is not bounded by it.
+const DefaultVisibility = 5 * time.Second
+
 // DefaultMaxReceiveCount is the redrive threshold for every stage: enough
 // receives to ride out a dependency outage of a few minutes (Redis restart,
 // sink down) before a message is declared poison and moved to the DLQ.
@@ -21,21 +29,21 @@ func StageConfigs() []Config {
 			Name:              msg.QueueCommands,
 			ContentBasedDedup: true,
 			DedupScope:        DedupScopeQueue,
-			VisibilityTimeout: 60 * time.Second,
+			VisibilityTimeout: DefaultVisibility,
 			MaxReceiveCount:   DefaultMaxReceiveCount,
 			Retention:         4 * 24 * time.Hour,
 		},
 		{
 			Name:              msg.QueueResults,
 			DedupScope:        DedupScopeQueue,
-			VisibilityTimeout: 30 * time.Second,
+			VisibilityTimeout: DefaultVisibility,
 			MaxReceiveCount:   DefaultMaxReceiveCount,
 			Retention:         4 * 24 * time.Hour,
 		},
 		{
 			Name:              msg.QueueVerdicts,
 			DedupScope:        DedupScopeQueue,
-			VisibilityTimeout: 60 * time.Second,
+			VisibilityTimeout: DefaultVisibility,
 			MaxReceiveCount:   DefaultMaxReceiveCount,
 			Retention:         4 * 24 * time.Hour,
 		},

@@ -15,9 +15,10 @@
 //
 // With a data directory every accepted message, dedup record, receive count
 // and visibility deadline is written to a bbolt file (dir/queue.db) before the
-// call returns, so a crash loses nothing the broker acknowledged; an in-flight
-// message becomes visible again after a restart when its visibility deadline
-// passes. Time comes only from Options.Clock; long-poll waits use real timers
+// call returns, so a crash loses nothing the broker acknowledged. The file is
+// locked to one process, so a message in flight when the broker opens was
+// held by a process that is gone: it is visible again at once, with its
+// receive count kept, rather than blocking its group until its deadline. Time comes only from Options.Clock; long-poll waits use real timers
 // bounded by the requested wait (on an injected clock a long poll re-checks
 // every few milliseconds, so advancing the clock releases it).
 package embedded
@@ -815,10 +816,18 @@ func (b *Broker) load() error {
 			if err != nil {
 				return err
 			}
+			inflight := 0
 			err = mb.ForEach(func(k, v []byte) error {
 				var m message
 				if err := json.Unmarshal(v, &m); err != nil {
 					return fmt.Errorf("queue %s message %x: %w", name, k, err)
+				}
+				if m.VisibleAt.After(now) {
+					// The file is locked to one process, so whoever held
+					// this message died with the last one: waiting out its
+					// visibility would only block the group.
+					m.VisibleAt = time.Time{}
+					inflight++
 				}
 				q.append(&m)
 				if m.Seq >= q.nextSeq {
@@ -857,7 +866,7 @@ func (b *Broker) load() error {
 			}
 			sort.Slice(q.dedupQ, func(i, j int) bool { return q.dedupQ[i].at.Before(q.dedupQ[j].at) })
 			if q.live > 0 {
-				b.logger.Info("queue restored", "queue", name, "messages", q.live, "dedup_records", len(q.dedup))
+				b.logger.Info("queue restored", "queue", name, "messages", q.live, "released_in_flight", inflight, "dedup_records", len(q.dedup))
 			}
 		}
 		return nil

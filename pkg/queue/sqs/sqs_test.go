@@ -115,8 +115,8 @@ func TestEnsureIdempotentAndReportsDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Drift) != 1 || rep.Drift[0].Attribute != "VisibilityTimeout" || rep.Drift[0].Got != "99" || rep.Drift[0].Want != "30" {
-		t.Fatalf("drift = %+v, want VisibilityTimeout 99 vs 30", rep.Drift)
+	if len(rep.Drift) != 1 || rep.Drift[0].Attribute != "VisibilityTimeout" || rep.Drift[0].Got != "99" || rep.Drift[0].Want != "5" {
+		t.Fatalf("drift = %+v, want VisibilityTimeout 99 vs 5", rep.Drift)
 	}
 	if m.Requests("CreateQueue") != 6 {
 		t.Errorf("CreateQueue requests = %d, want 6 (ensure must not recreate)", m.Requests("CreateQueue"))
@@ -155,7 +155,7 @@ func TestDesiredAttributes(t *testing.T) {
 	if cmd.Attributes["ContentBasedDeduplication"] != "true" || cmd.DLQ != "prod-commands-dlq.fifo" || cmd.MaxReceiveCount != queue.DefaultMaxReceiveCount {
 		t.Fatalf("commands spec = %+v", cmd)
 	}
-	if specs[3].Attributes["ContentBasedDeduplication"] != "false" || specs[3].Attributes["VisibilityTimeout"] != "30" || specs[3].Attributes["MessageRetentionPeriod"] != "345600" {
+	if specs[3].Attributes["ContentBasedDeduplication"] != "false" || specs[3].Attributes["VisibilityTimeout"] != "5" || specs[3].Attributes["MessageRetentionPeriod"] != "345600" {
 		t.Fatalf("results spec = %+v", specs[3])
 	}
 	if specs[2].Attributes["MessageRetentionPeriod"] != "1209600" || specs[2].DLQ != "" {
