@@ -174,8 +174,8 @@ type Endpoints interface {
 	ListEndpoints(ctx context.Context) ([]Endpoint, error) // ordered by ID
 	// DeleteEndpoint atomically removes the endpoint together with its
 	// latest probe result, its undecided window results (OpenWindows no
-	// longer lists them) and its tool catalog (Objects kind "catalog", id =
-	// endpoint ID). ErrNotFound if the endpoint is absent; the cleanup runs
+	// longer lists them) and what the prober remembers of it (Objects of
+	// the kinds in ProberObjectKinds, id = endpoint ID). ErrNotFound if the endpoint is absent; the cleanup runs
 	// anyway, so a repeated delete removes what a probe in flight at the
 	// first one wrote back. Kept on purpose: the verdict history and last
 	// verdict (they age out with the retention, and the last verdict makes a
@@ -287,3 +287,14 @@ const (
 	// that a crashed holder's claim is taken over within a minute.
 	DefaultLease = time.Minute
 )
+
+// Object kinds the prober keeps one document of per endpoint (id = endpoint
+// ID): the tool catalog for drift events and the identity (protocol version,
+// server name and version) of the last successful probe.
+const (
+	KindCatalog        = "catalog"
+	KindServerIdentity = "server"
+)
+
+// ProberObjectKinds are removed with their endpoint by DeleteEndpoint.
+func ProberObjectKinds() [2]string { return [2]string{KindCatalog, KindServerIdentity} }

@@ -311,9 +311,6 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 	return out, err
 }
 
-// catalogKind is the store.Objects kind the prober keeps tool catalogs under
-// (prober.CatalogKind), one document per endpoint ID.
-const catalogKind = "catalog"
 
 // DeleteEndpoint removes the endpoint with its latest probe result, its
 // undecided windows and its tool catalog in one transaction; ErrNotFound if
@@ -336,8 +333,12 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 		if err := deleteRange(tx.Bucket(bWindows), id, time.Unix(0, math.MaxInt64)); err != nil {
 			return err
 		}
-		if cb := tx.Bucket(bObjects).Bucket([]byte(catalogKind)); cb != nil {
-			return cb.Delete([]byte(id))
+		for _, kind := range store.ProberObjectKinds() {
+			if kb := tx.Bucket(bObjects).Bucket([]byte(kind)); kb != nil {
+				if err := kb.Delete([]byte(id)); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})

@@ -501,14 +501,11 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 	return out, nil
 }
 
-// catalogKind is the store.Objects kind the prober keeps tool catalogs under
-// (prober.CatalogKind), one document per endpoint ID.
-const catalogKind = "catalog"
-
 // deleteEndpoint removes the endpoint, its latest result, every undecided
 // window (the per-endpoint results hash and its members of the global
-// "windows" set, found from the hash's "<windowMs>|..." fields) and its tool
-// catalog. 1: the endpoint existed.
+// "windows" set, found from the hash's "<windowMs>|..." fields) and the
+// prober's documents of it (tool catalog, server identity). 1: the endpoint
+// existed.
 var deleteEndpoint = goredis.NewScript(`
 local n = redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
@@ -524,6 +521,7 @@ for _, f in ipairs(redis.call('HKEYS', KEYS[5])) do
 end
 redis.call('DEL', KEYS[5])
 redis.call('HDEL', KEYS[7], ARGV[1])
+redis.call('HDEL', KEYS[8], ARGV[1])
 return n`)
 
 // DeleteEndpoint removes the endpoint with its latest probe result, its
@@ -535,7 +533,8 @@ return n`)
 func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 	n, err := deleteEndpoint.Run(ctx, s.rdb, []string{
 		s.k("endpoints"), s.k("endpoint_versions"), s.k("latest"), s.k("latest_slot"),
-		s.k("window_results", id), s.k("windows"), s.k("objects", catalogKind),
+		s.k("window_results", id), s.k("windows"),
+		s.k("objects", store.KindCatalog), s.k("objects", store.KindServerIdentity),
 	}, id).Int()
 	if err := s.done("delete endpoint "+id, err); err != nil {
 		return err

@@ -944,6 +944,7 @@ func seedEndpoint(t *testing.T, s store.Store, ep string) store.Incident {
 	}
 	must(t, s.PutLatestResult(ctx, result(ep, w2, "eu", msg.StatusUp)))
 	must(t, s.PutObject(ctx, "catalog", ep, []byte(`{"tools":[]}`)))
+	must(t, s.PutObject(ctx, "server", ep, []byte(`{"protocolVersion":"2025-11-25"}`)))
 	must(t, s.PutObject(ctx, "maintenance", ep, []byte(`{"m":1}`)))
 	inc := incident(ep, decided)
 	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: ep, LastWindow: decided, Recent: []msg.State{msg.StateDown}, OpenIncidentID: inc.ID}, inc))
@@ -969,6 +970,8 @@ func testDeleteEndpointCleanup(t *testing.T, s store.Store, _ *clock.Fake) {
 	_, err = s.LatestResult(ctx, "ep-gone")
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.GetObject(ctx, "catalog", "ep-gone")
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.GetObject(ctx, "server", "ep-gone")
 	wantErr(t, err, store.ErrNotFound)
 	for _, w := range []time.Time{Start, Start.Add(time.Minute)} {
 		rs, err := s.WindowResults(ctx, store.WindowRef{EndpointID: "ep-gone", Window: w})
