@@ -7,20 +7,69 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
 // authError classifies a 401. With credentials configured it is a rejection.
-// Without, a Bearer challenge whose OAuth protected-resource metadata
-// (RFC 9728) resolves means the server is alive and protected; a bare 401 or
-// broken metadata means no client could ever log in.
+// Without, a Bearer challenge that leads a client to an authorization server
+// means the server is alive and protected; a 401 without a Bearer challenge,
+// or one that leads nowhere, means no client could ever log in. A client is
+// led there by either revision of the MCP authorization spec:
+//
+//   - 2025-06-18 and later: protected-resource metadata (RFC 9728), named by
+//     the challenge's resource_metadata or at the well-known path;
+//   - 2025-03-26, whose challenge names no metadata: authorization server
+//     metadata (RFC 8414) at the server's origin, or, absent that, the
+//     default endpoints there (see defaultTokenEndpoint).
+//
+// A challenge that names resource_metadata promised the newer discovery, so
+// only the metadata it names counts.
 func (r *run) authError(ctx context.Context, resp *http.Response) error {
-	if len(r.ep.Headers) > 0 {
+	if hasCredentials(r.ep.Headers) {
 		return failf(ClassAuthRejected, 401, "HTTP 401: the server rejected the endpoint's configured credentials (expired or wrong?)")
 	}
-	var bearer bool
-	var metaURL string
-	for _, v := range resp.Header.Values("WWW-Authenticate") {
+	bearer, metaURL := bearerChallenge(resp.Header)
+	if !bearer {
+		return failf(ClassAuthMisconfigured, 401, "HTTP 401 without a WWW-Authenticate Bearer challenge: MCP clients cannot discover how to authorize")
+	}
+	if metaURL != "" {
+		ref, err := url.Parse(metaURL)
+		if err != nil {
+			return failf(ClassAuthMisconfigured, 401, "HTTP 401: resource_metadata is not a URL")
+		}
+		servers, err := r.fetchResourceMetadata(ctx, r.u.ResolveReference(ref).String())
+		if err != nil {
+			return failf(ClassAuthMisconfigured, 401, "HTTP 401 with a Bearer challenge, but the protected-resource metadata is unusable: %v", err)
+		}
+		return authRequired(servers)
+	}
+	var why error
+	for _, c := range r.resourceMetadataCandidates() {
+		servers, err := r.fetchResourceMetadata(ctx, c)
+		if err == nil {
+			return authRequired(servers)
+		}
+		why = err
+	}
+	issuer, err := r.fetchAuthServerMetadata(ctx)
+	if err == nil {
+		return failf(ClassAuthRequired, 401, "HTTP 401: protected by OAuth (2025-03-26 discovery: authorization server %s)", fromTarget(issuer))
+	}
+	if err := r.probeDefaultTokenEndpoint(ctx); err == nil {
+		return failf(ClassAuthRequired, 401, "HTTP 401: protected by OAuth (2025-03-26 discovery: no metadata, default endpoints at %s)", r.u.Host)
+	}
+	return failf(ClassAuthMisconfigured, 401, "HTTP 401 with a Bearer challenge, but the protected-resource metadata is unusable: %v; and there is no authorization server metadata either: %v", why, err)
+}
+
+func authRequired(servers []string) *probeError {
+	return failf(ClassAuthRequired, 401, "HTTP 401: protected by OAuth (authorization servers: %s)", fromTarget(strings.Join(servers, ", ")))
+}
+
+// bearerChallenge reports whether h carries a Bearer challenge and the
+// resource_metadata it names, if any.
+func bearerChallenge(h http.Header) (bearer bool, metaURL string) {
+	for _, v := range h.Values("WWW-Authenticate") {
 		if scheme, params, _ := strings.Cut(strings.TrimSpace(v), " "); strings.EqualFold(scheme, "Bearer") {
 			bearer = true
 			if m := authParam(params, "resource_metadata"); m != "" {
@@ -28,34 +77,55 @@ func (r *run) authError(ctx context.Context, resp *http.Response) error {
 			}
 		}
 	}
-	if !bearer {
-		return failf(ClassAuthMisconfigured, 401, "HTTP 401 without a WWW-Authenticate Bearer challenge: MCP clients cannot discover how to authorize")
+	return bearer, metaURL
+}
+
+// resourceMetadataCandidates are the RFC 9728 well-known URLs for the
+// endpoint: the path-specific one first, then the origin's.
+func (r *run) resourceMetadataCandidates() []string {
+	var out []string
+	base := url.URL{Scheme: r.u.Scheme, Host: r.u.Host}
+	if p := strings.TrimSuffix(r.u.EscapedPath(), "/"); p != "" {
+		base.Path = "/.well-known/oauth-protected-resource" + r.u.Path
+		out = append(out, base.String())
 	}
-	var candidates []string
-	if metaURL != "" {
-		ref, err := url.Parse(metaURL)
-		if err != nil {
-			return failf(ClassAuthMisconfigured, 401, "HTTP 401: resource_metadata is not a URL")
+	base.Path = "/.well-known/oauth-protected-resource"
+	return append(out, base.String())
+}
+
+// hasCredentials reports whether the endpoint's configured headers carry a
+// credential, so that a 401 means they were refused. Other headers (a trace
+// ID, a tenant) leave a 401 to mean "log in first". A credential header is
+// Authorization, Proxy-Authorization or Cookie, or one whose name has a
+// part (split at - and _) that is or ends in "key" (X-Api-Key, Api-Key,
+// Apikey, Ocp-Apim-Subscription-Key), or contains "token", "secret",
+// "auth", "password" or "credential" (X-Auth-Token, X-Client-Secret).
+func hasCredentials(headers map[string]string) bool {
+	for name := range headers {
+		if isCredentialHeader(name) {
+			return true
 		}
-		candidates = append(candidates, r.u.ResolveReference(ref).String())
-	} else {
-		base := url.URL{Scheme: r.u.Scheme, Host: r.u.Host}
-		if p := strings.TrimSuffix(r.u.EscapedPath(), "/"); p != "" {
-			base.Path = "/.well-known/oauth-protected-resource" + r.u.Path
-			candidates = append(candidates, base.String())
-		}
-		base.Path = "/.well-known/oauth-protected-resource"
-		candidates = append(candidates, base.String())
 	}
-	var why string
-	for _, c := range candidates {
-		servers, err := r.fetchResourceMetadata(ctx, c)
-		if err == nil {
-			return failf(ClassAuthRequired, 401, "HTTP 401: protected by OAuth (authorization servers: %s)", strings.Join(servers, ", "))
-		}
-		why = err.Error()
+	return false
+}
+
+func isCredentialHeader(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "authorization", "proxy-authorization", "cookie":
+		return true
 	}
-	return failf(ClassAuthMisconfigured, 401, "HTTP 401 with a Bearer challenge, but the protected-resource metadata is unusable: %s", why)
+	for _, word := range []string{"token", "secret", "auth", "password", "credential"} {
+		if strings.Contains(n, word) {
+			return true
+		}
+	}
+	for _, part := range strings.FieldsFunc(n, func(r rune) bool { return r == '-' || r == '_' }) {
+		if strings.HasSuffix(part, "key") {
+			return true
+		}
+	}
+	return false
 }
 
 // authParam extracts one auth-param (quoted or token) from a challenge.
@@ -84,49 +154,121 @@ func authParam(params, name string) string {
 	return ""
 }
 
-// fetchResourceMetadata GETs the protected-resource metadata through the same
-// guarded client and returns its authorization servers.
+// fetchResourceMetadata GETs the protected-resource metadata (RFC 9728)
+// and returns its authorization servers.
 func (r *run) fetchResourceMetadata(ctx context.Context, raw string) ([]string, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%s is not a URL", raw)
-	}
-	if err := r.p.guard.checkURL(u); err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %s", u.Path, classify(ctx, err).msg)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: HTTP %d", u.Path, resp.StatusCode)
-	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
-		return nil, fmt.Errorf("GET %s: content type %q, want application/json", u.Path, mt)
-	}
-	b, err := readCapped(resp.Body, 64<<10)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %v", u.Path, err)
-	}
 	var md struct {
 		Resource             string   `json:"resource"`
 		AuthorizationServers []string `json:"authorization_servers"`
 	}
-	if err := json.Unmarshal(b, &md); err != nil {
-		return nil, fmt.Errorf("GET %s: invalid JSON", u.Path)
+	path, err := r.getMetadata(ctx, raw, &md)
+	if err != nil {
+		return nil, err
 	}
 	if md.Resource == "" || len(md.AuthorizationServers) == 0 {
-		return nil, fmt.Errorf("GET %s: metadata lacks resource or authorization_servers", u.Path)
+		return nil, fmt.Errorf("GET %s: metadata lacks resource or authorization_servers", path)
 	}
 	out := make([]string, 0, len(md.AuthorizationServers))
 	for _, s := range md.AuthorizationServers {
 		out = append(out, clean(s))
 	}
 	return out, nil
+}
+
+// fetchAuthServerMetadata GETs the authorization server metadata (RFC 8414)
+// where the 2025-03-26 spec puts it: at the origin of the MCP server URL, its
+// path discarded. It returns the issuer.
+func (r *run) fetchAuthServerMetadata(ctx context.Context) (string, error) {
+	var md struct {
+		Issuer                string `json:"issuer"`
+		AuthorizationEndpoint string `json:"authorization_endpoint"`
+		TokenEndpoint         string `json:"token_endpoint"`
+	}
+	u := url.URL{Scheme: r.u.Scheme, Host: r.u.Host, Path: "/.well-known/oauth-authorization-server"}
+	path, err := r.getMetadata(ctx, u.String(), &md)
+	if err != nil {
+		return "", err
+	}
+	if md.Issuer == "" || (md.AuthorizationEndpoint == "" && md.TokenEndpoint == "") {
+		return "", fmt.Errorf("GET %s: metadata lacks issuer or endpoints", path)
+	}
+	return clean(md.Issuer), nil
+}
+
+// getMetadata GETs a JSON metadata document through the probe's guarded
+// client (the SSRF guard applies to every hop) into v, and returns the path
+// fetched for messages.
+func (r *run) getMetadata(ctx context.Context, raw string, v any) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("%s is not a URL", raw)
+	}
+	if err := r.p.guard.checkURL(u); err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("GET %s: %w", u.Path, classify(ctx, err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: HTTP %d", u.Path, resp.StatusCode)
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+		return "", fmt.Errorf("GET %s: content type %q, want application/json", u.Path, mt)
+	}
+	b, err := readCapped(resp.Body, 64<<10)
+	if err != nil {
+		return "", fmt.Errorf("GET %s: %v", u.Path, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return "", fmt.Errorf("GET %s: invalid JSON", u.Path)
+	}
+	return u.Path, nil
+}
+
+// tokenErrors are the error codes of an OAuth token endpoint (RFC 6749
+// section 5.2): an answer carrying one proves a token endpoint is there.
+var tokenErrors = []string{"invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope"}
+
+// probeDefaultTokenEndpoint checks the 2025-03-26 fallback for a server
+// without metadata: the default /token endpoint at the origin. It sends a
+// token request without a code or client, which no authorization server can
+// honour, so it changes nothing there; what proves the endpoint is an OAuth
+// answer: one of the RFC 6749 errors, or a token (test servers grant one to
+// anybody). A 401 that answers everything, or a 404, is no token endpoint.
+func (r *run) probeDefaultTokenEndpoint(ctx context.Context) error {
+	u := &url.URL{Scheme: r.u.Scheme, Host: r.u.Host, Path: "/token"}
+	if err := r.p.guard.checkURL(u); err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader("grant_type=authorization_code"))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("POST /token: %w", classify(ctx, err))
+	}
+	defer resp.Body.Close()
+	b, _ := readCapped(resp.Body, 64<<10)
+	var tr struct {
+		Error       string `json:"error"`
+		AccessToken string `json:"access_token"`
+	}
+	_ = json.Unmarshal(b, &tr)
+	switch {
+	case resp.StatusCode == http.StatusOK && tr.AccessToken != "":
+		return nil
+	case (resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnauthorized) && slices.Contains(tokenErrors, tr.Error):
+		return nil
+	}
+	return fmt.Errorf("POST /token: HTTP %d without an OAuth token response", resp.StatusCode)
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // CatalogKind is the store.Objects kind under which catalogs are kept.
-const CatalogKind = "catalog"
+const CatalogKind = store.KindCatalog
 
 // Tool is one tool in canonical form: what the fingerprint covers.
 type Tool struct {
@@ -183,6 +183,27 @@ func diffTool(old, cur Tool) (ToolChange, bool) {
 	return ch, changed
 }
 
+// redacted scrubs secrets from the tool names, the only words of the
+// target's in a diff: the message around them is mcpmon's and stays as is.
+func (d CatalogDiff) redacted(secrets scrubber) CatalogDiff {
+	names := func(ns []string) []string {
+		out := make([]string, len(ns))
+		for i, n := range ns {
+			out[i] = secrets.scrub(n)
+		}
+		return out
+	}
+	d.Added, d.Removed = names(d.Added), names(d.Removed)
+	changed := make([]ToolChange, len(d.Changed))
+	for i, c := range d.Changed {
+		c.Name = secrets.scrub(c.Name)
+		c.Breaking, c.Info = names(c.Breaking), names(c.Info)
+		changed[i] = c
+	}
+	d.Changed = changed
+	return d
+}
+
 // message renders a diff for humans; description changes are called out as a
 // security signal because tool descriptions are instructions to the model.
 func (d CatalogDiff) message() string {
@@ -220,7 +241,7 @@ func clean4k(s string) string {
 
 // catalogDrift compares tools with the stored catalog, stores the new one and
 // returns a drift event, or nil when unchanged, first seen, or no store.
-func (p *Prober) catalogDrift(ctx context.Context, endpointID string, raw []json.RawMessage) *msg.Event {
+func (p *Prober) catalogDrift(ctx context.Context, endpointID string, raw []json.RawMessage, secrets scrubber) *msg.Event {
 	if p.opts.Catalogs == nil {
 		return nil
 	}
@@ -251,7 +272,7 @@ func (p *Prober) catalogDrift(ctx context.Context, endpointID string, raw []json
 	if doc == nil {
 		return nil
 	}
-	d := DiffCatalogs(old, cur)
+	d := DiffCatalogs(old, cur).redacted(secrets)
 	p.opts.Metrics.catalogChanged(endpointID, d.Severity)
 	return &msg.Event{Kind: EventCatalogChanged, Severity: d.Severity, Message: d.message(), Details: d}
 }

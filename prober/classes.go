@@ -9,10 +9,10 @@ const (
 	ClassDegraded          = "degraded"           // alive, but slower than the latency threshold or tools/list failing
 	ClassRateLimited       = "rate_limited"       // HTTP 429: alive but throttling the probe
 	ClassAuthRequired      = "auth_required"      // 401 with a usable OAuth protected-resource challenge: alive and protected
-	ClassAuthRejected      = "auth_rejected"      // 401 although the endpoint has credentials configured: they are wrong or expired
+	ClassAuthRejected      = "auth_rejected"      // 401 although the endpoint has a credential header configured: it is wrong or expired
 	ClassAuthMisconfigured = "auth_misconfigured" // 401 without a usable challenge / metadata: no client can log in
 	ClassForbidden         = "forbidden"          // HTTP 403
-	ClassNotFound          = "not_found"          // HTTP 404/405 on the MCP URL, in every transport tried
+	ClassNotFound          = "not_found"          // HTTP 404/405/501 on the MCP URL, in every transport tried
 	ClassNotMCP            = "not_mcp"            // 2xx with HTML or no content type
 	ClassProtocolError     = "protocol_error"     // invalid JSON / JSON-RPC / SSE, 406/415, oversized body
 	ClassRPCError          = "rpc_error"          // initialize (or discover) answered with a JSON-RPC error
@@ -36,13 +36,13 @@ var Classes = []struct {
 	Doc    string
 }{
 	{ClassOK, msg.StatusUp, "handshake and liveness call succeeded"},
-	{ClassAuthRequired, msg.StatusUp, "401 with an OAuth protected-resource challenge whose metadata resolves: alive and protected (no credentials configured)"},
+	{ClassAuthRequired, msg.StatusUp, "401 with a Bearer challenge that leads to an authorization server (protected-resource metadata; for 2025-03-26 servers, authorization server metadata or the default /token at the origin): alive and protected (no credential header configured)"},
 	{ClassDegraded, msg.StatusDegraded, "alive, but slower than the latency threshold, or tools/list failing"},
 	{ClassRateLimited, msg.StatusDegraded, "HTTP 429 (Retry-After recorded): alive but throttling"},
-	{ClassAuthRejected, msg.StatusDown, "401 although credentials are configured: wrong or expired"},
-	{ClassAuthMisconfigured, msg.StatusDown, "bare 401, or a challenge whose protected-resource metadata is missing or invalid"},
+	{ClassAuthRejected, msg.StatusDown, "401 although a credential header is configured (Authorization, Cookie, an API key or token header): wrong or expired"},
+	{ClassAuthMisconfigured, msg.StatusDown, "bare 401, or a Bearer challenge that leads to no usable metadata or token endpoint"},
 	{ClassForbidden, msg.StatusDown, "HTTP 403"},
-	{ClassNotFound, msg.StatusDown, "HTTP 404/405 for every transport tried"},
+	{ClassNotFound, msg.StatusDown, "HTTP 404/405/501 for every transport tried"},
 	{ClassNotMCP, msg.StatusDown, "2xx with HTML or no content type"},
 	{ClassProtocolError, msg.StatusDown, "invalid JSON, not JSON-RPC, bad SSE, 406/415, body over the size cap"},
 	{ClassRPCError, msg.StatusDown, "initialize / server/discover answered with a JSON-RPC error"},
@@ -50,7 +50,7 @@ var Classes = []struct {
 	{ClassSessionBroken, msg.StatusDown, "404 on the session right after initialize (load balancer without sticky sessions)"},
 	{ClassSSEDeaf, msg.StatusDown, "legacy SSE: endpoint event, then POSTs never answered on the stream"},
 	{ClassHTTP5xx, msg.StatusDown, "HTTP 5xx"},
-	{ClassTimeout, msg.StatusDown, "no answer within the endpoint timeout"},
+	{ClassTimeout, msg.StatusDown, "no complete answer within the endpoint timeout (also a response dripped past it)"},
 	{ClassRefused, msg.StatusDown, "TCP connection refused"},
 	{ClassDNS, msg.StatusDown, "host name does not resolve"},
 	{ClassTLS, msg.StatusDown, "TLS handshake failed (unknown authority, expired, wrong host)"},

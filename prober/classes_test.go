@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,6 +87,11 @@ func TestFailureClasses(t *testing.T) {
 			ep.Timeout = 200 * time.Millisecond
 			return ep, nil
 		}},
+		{name: "timeout: response headers dripped past the deadline", class: ClassTimeout, substr: "within the timeout", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			ep := endpoint(dripHeadersServer(t))
+			ep.Timeout = 200 * time.Millisecond
+			return ep, nil
+		}},
 		{name: "tls: self-signed", class: ClassTLS, substr: "unknown authority", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
 			cert, _ := genCert(t, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour*365))
 			return endpoint(tlsServe(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdkServer() }, nil), cert).URL), nil
@@ -110,6 +116,29 @@ func TestFailureClasses(t *testing.T) {
 		{name: "auth_required: well-known fallback", class: ClassAuthRequired, substr: "https://auth.example", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
 			return endpoint(protectedServer(t, false).URL + "/mcp"), nil
 		}},
+		{name: "auth_required: 2025-03-26 authorization server metadata, no resource_metadata", class: ClassAuthRequired, substr: "2025-03-26 discovery: authorization server", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			return endpoint(marchAuthServer(t, marchMetadata).URL + "/mcp"), nil
+		}},
+		{name: "auth_required: 2025-03-26 default endpoints without metadata", class: ClassAuthRequired, substr: "default endpoints", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			return endpoint(marchAuthServer(t, marchDefaultEndpoints).URL + "/mcp"), nil
+		}},
+		{name: "auth_required: 2025-03-26 token endpoint answering an OAuth error", class: ClassAuthRequired, substr: "default endpoints", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			return endpoint(marchAuthServer(t, marchTokenErrorOnly).URL + "/mcp"), nil
+		}},
+		{name: "auth_required: a configured header that is no credential", class: ClassAuthRequired, substr: "https://auth.example", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			ep := endpoint(protectedServer(t, true).URL + "/mcp")
+			ep.Headers = map[string]string{"X-Trace": "1", "X-Tenant": "acme"}
+			return ep, nil
+		}},
+		{name: "auth_misconfigured: 2025-03-26 metadata redirected to cloud metadata", class: ClassAuthMisconfigured, substr: "169.254.169.254 refused", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			return endpoint(marchAuthServer(t, marchRedirectToMetadataService).URL + "/mcp"), func(o *Options) {
+				disallow(o)
+				o.AllowedNetworks = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+			}
+		}},
+		{name: "auth_misconfigured: 2025-03-26 challenge, metadata invalid, no token endpoint", class: ClassAuthMisconfigured, substr: "no authorization server metadata", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			return endpoint(marchAuthServer(t, marchBrokenMetadata).URL + "/mcp"), nil
+		}},
 		{name: "auth_misconfigured: bare 401", class: ClassAuthMisconfigured, substr: "without a WWW-Authenticate", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
 			return handlerEP(t, status(401)), nil
 		}},
@@ -119,6 +148,11 @@ func TestFailureClasses(t *testing.T) {
 		{name: "auth_rejected", class: ClassAuthRejected, substr: "configured credentials", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
 			ep := endpoint(protectedServer(t, true).URL + "/mcp")
 			ep.Headers = map[string]string{"Authorization": "Bearer expired-token-123"}
+			return ep, nil
+		}},
+		{name: "auth_rejected: an API key header", class: ClassAuthRejected, substr: "configured credentials", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			ep := endpoint(protectedServer(t, true).URL + "/mcp")
+			ep.Headers = map[string]string{"X-Trace": "1", "X-Api-Key": "k-123456"}
 			return ep, nil
 		}},
 		{name: "forbidden", class: ClassForbidden, substr: "403", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
@@ -137,6 +171,25 @@ func TestFailureClasses(t *testing.T) {
 			return handlerEP(t, func(w http.ResponseWriter, r *http.Request) {
 				w.Header()["Content-Type"] = nil
 				w.Write([]byte{0, 1, 2})
+			}), nil
+		}},
+		{name: "not_mcp: static site answering POST with 501", class: ClassNotMCP, substr: "text/html", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			return handlerEP(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodGet {
+					http.Error(w, "Not Implemented", http.StatusNotImplemented)
+					return
+				}
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
+				fmt.Fprint(w, "<html><body>Welcome</body></html>")
+			}), nil
+		}},
+		{name: "not_found: POST 501, GET 404", class: ClassNotFound, substr: "501", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			return handlerEP(t, func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodGet {
+					http.Error(w, "Not Implemented", http.StatusNotImplemented)
+					return
+				}
+				http.NotFound(w, r)
 			}), nil
 		}},
 		{name: "protocol_error: garbage JSON", class: ClassProtocolError, substr: "not a JSON-RPC", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
@@ -204,6 +257,22 @@ func TestFailureClasses(t *testing.T) {
 					writeJSON(w, 200, result(id, initResult("1999-01-01")))
 				},
 			})), nil
+		}},
+		{name: "version_mismatch: pinned 2026-07-28, go-sdk 2025-era server", class: ClassVersionMismatch, substr: "pins protocol 2026-07-28", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			ep := endpoint(streamable(t, sdkServer(Version20251125, Version20250618), mcp.StreamableHTTPOptions{}).URL)
+			ep.ProtocolVersion = Version20260728
+			return ep, nil
+		}},
+		{name: "version_mismatch: pinned 2026-07-28, server not initialized (TypeScript SDK)", class: ClassVersionMismatch, substr: "2025-era", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			ep := rawEP(t, goodRaw(nil))
+			ep.ProtocolVersion = Version20260728
+			return ep, nil
+		}},
+		{name: "version_mismatch: pinned 2026-07-28 over streamable-http", class: ClassVersionMismatch, substr: "2025-era", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			ep := rawEP(t, goodRaw(nil))
+			ep.ProtocolVersion = Version20260728
+			ep.Transport = TransportStreamableHTTP
+			return ep, nil
 		}},
 		{name: "version_mismatch: pinned", class: ClassVersionMismatch, substr: "pins protocol 2025-11-25", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
 			ep := endpoint(streamable(t, sdkServer(Version20250618), mcp.StreamableHTTPOptions{}).URL)
@@ -405,4 +474,83 @@ func closeSessions(s *mcp.Server) {
 	for ss := range s.Sessions() {
 		ss.Close()
 	}
+}
+
+// The shapes of a 2025-03-26 OAuth server: its 401 is a plain Bearer
+// challenge and it serves no protected-resource metadata.
+const (
+	marchMetadata                  = iota // RFC 8414 metadata at the origin
+	marchDefaultEndpoints                 // no metadata; /token grants like the conformance fixture
+	marchTokenErrorOnly                   // no metadata; /token answers an RFC 6749 error
+	marchBrokenMetadata                   // metadata without issuer; /token absent
+	marchRedirectToMetadataService        // metadata redirects to 169.254.169.254
+)
+
+func marchAuthServer(t *testing.T, shape int) *httptest.Server {
+	return serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/.well-known/oauth-authorization-server" && shape == marchMetadata:
+			writeJSON(w, 200, map[string]any{"issuer": "http://" + r.Host, "authorization_endpoint": "http://" + r.Host + "/oauth/authorize",
+				"token_endpoint": "http://" + r.Host + "/oauth/token", "registration_endpoint": "http://" + r.Host + "/oauth/register"})
+		case r.URL.Path == "/.well-known/oauth-authorization-server" && shape == marchBrokenMetadata:
+			writeJSON(w, 200, map[string]any{"token_endpoint": "/token"})
+		case r.URL.Path == "/.well-known/oauth-authorization-server" && shape == marchRedirectToMetadataService:
+			http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
+		case strings.HasPrefix(r.URL.Path, "/.well-known/"):
+			writeJSON(w, 404, map[string]any{"error": "not_found"})
+		case r.URL.Path == "/token" && r.Method == http.MethodPost && shape == marchDefaultEndpoints:
+			writeJSON(w, 200, map[string]any{"access_token": "test-token", "token_type": "Bearer", "expires_in": 3600})
+		case r.URL.Path == "/token" && r.Method == http.MethodPost && shape == marchTokenErrorOnly:
+			writeJSON(w, 400, map[string]any{"error": "invalid_request", "error_description": "code is required"})
+		case r.URL.Path == "/token":
+			http.NotFound(w, r)
+		default:
+			w.Header().Set("WWW-Authenticate", `Bearer`)
+			writeJSON(w, 401, map[string]any{"error": "invalid_token"})
+		}
+	}))
+}
+
+// dripHeadersServer accepts on raw TCP and sends a status line and then one
+// header byte at a time, never finishing the headers.
+func dripHeadersServer(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() { close(done); l.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				go io.Copy(io.Discard, c)
+				if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\n"); err != nil {
+					return
+				}
+				tick := time.NewTicker(10 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					select {
+					case <-done:
+						return
+					case <-tick.C:
+						if _, err := io.WriteString(c, "X"); err != nil {
+							return
+						}
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + l.Addr().String() + "/mcp"
 }

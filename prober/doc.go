@@ -6,7 +6,8 @@
 // for the commands queue) plus the store.Endpoint it names; it leaves as one
 // msg.ProbeResult per command, published to the results queue with group =
 // endpoint ID and dedup ID = <endpointId>-<probeRunId>, the latest result kept
-// in the store, the tool catalog kept under store.Objects kind "catalog", and
+// in the store, the tool catalog and the last successful server identity
+// kept under store.Objects kinds "catalog" and "server", and
 // the prober metrics.
 //
 // # Eras
@@ -17,8 +18,11 @@
 // notifications/initialized → ping → tools/list → DELETE, JSON or SSE answers,
 // Mcp-Session-Id, MCP-Protocol-Version) and legacy HTTP+SSE 2024-11-05.
 // Transport "auto" tries server/discover, falls back to initialize on a
-// 2025-era answer, and to the legacy GET on 404/405; with the previous result
-// it starts with the era the server spoke last time.
+// 2025-era answer, and to the legacy GET on 404/405/501; with the previous
+// result it starts with the era the server spoke last time, unless that
+// result failed or lies in an earlier renegotiation period
+// (RenegotiateEvery). Protocol and server changes are measured against the
+// last successful probe, kept under store.Objects kind "server".
 //
 // # Why not the go-sdk client
 //
@@ -69,5 +73,6 @@
 // unspecified addresses after DNS resolution and on every redirect
 // (blocked_target); bodies and SSE streams are capped (1 MiB, 64 events);
 // every probe has a deadline from the endpoint timeout and its own transport;
-// the endpoint's headers are secrets, never logged and scrubbed from results.
+// the endpoint's headers are secrets, never logged and scrubbed from what the
+// target said (redact.go), never from the prober's own wording.
 package prober

@@ -62,10 +62,17 @@ func TestEras(t *testing.T) {
 			if res.ToolCount != 1 || res.CatalogFingerprint == "" {
 				t.Errorf("tools %d fingerprint %q", res.ToolCount, res.CatalogFingerprint)
 			}
-			for _, p := range []string{msg.PhaseInitialize, msg.PhaseToolsList, msg.PhaseTotal, msg.PhaseConnect} {
+			handshake, other := msg.PhaseInitialize, msg.PhaseDiscover
+			if tc.wantVersion == Version20260728 {
+				handshake, other = msg.PhaseDiscover, msg.PhaseInitialize
+			}
+			for _, p := range []string{handshake, msg.PhaseToolsList, msg.PhaseTotal, msg.PhaseConnect} {
 				if _, ok := res.Phases[p]; !ok {
 					t.Errorf("phase %s missing: %v", p, res.Phases)
 				}
+			}
+			if _, ok := res.Phases[other]; ok && (tc.pin != "" || tc.wantVersion == Version20260728) {
+				t.Errorf("phase %s recorded for a %s probe that never spoke it: %v", other, tc.wantVersion, res.Phases)
 			}
 			// Legacy sessions end with the stream, which the server notices
 			// asynchronously; Streamable HTTP sessions end with the DELETE.

@@ -91,7 +91,7 @@ func (r *run) openLegacy(ctx context.Context) error {
 		if mt == "" {
 			return failf(ClassNotMCP, resp.StatusCode, "GET (SSE): HTTP %d without a content type: not an MCP endpoint", resp.StatusCode)
 		}
-		return failf(ClassNotMCP, resp.StatusCode, "GET (SSE): HTTP %d with content type %q: not an MCP endpoint", resp.StatusCode, mt)
+		return failf(ClassNotMCP, resp.StatusCode, "GET (SSE): HTTP %d with content type %q: not an MCP endpoint", resp.StatusCode, fromTarget(clean(mt)))
 	}
 	sr := newSSEReader(&capReader{r: resp.Body, n: r.p.opts.MaxBody}, int(r.p.opts.MaxBody), r.p.opts.MaxSSEEvents)
 	ls := &legacyStream{resp: resp, msgs: make(chan rpcMessage, 16), done: make(chan struct{}), cancel: cancel}
@@ -105,7 +105,7 @@ func (r *run) openLegacy(ctx context.Context) error {
 			}
 			pe := readFail(ctx, "GET (SSE)", err)
 			if pe.class == ClassTimeout {
-				pe.msg = "GET (SSE): no endpoint event within the timeout"
+				pe.format, pe.args = "GET (SSE): no endpoint event within the timeout", nil
 			}
 			return pe
 		}
@@ -122,7 +122,7 @@ func (r *run) openLegacy(ctx context.Context) error {
 		if ep.Scheme != r.u.Scheme || ep.Host != r.u.Host {
 			cancel()
 			resp.Body.Close()
-			return failf(ClassProtocolError, resp.StatusCode, "GET (SSE): endpoint event points to another origin (%s)", ep.Host)
+			return failf(ClassProtocolError, resp.StatusCode, "GET (SSE): endpoint event points to another origin (%s)", fromTarget(clean(ep.Host)))
 		}
 		ls.endpoint = ep
 	}

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +42,7 @@ const (
 // Event kinds a probe may attach to its result.
 const (
 	EventVersionChanged = "protocol_version_changed"
+	EventServerChanged  = "server_version_changed" // server name or version
 	EventCatalogChanged = "catalog_changed"
 	EventCertExpiring   = "cert_expiring"
 )
@@ -90,8 +90,11 @@ type Options struct {
 	// CertWarning adds a cert_expiring event when the certificate expires
 	// within it.
 	CertWarning time.Duration
-	// Catalogs stores tool catalogs for drift detection; nil disables drift
-	// events (the fingerprint is still computed).
+	// Catalogs keeps what the prober remembers per endpoint between probes:
+	// the tool catalog (kind CatalogKind) for drift events and the identity
+	// of the last successful probe (kind IdentityKind) for version-change
+	// events. Nil disables drift events (the fingerprint is still computed)
+	// and measures changes against the previous result only.
 	Catalogs CatalogStore
 	// Resolver resolves target names (nil: net.DefaultResolver). Tests point
 	// it at a DNS server on 127.0.0.1.
@@ -221,8 +224,11 @@ func (p *Prober) Probe(ctx context.Context, ep store.Endpoint, cmd msg.ProbeComm
 
 // ProbeAfter probes ep once. prev, the endpoint's previous result if any,
 // lets the probe start with the era the server spoke last time (saving the
-// server/discover round trip against 2025-era servers) and report a protocol
-// version change as an event.
+// server/discover round trip against 2025-era servers) unless that result
+// failed or is from an earlier renegotiation period (see RenegotiateEvery).
+// Changes of protocol version and server name or version are measured
+// against the last successful probe (see IdentityKind), prev standing in
+// when no store is configured.
 func (p *Prober) ProbeAfter(ctx context.Context, ep store.Endpoint, cmd msg.ProbeCommand, prev *msg.ProbeResult) msg.ProbeResult {
 	res := msg.ProbeResult{
 		Schema:     msg.SchemaVersion,
@@ -233,36 +239,83 @@ func (p *Prober) ProbeAfter(ctx context.Context, ep store.Endpoint, cmd msg.Prob
 		StartedAt:  p.clock.Now().UTC(),
 		Phases:     map[string]float64{},
 	}
-	timeout := ep.Timeout
-	if timeout <= 0 {
-		timeout = p.opts.DefaultTimeout
-	}
-	timeout = min(timeout, MaxTimeout)
-	pctx, cancel := context.WithTimeout(ctx, timeout)
+	pctx, cancel := context.WithTimeout(ctx, p.timeoutOf(ep))
 	defer cancel()
 
 	start := time.Now()
 	r := newRun(p, ep, &res)
 	err := r.probe(pctx, prev)
+	// Read before anything else can take time: a failure that ends at the
+	// deadline was caused by it, whatever the transport made of it. The
+	// clock, not pctx.Err: the socket's deadline (set to the same instant)
+	// can fail a read before the context's own timer has fired.
+	dl, _ := pctx.Deadline()
+	expired := !time.Now().Before(dl)
 	r.close()
 	total := time.Since(start)
 	res.Phases[msg.PhaseTotal] = total.Seconds()
 	r.copyPhases()
 
-	switch {
-	case err != nil:
-		var pe *probeError
-		if !errors.As(err, &pe) {
-			pe = classify(pctx, err)
+	secrets := newScrubber(ep.Headers)
+	redactIdentity(&res, secrets)
+	p.conclude(&res, ep, r, outcome(pctx, err, expired), total, secrets)
+	res.Status = StatusOf(res.Class)
+
+	if ev := p.certEvent(&res); ev != nil {
+		res.Events = append(res.Events, *ev)
+	}
+	res.Events = append(res.Events, p.identityChanges(ctx, ep.ID, cmd.Slot, prev, &res)...)
+	if r.tools != nil {
+		if ev := p.catalogDrift(ctx, ep.ID, r.tools, secrets); ev != nil {
+			res.Events = append(res.Events, *ev)
 		}
+	}
+	res.FinishedAt = p.clock.Now().UTC()
+
+	p.opts.Metrics.observe(&res)
+	lvl := slog.LevelDebug
+	if res.Status != msg.StatusUp {
+		lvl = slog.LevelInfo
+	}
+	if p.log.Enabled(ctx, lvl) {
+		p.log.Log(ctx, lvl, "probe finished", "endpoint", ep.ID, "slot", cmd.Slot, "url", redactURL(ep.URL), "status", res.Status,
+			"class", res.Class, "error", res.Error, "version", res.ProtocolVersion, "duration", total)
+	}
+	return res
+}
+
+// outcome turns the probe's error into a classified one (nil: success).
+// Any failure that ended at the probe's deadline is a timeout: a response
+// dripped past it fails as a broken read, but what failed was the deadline.
+func outcome(ctx context.Context, err error, expired bool) *probeError {
+	if err == nil {
+		return nil
+	}
+	var pe *probeError
+	if !errors.As(err, &pe) {
+		pe = classify(ctx, err)
+	}
+	if expired && pe.class == ClassNetwork {
+		return failf(ClassTimeout, pe.status, "no complete answer within the timeout: %v", pe)
+	}
+	return pe
+}
+
+// conclude sets the class and error of res. The latency threshold compares
+// the probe's total: every phase, including a fallback between eras and the
+// DELETE that ends the session, since that is what a client connecting
+// afresh waits for too.
+func (p *Prober) conclude(res *msg.ProbeResult, ep store.Endpoint, r *run, pe *probeError, total time.Duration, secrets scrubber) {
+	switch {
+	case pe != nil:
 		res.Class = pe.class
-		res.Error = pe.Error()
+		res.Error = pe.render(secrets)
 		if pe.status != 0 {
 			res.HTTPStatus = pe.status
 		}
-	case r.degradedReason != "":
+	case r.degraded != nil:
 		res.Class = ClassDegraded
-		res.Error = r.degradedReason
+		res.Error = r.degraded.render(secrets)
 	default:
 		res.Class = ClassOK
 		threshold := ep.LatencyThreshold
@@ -274,66 +327,19 @@ func (p *Prober) ProbeAfter(ctx context.Context, ep store.Endpoint, cmd msg.Prob
 			res.Error = fmt.Sprintf("probe took %s, over the latency threshold %s", total.Round(time.Millisecond), threshold)
 		}
 	}
-	res.Status = StatusOf(res.Class)
-
-	if res.CertExpiry != nil && res.CertExpiry.Sub(p.clock.Now()) < p.opts.CertWarning {
-		left := res.CertExpiry.Sub(p.clock.Now())
-		m := fmt.Sprintf("TLS certificate expires %s (in %s)", res.CertExpiry.Format(time.RFC3339), left.Round(time.Minute))
-		if left <= 0 {
-			m = fmt.Sprintf("TLS certificate expired %s", res.CertExpiry.Format(time.RFC3339))
-		}
-		res.Events = append(res.Events, msg.Event{Kind: EventCertExpiring, Severity: "warning", Message: m})
-	}
-	if prev != nil && prev.ProtocolVersion != "" && res.ProtocolVersion != "" && prev.ProtocolVersion != res.ProtocolVersion {
-		res.Events = append(res.Events, msg.Event{
-			Kind:     EventVersionChanged,
-			Severity: "info",
-			Message:  fmt.Sprintf("negotiated protocol version changed from %s to %s", prev.ProtocolVersion, res.ProtocolVersion),
-			Details:  map[string]string{"from": prev.ProtocolVersion, "to": res.ProtocolVersion, "fromTransport": prev.Transport, "toTransport": res.Transport},
-		})
-	}
-	if r.tools != nil {
-		if ev := p.catalogDrift(ctx, ep.ID, r.tools); ev != nil {
-			res.Events = append(res.Events, *ev)
-		}
-	}
-	res.FinishedAt = p.clock.Now().UTC()
-	redactResult(&res, ep.Headers)
-
-	p.opts.Metrics.observe(&res)
-	lvl := slog.LevelDebug
-	if res.Status != msg.StatusUp {
-		lvl = slog.LevelInfo
-	}
-	if p.log.Enabled(ctx, lvl) {
-		p.log.Log(ctx, lvl, "probe finished", "endpoint", ep.ID, "url", redactURL(ep.URL), "status", res.Status,
-			"class", res.Class, "error", res.Error, "version", res.ProtocolVersion, "duration", total)
-	}
-	return res
 }
 
-// redactResult scrubs every configured header value from the free-text
-// fields of res: a server may echo a token into an error message, and nothing
-// a probe records may carry a secret.
-func redactResult(res *msg.ProbeResult, headers map[string]string) {
-	scrub := func(s string) string {
-		for _, v := range headers {
-			if len(v) >= 4 {
-				s = strings.ReplaceAll(s, v, "[REDACTED]")
-				// Bearer tokens are often echoed without the scheme.
-				if _, tok, ok := strings.Cut(v, " "); ok && len(tok) >= 4 {
-					s = strings.ReplaceAll(s, tok, "[REDACTED]")
-				}
-			}
-		}
-		return s
+// certEvent warns of a certificate near (or past) its expiry.
+func (p *Prober) certEvent(res *msg.ProbeResult) *msg.Event {
+	if res.CertExpiry == nil || res.CertExpiry.Sub(p.clock.Now()) >= p.opts.CertWarning {
+		return nil
 	}
-	res.Error = scrub(res.Error)
-	res.ServerName = scrub(res.ServerName)
-	res.ServerVersion = scrub(res.ServerVersion)
-	for i := range res.Events {
-		res.Events[i].Message = scrub(res.Events[i].Message)
+	left := res.CertExpiry.Sub(p.clock.Now())
+	m := fmt.Sprintf("TLS certificate expires %s (in %s)", res.CertExpiry.Format(time.RFC3339), left.Round(time.Minute))
+	if left <= 0 {
+		m = fmt.Sprintf("TLS certificate expired %s", res.CertExpiry.Format(time.RFC3339))
 	}
+	return &msg.Event{Kind: EventCertExpiring, Severity: "warning", Message: m}
 }
 
 // redactURL drops user info and query values from a URL for logs.
@@ -351,4 +357,14 @@ func redactURL(raw string) string {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()
+}
+
+// timeoutOf is the probe timeout of ep: its own, else the prober's default,
+// never over MaxTimeout.
+func (p *Prober) timeoutOf(ep store.Endpoint) time.Duration {
+	timeout := ep.Timeout
+	if timeout <= 0 {
+		timeout = p.opts.DefaultTimeout
+	}
+	return min(timeout, MaxTimeout)
 }

@@ -25,19 +25,29 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-// probeError is a classified probe failure. Its message never carries header
-// values or URL query strings.
+// probeError is a classified probe failure. It keeps its format and
+// arguments apart so that redaction (redact.go) scrubs secrets only from
+// what the target said (fromTarget and error arguments), never from
+// mcpmon's own wording. Its message never carries URL query strings.
 type probeError struct {
 	class  string
-	msg    string
 	status int
 	rpc    *rpcError
+	format string
+	args   []any
 }
 
-func (e *probeError) Error() string { return e.msg }
+func (e *probeError) Error() string { return fmt.Sprintf(e.format, e.args...) }
 
 func failf(class string, status int, format string, args ...any) *probeError {
-	return &probeError{class: class, status: status, msg: fmt.Sprintf(format, args...)}
+	return &probeError{class: class, status: status, format: format, args: args}
+}
+
+// prefixed puts prefix (mcpmon's words) before e's message.
+func (e *probeError) prefixed(prefix string) *probeError {
+	e.format = "%s" + e.format
+	e.args = append([]any{prefix}, e.args...)
+	return e
 }
 
 // run is the state of one probe: its own transport (no connection reuse
@@ -51,7 +61,7 @@ type run struct {
 	client *httpClient
 
 	mu      sync.Mutex
-	phases  [8]phaseDur // msg.Phases but total
+	phases  [9]phaseDur // msg.Phases but total
 	nPhases int
 	marks   [3]timeMark // dns, connect, tls
 	nMarks  int
@@ -71,8 +81,8 @@ type run struct {
 	hbuf          []hfield
 	numBuf        [20]byte
 
-	tools          []json.RawMessage // nil when tools/list was not read
-	degradedReason string
+	tools    []json.RawMessage // nil when tools/list was not read
+	degraded *probeError       // why an alive server is degraded (tools/list failing)
 }
 
 func newRun(p *Prober, ep store.Endpoint, res *msg.ProbeResult) *run {
@@ -157,7 +167,7 @@ func (r *run) trace(ctx context.Context) context.Context {
 }
 
 // phaseDur is one recorded phase; timeMark the start of a traced one. A
-// probe has at most seven phases and three traced starts: small arrays
+// probe has at most nine phases and three traced starts: small arrays
 // searched in order instead of two maps per probe.
 type phaseDur struct {
 	name string
@@ -243,14 +253,14 @@ func (r *run) probe(ctx context.Context, prev *msg.ProbeResult) error {
 	switch {
 	case transport == TransportSSE || pinned == Version20241105:
 		return r.legacyProbe(ctx)
-	case transport == TransportStreamableHTTP && pinned == Version20260728:
-		return r.discoverProbe(ctx)
+	case pinned == Version20260728:
+		return r.pinnedDiscoverProbe(ctx)
 	case pinned != "":
 		return r.initializeProbe(ctx, pinned)
 	}
 
 	prevVersion := ""
-	if prev != nil && prev.Status != msg.StatusDown {
+	if prev != nil && prev.Status != msg.StatusDown && !renegotiate(r.ep.ID, prev.Slot, r.res.Slot) {
 		prevVersion = prev.ProtocolVersion
 		if transport == TransportAuto && prev.Transport == TransportSSE {
 			err := r.legacyProbe(ctx)
@@ -261,11 +271,10 @@ func (r *run) probe(ctx context.Context, prev *msg.ProbeResult) error {
 			return err
 		}
 	}
-	var err2 error
 	if prevVersion == "" || prevVersion == Version20260728 {
-		err2 = r.discoverProbe(ctx)
-		if !fallbackFromDiscover(err2) {
-			return err2
+		err := r.discoverProbe(ctx)
+		if !fallbackFromDiscover(err) {
+			return err
 		}
 		r.resetSession()
 	}
@@ -276,7 +285,12 @@ func (r *run) probe(ctx context.Context, prev *msg.ProbeResult) error {
 	err = r.initializeProbe(ctx, ver)
 	if transport == TransportAuto && fallbackToLegacy(err) {
 		r.resetSession()
-		if lerr := r.legacyProbe(ctx); !fallbackToStreamable(lerr) {
+		lerr := r.legacyProbe(ctx)
+		if !fallbackToStreamable(lerr) {
+			return lerr
+		}
+		if classOf(err) == ClassNotFound && classOf(lerr) == ClassNotMCP {
+			// POST not served, GET a page: a web site, not an MCP server.
 			return lerr
 		}
 		// Not a legacy server either: report what Streamable HTTP saw.
@@ -286,6 +300,21 @@ func (r *run) probe(ctx context.Context, prev *msg.ProbeResult) error {
 	return err
 }
 
+// pinnedDiscoverProbe speaks only 2026-07-28, as the endpoint pins it: a
+// server that answers server/discover the way a 2025-era server does does
+// not speak the pinned revision.
+func (r *run) pinnedDiscoverProbe(ctx context.Context) error {
+	err := r.discoverProbe(ctx)
+	if !fallbackFromDiscover(err) || classOf(err) == ClassVersionMismatch {
+		return err
+	}
+	switch classOf(err) {
+	case ClassNotFound, ClassNotMCP, ClassHTTP5xx, ClassSessionBroken:
+		return err // says nothing about the revision
+	}
+	return failf(ClassVersionMismatch, 0, "endpoint pins protocol %s but the server answered server/discover as a 2025-era server: %v", Version20260728, err)
+}
+
 func (r *run) resetSession() {
 	if r.legacy != nil {
 		r.legacy.close()
@@ -293,6 +322,26 @@ func (r *run) resetSession() {
 	}
 	r.sessionID, r.version, r.hasTools = "", "", false
 	r.res.ServerName, r.res.ServerVersion, r.res.ProtocolVersion, r.res.Transport = "", "", "", ""
+	r.dropAttemptPhases()
+}
+
+// dropAttemptPhases forgets the handshake phases of an attempt the probe
+// falls back from, so that initialize and the rest time the era that
+// decided the result. The failed attempt's time stays in total; discover
+// keeps its own phase (it is always the first attempt) and dns, connect and
+// tls time the first connection, whichever attempt made it.
+func (r *run) dropAttemptPhases() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := r.phases[:0]
+	for _, p := range r.phases[:r.nPhases] {
+		switch p.name {
+		case msg.PhaseInitialize, msg.PhaseInitialized, msg.PhasePing, msg.PhaseToolsList, msg.PhaseClose:
+			continue
+		}
+		kept = append(kept, p)
+	}
+	r.nPhases = len(kept)
 }
 
 func classOf(err error) string {
@@ -387,10 +436,10 @@ func (r *run) acceptInitialize(result json.RawMessage, asked string) error {
 	r.res.ServerName, r.res.ServerVersion = clean(ir.ServerInfo.Name), clean(ir.ServerInfo.Version)
 	r.res.ProtocolVersion = clean(ir.ProtocolVersion)
 	if pinned := r.ep.ProtocolVersion; pinned != "" && ir.ProtocolVersion != pinned {
-		return failf(ClassVersionMismatch, 0, "endpoint pins protocol %s but the server answered %s", pinned, clean(ir.ProtocolVersion))
+		return failf(ClassVersionMismatch, 0, "endpoint pins protocol %s but the server answered %s", pinned, fromTarget(clean(ir.ProtocolVersion)))
 	}
 	if !slices.Contains(Versions, ir.ProtocolVersion) || ir.ProtocolVersion == Version20260728 {
-		return failf(ClassVersionMismatch, 0, "asked for protocol %s, server answered %q, which the prober does not speak", asked, clean(ir.ProtocolVersion))
+		return failf(ClassVersionMismatch, 0, "asked for protocol %s, server answered %q, which the prober does not speak", asked, fromTarget(clean(ir.ProtocolVersion)))
 	}
 	r.version = ir.ProtocolVersion
 	var caps struct {
@@ -407,7 +456,7 @@ func (r *run) discoverProbe(ctx context.Context) error {
 	r.res.Transport = TransportStreamableHTTP
 	r.version = Version20260728
 	var result json.RawMessage
-	err := r.timed(msg.PhaseInitialize, func() error {
+	err := r.timed(msg.PhaseDiscover, func() error {
 		var err error
 		result, err = r.call(ctx, "server/discover", map[string]any{})
 		return err
@@ -429,7 +478,7 @@ func (r *run) discoverProbe(ctx context.Context) error {
 	}
 	if !slices.Contains(dr.SupportedVersions, Version20260728) {
 		// A server that lists only older revisions wants the 2025 handshake.
-		return failf(ClassVersionMismatch, 0, "server/discover lists %v without %s", dr.SupportedVersions, Version20260728)
+		return failf(ClassVersionMismatch, 0, "server/discover lists %s without %s", fromTarget(clean(fmt.Sprint(dr.SupportedVersions))), Version20260728)
 	}
 	r.res.ProtocolVersion = Version20260728
 	var info struct {
@@ -461,7 +510,7 @@ func (r *run) listTools(ctx context.Context) {
 	err := r.timed(msg.PhaseToolsList, func() error {
 		for page := 0; ; page++ {
 			if page >= DefaultMaxToolPages {
-				return fmt.Errorf("more than %d pages", DefaultMaxToolPages)
+				return failf(ClassDegraded, 0, "more than %d pages", DefaultMaxToolPages)
 			}
 			params := map[string]any{}
 			if cursor != "" {
@@ -476,20 +525,20 @@ func (r *run) listTools(ctx context.Context) {
 				NextCursor string            `json:"nextCursor"`
 			}
 			if err := json.Unmarshal(res, &lr); err != nil {
-				return fmt.Errorf("malformed result: %v", err)
+				return failf(ClassDegraded, 0, "malformed result: %v", err)
 			}
 			tools = append(tools, lr.Tools...)
 			if lr.NextCursor == "" {
 				return nil
 			}
 			if lr.NextCursor == cursor {
-				return errors.New("server repeated the same cursor")
+				return failf(ClassDegraded, 0, "server repeated the same cursor")
 			}
 			cursor = lr.NextCursor
 		}
 	})
 	if err != nil {
-		r.degradedReason = "tools/list failed: " + err.Error()
+		r.degraded = failf(ClassDegraded, 0, "tools/list failed: %v", err)
 		return
 	}
 	r.tools = tools
@@ -505,7 +554,7 @@ func asRPCClass(err error, class, method string) error {
 	var pe *probeError
 	if errors.As(err, &pe) && pe.rpc != nil && pe.class == "" {
 		pe.class = class
-		pe.msg = fmt.Sprintf("%s answered with JSON-RPC error %d: %s", method, pe.rpc.Code, clean(pe.rpc.Message))
+		pe.format, pe.args = "%s answered with JSON-RPC error %d: %s", []any{method, pe.rpc.Code, fromTarget(clean(pe.rpc.Message))}
 	}
 	return err
 }
@@ -703,7 +752,7 @@ func (r *run) readResponse(ctx context.Context, resp *http.Response, method stri
 	case "":
 		return nil, failf(ClassNotMCP, resp.StatusCode, "%s: HTTP %d without a content type: not an MCP endpoint", method, resp.StatusCode)
 	default:
-		return nil, failf(ClassNotMCP, resp.StatusCode, "%s: HTTP %d with content type %q: not an MCP endpoint", method, resp.StatusCode, mt)
+		return nil, failf(ClassNotMCP, resp.StatusCode, "%s: HTTP %d with content type %q: not an MCP endpoint", method, resp.StatusCode, fromTarget(clean(mt)))
 	}
 }
 
@@ -734,7 +783,7 @@ func (r *run) readBody(body io.Reader, max int64) ([]byte, error) {
 
 func resultOf(m *rpcMessage) (json.RawMessage, error) {
 	if m.Error != nil {
-		return nil, &probeError{rpc: m.Error, msg: m.Error.Error()}
+		return nil, &probeError{rpc: m.Error, format: "%v", args: []any{m.Error}}
 	}
 	return m.Result, nil
 }
@@ -747,9 +796,7 @@ func readFail(ctx context.Context, method string, err error) *probeError {
 	case errors.Is(err, errSSELineTooLong), errors.Is(err, errSSETooManyEvents):
 		return failf(ClassProtocolError, 0, "%s: %v", method, err)
 	}
-	pe := classify(ctx, err)
-	pe.msg = method + ": reading response: " + pe.msg
-	return pe
+	return classify(ctx, err).prefixed(method + ": reading response: ")
 }
 
 // notify sends a notification and expects 202 (any 2xx is accepted).
@@ -774,11 +821,13 @@ func (r *run) deleteSession(ctx context.Context) {
 	if r.sessionID == "" || ctx.Err() != nil {
 		return
 	}
-	resp, err := r.client.doFast(ctx, http.MethodDelete, r.u, nil, "")
-	if err != nil {
-		return
-	}
-	resp.Body.Close()
+	_ = r.timed(msg.PhaseClose, func() error {
+		resp, err := r.client.doFast(ctx, http.MethodDelete, r.u, nil, "")
+		if err != nil {
+			return err
+		}
+		return resp.Body.Close()
+	})
 }
 
 // statusError classifies a non-2xx answer. It reads at most 64 KiB of the
@@ -796,9 +845,13 @@ func (r *run) statusError(ctx context.Context, resp *http.Response, method strin
 			ra = ra[:64]
 		}
 		if ra != "" {
-			return failf(ClassRateLimited, sc, "%s: HTTP 429 Too Many Requests (Retry-After: %s)", method, clean(ra))
+			return failf(ClassRateLimited, sc, "%s: HTTP 429 Too Many Requests (Retry-After: %s)", method, fromTarget(clean(ra)))
 		}
 		return failf(ClassRateLimited, sc, "%s: HTTP 429 Too Many Requests", method)
+	case sc == http.StatusNotImplemented:
+		// A static site's way of saying "no POST here": a method not
+		// served, like 405, so the probe tries the next transport.
+		return failf(ClassNotFound, sc, "%s: HTTP 501 Not Implemented", method)
 	case sc >= 500:
 		return failf(ClassHTTP5xx, sc, "%s: HTTP %d %s", method, sc, http.StatusText(sc))
 	case sc == http.StatusNotAcceptable || sc == http.StatusUnsupportedMediaType:
@@ -817,7 +870,7 @@ func (r *run) statusError(ctx context.Context, resp *http.Response, method strin
 		return failf(ClassSessionBroken, sc, "%s: HTTP %d for session created by initialize: the session is unknown to the server that answered (load balancer without sticky sessions?)", method, sc)
 	}
 	if rpcErr != nil {
-		return &probeError{rpc: rpcErr, status: sc, msg: fmt.Sprintf("%s: HTTP %d with %v", method, sc, rpcErr)}
+		return &probeError{rpc: rpcErr, status: sc, format: "%s: HTTP %d with %v", args: []any{method, sc, rpcErr}}
 	}
 	switch sc {
 	case http.StatusNotFound:

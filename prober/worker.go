@@ -194,13 +194,3 @@ func (w *Worker) Run(ctx context.Context, q queue.Queue, opts queue.ConsumerOpti
 	}
 	return queue.Consume(ctx, q, w.Handle, opts)
 }
-
-// timeoutOf is the probe timeout of ep: its own, else the prober's default,
-// never over MaxTimeout.
-func (p *Prober) timeoutOf(ep store.Endpoint) time.Duration {
-	timeout := ep.Timeout
-	if timeout <= 0 {
-		timeout = p.opts.DefaultTimeout
-	}
-	return min(timeout, MaxTimeout)
-}

@@ -101,15 +101,17 @@ const (
 	PhaseDNS         = "dns"
 	PhaseConnect     = "connect"
 	PhaseTLS         = "tls"
-	PhaseInitialize  = "initialize" // or server/discover under 2026-07-28
+	PhaseDiscover    = "discover" // server/discover (2026-07-28)
+	PhaseInitialize  = "initialize"
 	PhaseInitialized = "initialized"
 	PhasePing        = "ping"
 	PhaseToolsList   = "tools_list"
+	PhaseClose       = "close" // the DELETE that ends a session
 	PhaseTotal       = "total"
 )
 
 // Phases lists every phase, for pre-creating metric label values.
-var Phases = []string{PhaseDNS, PhaseConnect, PhaseTLS, PhaseInitialize, PhaseInitialized, PhasePing, PhaseToolsList, PhaseTotal}
+var Phases = []string{PhaseDNS, PhaseConnect, PhaseTLS, PhaseDiscover, PhaseInitialize, PhaseInitialized, PhasePing, PhaseToolsList, PhaseClose, PhaseTotal}
 
 // ProbeResult is what a prober observed for one probe run.
 type ProbeResult struct {
