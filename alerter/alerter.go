@@ -806,7 +806,12 @@ func (a *Alerter) Run(ctx context.Context) error {
 	t := time.NewTicker(a.opts.SweepInterval)
 	defer t.Stop()
 	for {
-		if err := a.Sweep(ctx); err != nil && ctx.Err() == nil {
+		switch err := a.Sweep(ctx); {
+		case err == nil || ctx.Err() != nil:
+		case errors.Is(err, store.ErrUnavailable):
+			// The store logs its outage once; the next sweep retries.
+			a.log.Debug("sweep waits for the store", "err", err)
+		default:
 			a.log.Warn("sweep", "err", err)
 		}
 		select {

@@ -22,7 +22,9 @@ func openRedis(ctx context.Context, o config.Options, clk clock.Clock, logger *s
 	// go-redis logs every failed dial on its own process-wide logger; send
 	// those to debug so an outage is one warning from the store, not a flood.
 	redisstore.RouteDriverLogs(logger)
-	s, err := redisstore.New(ctx, o.RedisURL, redisstore.Options{Prefix: o.RedisPrefix, LedgerTTL: o.LedgerTTL, Clock: clk, Logger: logger})
+	// A replica started while Redis is down waits for it (readyz 503,
+	// messages held) instead of exiting and staying down.
+	s, err := redisstore.New(ctx, o.RedisURL, redisstore.Options{Prefix: o.RedisPrefix, LedgerTTL: o.LedgerTTL, Clock: clk, Logger: logger, WaitForServer: true})
 	if err != nil {
 		return nil, fmt.Errorf("connect to Redis (check --redis-url and that Redis is up): %w", err)
 	}

@@ -319,12 +319,18 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		sched := scheduler.New(d.publisher(msg.QueueCommands, qm), scheduler.Options{
 			Clock: d.clk, Logger: d.log, Metrics: scheduler.NewMetrics(reg),
 		})
+		// Load the schedule before serving; a store that is not reachable
+		// yet is waited for by the sync loop below, not a failed start.
 		eps, err := d.st.ListEndpoints(ctx)
-		if err != nil {
+		switch {
+		case errors.Is(err, store.ErrUnavailable):
+			d.log.Warn("store unreachable at start: endpoints are scheduled once it answers", "err", err)
+		case err != nil:
 			return fmt.Errorf("load endpoints for the scheduler: %w", err)
-		}
-		if err := sched.Sync(ctx, eps); err != nil {
-			return fmt.Errorf("schedule endpoints: %w", err)
+		default:
+			if err := sched.Sync(ctx, eps); err != nil {
+				return fmt.Errorf("schedule endpoints: %w", err)
+			}
 		}
 		d.loop(ctx, "scheduler", sched.Run)
 		// Changes made through another API replica reach this scheduler

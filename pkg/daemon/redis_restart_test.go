@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,4 +84,50 @@ func TestRedisCrashMidIncident(t *testing.T) {
 	if got := rcv.all(); len(got) != 2 {
 		t.Fatalf("received %d alerts, want exactly one open and one resolve: %v", len(got), got)
 	}
+}
+
+// TestStartWaitsForRedis: a process started while Redis is down does not
+// exit. It serves /readyz 503 naming the store, and once Redis answers it
+// becomes ready and schedules, probes and decides as usual.
+func TestStartWaitsForRedis(t *testing.T) {
+	rs := testpeers.NewRedisServer(t) // prepared, not started
+	srv := newMCPServer(t)
+
+	o := config.Defaults()
+	o.Listen = "127.0.0.1:0"
+	o.DataDir = t.TempDir()
+	o.Window = time.Second
+	o.Grace = 300 * time.Millisecond
+	o.AllowPrivateTargets = true
+	o.Store = config.StoreRedis
+	o.RedisURL = rs.URL()
+	o.RedisPrefix = fmt.Sprintf("wait-%d:", time.Now().UnixNano())
+
+	d, err := Start(t.Context(), RoleAll, o, Deps{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatalf("start with Redis down = %v, want a process that waits for it", err)
+	}
+	defer func() { d.Stop(); _ = d.Wait() }()
+	if code, body := readyz(t, d.Addr()); code != http.StatusServiceUnavailable || !strings.Contains(body, "store") {
+		t.Fatalf("/readyz with Redis down = %d %q, want 503 naming the store", code, body)
+	}
+
+	rs.Start()
+	eventually(t, 10*time.Second, "/readyz 200 once Redis is up", func() bool {
+		code, _ := readyz(t, d.Addr())
+		return code == http.StatusOK
+	})
+	id := register(t, d.Addr(), map[string]any{"name": "fixture", "url": srv.url(), "schedule": "@every 1s", "timeout": "1s"})
+	eventually(t, 20*time.Second, "an up verdict", func() bool { return latestState(t, d.Addr(), id) == msg.StateUp })
+}
+
+func readyz(t *testing.T, addr string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

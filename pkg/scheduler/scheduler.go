@@ -267,22 +267,32 @@ type EndpointLister interface {
 // SyncEvery calls Sync with src's endpoints now and then every interval
 // until ctx is done, so endpoints created, changed or deleted through
 // another API replica take effect here within one interval. A failed list
-// is logged and retried at the next tick; it never clears the schedule.
-// It returns nil when ctx is done.
+// never clears the schedule: it is logged once and retried after a second,
+// doubling up to the interval, so a scheduler started while its store was
+// unreachable loads its endpoints soon after the store returns. It returns
+// nil when ctx is done.
 func (s *Scheduler) SyncEvery(ctx context.Context, src EndpointLister, interval time.Duration) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	failures := 0
 	for {
 		s.mu.Lock()
 		listedAt := s.gen
 		s.mu.Unlock()
 		eps, err := src.ListEndpoints(ctx)
+		wait := interval
 		switch {
 		case ctx.Err() != nil:
 			return nil
 		case err != nil:
-			s.log.Warn("listing endpoints for resync failed; keeping the current schedule", "err", err)
+			if failures == 0 {
+				s.log.Warn("listing endpoints for resync failed; keeping the current schedule and retrying", "err", err)
+			}
+			failures++
+			wait = min(time.Second<<min(failures-1, 10), interval)
 		default:
+			if failures > 0 {
+				s.log.Info("endpoints listed again; schedule resynced", "failed_attempts", failures)
+				failures = 0
+			}
 			s.mu.Lock()
 			err := s.syncLocked(eps, listedAt)
 			s.mu.Unlock()
@@ -290,8 +300,10 @@ func (s *Scheduler) SyncEvery(ctx context.Context, src EndpointLister, interval 
 				s.log.Warn("resync skipped endpoints with invalid schedules", "err", err)
 			}
 		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
 		case <-t.C:
 		}

@@ -373,3 +373,49 @@ func TestMetrics(t *testing.T) {
 		}
 	})
 }
+
+// flakyLister fails its first n lists with the store unavailable.
+type flakyLister struct {
+	mu    sync.Mutex
+	fails int
+	calls int
+	eps   []store.Endpoint
+}
+
+func (l *flakyLister) ListEndpoints(context.Context) ([]store.Endpoint, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls++
+	if l.calls <= l.fails {
+		return nil, store.ErrUnavailable
+	}
+	return l.eps, nil
+}
+
+// TestSyncEveryRetriesSoonAfterAFailedList: a scheduler started while its
+// store is unreachable loads its endpoints within seconds of the store
+// returning, not a whole resync interval later.
+func TestSyncEveryRetriesSoonAfterAFailedList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(&recorder{}, Options{})
+		src := &flakyLister{fails: 3, eps: []store.Endpoint{ep("a", "@every 1m")}}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- s.SyncEvery(ctx, src, time.Minute) }()
+		// Retries after 1 s, 2 s and 4 s: the fourth list, 7 s in, succeeds.
+		time.Sleep(7*time.Second - time.Millisecond)
+		synctest.Wait()
+		if _, ok := s.Next("a"); ok {
+			t.Fatal("scheduled before the store answered")
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if _, ok := s.Next("a"); !ok {
+			t.Fatal("endpoint not scheduled right after the store answered")
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}

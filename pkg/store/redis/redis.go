@@ -88,6 +88,11 @@ type Options struct {
 	DialTimeout  time.Duration
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
+	// WaitForServer makes New return the store when the server does not
+	// answer yet: every call fails with store.ErrUnavailable until it does,
+	// as in any later outage. Without it New fails. A URL that does not
+	// parse or a server that refuses the credentials fails either way.
+	WaitForServer bool
 }
 
 // Store is the Redis-backed store.Store.
@@ -174,6 +179,9 @@ func New(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		log:        opts.Logger.With("component", "store", "backend", "redis"),
 	}
 	if err := s.Ping(ctx); err != nil {
+		if opts.WaitForServer && errors.Is(err, store.ErrUnavailable) {
+			return s, nil // the outage is logged once by done
+		}
 		_ = rdb.Close()
 		return nil, fmt.Errorf("%w (check --redis-url and that Redis is running)", err)
 	}
