@@ -311,7 +311,6 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 	return out, err
 }
 
-
 // DeleteEndpoint removes the endpoint with its latest probe result, its
 // undecided windows and its tool catalog in one transaction; ErrNotFound if
 // absent (the cleanup still runs, so a repeated delete removes what a probe
