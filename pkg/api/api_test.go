@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -169,7 +170,7 @@ func TestCreateEndpointAppliesDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := api.EndpointView{ID: "id1", Name: "docs", URL: "https://mcp.example.com/mcp", Transport: "auto",
-		Schedule: "@every 30s", Timeout: "10s", CreatedAt: t0, UpdatedAt: t0, Version: 1}
+		Schedule: "@every 30s", Timeout: "10s", CreatedAt: t0, UpdatedAt: t0, Version: 1, State: api.StatePending}
 	if fmt.Sprintf("%+v", v) != fmt.Sprintf("%+v", want) {
 		t.Errorf("created\n got %+v\nwant %+v", v, want)
 	}
@@ -390,11 +391,23 @@ func TestGetEndpointShowsLatestResultAndVerdict(t *testing.T) {
 	if lv == nil || lv.State != msg.StateDown || lv.Class != "timeout" || lv.WindowLength != "1m0s" || !lv.Window.Equal(t0.Add(-time.Minute)) {
 		t.Errorf("lastVerdict = %+v", lv)
 	}
-	// The list view stays light.
+	if got.State != string(msg.StateDown) || got.StateWindow == nil || !got.StateWindow.Equal(t0.Add(-time.Minute)) {
+		t.Errorf("state = %q at %v, want down at %v", got.State, got.StateWindow, t0.Add(-time.Minute))
+	}
+	// The list view stays light but carries each endpoint's current state.
+	h.create(`{"name":"fresh","url":"https://b.example/mcp"}`)
+	h.create(`{"name":"held","url":"https://c.example/mcp","paused":true}`)
 	var list struct{ Endpoints []api.EndpointView }
 	h.mustJSON("GET", "/v1/endpoints", "", http.StatusOK, &list)
-	if list.Endpoints[0].LatestResult != nil || list.Endpoints[0].LastVerdict != nil {
-		t.Error("list view carries results")
+	states := map[string]string{}
+	for _, e := range list.Endpoints {
+		if e.LatestResult != nil || e.LastVerdict != nil {
+			t.Error("list view carries results")
+		}
+		states[e.Name] = e.State
+	}
+	if want := map[string]string{"a": "down", "fresh": api.StatePending, "held": api.StatePaused}; !maps.Equal(states, want) {
+		t.Errorf("list states = %v, want %v", states, want)
 	}
 }
 

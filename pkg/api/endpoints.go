@@ -110,6 +110,12 @@ type EndpointView struct {
 	UpdatedAt        time.Time         `json:"updatedAt"`
 	Version          int64             `json:"version"`
 
+	// State is the endpoint's current state: the last verdict's state (up,
+	// degraded, down, regional, no_data), "paused", or "pending" before
+	// its first verdict. StateWindow is the window that verdict decided.
+	State       string     `json:"state"`
+	StateWindow *time.Time `json:"stateWindow,omitempty"`
+
 	// Only on GET /v1/endpoints/{id}:
 	LatestResult *ResultView  `json:"latestResult,omitempty"`
 	LastVerdict  *VerdictView `json:"lastVerdict,omitempty"`
@@ -169,8 +175,32 @@ func (s *server) endpointView(e store.Endpoint) EndpointView {
 	if len(e.Sinks) > 0 {
 		v.Sinks = s.redact(e.Sinks)
 	}
+	v.setState(e, msg.Verdict{}, false)
 	return v
 }
+
+// setState fills State and StateWindow from the endpoint and its last
+// verdict (found false when it has none yet).
+func (v *EndpointView) setState(e store.Endpoint, last msg.Verdict, found bool) {
+	switch {
+	case e.Paused:
+		v.State = StatePaused
+	case !found:
+		v.State = StatePending
+	default:
+		v.State = string(last.State)
+	}
+	if found {
+		w := last.Window.UTC()
+		v.StateWindow = &w
+	}
+}
+
+// Endpoint states besides the verdict states.
+const (
+	StatePaused  = "paused"
+	StatePending = "pending" // registered, no verdict yet
+)
 
 func rulesInput(r *store.Rules) *RulesInput {
 	if r == nil {
@@ -492,7 +522,14 @@ func (s *server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]EndpointView, 0, len(eps))
 	for _, e := range eps {
-		out = append(out, s.endpointView(e))
+		v := s.endpointView(e)
+		last, err := s.store.LastVerdict(r.Context(), e.ID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			writeProblem(w, r, s.storeProblem(r, err, "last verdict of endpoint "+e.ID))
+			return
+		}
+		v.setState(e, last, err == nil)
+		out = append(out, v)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"endpoints": out})
 }
@@ -511,13 +548,16 @@ func (s *server) getEndpoint(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, s.storeProblem(r, err, "latest result of endpoint "+id))
 		return
 	}
-	if vd, err := s.store.LastVerdict(r.Context(), id); err == nil {
+	vd, err := s.store.LastVerdict(r.Context(), id)
+	switch {
+	case err == nil:
 		vv := verdictView(vd)
 		v.LastVerdict = &vv
-	} else if !errors.Is(err, store.ErrNotFound) {
+	case !errors.Is(err, store.ErrNotFound):
 		writeProblem(w, r, s.storeProblem(r, err, "last verdict of endpoint "+id))
 		return
 	}
+	v.setState(e, vd, err == nil)
 	// The ETag names the configuration version (not the probe data), for
 	// If-Match on PATCH.
 	w.Header().Set("ETag", etag(e.Version))
