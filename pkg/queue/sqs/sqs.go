@@ -15,6 +15,7 @@ package sqs
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -293,6 +294,11 @@ func (q *Queue) Receive(ctx context.Context, in queue.ReceiveInput) ([]queue.Mes
 	if in.Visibility > 0 {
 		req.VisibilityTimeout = seconds(min(in.Visibility, queue.MaxVisibility))
 	}
+	// The SDK retries a receive whose answer was lost (a reset connection,
+	// a 5xx) with this same input. Without an attempt ID the first
+	// attempt's messages stay in flight, unseen, for a visibility timeout,
+	// blocking their groups; with it SQS returns them again.
+	req.ReceiveRequestAttemptId = aws.String(rand.Text())
 	res, err := q.c.api.ReceiveMessage(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
