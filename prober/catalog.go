@@ -239,11 +239,13 @@ func clean4k(s string) string {
 	return s
 }
 
-// catalogDrift compares tools with the stored catalog, stores the new one and
-// returns a drift event, or nil when unchanged, first seen, or no store.
-func (p *Prober) catalogDrift(ctx context.Context, endpointID string, raw []json.RawMessage, secrets scrubber) *msg.Event {
+// catalogDrift compares tools with the stored catalog. It returns a drift
+// event (nil when unchanged, first seen, or no store) and the catalog to
+// remember (nil when unchanged), which the caller stores only after the
+// result is published (see Memory).
+func (p *Prober) catalogDrift(ctx context.Context, endpointID string, raw []json.RawMessage, secrets scrubber) (*msg.Event, []byte) {
 	if p.opts.Catalogs == nil {
-		return nil
+		return nil, nil
 	}
 	tools := canonicalTools(raw)
 	for i := range tools {
@@ -256,7 +258,7 @@ func (p *Prober) catalogDrift(ctx context.Context, endpointID string, raw []json
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
 		p.log.Warn("read tool catalog failed; drift not checked this probe", "endpoint", endpointID, "err", err)
-		return nil
+		return nil, nil
 	default:
 		if err := json.Unmarshal(doc, &old); err != nil {
 			p.log.Warn("stored tool catalog unreadable; replacing it", "endpoint", endpointID, "err", err)
@@ -264,15 +266,12 @@ func (p *Prober) catalogDrift(ctx context.Context, endpointID string, raw []json
 		}
 	}
 	if doc != nil && old.Fingerprint == cur.Fingerprint {
-		return nil
-	}
-	if err := p.opts.Catalogs.PutObject(ctx, CatalogKind, endpointID, canonJSON(cur)); err != nil {
-		p.log.Warn("store tool catalog failed", "endpoint", endpointID, "err", err)
+		return nil, nil
 	}
 	if doc == nil {
-		return nil
+		return nil, canonJSON(cur)
 	}
 	d := DiffCatalogs(old, cur).redacted(secrets)
 	p.opts.Metrics.catalogChanged(endpointID, d.Severity)
-	return &msg.Event{Kind: EventCatalogChanged, Severity: d.Severity, Message: d.message(), Details: d}
+	return &msg.Event{Kind: EventCatalogChanged, Severity: d.Severity, Message: d.message(), Details: d}, canonJSON(cur)
 }

@@ -117,24 +117,21 @@ func serverLabel(id Identity) string {
 	return fmt.Sprintf("%q %s", name, version)
 }
 
-// identityChanges reads the stored identity, decides, and stores the new
-// one. The document is written before the result is published (the worker
-// publishes after ProbeAfter returns); a redelivered command still raises
-// the same events because the document remembers what it replaced.
-func (p *Prober) identityChanges(ctx context.Context, endpointID string, slot time.Time, prev, res *msg.ProbeResult) []msg.Event {
+// identityChanges reads the stored identity and decides. It returns the
+// change events and the document to remember (nil: unchanged), which the
+// caller stores only after the result is published (see Memory).
+func (p *Prober) identityChanges(ctx context.Context, endpointID string, slot time.Time, prev, res *msg.ProbeResult) ([]msg.Event, []byte) {
 	cur, ok := identityOf(res)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	doc := p.loadIdentity(ctx, endpointID)
 	base, write := decideIdentity(doc, prev, slot, cur)
+	var b []byte
 	if write != nil && p.opts.Catalogs != nil {
-		b, _ := json.Marshal(write)
-		if err := p.opts.Catalogs.PutObject(ctx, IdentityKind, endpointID, b); err != nil {
-			p.log.Warn("store server identity failed", "endpoint", endpointID, "err", err)
-		}
+		b, _ = json.Marshal(write)
 	}
-	return identityEvents(base, cur)
+	return identityEvents(base, cur), b
 }
 
 // loadIdentity returns the stored identity document, or nil when there is

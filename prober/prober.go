@@ -222,14 +222,57 @@ func (p *Prober) Probe(ctx context.Context, ep store.Endpoint, cmd msg.ProbeComm
 	return p.ProbeAfter(ctx, ep, cmd, nil)
 }
 
-// ProbeAfter probes ep once. prev, the endpoint's previous result if any,
+// ProbeAfter probes ep once and remembers what it learnt at once (see Run
+// and Remember): for callers that publish nothing, or tests.
+func (p *Prober) ProbeAfter(ctx context.Context, ep store.Endpoint, cmd msg.ProbeCommand, prev *msg.ProbeResult) msg.ProbeResult {
+	res, mem := p.Run(ctx, ep, cmd, prev)
+	if err := p.Remember(ctx, mem); err != nil {
+		p.log.Warn("remember probe memory failed", "endpoint", ep.ID, "err", err)
+	}
+	return res
+}
+
+// Memory is what a probe learnt that later probes compare with: the tool
+// catalog and the server identity, each nil when unchanged. Run returns it
+// instead of storing it, so the caller stores it only after the result is
+// safely published: stored first, a failed publish would make the
+// redelivered command's probe find the change already remembered and
+// report no event.
+type Memory struct {
+	endpointID string
+	catalog    []byte
+	identity   []byte
+}
+
+// Remember stores m. Nothing to store, or no store, is not an error.
+func (p *Prober) Remember(ctx context.Context, m Memory) error {
+	if p.opts.Catalogs == nil {
+		return nil
+	}
+	var errs []error
+	if m.catalog != nil {
+		if err := p.opts.Catalogs.PutObject(ctx, CatalogKind, m.endpointID, m.catalog); err != nil {
+			errs = append(errs, fmt.Errorf("store tool catalog of %s: %w", m.endpointID, err))
+		}
+	}
+	if m.identity != nil {
+		if err := p.opts.Catalogs.PutObject(ctx, IdentityKind, m.endpointID, m.identity); err != nil {
+			errs = append(errs, fmt.Errorf("store server identity of %s: %w", m.endpointID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Run probes ep once. prev, the endpoint's previous result if any,
 // lets the probe start with the era the server spoke last time (saving the
 // server/discover round trip against 2025-era servers) unless that result
 // failed or is from an earlier renegotiation period (see RenegotiateEvery).
 // Changes of protocol version and server name or version are measured
 // against the last successful probe (see IdentityKind), prev standing in
-// when no store is configured.
-func (p *Prober) ProbeAfter(ctx context.Context, ep store.Endpoint, cmd msg.ProbeCommand, prev *msg.ProbeResult) msg.ProbeResult {
+// when no store is configured. Run reads the store but writes nothing: what
+// the probe learnt comes back as Memory.
+func (p *Prober) Run(ctx context.Context, ep store.Endpoint, cmd msg.ProbeCommand, prev *msg.ProbeResult) (msg.ProbeResult, Memory) {
+	mem := Memory{endpointID: ep.ID}
 	res := msg.ProbeResult{
 		Schema:     msg.SchemaVersion,
 		EndpointID: ep.ID,
@@ -264,11 +307,15 @@ func (p *Prober) ProbeAfter(ctx context.Context, ep store.Endpoint, cmd msg.Prob
 	if ev := p.certEvent(&res); ev != nil {
 		res.Events = append(res.Events, *ev)
 	}
-	res.Events = append(res.Events, p.identityChanges(ctx, ep.ID, cmd.Slot, prev, &res)...)
+	evs, identity := p.identityChanges(ctx, ep.ID, cmd.Slot, prev, &res)
+	res.Events = append(res.Events, evs...)
+	mem.identity = identity
 	if r.tools != nil {
-		if ev := p.catalogDrift(ctx, ep.ID, r.tools, secrets); ev != nil {
+		ev, catalog := p.catalogDrift(ctx, ep.ID, r.tools, secrets)
+		if ev != nil {
 			res.Events = append(res.Events, *ev)
 		}
+		mem.catalog = catalog
 	}
 	res.FinishedAt = p.clock.Now().UTC()
 
@@ -281,7 +328,7 @@ func (p *Prober) ProbeAfter(ctx context.Context, ep store.Endpoint, cmd msg.Prob
 		p.log.Log(ctx, lvl, "probe finished", "endpoint", ep.ID, "slot", cmd.Slot, "url", redactURL(ep.URL), "status", res.Status,
 			"class", res.Class, "error", res.Error, "version", res.ProtocolVersion, "duration", total)
 	}
-	return res
+	return res, mem
 }
 
 // outcome turns the probe's error into a classified one (nil: success).

@@ -167,7 +167,7 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) error {
 		}
 	}
 	pctx, cancel := context.WithDeadline(ctx, ProbeDeadline(cmd.Slot, now, w.p.timeoutOf(ep)))
-	res := w.p.ProbeAfter(pctx, ep, cmd, prev)
+	res, mem := w.p.Run(pctx, ep, cmd, prev)
 	cancel()
 	if err := ctx.Err(); err != nil {
 		// Shutting down mid-probe: the outcome says nothing about the
@@ -183,6 +183,12 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) error {
 	}
 	if _, err := w.pub.Publish(ctx, queue.SendInput{GroupID: res.GroupID(), DedupID: res.DedupID(), Body: res.Body()}); err != nil {
 		return fmt.Errorf("prober: publish result %s: %w", res.DedupID(), err)
+	}
+	// Remembered only now that the result, with its change events, is
+	// published. A failure here costs a repeated event at the next probe,
+	// never a lost one.
+	if err := w.p.Remember(ctx, mem); err != nil {
+		w.log.Warn("remember catalog and server identity failed; the next probe may report the same change again", "endpoint", ep.ID, "err", err)
 	}
 	return nil
 }
