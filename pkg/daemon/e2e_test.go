@@ -53,8 +53,12 @@ func (s *mcpServer) serve(ln net.Listener) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = s.srv.Serve(ln) }()
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	s.srv = hs
+	// The goroutine serves its own server, never reading s.srv: stop (a
+	// cleanup when a test skips right after creating the server) sets the
+	// field to nil concurrently.
+	go func() { _ = hs.Serve(ln) }()
 }
 
 func (s *mcpServer) stop() {
