@@ -7,7 +7,8 @@
 // store); a state change writes the incident and a pending notification to
 // the tracker's outbox in the same transaction. The outbox is then drained
 // through the dispatch pipeline — maintenance → ledger claim → send with
-// retry → ledger done — and data leaves through the alert.Sinks. Run sweeps
+// retry → ledger done → delivery record — and data leaves through the
+// alert.Sinks (and, for the API, the store's delivery records). Run sweeps
 // outboxes that no verdict drains (a maintenance window ending, a crash after
 // the state change, a sink that came back).
 //
@@ -84,6 +85,7 @@ type Store interface {
 	ListIncidents(ctx context.Context, f store.IncidentFilter) ([]store.Incident, error)
 	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
 	Ledger
+	DeliveryRecorder
 	PutObject(ctx context.Context, kind, id string, doc []byte) error
 	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
 	DeleteObject(ctx context.Context, kind, id string) error
@@ -135,6 +137,7 @@ type Alerter struct {
 	log    *slog.Logger
 	m      *Metrics
 	fanout func(sinks []alert.Sink) FanoutStage
+	rec    recorder
 
 	// hook is a fault-injection point for the crash tests: called at
 	// "received", "applied", "claimed", "sent", "marked" and "settled"; an error
@@ -204,19 +207,20 @@ func New(opts Options) (*Alerter, error) {
 		hook:  func(string) error { return nil },
 		sleep: sleepCtx,
 	}
+	a.rec = recorder{st: a.st, log: a.log}
 	for _, s := range opts.Sinks {
 		a.m.sink(alert.MetricLabel(s))
 	}
 	unmarked := newKeySet()
 	a.fanout = func(sinks []alert.Sink) FanoutStage {
-		return FanoutStage{Sinks: sinks, Pipeline: ledgerStage{
+		return FanoutStage{Sinks: sinks, Pipeline: recordStage{recorder: a.rec, next: ledgerStage{
 			ledger: a.st, owner: a.opts.Owner, lease: a.opts.Lease, m: a.m, hook: a.fault, unmarked: unmarked,
 			next: retryStage{
 				attempts: a.opts.RetryAttempts, budget: a.opts.RetryBudget,
 				initial: a.opts.BackoffInitial, limit: a.opts.BackoffMax, sendTimeout: a.opts.SendTimeout,
 				now: a.clk.Now, sleep: func(ctx context.Context, d time.Duration) error { return a.sleep(ctx, d) },
 			},
-		}}
+		}}}
 	}
 	return a, nil
 }
@@ -601,6 +605,7 @@ func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) erro
 					for _, s := range sinks {
 						a.m.alert(alert.MetricLabel(s), p.alertKind(), OutcomeSuppressed)
 					}
+					a.rec.muted(ctx, p, sinks)
 				}
 				q := p
 				q.Deferred, q.DeferredUntil = true, end
@@ -616,6 +621,9 @@ func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) erro
 				a.m.alert(alert.MetricLabel(s), p.alertKind(), OutcomeSuppressed)
 			}
 			a.log.Info("notification dropped", "incident", p.IncidentID, "kind", p.Kind, "reason", why)
+			if active || p.Deferred {
+				a.rec.muted(ctx, p, sinks)
+			}
 			err := a.rewrite(ctx, endpointID, p, nil, func(_ *store.Incident, id *incidentData) {
 				if p.Kind == string(alert.KindOpen) {
 					id.OpenSuppressed = true

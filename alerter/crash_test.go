@@ -10,6 +10,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // TestCrashAtEveryStep kills the alerter (an injected crash: processing stops
@@ -162,6 +163,21 @@ func testTwoAlertersRace(t *testing.T, e *env) {
 	}
 	if len(count) != 2*len(eps) {
 		t.Errorf("notifications %v, want exactly one incident per endpoint", count)
+	}
+	// The replica that found the ledger done does not hide the delivery.
+	for _, ep := range eps {
+		ds, err := e.st.Deliveries(e.ctx, msg.IncidentID(ep, win(2)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.Outcome != store.DeliveryDelivered || d.Attempts != 1 {
+				t.Errorf("endpoint %s: record %+v, want delivered after 1 attempt", ep, d)
+			}
+		}
+		if len(ds) != 2 {
+			t.Errorf("endpoint %s: %d records, want open and resolve", ep, len(ds))
+		}
 	}
 }
 

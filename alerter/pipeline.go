@@ -43,6 +43,13 @@ type Delivery struct {
 	Outcome string
 	// Err is why the delivery failed (set by FanoutStage).
 	Err error
+	// What the retry stage did, for the delivery record: sink calls made,
+	// when the first and last started, when the sink accepted (zero if it
+	// did not) and the last sink error.
+	Attempts                      int
+	FirstAttemptAt, LastAttemptAt time.Time
+	DeliveredAt                   time.Time
+	LastErr                       error
 }
 
 // Stage is one step of the dispatch pipeline.
@@ -249,12 +256,19 @@ func (r retryStage) Exec(ctx context.Context, d *Delivery) error {
 			}
 			break
 		}
+		d.LastAttemptAt = r.now()
+		if d.Attempts == 0 {
+			d.FirstAttemptAt = d.LastAttemptAt
+		}
+		d.Attempts++
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.sendTimeout)
 		err = d.Sink.Notify(sctx, d.Notification)
 		cancel()
 		if err == nil {
+			d.DeliveredAt = r.now()
 			return nil
 		}
+		d.LastErr = err
 		if errors.Is(err, alert.ErrPermanent) || attempt >= r.attempts || ctx.Err() != nil {
 			break
 		}

@@ -37,3 +37,5 @@ func TestBeyondTheDedupWindowRedis(t *testing.T) {
 }
 
 func TestRegionsRedis(t *testing.T) { testRegions(t, newPipelineOn(t, newRedisEnv(t))) }
+
+func TestDeliveryRecordRedis(t *testing.T) { testDeliveryRecord(t, newRedisEnv) }

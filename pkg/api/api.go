@@ -1,7 +1,7 @@
 // Package api is mcpmon's REST API under /v1: it owns the HTTP contract for
 // registering MCP endpoints, reading their latest probe result and verdict
-// history, listing and acknowledging incidents, and managing maintenance
-// windows.
+// history, listing and acknowledging incidents (with what each alert sink
+// was told), and managing maintenance windows.
 //
 // Requests enter through the http.Handler returned by New. Data leaves to the
 // store (endpoints, incidents, maintenance documents) and, for every endpoint
@@ -57,6 +57,7 @@ type Store interface {
 	GetIncident(ctx context.Context, id string) (store.Incident, error)
 	UpdateIncident(ctx context.Context, inc store.Incident) (store.Incident, error)
 	ListIncidents(ctx context.Context, f store.IncidentFilter) ([]store.Incident, error)
+	Deliveries(ctx context.Context, incidentID string) ([]store.Delivery, error)
 
 	PutObject(ctx context.Context, kind, id string, doc []byte) error
 	GetObject(ctx context.Context, kind, id string) ([]byte, error)

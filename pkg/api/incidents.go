@@ -51,6 +51,16 @@ func incidentView(inc store.Incident) IncidentView {
 	}
 }
 
+// IncidentDetail is one incident with what each sink was told about it
+// (GET /v1/incidents/{id}).
+type IncidentDetail struct {
+	IncidentView
+	// Notifications has one entry per notification kind (open,
+	// reminder-N, resolve) and sink, in that order (store.SortDeliveries).
+	// Errors come redacted from the alerter: no sink URL, token or secret.
+	Notifications []store.Delivery `json:"notifications"`
+}
+
 // AckInput is the optional body of POST /v1/incidents/{id}/ack.
 type AckInput struct {
 	By     string `json:"by,omitempty"`
@@ -107,7 +117,15 @@ func (s *server) getIncident(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, s.storeProblem(r, err, "incident "+id))
 		return
 	}
-	writeJSON(w, http.StatusOK, incidentView(inc))
+	ds, err := s.store.Deliveries(r.Context(), id)
+	if err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "notifications of incident "+id))
+		return
+	}
+	if ds == nil {
+		ds = []store.Delivery{}
+	}
+	writeJSON(w, http.StatusOK, IncidentDetail{IncidentView: incidentView(inc), Notifications: ds})
 }
 
 // ackIncident moves an open incident to acknowledged and records the

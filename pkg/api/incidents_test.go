@@ -87,3 +87,42 @@ func TestAckIncident(t *testing.T) {
 		t.Error("acknowledgement not logged")
 	}
 }
+
+func TestIncidentShowsNotificationsPerSink(t *testing.T) {
+	h := newHarness(t)
+	seedIncident(t, h, "quiet", "ep-a", store.IncidentOpen)
+	resp, b := h.do("GET", "/v1/incidents/quiet", "", "")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"notifications":[]`) {
+		t.Fatalf("GET incident without deliveries = %d %s, want notifications: []", resp.StatusCode, b)
+	}
+
+	seedIncident(t, h, "inc", "ep-a", store.IncidentResolved)
+	first, last := t0.Add(-9*time.Minute), t0.Add(-8*time.Minute)
+	for _, d := range []store.Delivery{
+		{Kind: "resolve", Sink: "webhook", Outcome: store.DeliveryMuted},
+		{Kind: "open", Sink: "webhook", Outcome: store.DeliveryDelivered, Attempts: 2, FirstAttemptAt: first, LastAttemptAt: last, DeliveredAt: last,
+			LastError: `sink "webhook": receiver failed with HTTP 503; will retry`},
+		{Kind: "open", Sink: "chat", Outcome: store.DeliveryFailed, Attempts: 4, FirstAttemptAt: first, LastAttemptAt: last, LastError: "HTTP 500"},
+	} {
+		if err := h.store.RecordDelivery(t.Context(), "inc", d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got api.IncidentDetail
+	h.mustJSON("GET", "/v1/incidents/inc", "", http.StatusOK, &got)
+	var order []string
+	for _, n := range got.Notifications {
+		order = append(order, n.Kind+"/"+n.Sink+"/"+string(n.Outcome))
+	}
+	if want := []string{"open/chat/failed", "open/webhook/delivered", "resolve/webhook/muted"}; !slices.Equal(order, want) {
+		t.Fatalf("notifications %v, want %v", order, want)
+	}
+	if got.ID != "inc" || got.State != store.IncidentResolved {
+		t.Fatalf("incident fields lost next to the notifications: %+v", got.IncidentView)
+	}
+	_, b = h.do("GET", "/v1/incidents/inc", "", "")
+	want := `{"kind":"open","sink":"webhook","outcome":"delivered","attempts":2,"firstAttemptAt":"2026-03-01T11:51:00Z","lastAttemptAt":"2026-03-01T11:52:00Z","deliveredAt":"2026-03-01T11:52:00Z","lastError":"sink \"webhook\": receiver failed with HTTP 503; will retry"}`
+	if !strings.Contains(string(b), want) || strings.Contains(string(b), `"deliveredAt":"0001`) {
+		t.Fatalf("GET incident = %s\nwant it to contain %s (and no zero times)", b, want)
+	}
+}

@@ -1,8 +1,9 @@
 // Package store defines mcpmon's durable state and its long-horizon
 // idempotency ledger: registered endpoints, each endpoint's latest probe result
 // and verdict history, the aggregator's open windows, incidents with the
-// alerter's per-endpoint tracker, and the claim-before-effect ledger that makes
-// "one alert per incident per sink" hold beyond SQS's five-minute dedup window.
+// alerter's per-endpoint tracker, the claim-before-effect ledger that makes
+// "one alert per incident per sink" hold beyond SQS's five-minute dedup window,
+// and each incident's delivery records (what each sink was told, and how).
 //
 // Two implementations satisfy Store: the embedded one on bbolt in the data dir
 // (pkg/store/bolt) and Redis (pkg/store/redis). The conformance suite in
@@ -12,9 +13,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
@@ -161,6 +166,106 @@ func (s ClaimState) String() string {
 	return "unknown"
 }
 
+// DeliveryOutcome is where one notification stands at one sink.
+type DeliveryOutcome string
+
+const (
+	// DeliveryDelivered: the sink accepted the notification.
+	DeliveryDelivered DeliveryOutcome = "delivered"
+	// DeliveryFailed: the sink failed past its retry budget (or rejected the
+	// notification); it waits in the outbox for the next drain or sweep.
+	DeliveryFailed DeliveryOutcome = "failed"
+	// DeliveryMuted: a maintenance window held the notification back
+	// (deferred to its end, or dropped).
+	DeliveryMuted DeliveryOutcome = "muted"
+	// DeliverySkipped: the ledger already had the notification done (another
+	// replica, or an earlier attempt, delivered it).
+	DeliverySkipped DeliveryOutcome = "skipped"
+)
+
+// Delivery is what happened to one notification of an incident at one sink:
+// one record per (Kind, Sink), updated in place by MergeDelivery.
+type Delivery struct {
+	// Kind is the ledger kind: open, resolve or reminder-N. It never
+	// contains ':'.
+	Kind    string          `json:"kind"`
+	Sink    string          `json:"sink"`
+	Outcome DeliveryOutcome `json:"outcome"`
+	// Attempts counts sink calls over every dispatch of the notification.
+	Attempts       int       `json:"attempts"`
+	FirstAttemptAt time.Time `json:"firstAttemptAt,omitzero"`
+	LastAttemptAt  time.Time `json:"lastAttemptAt,omitzero"`
+	DeliveredAt    time.Time `json:"deliveredAt,omitzero"`
+	// LastError is the last sink error, already redacted by the alerter
+	// (never a webhook URL, token or secret).
+	LastError string `json:"lastError,omitempty"`
+}
+
+// MergeDelivery folds next, the outcome of one more dispatch of a
+// notification, into cur, its stored record: attempts add up, the first
+// attempt and delivery times keep the earliest, the last attempt the latest,
+// and the last non-empty error wins. Outcome is next's, except that
+// delivered is final: a replica that finds the ledger done (skipped), or
+// one whose record arrives late, must not hide a delivery.
+func MergeDelivery(cur, next Delivery) Delivery {
+	out := next
+	out.Attempts = cur.Attempts + next.Attempts
+	out.FirstAttemptAt = earliest(cur.FirstAttemptAt, next.FirstAttemptAt)
+	out.DeliveredAt = earliest(cur.DeliveredAt, next.DeliveredAt)
+	if cur.LastAttemptAt.After(next.LastAttemptAt) {
+		out.LastAttemptAt = cur.LastAttemptAt
+	}
+	if out.LastError == "" {
+		out.LastError = cur.LastError
+	}
+	if cur.Outcome == DeliveryDelivered {
+		out.Outcome = DeliveryDelivered
+	}
+	return out
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// SortDeliveries orders records by kind, then sink. Kinds compare as
+// open < reminder-1 < reminder-2 < … < reminder-10 < resolve: a numeric
+// suffix compares as a number, so the order is the incident's history.
+func SortDeliveries(ds []Delivery) {
+	slices.SortFunc(ds, func(a, b Delivery) int {
+		ak, an := kindOrder(a.Kind)
+		bk, bn := kindOrder(b.Kind)
+		return cmp.Or(strings.Compare(ak, bk), cmp.Compare(an, bn), strings.Compare(a.Kind, b.Kind), strings.Compare(a.Sink, b.Sink))
+	})
+}
+
+func kindOrder(kind string) (string, int) {
+	if base, num, ok := strings.Cut(kind, "-"); ok {
+		if n, err := strconv.Atoi(num); err == nil {
+			return base, n
+		}
+	}
+	return kind, -1
+}
+
+// DeliveryField is the name of a record within its incident: kind:sink.
+// Kinds never contain ':', so it is unambiguous.
+func DeliveryField(d Delivery) string { return d.Kind + ":" + d.Sink }
+
+// ValidDelivery checks what every backend's RecordDelivery requires.
+func ValidDelivery(incidentID string, d Delivery) error {
+	switch {
+	case incidentID == "" || d.Kind == "" || d.Sink == "":
+		return errors.New("record delivery: incident ID, kind and sink are required")
+	case strings.Contains(d.Kind, ":"):
+		return errors.New("record delivery: kind must not contain ':'")
+	}
+	return nil
+}
+
 // Endpoints is the endpoint registry.
 type Endpoints interface {
 	// CreateEndpoint stores a new endpoint (Version becomes 1; CreatedAt
@@ -233,6 +338,22 @@ type Incidents interface {
 	ListIncidents(ctx context.Context, f IncidentFilter) ([]Incident, error)
 }
 
+// Deliveries keeps each incident's delivery records, one per (kind, sink):
+// what the alerter did with each notification at each sink, for the API.
+// Records stay as long as their incident (incidents are the audit trail and
+// are never deleted); an incident has at most one per kind it owed and sink
+// it had, so they stay small.
+type Deliveries interface {
+	// RecordDelivery atomically merges d into the incident's record for
+	// (d.Kind, d.Sink) with MergeDelivery (creating it if absent), so
+	// replicas recording different sinks, or the same one, lose nothing.
+	// ErrNotFound if the incident does not exist.
+	RecordDelivery(ctx context.Context, incidentID string, d Delivery) error
+	// Deliveries returns the incident's records in SortDeliveries order
+	// (empty, not an error, for an incident without any or unknown).
+	Deliveries(ctx context.Context, incidentID string) ([]Delivery, error)
+}
+
 // Ledger is the claim-before-effect idempotency ledger. A key moves
 // absent → claimed (by an owner, for a lease) → done (kept for the TTL).
 // A done key past its TTL reads as absent. Lease and TTL are measured on the
@@ -267,6 +388,7 @@ type Store interface {
 	Results
 	Verdicts
 	Incidents
+	Deliveries
 	Ledger
 	Objects
 	// Ping reports whether the backend is reachable (readiness).

@@ -58,6 +58,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"SaveTrackerConcurrent", testSaveTrackerConcurrent},
 		{"UpdateIncident", testUpdateIncident},
 		{"ListIncidents", testListIncidents},
+		{"Deliveries", testDeliveries},
+		{"DeliveriesConcurrent", testDeliveriesConcurrent},
 		{"LedgerLifecycle", testLedgerLifecycle},
 		{"LedgerLeaseTakeover", testLedgerLeaseTakeover},
 		{"LedgerRelease", testLedgerRelease},
@@ -718,6 +720,83 @@ func testListIncidents(t *testing.T, s store.Store, _ *clock.Fake) {
 	got, err = s.ListIncidents(ctx, store.IncidentFilter{State: store.IncidentAcknowledged})
 	must(t, err)
 	sameJSON(t, ids(got), []string{b1.ID})
+}
+
+func testDeliveries(t *testing.T, s store.Store, clk *clock.Fake) {
+	ctx := t.Context()
+	ds, err := s.Deliveries(ctx, "nope")
+	emptyList(t, "Deliveries", ds, err)
+	wantErr(t, s.RecordDelivery(ctx, "nope", store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliveryFailed}), store.ErrNotFound)
+	inc, other := incident("ep", Start), incident("ep", Start.Add(time.Hour))
+	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "ep"}, inc, other))
+	if err := s.RecordDelivery(ctx, inc.ID, store.Delivery{Kind: "open:x", Sink: "hook"}); err == nil {
+		t.Fatal("RecordDelivery accepted a kind with ':'")
+	}
+
+	// First dispatch: two failed attempts; the second one delivers after
+	// one more; a replica finding the ledger done does not hide it.
+	t1, t2, t3 := clk.Now(), clk.Now().Add(time.Second), clk.Now().Add(time.Minute)
+	must(t, s.RecordDelivery(ctx, inc.ID, store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliveryFailed,
+		Attempts: 2, FirstAttemptAt: t1, LastAttemptAt: t2, LastError: "sink \"hook\": HTTP 503"}))
+	must(t, s.RecordDelivery(ctx, inc.ID, store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliveryDelivered,
+		Attempts: 1, FirstAttemptAt: t3, LastAttemptAt: t3, DeliveredAt: t3}))
+	must(t, s.RecordDelivery(ctx, inc.ID, store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliverySkipped}))
+	delivered := store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliveryDelivered, Attempts: 3,
+		FirstAttemptAt: t1, LastAttemptAt: t3, DeliveredAt: t3, LastError: "sink \"hook\": HTTP 503"}
+	ds, err = s.Deliveries(ctx, inc.ID)
+	must(t, err)
+	sameJSON(t, ds, []store.Delivery{delivered})
+
+	// Kinds in the incident's order, then sinks; other incidents apart.
+	for _, k := range []string{"resolve", "reminder-10", "reminder-2", "open"} {
+		must(t, s.RecordDelivery(ctx, inc.ID, store.Delivery{Kind: k, Sink: "chat", Outcome: store.DeliveryMuted}))
+	}
+	must(t, s.RecordDelivery(ctx, other.ID, store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliverySkipped}))
+	muted := func(k string) store.Delivery {
+		return store.Delivery{Kind: k, Sink: "chat", Outcome: store.DeliveryMuted}
+	}
+	ds, err = s.Deliveries(ctx, inc.ID)
+	must(t, err)
+	sameJSON(t, ds, []store.Delivery{muted("open"), delivered, muted("reminder-2"), muted("reminder-10"), muted("resolve")})
+	ds, err = s.Deliveries(ctx, other.ID)
+	must(t, err)
+	sameJSON(t, ds, []store.Delivery{{Kind: "open", Sink: "hook", Outcome: store.DeliverySkipped}})
+}
+
+// testDeliveriesConcurrent: replicas recording different sinks of one
+// incident keep every record, and records of the same sink add up.
+func testDeliveriesConcurrent(t *testing.T, s store.Store, _ *clock.Fake) {
+	ctx := t.Context()
+	inc := incident("ep", Start)
+	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "ep"}, inc))
+	const n = 8
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if err := s.RecordDelivery(ctx, inc.ID, store.Delivery{Kind: "open", Sink: fmt.Sprint("sink-", i), Outcome: store.DeliveryDelivered, Attempts: 1}); err != nil {
+				t.Error(err)
+			}
+		})
+		wg.Go(func() {
+			if err := s.RecordDelivery(ctx, inc.ID, store.Delivery{Kind: "resolve", Sink: "shared", Outcome: store.DeliveryFailed, Attempts: 1}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	ds, err := s.Deliveries(ctx, inc.ID)
+	must(t, err)
+	if len(ds) != n+1 {
+		t.Fatalf("%d records, want %d (one per sink of open, one for resolve): %+v", len(ds), n+1, ds)
+	}
+	for i, d := range ds[:n] {
+		if d.Kind != "open" || d.Sink != fmt.Sprint("sink-", i) || d.Attempts != 1 {
+			t.Fatalf("record %d = %+v, want open to sink-%d with 1 attempt", i, d, i)
+		}
+	}
+	if last := ds[n]; last.Kind != "resolve" || last.Attempts != n {
+		t.Fatalf("shared record = %+v, want resolve with %d attempts", last, n)
+	}
 }
 
 func claim(t *testing.T, s store.Store, key, owner string, lease time.Duration, want store.ClaimState) {
