@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -86,6 +87,7 @@ type Worker struct {
 	log       *slog.Logger
 	m         *WorkerMetrics
 	clk       clock.Clock
+	known     knownEndpoints
 }
 
 // NewWorker returns a Worker.
@@ -138,7 +140,7 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) error {
 	if err := msg.Decode(m.Body, &cmd); err != nil {
 		return fmt.Errorf("prober: command message %s: %w", m.ID, err)
 	}
-	ep, err := w.endpoints.GetEndpoint(ctx, cmd.EndpointID)
+	ep, err := w.endpoint(ctx, cmd.EndpointID)
 	if errors.Is(err, store.ErrNotFound) {
 		w.log.Info("endpoint deleted; dropping probe command", "endpoint", cmd.EndpointID, "slot", cmd.Slot)
 		return nil
@@ -156,41 +158,129 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) error {
 		w.log.Debug("slot superseded by a newer one; skipping its probe", "endpoint", ep.ID, "slot", cmd.Slot)
 		return nil
 	}
-	var prev *msg.ProbeResult
-	if w.latest != nil {
-		pr, err := w.latest.LatestResult(ctx, ep.ID)
-		switch {
-		case err == nil && pr.Slot.Before(cmd.Slot):
-			prev = &pr
-		case err != nil && !errors.Is(err, store.ErrNotFound):
-			w.log.Warn("read latest result failed; probing without history", "endpoint", ep.ID, "err", err)
-		}
-	}
 	pctx, cancel := context.WithDeadline(ctx, ProbeDeadline(cmd.Slot, now, w.p.timeoutOf(ep)))
-	res, mem := w.p.Run(pctx, ep, cmd, prev)
+	res, mem := w.p.Run(pctx, ep, cmd, w.previous(ctx, ep.ID, cmd.Slot))
 	cancel()
 	if err := ctx.Err(); err != nil {
 		// Shutting down mid-probe: the outcome says nothing about the
 		// endpoint. Leave the command for redelivery.
 		return fmt.Errorf("prober: probe of %s interrupted: %w", ep.ID, err)
 	}
-	// The latest result is stored before publishing so the API shows it no
-	// later than the aggregator sees it; a redelivery overwrites it.
+	return w.publish(ctx, res, mem)
+}
+
+// endpoint loads the endpoint of a command. While the store is unavailable
+// it answers from the copy last loaded, so probing goes on through a store
+// outage (nobody can change an endpoint meanwhile: the API needs the store
+// too) and the results wait in the results queue instead of never being
+// taken; an outage then costs no down windows of an outage that overlaps it.
+func (w *Worker) endpoint(ctx context.Context, id string) (store.Endpoint, error) {
+	ep, err := w.endpoints.GetEndpoint(ctx, id)
+	switch {
+	case err == nil:
+		w.known.put(ep, w.clk.Now())
+	case errors.Is(err, store.ErrNotFound):
+		w.known.drop(id)
+	case errors.Is(err, store.ErrUnavailable):
+		if cached, ok := w.known.get(id); ok {
+			w.log.Debug("store unavailable; probing with the endpoint as last loaded", "endpoint", id)
+			return cached, nil
+		}
+	}
+	return ep, err
+}
+
+// previous is the endpoint's latest stored result if it is older than slot,
+// else nil (probing without history).
+func (w *Worker) previous(ctx context.Context, id string, slot time.Time) *msg.ProbeResult {
+	if w.latest == nil {
+		return nil
+	}
+	pr, err := w.latest.LatestResult(ctx, id)
+	switch {
+	case err == nil && pr.Slot.Before(slot):
+		return &pr
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		w.storeFailed("read latest result failed; probing without history", id, err)
+	}
+	return nil
+}
+
+// publish stores the latest result, publishes it, then stores what the
+// probe learnt. The latest result is stored before publishing so the API
+// shows it no later than the aggregator sees it (a redelivery overwrites
+// it); the memory only after, so a failed publish cannot make the
+// redelivered probe find its change already remembered. A failure of either
+// store write costs the API a stale view or a repeated event at the next
+// probe, never a lost result.
+func (w *Worker) publish(ctx context.Context, res msg.ProbeResult, mem Memory) error {
 	if w.latest != nil {
 		if err := w.latest.PutLatestResult(ctx, res); err != nil {
-			w.log.Warn("store latest result failed", "endpoint", ep.ID, "err", err)
+			w.storeFailed("store latest result failed", res.EndpointID, err)
 		}
 	}
 	if _, err := w.pub.Publish(ctx, queue.SendInput{GroupID: res.GroupID(), DedupID: res.DedupID(), Body: res.Body()}); err != nil {
 		return fmt.Errorf("prober: publish result %s: %w", res.DedupID(), err)
 	}
-	// Remembered only now that the result, with its change events, is
-	// published. A failure here costs a repeated event at the next probe,
-	// never a lost one.
 	if err := w.p.Remember(ctx, mem); err != nil {
-		w.log.Warn("remember catalog and server identity failed; the next probe may report the same change again", "endpoint", ep.ID, "err", err)
+		w.storeFailed("remember catalog and server identity failed; the next probe may report the same change again", res.EndpointID, err)
 	}
 	return nil
+}
+
+// storeFailed logs a failed best-effort store operation: at debug while the
+// store is unavailable (the store logs its outage once), else a warning.
+func (w *Worker) storeFailed(what, endpointID string, err error) {
+	lvl := slog.LevelWarn
+	if errors.Is(err, store.ErrUnavailable) {
+		lvl = slog.LevelDebug
+	}
+	w.log.Log(context.Background(), lvl, what, "endpoint", endpointID, "err", err)
+}
+
+// knownEndpoints keeps the endpoints a worker loaded last, for store
+// outages. Entries not refreshed for knownTTL are swept now and then, so
+// endpoints deleted while no command came for them do not stay forever.
+type knownEndpoints struct {
+	mu   sync.Mutex
+	m    map[string]knownEndpoint
+	puts int
+}
+
+type knownEndpoint struct {
+	ep     store.Endpoint
+	loaded time.Time
+}
+
+const knownTTL = time.Hour
+
+func (k *knownEndpoints) put(ep store.Endpoint, now time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[string]knownEndpoint{}
+	}
+	k.m[ep.ID] = knownEndpoint{ep: ep, loaded: now}
+	if k.puts++; k.puts%1024 == 0 {
+		for id, e := range k.m {
+			if now.Sub(e.loaded) > knownTTL {
+				delete(k.m, id)
+			}
+		}
+	}
+}
+
+func (k *knownEndpoints) get(id string) (store.Endpoint, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e, ok := k.m[id]
+	return e.ep, ok
+}
+
+func (k *knownEndpoints) drop(id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.m, id)
 }
 
 // Run consumes the commands queue until ctx is done.
