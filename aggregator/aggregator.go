@@ -128,9 +128,16 @@ type Options struct {
 	// Concurrency bounds how many endpoints are decided in parallel per tick
 	// (default 16); one endpoint's windows are always decided in order.
 	Concurrency int
-	Clock       clock.Clock
-	Logger      *slog.Logger
-	Metrics     *Metrics
+	// Settle is how long no window is decided after the store returns from
+	// an outage (default queue.DefaultTransientMaxBackoff + Grace). The
+	// results that arrived meanwhile are held in flight by the consumers
+	// and retried with a backoff capped at the former; deciding before
+	// they are folded would call their windows no_data, or judge them on
+	// the results from before the outage alone.
+	Settle  time.Duration
+	Clock   clock.Clock
+	Logger  *slog.Logger
+	Metrics *Metrics
 }
 
 // Aggregator turns probe results into verdicts. Handle and Run may be used
@@ -152,6 +159,8 @@ type Aggregator struct {
 	stuck map[store.WindowRef]bool
 	// storeDown makes a store outage log once, not once per message.
 	storeDown atomic.Bool
+	// holdUntil (Unix ns) is when deciding resumes after a store outage.
+	holdUntil atomic.Int64
 
 	// startedAt bounds no_data: windows that began earlier are never no_data.
 	startedAt time.Time
@@ -184,6 +193,9 @@ func New(opts Options) (*Aggregator, error) {
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.Settle <= 0 {
+		opts.Settle = queue.DefaultTransientMaxBackoff + opts.Grace
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
@@ -242,18 +254,14 @@ func (a *Aggregator) Handle(ctx context.Context, m queue.Message) error {
 		a.log.Debug("late result dropped", "endpoint", r.EndpointID, "probe_run", r.ProbeRunID, "window", window)
 		return nil
 	case errors.Is(err, store.ErrUnavailable):
-		if a.storeDown.CompareAndSwap(false, true) {
-			a.log.Warn("store unavailable: results stay queued until it is back", "err", err)
-		}
+		a.storeUnavailable(err)
 		return fmt.Errorf("aggregator: add result %s of endpoint %s: %w", r.ProbeRunID, r.EndpointID, err)
 	case err != nil:
 		return fmt.Errorf("aggregator: add result %s of endpoint %s to window %s: %w", r.ProbeRunID, r.EndpointID, window.Format(time.RFC3339), err)
 	case !added:
 		a.m.ResultsDuplicate.Inc()
 	}
-	if a.storeDown.CompareAndSwap(true, false) {
-		a.log.Info("store reachable again")
-	}
+	a.storeAvailable()
 	// The endpoint's latest result (for the API) is the prober's to store.
 	return nil
 }
@@ -267,15 +275,9 @@ func (a *Aggregator) Run(ctx context.Context) error {
 		switch {
 		case ctx.Err() != nil:
 		case errors.Is(err, store.ErrUnavailable):
-			if a.storeDown.CompareAndSwap(false, true) {
-				a.log.Warn("store unavailable: windows are decided when it is back", "err", err)
-			}
+			a.storeUnavailable(err) // logged once per outage
 		case err != nil:
 			a.log.Warn("deciding windows", "err", err)
-		default:
-			if a.storeDown.CompareAndSwap(true, false) {
-				a.log.Info("store reachable again")
-			}
 		}
 		select {
 		case <-ctx.Done():
@@ -297,8 +299,15 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 	// times to the millisecond (Redis scores).
 	before := a.WindowOf(now.Add(-a.opts.Window - a.opts.Grace)).Add(a.opts.Window)
 	refs, err := a.st.OpenWindows(ctx, before)
+	if errors.Is(err, store.ErrUnavailable) {
+		a.storeUnavailable(err)
+	}
 	if err != nil {
 		return fmt.Errorf("aggregator: list open windows: %w", err)
+	}
+	a.storeAvailable()
+	if hold := a.holdUntil.Load(); now.UnixNano() < hold {
+		return nil // results held through an outage are still being folded
 	}
 	byEndpoint := map[string][]store.WindowRef{}
 	open := make(map[store.WindowRef]bool, len(refs))
@@ -347,6 +356,22 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// storeUnavailable notes a store outage, logging it once.
+func (a *Aggregator) storeUnavailable(err error) {
+	if a.storeDown.CompareAndSwap(false, true) {
+		a.log.Warn("store unavailable: results stay queued and no window is decided until it is back", "err", err)
+	}
+}
+
+// storeAvailable notes a store that answered. After an outage it holds
+// every decision for Settle (see Options.Settle).
+func (a *Aggregator) storeAvailable() {
+	if a.storeDown.CompareAndSwap(true, false) {
+		a.holdUntil.Store(a.clk.Now().Add(a.opts.Settle).UnixNano())
+		a.log.Info("store reachable again; deciding windows resumes after the held results are folded", "settle", a.opts.Settle)
+	}
 }
 
 // decideEndpoint decides, oldest first, the closed windows ws of endpoint id

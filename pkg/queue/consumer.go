@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -45,7 +46,8 @@ type ConsumerOptions struct {
 	DeleteDelay time.Duration
 	// Transient says whether a handler error means a dependency is down
 	// (a store outage) rather than that the message failed. Such a message
-	// is retried in place with backoff (TransientBackoff doubling to 30 s) while the
+	// is retried in place with backoff (TransientBackoff doubling to
+	// TransientMaxBackoff) while the
 	// heartbeat keeps it in flight, so its receive count does not grow and
 	// an outage longer than maxReceiveCount visibility timeouts cannot walk
 	// it — and the messages queued behind it in its group — to the DLQ. The
@@ -54,6 +56,10 @@ type ConsumerOptions struct {
 	// TransientBackoff is the first wait before a transient failure is
 	// retried (default 1 s; it doubles up to 30 s).
 	TransientBackoff time.Duration
+	// TransientMaxBackoff caps that wait (default 5 s), so messages held
+	// through an outage are handled within seconds of its end: the
+	// aggregator waits that long before deciding windows after an outage.
+	TransientMaxBackoff time.Duration
 	// FinishReceive lets a receive already in flight when ctx ends return,
 	// and releases what it got, instead of abandoning it. Set it for SQS: a
 	// long poll cancelled on the client may still have received messages on
@@ -65,6 +71,9 @@ type ConsumerOptions struct {
 	Logger  *slog.Logger
 	Metrics *ConsumerMetrics
 }
+
+// DefaultTransientMaxBackoff is ConsumerOptions.TransientMaxBackoff's default.
+const DefaultTransientMaxBackoff = 5 * time.Second
 
 // defaultVisibility stands in for the queue's default when computing a
 // heartbeat extension with Visibility unset.
@@ -300,7 +309,7 @@ func (c *consumer) handle(ctx context.Context, m Message) error {
 			return err
 		case <-t.C:
 		}
-		wait = min(wait*2, 30*time.Second)
+		wait = min(wait*2, cmp.Or(c.opts.TransientMaxBackoff, DefaultTransientMaxBackoff))
 	}
 }
 
