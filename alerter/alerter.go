@@ -214,7 +214,7 @@ func New(opts Options) (*Alerter, error) {
 	unmarked := newKeySet()
 	a.fanout = func(sinks []alert.Sink) FanoutStage {
 		return FanoutStage{Sinks: sinks, Pipeline: recordStage{recorder: a.rec, next: ledgerStage{
-			ledger: a.st, owner: a.opts.Owner, lease: a.opts.Lease, m: a.m, hook: a.fault, unmarked: unmarked,
+			ledger: a.st, owner: a.opts.Owner, lease: a.opts.Lease, m: a.m, now: a.clk.Now, hook: a.fault, unmarked: unmarked,
 			next: retryStage{
 				attempts: a.opts.RetryAttempts, budget: a.opts.RetryBudget,
 				initial: a.opts.BackoffInitial, limit: a.opts.BackoffMax, sendTimeout: a.opts.SendTimeout,

@@ -18,6 +18,10 @@ type Metrics struct {
 	Alerts        *prometheus.CounterVec   // sink, kind, outcome
 	LedgerClaims  *prometheus.CounterVec   // result: acquired|done|held
 	PipelineDelay *prometheus.HistogramVec // stage (shared with the aggregator)
+	// UnmarkedSeconds is the duplicate window as it happens: from the
+	// sink accepting a notification to its ledger mark being written. A
+	// process killed inside it sends the notification again.
+	UnmarkedSeconds prometheus.Histogram
 
 	mu        sync.Mutex
 	seenSinks map[string]bool
@@ -44,7 +48,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Ledger claims by result: acquired, done (already sent), held (another alerter holds it).",
 		}, []string{"result"}),
 		PipelineDelay: aggregator.PipelineDelay(reg),
-		seenSinks:     map[string]bool{},
+		UnmarkedSeconds: f.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "mcpmon", Name: "alert_unmarked_seconds",
+			Help:    "Time from a sink accepting a notification to its ledger mark: the window in which a killed alerter sends it again.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}),
+		seenSinks: map[string]bool{},
 	}
 	for _, e := range []string{"opened", "resolved", "acknowledged"} {
 		m.Incidents.WithLabelValues(e)

@@ -127,6 +127,7 @@ type ledgerStage struct {
 	lease  time.Duration
 	next   Stage
 	m      *Metrics
+	now    func() time.Time // the clock DeliveredAt was taken on
 	hook   func(point string) error
 	// unmarked remembers notifications this process delivered but could not
 	// mark done (the store was unreachable right after the send). When the
@@ -215,6 +216,9 @@ func (l ledgerStage) Exec(ctx context.Context, d *Delivery) error {
 			l.unmarked.add(key)
 		}
 		return fmt.Errorf("mark %s done after sending: %w", key, err)
+	}
+	if !d.DeliveredAt.IsZero() {
+		l.m.UnmarkedSeconds.Observe(l.now().Sub(d.DeliveredAt).Seconds())
 	}
 	d.Outcome = OutcomeSent
 	return l.hook("marked")
