@@ -2,7 +2,7 @@
 GO ?= go
 ARGS ?=
 
-.PHONY: run test lint bench build tidy
+.PHONY: run test lint bench build tidy chaos
 
 run: ## the whole pipeline in one process on embedded defaults
 	$(GO) run ./cmd/mcpmon run $(ARGS)
@@ -19,6 +19,22 @@ lint:
 
 bench: ## Go benchmarks and the load harness table
 	bash .ci/bench.sh
+
+# `make chaos` runs cmd/mcpmon-chaos at the documented size (50 endpoints × 8
+# outages = 400 planned) in both modes; `make test` runs it at a small size.
+# The harness runs its own redis-server (it kills it mid-run); start-redis.sh
+# installs the binary. Pass more flags with CHAOS_ARGS="--seed 7".
+CHAOS_ARGS ?=
+chaos: ## chaos test: kill replicas and Redis mid-run; every outage must page exactly once
+	@d=$$(mktemp -d "$${TMPDIR:-/tmp}/mcpmon-chaos.XXXXXX"); \
+	trap 'bash .ci/stop-peers.sh "$$d"' EXIT; \
+	for peer in redis fauxqs; do \
+	  exports=$$(bash .ci/start-$$peer.sh "$$d") || exit 1; eval "$$exports"; \
+	done; \
+	rc=0; \
+	$(GO) run ./cmd/mcpmon-chaos --mode fleet --endpoints 50 --outages 8 $(CHAOS_ARGS) || rc=1; \
+	$(GO) run ./cmd/mcpmon-chaos --mode embedded --endpoints 50 --outages 8 $(CHAOS_ARGS) || rc=1; \
+	exit $$rc
 
 tidy:
 	$(GO) mod tidy
