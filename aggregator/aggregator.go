@@ -17,7 +17,7 @@
 // arrived (every prober down, commands stuck, a prober crash-looping) gets a
 // no_data verdict, so the verdict history and the dashboards show the gap
 // instead of silently stopping. "Due" is the scheduler's own slot rule
-// (scheduler.NewSlots / SlotsIn): an endpoint probed every 5 minutes has no
+// (schedule.Slots): an endpoint probed every 5 minutes has no
 // slot in 4 of 5 one-minute windows, and those get no verdict at all.
 // no_data verdicts take the normal path: same dedup ID, publish first, then
 // RecordVerdict. Replicas deciding the same window publish under the same
@@ -204,7 +204,7 @@ func New(opts Options) (*Aggregator, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Metrics == nil {
-		opts.Metrics = NewMetrics(nil)
+		opts.Metrics = NewMetrics(nil, nil)
 	}
 	return &Aggregator{
 		opts:  opts,

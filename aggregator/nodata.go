@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/scheduler"
+	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -26,7 +26,7 @@ type noDataCandidate struct {
 
 type cachedSlots struct {
 	schedule string
-	slots    scheduler.Slots
+	slots    schedule.Slots
 	ok       bool // false: the schedule does not parse, so never due
 }
 
@@ -40,13 +40,13 @@ type slotCache struct {
 
 // get returns ep's slot placement; ok is false when its schedule does not
 // parse (the scheduler cannot schedule it either: never due).
-func (c *slotCache) get(ep store.Endpoint) (scheduler.Slots, bool) {
+func (c *slotCache) get(ep store.Endpoint) (schedule.Slots, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cs, ok := c.m[ep.ID]; ok && cs.schedule == ep.Schedule {
 		return cs.slots, cs.ok
 	}
-	sl, err := scheduler.NewSlots(ep)
+	sl, err := schedule.New(ep.ID, ep.Schedule)
 	if err != nil {
 		c.log.Debug("endpoint schedule does not parse; never due", "endpoint", ep.ID, "err", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/scheduler"
+	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -110,7 +110,7 @@ func testNoDataForSilentWindow(t *testing.T, e *aenv) {
 func TestNoDataOnlyForWindowsWithSlots(t *testing.T) {
 	e := newNoDataEnv(t)
 	e.create("sparse", "@every 5m")
-	sl, err := scheduler.NewSlots(store.Endpoint{ID: "sparse", Schedule: "@every 5m"})
+	sl, err := schedule.New("sparse", "@every 5m")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
-	"github.com/mcpmon/mcpmon/pkg/scheduler"
+	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -108,7 +108,7 @@ func NewWorker(p *Prober, endpoints EndpointSource, pub ResultPublisher, opts Wo
 // past the moment it was meant to observe. Probing it would report on a
 // moment that has passed, too late for its window, and delay the probe of
 // the current slot; the next slot's command is queued behind it.
-func Superseded(sl scheduler.Slots, slot, now time.Time) bool {
+func Superseded(sl schedule.Slots, slot, now time.Time) bool {
 	next := sl.Next(slot)
 	return !next.IsZero() && !next.After(now)
 }
@@ -153,7 +153,7 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) error {
 		return nil
 	}
 	now := w.clk.Now()
-	if sl, err := scheduler.NewSlots(ep); err == nil && Superseded(sl, cmd.Slot, now) {
+	if sl, err := schedule.New(ep.ID, ep.Schedule); err == nil && Superseded(sl, cmd.Slot, now) {
 		w.m.skip(SkipSuperseded)
 		w.log.Debug("slot superseded by a newer one; skipping its probe", "endpoint", ep.ID, "slot", cmd.Slot)
 		return nil

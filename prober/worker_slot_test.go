@@ -13,7 +13,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/scheduler"
+	"github.com/mcpmon/mcpmon/pkg/schedule"
 )
 
 // TestWorkerSkipsSupersededSlot: a command whose endpoint's next slot is
@@ -24,7 +24,7 @@ func TestWorkerSkipsSupersededSlot(t *testing.T) {
 	ts := streamable(t, sdkServer(), mcp.StreamableHTTPOptions{JSONResponse: true})
 	ep := endpoint(ts.URL)
 	ep.Schedule = "@every 2s"
-	sl, err := scheduler.NewSlots(ep)
+	sl, err := schedule.New(ep.ID, ep.Schedule)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestWorkerHungTargetIsDownAtSlotPlusTimeout(t *testing.T) {
 	ep.Schedule = "@every 2s"
 	// The command is received 1.5 s after its slot: the probe has 0.5 s
 	// left before slot + timeout, but at least half the timeout (1 s).
-	sl, err := scheduler.NewSlots(ep)
+	sl, err := schedule.New(ep.ID, ep.Schedule)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/scheduler"
+	"github.com/mcpmon/mcpmon/pkg/schedule"
 )
 
 // MaintenanceKind is the store.Objects kind under which maintenance windows
@@ -81,7 +81,7 @@ func (m Maintenance) Validate() error {
 		if m.Duration <= 0 {
 			return fmt.Errorf("%w %q: a recurring window needs a positive duration", ErrInvalidMaintenance, m.ID)
 		}
-		if _, err := scheduler.ParseSchedule(m.Cron); err != nil {
+		if _, err := schedule.ParseSchedule(m.Cron); err != nil {
 			return fmt.Errorf("%w %q: cron %q: %v", ErrInvalidMaintenance, m.ID, m.Cron, err)
 		}
 	default:
@@ -132,7 +132,7 @@ func (m Maintenance) Window(t time.Time) (start, end time.Time, ok bool) {
 	if m.Duration <= 0 {
 		return time.Time{}, time.Time{}, false
 	}
-	sched, err := scheduler.ParseSchedule(m.Cron)
+	sched, err := schedule.ParseSchedule(m.Cron)
 	if err != nil {
 		return time.Time{}, time.Time{}, false
 	}

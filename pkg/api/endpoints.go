@@ -19,7 +19,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/scheduler"
+	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -304,7 +304,7 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 		e.Schedule = DefaultSchedule
 	}
 	var interval time.Duration // shortest time between two slots; 0 if unknown
-	if sl, err := scheduler.NewSlots(store.Endpoint{Schedule: e.Schedule}); err != nil {
+	if sl, err := schedule.New("", e.Schedule); err != nil {
 		bad("#/schedule", "%v", errors.Unwrap(err))
 	} else {
 		interval = sl.ShortestInterval(s.clock.Now())

@@ -8,7 +8,8 @@
 // deduplicates on content, and a command's body is a pure function of
 // (endpoint, slot), so two schedulers emitting the same slot send one message.
 //
-// Schedules are parsed with robfig/cron/v3 (see ParseSchedule) but timed here,
+// Schedules are parsed with robfig/cron/v3 (see schedule.ParseSchedule) but
+// timed here,
 // with a min-heap of next-fire times: robfig's cron.Cron re-sorts every entry
 // on each wake and on each AddFunc, which does not scale to 100k endpoints.
 //
@@ -16,8 +17,8 @@
 // a cron expression fires at its times (UTC unless CRON_TZ= is given), and
 // "@every D" fires at a fixed per-endpoint offset (a hash of the ID) inside
 // each D-long period counted from the Unix epoch, which also spreads
-// endpoints sharing an interval evenly over it. SlotsIn (and NewSlots)
-// export exactly that placement, which the scheduler itself uses, so the
+// endpoints sharing an interval evenly over it. That placement lives in
+// pkg/schedule (schedule.Slots), which the scheduler itself uses, so the
 // aggregator can tell a window in which an endpoint was due but nothing
 // arrived (no_data) from one in which it was simply not scheduled.
 //
@@ -43,6 +44,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -91,7 +93,7 @@ type Scheduler struct {
 type entry struct {
 	id       string
 	schedule string // normalized source, to detect changes
-	timing   timing
+	slots    schedule.Slots
 	next     int64  // Unix seconds of the next slot
 	index    int    // in the heap
 	shard    uint32 // publishing worker
@@ -131,7 +133,7 @@ func New(send CommandSender, opts Options) *Scheduler {
 // Upsert schedules ep, or re-schedules it when its schedule changed. A paused
 // endpoint is removed. An endpoint whose schedule does not parse is removed
 // too (it cannot be scheduled as stored) and the error, wrapping
-// ErrInvalidSchedule, is returned.
+// schedule.ErrInvalidSchedule, is returned.
 func (s *Scheduler) Upsert(ep store.Endpoint) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -157,22 +159,21 @@ func (s *Scheduler) upsertLocked(ep store.Endpoint, now time.Time, gen uint64) e
 		e.gen = max(e.gen, gen)
 		return nil
 	}
-	// The same placement SlotsIn reports to the aggregator.
-	sl, err := NewSlots(ep)
+	// The same placement the aggregator and prober read.
+	sl, err := schedule.New(ep.ID, ep.Schedule)
 	if err != nil {
 		s.unschedule(ep.ID, gen)
 		return err
 	}
-	tm := sl.tm
-	next := tm.next(now).Unix()
+	next := sl.Next(now).Unix()
 	if e, ok := s.entries[ep.ID]; ok {
-		e.schedule, e.timing, e.next = src, tm, next
+		e.schedule, e.slots, e.next = src, sl, next
 		e.version, e.gen = max(e.version, ep.Version), max(e.gen, gen)
 		heap.Fix(&s.heap, e.index)
 	} else {
 		h := fnv.New32a()
 		h.Write([]byte(ep.ID))
-		e := &entry{id: ep.ID, schedule: src, timing: tm, next: next, shard: h.Sum32() % uint32(s.workers),
+		e := &entry{id: ep.ID, schedule: src, slots: sl, next: next, shard: h.Sum32() % uint32(s.workers),
 			version: ep.Version, gen: gen}
 		s.entries[ep.ID] = e
 		heap.Push(&s.heap, e)
@@ -410,13 +411,13 @@ func (s *Scheduler) popDue(now time.Time, due []job) (_ []job, wait time.Duratio
 			return due, time.Unix(e.next, 0).Sub(now), skipped
 		}
 		missed := time.Unix(e.next, 0).UTC()
-		slot := e.timing.latestDue(missed, now)
+		slot := e.slots.LatestDue(missed, now)
 		if !slot.Equal(missed) {
 			skipped++
 			s.log.Debug("skipping missed slots", "endpoint", e.id, "oldest_missed", missed, "emitting", slot)
 		}
 		due = append(due, job{id: e.id, slot: slot, shard: e.shard})
-		next := e.timing.next(slot)
+		next := e.slots.Next(slot)
 		e.next = next.Unix()
 		if next.IsZero() {
 			// A cron spec with no further date: nothing left to schedule.

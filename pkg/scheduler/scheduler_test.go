@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"strings"
 	"sync"
 	"testing"
@@ -86,88 +87,6 @@ func start(t *testing.T, s *Scheduler) (stop func()) {
 		if err := <-done; err != nil {
 			t.Errorf("Run returned %v, want nil on cancel", err)
 		}
-	}
-}
-
-func TestParseSchedule(t *testing.T) {
-	for _, tc := range []struct {
-		in      string
-		wantErr bool
-	}{
-		{"@every 30s", false},
-		{"  @every 5m  ", false},
-		{"*/5 * * * *", false},
-		{"0 9 * * 1-5", false},
-		{"@hourly", false},
-		{"@daily", false},
-		{"CRON_TZ=America/New_York 0 9 * * *", false},
-		{"TZ=UTC @every 1m", false},
-		{"", true},
-		{"   ", true},
-		{"bogus", true},
-		{"* * * * * *", true}, // seconds field not accepted
-		{"61 * * * *", true},
-		{"@every 500ms", true},
-		{"@every", true},
-		{"@every ten", true},
-		{"@fortnightly", true},
-		{"0 0 30 2 *", true}, // 30 February never comes
-		{"TZ=UTC", true},     // robfig would panic
-		{"CRON_TZ=Mars/Olympus 0 * * * *", true},
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			sched, err := ParseSchedule(tc.in)
-			if tc.wantErr {
-				if !errors.Is(err, ErrInvalidSchedule) {
-					t.Fatalf("ParseSchedule(%q) err = %v, want ErrInvalidSchedule", tc.in, err)
-				}
-				return
-			}
-			if err != nil || sched == nil {
-				t.Fatalf("ParseSchedule(%q) = %v, %v", tc.in, sched, err)
-			}
-		})
-	}
-}
-
-func TestCronEvaluatedInUTC(t *testing.T) {
-	sched, err := ParseSchedule("0 9 * * *")
-	if err != nil {
-		t.Fatal(err)
-	}
-	from := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	if got, want := sched.Next(from), time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC); !got.Equal(want) {
-		t.Fatalf("Next = %v, want %v (UTC, not the host zone)", got, want)
-	}
-}
-
-// Two schedulers started at different moments must emit identical slots, or
-// content-based dedup could not collapse them.
-func TestEverySlotsAreDeterministicAndSpread(t *testing.T) {
-	sched, _ := ParseSchedule("@every 60s")
-	a := newTiming("ep-1", sched)
-	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	n1 := a.next(t0.Add(123 * time.Millisecond))
-	n2 := newTiming("ep-1", sched).next(t0.Add(7*time.Second + 999*time.Millisecond))
-	if n1.Sub(n2)%time.Minute != 0 {
-		t.Fatalf("slots from different start times are not on the same grid: %v vs %v", n1, n2)
-	}
-	if n1.Nanosecond() != 0 || n1.Location() != time.UTC {
-		t.Fatalf("slot %v is not a whole UTC second", n1)
-	}
-	if !n1.After(t0) || n1.Sub(t0) > time.Minute {
-		t.Fatalf("next slot %v not within one period after %v", n1, t0)
-	}
-	if got := a.next(n1); got.Sub(n1) != time.Minute {
-		t.Fatalf("period = %v, want 1m", got.Sub(n1))
-	}
-	offsets := map[int]bool{}
-	for i := range 200 {
-		tm := newTiming(fmt.Sprintf("ep-%d", i), sched)
-		offsets[tm.next(t0).Second()] = true
-	}
-	if len(offsets) < 30 {
-		t.Fatalf("200 endpoints use only %d distinct seconds of the minute; want them spread", len(offsets))
 	}
 }
 
@@ -274,7 +193,7 @@ func TestSync(t *testing.T) {
 			ep("keep", "@every 1m"), ep("change", "@every 1h"), ep("new", "@every 1m"),
 			ep("bad", "not a schedule"), paused,
 		})
-		if !errors.Is(err, ErrInvalidSchedule) || !strings.Contains(err.Error(), "bad") {
+		if !errors.Is(err, schedule.ErrInvalidSchedule) || !strings.Contains(err.Error(), "bad") {
 			t.Fatalf("Sync err = %v, want ErrInvalidSchedule naming endpoint bad", err)
 		}
 		for id, want := range map[string]bool{"keep": true, "change": true, "new": true, "gone": false, "bad": false, "paused": false} {

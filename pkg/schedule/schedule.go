@@ -1,4 +1,11 @@
-package scheduler
+// Package schedule owns the meaning of an endpoint's schedule string: how it
+// parses (ParseSchedule) and which instants are its slots (Slots). It is a
+// leaf: it imports nothing of the pipeline, so the scheduler that emits
+// slots, the aggregator that tells a silent window from an unscheduled one,
+// the prober that skips superseded slots, the API that checks a timeout
+// against the interval and recurring maintenance windows all share one rule
+// without pulling each other in.
+package schedule
 
 import (
 	"errors"
@@ -8,8 +15,6 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // ErrInvalidSchedule reports a schedule string that cannot be parsed or never
@@ -113,21 +118,22 @@ func (tm timing) next(t time.Time) time.Time {
 }
 
 // Slots is one endpoint's slot placement, exactly the one the scheduler
-// emits commands on: the Scheduler builds its own timing through NewSlots,
-// so a consumer that asks "was this endpoint due in [from, to)?" (the
-// aggregator, to tell a silent window from an unscheduled one) can never
-// disagree with it. The zero Slots has no slots.
+// emits commands on (it builds its own through New), so a consumer that asks
+// "was this endpoint due in [from, to)?" (the aggregator, to tell a silent
+// window from an unscheduled one) can never disagree with it. The zero Slots
+// has no slots.
 type Slots struct{ tm timing }
 
-// NewSlots parses ep's schedule and returns its slot placement. It ignores
-// Paused: whether a paused endpoint is due is the caller's question. The
-// error wraps ErrInvalidSchedule.
-func NewSlots(ep store.Endpoint) (Slots, error) {
-	sched, err := ParseSchedule(ep.Schedule)
+// New parses the schedule spec of endpoint endpointID (the ID places an
+// "@every" schedule's offset) and returns its slot placement. Whether a
+// paused endpoint is due is the caller's question. The error wraps
+// ErrInvalidSchedule.
+func New(endpointID, spec string) (Slots, error) {
+	sched, err := ParseSchedule(spec)
 	if err != nil {
-		return Slots{}, fmt.Errorf("schedule endpoint %s: %w", ep.ID, err)
+		return Slots{}, fmt.Errorf("schedule endpoint %s: %w", endpointID, err)
 	}
-	return Slots{newTiming(ep.ID, sched)}, nil
+	return Slots{newTiming(endpointID, sched)}, nil
 }
 
 // Next returns the first slot strictly after t (UTC, whole seconds), or
@@ -198,16 +204,6 @@ func (s Slots) ShortestInterval(from time.Time) time.Duration {
 	return shortest
 }
 
-// SlotsIn counts endpoint ep's scheduled slots in [from, to): what the
-// scheduler emits for it while running and unpaused. It is NewSlots(ep).In.
-func SlotsIn(ep store.Endpoint, from, to time.Time) (int, error) {
-	s, err := NewSlots(ep)
-	if err != nil {
-		return 0, err
-	}
-	return s.In(from, to), nil
-}
-
 func ceilUnix(t time.Time) int64 {
 	u := t.Unix()
 	if t.Nanosecond() > 0 {
@@ -219,7 +215,10 @@ func ceilUnix(t time.Time) int64 {
 // maxCatchUpSteps bounds the walk to the latest missed cron slot.
 const maxCatchUpSteps = 4096
 
-// latestDue returns the latest slot ≤ now, given that due ≤ now is a slot.
+// LatestDue returns the latest slot ≤ now, given that due ≤ now is a slot:
+// the one slot a scheduler that fell behind emits instead of the backlog.
+func (s Slots) LatestDue(due, now time.Time) time.Time { return s.tm.latestDue(due, now) }
+
 func (tm timing) latestDue(due, now time.Time) time.Time {
 	if tm.period != 0 {
 		return tm.next(now).Add(-time.Duration(tm.period) * time.Second)
