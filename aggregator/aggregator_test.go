@@ -84,7 +84,7 @@ func newAenvWith(t *testing.T, open func(clock.Clock) store.Store) *aenv {
 	t.Cleanup(func() { b.Close() })
 	e := &aenv{t: t, ctx: t.Context(), clk: clk, st: st, results: b.Queue(msg.QueueResults), verdicts: b.Queue(msg.QueueVerdicts), reg: prometheus.NewRegistry()}
 	e.pub = &sender{q: e.verdicts}
-	e.agg, err = New(Options{Store: st, Publisher: e.pub, Window: time.Minute, Grace: 10 * time.Second, Clock: clk, Metrics: NewMetrics(e.reg)})
+	e.agg, err = New(Options{Store: st, Publisher: e.pub, Window: time.Minute, Grace: 10 * time.Second, Clock: clk, Metrics: NewMetrics(e.reg, metrics.NewPipelineDelay(e.reg))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func newAenvWith(t *testing.T, open func(clock.Clock) store.Store) *aenv {
 // the same store, queue and clock, with its own metrics.
 func (e *aenv) newAggregator() *Aggregator {
 	e.t.Helper()
-	a, err := New(Options{Store: e.st, Publisher: e.pub, Window: time.Minute, Grace: 10 * time.Second, Clock: e.clk, Metrics: NewMetrics(nil)})
+	a, err := New(Options{Store: e.st, Publisher: e.pub, Window: time.Minute, Grace: 10 * time.Second, Clock: e.clk, Metrics: NewMetrics(nil, nil)})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -289,14 +289,6 @@ func TestCrashBetweenPublishAndRecord(t *testing.T) {
 	}
 	if last, err := e.st.LastVerdict(e.ctx, "ep"); err != nil || !last.Window.Equal(w0) {
 		t.Fatalf("last verdict %+v %v, want window recorded", last, err)
-	}
-}
-
-func TestMetricsRegisterAlongsideAlerterHistogram(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
-	if h := PipelineDelay(reg); h != m.PipelineDelay {
-		t.Fatal("PipelineDelay registered twice returned a new collector, want the shared one")
 	}
 }
 

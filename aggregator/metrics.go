@@ -1,19 +1,11 @@
 package aggregator
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/mcpmon/mcpmon/pkg/metrics"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-)
-
-// Pipeline-delay stages. The aggregator observes probe_to_verdict; the
-// alerter observes verdict_to_alert on the same histogram.
-const (
-	StageProbeToVerdict = "probe_to_verdict"
-	StageVerdictToAlert = "verdict_to_alert"
 )
 
 // Metrics are the aggregator's Prometheus metrics (names from the catalog).
@@ -22,12 +14,16 @@ type Metrics struct {
 	Verdicts         *prometheus.CounterVec // state
 	ResultsDuplicate prometheus.Counter
 	ResultsLate      prometheus.Counter
-	PipelineDelay    *prometheus.HistogramVec // stage
 	probeToVerdict   prometheus.Observer
 }
 
-// NewMetrics registers the aggregator's metrics on reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// NewMetrics registers the aggregator's metrics on reg. The process's
+// pipeline-delay histogram, shared with the alerter, is passed in (nil:
+// an unregistered one).
+func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metrics {
+	if delay == nil {
+		delay = metrics.NewPipelineDelay(nil)
+	}
 	f := promauto.With(reg)
 	m := &Metrics{
 		VerdictState: f.NewGaugeVec(prometheus.GaugeOpts{
@@ -46,40 +42,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "mcpmon", Name: "results_late_total",
 			Help: "Probe results that arrived after their window was decided and were dropped.",
 		}),
-		PipelineDelay: PipelineDelay(reg),
+		probeToVerdict: delay.ProbeToVerdict,
 	}
 	for _, s := range msg.States {
 		m.Verdicts.WithLabelValues(string(s))
 	}
-	m.probeToVerdict = m.PipelineDelay.WithLabelValues(StageProbeToVerdict)
 	return m
-}
-
-// PipelineDelay returns mcpmon_pipeline_delay_seconds registered on reg,
-// reusing the collector when another component (the alerter, in the same
-// process) registered it first: both observe one histogram with a stage
-// label, as the catalog asks.
-func PipelineDelay(reg prometheus.Registerer) *prometheus.HistogramVec {
-	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "mcpmon", Name: "pipeline_delay_seconds",
-		Help:    "Delay from the first probe of a window to its verdict (probe_to_verdict) and from a verdict's emission to the alert it caused (verdict_to_alert).",
-		Buckets: []float64{0.5, 1, 2, 5, 10, 20, 30, 60, 90, 120, 180, 300, 600},
-	}, []string{"stage"})
-	if reg == nil {
-		return h
-	}
-	if err := reg.Register(h); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.HistogramVec); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	h.WithLabelValues(StageProbeToVerdict)
-	h.WithLabelValues(StageVerdictToAlert)
-	return h
 }
 
 // setState sets the endpoint's current-state gauge, pre-creating every state

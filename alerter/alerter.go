@@ -164,7 +164,7 @@ func New(opts Options) (*Alerter, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Metrics == nil {
-		opts.Metrics = NewMetrics(nil)
+		opts.Metrics = NewMetrics(nil, nil)
 	}
 	if opts.Owner == "" {
 		host, _ := os.Hostname()
@@ -659,7 +659,7 @@ func (a *Alerter) drain(ctx context.Context, endpointID string, sweep bool) erro
 			case dl.Err == nil:
 				a.m.alert(alert.MetricLabel(dl.Sink), n.Kind, dl.Outcome)
 				if dl.Outcome == OutcomeSent && !p.VerdictEmittedAt.IsZero() {
-					a.m.PipelineDelay.WithLabelValues("verdict_to_alert").Observe(a.clk.Now().Sub(p.VerdictEmittedAt).Seconds())
+					a.m.VerdictToAlert.Observe(a.clk.Now().Sub(p.VerdictEmittedAt).Seconds())
 				}
 			case errors.Is(dl.Err, errInjectedCrash):
 				return dl.Err

@@ -6,18 +6,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/mcpmon/mcpmon/aggregator"
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/metrics"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // Metrics are the alerter's Prometheus metrics (names from the catalog).
 type Metrics struct {
-	IncidentsOpen prometheus.Gauge
-	Incidents     *prometheus.CounterVec   // event: opened|resolved|acknowledged
-	Alerts        *prometheus.CounterVec   // sink, kind, outcome
-	LedgerClaims  *prometheus.CounterVec   // result: acquired|done|held
-	PipelineDelay *prometheus.HistogramVec // stage (shared with the aggregator)
+	IncidentsOpen  prometheus.Gauge
+	Incidents      *prometheus.CounterVec // event: opened|resolved|acknowledged
+	Alerts         *prometheus.CounterVec // sink, kind, outcome
+	LedgerClaims   *prometheus.CounterVec // result: acquired|done|held
+	VerdictToAlert prometheus.Observer    // on the process's pipeline-delay histogram
 	// UnmarkedSeconds is the duplicate window as it happens: from the
 	// sink accepting a notification to its ledger mark being written. A
 	// process killed inside it sends the notification again.
@@ -27,8 +27,13 @@ type Metrics struct {
 	seenSinks map[string]bool
 }
 
-// NewMetrics registers the alerter's metrics on reg (nil: unregistered).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// NewMetrics registers the alerter's metrics on reg (nil: unregistered). The
+// process's pipeline-delay histogram, shared with the aggregator, is passed
+// in (nil: an unregistered one).
+func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metrics {
+	if delay == nil {
+		delay = metrics.NewPipelineDelay(nil)
+	}
 	f := promauto.With(reg)
 	m := &Metrics{
 		IncidentsOpen: f.NewGauge(prometheus.GaugeOpts{
@@ -47,7 +52,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "mcpmon", Name: "ledger_claims_total",
 			Help: "Ledger claims by result: acquired, done (already sent), held (another alerter holds it).",
 		}, []string{"result"}),
-		PipelineDelay: aggregator.PipelineDelay(reg),
+		VerdictToAlert: delay.VerdictToAlert,
 		UnmarkedSeconds: f.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "mcpmon", Name: "alert_unmarked_seconds",
 			Help:    "Time from a sink accepting a notification to its ledger mark: the window in which a killed alerter sends it again.",

@@ -40,13 +40,14 @@ func newPipeline(t *testing.T) *pipeline { return newPipelineOn(t, newEnv(t)) }
 
 func newPipelineOn(t *testing.T, e *env) *pipeline {
 	reg := prometheus.NewRegistry()
+	delay := metrics.NewPipelineDelay(reg) // one per process, as the daemon builds it
 	agg, err := aggregator.New(aggregator.Options{Store: e.st, Publisher: queueSender{e.q}, Window: time.Minute, Grace: 10 * time.Second,
-		Clock: e.clk, Metrics: aggregator.NewMetrics(reg)})
+		Clock: e.clk, Metrics: aggregator.NewMetrics(reg, delay)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &pipeline{env: e, results: e.broker.Queue(msg.QueueResults), agg: agg, reg: reg}
-	p.alr = e.alerter("a", func(o *Options) { o.Metrics = NewMetrics(reg) })
+	p.alr = e.alerter("a", func(o *Options) { o.Metrics = NewMetrics(reg, delay) })
 	return p
 }
 

@@ -135,6 +135,7 @@ type Daemon struct {
 	pubs    []*queue.Publisher
 	stopped chan struct{}
 	prune   metricsPruner // per-endpoint series of deleted endpoints (prune.go)
+	delay   *metrics.PipelineDelay
 }
 
 // Start opens the backends, builds the role's components and starts them.
@@ -290,6 +291,15 @@ func (d *Daemon) publisher(name string, qm *queue.Metrics) *queue.Publisher {
 // lets the last receive finish stays well inside Kubernetes' 30 s grace.
 const remoteReceiveWait = 10 * time.Second
 
+// pipelineDelay is the process's one pipeline-delay histogram, shared by the
+// aggregator and the alerter of a process that runs both.
+func (d *Daemon) pipelineDelay() *metrics.PipelineDelay {
+	if d.delay == nil {
+		d.delay = metrics.NewPipelineDelay(d.reg)
+	}
+	return d.delay
+}
+
 // DrainTimeout bounds how long shutdown waits for handlers already running.
 const DrainTimeout = 15 * time.Second
 
@@ -373,7 +383,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Grace:     o.Grace,
 			Clock:     d.clk,
 			Logger:    d.log,
-			Metrics:   forgetting(&d.prune, aggregator.NewMetrics(reg)),
+			Metrics:   forgetting(&d.prune, aggregator.NewMetrics(reg, d.pipelineDelay())),
 		})
 		if err != nil {
 			return fmt.Errorf("aggregator: %w", err)
@@ -392,7 +402,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			SinksFor: sinks.forEndpoint,
 			Clock:    d.clk,
 			Logger:   d.log,
-			Metrics:  alerter.NewMetrics(reg),
+			Metrics:  alerter.NewMetrics(reg, d.pipelineDelay()),
 			Owner:    o.ReplicaID,
 			Lease:    o.ClaimLease,
 		})

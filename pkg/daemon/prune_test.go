@@ -76,7 +76,7 @@ func TestPruneForgetsOnlyDeletedEndpoints(t *testing.T) {
 	st := openBolt(t)
 	reg := prometheus.NewRegistry()
 	var p metricsPruner
-	am := forgetting(&p, aggregator.NewMetrics(reg))
+	am := forgetting(&p, aggregator.NewMetrics(reg, nil))
 	forgetting(&p, prober.NewMetrics(reg))
 	createEndpoint(t, st, "kept")
 	createEndpoint(t, st, "gone")
@@ -125,7 +125,7 @@ func TestPruneKeepsEndpointCreatedDuringRound(t *testing.T) {
 	st := openBolt(t)
 	reg := prometheus.NewRegistry()
 	var p metricsPruner
-	am := forgetting(&p, aggregator.NewMetrics(reg))
+	am := forgetting(&p, aggregator.NewMetrics(reg, nil))
 	createEndpoint(t, st, "old")
 	setVerdict(am, "old", msg.StateUp)
 
@@ -157,7 +157,7 @@ func (failingLister) ListEndpoints(context.Context) ([]store.Endpoint, error) {
 func TestPruneStoreDownForgetsNothing(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	var p metricsPruner
-	am := forgetting(&p, aggregator.NewMetrics(reg))
+	am := forgetting(&p, aggregator.NewMetrics(reg, nil))
 	setVerdict(am, "ep", msg.StateUp)
 	if _, err := p.round(t.Context(), reg, failingLister{}); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
@@ -174,7 +174,7 @@ func TestPruneLoopEveryInterval(t *testing.T) {
 		st := openBolt(t)
 		reg := prometheus.NewRegistry()
 		d := &Daemon{st: st, reg: reg, log: testLogger(t)}
-		am := forgetting(&d.prune, aggregator.NewMetrics(reg))
+		am := forgetting(&d.prune, aggregator.NewMetrics(reg, nil))
 		createEndpoint(t, st, "ep")
 		setVerdict(am, "ep", msg.StateDown)
 		ctx, cancel := context.WithCancel(t.Context())
