@@ -203,7 +203,7 @@ func (r *run) getMetadata(ctx context.Context, raw string, v any) (string, error
 	if err != nil {
 		return "", fmt.Errorf("%s is not a URL", raw)
 	}
-	if err := r.p.guard.checkURL(u); err != nil {
+	if err := r.p.guard.CheckURL(u); err != nil {
 		return "", err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -244,7 +244,7 @@ var tokenErrors = []string{"invalid_request", "invalid_client", "invalid_grant",
 // anybody). A 401 that answers everything, or a 404, is no token endpoint.
 func (r *run) probeDefaultTokenEndpoint(ctx context.Context) error {
 	u := &url.URL{Scheme: r.u.Scheme, Host: r.u.Host, Path: "/token"}
-	if err := r.p.guard.checkURL(u); err != nil {
+	if err := r.p.guard.CheckURL(u); err != nil {
 		return err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader("grant_type=authorization_code"))

@@ -37,8 +37,9 @@
 // one fresh connection, where Transport's per-connection read/write
 // goroutines and their hand-offs cost more CPU than the requests. httpClient
 // (httpc.go) writes and reads on the calling goroutine: the probe's own
-// requests are spelled straight into the connection's buffer (reqwire.go,
-// byte for byte what Request.Write would send), answers are read with the
+// requests, their headers chosen in one place (request.go), are spelled
+// straight into the connection's buffer (reqwire.go, byte for byte what
+// Request.Write would send), answers are read with the
 // standard library's ReadResponse, and buffers are recycled between probes.
 // Measured on the 2-core CI box (shared, so ranges over three runs), CPU per
 // probe (initialize + initialized + ping + DELETE, new connection, go-sdk
@@ -71,7 +72,8 @@
 // Targets are hostile until proven otherwise: the dialer refuses loopback,
 // private, link-local (cloud metadata), CGNAT, unique-local, multicast and
 // unspecified addresses after DNS resolution and on every redirect
-// (blocked_target); bodies and SSE streams are capped (1 MiB, 64 events);
+// (blocked_target; the rule is pkg/netguard's, which the alert sinks use
+// too); bodies and SSE streams are capped (1 MiB, 64 events);
 // every probe has a deadline from the endpoint timeout and its own transport;
 // the endpoint's headers are secrets, never logged and scrubbed from what the
 // target said (redact.go), never from the prober's own wording.

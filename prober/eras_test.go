@@ -3,6 +3,7 @@ package prober
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"testing"
@@ -155,4 +156,17 @@ func TestRedirects(t *testing.T) {
 		t.Fatalf("loop: %s %q", res.Class, res.Error)
 	}
 	mustContain(t, res.Error, "redirects")
+}
+
+func TestValidateProtocol(t *testing.T) {
+	for _, ok := range [][2]string{{"", ""}, {"auto", ""}, {"streamable-http", "2025-06-18"}, {"sse", "2024-11-05"}, {"auto", "2026-07-28"}} {
+		if err := ValidateProtocol(ok[0], ok[1]); err != nil {
+			t.Errorf("%v: %v", ok, err)
+		}
+	}
+	for _, bad := range [][2]string{{"websocket", ""}, {"auto", "2099-01-01"}, {"sse", "2026-07-28"}, {"streamable-http", "2024-11-05"}} {
+		if err := ValidateProtocol(bad[0], bad[1]); !errors.Is(err, ErrInvalidProtocol) {
+			t.Errorf("%v: %v, want ErrInvalidProtocol", bad, err)
+		}
+	}
 }

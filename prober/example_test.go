@@ -35,13 +35,12 @@ func ExampleStatusOf() {
 	// blocked_target     down
 }
 
-// Registration-time checks the REST API runs before storing an endpoint.
-func ExampleValidateTarget() {
-	fmt.Println(prober.ValidateTarget("https://mcp.example.com/mcp", false))
-	fmt.Println(prober.ValidateTarget("http://169.254.169.254/latest/meta-data/", false) != nil)
+// The registration-time check the REST API runs on an endpoint's transport
+// and pinned protocol version (its URL goes through netguard).
+func ExampleValidateProtocol() {
+	fmt.Println(prober.ValidateProtocol("sse", "2024-11-05"))
 	fmt.Println(prober.ValidateProtocol("sse", "2026-07-28") != nil)
 	// Output:
 	// <nil>
-	// true
 	// true
 }

@@ -94,7 +94,7 @@ func (h *httpClient) getConn(ctx context.Context, u *url.URL) (*hconn, error) {
 	h.mu.Unlock()
 
 	p := h.r.p
-	d := net.Dialer{KeepAlive: -1}
+	d := net.Dialer{KeepAlive: -1, Resolver: p.opts.Resolver, Control: p.guard.Control}
 	dl, hasDL := ctx.Deadline()
 	dctx := ctx
 	if _, err := netip.ParseAddr(u.Hostname()); err == nil && hasDL {
@@ -108,7 +108,7 @@ func (h *httpClient) getConn(ctx context.Context, u *url.URL) (*hconn, error) {
 		d.Timeout = p.opts.DefaultTimeout
 	}
 	addr := key[len(u.Scheme)+3:]
-	c, err := p.guard.dialer(p.opts.Resolver, d)(dctx, "tcp", addr)
+	c, err := d.DialContext(dctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +328,7 @@ func (h *httpClient) follow(req *http.Request, resp *http.Response) (*http.Respo
 		if err != nil {
 			return nil, failf(ClassProtocolError, resp.StatusCode, "redirect Location is not a URL")
 		}
-		if err := h.r.p.guard.checkURL(u); err != nil {
+		if err := h.r.p.guard.CheckURL(u); err != nil {
 			return nil, failf(ClassBlockedTarget, resp.StatusCode, "redirect to %s refused: %v", fromTarget(clean(u.Host)), err)
 		}
 		method := req.Method

@@ -1,5 +1,9 @@
 package prober
 
+// legacy.go owns the 2024-11-05 HTTP+SSE transport: the GET stream that
+// carries every answer and the endpoint its requests are POSTed to. The
+// handshake over it is handshake.go's.
+
 import (
 	"context"
 	"encoding/json"
@@ -24,58 +28,22 @@ type legacyStream struct {
 	cancel   context.CancelFunc
 }
 
-// legacyProbe runs the 2024-11-05 handshake: GET for the endpoint event, then
-// initialize, initialized, ping and tools/list POSTed there and answered on
+// legacyProbe runs the 2024-11-05 handshake: GET for the endpoint event,
+// then the initialize handshake (handshake.go), POSTed there and answered on
 // the stream.
 func (r *run) legacyProbe(ctx context.Context) error {
 	r.res.Transport = TransportSSE
 	r.version = ""
-	err := r.timed(msg.PhaseInitialize, func() error { return r.openLegacy(ctx) })
-	if err != nil {
+	if err := r.timed(msg.PhaseInitialize, func() error { return r.openLegacy(ctx) }); err != nil {
 		return err
 	}
-	var result json.RawMessage
-	err = r.timed(msg.PhaseInitialize, func() error {
-		var err error
-		result, err = r.call(ctx, "initialize", r.p.initializeParams(Version20241105))
-		return err
-	})
-	if err != nil {
-		return asRPCClass(err, ClassRPCError, "initialize")
-	}
-	if err := r.acceptInitialize(result, Version20241105); err != nil {
-		return err
-	}
-	if err := r.timed(msg.PhaseInitialized, func() error { return r.notify(ctx, "notifications/initialized") }); err != nil {
-		return err
-	}
-	if err := r.timed(msg.PhasePing, func() error {
-		_, err := r.call(ctx, "ping", emptyParams)
-		var pe *probeError
-		if errors.As(err, &pe) && pe.rpc != nil && pe.rpc.Code == codeMethodNotFound {
-			return nil
-		}
-		return asRPCClass(err, ClassRPCError, "ping")
-	}); err != nil {
-		return err
-	}
-	r.listTools(ctx)
-	return nil
+	return r.handshake(ctx, Version20241105)
 }
 
+// openLegacy GETs the stream and waits for its endpoint event.
 func (r *run) openLegacy(ctx context.Context) error {
 	sctx, cancel := context.WithCancel(ctx)
-	req, err := http.NewRequestWithContext(sctx, http.MethodGet, r.u.String(), nil)
-	if err != nil {
-		cancel()
-		return failf(ClassProtocolError, 0, "build request: %v", err)
-	}
-	for k, v := range r.ep.Headers {
-		req.Header.Set(k, v)
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("User-Agent", r.p.opts.ClientName+"/"+r.p.opts.ClientVersion)
-	resp, err := r.client.Do(req)
+	resp, err := r.client.doFast(sctx, http.MethodGet, r.u, nil, "")
 	if err != nil {
 		cancel()
 		return classify(ctx, err)

@@ -12,11 +12,14 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -38,6 +41,30 @@ const (
 	TransportStreamableHTTP = "streamable-http"
 	TransportSSE            = "sse"
 )
+
+// ErrInvalidProtocol reports a transport or pinned version the prober does
+// not speak, or a contradictory pair.
+var ErrInvalidProtocol = errors.New("invalid transport or protocol version")
+
+// ValidateProtocol checks an endpoint's transport (auto | streamable-http |
+// sse, empty = auto) and optional pinned protocol version at registration.
+func ValidateProtocol(transport, version string) error {
+	switch transport {
+	case "", TransportAuto, TransportStreamableHTTP, TransportSSE:
+	default:
+		return fmt.Errorf("%w: transport %q (want %s, %s or %s)", ErrInvalidProtocol, transport, TransportAuto, TransportStreamableHTTP, TransportSSE)
+	}
+	if version == "" {
+		return nil
+	}
+	if !slices.Contains(Versions, version) {
+		return fmt.Errorf("%w: protocol version %q (known: %s)", ErrInvalidProtocol, version, strings.Join(Versions, ", "))
+	}
+	if transport == TransportSSE && version == Version20260728 || transport == TransportStreamableHTTP && version == Version20241105 {
+		return fmt.Errorf("%w: protocol %s is not spoken over transport %s", ErrInvalidProtocol, version, transport)
+	}
+	return nil
+}
 
 // Event kinds a probe may attach to its result.
 const (
@@ -68,7 +95,8 @@ type CatalogStore interface {
 
 // Options configure a Prober. Zero values take the defaults above.
 type Options struct {
-	// AllowPrivateTargets turns the SSRF guard off (tests, private deployments).
+	// AllowPrivateTargets turns the SSRF guard (netguard.Guard) off (tests,
+	// private deployments).
 	AllowPrivateTargets bool
 	// AllowedNetworks are exceptions to the SSRF block list (e.g. one
 	// internal subnet) while everything else stays refused.
@@ -112,7 +140,7 @@ type Prober struct {
 	opts  Options
 	log   *slog.Logger
 	clock clock.Clock
-	guard guard
+	guard netguard.Guard
 	// meta is the 2026-07-28 params._meta, built once.
 	meta map[string]any
 	// readers and writers recycle the probes' 4 KiB buffers.
@@ -208,7 +236,7 @@ func New(opts Options) *Prober {
 		opts:       opts,
 		log:        opts.Logger.With("component", "prober"),
 		clock:      opts.Clock,
-		guard:      guard{allowPrivate: opts.AllowPrivateTargets, allowed: opts.AllowedNetworks},
+		guard:      netguard.Guard{AllowPrivate: opts.AllowPrivateTargets, Allowed: opts.AllowedNetworks},
 		meta: map[string]any{
 			"io.modelcontextprotocol/protocolVersion":    Version20260728,
 			"io.modelcontextprotocol/clientInfo":         map[string]string{"name": opts.ClientName, "version": opts.ClientVersion},

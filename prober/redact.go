@@ -67,3 +67,17 @@ func redactIdentity(res *msg.ProbeResult, s scrubber) {
 	res.ServerVersion = s.scrub(res.ServerVersion)
 	res.ProtocolVersion = s.scrub(res.ProtocolVersion)
 }
+
+// clean bounds and sanitizes a server-provided string before it is stored.
+func clean(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) > 256 {
+		s = strings.ToValidUTF8(s[:256], "") + "…"
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}

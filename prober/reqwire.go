@@ -2,10 +2,8 @@ package prober
 
 import (
 	"bufio"
-	"context"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -14,95 +12,11 @@ import (
 // DELETE) are written straight to the connection from the run's state,
 // without building an http.Request and its header map and having
 // Request.Write sort and copy it again: on a loopback probe that bookkeeping
-// costs as much as the exchange. The bytes are those Request.Write gives for
-// the request run.httpRequest builds (TestFastRequestMatchesRequestWrite);
-// a host or path the fast writer does not handle byte for byte, and every
+// costs as much as the exchange. The headers are run.headers' (request.go),
+// and the bytes are those Request.Write gives for the request
+// run.httpRequest builds from them (TestFastRequestMatchesRequestWrite); a
+// host or path the fast writer does not handle byte for byte, and every
 // redirect, takes the http.Request path.
-
-// hfield is one request header line.
-type hfield struct{ k, v string }
-
-// headersExcluded are never taken from the endpoint's headers: Request.Write
-// does not write the first five from a header map, and the protocol's own
-// Content-Type and Accept always replace the endpoint's.
-var headersExcluded = map[string]bool{
-	"Host": true, "User-Agent": true, "Content-Length": true, "Transfer-Encoding": true, "Trailer": true,
-	"Content-Type": true, "Accept": true,
-}
-
-// httpRequest is the request the fast writer spells out, as an
-// http.Request: for redirects and the hosts the fast writer leaves alone.
-func (r *run) httpRequest(ctx context.Context, method string, u *url.URL, body []byte, rpc string) *http.Request {
-	req := newRequest(ctx, method, u, body)
-	r.headers(req.Header, rpc)
-	return req
-}
-
-// endpointHeaders returns the endpoint's headers as Request.Write would send
-// them after run.headers: canonical keys, values with line breaks turned to
-// spaces and trimmed, invalid names dropped. Built once per run.
-func (r *run) endpointHeaders() []hfield {
-	if r.epHeadersDone {
-		return r.epHeaders
-	}
-	r.epHeadersDone = true
-	keys := make([]string, 0, len(r.ep.Headers))
-	for k := range r.ep.Headers {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var hs []hfield
-	for _, k := range keys {
-		ck := http.CanonicalHeaderKey(k)
-		if headersExcluded[ck] || !validHeaderName(ck) {
-			continue
-		}
-		f := hfield{ck, wireHeaderValue(r.ep.Headers[k])}
-		if i := slices.IndexFunc(hs, func(h hfield) bool { return h.k == ck }); i >= 0 {
-			hs[i] = f // as with Header.Set, the last one set wins
-			continue
-		}
-		hs = append(hs, f)
-	}
-	r.epHeaders = hs
-	return hs
-}
-
-// wireHeaders returns the header lines of a request for JSON-RPC method rpc
-// (run.headers' choice of headers), sorted by key as Request.Write sorts
-// them. The slice is reused by the next call.
-func (r *run) wireHeaders(rpc string) []hfield {
-	setSession := r.sessionID != ""
-	setVersion := r.version != "" && rpc != "initialize" && r.legacy == nil
-	setMethod := r.version == Version20260728
-	eph := r.endpointHeaders()
-	if r.hbuf == nil {
-		r.hbuf = make([]hfield, 0, len(eph)+5)
-	}
-	hs := r.hbuf[:0]
-	for _, f := range eph {
-		switch {
-		case f.k == "Mcp-Session-Id" && setSession,
-			f.k == "Mcp-Protocol-Version" && setVersion,
-			f.k == "Mcp-Method" && setMethod:
-			continue
-		}
-		hs = append(hs, f)
-	}
-	hs = append(hs, hfield{"Content-Type", "application/json"}, hfield{"Accept", "application/json, text/event-stream"})
-	if setSession {
-		hs = append(hs, hfield{"Mcp-Session-Id", wireHeaderValue(r.sessionID)})
-	}
-	if setVersion {
-		hs = append(hs, hfield{"Mcp-Protocol-Version", wireHeaderValue(r.version)})
-	}
-	if setMethod {
-		hs = append(hs, hfield{"Mcp-Method", wireHeaderValue(rpc)})
-	}
-	slices.SortFunc(hs, func(a, b hfield) int { return strings.Compare(a.k, b.k) })
-	r.hbuf = hs
-	return hs
-}
 
 // requestURI is u.RequestURI(), remembered for the endpoint URL.
 func (r *run) requestURI(u *url.URL) string {
@@ -162,7 +76,7 @@ func (r *run) writeRequest(w *bufio.Writer, method, host, uri string, body []byt
 	case method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch:
 		w.WriteString("Content-Length: 0\r\n")
 	}
-	for _, f := range r.wireHeaders(rpc) {
+	for _, f := range r.headers(method, rpc) {
 		w.WriteString(f.k)
 		w.WriteString(": ")
 		w.WriteString(f.v)

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -51,6 +53,88 @@ func TestRequestBodyMatchesMarshal(t *testing.T) {
 	}
 }
 
+// TestRequestHeaders states which headers go out on each of the probe's
+// requests, as the server reads them.
+func TestRequestHeaders(t *testing.T) {
+	u, err := url.Parse("http://127.0.0.1:8080/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const both = "application/json, text/event-stream"
+	for _, tc := range []struct {
+		name            string
+		ep              map[string]string
+		method, rpc     string
+		version, sessID string
+		legacy          bool
+		want            map[string]string
+	}{
+		{name: "the endpoint's headers go out with the protocol's",
+			ep:     map[string]string{"authorization": "Bearer tok", "X-Api-Key": " k\n2 "},
+			method: http.MethodPost, rpc: "initialize",
+			want: map[string]string{"Authorization": "Bearer tok", "X-Api-Key": "k 2", "Content-Type": "application/json", "Accept": both}},
+		{name: "the endpoint cannot override the protocol's headers",
+			ep:     map[string]string{"accept": "*/*", "content-type": "text/plain", "mcp-session-id": "mine", "MCP-Protocol-Version": "1", "Mcp-Method": "m"},
+			method: http.MethodPost, rpc: "tools/list", version: Version20260728, sessID: "s1",
+			want: map[string]string{"Content-Type": "application/json", "Accept": both, "Mcp-Session-Id": "s1", "Mcp-Protocol-Version": Version20260728, "Mcp-Method": "tools/list"}},
+		{name: "initialize carries no protocol version",
+			method: http.MethodPost, rpc: "initialize", version: Version20251125,
+			want: map[string]string{"Content-Type": "application/json", "Accept": both}},
+		{name: "a negotiated session names its version",
+			ep:     map[string]string{"Mcp-Session-Id": "mine"},
+			method: http.MethodPost, rpc: "ping", version: Version20251125, sessID: "s1",
+			want: map[string]string{"Content-Type": "application/json", "Accept": both, "Mcp-Session-Id": "s1", "Mcp-Protocol-Version": Version20251125}},
+		{name: "without a session the endpoint's session header stays",
+			ep:     map[string]string{"Mcp-Session-Id": "mine"},
+			method: http.MethodPost, rpc: "ping", version: Version20251125,
+			want: map[string]string{"Content-Type": "application/json", "Accept": both, "Mcp-Session-Id": "mine", "Mcp-Protocol-Version": Version20251125}},
+		{name: "the session ends with a DELETE naming it",
+			method: http.MethodDelete, version: Version20250326, sessID: "s1",
+			want: map[string]string{"Content-Type": "application/json", "Accept": both, "Mcp-Session-Id": "s1", "Mcp-Protocol-Version": Version20250326}},
+		{name: "legacy POSTs carry no protocol version",
+			method: http.MethodPost, rpc: "ping", version: Version20241105, legacy: true,
+			want: map[string]string{"Content-Type": "application/json", "Accept": both}},
+		{name: "the legacy stream's GET accepts only the stream",
+			ep:     map[string]string{"Authorization": "Bearer tok"},
+			method: http.MethodGet,
+			want:   map[string]string{"Authorization": "Bearer tok", "Accept": "text/event-stream"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := New(Options{ClientName: "mcpmon", ClientVersion: "1.2"})
+			r := &run{p: p, ep: store.Endpoint{Headers: tc.ep}, u: u, version: tc.version, sessionID: tc.sessID}
+			if tc.legacy {
+				r.legacy = &legacyStream{}
+			}
+			var body []byte
+			if tc.method == http.MethodPost {
+				body = []byte(`{}`)
+			}
+			var wire bytes.Buffer
+			w := bufio.NewWriter(&wire)
+			if err := r.writeRequest(w, tc.method, u.Host, r.requestURI(u), body, tc.rpc); err != nil {
+				t.Fatal(err)
+			}
+			w.Flush()
+			req, err := http.ReadRequest(bufio.NewReader(&wire))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if req.Host != u.Host || req.UserAgent() != "mcpmon/1.2" {
+				t.Errorf("Host %q, User-Agent %q: want the URL's and the prober's", req.Host, req.UserAgent())
+			}
+			got := map[string]string{}
+			for k, vs := range req.Header {
+				if k != "User-Agent" && k != "Content-Length" {
+					got[k] = strings.Join(vs, ", ")
+				}
+			}
+			if !maps.Equal(got, tc.want) {
+				t.Errorf("headers\n%v\nwant\n%v", got, tc.want)
+			}
+		})
+	}
+}
+
 // The fast request writer must put on the wire exactly what Request.Write
 // puts for the same request built as an http.Request.
 func TestFastRequestMatchesRequestWrite(t *testing.T) {
@@ -79,6 +163,7 @@ func TestFastRequestMatchesRequestWrite(t *testing.T) {
 				{http.MethodPost, "ping", []byte(`{}`)},
 				{http.MethodPost, "notifications/initialized", []byte(`{"a":1}`)},
 				{http.MethodDelete, "", nil},
+				{http.MethodGet, "", nil},
 				{http.MethodPost, "x", nil},
 			} {
 				p := New(Options{ClientName: "mcpmon", ClientVersion: " 1.2\n"})

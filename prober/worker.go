@@ -222,11 +222,18 @@ func (w *Worker) publish(ctx context.Context, res msg.ProbeResult, mem Memory) e
 	if _, err := w.pub.Publish(ctx, queue.SendInput{GroupID: res.GroupID(), DedupID: res.DedupID(), Body: res.Body()}); err != nil {
 		return fmt.Errorf("prober: publish result %s: %w", res.DedupID(), err)
 	}
-	if err := w.p.Remember(ctx, mem); err != nil {
+	// Detached: the result is out, so a shutdown now must not cost the
+	// memory that goes with it (the next probe would repeat its events).
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rememberTimeout)
+	defer cancel()
+	if err := w.p.Remember(rctx, mem); err != nil {
 		w.storeFailed("remember catalog and server identity failed; the next probe may report the same change again", res.EndpointID, err)
 	}
 	return nil
 }
+
+// rememberTimeout bounds the store writes after a publish.
+const rememberTimeout = 5 * time.Second
 
 // storeFailed logs a failed best-effort store operation: at debug while the
 // store is unavailable (the store logs its outage once), else a warning.

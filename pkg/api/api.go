@@ -81,9 +81,9 @@ type Options struct {
 	// through their periodic Sync).
 	Scheduler Scheduler
 	// TargetValidator vets an endpoint URL beyond the syntax checks done here
-	// (scheme, host, no userinfo): the process wires prober.ValidateTarget
-	// with its allow-private-targets flag. Its error message is returned to
-	// the client as the `url` field problem.
+	// (scheme, host, no userinfo): the process wires the SSRF guard's
+	// netguard.Guard.CheckTarget with its allow-private-targets flag. Its
+	// error message is returned to the client as the `url` field problem.
 	TargetValidator func(rawURL string) error
 	// ProtocolValidator vets a transport and pinned protocol version pair
 	// beyond the syntax checks done here (the process wires

@@ -33,6 +33,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/metrics"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/scheduler"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -350,7 +351,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		h := api.New(api.Options{
 			Store:             d.st,
 			Scheduler:         sched,
-			TargetValidator:   func(u string) error { return prober.ValidateTarget(u, allow) },
+			TargetValidator:   netguard.Guard{AllowPrivate: allow}.CheckTarget,
 			ProtocolValidator: prober.ValidateProtocol,
 			SinkValidator:     endpointSinksValidator(allow),
 			SinkRedactor:      redactEndpointSinks,

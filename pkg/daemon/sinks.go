@@ -11,8 +11,8 @@ import (
 
 	"github.com/mcpmon/mcpmon/alerter/sinks"
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/pkg/store"
-	"github.com/mcpmon/mcpmon/prober"
 )
 
 type sinkSet struct {
@@ -49,7 +49,7 @@ func (d *Daemon) sinks() (sinkSet, error) {
 	}
 
 	// Per-endpoint sinks come from API callers: unless private targets are
-	// allowed, they connect only through the prober's SSRF guard (checked
+	// allowed, they connect only through the SSRF guard (netguard, checked
 	// after DNS, on every connection), so a sink URL or SMTP relay cannot
 	// reach cloud metadata or internal services. The global sinks above are
 	// the operator's own configuration and are not guarded.
@@ -108,14 +108,14 @@ type endpointSink struct {
 
 func (s endpointSink) MetricLabel() string { return s.label }
 
-// guardedSinkDial is the prober's dial-time SSRF guard for per-endpoint
-// sinks. A refused address is a permanent failure: retrying cannot reach
-// it, so the delivery gives up at once instead of spending its budget.
+// guardedSinkDial is the dial-time SSRF guard for per-endpoint sinks. A
+// refused address is a permanent failure: retrying cannot reach it, so the
+// delivery gives up at once instead of spending its budget.
 func guardedSinkDial() func(ctx context.Context, network, addr string) (net.Conn, error) {
-	dial := prober.GuardedDialContext(false)
+	dial := netguard.Guard{}.DialContext
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
-		if errors.Is(err, prober.ErrBlockedTarget) {
+		if errors.Is(err, netguard.ErrBlocked) {
 			return nil, fmt.Errorf("%w: %w", alert.ErrPermanent, err)
 		}
 		return c, err
@@ -123,7 +123,7 @@ func guardedSinkDial() func(ctx context.Context, network, addr string) (net.Conn
 }
 
 // endpointSinksValidator vets per-endpoint sinks in REST requests: the
-// sinks package's checks, then — unless allowPrivate — the prober's
+// sinks package's checks, then — unless allowPrivate — the guard's
 // registration-time address check on every receiver the sink connects to
 // (url, smtpAddr): a literal loopback, private, link-local (cloud metadata)
 // or otherwise blocked IP, or a localhost name, is refused. Names that
@@ -148,13 +148,14 @@ func endpointSinksValidator(allowPrivate bool) func(json.RawMessage) error {
 // name the field and the refused host, never the URL (it may embed a
 // token). clientUrl is only a link in the alert, never fetched.
 func checkSinkAddresses(c sinks.Config) error {
+	var guard netguard.Guard // private receivers refused
 	var errs []error
 	if c.URL != "" {
 		u, err := url.Parse(c.URL)
 		if err != nil {
 			// ParseEndpointSinks accepted it; refuse rather than guess.
 			errs = append(errs, fmt.Errorf("%w: sink %q: url: unparsable", sinks.ErrInvalid, c.Name))
-		} else if err := prober.ValidateHost(u.Hostname(), false); err != nil {
+		} else if err := guard.CheckHost(u.Hostname()); err != nil {
 			errs = append(errs, fmt.Errorf("%w: sink %q: url: receiver refused: %w", sinks.ErrInvalid, c.Name, err))
 		}
 	}
@@ -162,7 +163,7 @@ func checkSinkAddresses(c sinks.Config) error {
 		host, _, err := net.SplitHostPort(c.SMTPAddr)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: sink %q: smtpAddr: want host:port", sinks.ErrInvalid, c.Name))
-		} else if err := prober.ValidateHost(host, false); err != nil {
+		} else if err := guard.CheckHost(host); err != nil {
 			errs = append(errs, fmt.Errorf("%w: sink %q: smtpAddr: relay refused: %w", sinks.ErrInvalid, c.Name, err))
 		}
 	}

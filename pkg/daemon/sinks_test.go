@@ -16,8 +16,8 @@ import (
 	"github.com/mcpmon/mcpmon/alerter/sinks"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/pkg/store"
-	"github.com/mcpmon/mcpmon/prober"
 )
 
 // TestEndpointSinksValidationRefusesInternalAddresses: a REST caller cannot
@@ -36,8 +36,8 @@ func TestEndpointSinksValidationRefusesInternalAddresses(t *testing.T) {
 	}
 	for _, raw := range refused {
 		err := endpointSinksValidator(false)(json.RawMessage(raw))
-		if !errors.Is(err, prober.ErrBlockedTarget) || !errors.Is(err, sinks.ErrInvalid) {
-			t.Errorf("endpointSinksValidator(false)(%s) = %v, want ErrInvalid wrapping ErrBlockedTarget", raw, err)
+		if !errors.Is(err, netguard.ErrBlocked) || !errors.Is(err, sinks.ErrInvalid) {
+			t.Errorf("endpointSinksValidator(false)(%s) = %v, want ErrInvalid wrapping netguard.ErrBlocked", raw, err)
 			continue
 		}
 		if strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), `sink "own"`) {
@@ -136,8 +136,8 @@ func TestEndpointSinksGuardedWhenSending(t *testing.T) {
 		ss := resolve(t, false)
 		for _, name := range []string{"own", "own-mail"} {
 			err := ss[name].Notify(t.Context(), n)
-			if !errors.Is(err, prober.ErrBlockedTarget) || !errors.Is(err, alert.ErrPermanent) {
-				t.Errorf("sink %s: Notify = %v, want a permanent ErrBlockedTarget", name, err)
+			if !errors.Is(err, netguard.ErrBlocked) || !errors.Is(err, alert.ErrPermanent) {
+				t.Errorf("sink %s: Notify = %v, want a permanent netguard.ErrBlocked", name, err)
 			}
 		}
 		if h := hc.get("/own"); h != 0 {

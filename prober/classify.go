@@ -1,0 +1,163 @@
+package prober
+
+// classify.go owns the failure classes' assignment: probeError, and the
+// mapping of transport errors, HTTP statuses and JSON-RPC errors to the
+// classes of classes.go.
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+
+	"github.com/mcpmon/mcpmon/pkg/netguard"
+)
+
+// probeError is a classified probe failure. It keeps its format and
+// arguments apart so that redaction (redact.go) scrubs secrets only from
+// what the target said (fromTarget and error arguments), never from
+// mcpmon's own wording. Its message never carries URL query strings.
+type probeError struct {
+	class  string
+	status int
+	rpc    *rpcError
+	format string
+	args   []any
+}
+
+func (e *probeError) Error() string { return fmt.Sprintf(e.format, e.args...) }
+
+func failf(class string, status int, format string, args ...any) *probeError {
+	return &probeError{class: class, status: status, format: format, args: args}
+}
+
+// prefixed puts prefix (mcpmon's words) before e's message.
+func (e *probeError) prefixed(prefix string) *probeError {
+	e.format = "%s" + e.format
+	e.args = append([]any{prefix}, e.args...)
+	return e
+}
+
+func classOf(err error) string {
+	var pe *probeError
+	if errors.As(err, &pe) {
+		return pe.class
+	}
+	return ""
+}
+
+// asRPCClass gives a JSON-RPC error answer the class of the call it failed.
+func asRPCClass(err error, class, method string) error {
+	var pe *probeError
+	if errors.As(err, &pe) && pe.rpc != nil && pe.class == "" {
+		pe.class = class
+		pe.format, pe.args = "%s answered with JSON-RPC error %d: %s", []any{method, pe.rpc.Code, fromTarget(clean(pe.rpc.Message))}
+	}
+	return err
+}
+
+// readFail classifies an error while reading a body.
+func readFail(ctx context.Context, method string, err error) *probeError {
+	switch {
+	case errors.Is(err, errTooLarge):
+		return failf(ClassProtocolError, 0, "%s: response exceeds the %s cap", method, "size")
+	case errors.Is(err, errSSELineTooLong), errors.Is(err, errSSETooManyEvents):
+		return failf(ClassProtocolError, 0, "%s: %v", method, err)
+	}
+	return classify(ctx, err).prefixed(method + ": reading response: ")
+}
+
+// statusError classifies a non-2xx answer. It reads at most 64 KiB of the
+// body, only to find a JSON-RPC error.
+func (r *run) statusError(ctx context.Context, resp *http.Response, method string) error {
+	sc := resp.StatusCode
+	switch {
+	case sc == http.StatusUnauthorized:
+		return r.authError(ctx, resp)
+	case sc == http.StatusForbidden:
+		return failf(ClassForbidden, sc, "%s: HTTP 403 Forbidden", method)
+	case sc == http.StatusTooManyRequests:
+		ra := resp.Header.Get("Retry-After")
+		if len(ra) > 64 {
+			ra = ra[:64]
+		}
+		if ra != "" {
+			return failf(ClassRateLimited, sc, "%s: HTTP 429 Too Many Requests (Retry-After: %s)", method, fromTarget(clean(ra)))
+		}
+		return failf(ClassRateLimited, sc, "%s: HTTP 429 Too Many Requests", method)
+	case sc == http.StatusNotImplemented:
+		// A static site's way of saying "no POST here": a method not
+		// served, like 405, so the probe tries the next transport.
+		return failf(ClassNotFound, sc, "%s: HTTP 501 Not Implemented", method)
+	case sc >= 500:
+		return failf(ClassHTTP5xx, sc, "%s: HTTP %d %s", method, sc, http.StatusText(sc))
+	case sc == http.StatusNotAcceptable || sc == http.StatusUnsupportedMediaType:
+		return failf(ClassProtocolError, sc, "%s: HTTP %d %s: the server rejected the MCP content negotiation", method, sc, http.StatusText(sc))
+	}
+	// 400, 404 and others may carry a JSON-RPC error: under 2026-07-28 an
+	// unknown method is a 404 with -32601, a 2025-era server answers
+	// server/discover with 400 -32000.
+	b, _ := readCapped(resp.Body, 64<<10)
+	var rpcErr *rpcError
+	if msgs, err := parseRPC(b); err == nil && len(msgs) == 1 && msgs[0].Error != nil {
+		rpcErr = msgs[0].Error
+	}
+	if (sc == http.StatusNotFound || sc == http.StatusBadRequest) && r.sessionID != "" && method != "initialize" &&
+		(sc == http.StatusNotFound || bytes.Contains(bytes.ToLower(b), []byte("session"))) {
+		return failf(ClassSessionBroken, sc, "%s: HTTP %d for session created by initialize: the session is unknown to the server that answered (load balancer without sticky sessions?)", method, sc)
+	}
+	if rpcErr != nil {
+		return &probeError{rpc: rpcErr, status: sc, format: "%s: HTTP %d with %v", args: []any{method, sc, rpcErr}}
+	}
+	switch sc {
+	case http.StatusNotFound:
+		return failf(ClassNotFound, sc, "%s: HTTP 404 Not Found", method)
+	case http.StatusMethodNotAllowed:
+		return failf(ClassNotFound, sc, "%s: HTTP 405 Method Not Allowed", method)
+	}
+	return failf(ClassProtocolError, sc, "%s: unexpected HTTP %d %s", method, sc, http.StatusText(sc))
+}
+
+// classify maps a transport error to a class. The message keeps the cause
+// but never the request URL (it may carry a token in its query).
+func classify(ctx context.Context, err error) *probeError {
+	var pe *probeError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var dnsErr *net.DNSError
+	var certErr *tls.CertificateVerificationError
+	var uaErr x509.UnknownAuthorityError
+	var ciErr x509.CertificateInvalidError
+	var hnErr x509.HostnameError
+	var rhErr tls.RecordHeaderError
+	var alertErr tls.AlertError
+	var netErr net.Error
+	switch {
+	case errors.Is(err, netguard.ErrBlocked):
+		return failf(ClassBlockedTarget, 0, "%v", err)
+	case errors.As(err, &dnsErr):
+		return failf(ClassDNS, 0, "DNS lookup of %s failed: %s", dnsErr.Name, dnsErr.Err)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return failf(ClassRefused, 0, "connection refused: %v", err)
+	case errors.As(err, &certErr), errors.As(err, &uaErr), errors.As(err, &ciErr), errors.As(err, &hnErr),
+		errors.As(err, &rhErr), errors.As(err, &alertErr):
+		return failf(ClassTLS, 0, "TLS handshake failed: %v", err)
+	case errors.Is(err, context.DeadlineExceeded), ctx.Err() != nil, errors.As(err, &netErr) && netErr.Timeout():
+		return failf(ClassTimeout, 0, "no answer within the timeout: %v", err)
+	case strings.Contains(err.Error(), "tls:"):
+		return failf(ClassTLS, 0, "TLS handshake failed: %v", err)
+	}
+	return failf(ClassNetwork, 0, "%v", err)
+}
