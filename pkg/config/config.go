@@ -55,7 +55,8 @@ type Options struct {
 	WebhookSecret string
 	SinksFile     string
 
-	// ReplicaID names this process in ledger claims; defaults to host-pid.
+	// ReplicaID names this process in ledger claims; defaults to host-pid
+	// with Redis, EmbeddedReplicaID with the embedded store.
 	ReplicaID string
 	// ClaimLease is how long an alert claim blocks other replicas; a
 	// crashed holder's claim is taken over after it.
@@ -114,7 +115,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	str(&o.SinksFile, "sinks-file", "JSON file of alert sinks (webhook, slack, pagerduty, opsgenie, email)")
 	dur(&o.ClaimLease, "claim-lease", "how long an alert claim blocks other alerter replicas before a crashed holder's claim is taken over")
 	dur(&o.Visibility, "visibility-timeout", "consumers' visibility timeout: how soon a killed replica's message returns; running handlers extend it by heartbeat")
-	str(&o.ReplicaID, "replica-id", "identity of this replica in ledger claims (default host-pid)")
+	str(&o.ReplicaID, "replica-id", "identity of this replica in ledger claims (default host-pid; \"embedded\" with the embedded store)")
 }
 
 func envHint(flagName string) string { return " (env " + EnvName(flagName) + ")" }
@@ -156,10 +157,26 @@ func Parse(name string, args []string, env func(string) string, stderr io.Writer
 		return o, fmt.Errorf("unexpected argument %q (flags go before nothing else; see --help)", fs.Arg(0))
 	}
 	if o.ReplicaID == "" {
-		host, _ := os.Hostname()
-		o.ReplicaID = fmt.Sprintf("%s-%d", host, os.Getpid())
+		o.ReplicaID = defaultReplicaID(o.Store)
 	}
 	return o, o.Validate()
+}
+
+// EmbeddedReplicaID is every embedded-store process's identity in ledger
+// claims. Only one process can open a data dir (the store file is locked),
+// so a restarted process is the same replica: it takes over the claims its
+// killed predecessor held at once, instead of every notification of those
+// endpoints waiting out --claim-lease behind a claim nobody holds.
+const EmbeddedReplicaID = "embedded"
+
+// defaultReplicaID is host-pid, unique among replicas sharing a Redis store;
+// EmbeddedReplicaID with the embedded store.
+func defaultReplicaID(storeKind string) string {
+	if storeKind == StoreEmbedded {
+		return EmbeddedReplicaID
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }
 
 // Validate checks option values and combinations.

@@ -3,7 +3,9 @@ package config
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +73,30 @@ func TestParseErrorIsOneLineAndHelpPrintsUsage(t *testing.T) {
 	_, err = Parse("mcpmon run", []string{"--help"}, envOf(nil), &out)
 	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "-window") {
 		t.Fatalf("--help: err = %v, output:\n%s", err, out.String())
+	}
+}
+
+// TestDefaultReplicaIDSurvivesRestartOnlyWithEmbeddedStore: an embedded-store
+// process keeps one identity across restarts (it is the only process that
+// can open its data dir), so its alert claims are its own again at once;
+// replicas sharing Redis each get a distinct host-pid identity.
+func TestDefaultReplicaIDSurvivesRestartOnlyWithEmbeddedStore(t *testing.T) {
+	o, err := Parse("mcpmon", nil, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ReplicaID != EmbeddedReplicaID {
+		t.Errorf("embedded store: replica ID %q, want %q", o.ReplicaID, EmbeddedReplicaID)
+	}
+	o, err = Parse("mcpmon", []string{"--store", "redis", "--redis-url", "redis://127.0.0.1:6379/0"}, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ReplicaID == EmbeddedReplicaID || !strings.HasSuffix(o.ReplicaID, fmt.Sprintf("-%d", os.Getpid())) {
+		t.Errorf("redis store: replica ID %q, want host-pid", o.ReplicaID)
+	}
+	o, err = Parse("mcpmon", []string{"--replica-id", "mine"}, envOf(nil), io.Discard)
+	if err != nil || o.ReplicaID != "mine" {
+		t.Errorf("explicit replica ID: %q, %v", o.ReplicaID, err)
 	}
 }
