@@ -14,7 +14,7 @@ done
 
 echo "==> Go benchmarks" >&2
 go test -run '^$' -bench . -benchmem -benchtime "${BENCHTIME:-1x}" \
-  ./pkg/scheduler/ ./prober/ ./pkg/queue/... ./pkg/msg/ 2>&1 | tee "$peers_dir/bench.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
+  ./pkg/scheduler/ ./prober/ ./pkg/queue/... ./pkg/msg/ ./alerter/ 2>&1 | tee "$peers_dir/bench.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
 
 echo
 echo "==> load harness: whole pipeline, embedded queue and store" >&2

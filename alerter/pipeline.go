@@ -38,8 +38,8 @@ var (
 type Delivery struct {
 	Notification alert.Notification
 	Sink         alert.Sink
-	// Outcome is set by the stage that settles the delivery; later stages
-	// of a MultiStage are skipped once it is set.
+	// Outcome is set by the stage that settles the delivery (the ledger
+	// stage: sent, or duplicate when the ledger already had it done).
 	Outcome string
 	// Err is why the delivery failed (set by FanoutStage).
 	Err error
@@ -55,28 +55,6 @@ type Delivery struct {
 // Stage is one step of the dispatch pipeline.
 type Stage interface {
 	Exec(ctx context.Context, d *Delivery) error
-}
-
-// StageFunc adapts a function to Stage.
-type StageFunc func(ctx context.Context, d *Delivery) error
-
-// Exec calls f.
-func (f StageFunc) Exec(ctx context.Context, d *Delivery) error { return f(ctx, d) }
-
-// MultiStage runs stages in order until one fails or settles the delivery.
-type MultiStage []Stage
-
-// Exec runs the stages.
-func (ms MultiStage) Exec(ctx context.Context, d *Delivery) error {
-	for _, s := range ms {
-		if d.Outcome != "" {
-			return nil
-		}
-		if err := s.Exec(ctx, d); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // FanoutStage runs one pipeline per sink in parallel, so a slow or failing

@@ -109,6 +109,13 @@ type incidentData struct {
 	AckCounted bool `json:"ackCounted,omitempty"`
 }
 
+// setTrackerData stores d in t, with the outbox's size in t.Pending: the
+// store lists the endpoint as pending from it, in the same transaction.
+func setTrackerData(t *store.Tracker, d trackerData) {
+	t.Data = encodeData(d)
+	t.Pending = len(d.Outbox)
+}
+
 func decodeData[T any](raw json.RawMessage, what string) (T, error) {
 	var v T
 	if len(raw) == 0 {
@@ -174,4 +181,156 @@ func firstFailure(t store.Tracker, d trackerData, fallback time.Time) time.Time 
 		}
 	}
 	return fallback
+}
+
+// Incident events, the values of incidents_total's event label.
+const (
+	eventOpened       = "opened"
+	eventResolved     = "resolved"
+	eventAcknowledged = "acknowledged"
+)
+
+// transitionInput is what a verdict's transition is decided from: the
+// stored tracker and the incident it points at, the verdict, the rules and
+// the time.
+type transitionInput struct {
+	Tracker store.Tracker
+	// Open is the incident the tracker points at as stored, nil if it points
+	// at none or at one that no longer exists.
+	Open *store.Incident
+	// AlreadyOpened: the incident this verdict would open is already stored
+	// (the tracker that opened it was lost or rebuilt). Its notification
+	// exists; the tracker just points at it again.
+	AlreadyOpened bool
+	Verdict       msg.Verdict
+	Rules         rules
+	Now           time.Time
+}
+
+// transitionResult is a verdict's transition: everything one SaveTracker
+// writes, and what to count once it is written.
+type transitionResult struct {
+	// Tracker is the folded tracker, its outbox (Data) holding Owed at the
+	// end and its Pending count set.
+	Tracker store.Tracker
+	// Incidents are the incidents to write with the tracker (opened,
+	// resolved, or with alerter data updated).
+	Incidents []store.Incident
+	// Owed are the notifications the transition adds to the outbox.
+	Owed []pending
+	// Event is eventOpened, eventResolved or "" (incidents_total).
+	Event string
+	// Acknowledged: an API acknowledgement seen for the first time, counted
+	// once (incidents_total{event="acknowledged"}).
+	Acknowledged bool
+}
+
+// transition decides what verdict v does to its endpoint's tracker and
+// incident: a pure function of its input, so every rule is a table test and
+// apply only reads, writes and counts. It does not check staleness; the
+// caller rejects v.Window <= t.LastWindow first.
+func transition(in transitionInput) (transitionResult, error) {
+	v, now := in.Verdict, in.Now.UTC()
+	t := in.Tracker
+	t.EndpointID = v.EndpointID
+	t.Recent = slices.Clone(t.Recent) // fold appends: never into the caller's array
+	d, err := decodeData[trackerData](t.Data, "tracker "+v.EndpointID)
+	if err != nil {
+		return transitionResult{}, err
+	}
+	cur := in.Open
+	if cur == nil || cur.State == store.IncidentResolved {
+		cur, t.OpenIncidentID = nil, "" // gone, or resolved elsewhere (API): start afresh
+	}
+	opened, resolved := fold(&t, &d, v, in.Rules)
+	var out transitionResult
+	switch {
+	case opened && in.AlreadyOpened:
+		t.OpenIncidentID = msg.IncidentID(v.EndpointID, v.Window)
+	case opened:
+		inc := openedIncident(t, d, v, now)
+		t.OpenIncidentID = inc.ID
+		out.Incidents, out.Event = []store.Incident{inc}, eventOpened
+		out.Owed = []pending{{IncidentID: inc.ID, Kind: string(alert.KindOpen), CreatedAt: now, VerdictEmittedAt: v.EmittedAt}}
+	case resolved && cur != nil:
+		inc := resolvedIncident(*cur, t, v, now)
+		t.OpenIncidentID, t.Recent, t.ConsecutiveUp, d.Windows = "", nil, 0, nil
+		out.Incidents, out.Event = []store.Incident{inc}, eventResolved
+		out.Owed = []pending{{IncidentID: inc.ID, Kind: string(alert.KindResolve), CreatedAt: now, VerdictEmittedAt: v.EmittedAt}}
+	case cur != nil && cur.State == store.IncidentAcknowledged:
+		// The API acknowledges; the alerter counts it once, on the next
+		// verdict, in the same compare-and-set as the tracker.
+		idata, err := decodeData[incidentData](cur.Data, "incident "+cur.ID)
+		if err != nil {
+			return transitionResult{}, err
+		}
+		if !idata.AckCounted {
+			idata.AckCounted, out.Acknowledged = true, true
+			out.Incidents = []store.Incident{withData(*cur, idata)}
+		}
+	case cur != nil && cur.State == store.IncidentOpen && in.Rules.repeat > 0:
+		// Reminders ride on verdicts, which keep coming every window while
+		// the endpoint is probed: no timer to lose.
+		inc, p, ok, err := reminder(*cur, d, in.Rules, v, now)
+		if err != nil {
+			return transitionResult{}, err
+		}
+		if ok {
+			out.Incidents, out.Owed = []store.Incident{inc}, []pending{p}
+		}
+	}
+	d.Outbox = append(d.Outbox, out.Owed...)
+	setTrackerData(&t, d)
+	out.Tracker = t
+	return out, nil
+}
+
+// openedIncident is the incident verdict v opens on folded tracker t.
+func openedIncident(t store.Tracker, d trackerData, v msg.Verdict, now time.Time) store.Incident {
+	w := v.Window.UTC()
+	downs := 0
+	for _, s := range t.Recent {
+		if s == msg.StateDown {
+			downs++
+		}
+	}
+	return store.Incident{
+		ID: msg.IncidentID(v.EndpointID, v.Window), EndpointID: v.EndpointID, State: store.IncidentOpen,
+		OpenedWindow: w, OpenedAt: now, FirstFailure: firstFailure(t, d, w),
+		Class: v.Class, Reason: v.Reason,
+		Transitions: []store.Transition{{At: now, To: store.IncidentOpen,
+			Reason: fmt.Sprintf("%d of the last %d windows down; window %s: %s", downs, len(t.Recent), w.Format(time.RFC3339), cmpOr(v.Reason, v.Class))}},
+	}
+}
+
+// resolvedIncident is inc resolved by verdict v on folded tracker t.
+func resolvedIncident(inc store.Incident, t store.Tracker, v msg.Verdict, now time.Time) store.Incident {
+	w := v.Window.UTC()
+	inc.Transitions = append(slices.Clone(inc.Transitions), store.Transition{At: now, From: inc.State, To: store.IncidentResolved,
+		Reason: fmt.Sprintf("%d consecutive up windows; window %s", t.ConsecutiveUp, w.Format(time.RFC3339))})
+	inc.State, inc.ResolvedWindow, inc.ResolvedAt = store.IncidentResolved, &w, &now
+	return inc
+}
+
+// reminder returns the next reminder of open incident inc if one is due:
+// the open was notified, RepeatInterval has passed since the last
+// notification, and nothing of inc is still pending.
+func reminder(inc store.Incident, d trackerData, r rules, v msg.Verdict, now time.Time) (store.Incident, pending, bool, error) {
+	idata, err := decodeData[incidentData](inc.Data, "incident "+inc.ID)
+	if err != nil {
+		return inc, pending{}, false, err
+	}
+	due := idata.OpenNotified && !idata.NotifiedAt.IsZero() && !now.Before(idata.NotifiedAt.Add(r.repeat))
+	if !due || slices.ContainsFunc(d.Outbox, func(p pending) bool { return p.IncidentID == inc.ID }) {
+		return inc, pending{}, false, nil
+	}
+	idata.Reminders++
+	p := pending{IncidentID: inc.ID, Kind: reminderKind(idata.Reminders), Seq: idata.Reminders, CreatedAt: now, VerdictEmittedAt: v.EmittedAt}
+	return withData(inc, idata), p, true, nil
+}
+
+// withData returns inc carrying idata as its alerter data.
+func withData(inc store.Incident, idata incidentData) store.Incident {
+	inc.Data = encodeData(idata)
+	return inc
 }

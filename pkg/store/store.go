@@ -129,9 +129,14 @@ type Tracker struct {
 	Recent         []msg.State `json:"recent"` // newest last, at most M
 	ConsecutiveUp  int         `json:"consecutiveUp"`
 	OpenIncidentID string      `json:"openIncidentId,omitempty"`
-	// Data holds alerter-private state.
-	Data    json.RawMessage `json:"data,omitempty"`
-	Version int64           `json:"version"` // 0 = never saved
+	// Data holds alerter-private state, including its outbox of pending
+	// notifications.
+	Data json.RawMessage `json:"data,omitempty"`
+	// Pending is how many notifications the outbox in Data holds. The store
+	// cannot read Data; SaveTracker lists the endpoint in PendingOutboxes
+	// exactly while Pending > 0, in the same transaction as the tracker.
+	Pending int   `json:"pending,omitempty"`
+	Version int64 `json:"version"` // 0 = never saved
 }
 
 // IncidentFilter selects incidents; zero fields match all.
@@ -321,21 +326,36 @@ type Verdicts interface {
 	ListVerdicts(ctx context.Context, endpointID string, limit int) ([]msg.Verdict, error)
 }
 
-// Incidents keeps incidents and the alerter's trackers.
+// Incidents keeps incidents and the alerter's trackers, with two indexes
+// the store maintains inside the transaction that writes them (no caller
+// keeps them in step): the endpoints whose outbox holds notifications, and
+// the incidents not yet resolved. Both cost what they hold, not the
+// deployment's history.
 type Incidents interface {
 	GetTracker(ctx context.Context, endpointID string) (Tracker, error) // zero Tracker (Version 0) if none
 	// SaveTracker atomically writes t (compare-and-set on t.Version; 0 means
 	// create) and each incident (compare-and-set on its Version; 0 means
-	// create). On success the stored versions are one higher. ErrConflict if
-	// any version differs; nothing is written then.
+	// create), and in the same transaction lists t's endpoint in
+	// PendingOutboxes if t.Pending > 0 (unlists it otherwise) and each
+	// incident in the open-incident index unless it is resolved. On success
+	// the stored versions are one higher. ErrConflict if any version
+	// differs; nothing is written then, indexes included.
 	SaveTracker(ctx context.Context, t Tracker, incidents ...Incident) error
 	GetIncident(ctx context.Context, id string) (Incident, error)
 	// UpdateIncident compare-and-sets one existing incident (acknowledge over
-	// the API): ErrNotFound if absent, ErrConflict on a version mismatch.
+	// the API), keeping the open-incident index in the same transaction:
+	// ErrNotFound if absent, ErrConflict on a version mismatch.
 	UpdateIncident(ctx context.Context, inc Incident) (Incident, error)
 	// ListIncidents returns matching incidents, newest OpenedWindow first
-	// (ties by ID, descending).
+	// (ties by ID, descending). It reads the whole history (filtered by
+	// endpoint if named): for the API, not for periodic work.
 	ListIncidents(ctx context.Context, f IncidentFilter) ([]Incident, error)
+	// PendingOutboxes returns, ordered by ID, the endpoints whose tracker
+	// was last saved with Pending > 0 (empty, not nil, if none).
+	PendingOutboxes(ctx context.Context) ([]string, error)
+	// CountOpenIncidents returns how many incidents are open or
+	// acknowledged, from the index, without reading resolved ones.
+	CountOpenIncidents(ctx context.Context) (int, error)
 }
 
 // Deliveries keeps each incident's delivery records, one per (kind, sink):

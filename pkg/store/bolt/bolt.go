@@ -88,11 +88,13 @@ var (
 	bIncidents   = []byte("incidents")   // id → Incident
 	bIncByOpened = []byte("incByOpened") // openedWindow id → nil
 	bIncByEP     = []byte("incByEP")     // endpointID 0 openedWindow id → nil
+	bIncOpen     = []byte("incOpen")     // id → nil, while not resolved
+	bOutboxes    = []byte("outboxes")    // endpointID → nil, while its tracker's Pending > 0
 	bLedger      = []byte("ledger")      // key → ledgerRecord
 	bLedgerGC    = []byte("ledgerGC")    // gcAt key → nil
 	bObjects     = []byte("objects")     // kind → bucket(id → doc)
 	bDeliveries  = []byte("deliveries")  // incidentID → bucket(kind:sink → Delivery)
-	allBuckets   = [][]byte{bEndpoints, bLatest, bWindows, bLastVerdict, bVerdicts, bTrackers, bIncidents, bIncByOpened, bIncByEP, bLedger, bLedgerGC, bObjects, bDeliveries}
+	allBuckets   = [][]byte{bEndpoints, bLatest, bWindows, bLastVerdict, bVerdicts, bTrackers, bIncidents, bIncByOpened, bIncByEP, bIncOpen, bOutboxes, bLedger, bLedgerGC, bObjects, bDeliveries}
 )
 
 // Open opens (creating if needed) the store file at path.
@@ -611,13 +613,45 @@ func (s *Store) SaveTracker(ctx context.Context, t store.Tracker, incidents ...s
 				return err
 			}
 		}
+		outboxes := tx.Bucket(bOutboxes)
+		if t.Pending > 0 {
+			err = outboxes.Put([]byte(t.EndpointID), nil)
+		} else {
+			err = outboxes.Delete([]byte(t.EndpointID))
+		}
+		if err != nil {
+			return err
+		}
 		t.Version++
 		return put(tb, []byte(t.EndpointID), t)
 	})
 }
 
+// PendingOutboxes lists the endpoints whose tracker holds pending
+// notifications, from the index SaveTracker keeps.
+func (s *Store) PendingOutboxes(ctx context.Context) ([]string, error) {
+	out := []string{}
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		return tx.Bucket(bOutboxes).ForEach(func(k, _ []byte) error {
+			out = append(out, string(k))
+			return nil
+		})
+	})
+	return out, err
+}
+
+// CountOpenIncidents counts the open-incident index.
+func (s *Store) CountOpenIncidents(ctx context.Context) (int, error) {
+	var n int
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		n = tx.Bucket(bIncOpen).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
+
 // putIncident compare-and-sets inc (Version 0 = create when create is
-// allowed) and maintains the opened-window index.
+// allowed) and maintains the opened-window and open-incident indexes.
 func putIncident(tx *bbolt.Tx, inc store.Incident, create bool) error {
 	if inc.ID == "" {
 		return errors.New("bolt store: incident ID is required")
@@ -650,6 +684,14 @@ func putIncident(tx *bbolt.Tx, inc store.Incident, create bool) error {
 		return err
 	}
 	if err := byEP.Put(incEPKey(inc), nil); err != nil {
+		return err
+	}
+	if inc.State == store.IncidentResolved {
+		err = tx.Bucket(bIncOpen).Delete([]byte(inc.ID))
+	} else {
+		err = tx.Bucket(bIncOpen).Put([]byte(inc.ID), nil)
+	}
+	if err != nil {
 		return err
 	}
 	return put(b, []byte(inc.ID), inc)

@@ -759,11 +759,14 @@ func (s *Store) GetTracker(ctx context.Context, endpointID string) (store.Tracke
 // check-then-write runs inside Redis in one step, with no optimistic retry
 // loop, no extra round trips per key and no connection pinned between WATCH
 // and EXEC — which matters with two alerters racing on the same endpoint.
+// The pending-outbox and open-incident sets are written by the same script,
+// so they never disagree with the tracker and incidents they index.
 //
 // KEYS: trackers, tracker_versions, incidents, incident_versions,
-// incidents_by_opened, then incidents_by_endpoint:<ep> per incident.
-// ARGV: tracker id, expected version, json, n, then per incident
-// id, expected version, json, opened ms.
+// incidents_by_opened, outboxes_pending, incidents_open, then
+// incidents_by_endpoint:<ep> per incident.
+// ARGV: tracker id, expected version, json, pending (1 or 0), n, then per
+// incident id, expected version, json, opened ms, open (1 unless resolved).
 // Returns 0 on success, 1 for a tracker conflict, 1+i for incident i.
 var saveTracker = goredis.NewScript(`
 local function ver(h, id)
@@ -772,19 +775,29 @@ local function ver(h, id)
   return 0
 end
 if ver(KEYS[2], ARGV[1]) ~= tonumber(ARGV[2]) then return 1 end
-local n = tonumber(ARGV[4])
+local n = tonumber(ARGV[5])
 for i = 0, n - 1 do
-  local b = 5 + i * 4
+  local b = 6 + i * 5
   if ver(KEYS[4], ARGV[b]) ~= tonumber(ARGV[b + 1]) then return 2 + i end
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[1], tonumber(ARGV[2]) + 1)
+if ARGV[4] == '1' then
+  redis.call('SADD', KEYS[6], ARGV[1])
+else
+  redis.call('SREM', KEYS[6], ARGV[1])
+end
 for i = 0, n - 1 do
-  local b = 5 + i * 4
+  local b = 6 + i * 5
   redis.call('HSET', KEYS[3], ARGV[b], ARGV[b + 2])
   redis.call('HSET', KEYS[4], ARGV[b], tonumber(ARGV[b + 1]) + 1)
   redis.call('ZADD', KEYS[5], ARGV[b + 3], ARGV[b])
-  redis.call('ZADD', KEYS[6 + i], ARGV[b + 3], ARGV[b])
+  redis.call('ZADD', KEYS[8 + i], ARGV[b + 3], ARGV[b])
+  if ARGV[b + 4] == '1' then
+    redis.call('SADD', KEYS[7], ARGV[b])
+  else
+    redis.call('SREM', KEYS[7], ARGV[b])
+  end
 end
 return 0`)
 
@@ -799,8 +812,9 @@ func (s *Store) SaveTracker(ctx context.Context, t store.Tracker, incidents ...s
 	if err != nil {
 		return err
 	}
-	keys := []string{s.k("trackers"), s.k("tracker_versions"), s.k("incidents"), s.k("incident_versions"), s.k("incidents_by_opened")}
-	args := []any{t.EndpointID, expected, traw, len(incidents)}
+	keys := []string{s.k("trackers"), s.k("tracker_versions"), s.k("incidents"), s.k("incident_versions"),
+		s.k("incidents_by_opened"), s.k("outboxes_pending"), s.k("incidents_open")}
+	args := []any{t.EndpointID, expected, traw, flag(t.Pending > 0), len(incidents)}
 	for _, inc := range incidents {
 		if inc.ID == "" {
 			return errors.New("redis store: save tracker: incident ID is required")
@@ -812,7 +826,7 @@ func (s *Store) SaveTracker(ctx context.Context, t store.Tracker, incidents ...s
 			return err
 		}
 		keys = append(keys, s.k("incidents_by_endpoint", inc.EndpointID))
-		args = append(args, inc.ID, v, raw, ms(inc.OpenedWindow))
+		args = append(args, inc.ID, v, raw, ms(inc.OpenedWindow), flag(inc.State != store.IncidentResolved))
 	}
 	n, err := saveTracker.Run(ctx, s.rdb, keys, args...).Int()
 	if err := s.done("save tracker of "+t.EndpointID, err); err != nil {
@@ -828,6 +842,37 @@ func (s *Store) SaveTracker(ctx context.Context, t store.Tracker, incidents ...s
 	return nil
 }
 
+// flag is a script argument for a boolean.
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// PendingOutboxes lists the endpoints whose tracker holds pending
+// notifications, from the set saveTracker keeps.
+func (s *Store) PendingOutboxes(ctx context.Context) ([]string, error) {
+	ids, err := s.rdb.SMembers(ctx, s.k("outboxes_pending")).Result()
+	if err := s.done("list pending outboxes", err); err != nil {
+		return nil, err
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// CountOpenIncidents is the size of the open-incident set.
+func (s *Store) CountOpenIncidents(ctx context.Context) (int, error) {
+	n, err := s.rdb.SCard(ctx, s.k("incidents_open")).Result()
+	if err := s.done("count open incidents", err); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
 // GetIncident returns the incident or ErrNotFound.
 func (s *Store) GetIncident(ctx context.Context, id string) (store.Incident, error) {
 	raw, err := s.rdb.HGet(ctx, s.k("incidents"), id).Result()
@@ -840,7 +885,10 @@ func (s *Store) GetIncident(ctx context.Context, id string) (store.Incident, err
 	return decode[store.Incident]("incident "+id, raw)
 }
 
-// updateIncident: -1 absent, 0 conflict, 1 written.
+// updateIncident: -1 absent, 0 conflict, 1 written. KEYS: incidents,
+// incident_versions, incidents_by_opened, incidents_by_endpoint:<ep>,
+// incidents_open. ARGV: id, expected version, json, opened ms, open (1
+// unless resolved).
 var updateIncident = goredis.NewScript(`
 local v = redis.call('HGET', KEYS[2], ARGV[1])
 if not v then return -1 end
@@ -849,6 +897,11 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[1], tonumber(ARGV[2]) + 1)
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
+if ARGV[5] == '1' then
+  redis.call('SADD', KEYS[5], ARGV[1])
+else
+  redis.call('SREM', KEYS[5], ARGV[1])
+end
 return 1`)
 
 // UpdateIncident compare-and-sets an existing incident; ErrNotFound if absent.
@@ -860,8 +913,8 @@ func (s *Store) UpdateIncident(ctx context.Context, inc store.Incident) (store.I
 		return store.Incident{}, err
 	}
 	n, err := updateIncident.Run(ctx, s.rdb,
-		[]string{s.k("incidents"), s.k("incident_versions"), s.k("incidents_by_opened"), s.k("incidents_by_endpoint", inc.EndpointID)},
-		inc.ID, expected, raw, ms(inc.OpenedWindow)).Int()
+		[]string{s.k("incidents"), s.k("incident_versions"), s.k("incidents_by_opened"), s.k("incidents_by_endpoint", inc.EndpointID), s.k("incidents_open")},
+		inc.ID, expected, raw, ms(inc.OpenedWindow), flag(inc.State != store.IncidentResolved)).Int()
 	if err := s.done("update incident "+inc.ID, err); err != nil {
 		return store.Incident{}, err
 	}

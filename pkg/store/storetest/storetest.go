@@ -58,6 +58,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"SaveTrackerConcurrent", testSaveTrackerConcurrent},
 		{"UpdateIncident", testUpdateIncident},
 		{"ListIncidents", testListIncidents},
+		{"PendingOutboxesFollowSavedTrackers", testPendingOutboxes},
+		{"OpenIncidentCountFollowsTransitions", testOpenIncidentCount},
 		{"Deliveries", testDeliveries},
 		{"DeliveriesConcurrent", testDeliveriesConcurrent},
 		{"LedgerLifecycle", testLedgerLifecycle},
@@ -720,6 +722,99 @@ func testListIncidents(t *testing.T, s store.Store, _ *clock.Fake) {
 	got, err = s.ListIncidents(ctx, store.IncidentFilter{State: store.IncidentAcknowledged})
 	must(t, err)
 	sameJSON(t, ids(got), []string{b1.ID})
+}
+
+// testPendingOutboxes: an endpoint is listed exactly while its tracker was
+// last saved with Pending > 0, and a save that conflicts changes nothing.
+func testPendingOutboxes(t *testing.T, s store.Store, _ *clock.Fake) {
+	ctx := t.Context()
+	pending := func(want ...string) {
+		t.Helper()
+		got, err := s.PendingOutboxes(ctx)
+		must(t, err)
+		if want == nil {
+			want = []string{}
+		}
+		sameJSON(t, got, want)
+	}
+	pending()
+	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "b", Pending: 2}))
+	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "a", Pending: 1}))
+	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "c"}))
+	pending("a", "b")
+
+	// A conflicting save (stale version) leaves the index as it was.
+	wantErr(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "a", Pending: 0}), store.ErrConflict)
+	wantErr(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "c", Pending: 1}), store.ErrConflict)
+	pending("a", "b")
+
+	// Emptied outboxes are unlisted; a refilled one is listed again.
+	for _, ep := range []string{"a", "b"} {
+		tr, err := s.GetTracker(ctx, ep)
+		must(t, err)
+		tr.Pending = 0
+		must(t, s.SaveTracker(ctx, tr))
+	}
+	pending()
+	tr, err := s.GetTracker(ctx, "c")
+	must(t, err)
+	tr.Pending = 1
+	must(t, s.SaveTracker(ctx, tr))
+	pending("c")
+}
+
+// testOpenIncidentCount: the count follows every transition, through
+// SaveTracker and UpdateIncident alike, and does not grow with resolved
+// incidents or failed saves.
+func testOpenIncidentCount(t *testing.T, s store.Store, _ *clock.Fake) {
+	ctx := t.Context()
+	count := func(want int) {
+		t.Helper()
+		n, err := s.CountOpenIncidents(ctx)
+		must(t, err)
+		if n != want {
+			t.Fatalf("CountOpenIncidents = %d, want %d", n, want)
+		}
+	}
+	count(0)
+	// History: ten resolved incidents of one endpoint.
+	var old []store.Incident
+	for i := range 10 {
+		inc := incident("a", Start.Add(time.Duration(i)*time.Hour))
+		inc.State = store.IncidentResolved
+		old = append(old, inc)
+	}
+	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "a"}, old...))
+	count(0)
+
+	b1, c1 := incident("b", Start), incident("c", Start)
+	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "b"}, b1))
+	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "c"}, c1))
+	count(2)
+
+	// A conflicting save opens nothing.
+	wantErr(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "d", Version: 1}, incident("d", Start)), store.ErrConflict)
+	count(2)
+
+	// Acknowledged still counts; resolved over the API or by the alerter
+	// does not.
+	cur, err := s.GetIncident(ctx, b1.ID)
+	must(t, err)
+	cur.State = store.IncidentAcknowledged
+	cur, err = s.UpdateIncident(ctx, cur)
+	must(t, err)
+	count(2)
+	cur.State = store.IncidentResolved
+	_, err = s.UpdateIncident(ctx, cur)
+	must(t, err)
+	count(1)
+	trC, err := s.GetTracker(ctx, "c")
+	must(t, err)
+	curC, err := s.GetIncident(ctx, c1.ID)
+	must(t, err)
+	curC.State = store.IncidentResolved
+	must(t, s.SaveTracker(ctx, trC, curC))
+	count(0)
 }
 
 func testDeliveries(t *testing.T, s store.Store, clk *clock.Fake) {

@@ -1,0 +1,499 @@
+package alerter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// The outbox: each tracker's pending notifications (trackerData.Outbox),
+// written with the state change that owes them and drained here — by the
+// verdict that caused them, by its redelivery, or by the periodic sweep of
+// the outboxes the store lists as pending. A notification leaves the
+// outbox in the same compare-and-set that records what it did to its
+// incident (open notified, reminder sent, dropped), so a crash between a
+// delivery and its removal costs a second drain, which the ledger turns
+// into a skip.
+
+type action int
+
+const (
+	actSend action = iota
+	actDefer
+	actDrop
+)
+
+// gate decides what maintenance and the incident's state do to one
+// pending notification: send, defer (to the window's end) or drop.
+// openLeft: the incident's open is still pending for some sinks; a resolve
+// then goes to the sinks that have the open (the drain holds it back from
+// the others) instead of being dropped as never notified.
+func gate(p pending, inc store.Incident, idata incidentData, active, openLeft bool) (action, string) {
+	switch p.Kind {
+	case string(alert.KindOpen):
+		if active {
+			return actDefer, "maintenance"
+		}
+		if p.Deferred && inc.State == store.IncidentResolved {
+			return actDrop, "opened and resolved during maintenance"
+		}
+		return actSend, ""
+	case string(alert.KindResolve):
+		if !idata.OpenNotified && !openLeft {
+			return actDrop, "open was never notified"
+		}
+		if active {
+			return actDefer, "maintenance"
+		}
+		return actSend, ""
+	default:
+		if active {
+			return actDrop, "maintenance"
+		}
+		if inc.State != store.IncidentOpen {
+			return actDrop, "incident " + string(inc.State)
+		}
+		return actSend, ""
+	}
+}
+
+// maintenanceEnd reports whether a maintenance window silences ep at now,
+// and when the last of the active ones ends.
+func (a *Alerter) maintenanceEnd(ctx context.Context, ep store.Endpoint, now time.Time) (bool, time.Time, error) {
+	docs, err := a.st.ListObjects(ctx, alert.MaintenanceKind)
+	if err != nil {
+		return false, time.Time{}, fmt.Errorf("alerter: list maintenance windows: %w", err)
+	}
+	ref := alert.EndpointRef{ID: ep.ID, Labels: ep.Labels}
+	var (
+		active bool
+		end    time.Time
+	)
+	for id, doc := range docs {
+		mw, err := alert.DecodeMaintenance(doc)
+		if err != nil {
+			a.log.Warn("unreadable maintenance window skipped", "maintenance", id, "err", err)
+			continue
+		}
+		if !mw.Matches(ref) {
+			continue
+		}
+		if _, e, ok := mw.Window(now); ok {
+			active = true
+			end = maxTime(end, e)
+		}
+	}
+	return active, end, nil
+}
+
+// drain delivers the endpoint's pending notifications in order. Order is
+// kept per sink: a sink that has not taken a notification (failing, or its
+// claim held by another replica) gets none of the later ones in this drain,
+// so an open never trails its resolve, while the other sinks carry on — one
+// broken sink must not silence the rest. A maintenance deferral stops the
+// drain for every sink.
+func (a *Alerter) drain(ctx context.Context, endpointID string) error {
+	mu := &a.drainLocks[fnv32(endpointID)%uint32(len(a.drainLocks))]
+	mu.Lock()
+	defer mu.Unlock()
+	t, err := a.st.GetTracker(ctx, endpointID)
+	if err != nil {
+		return fmt.Errorf("alerter: tracker of endpoint %s: %w", endpointID, err)
+	}
+	d, err := decodeData[trackerData](t.Data, "tracker "+endpointID)
+	if err != nil || len(d.Outbox) == 0 {
+		return err
+	}
+	run, err := a.newDrainRun(ctx, endpointID)
+	if err != nil {
+		return err
+	}
+	for _, p := range d.Outbox {
+		next, err := a.drainOne(ctx, run, p)
+		if err != nil {
+			return err
+		}
+		if !next {
+			break
+		}
+	}
+	return errors.Join(run.errs...)
+}
+
+// drainRun is one drain of one endpoint's outbox.
+type drainRun struct {
+	endpointID string
+	ep         store.Endpoint
+	// sinks are the endpoint's sinks, one per name: the name is the ledger
+	// key's last part, and two sinks sharing it would share one claim (same
+	// owner: both sent).
+	sinks []alert.Sink
+	// blocked are the sinks that did not take an earlier notification.
+	blocked map[string]bool
+	// openLeft are the incidents whose open stays pending for some sink.
+	openLeft map[string]bool
+	// errs are the deliveries that failed; their notifications stay.
+	errs []error
+}
+
+func (a *Alerter) newDrainRun(ctx context.Context, endpointID string) (*drainRun, error) {
+	ep, _, err := a.endpoint(ctx, endpointID)
+	if err != nil {
+		return nil, err
+	}
+	sinks := a.opts.Sinks
+	if a.opts.SinksFor != nil {
+		if sinks, err = a.opts.SinksFor(ctx, ep); err != nil {
+			return nil, fmt.Errorf("alerter: sinks of endpoint %s: %w", endpointID, err)
+		}
+	}
+	sinks = slices.CompactFunc(slices.SortedStableFunc(slices.Values(sinks), func(x, y alert.Sink) int {
+		return strings.Compare(x.Name(), y.Name())
+	}), func(x, y alert.Sink) bool { return x.Name() == y.Name() })
+	return &drainRun{endpointID: endpointID, ep: ep, sinks: sinks, blocked: map[string]bool{}, openLeft: map[string]bool{}}, nil
+}
+
+// drainOne takes pending notification p as far as it goes in this drain:
+// dropped, deferred, delivered to every sink, or left for the next drain.
+// next is false when the drain stops at p (deferred by maintenance: the
+// endpoint's later notifications fall in the same window). An error ends
+// the drain.
+func (a *Alerter) drainOne(ctx context.Context, run *drainRun, p pending) (next bool, err error) {
+	inc, err := a.st.GetIncident(ctx, p.IncidentID)
+	if errors.Is(err, store.ErrNotFound) {
+		a.log.Warn("pending notification for a missing incident dropped", "incident", p.IncidentID, "kind", p.Kind)
+		return true, a.rewrite(ctx, run.endpointID, p, nil, nil)
+	}
+	if err != nil {
+		return false, fmt.Errorf("alerter: incident %s: %w", p.IncidentID, err)
+	}
+	idata, err := decodeData[incidentData](inc.Data, "incident "+inc.ID)
+	if err != nil {
+		return false, err
+	}
+	now := a.clk.Now().UTC()
+	act, err := a.mute(ctx, run, p, inc, idata, now)
+	if err != nil || act != actSend {
+		return act != actDefer, err
+	}
+	return true, a.deliver(ctx, run, p, inc, now)
+}
+
+// mute is the maintenance stage, ahead of the ledger and retry stages: it
+// decides p with gate and writes the decision to the outbox. A deferral is
+// recorded as muted the first time and kept with the window's end; a drop
+// removes p. actSend passes p on to the sinks.
+func (a *Alerter) mute(ctx context.Context, run *drainRun, p pending, inc store.Incident, idata incidentData, now time.Time) (action, error) {
+	active, end, err := a.maintenanceEnd(ctx, run.ep, now)
+	if err != nil {
+		return actDefer, err
+	}
+	act, why := gate(p, inc, idata, active, run.openLeft[p.IncidentID])
+	switch act {
+	case actDefer:
+		if p.Deferred && p.DeferredUntil.Equal(end) {
+			return act, nil
+		}
+		if !p.Deferred {
+			a.suppressed(run.sinks, p)
+			a.rec.muted(ctx, p, run.sinks)
+		}
+		q := p
+		q.Deferred, q.DeferredUntil = true, end
+		if err := a.rewrite(ctx, run.endpointID, p, &q, nil); err != nil {
+			return act, err
+		}
+		a.log.Info("notification deferred by maintenance", "incident", p.IncidentID, "kind", p.Kind, "until", end)
+	case actDrop:
+		a.suppressed(run.sinks, p)
+		a.log.Info("notification dropped", "incident", p.IncidentID, "kind", p.Kind, "reason", why)
+		if active || p.Deferred {
+			a.rec.muted(ctx, p, run.sinks)
+		}
+		return act, a.rewrite(ctx, run.endpointID, p, nil, func(_ *store.Incident, id *incidentData) {
+			if p.Kind == string(alert.KindOpen) {
+				id.OpenSuppressed = true
+			} else {
+				id.NotifiedAt = now
+			}
+		})
+	}
+	return act, nil
+}
+
+func (a *Alerter) suppressed(sinks []alert.Sink, p pending) {
+	for _, s := range sinks {
+		a.m.alert(alert.MetricLabel(s), p.alertKind(), OutcomeSuppressed)
+	}
+}
+
+// deliver sends p through the ledger, retry and record stages to every
+// sink not held back, then settles it in the outbox: removed once every
+// sink has it; kept with the attempt recorded if a sink failed, that sink
+// held back for the rest of the drain.
+func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc store.Incident, now time.Time) error {
+	var targets []alert.Sink
+	for _, s := range run.sinks {
+		if !run.blocked[s.Name()] {
+			targets = append(targets, s)
+		}
+	}
+	isOpen := p.Kind == string(alert.KindOpen)
+	if len(targets) < len(run.sinks) && isOpen {
+		run.openLeft[p.IncidentID] = true
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	n := notification(run.ep, inc, p)
+	ds := a.fanout(targets).execAll(ctx, n, func(sink string) string {
+		return msg.LedgerKey(run.endpointID, inc.ID, p.Kind, sink)
+	})
+	failed, err := a.outcomes(run, p, n, ds)
+	if err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		if isOpen {
+			run.openLeft[p.IncidentID] = true
+		}
+		q := p
+		q.Attempts++
+		q.LastError = truncate(redact(errors.Join(failed...)), 512)
+		if rerr := a.rewrite(ctx, run.endpointID, p, &q, nil); rerr != nil {
+			a.log.Debug("record delivery attempt", "err", rerr)
+		}
+		run.errs = append(run.errs, fmt.Errorf("alerter: %s notification of incident %s: %w", p.Kind, inc.ID, errors.Join(failed...)))
+		return nil
+	}
+	if len(targets) < len(run.sinks) {
+		// Delivered to the sinks not held back; the rest get it once
+		// they have taken what precedes it.
+		return nil
+	}
+	err = a.rewrite(ctx, run.endpointID, p, nil, func(_ *store.Incident, id *incidentData) {
+		switch p.alertKind() {
+		case alert.KindOpen:
+			id.OpenNotified, id.NotifiedAt = true, now
+		case alert.KindReminder:
+			id.NotifiedAt = now
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return a.hook("settled")
+}
+
+// outcomes counts each sink's delivery of n and holds back the sinks that
+// did not take it. It returns their errors, redacted, and an injected
+// crash as err (a crashed process settles nothing).
+func (a *Alerter) outcomes(run *drainRun, p pending, n alert.Notification, ds []*Delivery) (failed []error, err error) {
+	for _, dl := range ds {
+		switch {
+		case dl.Err == nil:
+			a.m.alert(alert.MetricLabel(dl.Sink), n.Kind, dl.Outcome)
+			if dl.Outcome == OutcomeSent && !p.VerdictEmittedAt.IsZero() {
+				a.m.VerdictToAlert.Observe(a.clk.Now().Sub(p.VerdictEmittedAt).Seconds())
+			}
+		case errors.Is(dl.Err, errInjectedCrash):
+			return nil, dl.Err
+		case errors.Is(dl.Err, ErrClaimHeld):
+			run.blocked[dl.Sink.Name()] = true
+			failed = append(failed, dl.Err)
+		default:
+			if errors.Is(dl.Err, ErrDelivery) {
+				a.m.alert(alert.MetricLabel(dl.Sink), n.Kind, OutcomeFailed)
+			}
+			a.log.Warn("notification not delivered; it stays in the outbox for the next drain", "sink", dl.Sink.Name(), "incident", n.IncidentID, "kind", p.Kind, "err", redact(dl.Err))
+			run.blocked[dl.Sink.Name()] = true
+			failed = append(failed, redactedError{msg: redact(dl.Err), err: dl.Err})
+		}
+	}
+	return failed, nil
+}
+
+// rewrite replaces (q != nil) or removes (q == nil) pending notification p in
+// the endpoint's outbox and applies mut to its incident's data, in one
+// compare-and-set. A p already gone (settled by another replica) is a no-op.
+func (a *Alerter) rewrite(ctx context.Context, endpointID string, p pending, q *pending, mut func(*store.Incident, *incidentData)) error {
+	for range maxCASAttempts {
+		t, err := a.st.GetTracker(ctx, endpointID)
+		if err != nil {
+			return fmt.Errorf("alerter: tracker of endpoint %s: %w", endpointID, err)
+		}
+		d, err := decodeData[trackerData](t.Data, "tracker "+endpointID)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(d.Outbox, p.same)
+		if i < 0 {
+			return nil
+		}
+		if q != nil {
+			d.Outbox[i] = *q
+		} else {
+			d.Outbox = slices.Delete(d.Outbox, i, i+1)
+		}
+		setTrackerData(&t, d)
+		var incs []store.Incident
+		if mut != nil {
+			inc, err := a.st.GetIncident(ctx, p.IncidentID)
+			switch {
+			case err == nil:
+				idata, err := decodeData[incidentData](inc.Data, "incident "+inc.ID)
+				if err != nil {
+					return err
+				}
+				mut(&inc, &idata)
+				inc.Data = encodeData(idata)
+				incs = append(incs, inc)
+			case !errors.Is(err, store.ErrNotFound):
+				return fmt.Errorf("alerter: incident %s: %w", p.IncidentID, err)
+			}
+		}
+		err = a.st.SaveTracker(ctx, t, incs...)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("alerter: save outbox of endpoint %s: %w", endpointID, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("alerter: outbox of endpoint %s kept changing: %w", endpointID, store.ErrConflict)
+}
+
+// notification builds what the sinks receive.
+func notification(ep store.Endpoint, inc store.Incident, p pending) alert.Notification {
+	state := string(inc.State)
+	switch p.alertKind() {
+	case alert.KindOpen:
+		state = string(store.IncidentOpen)
+	case alert.KindResolve:
+		state = string(store.IncidentResolved)
+	}
+	return alert.Notification{
+		Kind:         p.alertKind(),
+		EndpointID:   inc.EndpointID,
+		EndpointName: ep.Name,
+		EndpointURL:  safeURL(ep.URL),
+		Labels:       ep.Labels,
+		IncidentID:   inc.ID,
+		State:        state,
+		Class:        inc.Class,
+		Reason:       inc.Reason,
+		FirstFailure: inc.FirstFailure,
+		OpenedAt:     inc.OpenedAt,
+		ResolvedAt:   inc.ResolvedAt,
+		Sequence:     p.Seq,
+	}
+}
+
+// Run sweeps every SweepInterval until ctx is done.
+func (a *Alerter) Run(ctx context.Context) error {
+	t := time.NewTicker(a.opts.SweepInterval)
+	defer t.Stop()
+	for {
+		switch err := a.Sweep(ctx); {
+		case err == nil || ctx.Err() != nil:
+		case errors.Is(err, store.ErrUnavailable):
+			// The store logs its outage once; the next sweep retries.
+			a.log.Debug("sweep waits for the store", "err", err)
+		default:
+			a.log.Warn("sweep", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Sweep drains every outbox the store lists as pending (deferred
+// notifications whose maintenance ended, notifications a crash left behind,
+// sinks that came back) and refreshes the open-incidents gauge. Both reads
+// are indexes: a sweep costs what is pending and open, however many
+// incidents were resolved before. It is Run's body, exported for tests and
+// one-shot runners.
+func (a *Alerter) Sweep(ctx context.Context) error {
+	if !a.legacyIndexed.Load() {
+		if err := a.indexLegacyOutboxes(ctx); err != nil {
+			return err
+		}
+		a.legacyIndexed.Store(true)
+	}
+	ids, err := a.st.PendingOutboxes(ctx)
+	if err != nil {
+		return fmt.Errorf("alerter: list pending outboxes: %w", err)
+	}
+	var errs []error
+	for _, id := range ids {
+		if err := a.drain(ctx, id); err != nil {
+			if errors.Is(err, ErrClaimHeld) {
+				a.log.Debug("sweep: claim held elsewhere", "endpoint", id)
+				continue
+			}
+			errs = append(errs, err)
+		}
+	}
+	open, err := a.st.CountOpenIncidents(ctx)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("alerter: count open incidents: %w", err))
+	} else {
+		a.m.IncidentsOpen.Set(float64(open))
+	}
+	return errors.Join(errs...)
+}
+
+// legacyOutboxKind is where releases before the store's pending-outbox index
+// kept their own: one empty object per endpoint with a pending outbox.
+const legacyOutboxKind = "alerter-outbox"
+
+// indexLegacyOutboxes moves what a store written by such a release lists
+// into the store's index, once per process: each tracker it names is saved
+// again with its pending count (a tracker saved by this release since needs
+// nothing), then the object is deleted. Without it a notification waiting in
+// an outbox across the upgrade (a sink down, a maintenance deferral) would
+// never be swept.
+func (a *Alerter) indexLegacyOutboxes(ctx context.Context) error {
+	docs, err := a.st.ListObjects(ctx, legacyOutboxKind)
+	if err != nil {
+		return fmt.Errorf("alerter: list legacy outbox index: %w", err)
+	}
+	for id := range docs {
+		t, err := a.st.GetTracker(ctx, id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("alerter: tracker of endpoint %s: %w", id, err)
+		default:
+			d, err := decodeData[trackerData](t.Data, "tracker "+id)
+			if err != nil {
+				return err
+			}
+			if len(d.Outbox) > 0 && t.Pending == 0 {
+				setTrackerData(&t, d)
+				if err := a.st.SaveTracker(ctx, t); err != nil && !errors.Is(err, store.ErrConflict) {
+					// A conflict means this release saved it meanwhile.
+					return fmt.Errorf("alerter: index outbox of endpoint %s: %w", id, err)
+				}
+			}
+		}
+		if err := a.st.DeleteObject(ctx, legacyOutboxKind, id); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("alerter: delete legacy outbox index entry %s: %w", id, err)
+		}
+	}
+	if len(docs) > 0 {
+		a.log.Info("outboxes listed by the previous release's index moved to the store's index", "endpoints", len(docs))
+	}
+	return nil
+}

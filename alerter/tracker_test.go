@@ -1,0 +1,131 @@
+package alerter
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// TestTransitionDecidesIncidentsAndOwedNotifications drives the pure
+// transition: tracker, incident, verdict, rules and time in; tracker,
+// incidents to write, owed notifications and event out.
+// transitionCase is one row of the transition table.
+type transitionCase struct {
+	name          string
+	in            transitionInput
+	wantEvent     string
+	wantOwed      []string // kinds
+	wantIncidents []store.IncidentState
+	wantOpenID    string
+	wantPending   int
+	wantAck       bool
+}
+
+// trackerFolded is ep1's tracker after folding ss (windows 0..), pointing
+// at incident open, with outbox in its data.
+func trackerFolded(open string, outbox []pending, ss ...msg.State) store.Tracker {
+	tr := store.Tracker{EndpointID: "ep1", LastWindow: win(len(ss) - 1), Recent: ss, OpenIncidentID: open, Version: 1}
+	for _, s := range ss {
+		if s == up {
+			tr.ConsecutiveUp++
+		} else {
+			tr.ConsecutiveUp = 0
+		}
+	}
+	setTrackerData(&tr, trackerData{Outbox: outbox})
+	return tr
+}
+
+// storedIncident is ep1's incident opened at window 1.
+func storedIncident(state store.IncidentState, d incidentData) *store.Incident {
+	return &store.Incident{ID: msg.IncidentID("ep1", win(1)), EndpointID: "ep1", State: state, OpenedWindow: win(1), Data: encodeData(d), Version: 1}
+}
+
+func TestTransitionDecidesIncidentsAndOwedNotifications(t *testing.T) {
+	now := win(10).Add(70 * time.Second)
+	openID := msg.IncidentID("ep1", win(1))
+	notified := incidentData{OpenNotified: true, NotifiedAt: now.Add(-time.Hour)}
+	defaults := effectiveRules(store.Rules{}, nil)
+	hourly := effectiveRules(store.Rules{RepeatInterval: time.Hour}, nil)
+	tests := []transitionCase{
+		{name: "first down opens nothing",
+			in: transitionInput{Tracker: trackerFolded("", nil), Verdict: verdict("ep1", win(0), down), Rules: defaults}},
+		{name: "second down of three opens and owes the open",
+			in:        transitionInput{Tracker: trackerFolded("", nil, down), Verdict: verdict("ep1", win(1), down), Rules: defaults},
+			wantEvent: eventOpened, wantOwed: []string{"open"}, wantIncidents: []store.IncidentState{store.IncidentOpen},
+			wantOpenID: openID, wantPending: 1},
+		{name: "an incident already stored is pointed at, not opened again",
+			in:         transitionInput{Tracker: trackerFolded("", nil, down), Verdict: verdict("ep1", win(1), down), Rules: defaults, AlreadyOpened: true},
+			wantOpenID: openID},
+		{name: "degraded neither opens nor resolves",
+			in:         transitionInput{Tracker: trackerFolded(openID, nil, down, down, up), Open: storedIncident(store.IncidentOpen, notified), Verdict: verdict("ep1", win(3), msg.StateDegraded), Rules: defaults},
+			wantOpenID: openID},
+		{name: "second up resolves and owes the resolve",
+			in:        transitionInput{Tracker: trackerFolded(openID, nil, down, down, up), Open: storedIncident(store.IncidentOpen, notified), Verdict: verdict("ep1", win(3), up), Rules: defaults},
+			wantEvent: eventResolved, wantOwed: []string{"resolve"}, wantIncidents: []store.IncidentState{store.IncidentResolved}, wantPending: 1},
+		{name: "a resolve queues behind a pending open",
+			in:        transitionInput{Tracker: trackerFolded(openID, []pending{{IncidentID: openID, Kind: "open"}}, down, down, up), Open: storedIncident(store.IncidentOpen, incidentData{}), Verdict: verdict("ep1", win(3), up), Rules: defaults},
+			wantEvent: eventResolved, wantOwed: []string{"resolve"}, wantIncidents: []store.IncidentState{store.IncidentResolved}, wantPending: 2},
+		{name: "an acknowledgement is counted once",
+			in:            transitionInput{Tracker: trackerFolded(openID, nil, down, down), Open: storedIncident(store.IncidentAcknowledged, notified), Verdict: verdict("ep1", win(2), down), Rules: defaults},
+			wantIncidents: []store.IncidentState{store.IncidentAcknowledged}, wantOpenID: openID, wantAck: true},
+		{name: "a counted acknowledgement writes nothing",
+			in:         transitionInput{Tracker: trackerFolded(openID, nil, down, down), Open: storedIncident(store.IncidentAcknowledged, incidentData{AckCounted: true}), Verdict: verdict("ep1", win(2), down), Rules: hourly},
+			wantOpenID: openID},
+		{name: "a reminder is owed once the repeat interval has passed",
+			in:       transitionInput{Tracker: trackerFolded(openID, nil, down, down), Open: storedIncident(store.IncidentOpen, notified), Verdict: verdict("ep1", win(2), down), Rules: hourly},
+			wantOwed: []string{"reminder-1"}, wantIncidents: []store.IncidentState{store.IncidentOpen},
+			wantOpenID: openID, wantPending: 1},
+		{name: "no reminder while a notification of the incident is pending",
+			in:         transitionInput{Tracker: trackerFolded(openID, []pending{{IncidentID: openID, Kind: "reminder-1", Seq: 1}}, down, down), Open: storedIncident(store.IncidentOpen, notified), Verdict: verdict("ep1", win(2), down), Rules: hourly},
+			wantOpenID: openID, wantPending: 1},
+		{name: "an incident resolved over the API is let go; the next outage opens afresh",
+			in:        transitionInput{Tracker: trackerFolded(openID, nil, down, down), Open: storedIncident(store.IncidentResolved, notified), Verdict: verdict("ep1", win(2), down), Rules: defaults},
+			wantEvent: eventOpened, wantOwed: []string{"open"}, wantIncidents: []store.IncidentState{store.IncidentOpen},
+			wantOpenID: msg.IncidentID("ep1", win(2)), wantPending: 1},
+		{name: "no_data is not folded",
+			in:         transitionInput{Tracker: trackerFolded(openID, nil, down, down), Open: storedIncident(store.IncidentOpen, notified), Verdict: verdict("ep1", win(2), msg.StateNoData), Rules: defaults},
+			wantOpenID: openID},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.in.Now = now
+			checkTransition(t, tt)
+		})
+	}
+}
+
+// checkTransition runs one row and checks its result, and that the input
+// tracker was left as it was (transition is pure).
+func checkTransition(t *testing.T, tt transitionCase) {
+	t.Helper()
+	before := slices.Clone(tt.in.Tracker.Recent)
+	out, err := transition(tt.in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var owed []string
+	for _, p := range out.Owed {
+		owed = append(owed, p.Kind)
+	}
+	var states []store.IncidentState
+	for _, inc := range out.Incidents {
+		states = append(states, inc.State)
+	}
+	if out.Event != tt.wantEvent || !slices.Equal(owed, tt.wantOwed) || !slices.Equal(states, tt.wantIncidents) || out.Acknowledged != tt.wantAck {
+		t.Fatalf("event %q, owed %v, incidents %v, ack %v; want %q, %v, %v, %v", out.Event, owed, states, out.Acknowledged, tt.wantEvent, tt.wantOwed, tt.wantIncidents, tt.wantAck)
+	}
+	if out.Tracker.OpenIncidentID != tt.wantOpenID || out.Tracker.Pending != tt.wantPending || !out.Tracker.LastWindow.Equal(tt.in.Verdict.Window) {
+		t.Fatalf("tracker open %q, pending %d, last window %s; want %q, %d, %s", out.Tracker.OpenIncidentID, out.Tracker.Pending, out.Tracker.LastWindow, tt.wantOpenID, tt.wantPending, tt.in.Verdict.Window)
+	}
+	d, err := decodeData[trackerData](out.Tracker.Data, "")
+	if err != nil || len(d.Outbox) != out.Tracker.Pending {
+		t.Fatalf("outbox %v (%v), want Pending = its length %d", d.Outbox, err, out.Tracker.Pending)
+	}
+	if !slices.Equal(tt.in.Tracker.Recent, before) {
+		t.Fatalf("input tracker changed: %v, was %v", tt.in.Tracker.Recent, before)
+	}
+}
