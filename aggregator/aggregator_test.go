@@ -77,7 +77,7 @@ func newAenvWith(t *testing.T, open func(clock.Clock) store.Store) *aenv {
 	clk := clock.NewFake(w0)
 	st := open(clk)
 	t.Cleanup(func() { st.Close() })
-	b, err := embedded.Open("", queue.StageConfigs(), embedded.Options{Clock: clk})
+	b, err := embedded.Open("", queue.StageConfigs(), embedded.Options{Clock: clk, PollInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,7 +148,7 @@ func newEnvWith(t *testing.T, open func(clock.Clock) store.Store) *env {
 	clk := clock.NewFake(t0)
 	st := open(clk)
 	t.Cleanup(func() { st.Close() })
-	b, err := embedded.Open("", queue.StageConfigs(), embedded.Options{Clock: clk})
+	b, err := embedded.Open("", queue.StageConfigs(), embedded.Options{Clock: clk, PollInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

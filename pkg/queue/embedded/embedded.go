@@ -18,9 +18,10 @@
 // call returns, so a crash loses nothing the broker acknowledged. The file is
 // locked to one process, so a message in flight when the broker opens was
 // held by a process that is gone: it is visible again at once, with its
-// receive count kept, rather than blocking its group until its deadline. Time comes only from Options.Clock; long-poll waits use real timers
-// bounded by the requested wait (on an injected clock a long poll re-checks
-// every few milliseconds, so advancing the clock releases it).
+// receive count kept, rather than blocking its group until its deadline.
+// Time comes only from Options.Clock; long-poll waits use real timers
+// bounded by the requested wait (with Options.PollInterval a long poll
+// re-checks that often, so a test advancing a fake clock releases it).
 package embedded
 
 import (
@@ -51,10 +52,6 @@ import (
 // FileName is the bbolt file the broker keeps in its data directory.
 const FileName = "queue.db"
 
-// fakePoll is how often a long poll re-checks visibility when the broker
-// runs on an injected clock.
-const fakePoll = 5 * time.Millisecond
-
 // maxIDLen is SQS's limit on group and deduplication IDs.
 const maxIDLen = 128
 
@@ -64,11 +61,17 @@ type Options struct {
 	Clock clock.Clock
 	// Logger receives redrive and recovery events. Default: discard.
 	Logger *slog.Logger
+	// PollInterval, when set, makes a waiting long poll re-check visibility
+	// at least this often instead of sleeping until the next visibility
+	// deadline by real time. Set it when Clock can jump (a test advancing
+	// a fake clock); leave it zero with the real clock.
+	PollInterval time.Duration
 }
 
 // Broker owns the stage queues and their dead-letter queues.
 type Broker struct {
 	clock  clock.Clock
+	poll   time.Duration // Options.PollInterval
 	logger *slog.Logger
 	db     *bolt.DB // nil when in-memory
 
@@ -127,6 +130,7 @@ func Open(dir string, cfgs []queue.Config, opts Options) (*Broker, error) {
 	}
 	b := &Broker{
 		clock:  opts.Clock,
+		poll:   opts.PollInterval,
 		logger: opts.Logger.With("component", "queue"),
 		queues: map[string]*fifo{},
 		done:   make(chan struct{}),
@@ -397,10 +401,10 @@ func (h *handle) Receive(ctx context.Context, in queue.ReceiveInput) ([]queue.Me
 		// end, or ctx.
 		var expiry <-chan time.Time
 		var t *time.Timer
-		if _, wall := h.b.clock.(clock.Real); !wall {
-			// An injected clock can jump at any moment (a test's Advance):
+		if h.b.poll > 0 {
+			// The clock can jump at any moment (a test's Advance):
 			// re-check often instead of trusting a real-time deadline.
-			next = fakePoll
+			next = h.b.poll
 		}
 		if next > 0 {
 			t = time.NewTimer(next)

@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 		clk := clock.NewFake(epoch)
 		return queuetest.Backend{
 			NewQueue: func(t *testing.T, cfg queue.Config) (queue.Queue, queue.Queue) {
-				b, err := embedded.Open("", []queue.Config{cfg}, embedded.Options{Clock: clk})
+				b, err := embedded.Open("", []queue.Config{cfg}, embedded.Options{Clock: clk, PollInterval: 5 * time.Millisecond})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -42,7 +42,7 @@ func TestConformancePersistent(t *testing.T) {
 		clk := clock.NewFake(epoch)
 		return queuetest.Backend{
 			NewQueue: func(t *testing.T, cfg queue.Config) (queue.Queue, queue.Queue) {
-				b, err := embedded.Open(t.TempDir(), []queue.Config{cfg}, embedded.Options{Clock: clk})
+				b, err := embedded.Open(t.TempDir(), []queue.Config{cfg}, embedded.Options{Clock: clk, PollInterval: 5 * time.Millisecond})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -60,7 +60,7 @@ func TestConformancePersistent(t *testing.T) {
 
 func open(t *testing.T, dir string, clk clock.Clock) *embedded.Broker {
 	t.Helper()
-	b, err := embedded.Open(dir, queue.StageConfigs(), embedded.Options{Clock: clk})
+	b, err := embedded.Open(dir, queue.StageConfigs(), embedded.Options{Clock: clk, PollInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

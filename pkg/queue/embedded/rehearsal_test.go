@@ -57,7 +57,7 @@ func depth(t *testing.T, q queue.Queue) queue.Stats {
 func TestRehearsal1ProducerRetryWithinAndAfterWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clock.NewFake(epoch)
-		b, err := embedded.Open("", queue.StageConfigs(), embedded.Options{Clock: clk})
+		b, err := embedded.Open("", queue.StageConfigs(), embedded.Options{Clock: clk, PollInterval: 5 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +212,7 @@ func (l *ledger) apply(key string) {
 func TestRehearsal3ConsumerCrashAfterEffectBeforeDelete(t *testing.T) {
 	dir := t.TempDir()
 	clk := clock.NewFake(epoch)
-	b, err := embedded.Open(dir, queue.StageConfigs(), embedded.Options{Clock: clk})
+	b, err := embedded.Open(dir, queue.StageConfigs(), embedded.Options{Clock: clk, PollInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestRehearsal3ConsumerCrashAfterEffectBeforeDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b, err = embedded.Open(dir, queue.StageConfigs(), embedded.Options{Clock: clk})
+	b, err = embedded.Open(dir, queue.StageConfigs(), embedded.Options{Clock: clk, PollInterval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestRehearsal3ConsumerCrashAfterEffectBeforeDelete(t *testing.T) {
 func TestRehearsal4VisibilityExpiryDuringProcessing(t *testing.T) {
 	t.Run("without heartbeat a second worker gets it", func(t *testing.T) {
 		clk := clock.NewFake(epoch)
-		b, err := embedded.Open("", queue.StageConfigs(), embedded.Options{Clock: clk})
+		b, err := embedded.Open("", queue.StageConfigs(), embedded.Options{Clock: clk, PollInterval: 5 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
