@@ -16,14 +16,14 @@ type hostClock struct{ skew time.Duration }
 
 func (c hostClock) Now() time.Time { return time.Now().Add(c.skew) }
 
-// TestReviewLedgerLeaseIgnoresReplicaClockSkew: two alerter replicas share
+// TestLedgerLeaseIgnoresReplicaClockSkew: two alerter replicas share
 // one Redis ledger, one with a clock three minutes fast. Lease deadlines were
 // computed from each replica's own clock and compared with the other's, so
 // the fast replica saw every live 2-minute claim of the other as expired,
 // took it over and sent the alert a second time while the first was still
 // sending it. Deadlines now come from the one clock every replica shares,
 // the Redis server's.
-func TestReviewLedgerLeaseIgnoresReplicaClockSkew(t *testing.T) {
+func TestLedgerLeaseIgnoresReplicaClockSkew(t *testing.T) {
 	url := testpeers.RedisURL(t)
 	prefix := randomPrefix()
 	for _, skew := range []time.Duration{3 * time.Minute, -3 * time.Minute} {

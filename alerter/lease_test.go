@@ -44,7 +44,7 @@ func (s *worstCaseSink) Notify(ctx context.Context, n alert.Notification) error 
 	return s.Sink.Notify(ctx, n)
 }
 
-// TestReviewDeliveryEndsInsideTheLease: the retry budget and the send
+// TestDeliveryEndsInsideTheLease: the retry budget and the send
 // timeout are capped by the claim lease "so a live sender never loses its
 // claim mid-delivery", but each was capped at half the lease, so together
 // they may use all of it. With --claim-lease 20s a 429 asking to wait out
@@ -52,9 +52,9 @@ func (s *worstCaseSink) Notify(ctx context.Context, n alert.Notification) error 
 // does: a second replica sweeping at that moment takes the claim over and
 // sends too. Any store round trip or clock skew between replicas widens
 // this from an instant into a window.
-func TestReviewDeliveryEndsInsideTheLease(t *testing.T) { testDeliveryEndsInsideTheLease(t, newEnv) }
+func TestDeliveryEndsInsideTheLease(t *testing.T) { testDeliveryEndsInsideTheLease(t, newEnv) }
 
-func TestReviewDeliveryEndsInsideTheLeaseRedis(t *testing.T) {
+func TestDeliveryEndsInsideTheLeaseRedis(t *testing.T) {
 	testDeliveryEndsInsideTheLease(t, newRedisEnv)
 }
 

@@ -45,7 +45,7 @@ func (s *outageStore) GetTracker(ctx context.Context, id string) (store.Tracker,
 	return s.Store.GetTracker(ctx, id)
 }
 
-// TestReviewStoreOutageDoesNotDeadLetterVerdicts: the store is down while
+// TestStoreOutageDoesNotDeadLetterVerdicts: the store is down while
 // an endpoint goes down and comes back. Failing each verdict with
 // ErrUnavailable and leaving it for redelivery walked every verdict queued
 // in a long outage to the DLQ within maxReceiveCount visibility timeouts,
@@ -53,7 +53,7 @@ func (s *outageStore) GetTracker(ctx context.Context, id string) (store.Tracker,
 // store.ErrUnavailable and the consumer, told it is transient, holds the
 // message in flight and retries it in place: every verdict is applied on
 // its first receive once the store is back.
-func TestReviewStoreOutageDoesNotDeadLetterVerdicts(t *testing.T) {
+func TestStoreOutageDoesNotDeadLetterVerdicts(t *testing.T) {
 	e := newEnv(t)
 	e.endpoint("ep1", nil, nil)
 	var reads atomic.Int32
@@ -98,13 +98,13 @@ func TestReviewStoreOutageDoesNotDeadLetterVerdicts(t *testing.T) {
 	}
 }
 
-// TestReviewDrainFailureDoesNotDeadLetterVerdicts: the endpoint's sinks
+// TestDrainFailureDoesNotDeadLetterVerdicts: the endpoint's sinks
 // cannot be resolved for a while (SinksFor fails: a per-endpoint sink
 // config this build cannot parse, a secret not yet mounted). The verdicts
 // are folded before the drain, so failing them only holds back the FIFO
 // group and, after maxReceiveCount, sends the verdicts behind them to the
 // DLQ unapplied; the outbox and the sweep already retry the drain.
-func TestReviewDrainFailureDoesNotDeadLetterVerdicts(t *testing.T) {
+func TestDrainFailureDoesNotDeadLetterVerdicts(t *testing.T) {
 	e := newEnv(t)
 	e.endpoint("ep1", nil, nil)
 	fixed := t0.Add(20 * time.Minute)

@@ -10,18 +10,18 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-// TestReviewBrokenSinkDoesNotSilenceOthers: one sink of an endpoint fails
+// TestBrokenSinkDoesNotSilenceOthers: one sink of an endpoint fails
 // every call (a per-endpoint webhook whose URL now answers 400, a revoked
 // Slack hook). The outbox is drained in order and stopped at the first
 // notification any sink had not taken, so the healthy sink got the first
 // open and then nothing: not the resolve, and not the open of the next
 // incident. A broken sink must not silence the others; order is kept per
 // sink (a sink never gets a resolve before its open).
-func TestReviewBrokenSinkDoesNotSilenceOthers(t *testing.T) {
+func TestBrokenSinkDoesNotSilenceOthers(t *testing.T) {
 	testBrokenSinkDoesNotSilenceOthers(t, newEnv(t))
 }
 
-func TestReviewBrokenSinkDoesNotSilenceOthersRedis(t *testing.T) {
+func TestBrokenSinkDoesNotSilenceOthersRedis(t *testing.T) {
 	testBrokenSinkDoesNotSilenceOthers(t, newRedisEnv(t))
 }
 
@@ -70,7 +70,7 @@ func testBrokenSinkDoesNotSilenceOthers(t *testing.T, e *env) {
 	}
 }
 
-// TestReviewSinkOutageDoesNotDeadLetterLaterVerdicts: the sink is down for
+// TestSinkOutageDoesNotDeadLetterLaterVerdicts: the sink is down for
 // longer than ten visibility timeouts. The verdict whose notification failed
 // was left in the queue, and the verdicts behind it in its FIFO group are
 // received with it on every attempt (as on SQS), so after maxReceiveCount
@@ -78,11 +78,11 @@ func testBrokenSinkDoesNotSilenceOthers(t *testing.T, e *env) {
 // the tracker, the incident stayed open and its resolve was never sent. The
 // state change is durable before the send and the outbox keeps the
 // notification, so a delivery failure must not hold the verdict back.
-func TestReviewSinkOutageDoesNotDeadLetterLaterVerdicts(t *testing.T) {
+func TestSinkOutageDoesNotDeadLetterLaterVerdicts(t *testing.T) {
 	testSinkOutageDoesNotDeadLetterLaterVerdicts(t, newEnv(t))
 }
 
-func TestReviewSinkOutageDoesNotDeadLetterLaterVerdictsRedis(t *testing.T) {
+func TestSinkOutageDoesNotDeadLetterLaterVerdictsRedis(t *testing.T) {
 	testSinkOutageDoesNotDeadLetterLaterVerdicts(t, newRedisEnv(t))
 }
 
