@@ -44,7 +44,7 @@ func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metric
 		}),
 		probeToVerdict: delay.ProbeToVerdict,
 	}
-	for _, s := range msg.States {
+	for _, s := range msg.States() {
 		m.Verdicts.WithLabelValues(string(s))
 	}
 	return m
@@ -53,7 +53,7 @@ func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metric
 // setState sets the endpoint's current-state gauge, pre-creating every state
 // the first time an endpoint is seen so dashboards see zeros, not gaps.
 func (m *Metrics) setState(endpointID string, state msg.State) {
-	for _, s := range msg.States {
+	for _, s := range msg.States() {
 		v := 0.0
 		if s == state {
 			v = 1

@@ -1,6 +1,10 @@
 package prober
 
-import "github.com/mcpmon/mcpmon/pkg/msg"
+import (
+	"slices"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+)
 
 // Failure classes. A probe ends in exactly one class; StatusOf maps it to the
 // probe's status. The table is the contract with the aggregator and the README.
@@ -28,13 +32,19 @@ const (
 	ClassBlockedTarget     = "blocked_target"     // SSRF guard refused the address (loopback, private, metadata, ...)
 )
 
-// Classes lists every class with its status, in README order. Metric label
-// values and documentation are generated from it.
-var Classes = []struct {
+// ClassInfo is one outcome class: its name, the status it maps to and the
+// meaning the README's table shows.
+type ClassInfo struct {
 	Class  string
 	Status msg.Status
 	Doc    string
-}{
+}
+
+// Classes lists every class with its status, in README order. Metric label
+// values and documentation are generated from it.
+func Classes() []ClassInfo { return slices.Clone(classes[:]) }
+
+var classes = [...]ClassInfo{
 	{ClassOK, msg.StatusUp, "handshake and liveness call succeeded"},
 	{ClassAuthRequired, msg.StatusUp, "401 with a Bearer challenge that leads to an authorization server (protected-resource metadata; for 2025-03-26 servers, authorization server metadata or the default /token at the origin): alive and protected (no credential header configured)"},
 	{ClassDegraded, msg.StatusDegraded, "alive, but slower than the latency threshold, or tools/list failing"},
@@ -60,7 +70,7 @@ var Classes = []struct {
 
 // StatusOf maps a class to the probe status; unknown classes are down.
 func StatusOf(class string) msg.Status {
-	for _, c := range Classes {
+	for _, c := range classes {
 		if c.Class == class {
 			return c.Status
 		}

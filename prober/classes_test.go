@@ -406,7 +406,7 @@ func TestFailureClasses(t *testing.T) {
 	for _, tc := range cases {
 		covered[tc.class] = true
 	}
-	for _, c := range Classes {
+	for _, c := range Classes() {
 		if !covered[c.Class] {
 			t.Errorf("class %s has no live-server case", c.Class)
 		}

@@ -12,7 +12,7 @@
 //
 // # Eras
 //
-// A probe speaks every protocol era a public server may (see Versions):
+// A probe speaks every protocol era a public server may (see Versions()):
 // 2026-07-28 stateless (server/discover with params._meta and Mcp-Method),
 // Streamable HTTP 2025-03-26 / 2025-06-18 / 2025-11-25 (initialize →
 // notifications/initialized → ping → tools/list → DELETE, JSON or SSE answers,

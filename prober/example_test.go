@@ -8,7 +8,7 @@ import (
 
 // The class table: every failure class and the probe status it maps to.
 func ExampleStatusOf() {
-	for _, c := range prober.Classes {
+	for _, c := range prober.Classes() {
 		fmt.Printf("%-18s %s\n", c.Class, prober.StatusOf(c.Class))
 	}
 	// Output:

@@ -76,7 +76,7 @@ func (r *run) acceptInitialize(result json.RawMessage, asked string) error {
 	if pinned := r.ep.ProtocolVersion; pinned != "" && ir.ProtocolVersion != pinned {
 		return failf(ClassVersionMismatch, 0, "endpoint pins protocol %s but the server answered %s", pinned, fromTarget(clean(ir.ProtocolVersion)))
 	}
-	if !slices.Contains(Versions, ir.ProtocolVersion) || ir.ProtocolVersion == Version20260728 {
+	if !slices.Contains(versions[:], ir.ProtocolVersion) || ir.ProtocolVersion == Version20260728 {
 		return failf(ClassVersionMismatch, 0, "asked for protocol %s, server answered %q, which the prober does not speak", asked, fromTarget(clean(ir.ProtocolVersion)))
 	}
 	r.version = ir.ProtocolVersion

@@ -63,7 +63,7 @@ func (m *Metrics) precreate(ep string) {
 	m.probes.WithLabelValues(ep, ClassOK)
 	m.catalogChanges.WithLabelValues(ep, "breaking")
 	m.catalogChanges.WithLabelValues(ep, "info")
-	for _, p := range msg.Phases {
+	for _, p := range msg.Phases() {
 		m.phase.WithLabelValues(ep, p)
 	}
 }

@@ -33,7 +33,9 @@ const (
 )
 
 // Versions lists the supported protocol revisions, newest first.
-var Versions = []string{Version20260728, Version20251125, Version20250618, Version20250326, Version20241105}
+func Versions() []string { return slices.Clone(versions[:]) }
+
+var versions = [...]string{Version20260728, Version20251125, Version20250618, Version20250326, Version20241105}
 
 // Transports an endpoint may select.
 const (
@@ -57,8 +59,8 @@ func ValidateProtocol(transport, version string) error {
 	if version == "" {
 		return nil
 	}
-	if !slices.Contains(Versions, version) {
-		return fmt.Errorf("%w: protocol version %q (known: %s)", ErrInvalidProtocol, version, strings.Join(Versions, ", "))
+	if !slices.Contains(versions[:], version) {
+		return fmt.Errorf("%w: protocol version %q (known: %s)", ErrInvalidProtocol, version, strings.Join(versions[:], ", "))
 	}
 	if transport == TransportSSE && version == Version20260728 || transport == TransportStreamableHTTP && version == Version20241105 {
 		return fmt.Errorf("%w: protocol %s is not spoken over transport %s", ErrInvalidProtocol, version, transport)
@@ -226,8 +228,8 @@ func New(opts Options) *Prober {
 	if opts.Resolver == nil {
 		opts.Resolver = net.DefaultResolver
 	}
-	initParams := make(map[string]json.RawMessage, len(Versions))
-	for _, v := range Versions {
+	initParams := make(map[string]json.RawMessage, len(versions))
+	for _, v := range versions {
 		initParams[v] = encodeInitializeParams(v, opts.ClientName, opts.ClientVersion)
 	}
 	return &Prober{

@@ -35,7 +35,7 @@ type run struct {
 	client *httpClient
 
 	mu      sync.Mutex
-	phases  [9]phaseDur // msg.Phases but total
+	phases  [9]phaseDur // msg.Phases() but total
 	nPhases int
 	marks   [3]timeMark // dns, connect, tls
 	nMarks  int
@@ -125,8 +125,8 @@ func (r *run) probe(ctx context.Context, prev *msg.ProbeResult) error {
 	}
 	ctx = r.trace(ctx)
 	pinned := r.ep.ProtocolVersion
-	if pinned != "" && !slices.Contains(Versions, pinned) {
-		return failf(ClassVersionMismatch, 0, "pinned protocol version %q is not one the prober speaks (%s)", pinned, strings.Join(Versions, ", "))
+	if pinned != "" && !slices.Contains(versions[:], pinned) {
+		return failf(ClassVersionMismatch, 0, "pinned protocol version %q is not one the prober speaks (%s)", pinned, strings.Join(versions[:], ", "))
 	}
 
 	transport := r.ep.Transport

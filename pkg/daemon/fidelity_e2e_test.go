@@ -182,7 +182,9 @@ func TestVersionAndServerChangesAreEventsEndToEnd(t *testing.T) {
 		return lr != nil && lr.ProtocolVersion == "2025-06-18"
 	})
 	// A deploy: a moment of failure, then the new release on a new revision.
-	srv.set(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "deploying", http.StatusServiceUnavailable) }))
+	srv.set(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "deploying", http.StatusServiceUnavailable)
+	}))
 	eventually(t, 20*time.Second, "a failed probe", func() bool {
 		lr := latest(t, d.Addr(), id).LatestResult
 		return lr != nil && lr.Status == msg.StatusDown

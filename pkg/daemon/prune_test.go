@@ -60,7 +60,7 @@ func seriesOf(t *testing.T, reg prometheus.Gatherer, id string) int {
 }
 
 func setVerdict(m *aggregator.Metrics, id string, state msg.State) {
-	for _, s := range msg.States {
+	for _, s := range msg.States() {
 		v := 0.0
 		if s == state {
 			v = 1
@@ -99,8 +99,8 @@ func TestPruneForgetsOnlyDeletedEndpoints(t *testing.T) {
 	if n := seriesOf(t, reg, "gone"); n != 0 {
 		t.Fatalf("deleted endpoint still has %d series", n)
 	}
-	if n := seriesOf(t, reg, "kept"); n != len(msg.States) {
-		t.Fatalf("registered endpoint has %d series, want %d", n, len(msg.States))
+	if n := seriesOf(t, reg, "kept"); n != len(msg.States()) {
+		t.Fatalf("registered endpoint has %d series, want %d", n, len(msg.States()))
 	}
 }
 
@@ -140,8 +140,8 @@ func TestPruneKeepsEndpointCreatedDuringRound(t *testing.T) {
 	if len(got) != 0 {
 		t.Fatalf("forgot %v while they were registered", got)
 	}
-	if n := seriesOf(t, reg, "new"); n != len(msg.States) {
-		t.Fatalf("endpoint created during the round has %d series, want %d", n, len(msg.States))
+	if n := seriesOf(t, reg, "new"); n != len(msg.States()) {
+		t.Fatalf("endpoint created during the round has %d series, want %d", n, len(msg.States()))
 	}
 }
 
@@ -162,8 +162,8 @@ func TestPruneStoreDownForgetsNothing(t *testing.T) {
 	if _, err := p.round(t.Context(), reg, failingLister{}); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
 	}
-	if n := seriesOf(t, reg, "ep"); n != len(msg.States) {
-		t.Fatalf("series after a failed round = %d, want %d", n, len(msg.States))
+	if n := seriesOf(t, reg, "ep"); n != len(msg.States()) {
+		t.Fatalf("series after a failed round = %d, want %d", n, len(msg.States()))
 	}
 }
 
@@ -186,7 +186,7 @@ func TestPruneLoopEveryInterval(t *testing.T) {
 		}
 		time.Sleep(PruneInterval - time.Second)
 		synctest.Wait()
-		if n := seriesOf(t, reg, "ep"); n != len(msg.States) {
+		if n := seriesOf(t, reg, "ep"); n != len(msg.States()) {
 			t.Fatalf("series pruned before the interval: %d left", n)
 		}
 		time.Sleep(time.Second)

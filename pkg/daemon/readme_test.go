@@ -37,7 +37,7 @@ func TestREADMEClassTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range prober.Classes {
+	for _, c := range prober.Classes() {
 		row := fmt.Sprintf("| `%s` | %s | %s |", c.Class, c.Status, c.Doc)
 		if !strings.Contains(string(readme), row) {
 			t.Errorf("README.md lacks the class row %s", row)

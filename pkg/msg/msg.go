@@ -62,7 +62,9 @@ const (
 )
 
 // States lists every verdict state, for pre-creating metric label values.
-var States = []State{StateUp, StateDegraded, StateDown, StateNoData, StateRegional}
+func States() []State {
+	return []State{StateUp, StateDegraded, StateDown, StateNoData, StateRegional}
+}
 
 // ProbeCommand asks a prober to probe one endpoint for one scheduled slot.
 // Its JSON body is deterministic (fixed field order, no send time, no random
@@ -111,7 +113,9 @@ const (
 )
 
 // Phases lists every phase, for pre-creating metric label values.
-var Phases = []string{PhaseDNS, PhaseConnect, PhaseTLS, PhaseDiscover, PhaseInitialize, PhaseInitialized, PhasePing, PhaseToolsList, PhaseClose, PhaseTotal}
+func Phases() []string {
+	return []string{PhaseDNS, PhaseConnect, PhaseTLS, PhaseDiscover, PhaseInitialize, PhaseInitialized, PhasePing, PhaseToolsList, PhaseClose, PhaseTotal}
+}
 
 // ProbeResult is what a prober observed for one probe run.
 type ProbeResult struct {
