@@ -48,12 +48,12 @@
 //     of one endpoint are due in the same tick only the latest is decided.
 //
 // Cost: one ListEndpoints per window per aggregator replica (on Redis an
-// HGETALL of the endpoints hash: at 100k endpoints roughly 50 MB read once a
-// minute, a quarter of what each API replica's 15s scheduler resync reads;
-// on bolt a scan of the endpoints bucket). CPU per listed endpoint: a slot
-// count of ~10ns for "@every" and ~1µs for cron, plus a 0.1-1µs parse when
-// its schedule changed (parsed schedules are cached; see BenchmarkSlots in
-// pkg/scheduler). A failed listing is retried next tick. Per candidate:
+// HGETALL of the endpoints hash, a quarter of what each API replica's 15s
+// scheduler resync reads; on bolt a scan of the endpoints bucket). CPU per
+// listed endpoint: a slot count, O(1) for "@every" and O(slots in the
+// window) for cron, plus a parse when its schedule changed (parsed
+// schedules are cached; BenchmarkSlots in pkg/schedule measures both). A
+// failed listing is retried next tick. Per candidate:
 // GetEndpoint and LastVerdict, and for a no_data verdict one publish and one
 // RecordVerdict. Pending candidates live in memory, at most
 // (grace + probe timeout)/window + 1 per silent endpoint.

@@ -41,31 +41,16 @@
 // straight into the connection's buffer (reqwire.go, byte for byte what
 // Request.Write would send), answers are read with the
 // standard library's ReadResponse, and buffers are recycled between probes.
-// Measured on the 2-core CI box (shared, so ranges over three runs), CPU per
-// probe (initialize + initialized + ping + DELETE, new connection, go-sdk
-// server in a child process so only the client is counted):
-//
-//	                                  JSON answers   SSE answers
-//	prober (BenchmarkProbe)             223–230 µs     279–297 µs
-//	go-sdk client, pinned 2025-11-25    535–563 µs     580–613 µs   → ratio 0.40–0.42 / 0.47–0.51
-//	go-sdk client, its defaults         897–972 µs     923–1199 µs  → ratio 0.23–0.25 / 0.24–0.32
-//	hand-written floor                  211–249 µs                  (BenchmarkRawHTTPFloor)
-//
-// The prober allocates 11.5 KB in 153 allocations per JSON probe, the
-// go-sdk client 240 KB in 403.
-//
-// BenchmarkProbeCPURatio alternates both clients in one process and reports
-// the ratio directly: 0.50–0.53 (JSON) and 0.52–0.54 (SSE). Interleaving
-// makes every client's probe dearer (caches gone cold, threads asleep; it
-// is not garbage collection: GOGC=off reads the same), so that ratio is
-// higher than the side-by-side one for any client:
-// BenchmarkRawHTTPFloorCPURatio, the hand-written floor in the same
-// alternation, reads 0.49–0.51. What is left of a probe's CPU is the
-// kernel's and the runtime's (connect, four writes, reads and poller
-// wake-ups, close); the prober's own work is within a few percent of the
-// floor's. Reproduce with
+// The CPU this saves against the go-sdk client, measured side by side
+// (BenchmarkProbe, BenchmarkProbeCPURatio, BenchmarkRawHTTPFloor*), is in
+// the README's benchmark table, with the command that produced it:
 //
 //	go test ./prober -run '^$' -bench 'Probe|Floor' -benchtime 2000x
+//
+// Interleaving two clients in one process makes every client's probe
+// dearer (caches gone cold, threads asleep; it is not garbage collection),
+// which is why the alternating ratio reads higher than the side-by-side
+// one for any client, the hand-written floor included.
 //
 // # Safety
 //
