@@ -361,7 +361,8 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 // storeUnavailable notes a store outage, logging it once.
 func (a *Aggregator) storeUnavailable(err error) {
 	if a.storeDown.CompareAndSwap(false, true) {
-		a.log.Warn("store unavailable: results stay queued and no window is decided until it is back", "err", err)
+		// Debug: the store logs its outage once itself.
+		a.log.Debug("store unavailable: results stay queued and no window is decided until it is back", "err", err)
 	}
 }
 

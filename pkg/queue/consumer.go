@@ -51,7 +51,7 @@ type ConsumerOptions struct {
 	// heartbeat keeps it in flight, so its receive count does not grow and
 	// an outage longer than maxReceiveCount visibility timeouts cannot walk
 	// it — and the messages queued behind it in its group — to the DLQ. The
-	// outage is logged once when it starts and once when it ends.
+	// dependency logs its own outage; the consumer only at debug.
 	Transient func(error) bool
 	// TransientBackoff is the first wait before a transient failure is
 	// retried (default 1 s; it doubles up to 30 s).
@@ -319,7 +319,9 @@ func (c *consumer) outageBegun(err error) {
 	c.outage = true
 	c.mu.Unlock()
 	if first {
-		c.logger.Warn("a dependency is unavailable; holding messages in flight and retrying until it returns", "err", err)
+		// Debug: the dependency (the store) logs its own outage once; a
+		// line per layer would say the same thing three times.
+		c.logger.Debug("a dependency is unavailable; holding messages in flight and retrying until it returns", "err", err)
 	}
 }
 
@@ -329,7 +331,7 @@ func (c *consumer) outageOver() {
 	c.outage = false
 	c.mu.Unlock()
 	if was {
-		c.logger.Info("dependency available again; processing resumed")
+		c.logger.Debug("dependency available again; processing resumed")
 	}
 }
 
