@@ -1,0 +1,68 @@
+package daemon
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/mcpmon/mcpmon/"
+
+// deps lists the mcpmon packages pkg imports, directly or not (tests
+// excluded), as `go list -deps` sees them.
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", module+pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	var own []string
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, module) && p != module+pkg {
+			own = append(own, strings.TrimPrefix(p, module))
+		}
+	}
+	return own
+}
+
+// importers lists the mcpmon packages that import pkg directly.
+func importers(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var who []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 1 && slices.Contains(f[1:], module+pkg) {
+			who = append(who, strings.TrimPrefix(f[0], module))
+		}
+	}
+	return who
+}
+
+// TestLayering keeps the rooms of the tree where issue 12 put them: the
+// schedule rule is a leaf, the alerter does not reach into the aggregator,
+// the SSRF guard is not the prober's, and only the process assembly (and
+// the harnesses that start probers) import the prober.
+func TestLayering(t *testing.T) {
+	if d := deps(t, "pkg/schedule"); len(d) != 0 {
+		t.Errorf("pkg/schedule imports %v; it must import nothing of the pipeline", d)
+	}
+	if d := deps(t, "pkg/netguard"); len(d) != 0 {
+		t.Errorf("pkg/netguard imports %v; it must import nothing of the pipeline", d)
+	}
+	for _, p := range []string{"alerter", "pkg/api", "pkg/store", "pkg/queue"} {
+		if d := deps(t, p); slices.Contains(d, "aggregator") || slices.Contains(d, "prober") {
+			t.Errorf("%s depends on %v; it must not reach the aggregator or the prober", p, d)
+		}
+	}
+	allowed := []string{"pkg/daemon", "cmd/mcpmon-load"}
+	for _, who := range importers(t, "prober") {
+		if !slices.Contains(allowed, who) {
+			t.Errorf("%s imports prober; only %v may (to probe)", who, allowed)
+		}
+	}
+}
