@@ -18,7 +18,7 @@ func newRedisAenv(t *testing.T) *aenv {
 	return newAenvWith(t, func(clk clock.Clock) store.Store {
 		st, err := redis.New(t.Context(), url, redis.Options{
 			Prefix: fmt.Sprintf("mcpmon-test:%s:%d:", t.Name(), time.Now().UnixNano()),
-			Clock:  clk,
+			Clock:  clk, LeasesOnClock: true,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -19,7 +19,7 @@ func newRedisEnv(t *testing.T) *env {
 	return newEnvWith(t, func(clk clock.Clock) store.Store {
 		st, err := redis.New(t.Context(), url, redis.Options{
 			Prefix: fmt.Sprintf("mcpmon-test:%s:%d:", t.Name(), time.Now().UnixNano()),
-			Clock:  clk,
+			Clock:  clk, LeasesOnClock: true,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -174,7 +174,7 @@ func openRedis(tb testing.TB, clk *clock.Fake) store.Store {
 	url := testpeers.RedisURL(tb)
 	st, err := redis.New(context.Background(), url, redis.Options{
 		Prefix: fmt.Sprintf("mcpmon-test:%s:%d:", tb.Name(), time.Now().UnixNano()),
-		Clock:  clk,
+		Clock:  clk, LeasesOnClock: true,
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -9,17 +9,15 @@
 // (pkg/store/bolt) and Redis (pkg/store/redis). The conformance suite in
 // pkg/store/storetest runs against both. Consumers declare the narrow
 // interface they need next to their own code; Store is the union that the
-// implementations and the suite share.
+// implementations and the suite share. The rules both backends apply the
+// same way (endpoint versions, the incident filter, result order, the
+// delivery merge) are written once here, in rules.go.
 package store
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
@@ -204,71 +202,6 @@ type Delivery struct {
 	// LastError is the last sink error, already redacted by the alerter
 	// (never a webhook URL, token or secret).
 	LastError string `json:"lastError,omitempty"`
-}
-
-// MergeDelivery folds next, the outcome of one more dispatch of a
-// notification, into cur, its stored record: attempts add up, the first
-// attempt and delivery times keep the earliest, the last attempt the latest,
-// and the last non-empty error wins. Outcome is next's, except that
-// delivered is final: a replica that finds the ledger done (skipped), or
-// one whose record arrives late, must not hide a delivery.
-func MergeDelivery(cur, next Delivery) Delivery {
-	out := next
-	out.Attempts = cur.Attempts + next.Attempts
-	out.FirstAttemptAt = earliest(cur.FirstAttemptAt, next.FirstAttemptAt)
-	out.DeliveredAt = earliest(cur.DeliveredAt, next.DeliveredAt)
-	if cur.LastAttemptAt.After(next.LastAttemptAt) {
-		out.LastAttemptAt = cur.LastAttemptAt
-	}
-	if out.LastError == "" {
-		out.LastError = cur.LastError
-	}
-	if cur.Outcome == DeliveryDelivered {
-		out.Outcome = DeliveryDelivered
-	}
-	return out
-}
-
-func earliest(a, b time.Time) time.Time {
-	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
-		return b
-	}
-	return a
-}
-
-// SortDeliveries orders records by kind, then sink. Kinds compare as
-// open < reminder-1 < reminder-2 < … < reminder-10 < resolve: a numeric
-// suffix compares as a number, so the order is the incident's history.
-func SortDeliveries(ds []Delivery) {
-	slices.SortFunc(ds, func(a, b Delivery) int {
-		ak, an := kindOrder(a.Kind)
-		bk, bn := kindOrder(b.Kind)
-		return cmp.Or(strings.Compare(ak, bk), cmp.Compare(an, bn), strings.Compare(a.Kind, b.Kind), strings.Compare(a.Sink, b.Sink))
-	})
-}
-
-func kindOrder(kind string) (string, int) {
-	if base, num, ok := strings.Cut(kind, "-"); ok {
-		if n, err := strconv.Atoi(num); err == nil {
-			return base, n
-		}
-	}
-	return kind, -1
-}
-
-// DeliveryField is the name of a record within its incident: kind:sink.
-// Kinds never contain ':', so it is unambiguous.
-func DeliveryField(d Delivery) string { return d.Kind + ":" + d.Sink }
-
-// ValidDelivery checks what every backend's RecordDelivery requires.
-func ValidDelivery(incidentID string, d Delivery) error {
-	switch {
-	case incidentID == "" || d.Kind == "" || d.Sink == "":
-		return errors.New("record delivery: incident ID, kind and sink are required")
-	case strings.Contains(d.Kind, ":"):
-		return errors.New("record delivery: kind must not contain ':'")
-	}
-	return nil
 }
 
 // Endpoints is the endpoint registry.

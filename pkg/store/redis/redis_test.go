@@ -7,7 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +80,7 @@ func open(t *testing.T, url string, opts redis.Options) *redis.Store {
 func TestConformance(t *testing.T) {
 	url := testpeers.RedisURL(t)
 	storetest.Run(t, func(t *testing.T, clk *clock.Fake) store.Store {
-		return open(t, url, redis.Options{Clock: clk})
+		return open(t, url, redis.Options{Clock: clk, LeasesOnClock: true})
 	})
 }
 
@@ -109,37 +108,6 @@ func TestKeysUnderPrefix(t *testing.T) {
 	}
 }
 
-// TestLedgerKeysExpireInRedis: Redis itself forgets ledger keys (so the
-// ledger does not grow forever): a done key carries a PX of the TTL, a claim
-// lease+TTL.
-func TestLedgerKeysExpireInRedis(t *testing.T) {
-	url := testpeers.RedisURL(t)
-	prefix := randomPrefix()
-	s := open(t, url, redis.Options{Prefix: prefix, LedgerTTL: time.Hour})
-	ctx := t.Context()
-	if _, err := s.Claim(ctx, "claimed", "a", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Claim(ctx, "done", "a", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Complete(ctx, "done", "a"); err != nil {
-		t.Fatal(err)
-	}
-	o, _ := goredis.ParseURL(url)
-	c := goredis.NewClient(o)
-	defer c.Close()
-	for key, want := range map[string]time.Duration{"claimed": time.Hour + time.Minute, "done": time.Hour} {
-		ttl, err := c.PTTL(ctx, prefix+"ledger:"+key).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ttl <= want-time.Minute || ttl > want {
-			t.Fatalf("PTTL of %s = %s, want just under %s", key, ttl, want)
-		}
-	}
-}
-
 func TestBadURL(t *testing.T) {
 	for _, u := range []string{
 		"127.0.0.1:6379",
@@ -158,35 +126,4 @@ func TestBadURL(t *testing.T) {
 			t.Fatalf("error leaks the password: %v", err)
 		}
 	}
-}
-
-// BenchmarkClaimComplete: one notification's ledger round (SET NX claim +
-// complete script) against the test Redis.
-func BenchmarkClaimComplete(b *testing.B) {
-	url := testpeers.RedisURL(b)
-	prefix := randomPrefix()
-	s, err := redis.New(context.Background(), url, redis.Options{Prefix: prefix})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer flushPrefix(b, url, prefix)
-	defer s.Close()
-	ctx := context.Background()
-	for i := 0; b.Loop(); i++ {
-		key := "bench-" + strconv.Itoa(i)
-		if _, err := s.Claim(ctx, key, "a", time.Minute); err != nil {
-			b.Fatal(err)
-		}
-		if err := s.Complete(ctx, key, "a"); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// TestDeleteEndpoint runs the conformance suite's delete cases on their own.
-func TestDeleteEndpoint(t *testing.T) {
-	url := testpeers.RedisURL(t)
-	storetest.DeleteEndpoint(t, func(t *testing.T, clk *clock.Fake) store.Store {
-		return open(t, url, redis.Options{Clock: clk})
-	})
 }

@@ -56,7 +56,7 @@ func TestRestartLosesNothing(t *testing.T) {
 	ctx := t.Context()
 	clk := clock.NewFake(storetest.Start)
 	logs := &logRecorder{}
-	s, err := redis.New(ctx, srv.URL(), redis.Options{Clock: clk, Logger: slog.New(logs), DialTimeout: time.Second})
+	s, err := redis.New(ctx, srv.URL(), redis.Options{Clock: clk, LeasesOnClock: true, Logger: slog.New(logs), DialTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,198 @@
+// Trackers, incidents and the indexes written in their transaction: by
+// opened window (global and per endpoint), open incidents, pending outboxes.
+
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// GetTracker returns the endpoint's tracker, or a zero Tracker (Version 0)
+// for the endpoint if none was saved.
+func (s *Store) GetTracker(ctx context.Context, endpointID string) (store.Tracker, error) {
+	var t store.Tracker
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		var ok bool
+		var err error
+		t, ok, err = get[store.Tracker](tx.Bucket(bTrackers), []byte(endpointID))
+		if err == nil && !ok {
+			t = store.Tracker{EndpointID: endpointID}
+		}
+		return err
+	})
+	return t, err
+}
+
+// SaveTracker compare-and-sets the tracker and incidents in one transaction.
+func (s *Store) SaveTracker(ctx context.Context, t store.Tracker, incidents ...store.Incident) error {
+	if t.EndpointID == "" {
+		return errors.New("bolt store: save tracker: EndpointID is required")
+	}
+	return s.update(ctx, func(tx *bbolt.Tx) error {
+		tb := tx.Bucket(bTrackers)
+		cur, ok, err := get[store.Tracker](tb, []byte(t.EndpointID))
+		if err != nil {
+			return err
+		}
+		if (ok && cur.Version != t.Version) || (!ok && t.Version != 0) {
+			return fmt.Errorf("save tracker %s: have version %d, stored %d: %w", t.EndpointID, t.Version, cur.Version, store.ErrConflict)
+		}
+		for _, inc := range incidents {
+			if err := putIncident(tx, inc, true); err != nil {
+				return err
+			}
+		}
+		outboxes := tx.Bucket(bOutboxes)
+		if t.Pending > 0 {
+			err = outboxes.Put([]byte(t.EndpointID), nil)
+		} else {
+			err = outboxes.Delete([]byte(t.EndpointID))
+		}
+		if err != nil {
+			return err
+		}
+		t.Version++
+		return put(tb, []byte(t.EndpointID), t)
+	})
+}
+
+// PendingOutboxes lists the endpoints whose tracker holds pending
+// notifications, from the index SaveTracker keeps.
+func (s *Store) PendingOutboxes(ctx context.Context) ([]string, error) {
+	out := []string{}
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		return tx.Bucket(bOutboxes).ForEach(func(k, _ []byte) error {
+			out = append(out, string(k))
+			return nil
+		})
+	})
+	return out, err
+}
+
+// CountOpenIncidents counts the open-incident index.
+func (s *Store) CountOpenIncidents(ctx context.Context) (int, error) {
+	var n int
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		n = tx.Bucket(bIncOpen).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
+
+// putIncident compare-and-sets inc (Version 0 = create when create is
+// allowed) and maintains the opened-window and open-incident indexes.
+func putIncident(tx *bbolt.Tx, inc store.Incident, create bool) error {
+	if inc.ID == "" {
+		return errors.New("bolt store: incident ID is required")
+	}
+	b := tx.Bucket(bIncidents)
+	cur, ok, err := get[store.Incident](b, []byte(inc.ID))
+	if err != nil {
+		return err
+	}
+	switch {
+	case !ok && (!create || inc.Version != 0):
+		if !create {
+			return fmt.Errorf("incident %s: %w", inc.ID, store.ErrNotFound)
+		}
+		return fmt.Errorf("incident %s: have version %d, not stored: %w", inc.ID, inc.Version, store.ErrConflict)
+	case ok && cur.Version != inc.Version:
+		return fmt.Errorf("incident %s: have version %d, stored %d: %w", inc.ID, inc.Version, cur.Version, store.ErrConflict)
+	}
+	idx, byEP := tx.Bucket(bIncByOpened), tx.Bucket(bIncByEP)
+	if ok {
+		if err := idx.Delete(incIndexKey(cur)); err != nil {
+			return err
+		}
+		if err := byEP.Delete(incEPKey(cur)); err != nil {
+			return err
+		}
+	}
+	inc.Version++
+	if err := idx.Put(incIndexKey(inc), nil); err != nil {
+		return err
+	}
+	if err := byEP.Put(incEPKey(inc), nil); err != nil {
+		return err
+	}
+	if inc.Unresolved() {
+		err = tx.Bucket(bIncOpen).Put([]byte(inc.ID), nil)
+	} else {
+		err = tx.Bucket(bIncOpen).Delete([]byte(inc.ID))
+	}
+	if err != nil {
+		return err
+	}
+	return put(b, []byte(inc.ID), inc)
+}
+
+func incIndexKey(inc store.Incident) []byte {
+	return append(timeKey(inc.OpenedWindow), inc.ID...)
+}
+
+func incEPKey(inc store.Incident) []byte {
+	return append(idPrefix(inc.EndpointID), incIndexKey(inc)...)
+}
+
+// GetIncident returns the incident or ErrNotFound.
+func (s *Store) GetIncident(ctx context.Context, id string) (store.Incident, error) {
+	return getOne[store.Incident](ctx, s, bIncidents, id, "incident "+id)
+}
+
+// UpdateIncident compare-and-sets an existing incident; ErrNotFound if absent.
+func (s *Store) UpdateIncident(ctx context.Context, inc store.Incident) (store.Incident, error) {
+	err := s.update(ctx, func(tx *bbolt.Tx) error { return putIncident(tx, inc, false) })
+	if err != nil {
+		return store.Incident{}, err
+	}
+	inc.Version++
+	return inc, nil
+}
+
+// ListIncidents returns matching incidents ordered by OpenedWindow, newest
+// first (ties by ID, descending). It walks the endpoint's index when the
+// filter names one, the global index otherwise.
+func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]store.Incident, error) {
+	out := []store.Incident{}
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bIncidents)
+		var prefix []byte
+		c := tx.Bucket(bIncByOpened).Cursor()
+		k, _ := c.Last()
+		if f.EndpointID != "" {
+			prefix = idPrefix(f.EndpointID)
+			c = tx.Bucket(bIncByEP).Cursor()
+			k, _ = c.Seek(append(append([]byte(nil), prefix...), bytes.Repeat([]byte{0xff}, 9)...))
+			if k == nil {
+				k, _ = c.Last()
+			} else {
+				k, _ = c.Prev()
+			}
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
+			if len(k) < len(prefix)+8 {
+				continue
+			}
+			inc, ok, err := get[store.Incident](b, k[len(prefix)+8:])
+			if err != nil {
+				return err
+			}
+			if !ok || !f.Match(inc) {
+				continue
+			}
+			out = append(out, inc)
+			if f.Full(len(out)) {
+				break
+			}
+		}
+		return nil
+	})
+	return out, err
+}

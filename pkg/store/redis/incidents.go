@@ -1,0 +1,232 @@
+// Trackers, incidents and the indexes their scripts write in the same step:
+// incidents_by_opened, incidents_by_endpoint:<ep>, incidents_open and
+// outboxes_pending.
+
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// GetTracker returns the endpoint's tracker, or a zero Tracker (Version 0)
+// for the endpoint if none was saved.
+func (s *Store) GetTracker(ctx context.Context, endpointID string) (store.Tracker, error) {
+	raw, err := s.rdb.HGet(ctx, s.k("trackers"), endpointID).Result()
+	if errors.Is(err, goredis.Nil) {
+		return store.Tracker{EndpointID: endpointID}, nil
+	}
+	if err := s.done("get tracker of "+endpointID, err); err != nil {
+		return store.Tracker{}, err
+	}
+	return decode[store.Tracker]("tracker of "+endpointID, raw)
+}
+
+// saveTracker checks every version first and writes only if all match, so a
+// conflict leaves nothing half-written. Lua rather than WATCH/MULTI: the
+// check-then-write runs inside Redis in one step, with no optimistic retry
+// loop, no extra round trips per key and no connection pinned between WATCH
+// and EXEC — which matters with two alerters racing on the same endpoint.
+// The pending-outbox and open-incident sets are written by the same script,
+// so they never disagree with the tracker and incidents they index.
+//
+// KEYS: trackers, tracker_versions, incidents, incident_versions,
+// incidents_by_opened, outboxes_pending, incidents_open, then
+// incidents_by_endpoint:<ep> per incident.
+// ARGV: tracker id, expected version, json, pending (1 or 0), n, then per
+// incident id, expected version, json, opened ms, open (1 unless resolved).
+// Returns 0 on success, 1 for a tracker conflict, 1+i for incident i.
+var saveTracker = goredis.NewScript(`
+local function ver(h, id)
+  local v = redis.call('HGET', h, id)
+  if v then return tonumber(v) end
+  return 0
+end
+if ver(KEYS[2], ARGV[1]) ~= tonumber(ARGV[2]) then return 1 end
+local n = tonumber(ARGV[5])
+for i = 0, n - 1 do
+  local b = 6 + i * 5
+  if ver(KEYS[4], ARGV[b]) ~= tonumber(ARGV[b + 1]) then return 2 + i end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[1], tonumber(ARGV[2]) + 1)
+if ARGV[4] == '1' then
+  redis.call('SADD', KEYS[6], ARGV[1])
+else
+  redis.call('SREM', KEYS[6], ARGV[1])
+end
+for i = 0, n - 1 do
+  local b = 6 + i * 5
+  redis.call('HSET', KEYS[3], ARGV[b], ARGV[b + 2])
+  redis.call('HSET', KEYS[4], ARGV[b], tonumber(ARGV[b + 1]) + 1)
+  redis.call('ZADD', KEYS[5], ARGV[b + 3], ARGV[b])
+  redis.call('ZADD', KEYS[8 + i], ARGV[b + 3], ARGV[b])
+  if ARGV[b + 4] == '1' then
+    redis.call('SADD', KEYS[7], ARGV[b])
+  else
+    redis.call('SREM', KEYS[7], ARGV[b])
+  end
+end
+return 0`)
+
+// SaveTracker compare-and-sets the tracker and incidents atomically.
+func (s *Store) SaveTracker(ctx context.Context, t store.Tracker, incidents ...store.Incident) error {
+	if t.EndpointID == "" {
+		return errors.New("redis store: save tracker: EndpointID is required")
+	}
+	expected := t.Version
+	t.Version++
+	traw, err := encode(t)
+	if err != nil {
+		return err
+	}
+	keys := []string{s.k("trackers"), s.k("tracker_versions"), s.k("incidents"), s.k("incident_versions"),
+		s.k("incidents_by_opened"), s.k("outboxes_pending"), s.k("incidents_open")}
+	args := []any{t.EndpointID, expected, traw, flag(t.Pending > 0), len(incidents)}
+	for _, inc := range incidents {
+		if inc.ID == "" {
+			return errors.New("redis store: save tracker: incident ID is required")
+		}
+		v := inc.Version
+		inc.Version++
+		raw, err := encode(inc)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, s.k("incidents_by_endpoint", inc.EndpointID))
+		args = append(args, inc.ID, v, raw, ms(inc.OpenedWindow), flag(inc.Unresolved()))
+	}
+	n, err := saveTracker.Run(ctx, s.rdb, keys, args...).Int()
+	if err := s.done("save tracker of "+t.EndpointID, err); err != nil {
+		return err
+	}
+	switch {
+	case n == 1:
+		return fmt.Errorf("save tracker %s: have version %d: %w", t.EndpointID, expected, store.ErrConflict)
+	case n > 1:
+		inc := incidents[n-2]
+		return fmt.Errorf("save tracker %s: incident %s: have version %d: %w", t.EndpointID, inc.ID, inc.Version, store.ErrConflict)
+	}
+	return nil
+}
+
+// PendingOutboxes lists the endpoints whose tracker holds pending
+// notifications, from the set saveTracker keeps.
+func (s *Store) PendingOutboxes(ctx context.Context) ([]string, error) {
+	ids, err := s.rdb.SMembers(ctx, s.k("outboxes_pending")).Result()
+	if err := s.done("list pending outboxes", err); err != nil {
+		return nil, err
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// CountOpenIncidents is the size of the open-incident set.
+func (s *Store) CountOpenIncidents(ctx context.Context) (int, error) {
+	n, err := s.rdb.SCard(ctx, s.k("incidents_open")).Result()
+	if err := s.done("count open incidents", err); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+// GetIncident returns the incident or ErrNotFound.
+func (s *Store) GetIncident(ctx context.Context, id string) (store.Incident, error) {
+	return hgetJSON[store.Incident](ctx, s, s.k("incidents"), id, "get incident "+id, "incident "+id)
+}
+
+// updateIncident: -1 absent, 0 conflict, 1 written. KEYS: incidents,
+// incident_versions, incidents_by_opened, incidents_by_endpoint:<ep>,
+// incidents_open. ARGV: id, expected version, json, opened ms, open (1
+// unless resolved).
+var updateIncident = goredis.NewScript(`
+local v = redis.call('HGET', KEYS[2], ARGV[1])
+if not v then return -1 end
+if tonumber(v) ~= tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[1], tonumber(ARGV[2]) + 1)
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
+redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
+if ARGV[5] == '1' then
+  redis.call('SADD', KEYS[5], ARGV[1])
+else
+  redis.call('SREM', KEYS[5], ARGV[1])
+end
+return 1`)
+
+// UpdateIncident compare-and-sets an existing incident; ErrNotFound if absent.
+func (s *Store) UpdateIncident(ctx context.Context, inc store.Incident) (store.Incident, error) {
+	expected := inc.Version
+	inc.Version++
+	raw, err := encode(inc)
+	if err != nil {
+		return store.Incident{}, err
+	}
+	n, err := updateIncident.Run(ctx, s.rdb,
+		[]string{s.k("incidents"), s.k("incident_versions"), s.k("incidents_by_opened"), s.k("incidents_by_endpoint", inc.EndpointID), s.k("incidents_open")},
+		inc.ID, expected, raw, ms(inc.OpenedWindow), flag(inc.Unresolved())).Int()
+	if err := s.done("update incident "+inc.ID, err); err != nil {
+		return store.Incident{}, err
+	}
+	switch n {
+	case -1:
+		return store.Incident{}, fmt.Errorf("update incident %s: %w", inc.ID, store.ErrNotFound)
+	case 0:
+		return store.Incident{}, fmt.Errorf("update incident %s: have version %d: %w", inc.ID, expected, store.ErrConflict)
+	}
+	return inc, nil
+}
+
+// ListIncidents returns matching incidents ordered by OpenedWindow, newest
+// first (ties by ID, descending). It walks the per-endpoint index when the
+// filter names an endpoint, the global one otherwise, a page at a time.
+func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]store.Incident, error) {
+	index := s.k("incidents_by_opened")
+	if f.EndpointID != "" {
+		index = s.k("incidents_by_endpoint", f.EndpointID)
+	}
+	const page = 200
+	out := []store.Incident{}
+	for start := int64(0); ; start += page {
+		ids, err := s.rdb.ZRevRange(ctx, index, start, start+page-1).Result()
+		if err := s.done("list incidents", err); err != nil {
+			return nil, err
+		}
+		if len(ids) == 0 {
+			return out, nil
+		}
+		raws, err := s.rdb.HMGet(ctx, s.k("incidents"), ids...).Result()
+		if err := s.done("list incidents", err); err != nil {
+			return nil, err
+		}
+		for i, r := range raws {
+			raw, ok := r.(string)
+			if !ok {
+				continue
+			}
+			inc, err := decode[store.Incident]("incident "+ids[i], raw)
+			if err != nil {
+				return nil, err
+			}
+			if !f.Match(inc) {
+				continue
+			}
+			out = append(out, inc)
+			if f.Full(len(out)) {
+				return out, nil
+			}
+		}
+		if len(ids) < page {
+			return out, nil
+		}
+	}
+}

@@ -1,0 +1,88 @@
+// Errors and the outage log: which failures mean "Redis cannot serve now"
+// (store.ErrUnavailable), and one warning per outage with one recovery line.
+
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// done classifies err and keeps the once-per-outage log: the first
+// connectivity failure logs a warning, the next success logs recovery.
+func (s *Store) done(op string, err error) error {
+	if err == nil || errors.Is(err, goredis.Nil) {
+		s.recovered()
+		return err
+	}
+	if !unavailable(err) {
+		// The server answered (a script or type error): reachable.
+		s.recovered()
+		return fmt.Errorf("redis store: %s: %w", op, err)
+	}
+	s.mu.Lock()
+	first := s.downSince.IsZero()
+	if first {
+		s.downSince = s.clk.Now()
+	}
+	s.mu.Unlock()
+	if first {
+		s.log.Warn("redis unreachable: store operations fail with ErrUnavailable until it returns; messages stay queued", "op", op, "err", err)
+	}
+	return fmt.Errorf("redis store: %s: %w: %w", op, store.ErrUnavailable, err)
+}
+
+func (s *Store) recovered() {
+	s.mu.Lock()
+	since := s.downSince
+	s.downSince = time.Time{}
+	s.mu.Unlock()
+	if !since.IsZero() {
+		s.log.Info("redis reachable again", "down_for", s.clk.Now().Sub(since).String())
+	}
+}
+
+// unavailable reports whether err means "Redis cannot serve right now" (the
+// caller should retry later) rather than a bad request.
+func unavailable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, goredis.ErrClosed) {
+		return false
+	}
+	var rerr goredis.Error
+	if errors.As(err, &rerr) {
+		// Server replies that mean "not now": loading the AOF after a
+		// restart, a replica during failover, cluster reconfiguring.
+		for _, p := range []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "NOREPLICAS"} {
+			if strings.HasPrefix(rerr.Error(), p) {
+				return true
+			}
+		}
+		return false
+	}
+	// Not a server reply: dial and I/O errors, timeouts (including the
+	// caller's deadline while Redis does not answer), a full pool.
+	return true
+}
+
+// RouteDriverLogs sends go-redis's own log lines (one per failed dial, which
+// during an outage means many) to l at Debug level instead of stderr, so the
+// store's once-per-outage warning is what operators see. go-redis keeps its
+// logger in a package variable, so this affects every go-redis client in the
+// process: call it once from main, not from libraries or parallel tests.
+func RouteDriverLogs(l *slog.Logger) {
+	goredis.SetLogger(driverLog{l.With("component", "go-redis")})
+}
+
+type driverLog struct{ l *slog.Logger }
+
+func (d driverLog) Printf(ctx context.Context, format string, v ...any) {
+	d.l.DebugContext(ctx, fmt.Sprintf(format, v...))
+}

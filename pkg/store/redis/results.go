@@ -1,0 +1,111 @@
+// Latest results (hash latest, with the slot in latest_slot) and the results
+// of undecided windows (hash window_results:<ep>, sorted set windows).
+
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+var putLatest = goredis.NewScript(`
+local cur = redis.call('HGET', KEYS[2], ARGV[1])
+if cur and tonumber(cur) > tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+return 1`)
+
+// PutLatestResult stores r unless a result for a later slot is stored.
+func (s *Store) PutLatestResult(ctx context.Context, r msg.ProbeResult) error {
+	raw, err := encode(r)
+	if err != nil {
+		return err
+	}
+	err = putLatest.Run(ctx, s.rdb, []string{s.k("latest"), s.k("latest_slot")}, r.EndpointID, ms(r.Slot), raw).Err()
+	return s.done("put latest result of "+r.EndpointID, err)
+}
+
+// LatestResult returns the endpoint's latest probe result or ErrNotFound.
+func (s *Store) LatestResult(ctx context.Context, endpointID string) (msg.ProbeResult, error) {
+	return hgetJSON[msg.ProbeResult](ctx, s, s.k("latest"), endpointID, "get latest result of "+endpointID, "latest result of "+endpointID)
+}
+
+// Window results of one endpoint live in one hash, field
+// "<windowMs>|<probeRunId>|<region>", so the verdict script can drop every
+// decided window without touching undeclared keys. The global sorted set
+// "windows" (member "<windowMs>|<endpointId>", score windowMs) answers
+// OpenWindows.
+var addWindowResult = goredis.NewScript(`
+local lw = redis.call('HGET', KEYS[1], ARGV[1])
+if lw and tonumber(lw) >= tonumber(ARGV[2]) then return -1 end
+local added = redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4])
+if added == 1 then redis.call('ZADD', KEYS[3], ARGV[2], ARGV[2] .. '|' .. ARGV[1]) end
+return added`)
+
+// AddWindowResult adds r to its endpoint's window, idempotently by
+// (ProbeRunID, Region).
+func (s *Store) AddWindowResult(ctx context.Context, window time.Time, r msg.ProbeResult) (bool, error) {
+	raw, err := encode(r)
+	if err != nil {
+		return false, err
+	}
+	w := ms(window)
+	n, err := addWindowResult.Run(ctx, s.rdb,
+		[]string{s.k("last_verdict_window"), s.k("window_results", r.EndpointID), s.k("windows")},
+		r.EndpointID, w, w+"|"+r.ProbeRunID+"|"+r.Region, raw).Int()
+	if err := s.done("add result "+r.ProbeRunID+" of "+r.EndpointID, err); err != nil {
+		return false, err
+	}
+	if n < 0 {
+		return false, fmt.Errorf("result %s for window %s of %s: %w", r.ProbeRunID, window.UTC().Format(time.RFC3339), r.EndpointID, store.ErrWindowDecided)
+	}
+	return n == 1, nil
+}
+
+// WindowResults returns the window's results ordered by (Region, ProbeRunID).
+func (s *Store) WindowResults(ctx context.Context, ref store.WindowRef) ([]msg.ProbeResult, error) {
+	all, err := s.rdb.HGetAll(ctx, s.k("window_results", ref.EndpointID)).Result()
+	if err := s.done("window results of "+ref.EndpointID, err); err != nil {
+		return nil, err
+	}
+	prefix := ms(ref.Window) + "|"
+	out := []msg.ProbeResult{}
+	for f, raw := range all {
+		if !strings.HasPrefix(f, prefix) {
+			continue
+		}
+		r, err := decode[msg.ProbeResult]("window result of "+ref.EndpointID, raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	store.SortResults(out)
+	return out, nil
+}
+
+// OpenWindows lists undecided windows starting before `before`, ordered by
+// window then endpoint ID.
+func (s *Store) OpenWindows(ctx context.Context, before time.Time) ([]store.WindowRef, error) {
+	members, err := s.rdb.ZRangeByScore(ctx, s.k("windows"), &goredis.ZRangeBy{Min: "-inf", Max: "(" + ms(before)}).Result()
+	if err := s.done("open windows", err); err != nil {
+		return nil, err
+	}
+	out := make([]store.WindowRef, 0, len(members))
+	for _, m := range members {
+		w, id, ok := strings.Cut(m, "|")
+		t, err := fromMS(w)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("redis store: malformed window member %q", m)
+		}
+		out = append(out, store.WindowRef{EndpointID: id, Window: t})
+	}
+	return out, nil
+}
