@@ -162,6 +162,10 @@ func TestSinkFailurePastBudgetLeavesNotification(t *testing.T) {
 	}
 }
 
+// TestPermanentFailureIsNotRetried: a sink that rejects a notification
+// (HTTP 400) is called once for it: not retried by the drain, and not by a
+// later sweep either — the notification leaves the outbox, the failure
+// stays on the incident's record.
 func TestPermanentFailureIsNotRetried(t *testing.T) {
 	e := newEnv(t)
 	e.endpoint("ep1", nil, nil)
@@ -169,14 +173,22 @@ func TestPermanentFailureIsNotRetried(t *testing.T) {
 	e.rcv.failNext(400)
 	e.states("ep1", 0, down, down)
 	if errs := e.pump(a.Handle); errs != nil {
-		t.Fatalf("handler errors %v, want none: the outbox keeps the notification", errs)
+		t.Fatalf("handler errors %v, want none", errs)
+	}
+	for range 3 {
+		if err := a.Sweep(e.ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	tr, _ := e.st.GetTracker(e.ctx, "ep1")
-	if d, _ := decodeData[trackerData](tr.Data, ""); len(d.Outbox) != 1 || !strings.Contains(d.Outbox[0].LastError, alert.ErrPermanent.Error()) {
-		t.Fatalf("outbox %+v, want the open pending with the permanent failure", d.Outbox)
+	if d, _ := decodeData[trackerData](tr.Data, ""); len(d.Outbox) != 0 || tr.Pending != 0 {
+		t.Fatalf("outbox %+v (pending %d), want it empty: a permanent failure is given up", d.Outbox, tr.Pending)
 	}
 	if e.rcv.hits != 1 {
 		t.Fatalf("sink called %d times, want 1: a permanent failure is not retried", e.rcv.hits)
+	}
+	if d := e.delivery(e.incidents("ep1")[0].ID); d.Outcome != store.DeliveryFailed || !strings.Contains(d.LastError, "given up") || !strings.Contains(d.LastError, alert.ErrPermanent.Error()) {
+		t.Fatalf("record %+v, want failed, given up, with the reason", d)
 	}
 }
 

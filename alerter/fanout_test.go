@@ -11,8 +11,8 @@ import (
 )
 
 // TestBrokenSinkDoesNotSilenceOthers: one sink of an endpoint fails
-// every call (a per-endpoint webhook whose URL now answers 400, a revoked
-// Slack hook). The outbox is drained in order and stopped at the first
+// every call (its receiver is down, answering 503; a permanent refusal
+// such as a 400 is given up instead, see TestPermanentFailureIsNotRetried). The outbox is drained in order and stopped at the first
 // notification any sink had not taken, so the healthy sink got the first
 // open and then nothing: not the resolve, and not the open of the next
 // incident. A broken sink must not silence the others; order is kept per
@@ -28,7 +28,7 @@ func TestBrokenSinkDoesNotSilenceOthersRedis(t *testing.T) {
 func testBrokenSinkDoesNotSilenceOthers(t *testing.T, e *env) {
 	e.endpoint("ep1", nil, nil)
 	broken := newReceiver(t)
-	broken.failNext(slices.Repeat([]int{http.StatusBadRequest}, 1000)...)
+	broken.failNext(slices.Repeat([]int{http.StatusServiceUnavailable}, 5000)...)
 	a := e.alerter("a", func(o *Options) {
 		o.Sinks = []alert.Sink{e.sink, httpSink{name: "broken", url: broken.srv.URL}}
 	})

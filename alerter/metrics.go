@@ -46,7 +46,7 @@ func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metric
 		}, []string{"event"}),
 		Alerts: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "mcpmon", Name: "alerts_total",
-			Help: "Notifications per sink and kind by outcome: sent, failed (past the retry budget), suppressed (maintenance or no longer relevant), duplicate (already in the ledger).",
+			Help: "Notifications per sink and kind by outcome: sent, failed (past the retry budget; retried by the next drain), abandoned (failed permanently, e.g. refused by the receiver or the SSRF guard; not retried), suppressed (maintenance or no longer relevant), duplicate (already in the ledger).",
 		}, []string{"sink", "kind", "outcome"}),
 		LedgerClaims: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "mcpmon", Name: "ledger_claims_total",
@@ -79,7 +79,7 @@ func (m *Metrics) sink(name string) {
 	}
 	m.seenSinks[name] = true
 	for _, k := range []alert.Kind{alert.KindOpen, alert.KindResolve, alert.KindReminder} {
-		for _, o := range []string{OutcomeSent, OutcomeFailed, OutcomeSuppressed, OutcomeDuplicate} {
+		for _, o := range []string{OutcomeSent, OutcomeFailed, OutcomeAbandoned, OutcomeSuppressed, OutcomeDuplicate} {
 			m.Alerts.WithLabelValues(name, string(k), o)
 		}
 	}

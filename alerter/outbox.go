@@ -235,36 +235,50 @@ func (a *Alerter) suppressed(sinks []alert.Sink, p pending) {
 }
 
 // deliver sends p through the ledger, retry and record stages to every
-// sink not held back, then settles it in the outbox: removed once every
-// sink has it; kept with the attempt recorded if a sink failed, that sink
-// held back for the rest of the drain.
+// sink not held back and not given up on, then settles it in the outbox:
+// removed once every sink has it or has failed it permanently; kept with
+// the attempt recorded if a sink failed, that sink held back for the rest
+// of the drain. A permanent failure is not a hold-back: the sink is added
+// to p.GaveUp (so no later drain or sweep calls it for p again) and takes
+// the endpoint's next notifications in order.
 func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc store.Incident, now time.Time) error {
 	var targets []alert.Sink
+	held := 0
 	for _, s := range run.sinks {
-		if !run.blocked[s.Name()] {
+		switch {
+		case slices.Contains(p.GaveUp, s.Name()):
+		case run.blocked[s.Name()]:
+			held++
+		default:
 			targets = append(targets, s)
 		}
 	}
 	isOpen := p.Kind == string(alert.KindOpen)
-	if len(targets) < len(run.sinks) && isOpen {
+	if held > 0 && isOpen {
 		run.openLeft[p.IncidentID] = true
 	}
-	if len(targets) == 0 {
+	if len(targets) == 0 && held > 0 {
 		return nil
 	}
-	n := notification(run.ep, inc, p)
-	ds := a.fanout(targets).execAll(ctx, n, func(sink string) string {
-		return msg.LedgerKey(run.endpointID, inc.ID, p.Kind, sink)
-	})
-	failed, err := a.outcomes(run, p, n, ds)
-	if err != nil {
-		return err
+	q := p
+	var failed []error
+	if len(targets) > 0 {
+		n := notification(run.ep, inc, p)
+		ds := a.fanout(targets).execAll(ctx, n, func(sink string) string {
+			return msg.LedgerKey(run.endpointID, inc.ID, p.Kind, sink)
+		})
+		var gaveUp []string
+		var err error
+		failed, gaveUp, err = a.outcomes(run, p, n, ds)
+		if err != nil {
+			return err
+		}
+		q.GaveUp = append(slices.Clone(p.GaveUp), gaveUp...)
 	}
 	if len(failed) > 0 {
 		if isOpen {
 			run.openLeft[p.IncidentID] = true
 		}
-		q := p
 		q.Attempts++
 		q.LastError = truncate(redact(errors.Join(failed...)), 512)
 		if rerr := a.rewrite(ctx, run.endpointID, p, &q, nil); rerr != nil {
@@ -273,12 +287,18 @@ func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc sto
 		run.errs = append(run.errs, fmt.Errorf("alerter: %s notification of incident %s: %w", p.Kind, inc.ID, errors.Join(failed...)))
 		return nil
 	}
-	if len(targets) < len(run.sinks) {
+	if held > 0 {
 		// Delivered to the sinks not held back; the rest get it once
-		// they have taken what precedes it.
+		// they have taken what precedes it. Sinks given up on are
+		// remembered, so they are not called again for p.
+		if len(q.GaveUp) > len(p.GaveUp) {
+			if rerr := a.rewrite(ctx, run.endpointID, p, &q, nil); rerr != nil {
+				a.log.Debug("record sinks given up", "err", rerr)
+			}
+		}
 		return nil
 	}
-	err = a.rewrite(ctx, run.endpointID, p, nil, func(_ *store.Incident, id *incidentData) {
+	err := a.rewrite(ctx, run.endpointID, p, nil, func(_ *store.Incident, id *incidentData) {
 		switch p.alertKind() {
 		case alert.KindOpen:
 			id.OpenNotified, id.NotifiedAt = true, now
@@ -293,9 +313,10 @@ func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc sto
 }
 
 // outcomes counts each sink's delivery of n and holds back the sinks that
-// did not take it. It returns their errors, redacted, and an injected
-// crash as err (a crashed process settles nothing).
-func (a *Alerter) outcomes(run *drainRun, p pending, n alert.Notification, ds []*Delivery) (failed []error, err error) {
+// did not take it. It returns their errors, redacted; the sinks that
+// failed permanently (given up on, not held back); and an injected crash
+// as err (a crashed process settles nothing).
+func (a *Alerter) outcomes(run *drainRun, p pending, n alert.Notification, ds []*Delivery) (failed []error, gaveUp []string, err error) {
 	for _, dl := range ds {
 		switch {
 		case dl.Err == nil:
@@ -304,10 +325,17 @@ func (a *Alerter) outcomes(run *drainRun, p pending, n alert.Notification, ds []
 				a.m.VerdictToAlert.Observe(a.clk.Now().Sub(p.VerdictEmittedAt).Seconds())
 			}
 		case errors.Is(dl.Err, errInjectedCrash):
-			return nil, dl.Err
+			return nil, nil, dl.Err
 		case errors.Is(dl.Err, ErrClaimHeld):
 			run.blocked[dl.Sink.Name()] = true
 			failed = append(failed, dl.Err)
+		case errors.Is(dl.Err, ErrDelivery) && errors.Is(dl.Err, alert.ErrPermanent):
+			// Retrying cannot help (the receiver refused the alert, or its
+			// address is one the SSRF guard refuses): the record stage has
+			// written the reason to the incident; say it once here too.
+			a.m.alert(alert.MetricLabel(dl.Sink), n.Kind, OutcomeAbandoned)
+			a.log.Warn("notification failed permanently; given up for this sink, not retried (see the incident's notifications)", "sink", dl.Sink.Name(), "incident", n.IncidentID, "kind", p.Kind, "err", redact(dl.Err))
+			gaveUp = append(gaveUp, dl.Sink.Name())
 		default:
 			if errors.Is(dl.Err, ErrDelivery) {
 				a.m.alert(alert.MetricLabel(dl.Sink), n.Kind, OutcomeFailed)
@@ -317,7 +345,7 @@ func (a *Alerter) outcomes(run *drainRun, p pending, n alert.Notification, ds []
 			failed = append(failed, redactedError{msg: redact(dl.Err), err: dl.Err})
 		}
 	}
-	return failed, nil
+	return failed, gaveUp, nil
 }
 
 // rewrite replaces (q != nil) or removes (q == nil) pending notification p in

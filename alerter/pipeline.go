@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -18,6 +19,10 @@ const (
 	OutcomeFailed     = "failed"
 	OutcomeSuppressed = "suppressed"
 	OutcomeDuplicate  = "duplicate"
+	// OutcomeAbandoned: the sink failed permanently (alert.ErrPermanent,
+	// including an address the SSRF guard refused); recorded on the
+	// incident and not retried.
+	OutcomeAbandoned = "abandoned"
 )
 
 // Sentinel errors.
@@ -249,6 +254,11 @@ func (r retryStage) Exec(ctx context.Context, d *Delivery) error {
 		if err == nil {
 			d.DeliveredAt = r.now()
 			return nil
+		}
+		if errors.Is(err, netguard.ErrBlocked) && !errors.Is(err, alert.ErrPermanent) {
+			// No retry reaches an address the guard refuses, whichever
+			// sink forgot to say so.
+			err = fmt.Errorf("%w: %w", alert.ErrPermanent, err)
 		}
 		d.LastErr = err
 		if errors.Is(err, alert.ErrPermanent) || attempt >= r.attempts || ctx.Err() != nil {

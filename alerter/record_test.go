@@ -70,11 +70,12 @@ func testDeliveryRecord(t *testing.T, newEnv func(*testing.T) *env) {
 		attempts     int
 		afterSweep   int // attempts once the sweep retried the outbox
 		wantErrorHas string
+		givenUp      bool // a permanent failure: the sweep does not retry it
 	}{
-		{"retried then delivered", []int{503}, store.DeliveryDelivered, 2, 2, "HTTP 503"},
-		{"failed past the retry budget", []int{503, 503, 503, 503}, store.DeliveryFailed, 4, 5, "HTTP 503"},
-		{"rejected", []int{400}, store.DeliveryFailed, 1, 2, "HTTP 400"},
-		{"first time", nil, store.DeliveryDelivered, 1, 1, ""},
+		{"retried then delivered", []int{503}, store.DeliveryDelivered, 2, 2, "HTTP 503", false},
+		{"failed past the retry budget", []int{503, 503, 503, 503}, store.DeliveryFailed, 4, 5, "HTTP 503", false},
+		{"rejected", []int{400}, store.DeliveryFailed, 1, 1, "HTTP 400", true},
+		{"first time", nil, store.DeliveryDelivered, 1, 1, "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -105,6 +106,12 @@ func testDeliveryRecord(t *testing.T, newEnv func(*testing.T) *env) {
 			// The sweep retries what failed: the record adds up.
 			if err := a.Sweep(e.ctx); err != nil {
 				t.Fatal(err)
+			}
+			if c.givenUp {
+				if d := e.delivery(inc); d.Outcome != store.DeliveryFailed || d.Attempts != c.afterSweep || hook.ok != 0 || !strings.HasPrefix(d.LastError, "given up, not retried: ") {
+					t.Fatalf("after the sweep: record %+v, %d accepted, want the permanent failure left as it was", d, hook.ok)
+				}
+				return
 			}
 			if d := e.delivery(inc); d.Outcome != store.DeliveryDelivered || d.Attempts != c.afterSweep || hook.ok != 1 {
 				t.Fatalf("after the sweep: record %+v, %d accepted, want delivered after %d attempts, accepted once", d, hook.ok, c.afterSweep)

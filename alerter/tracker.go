@@ -70,6 +70,12 @@ type pending struct {
 	DeferredUntil time.Time `json:"deferredUntil,omitzero"`
 	Attempts      int       `json:"attempts,omitempty"`
 	LastError     string    `json:"lastError,omitempty"`
+	// GaveUp are the sinks that failed this notification permanently
+	// (alert.ErrPermanent: the receiver refused it, or the SSRF guard
+	// refused the receiver's address). They are not tried again for it: the
+	// failure is recorded once on the incident, and the notification leaves
+	// the outbox once every other sink has it.
+	GaveUp []string `json:"gaveUp,omitempty"`
 }
 
 func (p pending) same(o pending) bool { return p.IncidentID == o.IncidentID && p.Kind == o.Kind }

@@ -59,7 +59,7 @@ func Catalog() []Family {
 		// Alerter.
 		{"mcpmon_incidents_open", Gauge, nil, "alerter", "1"},
 		{"mcpmon_incidents_total", Counter, []string{"event"}, "alerter", "3 events"},
-		{"mcpmon_alerts_total", Counter, []string{"kind", "outcome", "sink"}, "alerter", "(global sink names + 5 endpoint:<type> labels) × kinds × 4 outcomes"},
+		{"mcpmon_alerts_total", Counter, []string{"kind", "outcome", "sink"}, "alerter", "(global sink names + 5 endpoint:<type> labels) × kinds × 5 outcomes"},
 		{"mcpmon_ledger_claims_total", Counter, []string{"result"}, "alerter", "3 results"},
 		{"mcpmon_alert_unmarked_seconds", Histogram, nil, "alerter", "buckets"},
 		// Queue plumbing (every role that sends or consumes).
