@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -52,6 +53,7 @@ var blockedPrefixes = func() []netip.Prefix {
 		"240.0.0.0/4",     // reserved, incl. broadcast
 		"::/128",          // unspecified
 		"::1/128",         // loopback
+		"::/96",           // IPv4-compatible IPv6 (deprecated): [::127.0.0.1] is ::7f00:1
 		"64:ff9b::/96",    // NAT64 can reach IPv4 private space
 		"64:ff9b:1::/48",  // local-use NAT64
 		"100::/64",        // discard
@@ -106,6 +108,20 @@ func (g Guard) CheckHost(host string) error {
 	if ip, err := netip.ParseAddr(host); err == nil {
 		return g.CheckAddr(ip)
 	}
+	if ip, numeric, err := parseLooseIPv4(host); numeric {
+		// 2130706433, 0x7f000001, 127.1, 0177.0.0.1: getaddrinfo and
+		// browsers read these as IPv4 addresses, Go's resolver as names
+		// that do not resolve. Whichever reader wins, the registration
+		// must not hide an address from the check.
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: host %q looks numeric but is not an IPv4 address", ErrInvalidURL, host)
+		case g.CheckAddr(ip) != nil:
+			return fmt.Errorf("%w: %s is a non-canonical form of %s", ErrBlocked, host, ip)
+		default:
+			return fmt.Errorf("%w: host %q is a non-canonical IPv4 form; write it as %s", ErrInvalidURL, host, ip)
+		}
+	}
 	h := strings.ToLower(strings.TrimSuffix(host, "."))
 	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
 		return fmt.Errorf("%w: %s names the loopback interface", ErrBlocked, host)
@@ -125,6 +141,11 @@ func (g Guard) CheckURL(u *url.URL) error {
 	}
 	if u.User != nil {
 		return fmt.Errorf("%w: credentials in the URL are not allowed; use endpoint headers (they are kept secret)", ErrInvalidURL)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%w: port %s is outside 1-65535", ErrInvalidURL, p)
+		}
 	}
 	return g.CheckHost(host)
 }
@@ -156,4 +177,71 @@ func (g Guard) Control(_, address string, _ syscall.RawConn) error {
 func (g Guard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: g.Control}
 	return d.DialContext(ctx, network, addr)
+}
+
+// parseLooseIPv4 reads host the way inet_aton(3) and the WHATWG URL
+// standard do: a host whose last dot-separated part is a number (decimal,
+// 0x hex or 0-prefixed octal) is an IPv4 address of one to four parts, the
+// last filling the remaining bytes ("127.1" is 127.0.0.1, "2130706433" is
+// 127.0.0.1). numeric is false for a DNS name; err is set when host is
+// numeric but no valid address.
+func parseLooseIPv4(host string) (ip netip.Addr, numeric bool, err error) {
+	parts := strings.Split(strings.TrimSuffix(strings.ToLower(host), "."), ".")
+	if !endsInNumber(parts[len(parts)-1]) {
+		return netip.Addr{}, false, nil
+	}
+	if len(parts) > 4 {
+		return netip.Addr{}, true, errors.New("too many parts")
+	}
+	var v uint64
+	for i, p := range parts {
+		n, ok := parseIPv4Part(p)
+		if !ok {
+			return netip.Addr{}, true, fmt.Errorf("part %q", p)
+		}
+		if i < len(parts)-1 {
+			if n > 255 {
+				return netip.Addr{}, true, fmt.Errorf("part %q over 255", p)
+			}
+			v = v<<8 | n
+			continue
+		}
+		rest := uint(8 * (4 - i))
+		if n >= 1<<rest {
+			return netip.Addr{}, true, fmt.Errorf("last part %q too large", p)
+		}
+		v = v<<rest | n
+	}
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true, nil
+}
+
+// endsInNumber is the WHATWG URL test on a host's last part: all decimal
+// digits, or 0x followed by hex digits only. Such a host is an IPv4
+// address (or invalid), never a DNS name.
+func endsInNumber(p string) bool {
+	if rest, ok := strings.CutPrefix(p, "0x"); ok {
+		return strings.Trim(rest, "0123456789abcdef") == ""
+	}
+	return p != "" && strings.Trim(p, "0123456789") == ""
+}
+
+// parseIPv4Part parses one part: 0x hex, 0-prefixed octal, or decimal.
+func parseIPv4Part(p string) (uint64, bool) {
+	base := 10
+	switch {
+	case p == "":
+		return 0, false
+	case strings.HasPrefix(p, "0x"):
+		base, p = 16, p[2:]
+		if p == "" {
+			return 0, true
+		}
+	case len(p) > 1 && p[0] == '0':
+		base, p = 8, p[1:]
+	}
+	n, err := strconv.ParseUint(p, base, 32)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
 }

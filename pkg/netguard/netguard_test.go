@@ -125,3 +125,48 @@ func TestDialContextRefusesBeforeConnect(t *testing.T) {
 	default:
 	}
 }
+
+// TestNonCanonicalIPv4RefusedAtRegistration: the spellings of an IPv4
+// address that getaddrinfo and browsers accept (one number, hex, octal,
+// fewer than four parts) and IPv4-compatible IPv6 are refused when a
+// target is registered, as the dial-time check refuses the address they
+// stand for; a public address spelled that way is refused as ambiguous,
+// with the canonical spelling.
+func TestNonCanonicalIPv4RefusedAtRegistration(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want error
+	}{
+		{"http://2130706433/mcp", ErrBlocked},
+		{"http://0x7f000001/mcp", ErrBlocked},
+		{"http://0X7F000001/mcp", ErrBlocked},
+		{"http://127.1/mcp", ErrBlocked},
+		{"http://0177.0.0.1/mcp", ErrBlocked},
+		{"http://0x7f.0.0.1/mcp", ErrBlocked},
+		{"http://127.0.1/mcp", ErrBlocked},
+		{"http://169.254.43518/latest", ErrBlocked},
+		{"http://0/mcp", ErrBlocked},
+		{"http://[::127.0.0.1]/mcp", ErrBlocked},
+		{"http://[::169.254.169.254]/mcp", ErrBlocked},
+		{"http://134744072/mcp", ErrInvalidURL}, // 8.8.8.8: public, but spelled so that readers disagree
+		{"http://1.2.3.4.5/mcp", ErrInvalidURL},
+		{"http://256.0.0.1/mcp", ErrInvalidURL},
+		{"http://09.0.0.1/mcp", ErrInvalidURL},
+		{"http://mcp.example.123/mcp", ErrInvalidURL},
+		{"http://example.com:0/mcp", ErrInvalidURL},
+		{"http://example.com:65536/mcp", ErrInvalidURL},
+		{"http://8.8.8.8/mcp", nil},
+		{"http://0xcafe.example.com/mcp", nil}, // a name: its last part is not a number
+		{"http://1password.com/mcp", nil},
+		{"http://example.com:65535/mcp", nil},
+	} {
+		err := Guard{}.CheckTarget(tc.url)
+		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("CheckTarget(%q) = %v, want %v", tc.url, err, tc.want)
+		}
+	}
+	// The dial-time half refuses the IPv4-compatible form too.
+	if err := (Guard{}).CheckAddr(netip.MustParseAddr("::127.0.0.1")); !errors.Is(err, ErrBlocked) {
+		t.Errorf("CheckAddr(::127.0.0.1) = %v, want ErrBlocked", err)
+	}
+}

@@ -49,6 +49,13 @@ func ParseSchedule(s string) (cron.Schedule, error) {
 			return nil, fmt.Errorf("%w: %q: time zone prefix without a schedule", ErrInvalidSchedule, s)
 		}
 		prefix, body = s[:i], strings.TrimSpace(s[i:])
+		// robfig loads the zone with time.LoadLocation, where "Local" is
+		// the host's own zone: two replicas in different zones would
+		// compute different slots. Only named zones mean one instant
+		// everywhere.
+		if zone := prefix[strings.Index(prefix, "=")+1:]; strings.EqualFold(zone, "Local") {
+			return nil, fmt.Errorf("%w: %q: the Local time zone is the host's and differs between replicas; name a zone such as CRON_TZ=Europe/Berlin, or omit the prefix for UTC", ErrInvalidSchedule, orig)
+		}
 	}
 	if strings.HasPrefix(body, "@every") {
 		if err := checkEvery(body); err != nil {

@@ -3,6 +3,7 @@ package schedule
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -32,6 +33,9 @@ func TestParseSchedule(t *testing.T) {
 		{"0 0 30 2 *", true}, // 30 February never comes
 		{"TZ=UTC", true},     // robfig would panic
 		{"CRON_TZ=Mars/Olympus 0 * * * *", true},
+		{"CRON_TZ=Local 0 9 * * *", true}, // the host's zone: replicas would disagree
+		{"TZ=Local @every 1m", true},
+		{"CRON_TZ=local 0 9 * * *", true},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			sched, err := ParseSchedule(tc.in)
@@ -165,5 +169,14 @@ func TestShortestInterval(t *testing.T) {
 	}
 	if got := (Slots{}).ShortestInterval(from); got != 0 {
 		t.Errorf("zero Slots: %s, want 0", got)
+	}
+}
+
+// TestLocalZoneRefusedWithReason: CRON_TZ=Local would make every replica
+// compute slots in its own host zone; the refusal says why and what to use.
+func TestLocalZoneRefusedWithReason(t *testing.T) {
+	_, err := ParseSchedule("CRON_TZ=Local 0 9 * * *")
+	if !errors.Is(err, ErrInvalidSchedule) || !strings.Contains(err.Error(), "Local time zone") {
+		t.Fatalf("err = %v, want ErrInvalidSchedule explaining the Local zone", err)
 	}
 }
