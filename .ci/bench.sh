@@ -17,6 +17,11 @@ go test -run '^$' -bench . -benchmem -benchtime "${BENCHTIME:-1x}" \
   ./pkg/scheduler/ ./prober/ ./pkg/queue/... ./pkg/msg/ ./alerter/ 2>&1 | tee "$peers_dir/bench.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
 
 echo
+echo "==> API keys: GET /v1/endpoints/{id} without and with a key, side by side (target: auth-ns/req < 5000)" >&2
+go test -run '^$' -bench 'GetEndpoint|AuthOverhead' -benchmem -benchtime "${API_BENCHTIME:-20000x}" ./pkg/api/ 2>&1 \
+  | grep -E '^(Benchmark|ok|FAIL|---)' || true
+
+echo
 echo "==> load harness: whole pipeline, embedded queue and store" >&2
 go run ./cmd/mcpmon-load --endpoints 50 --duration 25s
 echo

@@ -123,7 +123,7 @@ func TestPanelQueriesReturnData(t *testing.T) {
 	downID := register(t, ctx, api, "fixture-down", downURL)
 
 	// 3. Prometheus scraping mcpmon every second.
-	prom := startPrometheus(t, ctx, promBin, dir, strings.TrimPrefix(api, "http://"))
+	prom := startPrometheus(t, ctx, promBin, dir, strings.TrimPrefix(api.url, "http://"))
 
 	// 4. Wait until the pipeline has produced what the panels show: both
 	// verdicts, an alert delivered, and enough samples for rates.
@@ -222,7 +222,7 @@ func TestPanelQueriesReturnData(t *testing.T) {
 	// 7. What mcpmon exports matches the catalog the dashboards are built
 	// on: no unknown or mislabelled mcpmon_* family, and every catalog
 	// family present (SQS-only ones on SQS only).
-	mfs := scrape(t, ctx, api)
+	mfs := scrape(t, ctx, api.url)
 	if err := metrics.Lint(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return mfs, nil })); err != nil {
 		t.Errorf("mcpmon's /metrics disagrees with the catalog:\n%v", err)
 	}
@@ -353,21 +353,35 @@ func start(t *testing.T, name string, cmd *exec.Cmd, stdout io.Writer) {
 	})
 }
 
-var apiLine = regexp.MustCompile(`API on (http://[0-9.]+:[0-9]+)/v1`)
+var (
+	apiLine   = regexp.MustCompile(`API on (http://[0-9.]+:[0-9]+)/v1`)
+	tokenLine = regexp.MustCompile(`export MCPMON_TOKEN=(mcpmon_[a-z0-9]+)`)
+)
 
-func startMcpmon(t *testing.T, ctx context.Context, bin string, args, env []string) string {
+// apiAccess is where the API listens and the admin key mcpmon printed at
+// its first start.
+type apiAccess struct{ url, token string }
+
+func startMcpmon(t *testing.T, ctx context.Context, bin string, args, env []string) apiAccess {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env
 	pr, pw := io.Pipe()
 	start(t, "mcpmon", cmd, pw)
-	found := make(chan string, 1)
+	found := make(chan apiAccess, 1)
 	go func() {
+		var a apiAccess
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			if m := apiLine.FindStringSubmatch(sc.Text()); m != nil {
+				a.url = m[1]
+			}
+			if m := tokenLine.FindStringSubmatch(sc.Text()); m != nil {
+				a.token = m[1]
+			}
+			if a.url != "" && a.token != "" {
 				select {
-				case found <- m[1]:
+				case found <- a:
 				default:
 				}
 			}
@@ -377,7 +391,7 @@ func startMcpmon(t *testing.T, ctx context.Context, bin string, args, env []stri
 	select {
 	case api := <-found:
 		waitFor(t, ctx, "mcpmon /readyz", func() error {
-			resp, err := httpGet(ctx, api+"/readyz")
+			resp, err := httpGet(ctx, api.url+"/readyz")
 			if err != nil {
 				return err
 			}
@@ -389,11 +403,11 @@ func startMcpmon(t *testing.T, ctx context.Context, bin string, args, env []stri
 		})
 		return api
 	case <-time.After(30 * time.Second):
-		t.Fatal("mcpmon printed no API address within 30s")
+		t.Fatal("mcpmon printed no API address and admin key within 30s")
 	case <-ctx.Done():
 		t.Fatal(ctx.Err())
 	}
-	return ""
+	return apiAccess{}
 }
 
 func httpGet(ctx context.Context, u string) (*http.Response, error) {
@@ -404,11 +418,12 @@ func httpGet(ctx context.Context, u string) (*http.Response, error) {
 	return http.DefaultClient.Do(req)
 }
 
-func register(t *testing.T, ctx context.Context, api, name, target string) string {
+func register(t *testing.T, ctx context.Context, api apiAccess, name, target string) string {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"name": name, "url": target, "schedule": "@every 1s", "timeout": "1s"})
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, api+"/v1/endpoints", bytes.NewReader(body))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, api.url+"/v1/endpoints", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+api.token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -170,7 +170,7 @@ func (r *run) fetchResourceMetadata(ctx context.Context, raw string) ([]string, 
 	}
 	out := make([]string, 0, len(md.AuthorizationServers))
 	for _, s := range md.AuthorizationServers {
-		out = append(out, clean(s))
+		out = append(out, s) // scrubbed, then cleaned, where rendered
 	}
 	return out, nil
 }
@@ -192,7 +192,7 @@ func (r *run) fetchAuthServerMetadata(ctx context.Context) (string, error) {
 	if md.Issuer == "" || (md.AuthorizationEndpoint == "" && md.TokenEndpoint == "") {
 		return "", fmt.Errorf("GET %s: metadata lacks issuer or endpoints", path)
 	}
-	return clean(md.Issuer), nil
+	return md.Issuer, nil // scrubbed, then cleaned, where rendered
 }
 
 // getMetadata GETs a JSON metadata document through the probe's guarded

@@ -249,7 +249,7 @@ func (p *Prober) catalogDrift(ctx context.Context, endpointID string, raw []json
 	}
 	tools := canonicalTools(raw)
 	for i := range tools {
-		tools[i].Name, tools[i].Description = clean(tools[i].Name), strings.ToValidUTF8(tools[i].Description, "\uFFFD")
+		tools[i].Name, tools[i].Description = clean(secrets.scrub(tools[i].Name)), strings.ToValidUTF8(tools[i].Description, "\uFFFD")
 	}
 	cur := Catalog{Fingerprint: fingerprint(canonicalTools(raw)), Tools: tools}
 	doc, err := p.opts.Catalogs.GetObject(ctx, CatalogKind, endpointID)

@@ -58,7 +58,7 @@ func asRPCClass(err error, class, method string) error {
 	var pe *probeError
 	if errors.As(err, &pe) && pe.rpc != nil && pe.class == "" {
 		pe.class = class
-		pe.format, pe.args = "%s answered with JSON-RPC error %d: %s", []any{method, pe.rpc.Code, fromTarget(clean(pe.rpc.Message))}
+		pe.format, pe.args = "%s answered with JSON-RPC error %d: %s", []any{method, pe.rpc.Code, fromTarget(pe.rpc.Message)}
 	}
 	return err
 }
@@ -89,7 +89,7 @@ func (r *run) statusError(ctx context.Context, resp *http.Response, method strin
 			ra = ra[:64]
 		}
 		if ra != "" {
-			return failf(ClassRateLimited, sc, "%s: HTTP 429 Too Many Requests (Retry-After: %s)", method, fromTarget(clean(ra)))
+			return failf(ClassRateLimited, sc, "%s: HTTP 429 Too Many Requests (Retry-After: %s)", method, fromTarget(ra))
 		}
 		return failf(ClassRateLimited, sc, "%s: HTTP 429 Too Many Requests", method)
 	case sc == http.StatusNotImplemented:

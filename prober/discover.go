@@ -37,7 +37,7 @@ func (r *run) discoverProbe(ctx context.Context) error {
 	}
 	if !slices.Contains(dr.SupportedVersions, Version20260728) {
 		// A server that lists only older revisions wants the 2025 handshake.
-		return failf(ClassVersionMismatch, 0, "server/discover lists %s without %s", fromTarget(clean(fmt.Sprint(dr.SupportedVersions))), Version20260728)
+		return failf(ClassVersionMismatch, 0, "server/discover lists %s without %s", fromTarget(fmt.Sprint(dr.SupportedVersions)), Version20260728)
 	}
 	r.res.ProtocolVersion = Version20260728
 	var info struct {
@@ -49,7 +49,7 @@ func (r *run) discoverProbe(ctx context.Context) error {
 	} else if dr.ServerInfo != nil {
 		info = *dr.ServerInfo
 	}
-	r.res.ServerName, r.res.ServerVersion = clean(info.Name), clean(info.Version)
+	r.res.ServerName, r.res.ServerVersion = info.Name, info.Version // cleaned after scrubbing (redactIdentity)
 	var caps struct {
 		Tools json.RawMessage `json:"tools"`
 	}

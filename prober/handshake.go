@@ -71,13 +71,13 @@ func (r *run) acceptInitialize(result json.RawMessage, asked string) error {
 	if ir.ProtocolVersion == "" {
 		return failf(ClassProtocolError, 0, "initialize result has no protocolVersion")
 	}
-	r.res.ServerName, r.res.ServerVersion = clean(ir.ServerInfo.Name), clean(ir.ServerInfo.Version)
-	r.res.ProtocolVersion = clean(ir.ProtocolVersion)
+	r.res.ServerName, r.res.ServerVersion = ir.ServerInfo.Name, ir.ServerInfo.Version // cleaned after scrubbing (redactIdentity)
+	r.res.ProtocolVersion = ir.ProtocolVersion
 	if pinned := r.ep.ProtocolVersion; pinned != "" && ir.ProtocolVersion != pinned {
-		return failf(ClassVersionMismatch, 0, "endpoint pins protocol %s but the server answered %s", pinned, fromTarget(clean(ir.ProtocolVersion)))
+		return failf(ClassVersionMismatch, 0, "endpoint pins protocol %s but the server answered %s", pinned, fromTarget(ir.ProtocolVersion))
 	}
 	if !slices.Contains(versions[:], ir.ProtocolVersion) || ir.ProtocolVersion == Version20260728 {
-		return failf(ClassVersionMismatch, 0, "asked for protocol %s, server answered %q, which the prober does not speak", asked, fromTarget(clean(ir.ProtocolVersion)))
+		return failf(ClassVersionMismatch, 0, "asked for protocol %s, server answered %q, which the prober does not speak", asked, fromTarget(ir.ProtocolVersion))
 	}
 	r.version = ir.ProtocolVersion
 	var caps struct {

@@ -329,7 +329,7 @@ func (h *httpClient) follow(req *http.Request, resp *http.Response) (*http.Respo
 			return nil, failf(ClassProtocolError, resp.StatusCode, "redirect Location is not a URL")
 		}
 		if err := h.r.p.guard.CheckURL(u); err != nil {
-			return nil, failf(ClassBlockedTarget, resp.StatusCode, "redirect to %s refused: %v", fromTarget(clean(u.Host)), err)
+			return nil, failf(ClassBlockedTarget, resp.StatusCode, "redirect to %s refused: %v", fromTarget(u.Host), err)
 		}
 		method := req.Method
 		var body io.ReadCloser

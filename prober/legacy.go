@@ -59,7 +59,7 @@ func (r *run) openLegacy(ctx context.Context) error {
 		if mt == "" {
 			return failf(ClassNotMCP, resp.StatusCode, "GET (SSE): HTTP %d without a content type: not an MCP endpoint", resp.StatusCode)
 		}
-		return failf(ClassNotMCP, resp.StatusCode, "GET (SSE): HTTP %d with content type %q: not an MCP endpoint", resp.StatusCode, fromTarget(clean(mt)))
+		return failf(ClassNotMCP, resp.StatusCode, "GET (SSE): HTTP %d with content type %q: not an MCP endpoint", resp.StatusCode, fromTarget(mt))
 	}
 	sr := newSSEReader(&capReader{r: resp.Body, n: r.p.opts.MaxBody}, int(r.p.opts.MaxBody), r.p.opts.MaxSSEEvents)
 	ls := &legacyStream{resp: resp, msgs: make(chan rpcMessage, 16), done: make(chan struct{}), cancel: cancel}
@@ -90,7 +90,7 @@ func (r *run) openLegacy(ctx context.Context) error {
 		if ep.Scheme != r.u.Scheme || ep.Host != r.u.Host {
 			cancel()
 			resp.Body.Close()
-			return failf(ClassProtocolError, resp.StatusCode, "GET (SSE): endpoint event points to another origin (%s)", fromTarget(clean(ep.Host)))
+			return failf(ClassProtocolError, resp.StatusCode, "GET (SSE): endpoint event points to another origin (%s)", fromTarget(ep.Host))
 		}
 		ls.endpoint = ep
 	}

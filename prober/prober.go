@@ -21,6 +21,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/store/sealed"
 )
 
 // Protocol revisions the probe speaks, newest first.
@@ -329,7 +330,7 @@ func (p *Prober) Run(ctx context.Context, ep store.Endpoint, cmd msg.ProbeComman
 	res.Phases[msg.PhaseTotal] = total.Seconds()
 	r.copyPhases()
 
-	secrets := newScrubber(ep.Headers)
+	secrets := newScrubber(ep.Headers, sealed.QuerySecrets(ep.URL)...)
 	redactIdentity(&res, secrets)
 	p.conclude(&res, ep, r, outcome(pctx, err, expired), total, secrets)
 	res.Status = StatusOf(res.Class)

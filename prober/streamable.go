@@ -92,7 +92,7 @@ func (r *run) readResponse(ctx context.Context, resp *http.Response, method stri
 	case "":
 		return nil, failf(ClassNotMCP, resp.StatusCode, "%s: HTTP %d without a content type: not an MCP endpoint", method, resp.StatusCode)
 	default:
-		return nil, failf(ClassNotMCP, resp.StatusCode, "%s: HTTP %d with content type %q: not an MCP endpoint", method, resp.StatusCode, fromTarget(clean(mt)))
+		return nil, failf(ClassNotMCP, resp.StatusCode, "%s: HTTP %d with content type %q: not an MCP endpoint", method, resp.StatusCode, fromTarget(mt))
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/seal"
 )
 
 // Modes of the harness.
@@ -237,7 +239,8 @@ func (h *harness) env(extra ...string) []string {
 	}
 	env = append(env,
 		"MCPMON_WINDOW="+h.o.Window.String(), "MCPMON_GRACE="+h.o.Grace.String(),
-		"MCPMON_ALLOW_PRIVATE_TARGETS=true", "MCPMON_WEBHOOK_URL="+h.rcv.url, "MCPMON_LOG_LEVEL=info")
+		"MCPMON_ALLOW_PRIVATE_TARGETS=true", "MCPMON_WEBHOOK_URL="+h.rcv.url, "MCPMON_LOG_LEVEL=info",
+		"MCPMON_AUTH=none") // replicas listen on 127.0.0.1; chaos is not about API keys
 	if h.o.Visibility > 0 {
 		env = append(env, "MCPMON_VISIBILITY_TIMEOUT="+h.o.Visibility.String())
 	}
@@ -285,7 +288,8 @@ func (h *harness) startPipeline(ctx context.Context) error {
 	prefix := fmt.Sprintf("chaos%d-", time.Now().UnixNano())
 	env := h.env("AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1",
 		"MCPMON_QUEUE=sqs", "MCPMON_SQS_ENDPOINT="+h.o.SQSEndpoint, "MCPMON_SQS_PREFIX="+prefix, "MCPMON_SQS_REGION=us-east-1",
-		"MCPMON_STORE=redis", "MCPMON_REDIS_URL=redis://"+h.redis.Addr()+"/0", "MCPMON_REDIS_PREFIX="+prefix+":")
+		"MCPMON_STORE=redis", "MCPMON_REDIS_URL=redis://"+h.redis.Addr()+"/0", "MCPMON_REDIS_PREFIX="+prefix+":",
+		"MCPMON_SECRETS_KEY="+seal.EncodeKey(seal.NewKey()))
 	ensure := exec.CommandContext(ctx, h.bin, "queues", "ensure")
 	ensure.Env = env
 	if b, err := ensure.CombinedOutput(); err != nil {

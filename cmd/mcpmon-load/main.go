@@ -29,6 +29,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/daemon"
 	"github.com/mcpmon/mcpmon/pkg/metrics"
+	"github.com/mcpmon/mcpmon/pkg/seal"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -103,6 +104,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		cfg.Store = config.StoreRedis
 		cfg.RedisURL = o.redisURL
 		cfg.RedisPrefix = fmt.Sprintf("mcpmon-load-%d:", time.Now().UnixNano())
+		cfg.SecretsKey = seal.EncodeKey(seal.NewKey())
 	}
 	reg := metrics.NewRegistry(daemon.Version)
 	d, err := daemon.Start(ctx, daemon.RoleAll, cfg, daemon.Deps{Registry: reg, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})

@@ -2,7 +2,8 @@
 // incident. `mcpmon run` (the default) runs every role in one process on
 // embedded defaults; `mcpmon api|prober|aggregator|alerter` runs one role, on
 // SQS and Redis, as many replicas as you like; `mcpmon queues ensure` creates
-// the SQS FIFO queues.
+// the SQS FIFO queues; `mcpmon secrets rotate` re-seals endpoint secrets
+// under a new key.
 package main
 
 import (
@@ -32,6 +33,9 @@ commands:
   aggregator       results → verdicts
   alerter          verdicts → incidents → alerts
   queues ensure    create or check the SQS FIFO queues and their DLQs
+  secrets rotate   add a new secrets key and re-seal every endpoint under it
+  keys create|list|revoke
+                   API keys, on the store directly (embedded: mcpmon stopped)
   version          print the version
 
 Run "mcpmon <command> --help" for the flags; every flag --foo-bar can also be
@@ -53,6 +57,14 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 			return 2
 		}
 		err = daemon.EnsureQueues(ctx, args[1:], env, stdout, stderr)
+	case "secrets":
+		if len(args) == 0 || args[0] != "rotate" {
+			fmt.Fprintln(stderr, `mcpmon secrets: want "mcpmon secrets rotate"`)
+			return 2
+		}
+		err = daemon.RotateSecrets(ctx, args[1:], env, stdout, stderr)
+	case "keys":
+		err = daemon.ManageKeys(ctx, args, env, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, daemon.Version)
 		return 0

@@ -106,6 +106,14 @@ type Options struct {
 	NewID func() string
 	// MaxBodyBytes caps a request body (default 1 MiB); larger ones get 413.
 	MaxBodyBytes int64
+	// Authenticator, when set, requires an API key on every /v1 request
+	// (auth.go); nil serves /v1 without keys.
+	Authenticator Authenticator
+	// Keys serves /v1/keys (admin); nil answers it with 404.
+	Keys KeyManager
+	// AllowedHosts, when not empty, are the only Host header values the API
+	// answers (host, or host:port); others get 421 (against DNS rebinding).
+	AllowedHosts []string
 }
 
 // DefaultMaxBodyBytes is the default request body cap.
@@ -125,6 +133,8 @@ type server struct {
 	clock     clock.Clock
 	newID     func() string
 	maxBody   int64
+	authn     Authenticator
+	keys      KeyManager
 }
 
 // New returns the /v1 API handler. It panics if opts.Store is nil: that is a
@@ -144,6 +154,8 @@ func New(opts Options) http.Handler {
 		clock:     opts.Clock,
 		newID:     opts.NewID,
 		maxBody:   opts.MaxBodyBytes,
+		authn:     opts.Authenticator,
+		keys:      opts.Keys,
 	}
 	if s.redact == nil {
 		s.redact = RedactSinks
@@ -163,7 +175,7 @@ func New(opts Options) http.Handler {
 	}
 
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, s.logRequests, s.recoverer)
+	r.Use(requestID, s.logRequests, s.recoverer, hostAllowList(opts.AllowedHosts), requireJSON) // guards.go
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, problemf(http.StatusNotFound, "", "no route for %s", r.URL.Path))
 	})
@@ -177,6 +189,7 @@ func New(opts Options) http.Handler {
 		writeProblem(w, req, problemf(http.StatusMethodNotAllowed, "", "%s is not allowed on %s", req.Method, req.URL.Path))
 	})
 	r.Route("/v1", func(r chi.Router) {
+		r.Use(s.authenticate) // auth.go: key and scope for every /v1 route
 		r.Route("/endpoints", func(r chi.Router) {
 			r.Get("/", s.listEndpoints)
 			r.Post("/", s.createEndpoint)
@@ -197,6 +210,7 @@ func New(opts Options) http.Handler {
 			r.Put("/{id}", s.putMaintenance)
 			r.Delete("/{id}", s.deleteMaintenance)
 		})
+		r.Route("/keys", s.keyRoutes) // keys.go
 	})
 	return r
 }

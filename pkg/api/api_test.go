@@ -97,15 +97,16 @@ func newHarness(t *testing.T, tweak ...func(*api.Options)) *harness {
 }
 
 // do sends a request; body "" sends none, contentType "" defaults to JSON
-// when there is a body.
+// when there is a body or the method changes state (as a real client of
+// this API does), "-" sends none.
 func (h *harness) do(method, path, contentType, body string) (*http.Response, []byte) {
 	h.t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
-		if contentType == "" {
-			contentType = "application/json"
-		}
+	}
+	if contentType == "" && (body != "" || method == http.MethodPost || method == http.MethodPut || method == http.MethodPatch) {
+		contentType = "application/json"
 	}
 	req, err := http.NewRequestWithContext(h.t.Context(), method, h.srv.URL+path, rd)
 	if err != nil {

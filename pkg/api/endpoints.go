@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
@@ -119,6 +118,10 @@ type EndpointView struct {
 	// Only on GET /v1/endpoints/{id}:
 	LatestResult *ResultView  `json:"latestResult,omitempty"`
 	LastVerdict  *VerdictView `json:"lastVerdict,omitempty"`
+
+	// Warnings, only on PATCH, say what the server did besides the patch:
+	// headers dropped because the URL moved to another origin.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ResultView is the latest probe result of an endpoint.
@@ -158,7 +161,7 @@ type VerdictView struct {
 
 func (s *server) endpointView(e store.Endpoint) EndpointView {
 	v := EndpointView{
-		ID: e.ID, Name: e.Name, URL: e.URL, Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
+		ID: e.ID, Name: e.Name, URL: RedactURL(e.URL), Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
 		Schedule: e.Schedule, Timeout: e.Timeout.String(), Labels: e.Labels, Paused: e.Paused,
 		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Version: e.Version,
 	}
@@ -274,12 +277,16 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 		bad("#/name", "is required")
 	case n > maxNameLen:
 		bad("#/name", "must be at most %d characters", maxNameLen)
-	case strings.IndexFunc(e.Name, unicode.IsControl) >= 0:
-		bad("#/name", "must not contain control characters")
+	default:
+		if detail := textProblem(e.Name); detail != "" {
+			bad("#/name", "%s", detail)
+		}
 	}
 
 	if detail := checkURL(e.URL); detail != "" {
 		bad("#/url", "%s", detail)
+	} else if p := redactedParam(e.URL); p != "" {
+		bad("#/url", "query parameter %q is the redaction placeholder; send the real value (a URL on another origin does not inherit the stored one)", p)
 	} else if checkTarget && s.validURL != nil {
 		if err := s.validURL(e.URL); err != nil {
 			bad("#/url", "target refused: %v", err)
@@ -352,8 +359,8 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 				bad(ptr, "is not a valid HTTP header name")
 			case reservedHeaders[canon]:
 				bad(ptr, "is set by the prober and cannot be overridden")
-			case strings.ContainsAny(val, "\r\n\x00"):
-				bad(ptr, "value must not contain CR, LF or NUL")
+			case !validHeaderValue(val):
+				bad(ptr, "value must not contain control characters (CR, LF, NUL, VT, ESC, DEL, ...); only tab is allowed")
 			case len(val) > maxHeaderValue:
 				bad(ptr, "value must be at most %d bytes", maxHeaderValue)
 			case val == Redacted:
@@ -379,6 +386,8 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 				bad(ptr, "label names match %s and are at most %d characters", labelKeyRE, maxLabelKeyLen)
 			case len(v) > maxLabelValLen || !utf8.ValidString(v):
 				bad(ptr, "label values are valid UTF-8 of at most %d bytes", maxLabelValLen)
+			case v != "" && textProblem(v) != "":
+				bad(ptr, "label value %s", textProblem(v))
 			default:
 				e.Labels[k] = v
 			}
@@ -387,9 +396,13 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 
 	if in.Rules != nil {
 		r := &store.Rules{OpenAfter: in.Rules.OpenAfter, OpenWindow: in.Rules.OpenWindow, ResolveAfter: in.Rules.ResolveAfter, RegionQuorum: in.Rules.RegionQuorum}
-		for ptr, n := range map[string]int{"#/rules/openAfter": r.OpenAfter, "#/rules/openWindow": r.OpenWindow, "#/rules/resolveAfter": r.ResolveAfter, "#/rules/regionQuorum": r.RegionQuorum} {
-			if n < 0 || n > maxRuleCount {
-				bad(ptr, "must be between 0 (default) and %d", maxRuleCount)
+		// A slice, not a map: problems come out in the same order every time.
+		for _, f := range []struct {
+			ptr string
+			n   int
+		}{{"#/rules/openAfter", r.OpenAfter}, {"#/rules/openWindow", r.OpenWindow}, {"#/rules/resolveAfter", r.ResolveAfter}, {"#/rules/regionQuorum", r.RegionQuorum}} {
+			if f.n < 0 || f.n > maxRuleCount {
+				bad(f.ptr, "must be between 0 (default) and %d", maxRuleCount)
 			}
 		}
 		if r.OpenAfter > 0 && r.OpenWindow > 0 && r.OpenWindow < r.OpenAfter {
@@ -445,6 +458,11 @@ func checkURL(raw string) string {
 		return "must include a host"
 	case u.Fragment != "":
 		return "must not contain a fragment"
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "port must be between 1 and 65535"
+		}
 	}
 	return ""
 }
@@ -603,15 +621,9 @@ func (s *server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, r, p)
 			return
 		}
-		// "<redacted>" sent back (e.g. a GET body edited and re-sent) keeps
-		// the stored secret instead of overwriting it with the placeholder.
-		for k, v := range in.Headers {
-			if v == Redacted {
-				if old, ok := lookupHeader(cur.Headers, k); ok {
-					in.Headers[k] = old
-				}
-			}
-		}
+		// "<redacted>" sent back keeps a stored secret, and a new origin
+		// drops the stored headers (carrySecrets says why).
+		warnings := carrySecrets(&in, cur, patch)
 		next, errs := s.toEndpoint(in, strings.TrimSpace(in.URL) != cur.URL)
 		if len(errs) > 0 {
 			writeProblem(w, r, invalid(errs...))
@@ -628,7 +640,9 @@ func (s *server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		}
 		s.schedule(updated)
 		w.Header().Set("ETag", etag(updated.Version))
-		writeJSON(w, http.StatusOK, s.endpointView(updated))
+		v := s.endpointView(updated)
+		v.Warnings = warnings
+		writeJSON(w, http.StatusOK, v)
 		return
 	}
 }
@@ -670,6 +684,9 @@ func decodePatch(body []byte) (map[string]any, *Problem) {
 	}
 	if patch == nil {
 		return nil, invalid(FieldError{Pointer: "#", Detail: "a merge patch must be a JSON object"})
+	}
+	if ptr := duplicateKey(body); ptr != "" {
+		return nil, invalid(FieldError{Pointer: ptr, Detail: "duplicate key: each member may appear once"})
 	}
 	if hs, ok := patch["headers"].(map[string]any); ok {
 		canon := make(map[string]any, len(hs))

@@ -150,9 +150,13 @@ func (s *server) ackIncident(w http.ResponseWriter, r *http.Request) {
 	var errs []FieldError
 	if len(in.By) > maxAckBy {
 		errs = append(errs, FieldError{Pointer: "#/by", Detail: fmt.Sprintf("must be at most %d bytes", maxAckBy)})
+	} else if detail := textProblem(in.By); detail != "" {
+		errs = append(errs, FieldError{Pointer: "#/by", Detail: detail})
 	}
 	if len(in.Reason) > maxAckReason {
 		errs = append(errs, FieldError{Pointer: "#/reason", Detail: fmt.Sprintf("must be at most %d bytes", maxAckReason)})
+	} else if detail := textProblem(in.Reason); detail != "" {
+		errs = append(errs, FieldError{Pointer: "#/reason", Detail: detail})
 	}
 	if len(errs) > 0 {
 		writeProblem(w, r, invalid(errs...))

@@ -74,6 +74,9 @@ func toMaintenance(in MaintenanceInput) (alert.Maintenance, *Problem) {
 	if len(m.Name) > maxNameLen {
 		return m, invalid(FieldError{Pointer: "#/name", Detail: "must be at most 200 characters"})
 	}
+	if detail := textProblem(m.Name); detail != "" {
+		return m, invalid(FieldError{Pointer: "#/name", Detail: detail})
+	}
 	for i, id := range m.EndpointIDs {
 		if strings.TrimSpace(id) == "" {
 			return m, invalid(FieldError{Pointer: "#/endpointIds/" + strconv.Itoa(i), Detail: "must not be empty"})

@@ -136,7 +136,7 @@ func checkJSONContentType(r *http.Request) *Problem {
 }
 
 // decodeStrict decodes exactly one JSON value into dst, refusing unknown
-// fields and trailing data. Problems never quote values from the body: they
+// fields, duplicate keys and trailing data. Problems never quote values from the body: they
 // may be secrets.
 func decodeStrict(body []byte, dst any) *Problem {
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -146,6 +146,9 @@ func decodeStrict(body []byte, dst any) *Problem {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return invalid(FieldError{Pointer: "#", Detail: "unexpected data after the JSON value"})
+	}
+	if ptr := duplicateKey(body); ptr != "" {
+		return invalid(FieldError{Pointer: ptr, Detail: "duplicate key: each member may appear once"})
 	}
 	return nil
 }

@@ -3,7 +3,10 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
 	"strings"
+
+	"github.com/mcpmon/mcpmon/pkg/store/sealed"
 )
 
 // secretKeyParts mark a sinks-document key whose string value is a secret:
@@ -62,4 +65,64 @@ func isSecretKey(k string) bool {
 		}
 	}
 	return false
+}
+
+// RedactURL returns raw with the value of every credential-like query
+// parameter (sealed.IsSecretParam: key, token, api_key, sig, …) replaced by
+// "<redacted>". The rest of the URL is kept byte for byte, so a client that
+// sends the URL back unchanged in a PATCH keeps the stored values.
+func RedactURL(raw string) string {
+	return mapSecretParams(raw, func(string, string, int) (string, bool) { return Redacted, true })
+}
+
+// mapSecretParams rewrites the values of raw's non-empty credential-like
+// query parameters with f(name, rawValue, n), n counting earlier parameters
+// of the same name; f returns false to keep a value.
+func mapSecretParams(raw string, f func(name, rawValue string, n int) (string, bool)) string {
+	base, query, ok := strings.Cut(raw, "?")
+	if !ok {
+		return raw
+	}
+	query, frag, hasFrag := strings.Cut(query, "#")
+	pairs := strings.Split(query, "&")
+	seen := map[string]int{}
+	for i, pair := range pairs {
+		rawName, val, hasVal := strings.Cut(pair, "=")
+		name := rawName
+		if n, err := url.QueryUnescape(rawName); err == nil {
+			name = n
+		}
+		if !hasVal || val == "" || !sealed.IsSecretParam(name) {
+			continue
+		}
+		if v, ok := f(name, val, seen[name]); ok {
+			pairs[i] = rawName + "=" + v
+		}
+		seen[name]++
+	}
+	out := base + "?" + strings.Join(pairs, "&")
+	if hasFrag {
+		out += "#" + frag
+	}
+	return out
+}
+
+// isPlaceholder reports whether a raw query value is "<redacted>", as sent
+// or percent-encoded by a client.
+func isPlaceholder(rawValue string) bool {
+	v, err := url.QueryUnescape(rawValue)
+	return rawValue == Redacted || err == nil && v == Redacted
+}
+
+// redactedParam names the first credential-like query parameter of raw
+// whose value is the redaction placeholder, or "".
+func redactedParam(raw string) string {
+	found := ""
+	mapSecretParams(raw, func(name, v string, _ int) (string, bool) {
+		if found == "" && isPlaceholder(v) {
+			found = name
+		}
+		return "", false
+	})
+	return found
 }

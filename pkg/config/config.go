@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,10 +28,19 @@ const (
 	StoreRedis    = "redis"
 )
 
+// API authentication (--auth).
+const (
+	// AuthKeys requires an API key on every /v1 request (pkg/auth).
+	AuthKeys = "keys"
+	// AuthNone serves /v1 to anyone; refused unless --listen is loopback.
+	AuthNone = "none"
+)
+
 // Options configure every role. Not every role reads every field.
 type Options struct {
 	Listen   string
 	DataDir  string
+	Auth     string // AuthKeys or AuthNone
 	LogLevel string
 	LogJSON  bool
 
@@ -55,6 +65,14 @@ type Options struct {
 	WebhookSecret string
 	SinksFile     string
 
+	// SecretsKeyFile holds the keys that seal endpoint header values and
+	// sinks at rest (pkg/seal: base64 keys, one a line, the first seals).
+	// SecretsKey is the same list from MCPMON_SECRETS_KEY, environment
+	// only: a key on a command line shows in ps. With neither, the embedded
+	// store generates <data-dir>/secrets.key; Redis refuses to start.
+	SecretsKeyFile string
+	SecretsKey     string
+
 	// ReplicaID names this process in ledger claims; defaults to host-pid
 	// with Redis, EmbeddedReplicaID with the embedded store.
 	ReplicaID string
@@ -65,12 +83,39 @@ type Options struct {
 	// queue.DefaultVisibility); handlers still running extend it by
 	// heartbeat, so it bounds how long a killed replica's message is held.
 	Visibility time.Duration
+
+	// HTTP server hardening (the listener every role serves).
+	//
+	// APIHosts, when set, are the only Host header values the REST API
+	// answers (host or host:port), against DNS rebinding.
+	APIHosts []string
+	// TLSCert and TLSKey (both or neither) are PEM files: the listener
+	// serves HTTPS with them.
+	TLSCert, TLSKey string
+	// HTTPReadTimeout bounds reading one request, headers and body, so a
+	// client that drips a body is cut off; headers alone get at most
+	// DefaultReadHeaderTimeout. HTTPWriteTimeout bounds handling and
+	// writing the response; HTTPIdleTimeout closes a keep-alive connection
+	// with no next request.
+	HTTPReadTimeout, HTTPWriteTimeout, HTTPIdleTimeout time.Duration
 }
+
+// HTTP server defaults. A request body is at most 1 MiB (the API's cap),
+// which takes well under 30 s on any link an operator would use.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultHTTPReadTimeout   = 30 * time.Second
+	DefaultHTTPWriteTimeout  = 60 * time.Second
+	DefaultHTTPIdleTimeout   = 120 * time.Second
+	// MaxHeaderBytes caps a request's header block (431 beyond it).
+	MaxHeaderBytes = 64 << 10
+)
 
 // Defaults returns the embedded, single-process defaults of `make run`.
 func Defaults() Options {
 	return Options{
 		Listen:           "127.0.0.1:8080",
+		Auth:             AuthKeys,
 		DataDir:          "data",
 		LogLevel:         "info",
 		Queue:            QueueEmbedded,
@@ -84,6 +129,9 @@ func Defaults() Options {
 		ProbeConcurrency: 16,
 		ClaimLease:       2 * time.Minute,
 		Visibility:       queue.DefaultVisibility,
+		HTTPReadTimeout:  DefaultHTTPReadTimeout,
+		HTTPWriteTimeout: DefaultHTTPWriteTimeout,
+		HTTPIdleTimeout:  DefaultHTTPIdleTimeout,
 	}
 }
 
@@ -94,6 +142,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	boolean := func(p *bool, name, usage string) { fs.BoolVar(p, name, *p, usage+envHint(name)) }
 	str(&o.Listen, "listen", "address for the REST API, /metrics, /healthz and /readyz")
 	str(&o.DataDir, "data-dir", "directory for the embedded queue and store")
+	str(&o.Auth, "auth", "REST API authentication: keys (an API key on every /v1 request) or none (only with a loopback --listen)")
 	str(&o.LogLevel, "log-level", "debug, info, warn or error")
 	boolean(&o.LogJSON, "log-json", "log JSON lines instead of text")
 	str(&o.Queue, "queue", "queue backend: embedded or sqs")
@@ -115,7 +164,30 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	str(&o.SinksFile, "sinks-file", "JSON file of alert sinks (webhook, slack, pagerduty, opsgenie, email)")
 	dur(&o.ClaimLease, "claim-lease", "how long an alert claim blocks other alerter replicas before a crashed holder's claim is taken over")
 	dur(&o.Visibility, "visibility-timeout", "consumers' visibility timeout: how soon a killed replica's message returns; running handlers extend it by heartbeat")
+	str(&o.SecretsKeyFile, "secrets-key-file", "file of base64 keys sealing endpoint secrets at rest, the first current (default <data-dir>/secrets.key with the embedded store; MCPMON_SECRETS_KEY holds keys inline)")
 	str(&o.ReplicaID, "replica-id", "identity of this replica in ledger claims (default host-pid; \"embedded\" with the embedded store)")
+	fs.Var((*listValue)(&o.APIHosts), "api-hosts", "comma-separated Host header values the REST API answers (host or host:port; default any), against DNS rebinding"+envHint("api-hosts"))
+	str(&o.TLSCert, "tls-cert", "PEM certificate (chain) file: serve HTTPS (with --tls-key)")
+	str(&o.TLSKey, "tls-key", "PEM private key file for --tls-cert")
+	dur(&o.HTTPReadTimeout, "http-read-timeout", "longest time to read one request, headers and body")
+	dur(&o.HTTPWriteTimeout, "http-write-timeout", "longest time to handle a request and write its response")
+	dur(&o.HTTPIdleTimeout, "http-idle-timeout", "how long an idle keep-alive connection stays open")
+}
+
+// listValue is a comma-separated flag; each Set replaces the list, so a
+// command-line flag overrides the environment.
+type listValue []string
+
+func (l *listValue) String() string { return strings.Join(*l, ",") }
+
+func (l *listValue) Set(s string) error {
+	*l = nil
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			*l = append(*l, v)
+		}
+	}
+	return nil
 }
 
 func envHint(flagName string) string { return " (env " + EnvName(flagName) + ")" }
@@ -159,8 +231,14 @@ func Parse(name string, args []string, env func(string) string, stderr io.Writer
 	if o.ReplicaID == "" {
 		o.ReplicaID = defaultReplicaID(o.Store)
 	}
+	o.SecretsKey = env(EnvSecretsKey)
 	return o, o.Validate()
 }
+
+// EnvSecretsKey holds the secrets keys inline (base64, comma-separated, the
+// first current). It has no flag on purpose: command lines are visible to
+// every user of the host.
+const EnvSecretsKey = "MCPMON_SECRETS_KEY"
 
 // EmbeddedReplicaID is every embedded-store process's identity in ledger
 // claims. Only one process can open a data dir (the store file is locked),
@@ -184,6 +262,15 @@ func (o Options) Validate() error {
 	var errs []error
 	if _, _, err := net.SplitHostPort(o.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("--listen %q: want host:port, e.g. 127.0.0.1:8080", o.Listen))
+	}
+	switch o.Auth {
+	case AuthKeys:
+	case AuthNone:
+		if !loopbackListen(o.Listen) {
+			errs = append(errs, fmt.Errorf("--auth none: only with a loopback --listen (127.0.0.1, [::1] or localhost), not %q: anyone who reaches the API could change it; use API keys (`mcpmon keys create`)", o.Listen))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--auth %q: want keys or none", o.Auth))
 	}
 	switch o.Queue {
 	case QueueEmbedded:
@@ -237,6 +324,25 @@ func (o Options) Validate() error {
 			errs = append(errs, errors.New("--webhook-url: want an http(s) URL with a host"))
 		}
 	}
+	for _, h := range o.APIHosts {
+		if err := checkAPIHost(h); err != nil {
+			errs = append(errs, fmt.Errorf("--api-hosts %q: %v", h, err))
+		}
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		errs = append(errs, errors.New("--tls-cert and --tls-key: give both (or neither)"))
+	}
+	for _, t := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--http-read-timeout", o.HTTPReadTimeout}, {"--http-write-timeout", o.HTTPWriteTimeout}, {"--http-idle-timeout", o.HTTPIdleTimeout}} {
+		if t.d < time.Second || t.d > time.Hour {
+			errs = append(errs, fmt.Errorf("%s %s: must be between 1s and 1h", t.flag, t.d))
+		}
+	}
+	if o.SecretsKey != "" && o.SecretsKeyFile != "" {
+		errs = append(errs, fmt.Errorf("--secrets-key-file and %s are both set: give one", EnvSecretsKey))
+	}
 	switch o.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -246,4 +352,40 @@ func (o Options) Validate() error {
 		return errs[0] // one line: the first problem
 	}
 	return nil
+}
+
+// checkAPIHost accepts a host name, an IP literal ([::1] for IPv6), or
+// either with a port: what a client puts in its Host header.
+func checkAPIHost(h string) error {
+	if strings.ContainsAny(h, "/@ ") || strings.Contains(h, "://") {
+		return errors.New("want a host name or host:port, not a URL")
+	}
+	host := h
+	if hp, port, err := net.SplitHostPort(h); err == nil {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return errors.New("port must be between 1 and 65535")
+		}
+		host = hp
+	} else if strings.Count(h, ":") > 1 && !strings.HasPrefix(h, "[") {
+		return errors.New("write an IPv6 address in brackets, e.g. [::1] or [::1]:8080")
+	}
+	host = strings.Trim(host, "[]")
+	if host == "" {
+		return errors.New("empty host")
+	}
+	return nil
+}
+
+// loopbackListen reports whether a --listen address binds only loopback: an
+// empty host or 0.0.0.0 listens on every interface.
+func loopbackListen(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -50,6 +50,13 @@ func TestParseErrors(t *testing.T) {
 		{env: map[string]string{"MCPMON_WINDOW": "soon"}, want: "MCPMON_WINDOW"},
 		{args: []string{"--webhook-url", "ftp://secret-token@example"}, want: "--webhook-url"},
 		{args: []string{"extra"}, want: "unexpected argument"},
+		{args: []string{"--tls-cert", "cert.pem"}, want: "--tls-key"},
+		{args: []string{"--tls-key", "key.pem"}, want: "--tls-cert"},
+		{args: []string{"--api-hosts", "https://mcpmon.example.com"}, want: "--api-hosts"},
+		{args: []string{"--api-hosts", "mcpmon.example.com:0"}, want: "--api-hosts"},
+		{args: []string{"--api-hosts", "::1"}, want: "--api-hosts"},
+		{args: []string{"--http-read-timeout", "0s"}, want: "--http-read-timeout"},
+		{args: []string{"--http-idle-timeout", "2h"}, want: "--http-idle-timeout"},
 	} {
 		_, err := Parse("mcpmon", tc.args, envOf(tc.env), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -98,5 +105,26 @@ func TestDefaultReplicaIDSurvivesRestartOnlyWithEmbeddedStore(t *testing.T) {
 	o, err = Parse("mcpmon", []string{"--replica-id", "mine"}, envOf(nil), io.Discard)
 	if err != nil || o.ReplicaID != "mine" {
 		t.Errorf("explicit replica ID: %q, %v", o.ReplicaID, err)
+	}
+}
+
+// TestServerHardeningOptions: the HTTP server limits have defaults, each can
+// be set by flag or environment, and --api-hosts is a list the command line
+// replaces.
+func TestServerHardeningOptions(t *testing.T) {
+	o, err := Parse("mcpmon", nil, envOf(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.HTTPReadTimeout != 30*time.Second || o.HTTPWriteTimeout != time.Minute || o.HTTPIdleTimeout != 2*time.Minute || o.APIHosts != nil || o.TLSCert != "" {
+		t.Fatalf("defaults: read %s write %s idle %s hosts %v tls %q", o.HTTPReadTimeout, o.HTTPWriteTimeout, o.HTTPIdleTimeout, o.APIHosts, o.TLSCert)
+	}
+	o, err = Parse("mcpmon", []string{"--api-hosts", "mcpmon.example.com, [::1]:8080", "--tls-cert", "c.pem", "--tls-key", "k.pem"},
+		envOf(map[string]string{"MCPMON_API_HOSTS": "env.example.com", "MCPMON_HTTP_IDLE_TIMEOUT": "30s"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(o.APIHosts) != "[mcpmon.example.com [::1]:8080]" || o.HTTPIdleTimeout != 30*time.Second || o.TLSKey != "k.pem" {
+		t.Fatalf("hosts %v idle %s key %q", o.APIHosts, o.HTTPIdleTimeout, o.TLSKey)
 	}
 }

@@ -32,7 +32,26 @@ type queues struct {
 
 func (q *queues) get(name string) queue.Queue { return q.byName[name] }
 
+// openStore opens the store backend with endpoint secrets sealed at rest
+// (secrets.go): every component reads and writes endpoints through it.
 func openStore(ctx context.Context, o config.Options, clk clock.Clock, logger *slog.Logger) (store.Store, error) {
+	kr, err := keyring(o, logger)
+	if err != nil {
+		return nil, err
+	}
+	st, err := openBackend(ctx, o, clk, logger)
+	if err != nil {
+		return nil, err
+	}
+	sealedSt, err := sealStore(ctx, o, st, kr, logger)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return sealedSt, nil
+}
+
+func openBackend(ctx context.Context, o config.Options, clk clock.Clock, logger *slog.Logger) (store.Store, error) {
 	switch o.Store {
 	case config.StoreEmbedded:
 		if err := os.MkdirAll(o.DataDir, 0o750); err != nil {

@@ -12,6 +12,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,7 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
+	"strconv"
 	"sync"
 	"time"
 
@@ -122,6 +123,7 @@ type Daemon struct {
 	qs     *queues
 	ln     net.Listener
 	srv    *http.Server
+	tls    *tls.Config // nil: plain HTTP
 	cancel context.CancelFunc
 	// drain is the context message handlers run on: it outlives the process
 	// context by DrainTimeout so a handler that has already started (a probe,
@@ -136,6 +138,7 @@ type Daemon struct {
 	pubs    []*queue.Publisher
 	stopped chan struct{}
 	prune   metricsPruner // per-endpoint series of deleted endpoints (prune.go)
+	keys    apiKeys       // API keys (apikeys.go)
 	delay   *metrics.PipelineDelay
 }
 
@@ -168,6 +171,9 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 		}
 	}()
 
+	if d.tls, err = loadTLS(o); err != nil {
+		return nil, err
+	}
 	if d.st, err = openStore(ctx, o, d.clk, d.log); err != nil {
 		return nil, err
 	}
@@ -185,15 +191,69 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s (is another process using it? pick another with --listen): %w", o.Listen, err)
 	}
-	d.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	d.srv = newHTTPServer(mux, o, d.tls, d.log)
 	go func() {
-		if err := d.srv.Serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := d.srv.Serve
+		if d.tls != nil {
+			serve = func(ln net.Listener) error { return d.srv.ServeTLS(ln, "", "") }
+		}
+		if err := serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.fail(fmt.Errorf("http server: %w", err))
 		}
 	}()
+	if d.role.has(RoleAPI) && d.tls == nil && !isLoopback(d.ln.Addr()) {
+		d.log.Warn("the REST API listens on a non-loopback address without TLS: requests, and any credentials in them, cross the network in clear text; serve HTTPS with --tls-cert/--tls-key, put it behind a TLS proxy, or listen on 127.0.0.1", "addr", d.Addr())
+	}
 	d.banner(deps.Stdout)
+	d.authBanner(deps.Stdout) // apikeys.go
 	go d.shutdownOnDone(ctx)
 	return d, nil
+}
+
+// newHTTPServer is the one listener's server, with limits so that no client
+// holds a connection or memory for long: a slow or dripped request is cut
+// off by the read timeouts, a slow reader of the response by the write
+// timeout, a silent keep-alive connection by the idle timeout, and a
+// bloated header block by MaxHeaderBytes (431). What net/http logs itself
+// (TLS handshakes of scanners, dropped connections) is debug: any client
+// can cause it.
+func newHTTPServer(h http.Handler, o config.Options, tc *tls.Config, log *slog.Logger) *http.Server {
+	orDefault := func(d, def time.Duration) time.Duration {
+		if d <= 0 {
+			return def
+		}
+		return d
+	}
+	read := orDefault(o.HTTPReadTimeout, config.DefaultHTTPReadTimeout)
+	return &http.Server{
+		Handler:           h,
+		TLSConfig:         tc,
+		ReadHeaderTimeout: min(config.DefaultReadHeaderTimeout, read),
+		ReadTimeout:       read,
+		WriteTimeout:      orDefault(o.HTTPWriteTimeout, config.DefaultHTTPWriteTimeout),
+		IdleTimeout:       orDefault(o.HTTPIdleTimeout, config.DefaultHTTPIdleTimeout),
+		MaxHeaderBytes:    config.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelDebug),
+	}
+}
+
+// loadTLS reads --tls-cert/--tls-key; nil when neither is set.
+func loadTLS(o config.Options) (*tls.Config, error) {
+	if o.TLSCert == "" && o.TLSKey == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--tls-cert/--tls-key: %w", err)}
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// isLoopback reports whether addr is a loopback address (not the
+// unspecified one, which listens on every interface).
+func isLoopback(addr net.Addr) bool {
+	ta, ok := addr.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
 
 // Addr is the bound listen address (useful with --listen 127.0.0.1:0).
@@ -348,7 +408,13 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		// through the periodic resync.
 		d.loop(ctx, "scheduler sync", func(ctx context.Context) error { return sched.SyncEvery(ctx, d.st, 15*time.Second) })
 		allow := o.AllowPrivateTargets
+		authn, keys, err := d.setupAPIKeys(ctx) // apikeys.go
+		if err != nil {
+			return err
+		}
 		h := api.New(api.Options{
+			Authenticator:     authn,
+			Keys:              keys,
 			Store:             d.st,
 			Scheduler:         sched,
 			TargetValidator:   netguard.Guard{AllowPrivate: allow}.CheckTarget,
@@ -357,6 +423,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			SinkRedactor:      redactEndpointSinks,
 			Logger:            d.log,
 			Clock:             d.clk,
+			AllowedHosts:      o.APIHosts,
 		})
 		mux.Handle("/v1/", h)
 	}
@@ -417,22 +484,30 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 	return nil
 }
 
+// banner prints the address the listener actually bound (after port 0 or
+// a wildcard host is resolved), then URLs a local client can use.
 func (d *Daemon) banner(w io.Writer) {
 	addr := d.Addr()
+	scheme, proto := "http", "HTTP"
+	if d.tls != nil {
+		scheme, proto = "https", "HTTPS"
+	}
+	where := ""
+	host := addr
+	if ta, ok := d.ln.Addr().(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
+		where = ", every interface"
+		host = net.JoinHostPort("127.0.0.1", strconv.Itoa(ta.Port))
+	}
 	if !d.role.has(RoleAPI) {
-		fmt.Fprintf(w, "mcpmon %s %s: metrics on http://%s/metrics\n", d.role, Version, addr)
+		fmt.Fprintf(w, "mcpmon %s %s: listening on %s (%s%s): metrics on %s://%s/metrics\n", d.role, Version, addr, proto, where, scheme, host)
 		return
 	}
-	host := addr
-	if strings.HasPrefix(host, "[::]") || strings.HasPrefix(host, "0.0.0.0") {
-		_, port, _ := net.SplitHostPort(addr)
-		host = net.JoinHostPort("127.0.0.1", port)
-	}
-	fmt.Fprintf(w, `mcpmon %s (%s): API on http://%s/v1  metrics on http://%s/metrics
+	fmt.Fprintf(w, `mcpmon %s (%s): listening on %s (%s%s)
+API on %s://%s/v1  metrics on %s://%s/metrics
 register an MCP endpoint:
-  curl -sS -X POST http://%s/v1/endpoints -H 'Content-Type: application/json' \
+  curl -sS -X POST %s://%s/v1/endpoints -H "Authorization: Bearer $MCPMON_TOKEN" -H 'Content-Type: application/json' \
     -d '{"name":"example","url":"https://mcp.example.com/mcp","schedule":"@every 30s"}'
-`, Version, d.role, host, host, host)
+`, Version, d.role, addr, proto, where, scheme, host, scheme, host, scheme, host)
 }
 
 // Gather scrapes the process's registry (the load harness reads it).

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/seal"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
@@ -33,4 +34,8 @@ func setupRedis(t *testing.T, o *config.Options) {
 	o.Store = config.StoreRedis
 	o.RedisURL = testpeers.RedisURL(t)
 	o.RedisPrefix = fmt.Sprintf("e2e-%d:", time.Now().UnixNano())
+	o.SecretsKey = testSecretsKey
 }
+
+// testSecretsKey seals endpoint secrets in tests that share Redis.
+var testSecretsKey = seal.EncodeKey(seal.NewKey())

@@ -163,15 +163,18 @@ func runEndToEnd(t *testing.T, b backend) {
 	o.ReplicaID = "e2e"
 	b.setup(t, &o)
 
+	// API keys on (the default): the first start prints the admin key.
+	var banner bytes.Buffer
 	start := func() *Daemon {
 		t.Helper()
-		d, err := Start(t.Context(), RoleAll, o, Deps{Logger: testLogger(t)})
+		d, err := Start(t.Context(), RoleAll, o, Deps{Logger: testLogger(t), Stdout: &banner})
 		if err != nil {
 			t.Fatalf("start mcpmon: %v", err)
 		}
 		return d
 	}
 	d := start()
+	c := apiClient{addr: d.Addr(), key: bootstrapKey(t, banner.String())}
 	stop := func() {
 		d.Stop()
 		if err := d.Wait(); err != nil {
@@ -185,13 +188,13 @@ func runEndToEnd(t *testing.T, b backend) {
 	}()
 
 	const secret = "Bearer e2e-secret-token"
-	id := register(t, d.Addr(), map[string]any{"name": "fixture", "url": srv.url(), "schedule": "@every 1s", "timeout": "1s",
+	id := c.register(t, map[string]any{"name": "fixture", "url": srv.url(), "schedule": "@every 1s", "timeout": "1s",
 		"headers": map[string]string{"Authorization": secret}})
 	eventually(t, 20*time.Second, "an up verdict", func() bool {
-		return latestState(t, d.Addr(), id) == msg.StateUp
+		return c.latestState(t, id) == msg.StateUp
 	})
 	for _, path := range []string{"/v1/endpoints/" + id, "/v1/endpoints", "/v1/endpoints/" + id + "/verdicts", "/metrics"} {
-		if body := get(t, d.Addr(), path); strings.Contains(body, "e2e-secret-token") {
+		if body := c.get(t, path); strings.Contains(body, "e2e-secret-token") {
 			t.Fatalf("GET %s returns the secret header value", path)
 		}
 	}
@@ -208,9 +211,14 @@ func runEndToEnd(t *testing.T, b backend) {
 
 	// Restart mcpmon on the same data dir while the incident is open.
 	stop()
+	banner.Reset()
 	d = start()
+	if strings.Contains(banner.String(), "mcpmon_") {
+		t.Fatalf("the restart printed an API key again:\n%s", banner.String())
+	}
+	c.addr = d.Addr()
 	eventually(t, 20*time.Second, "down verdicts after the restart", func() bool {
-		return latestState(t, d.Addr(), id) == msg.StateDown
+		return c.latestState(t, id) == msg.StateDown
 	})
 
 	srv.start()
@@ -225,13 +233,38 @@ func runEndToEnd(t *testing.T, b backend) {
 	}
 }
 
-func register(t *testing.T, addr string, body map[string]any) string {
+// apiClient calls a daemon's API with an API key (key "" sends none: a
+// process started with --auth none, or a path outside /v1).
+type apiClient struct{ addr, key string }
+
+func (c apiClient) do(t *testing.T, method, path string, body io.Reader) *http.Response {
 	t.Helper()
-	b, _ := json.Marshal(body)
-	resp, err := http.Post("http://"+addr+"/v1/endpoints", "application/json", bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+c.addr+path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.key != "" {
+		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func register(t *testing.T, addr string, body map[string]any) string {
+	t.Helper()
+	return apiClient{addr: addr}.register(t, body)
+}
+
+func (c apiClient) register(t *testing.T, body map[string]any) string {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp := c.do(t, http.MethodPost, "/v1/endpoints", bytes.NewReader(b))
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusCreated {
@@ -248,10 +281,12 @@ func register(t *testing.T, addr string, body map[string]any) string {
 
 func get(t *testing.T, addr, path string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return apiClient{addr: addr}.get(t, path)
+}
+
+func (c apiClient) get(t *testing.T, path string) string {
+	t.Helper()
+	resp := c.do(t, http.MethodGet, path, nil)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
@@ -262,10 +297,12 @@ func get(t *testing.T, addr, path string) string {
 
 func latestState(t *testing.T, addr, id string) msg.State {
 	t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://%s/v1/endpoints/%s/verdicts?limit=1", addr, id))
-	if err != nil {
-		t.Fatal(err)
-	}
+	return apiClient{addr: addr}.latestState(t, id)
+}
+
+func (c apiClient) latestState(t *testing.T, id string) msg.State {
+	t.Helper()
+	resp := c.do(t, http.MethodGet, fmt.Sprintf("/v1/endpoints/%s/verdicts?limit=1", id), nil)
 	defer resp.Body.Close()
 	var out struct {
 		Verdicts []msg.Verdict `json:"verdicts"`

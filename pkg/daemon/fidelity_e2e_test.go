@@ -63,6 +63,7 @@ func startEmbedded(t *testing.T, mod func(*config.Options)) *Daemon {
 	o.Window = time.Second
 	o.Grace = 300 * time.Millisecond
 	o.AllowPrivateTargets = true
+	o.Auth = config.AuthNone // loopback; API keys have their own tests (apikeys_test.go)
 	if mod != nil {
 		mod(&o)
 	}

@@ -133,9 +133,11 @@ func TestFleet(t *testing.T) {
 		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1",
 		"MCPMON_QUEUE=sqs", "MCPMON_SQS_ENDPOINT="+sqsEndpoint, "MCPMON_SQS_PREFIX="+prefix, "MCPMON_SQS_REGION=us-east-1",
 		"MCPMON_STORE=redis", "MCPMON_REDIS_URL="+redisURL, "MCPMON_REDIS_PREFIX="+prefix+":",
+		"MCPMON_SECRETS_KEY="+testSecretsKey,
 		"MCPMON_WINDOW=2s", "MCPMON_GRACE=500ms", "MCPMON_ALLOW_PRIVATE_TARGETS=true",
 		"MCPMON_WEBHOOK_URL="+hook, "MCPMON_CLAIM_LEASE=5s", "MCPMON_VISIBILITY_TIMEOUT=4s",
 		"MCPMON_LOG_LEVEL=debug",
+		"MCPMON_AUTH=none", // every process listens on 127.0.0.1; API keys have their own tests
 	)
 	defer func() {
 		if t.Failed() {

@@ -221,6 +221,7 @@ func TestPruneAfterDeleteEmbedded(t *testing.T) {
 	o.Window = time.Second
 	o.Grace = 300 * time.Millisecond
 	o.AllowPrivateTargets = true
+	o.Auth = config.AuthNone // loopback; API keys have their own tests (apikeys_test.go)
 	d, err := Start(t.Context(), RoleAll, o, Deps{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -319,6 +320,7 @@ func TestPruneDistributedDelete(t *testing.T) {
 	o.Window = time.Second
 	o.Grace = 300 * time.Millisecond
 	o.AllowPrivateTargets = true
+	o.Auth = config.AuthNone // loopback; API keys have their own tests (apikeys_test.go)
 	setupSQS(t, &o)
 	setupRedis(t, &o)
 

@@ -35,6 +35,8 @@ func TestRedisCrashMidIncident(t *testing.T) {
 	o.Store = config.StoreRedis
 	o.RedisURL = rs.URL()
 	o.RedisPrefix = fmt.Sprintf("crash-%d:", time.Now().UnixNano())
+	o.SecretsKey = testSecretsKey
+	o.Auth = config.AuthNone // loopback; API keys have their own tests (apikeys_test.go)
 	// Failed messages come back after the visibility timeout: keep it short
 	// so recovery after the outage is quick.
 	o.Visibility = 2 * time.Second
@@ -102,6 +104,8 @@ func TestStartWaitsForRedis(t *testing.T) {
 	o.Store = config.StoreRedis
 	o.RedisURL = rs.URL()
 	o.RedisPrefix = fmt.Sprintf("wait-%d:", time.Now().UnixNano())
+	o.SecretsKey = testSecretsKey
+	o.Auth = config.AuthNone // loopback; API keys have their own tests (apikeys_test.go)
 
 	d, err := Start(t.Context(), RoleAll, o, Deps{Logger: testLogger(t)})
 	if err != nil {

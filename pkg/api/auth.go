@@ -1,0 +1,117 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/mcpmon/mcpmon/pkg/auth"
+)
+
+// Authenticator checks the API key a request presents. *auth.Keyring
+// implements it; Options.Authenticator nil turns authentication off (package
+// tests that are not about it, and `--auth none` on a loopback listener).
+type Authenticator interface {
+	// Authenticate returns the key's principal, or auth.ErrInvalidKey,
+	// auth.ErrExpired or auth.ErrRevoked (401), or a store error (503/500).
+	Authenticate(ctx context.Context, key string) (auth.Principal, error)
+}
+
+// KeyManager serves /v1/keys. *auth.Keyring implements it.
+type KeyManager interface {
+	Create(ctx context.Context, nk auth.NewKey) (string, auth.Key, error)
+	List(ctx context.Context, tenant string) ([]auth.Key, error)
+	Revoke(ctx context.Context, tenant, ref string) (auth.Key, error)
+}
+
+// RequiredScope is the scope a request needs by its method: reads need
+// read, anything that can change state needs write. Routes that need more
+// (/v1/keys: admin) say so with requireScope.
+func RequiredScope(method string) auth.Scope {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return auth.ScopeRead
+	}
+	return auth.ScopeWrite
+}
+
+// authenticate admits a /v1 request that carries a live key
+// (Authorization: Bearer mcpmon_…) whose scope covers the method, and puts
+// the key's principal (tenant, scope) into the context. It runs before
+// routing inside /v1, so without a key even an unknown path is a 401: the
+// API does not tell strangers which routes or objects exist.
+func (s *server) authenticate(next http.Handler) http.Handler {
+	if s.authn == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, ok := bearerToken(r)
+		if !ok {
+			unauthorized(w, r, `Bearer realm="mcpmon"`, "this API needs a key: send Authorization: Bearer mcpmon_… (`mcpmon keys create` makes one)")
+			return
+		}
+		p, err := s.authn.Authenticate(r.Context(), key)
+		if err != nil {
+			detail := "the API key is not valid"
+			switch {
+			case errors.Is(err, auth.ErrExpired):
+				detail = "the API key has expired"
+			case errors.Is(err, auth.ErrRevoked):
+				detail = "the API key was revoked"
+			case errors.Is(err, auth.ErrInvalidKey):
+			default:
+				writeProblem(w, r, s.storeProblem(r, err, "API keys"))
+				return
+			}
+			unauthorized(w, r, `Bearer realm="mcpmon", error="invalid_token"`, detail)
+			return
+		}
+		if need := RequiredScope(r.Method); !p.Scope.Allows(need) {
+			forbidden(w, r, need, p.Scope)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), p)))
+	})
+}
+
+// requireScope refuses a request whose key's scope does not cover need. It
+// follows authenticate, and passes everything when authentication is off.
+func (s *server) requireScope(need auth.Scope) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if s.authn == nil {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if p, ok := auth.FromContext(r.Context()); !ok || !p.Scope.Allows(need) {
+				forbidden(w, r, need, p.Scope)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// bearerToken returns the credential of an "Authorization: Bearer <key>"
+// header (the scheme is case-insensitive, RFC 7235).
+func bearerToken(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// unauthorized is a 401 with the RFC 6750 challenge. The detail never
+// quotes the presented key.
+func unauthorized(w http.ResponseWriter, r *http.Request, challenge, detail string) {
+	w.Header().Set("WWW-Authenticate", challenge)
+	writeProblem(w, r, problemf(http.StatusUnauthorized, "", "%s", detail))
+}
+
+func forbidden(w http.ResponseWriter, r *http.Request, need, has auth.Scope) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="mcpmon", error="insufficient_scope", scope="`+string(need)+`"`)
+	writeProblem(w, r, problemf(http.StatusForbidden, "", "this request needs a key with scope %q; this key has %q", need, has))
+}

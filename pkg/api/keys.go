@@ -1,0 +1,172 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/mcpmon/mcpmon/pkg/auth"
+)
+
+// keyRoutes serves /v1/keys: an admin key of a tenant creates, lists and
+// revokes that tenant's keys. Another tenant's keys do not exist for it.
+func (s *server) keyRoutes(r chi.Router) {
+	r.Use(s.requireScope(auth.ScopeAdmin))
+	r.Get("/", s.listKeys)
+	r.Post("/", s.createKey)
+	r.Delete("/{id}", s.revokeKey)
+}
+
+// KeyView is an API key as the API shows it. Key is set only in the
+// response that creates it.
+type KeyView struct {
+	ID       string     `json:"id"`
+	Name     string     `json:"name"`
+	Tenant   string     `json:"tenant"`
+	Scope    auth.Scope `json:"scope"`
+	Status   string     `json:"status"`
+	Created  time.Time  `json:"created"`
+	Expires  *time.Time `json:"expires,omitempty"`
+	Revoked  *time.Time `json:"revoked,omitempty"`
+	LastUsed *time.Time `json:"lastUsed,omitempty"`
+	Key      string     `json:"key,omitempty"`
+}
+
+func keyView(k auth.Key, now time.Time) KeyView {
+	opt := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	return KeyView{ID: k.ID, Name: k.Name, Tenant: k.Tenant, Scope: k.Scope, Status: k.Status(now), Created: k.Created,
+		Expires: opt(k.Expires), Revoked: opt(k.Revoked), LastUsed: opt(k.LastUsed)}
+}
+
+// keyRequest is the body of POST /v1/keys. At most one of Expires (a time)
+// and ExpiresIn (a duration from now) may be given.
+type keyRequest struct {
+	Name      string     `json:"name"`
+	Scope     string     `json:"scope"`
+	Expires   *time.Time `json:"expires"`
+	ExpiresIn string     `json:"expiresIn"`
+}
+
+// keysOff answers /v1/keys when the process runs without keys.
+func (s *server) keysOff(w http.ResponseWriter, r *http.Request) bool {
+	if s.keys != nil {
+		return false
+	}
+	writeProblem(w, r, problemf(http.StatusNotFound, "", "API keys are off: this server runs with --auth none"))
+	return true
+}
+
+func (s *server) createKey(w http.ResponseWriter, r *http.Request) {
+	if s.keysOff(w, r) {
+		return
+	}
+	body, p := s.readBody(w, r, false)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	var req keyRequest
+	if p := decodeStrict(body, &req); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	now := s.clock.Now().UTC()
+	var errs []FieldError
+	if err := auth.ValidateName(req.Name); err != nil {
+		errs = append(errs, FieldError{Pointer: "#/name", Detail: err.Error()})
+	}
+	scope, err := auth.ParseScope(req.Scope)
+	if err != nil {
+		errs = append(errs, FieldError{Pointer: "#/scope", Detail: "must be read, write or admin"})
+	}
+	var expires time.Time
+	switch {
+	case req.Expires != nil && req.ExpiresIn != "":
+		errs = append(errs, FieldError{Pointer: "#/expiresIn", Detail: "give expires or expiresIn, not both"})
+	case req.Expires != nil:
+		if expires = *req.Expires; !expires.After(now) {
+			errs = append(errs, FieldError{Pointer: "#/expires", Detail: "must be in the future"})
+		}
+	case req.ExpiresIn != "":
+		d, err := time.ParseDuration(req.ExpiresIn)
+		if err != nil || d <= 0 {
+			errs = append(errs, FieldError{Pointer: "#/expiresIn", Detail: `must be a positive duration such as "720h"`})
+		}
+		expires = now.Add(d)
+	}
+	if len(errs) > 0 {
+		writeProblem(w, r, invalid(errs...))
+		return
+	}
+	// Keys are created in the caller's own tenant: an admin manages its
+	// tenant, never another's.
+	secret, key, err := s.keys.Create(r.Context(), auth.NewKey{Name: req.Name, Tenant: auth.TenantFrom(r.Context()), Scope: scope, Expires: expires})
+	if err != nil {
+		if errors.Is(err, auth.ErrNameTaken) {
+			writeProblem(w, r, problemf(http.StatusConflict, "", "a live key of this tenant is already named %q; revoke it or pick another name", req.Name))
+			return
+		}
+		writeProblem(w, r, s.storeProblem(r, err, "API keys"))
+		return
+	}
+	s.log.Info("API key created", "key_id", key.ID, "name", key.Name, "tenant", key.Tenant, "scope", key.Scope, "by", principalID(r))
+	v := keyView(key, now)
+	v.Key = secret
+	// The key is in this response only: no cache may keep it.
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, v)
+}
+
+func (s *server) listKeys(w http.ResponseWriter, r *http.Request) {
+	if s.keysOff(w, r) {
+		return
+	}
+	keys, err := s.keys.List(r.Context(), auth.TenantFrom(r.Context()))
+	if err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "API keys"))
+		return
+	}
+	now := s.clock.Now()
+	out := make([]KeyView, len(keys))
+	for i, k := range keys {
+		out[i] = keyView(k, now)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"keys": out})
+}
+
+// revokeKey revokes a key of the caller's tenant by ID (or name). Another
+// tenant's key is 404, as if it did not exist.
+func (s *server) revokeKey(w http.ResponseWriter, r *http.Request) {
+	if s.keysOff(w, r) {
+		return
+	}
+	ref := chi.URLParam(r, "id")
+	key, err := s.keys.Revoke(r.Context(), auth.TenantFrom(r.Context()), ref)
+	switch {
+	case errors.Is(err, auth.ErrKeyNotFound):
+		writeProblem(w, r, problemf(http.StatusNotFound, "", "no such API key"))
+		return
+	case errors.Is(err, auth.ErrAmbiguous):
+		writeProblem(w, r, problemf(http.StatusConflict, "", "%v", err))
+		return
+	case err != nil:
+		writeProblem(w, r, s.storeProblem(r, err, "API keys"))
+		return
+	}
+	s.log.Info("API key revoked", "key_id", key.ID, "name", key.Name, "tenant", key.Tenant, "by", principalID(r))
+	writeJSON(w, http.StatusOK, keyView(key, s.clock.Now()))
+}
+
+func principalID(r *http.Request) string {
+	if p, ok := auth.FromContext(r.Context()); ok {
+		return p.KeyID
+	}
+	return "anonymous"
+}

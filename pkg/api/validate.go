@@ -1,0 +1,130 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Text checks shared by every human-readable field (endpoint and
+// maintenance names, acknowledgement by/reason, label values). These
+// strings reach logs, alert payloads (Slack, email subjects, PagerDuty
+// summaries) and the operators' terminals, so they must not carry control
+// characters (a CR/LF forges a log line or a mail header, ESC drives a
+// terminal), bidirectional overrides (which make "evil.example" display as
+// something else), or be made only of invisible characters (a name that
+// looks empty in every list).
+
+// textProblem returns why s is not acceptable display text, or "".
+func textProblem(s string) string {
+	if !utf8.ValidString(s) {
+		return "must be valid UTF-8"
+	}
+	visible := false
+	for _, r := range s {
+		switch {
+		case unicode.IsControl(r): // C0 (NUL, CR, LF, VT, ESC, ...), DEL, C1
+			return fmt.Sprintf("must not contain control characters (found %U)", r)
+		case isBidiControl(r):
+			return fmt.Sprintf("must not contain bidirectional text controls (found %U)", r)
+		case !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) && !unicode.Is(unicode.Mn, r):
+			visible = true
+		}
+	}
+	if s != "" && !visible {
+		return "must contain visible characters, not only spaces or zero-width characters"
+	}
+	return ""
+}
+
+// isBidiControl reports the Unicode bidirectional formatting characters:
+// embeddings and overrides (U+202A–U+202E), isolates (U+2066–U+2069) and
+// the implicit marks (U+200E, U+200F, U+061C).
+func isBidiControl(r rune) bool {
+	switch {
+	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+		return true
+	case r == 0x200E, r == 0x200F, r == 0x061C:
+		return true
+	}
+	return false
+}
+
+// validHeaderValue reports whether v may be sent as an HTTP field value
+// (RFC 9110 §5.5): visible ASCII, space, horizontal tab and obs-text bytes;
+// no other control character (NUL, CR, LF, VT, ESC, DEL, ...). The prober
+// writes requests itself, so a control character here would reach the
+// target's parser as is.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// duplicateKey returns the JSON pointer of the first object member whose
+// name repeats an earlier member of the same object, or "" if none does or
+// body is not valid JSON (the decoder reports that). encoding/json keeps
+// the last of two duplicates silently, so {"url":"https://ok","url":
+// "http://internal"} would be checked by one reader and used by another.
+func duplicateKey(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if ptr, err := dupValue(dec, "#"); errors.Is(err, errDuplicate) {
+		return ptr
+	}
+	return ""
+}
+
+// errDuplicate stops the walk at the first duplicate.
+var errDuplicate = errors.New("duplicate key")
+
+// dupValue walks one JSON value; ptr is its pointer. It returns the
+// duplicate's pointer with errDuplicate, or a syntax error.
+func dupValue(dec *json.Decoder, ptr string) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return "", nil
+	}
+	switch d {
+	case '{':
+		seen := map[string]bool{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return "", err
+			}
+			k, _ := kt.(string)
+			kp := ptr + "/" + pointerEscape(k)
+			if seen[k] {
+				return kp, errDuplicate
+			}
+			seen[k] = true
+			if p, err := dupValue(dec, kp); err != nil {
+				return p, err
+			}
+		}
+	case '[':
+		for i := 0; dec.More(); i++ {
+			if p, err := dupValue(dec, ptr+"/"+strconv.Itoa(i)); err != nil {
+				return p, err
+			}
+		}
+	}
+	_, err = dec.Token() // the closing delimiter
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return "", err
+}
