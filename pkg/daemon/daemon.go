@@ -13,6 +13,7 @@ package daemon
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/aggregator"
 	"github.com/mcpmon/mcpmon/alerter"
+	"github.com/mcpmon/mcpmon/alerter/sinks"
 	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/config"
@@ -419,8 +421,8 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Scheduler:         sched,
 			TargetValidator:   netguard.Guard{AllowPrivate: allow}.CheckTarget,
 			ProtocolValidator: prober.ValidateProtocol,
-			SinkValidator:     endpointSinksValidator(allow),
-			SinkRedactor:      redactEndpointSinks,
+			SinkValidator:     func(raw json.RawMessage) error { return sinks.ValidateEndpointSinks(raw, allow) },
+			SinkRedactor:      sinks.RedactEndpointSinks,
 			Logger:            d.log,
 			Clock:             d.clk,
 			AllowedHosts:      o.APIHosts,
