@@ -343,6 +343,7 @@ func (a *Alerter) apply(ctx context.Context, v msg.Verdict) error {
 		if err != nil {
 			return err
 		}
+		in.Tenant = store.TenantOf(ep.Tenant)
 		if in.Tracker.Version > 0 && !v.Window.After(in.Tracker.LastWindow) {
 			a.log.Debug("stale verdict: state unchanged", "endpoint", v.EndpointID, "window", v.Window, "last", in.Tracker.LastWindow)
 			return nil
@@ -438,22 +439,6 @@ type redactedError struct {
 
 func (e redactedError) Error() string { return e.msg }
 func (e redactedError) Unwrap() error { return e.err }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
-
-func fnv32(s string) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(s); i++ {
-		h ^= uint32(s[i])
-		h *= 16777619
-	}
-	return h
-}
 
 func maxTime(a, b time.Time) time.Time {
 	if b.After(a) {

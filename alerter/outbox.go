@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strings"
 	"time"
@@ -71,7 +72,9 @@ func (a *Alerter) maintenanceEnd(ctx context.Context, ep store.Endpoint, now tim
 	if err != nil {
 		return false, time.Time{}, fmt.Errorf("alerter: list maintenance windows: %w", err)
 	}
-	ref := alert.EndpointRef{ID: ep.ID, Labels: ep.Labels}
+	// A window silences its own tenant's endpoints only (Matches checks
+	// the tenant first): a tenant's selector never reaches another's.
+	ref := alert.EndpointRef{ID: ep.ID, Tenant: ep.Tenant, Labels: ep.Labels}
 	var (
 		active bool
 		end    time.Time
@@ -100,7 +103,9 @@ func (a *Alerter) maintenanceEnd(ctx context.Context, ep store.Endpoint, now tim
 // broken sink must not silence the rest. A maintenance deferral stops the
 // drain for every sink.
 func (a *Alerter) drain(ctx context.Context, endpointID string) error {
-	mu := &a.drainLocks[fnv32(endpointID)%uint32(len(a.drainLocks))]
+	h := fnv.New32a()
+	h.Write([]byte(endpointID))
+	mu := &a.drainLocks[h.Sum32()%uint32(len(a.drainLocks))]
 	mu.Lock()
 	defer mu.Unlock()
 	t, err := a.st.GetTracker(ctx, endpointID)
@@ -280,7 +285,7 @@ func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc sto
 			run.openLeft[p.IncidentID] = true
 		}
 		q.Attempts++
-		q.LastError = truncate(redact(errors.Join(failed...)), 512)
+		q.LastError = alert.Truncate(redact(errors.Join(failed...)), 512)
 		if rerr := a.rewrite(ctx, run.endpointID, p, &q, nil); rerr != nil {
 			a.log.Debug("record delivery attempt", "err", rerr)
 		}

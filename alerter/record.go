@@ -86,9 +86,9 @@ func deliveryRecord(d *Delivery, err error) (store.Delivery, bool) {
 		return rec, false
 	}
 	if d.LastErr != nil {
-		rec.LastError = truncate(redact(d.LastErr), 512)
+		rec.LastError = alert.Truncate(redact(d.LastErr), 512)
 		if rec.Outcome == store.DeliveryFailed && errors.Is(d.LastErr, alert.ErrPermanent) {
-			rec.LastError = truncate("given up, not retried: "+redact(d.LastErr), 512)
+			rec.LastError = alert.Truncate("given up, not retried: "+redact(d.LastErr), 512)
 		}
 	}
 	return rec, true

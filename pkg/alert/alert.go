@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Kind is the incident event a notification announces.
@@ -83,4 +84,18 @@ func MetricLabel(s Sink) string {
 		return l.MetricLabel()
 	}
 	return s.Name()
+}
+
+// Truncate cuts s to at most n runes, the last of them an ellipsis when it
+// cut: the one rule every sink's field limits and the delivery records use,
+// so a cut never splits a UTF-8 sequence.
+func Truncate(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }

@@ -31,7 +31,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/clock"
@@ -312,7 +311,7 @@ func Subject(n alert.Notification) string {
 	if n.Kind != alert.KindResolve && n.Class != "" {
 		s += " (" + n.Class + ")"
 	}
-	return truncate(oneLine(s), 200)
+	return alert.Truncate(oneLine(s), 200)
 }
 
 // Message renders the complete RFC 5322 message for n (CRLF line endings).
@@ -412,12 +411,4 @@ func ts(t time.Time) string {
 // header lines.
 func oneLine(s string) string {
 	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\r' || r == '\n' }), " ")
-}
-
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }

@@ -224,12 +224,12 @@ func (s *Sink) NewCreate(n alert.Notification) CreateAlert {
 		}
 	}
 	return CreateAlert{
-		Message:     truncate(msg, MaxMessage),
+		Message:     alert.Truncate(msg, MaxMessage),
 		Alias:       Alias(n.IncidentID),
-		Description: truncate(desc.String(), MaxDescription),
+		Description: alert.Truncate(desc.String(), MaxDescription),
 		Tags:        s.tags(n),
 		Details:     capDetails(details),
-		Entity:      truncate(name, MaxEntity),
+		Entity:      alert.Truncate(name, MaxEntity),
 		Source:      Source,
 		Priority:    s.o.Priority,
 	}
@@ -242,7 +242,7 @@ func (s *Sink) NewClose(n alert.Notification) CloseAlert {
 		note = fmt.Sprintf("Resolved by mcpmon at %s after %s: the endpoint is up again.",
 			n.ResolvedAt.UTC().Format(time.RFC3339), n.ResolvedAt.Sub(n.OpenedAt).Round(time.Second))
 	}
-	return CloseAlert{Source: Source, Note: truncate(note, MaxNote)}
+	return CloseAlert{Source: Source, Note: alert.Truncate(note, MaxNote)}
 }
 
 func (s *Sink) tags(n alert.Notification) []string {
@@ -253,7 +253,7 @@ func (s *Sink) tags(n alert.Notification) []string {
 	tags = append(tags, s.o.Tags...)
 	out := make([]string, 0, len(tags))
 	for _, t := range tags {
-		t = truncate(strings.TrimSpace(t), MaxTag)
+		t = alert.Truncate(strings.TrimSpace(t), MaxTag)
 		if t != "" && !slices.Contains(out, t) && len(out) < MaxTags {
 			out = append(out, t)
 		}
@@ -267,7 +267,7 @@ func capDetails(m map[string]string) map[string]string {
 	out := map[string]string{}
 	total := 0
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		v := truncate(m[k], 1000)
+		v := alert.Truncate(m[k], 1000)
 		if total+utf8.RuneCountInString(k)+utf8.RuneCountInString(v) > MaxDetails {
 			continue
 		}
@@ -285,12 +285,4 @@ func Alias(incidentID string) string {
 	}
 	sum := sha256.Sum256([]byte(incidentID))
 	return "mcpmon-" + hex.EncodeToString(sum[:])
-}
-
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }

@@ -22,7 +22,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mcpmon/mcpmon/alerter/sinks/post"
 	"github.com/mcpmon/mcpmon/pkg/alert"
@@ -215,7 +214,7 @@ func (s *Sink) NewEvent(n alert.Notification) Event {
 		details["reminder"] = n.Sequence
 	}
 	ev.Payload = &Payload{
-		Summary:       truncate(summary, MaxSummary),
+		Summary:       alert.Truncate(summary, MaxSummary),
 		Source:        source(n),
 		Severity:      s.o.Severity,
 		Timestamp:     n.OpenedAt.UTC().Format(time.RFC3339),
@@ -257,12 +256,4 @@ func source(n alert.Notification) string {
 func isHTTPURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
-}
-
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }

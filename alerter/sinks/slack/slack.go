@@ -21,7 +21,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mcpmon/mcpmon/alerter/sinks/post"
 	"github.com/mcpmon/mcpmon/pkg/alert"
@@ -177,7 +176,7 @@ func NewMessage(n alert.Notification) Message {
 		fields = append(fields, mrkdwn("*State*\n"+escape(n.State)))
 	}
 	for i := range fields {
-		fields[i].Text = truncate(fields[i].Text, MaxFieldText)
+		fields[i].Text = alert.Truncate(fields[i].Text, MaxFieldText)
 	}
 
 	ctxLine := "mcpmon · endpoint `" + escape(n.EndpointID) + "`"
@@ -192,11 +191,11 @@ func NewMessage(n alert.Notification) Message {
 	fallback += " (incident " + n.IncidentID + ")"
 
 	return Message{
-		Text: truncate(fallback, MaxFallbackText),
+		Text: alert.Truncate(fallback, MaxFallbackText),
 		Blocks: []Block{
-			{Type: "header", Text: &Text{Type: "plain_text", Text: truncate(emoji+" "+headline, MaxHeaderText), Emoji: true}},
-			{Type: "section", Text: ptr(mrkdwn(truncate(why, MaxSectionText))), Fields: fields},
-			{Type: "context", Elements: []Text{mrkdwn(truncate(ctxLine, MaxFieldText))}},
+			{Type: "header", Text: &Text{Type: "plain_text", Text: alert.Truncate(emoji+" "+headline, MaxHeaderText), Emoji: true}},
+			{Type: "section", Text: ptr(mrkdwn(alert.Truncate(why, MaxSectionText))), Fields: fields},
+			{Type: "context", Elements: []Text{mrkdwn(alert.Truncate(ctxLine, MaxFieldText))}},
 		},
 	}
 }
@@ -241,10 +240,3 @@ func labels(m map[string]string) string {
 }
 
 // truncate cuts s to at most n characters (runes), marking the cut.
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
-}
