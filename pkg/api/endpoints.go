@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -296,12 +297,12 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 	if e.Transport == "" {
 		e.Transport = DefaultTransport
 	}
-	if !contains(transports, e.Transport) {
+	if !slices.Contains(transports, e.Transport) {
 		bad("#/transport", "must be one of %s", strings.Join(transports, ", "))
 	}
 	if e.ProtocolVersion != "" && !protocolVersionRE.MatchString(e.ProtocolVersion) {
 		bad("#/protocolVersion", "must be a protocol revision date such as 2025-06-18")
-	} else if contains(transports, e.Transport) && s.validProt != nil {
+	} else if slices.Contains(transports, e.Transport) && s.validProt != nil {
 		if err := s.validProt(e.Transport, e.ProtocolVersion); err != nil {
 			bad("#/protocolVersion", "%v", err)
 		}
@@ -350,7 +351,7 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 		bad("#/headers", "at most %d headers", maxHeaders)
 	} else if len(in.Headers) > 0 {
 		e.Headers = make(map[string]string, len(in.Headers))
-		for _, name := range sortedKeys(in.Headers) {
+		for _, name := range slices.Sorted(maps.Keys(in.Headers)) {
 			val := in.Headers[name]
 			canon := http.CanonicalHeaderKey(name)
 			ptr := "#/headers/" + pointerEscape(name)
@@ -378,7 +379,7 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 		bad("#/labels", "at most %d labels", maxLabels)
 	} else if len(in.Labels) > 0 {
 		e.Labels = make(map[string]string, len(in.Labels))
-		for _, k := range sortedKeys(in.Labels) {
+		for _, k := range slices.Sorted(maps.Keys(in.Labels)) {
 			v := in.Labels[k]
 			ptr := "#/labels/" + pointerEscape(k)
 			switch {
@@ -482,24 +483,6 @@ func validHeaderName(name string) bool {
 
 func pointerEscape(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ---- handlers
