@@ -177,112 +177,146 @@ func (c Config) EffectiveTimeout() time.Duration {
 // Validate checks every field and returns all problems joined, each naming
 // the sink and the field, none quoting a secret.
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: sink %q: %s: %s", ErrInvalid, c.Name, field, fmt.Sprintf(format, args...)))
-	}
+	p := &problems{c: c}
 	if !nameRE.MatchString(c.Name) {
-		bad("name", "want 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit (it is part of ledger keys)")
+		p.bad("name", "want 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit (it is part of ledger keys)")
 	}
 	if !slices.Contains(Types, c.Type) {
-		bad("type", "%q: want one of %s", c.Type, strings.Join(Types, ", "))
-		return errors.Join(errs...)
+		p.bad("type", "%q: want one of %s", c.Type, strings.Join(Types, ", "))
+		return errors.Join(p.errs...)
 	}
 	if c.Timeout != 0 && (c.Timeout < MinTimeout || c.Timeout > MaxTimeout) {
-		bad("timeout", "%s: want between %s and %s", c.Timeout, MinTimeout, MaxTimeout)
-	}
-	// unused reports settings the type ignores, which are usually a
-	// mistake (a routing key on a webhook sink).
-	unused := func(fields map[string]bool) {
-		for _, f := range slices.Sorted(maps.Keys(fields)) {
-			if fields[f] {
-				bad(f, "not used by type %s", c.Type)
-			}
-		}
-	}
-	httpOnly := map[string]bool{
-		"smtpAddr": c.SMTPAddr != "", "smtpUsername": c.SMTPUsername != "", "smtpPassword": c.SMTPPassword != "",
-		"smtpTLS": c.SMTPTLS != "", "smtpCAFile": c.SMTPCAFile != "", "from": c.From != "", "to": len(c.To) > 0,
+		p.bad("timeout", "%s: want between %s and %s", c.Timeout, MinTimeout, MaxTimeout)
 	}
 	switch c.Type {
 	case TypeWebhook, TypeSlack:
-		if c.URL == "" {
-			bad("url", "required")
-		} else if msg := checkURL(c.URL); msg != "" {
-			bad("url", "%s", msg) // never the value: it may embed a token
-		}
-		f := map[string]bool{"routingKey": c.RoutingKey != "", "apiKey": c.APIKey != "", "severity": c.Severity != "",
-			"clientUrl": c.ClientURL != "", "priority": c.Priority != "", "tags": len(c.Tags) > 0}
-		if c.Type == TypeSlack {
-			f["secret"] = c.Secret != ""
-		}
-		unused(f)
-		unused(httpOnly)
+		p.hook()
 	case TypePagerDuty:
-		if c.RoutingKey == "" {
-			bad("routingKey", "required (the Events API v2 integration key)")
-		}
-		if c.URL != "" {
-			if msg := checkURL(c.URL); msg != "" {
-				bad("url", "%s (e.g. https://events.eu.pagerduty.com/v2/enqueue)", msg)
-			}
-		}
-		if c.Severity != "" && !slices.Contains([]string{"critical", "error", "warning", "info"}, c.Severity) {
-			bad("severity", "%q: want critical, error, warning or info", c.Severity)
-		}
-		if c.ClientURL != "" {
-			if msg := checkURL(c.ClientURL); msg != "" {
-				bad("clientUrl", "%s", msg)
-			}
-		}
-		unused(map[string]bool{"secret": c.Secret != "", "apiKey": c.APIKey != "", "priority": c.Priority != "", "tags": len(c.Tags) > 0})
-		unused(httpOnly)
+		p.pagerDuty()
 	case TypeOpsgenie:
-		if c.APIKey == "" {
-			bad("apiKey", "required (an Opsgenie API integration key)")
-		}
-		if c.URL != "" {
-			if msg := checkURL(c.URL); msg != "" {
-				bad("url", "%s (e.g. https://api.eu.opsgenie.com)", msg)
-			}
-		}
-		if c.Priority != "" && !slices.Contains([]string{"P1", "P2", "P3", "P4", "P5"}, c.Priority) {
-			bad("priority", "%q: want P1..P5", c.Priority)
-		}
-		if len(c.Tags) > 20 {
-			bad("tags", "%d tags: Opsgenie accepts at most 20", len(c.Tags))
-		}
-		unused(map[string]bool{"secret": c.Secret != "", "routingKey": c.RoutingKey != "", "severity": c.Severity != "", "clientUrl": c.ClientURL != ""})
-		unused(httpOnly)
+		p.opsgenie()
 	case TypeEmail:
-		if c.SMTPAddr == "" {
-			bad("smtpAddr", "required (host:port, e.g. smtp.example.com:587)")
-		} else if h, p, err := net.SplitHostPort(c.SMTPAddr); err != nil || h == "" || p == "" {
-			bad("smtpAddr", "%q: want host:port", c.SMTPAddr)
-		}
-		if c.SMTPPassword != "" && c.SMTPUsername == "" {
-			bad("smtpPassword", "set without smtpUsername")
-		}
-		if c.SMTPTLS != "" && !slices.Contains([]string{"starttls", "require-starttls", "tls", "none"}, c.SMTPTLS) {
-			bad("smtpTLS", "%q: want starttls, require-starttls, tls or none", c.SMTPTLS)
-		}
-		if c.From == "" {
-			bad("from", "required (e.g. \"mcpmon <alerts@example.com>\")")
-		} else if _, err := mail.ParseAddress(c.From); err != nil {
-			bad("from", "%q is not an email address", c.From)
-		}
-		if len(c.To) == 0 {
-			bad("to", "at least one recipient is required")
-		}
-		for _, r := range c.To {
-			if _, err := mail.ParseAddress(r); err != nil {
-				bad("to", "%q is not an email address", r)
-			}
-		}
-		unused(map[string]bool{"url": c.URL != "", "secret": c.Secret != "", "routingKey": c.RoutingKey != "", "apiKey": c.APIKey != "",
-			"severity": c.Severity != "", "clientUrl": c.ClientURL != "", "priority": c.Priority != "", "tags": len(c.Tags) > 0})
+		p.email()
 	}
-	return errors.Join(errs...)
+	return errors.Join(p.errs...)
+}
+
+// problems collects what is wrong with one sink configuration.
+type problems struct {
+	c    Config
+	errs []error
+}
+
+func (p *problems) bad(field, format string, args ...any) {
+	p.errs = append(p.errs, fmt.Errorf("%w: sink %q: %s: %s", ErrInvalid, p.c.Name, field, fmt.Sprintf(format, args...)))
+}
+
+// unused reports settings the type ignores, which are usually a mistake (a
+// routing key on a webhook sink), in a stable order.
+func (p *problems) unused(fields map[string]bool) {
+	for _, f := range slices.Sorted(maps.Keys(fields)) {
+		if fields[f] {
+			p.bad(f, "not used by type %s", p.c.Type)
+		}
+	}
+}
+
+// smtpUnused reports the email settings on a sink that speaks HTTP.
+func (p *problems) smtpUnused() {
+	c := p.c
+	p.unused(map[string]bool{
+		"smtpAddr": c.SMTPAddr != "", "smtpUsername": c.SMTPUsername != "", "smtpPassword": c.SMTPPassword != "",
+		"smtpTLS": c.SMTPTLS != "", "smtpCAFile": c.SMTPCAFile != "", "from": c.From != "", "to": len(c.To) > 0,
+	})
+}
+
+// optionalURL checks an overridden API URL, naming an example in the error.
+func (p *problems) optionalURL(field, raw, example string) {
+	if raw == "" {
+		return
+	}
+	if msg := checkURL(raw); msg != "" {
+		if example != "" {
+			msg += " (e.g. " + example + ")"
+		}
+		p.bad(field, "%s", msg) // never the value: it may embed a token
+	}
+}
+
+func (p *problems) hook() {
+	c := p.c
+	if c.URL == "" {
+		p.bad("url", "required")
+	} else {
+		p.optionalURL("url", c.URL, "")
+	}
+	f := map[string]bool{"routingKey": c.RoutingKey != "", "apiKey": c.APIKey != "", "severity": c.Severity != "",
+		"clientUrl": c.ClientURL != "", "priority": c.Priority != "", "tags": len(c.Tags) > 0}
+	if c.Type == TypeSlack {
+		f["secret"] = c.Secret != ""
+	}
+	p.unused(f)
+	p.smtpUnused()
+}
+
+func (p *problems) pagerDuty() {
+	c := p.c
+	if c.RoutingKey == "" {
+		p.bad("routingKey", "required (the Events API v2 integration key)")
+	}
+	p.optionalURL("url", c.URL, "https://events.eu.pagerduty.com/v2/enqueue")
+	if c.Severity != "" && !slices.Contains([]string{"critical", "error", "warning", "info"}, c.Severity) {
+		p.bad("severity", "%q: want critical, error, warning or info", c.Severity)
+	}
+	p.optionalURL("clientUrl", c.ClientURL, "")
+	p.unused(map[string]bool{"secret": c.Secret != "", "apiKey": c.APIKey != "", "priority": c.Priority != "", "tags": len(c.Tags) > 0})
+	p.smtpUnused()
+}
+
+func (p *problems) opsgenie() {
+	c := p.c
+	if c.APIKey == "" {
+		p.bad("apiKey", "required (an Opsgenie API integration key)")
+	}
+	p.optionalURL("url", c.URL, "https://api.eu.opsgenie.com")
+	if c.Priority != "" && !slices.Contains([]string{"P1", "P2", "P3", "P4", "P5"}, c.Priority) {
+		p.bad("priority", "%q: want P1..P5", c.Priority)
+	}
+	if len(c.Tags) > 20 {
+		p.bad("tags", "%d tags: Opsgenie accepts at most 20", len(c.Tags))
+	}
+	p.unused(map[string]bool{"secret": c.Secret != "", "routingKey": c.RoutingKey != "", "severity": c.Severity != "", "clientUrl": c.ClientURL != ""})
+	p.smtpUnused()
+}
+
+func (p *problems) email() {
+	c := p.c
+	if c.SMTPAddr == "" {
+		p.bad("smtpAddr", "required (host:port, e.g. smtp.example.com:587)")
+	} else if h, port, err := net.SplitHostPort(c.SMTPAddr); err != nil || h == "" || port == "" {
+		p.bad("smtpAddr", "%q: want host:port", c.SMTPAddr)
+	}
+	if c.SMTPPassword != "" && c.SMTPUsername == "" {
+		p.bad("smtpPassword", "set without smtpUsername")
+	}
+	if c.SMTPTLS != "" && !slices.Contains([]string{"starttls", "require-starttls", "tls", "none"}, c.SMTPTLS) {
+		p.bad("smtpTLS", "%q: want starttls, require-starttls, tls or none", c.SMTPTLS)
+	}
+	if c.From == "" {
+		p.bad("from", "required (e.g. \"mcpmon <alerts@example.com>\")")
+	} else if _, err := mail.ParseAddress(c.From); err != nil {
+		p.bad("from", "%q is not an email address", c.From)
+	}
+	if len(c.To) == 0 {
+		p.bad("to", "at least one recipient is required")
+	}
+	for _, r := range c.To {
+		if _, err := mail.ParseAddress(r); err != nil {
+			p.bad("to", "%q is not an email address", r)
+		}
+	}
+	p.unused(map[string]bool{"url": c.URL != "", "secret": c.Secret != "", "routingKey": c.RoutingKey != "", "apiKey": c.APIKey != "",
+		"severity": c.Severity != "", "clientUrl": c.ClientURL != "", "priority": c.Priority != "", "tags": len(c.Tags) > 0})
 }
 
 func checkURL(raw string) string {
