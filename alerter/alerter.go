@@ -343,6 +343,7 @@ func (a *Alerter) apply(ctx context.Context, v msg.Verdict) error {
 		if err != nil {
 			return err
 		}
+		in.Tenant = store.TenantOf(ep.Tenant)
 		if in.Tracker.Version > 0 && !v.Window.After(in.Tracker.LastWindow) {
 			a.log.Debug("stale verdict: state unchanged", "endpoint", v.EndpointID, "window", v.Window, "last", in.Tracker.LastWindow)
 			return nil

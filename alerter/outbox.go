@@ -72,7 +72,9 @@ func (a *Alerter) maintenanceEnd(ctx context.Context, ep store.Endpoint, now tim
 	if err != nil {
 		return false, time.Time{}, fmt.Errorf("alerter: list maintenance windows: %w", err)
 	}
-	ref := alert.EndpointRef{ID: ep.ID, Labels: ep.Labels}
+	// A window silences its own tenant's endpoints only (Matches checks
+	// the tenant first): a tenant's selector never reaches another's.
+	ref := alert.EndpointRef{ID: ep.ID, Tenant: ep.Tenant, Labels: ep.Labels}
 	var (
 		active bool
 		end    time.Time

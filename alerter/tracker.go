@@ -211,6 +211,9 @@ type transitionInput struct {
 	Verdict       msg.Verdict
 	Rules         rules
 	Now           time.Time
+	// Tenant is the endpoint's; an incident opened carries it, so it stays
+	// its tenant's in the API after the endpoint is deleted.
+	Tenant string
 }
 
 // transitionResult is a verdict's transition: everything one SaveTracker
@@ -255,6 +258,7 @@ func transition(in transitionInput) (transitionResult, error) {
 		t.OpenIncidentID = msg.IncidentID(v.EndpointID, v.Window)
 	case opened:
 		inc := openedIncident(t, d, v, now)
+		inc.Tenant = in.Tenant
 		t.OpenIncidentID = inc.ID
 		out.Incidents, out.Event = []store.Incident{inc}, eventOpened
 		out.Owed = []pending{{IncidentID: inc.ID, Kind: string(alert.KindOpen), CreatedAt: now, VerdictEmittedAt: v.EmittedAt}}

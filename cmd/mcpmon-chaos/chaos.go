@@ -240,7 +240,8 @@ func (h *harness) env(extra ...string) []string {
 	env = append(env,
 		"MCPMON_WINDOW="+h.o.Window.String(), "MCPMON_GRACE="+h.o.Grace.String(),
 		"MCPMON_ALLOW_PRIVATE_TARGETS=true", "MCPMON_WEBHOOK_URL="+h.rcv.url, "MCPMON_LOG_LEVEL=info",
-		"MCPMON_AUTH=none") // replicas listen on 127.0.0.1; chaos is not about API keys
+		"MCPMON_AUTH=none",    // replicas listen on 127.0.0.1; chaos is not about API keys
+		"MCPMON_RATE_LIMIT=0") // nor the rate limit: it registers and polls a fleet as fast as it likes
 	if h.o.Visibility > 0 {
 		env = append(env, "MCPMON_VISIBILITY_TIMEOUT="+h.o.Visibility.String())
 	}

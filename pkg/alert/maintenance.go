@@ -33,6 +33,11 @@ const maxMergedWindows = 1000
 type Maintenance struct {
 	ID   string `json:"id"`
 	Name string `json:"name,omitempty"`
+	// Tenant owns the window (empty: the default tenant, for windows
+	// written before tenants). A window matches its own tenant's endpoints
+	// only, by ID or selector: a tenant can neither silence nor probe for
+	// another's endpoints.
+	Tenant string `json:"tenant,omitempty"`
 	// EndpointIDs and Selector choose the endpoints: an endpoint matches when
 	// its ID is listed or when every Selector label equals the endpoint's.
 	EndpointIDs []string          `json:"endpointIds,omitempty"`
@@ -53,7 +58,24 @@ type Maintenance struct {
 // EndpointRef is what a maintenance window matches on.
 type EndpointRef struct {
 	ID     string
+	Tenant string // empty: the default tenant
 	Labels map[string]string
+}
+
+// DefaultTenant is the tenant of a window or endpoint whose Tenant is empty
+// (store.DefaultTenant; this leaf does not import the store).
+const DefaultTenant = "default"
+
+// SameTenant reports whether two Tenant fields name one tenant, the empty
+// one being DefaultTenant.
+func SameTenant(a, b string) bool {
+	if a == "" {
+		a = DefaultTenant
+	}
+	if b == "" {
+		b = DefaultTenant
+	}
+	return a == b
 }
 
 // Validate reports whether m can be applied. It does not require an ID, so
@@ -90,8 +112,12 @@ func (m Maintenance) Validate() error {
 	return nil
 }
 
-// Matches reports whether m applies to ep.
+// Matches reports whether m applies to ep: same tenant first, then by ID
+// or selector.
 func (m Maintenance) Matches(ep EndpointRef) bool {
+	if !SameTenant(m.Tenant, ep.Tenant) {
+		return false
+	}
 	if slices.Contains(m.EndpointIDs, ep.ID) {
 		return true
 	}

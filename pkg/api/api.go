@@ -1,7 +1,8 @@
 // Package api is mcpmon's REST API under /v1: it owns the HTTP contract for
 // registering MCP endpoints, reading their latest probe result and verdict
 // history, listing and acknowledging incidents (with what each alert sink
-// was told), and managing maintenance windows.
+// was told), and managing maintenance windows; every change it makes is
+// recorded in the tenant's audit log (audit.go).
 //
 // Requests enter through the http.Handler returned by New. Data leaves to the
 // store (endpoints, incidents, maintenance documents) and, for every endpoint
@@ -18,6 +19,12 @@
 // it is compare-and-set on the version it read, retried on a lost race, then
 // 409.
 //
+// Every object belongs to the tenant of the key that created it, and every
+// handler scopes by the request's tenant: another tenant's object is a 404
+// indistinguishable from a missing one, lists hold the tenant's own, and
+// Options.Quotas bound what a tenant may hold and how fast it may ask
+// (tenants.go).
+//
 // Secrets never leave: header values and sink secrets are redacted in every
 // response, and the request log records method, path, status and duration
 // only — never bodies, headers or query strings.
@@ -31,6 +38,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -49,6 +57,9 @@ type Store interface {
 	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
 	ListEndpoints(ctx context.Context) ([]store.Endpoint, error)
 	DeleteEndpoint(ctx context.Context, id string) error
+	// The per-tenant index (tenants.go): a tenant's list and its quota.
+	ListEndpointsOf(ctx context.Context, tenant string) ([]store.Endpoint, error)
+	CreateEndpointWithin(ctx context.Context, e store.Endpoint, limit int) (store.Endpoint, error)
 
 	LatestResult(ctx context.Context, endpointID string) (msg.ProbeResult, error)
 	LastVerdict(ctx context.Context, endpointID string) (msg.Verdict, error)
@@ -111,9 +122,19 @@ type Options struct {
 	Authenticator Authenticator
 	// Keys serves /v1/keys (admin); nil answers it with 404.
 	Keys KeyManager
+	// Audit records every successful state change and serves /v1/audit
+	// (admin, audit.go); nil uses Store if it implements AuditLog (the
+	// store backends do), else keeps no log.
+	Audit AuditLog
+	// Metrics, when set, counts what the API does beyond requests
+	// (NewMetrics).
+	Metrics *Metrics
 	// AllowedHosts, when not empty, are the only Host header values the API
 	// answers (host, or host:port); others get 421 (against DNS rebinding).
 	AllowedHosts []string
+	// Quotas bound each tenant's endpoints, maintenance windows and request
+	// rate (tenants.go); zero fields are no limit.
+	Quotas Quotas
 }
 
 // DefaultMaxBodyBytes is the default request body cap.
@@ -135,6 +156,13 @@ type server struct {
 	maxBody   int64
 	authn     Authenticator
 	keys      KeyManager
+	audit     AuditLog
+	metrics   *Metrics
+	quotas    Quotas
+	limiter   *rateLimiter // nil: no rate limit
+	// maintMu makes a maintenance window's quota count and its write one
+	// step on this replica (tenants.go).
+	maintMu sync.Mutex
 }
 
 // New returns the /v1 API handler. It panics if opts.Store is nil: that is a
@@ -156,6 +184,9 @@ func New(opts Options) http.Handler {
 		maxBody:   opts.MaxBodyBytes,
 		authn:     opts.Authenticator,
 		keys:      opts.Keys,
+		audit:     opts.Audit,
+		metrics:   opts.Metrics,
+		quotas:    opts.Quotas,
 	}
 	if s.redact == nil {
 		s.redact = RedactSinks
@@ -173,6 +204,10 @@ func New(opts Options) http.Handler {
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
+	if al, ok := opts.Store.(AuditLog); ok && s.audit == nil {
+		s.audit = al
+	}
+	s.limiter = newRateLimiter(opts.Quotas, s.clock)
 
 	r := chi.NewRouter()
 	r.Use(requestID, s.logRequests, s.recoverer, hostAllowList(opts.AllowedHosts), requireJSON) // guards.go
@@ -190,6 +225,8 @@ func New(opts Options) http.Handler {
 	})
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate) // auth.go: key and scope for every /v1 route
+		r.Use(s.recordAudit)  // audit.go: who changed what
+		r.Use(s.limitRate)    // tenants.go: each tenant's request rate, after the key names the tenant
 		r.Route("/endpoints", func(r chi.Router) {
 			r.Get("/", s.listEndpoints)
 			r.Post("/", s.createEndpoint)
@@ -211,6 +248,7 @@ func New(opts Options) http.Handler {
 			r.Delete("/{id}", s.deleteMaintenance)
 		})
 		r.Route("/keys", s.keyRoutes) // keys.go
+		r.Route("/audit", s.auditLogRoutes)
 	})
 	return r
 }

@@ -170,7 +170,7 @@ func TestCreateEndpointAppliesDefaults(t *testing.T) {
 	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatal(err)
 	}
-	want := api.EndpointView{ID: "id1", Name: "docs", URL: "https://mcp.example.com/mcp", Transport: "auto",
+	want := api.EndpointView{ID: "id1", Tenant: "default", Name: "docs", URL: "https://mcp.example.com/mcp", Transport: "auto",
 		Schedule: "@every 30s", Timeout: "10s", CreatedAt: t0, UpdatedAt: t0, Version: 1, State: api.StatePending}
 	if fmt.Sprintf("%+v", v) != fmt.Sprintf("%+v", want) {
 		t.Errorf("created\n got %+v\nwant %+v", v, want)

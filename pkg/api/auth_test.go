@@ -47,37 +47,32 @@ type routeCase struct {
 	object string
 	// list is tenant A's list that must not show what B created (ownTenant).
 	list string
-	// pending marks tenant isolation the store does not implement yet (issue
-	// 11 item 3): the check runs and is reported as skipped while it fails,
-	// and fails once isolation holds so the mark is removed.
-	pending bool
 }
-
-const pendingIsolation = true
 
 // routeTable has one row per route on the router. A route added to api.New
 // without a row here fails TestEveryRouteRequiresAKey.
 var routeTable = map[string]routeCase{
-	"GET /v1/endpoints/": {scope: auth.ScopeRead, path: "/v1/endpoints", tenant: absent, object: "{endpoint}", pending: pendingIsolation},
-	"POST /v1/endpoints/": {scope: auth.ScopeWrite, path: "/v1/endpoints", tenant: ownTenant, list: "/v1/endpoints", pending: pendingIsolation,
+	"GET /v1/endpoints/": {scope: auth.ScopeRead, path: "/v1/endpoints", tenant: absent, object: "{endpoint}"},
+	"POST /v1/endpoints/": {scope: auth.ScopeWrite, path: "/v1/endpoints", tenant: ownTenant, list: "/v1/endpoints",
 		body: `{"name":"walk","url":"https://mcp.example.com/mcp","schedule":"@every 30s"}`},
-	"GET /v1/endpoints/{id}":          {scope: auth.ScopeRead, path: "/v1/endpoints/{endpoint}", tenant: notFound, pending: pendingIsolation},
-	"PATCH /v1/endpoints/{id}":        {scope: auth.ScopeWrite, path: "/v1/endpoints/{endpoint}", body: `{"paused":true}`, tenant: notFound, pending: pendingIsolation},
-	"DELETE /v1/endpoints/{id}":       {scope: auth.ScopeWrite, path: "/v1/endpoints/{endpoint}", tenant: notFound, pending: pendingIsolation},
-	"GET /v1/endpoints/{id}/verdicts": {scope: auth.ScopeRead, path: "/v1/endpoints/{endpoint}/verdicts", tenant: notFound, pending: pendingIsolation},
-	"GET /v1/incidents/":              {scope: auth.ScopeRead, path: "/v1/incidents", tenant: absent, object: "{incident}", pending: pendingIsolation},
-	"GET /v1/incidents/{id}":          {scope: auth.ScopeRead, path: "/v1/incidents/{incident}", tenant: notFound, pending: pendingIsolation},
-	"POST /v1/incidents/{id}/ack":     {scope: auth.ScopeWrite, path: "/v1/incidents/{incident}/ack", tenant: notFound, pending: pendingIsolation},
-	"GET /v1/maintenance/":            {scope: auth.ScopeRead, path: "/v1/maintenance", tenant: absent, object: "{maintenance}", pending: pendingIsolation},
-	"POST /v1/maintenance/": {scope: auth.ScopeWrite, path: "/v1/maintenance", tenant: ownTenant, list: "/v1/maintenance", pending: pendingIsolation,
+	"GET /v1/endpoints/{id}":          {scope: auth.ScopeRead, path: "/v1/endpoints/{endpoint}", tenant: notFound},
+	"PATCH /v1/endpoints/{id}":        {scope: auth.ScopeWrite, path: "/v1/endpoints/{endpoint}", body: `{"paused":true}`, tenant: notFound},
+	"DELETE /v1/endpoints/{id}":       {scope: auth.ScopeWrite, path: "/v1/endpoints/{endpoint}", tenant: notFound},
+	"GET /v1/endpoints/{id}/verdicts": {scope: auth.ScopeRead, path: "/v1/endpoints/{endpoint}/verdicts", tenant: notFound},
+	"GET /v1/incidents/":              {scope: auth.ScopeRead, path: "/v1/incidents", tenant: absent, object: "{incident}"},
+	"GET /v1/incidents/{id}":          {scope: auth.ScopeRead, path: "/v1/incidents/{incident}", tenant: notFound},
+	"POST /v1/incidents/{id}/ack":     {scope: auth.ScopeWrite, path: "/v1/incidents/{incident}/ack", tenant: notFound},
+	"GET /v1/maintenance/":            {scope: auth.ScopeRead, path: "/v1/maintenance", tenant: absent, object: "{maintenance}"},
+	"POST /v1/maintenance/": {scope: auth.ScopeWrite, path: "/v1/maintenance", tenant: ownTenant, list: "/v1/maintenance",
 		body: `{"name":"walk","endpointIds":["x"],"start":"2026-03-02T01:00:00Z","end":"2026-03-02T02:00:00Z"}`},
-	"GET /v1/maintenance/{id}": {scope: auth.ScopeRead, path: "/v1/maintenance/{maintenance}", tenant: notFound, pending: pendingIsolation},
-	"PUT /v1/maintenance/{id}": {scope: auth.ScopeWrite, path: "/v1/maintenance/{maintenance}", tenant: notFound, pending: pendingIsolation,
+	"GET /v1/maintenance/{id}": {scope: auth.ScopeRead, path: "/v1/maintenance/{maintenance}", tenant: notFound},
+	"PUT /v1/maintenance/{id}": {scope: auth.ScopeWrite, path: "/v1/maintenance/{maintenance}", tenant: notFound,
 		body: `{"name":"walk","endpointIds":["x"],"start":"2026-03-02T01:00:00Z","end":"2026-03-02T02:00:00Z"}`},
-	"DELETE /v1/maintenance/{id}": {scope: auth.ScopeWrite, path: "/v1/maintenance/{maintenance}", tenant: notFound, pending: pendingIsolation},
+	"DELETE /v1/maintenance/{id}": {scope: auth.ScopeWrite, path: "/v1/maintenance/{maintenance}", tenant: notFound},
 	"GET /v1/keys/":               {scope: auth.ScopeAdmin, path: "/v1/keys", tenant: absent, object: "{key}"},
 	"POST /v1/keys/":              {scope: auth.ScopeAdmin, path: "/v1/keys", body: `{"name":"walk","scope":"read"}`, tenant: ownTenant, list: "/v1/keys"},
 	"DELETE /v1/keys/{id}":        {scope: auth.ScopeAdmin, path: "/v1/keys/{key}", tenant: notFound},
+	"GET /v1/audit/":              {scope: auth.ScopeAdmin, path: "/v1/audit", tenant: absent, object: "{endpoint}"},
 }
 
 // authHarness is the real router with keys on, keys of every scope in
@@ -89,13 +84,13 @@ type authHarness struct {
 	seq     int
 }
 
-func newAuthHarness(t *testing.T) *authHarness {
+func newAuthHarness(t *testing.T, tweak ...func(*api.Options)) *authHarness {
 	t.Helper()
 	ah := &authHarness{keys: map[string]string{}}
-	ah.harness = newHarness(t, func(o *api.Options) {
+	ah.harness = newHarness(t, append([]func(*api.Options){func(o *api.Options) {
 		ah.keyring = auth.NewKeyring(o.Store, auth.Options{Clock: o.Clock})
 		o.Authenticator, o.Keys = ah.keyring, ah.keyring
-	})
+	}}, tweak...)...)
 	for _, tk := range []struct {
 		tenant string
 		scope  auth.Scope
@@ -157,6 +152,40 @@ func (ah *authHarness) seed() map[string]string {
 	}
 	ids["{key}"] = k.ID
 	return ids
+}
+
+// placeholderIn returns the placeholder path names.
+func placeholderIn(path string) string {
+	for _, ph := range []string{"{endpoint}", "{incident}", "{maintenance}", "{key}"} {
+		if strings.Contains(path, ph) {
+			return ph
+		}
+	}
+	return ""
+}
+
+// problemDetail is a problem's detail and instance with id replaced, so
+// two 404s compare equal when only the ID they name differs.
+func problemDetail(body []byte, id string) string {
+	var p api.Problem
+	if json.Unmarshal(body, &p) != nil {
+		return string(body)
+	}
+	return strings.ReplaceAll(p.Title+"|"+p.Detail+"|"+p.Instance+"|"+p.Type, id, "ID")
+}
+
+// snapshot is what tenant a's admin sees of the seeded objects: another
+// tenant's request must leave it as it was.
+func (ah *authHarness) snapshot(ids map[string]string) string {
+	ah.t.Helper()
+	var out strings.Builder
+	for _, path := range []string{"/v1/endpoints/{endpoint}", "/v1/incidents/{incident}", "/v1/maintenance/{maintenance}"} {
+		resp, b := ah.call(http.MethodGet, fill(path, ids), ah.keys["a/admin"], "")
+		fmt.Fprintf(&out, "%d %s\n", resp.StatusCode, b)
+	}
+	_, keys := ah.call(http.MethodGet, "/v1/keys", ah.keys["a/admin"], "")
+	fmt.Fprintf(&out, "key listed: %v", hasID(keys, ids["{key}"]))
+	return out.String()
 }
 
 func fill(path string, ids map[string]string) string {
@@ -232,11 +261,24 @@ func TestEveryRouteRequiresAKey(t *testing.T) {
 
 			t.Run("other tenant", func(t *testing.T) {
 				var problem string
+				before := ah.snapshot(ids)
 				resp, b := ah.call(method, path, ah.keys["b/admin"], rc.body)
+				if after := ah.snapshot(ids); after != before {
+					t.Errorf("tenant b's %s changed tenant a's objects:\nbefore %s\nafter  %s", route, before, after)
+				}
 				switch rc.tenant {
 				case notFound:
-					if resp.StatusCode != http.StatusNotFound {
-						problem = fmt.Sprintf("%d %s, want 404", resp.StatusCode, b)
+					// Exactly what a missing object answers: no oracle.
+					missing := strings.ReplaceAll(rc.path, "{endpoint}", "nosuchid")
+					for _, ph := range []string{"{incident}", "{maintenance}", "{key}"} {
+						missing = strings.ReplaceAll(missing, ph, "nosuchid")
+					}
+					mresp, mb := ah.call(method, missing, ah.keys["b/admin"], rc.body)
+					id := ids[placeholderIn(rc.path)]
+					if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != api.ProblemContentType {
+						problem = fmt.Sprintf("%d %s, want 404 problem+json", resp.StatusCode, b)
+					} else if got, want := problemDetail(b, id), problemDetail(mb, "nosuchid"); mresp.StatusCode != http.StatusNotFound || got != want {
+						problem = fmt.Sprintf("another tenant's object answers %q, a missing one %d %q: they must not differ", got, mresp.StatusCode, want)
 					}
 				case absent:
 					if id := ids[rc.object]; resp.StatusCode != http.StatusOK || hasID(b, id) {
@@ -253,13 +295,8 @@ func TestEveryRouteRequiresAKey(t *testing.T) {
 				default:
 					t.Fatal("no tenant rule")
 				}
-				switch {
-				case problem != "" && rc.pending:
-					t.Skipf("tenant isolation pending (issue 11 item 3): %s", problem)
-				case problem != "":
+				if problem != "" {
 					t.Error(problem)
-				case rc.pending:
-					t.Error("tenant isolation holds now: drop pending from this row")
 				}
 			})
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -94,6 +95,7 @@ type RulesInput struct {
 // EndpointView is an endpoint as the API returns it.
 type EndpointView struct {
 	ID               string            `json:"id"`
+	Tenant           string            `json:"tenant"`
 	Name             string            `json:"name"`
 	URL              string            `json:"url"`
 	Transport        string            `json:"transport"`
@@ -162,7 +164,7 @@ type VerdictView struct {
 
 func (s *server) endpointView(e store.Endpoint) EndpointView {
 	v := EndpointView{
-		ID: e.ID, Name: e.Name, URL: RedactURL(e.URL), Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
+		ID: e.ID, Tenant: store.TenantOf(e.Tenant), Name: e.Name, URL: RedactURL(e.URL), Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
 		Schedule: e.Schedule, Timeout: e.Timeout.String(), Labels: e.Labels, Paused: e.Paused,
 		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Version: e.Version,
 	}
@@ -504,7 +506,12 @@ func (s *server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	e.ID = s.newID()
-	created, err := s.store.CreateEndpoint(r.Context(), e)
+	e.Tenant = auth.TenantFrom(r.Context())
+	created, err := s.store.CreateEndpointWithin(r.Context(), e, s.quotas.MaxEndpoints)
+	if isQuota(err) {
+		writeProblem(w, r, quotaProblem("endpoints", "--max-endpoints-per-tenant", s.quotas.MaxEndpoints))
+		return
+	}
 	if err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "endpoint "+e.ID))
 		return
@@ -516,7 +523,7 @@ func (s *server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) listEndpoints(w http.ResponseWriter, r *http.Request) {
-	eps, err := s.store.ListEndpoints(r.Context())
+	eps, err := s.store.ListEndpointsOf(r.Context(), auth.TenantFrom(r.Context()))
 	if err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "endpoints"))
 		return
@@ -537,9 +544,9 @@ func (s *server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) getEndpoint(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	e, err := s.store.GetEndpoint(r.Context(), id)
-	if err != nil {
-		writeProblem(w, r, s.storeProblem(r, err, "endpoint "+id))
+	e, p := s.endpointOf(r, id)
+	if p != nil {
+		writeProblem(w, r, p)
 		return
 	}
 	v := s.endpointView(e)
@@ -582,9 +589,9 @@ func (s *server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	ifMatch := r.Header.Get("If-Match")
 	for attempt := 1; ; attempt++ {
-		cur, err := s.store.GetEndpoint(r.Context(), id)
-		if err != nil {
-			writeProblem(w, r, s.storeProblem(r, err, "endpoint "+id))
+		cur, p := s.endpointOf(r, id)
+		if p != nil {
+			writeProblem(w, r, p)
 			return
 		}
 		if ifMatch != "" && !etagMatches(ifMatch, cur.Version) {
@@ -720,6 +727,12 @@ func mergePatch(target, patch any) any {
 
 func (s *server) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
+	// The tenant is fixed at creation, so the check cannot go stale
+	// before the delete.
+	if _, p := s.endpointOf(r, id); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
 	if err := s.store.DeleteEndpoint(r.Context(), id); err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "endpoint "+id))
 		return
@@ -737,8 +750,8 @@ func (s *server) listVerdicts(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	if _, err := s.store.GetEndpoint(r.Context(), id); err != nil {
-		writeProblem(w, r, s.storeProblem(r, err, "endpoint "+id))
+	if _, p := s.endpointOf(r, id); p != nil {
+		writeProblem(w, r, p)
 		return
 	}
 	vs, err := s.store.ListVerdicts(r.Context(), id, limit)

@@ -232,6 +232,9 @@ func seedIncident(t *testing.T, h *harness, id, endpointID string, state store.I
 		inc.ResolvedAt, inc.ResolvedWindow = &at, &at
 		inc.Transitions = append(inc.Transitions, store.Transition{At: at, From: store.IncidentOpen, To: store.IncidentResolved, Reason: "2 up windows"})
 	}
+	if ep, err := h.store.GetEndpoint(t.Context(), endpointID); err == nil {
+		inc.Tenant = ep.Tenant // as the alerter opens it: in its endpoint's tenant
+	}
 	tr, err := h.store.GetTracker(t.Context(), id) // one tracker per seeded incident keeps them independent
 	if err != nil {
 		t.Fatal(err)

@@ -60,5 +60,5 @@ func ExampleNew() {
 	// Output:
 	// 201 Created
 	// Location: /v1/endpoints/k7m2q9x4c1v8b3n6
-	// {"id":"k7m2q9x4c1v8b3n6","name":"docs","url":"https://mcp.example.com/mcp","transport":"auto","schedule":"@every 1m","timeout":"10s","headers":{"Authorization":"<redacted>"},"paused":false,"createdAt":"2026-03-01T12:00:00Z","updatedAt":"2026-03-01T12:00:00Z","version":1,"state":"pending"}
+	// {"id":"k7m2q9x4c1v8b3n6","tenant":"default","name":"docs","url":"https://mcp.example.com/mcp","transport":"auto","schedule":"@every 1m","timeout":"10s","headers":{"Authorization":"<redacted>"},"paused":false,"createdAt":"2026-03-01T12:00:00Z","updatedAt":"2026-03-01T12:00:00Z","version":1,"state":"pending"}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -91,7 +92,7 @@ func (s *server) listIncidents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	f := store.IncidentFilter{EndpointID: q.Get("endpoint"), State: store.IncidentState(q.Get("state")), Limit: limit}
+	f := store.IncidentFilter{Tenant: auth.TenantFrom(r.Context()), EndpointID: q.Get("endpoint"), State: store.IncidentState(q.Get("state")), Limit: limit}
 	switch f.State {
 	case "", store.IncidentOpen, store.IncidentAcknowledged, store.IncidentResolved:
 	default:
@@ -112,9 +113,9 @@ func (s *server) listIncidents(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) getIncident(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	inc, err := s.store.GetIncident(r.Context(), id)
-	if err != nil {
-		writeProblem(w, r, s.storeProblem(r, err, "incident "+id))
+	inc, p := s.incidentOf(r, id)
+	if p != nil {
+		writeProblem(w, r, p)
 		return
 	}
 	ds, err := s.store.Deliveries(r.Context(), id)
@@ -164,9 +165,9 @@ func (s *server) ackIncident(w http.ResponseWriter, r *http.Request) {
 	}
 
 	for attempt := 1; ; attempt++ {
-		inc, err := s.store.GetIncident(r.Context(), id)
-		if err != nil {
-			writeProblem(w, r, s.storeProblem(r, err, "incident "+id))
+		inc, p := s.incidentOf(r, id)
+		if p != nil {
+			writeProblem(w, r, p)
 			return
 		}
 		switch inc.State {

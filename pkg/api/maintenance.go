@@ -11,6 +11,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/auth"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // MaintenanceInput is the body of POST /v1/maintenance and PUT
@@ -30,6 +32,7 @@ type MaintenanceInput struct {
 // MaintenanceView is a stored maintenance window.
 type MaintenanceView struct {
 	ID          string            `json:"id"`
+	Tenant      string            `json:"tenant"`
 	Name        string            `json:"name,omitempty"`
 	EndpointIDs []string          `json:"endpointIds,omitempty"`
 	Selector    map[string]string `json:"selector,omitempty"`
@@ -42,7 +45,7 @@ type MaintenanceView struct {
 
 func maintenanceView(m alert.Maintenance) MaintenanceView {
 	v := MaintenanceView{
-		ID: m.ID, Name: m.Name, EndpointIDs: m.EndpointIDs, Selector: m.Selector,
+		ID: m.ID, Tenant: store.TenantOf(m.Tenant), Name: m.Name, EndpointIDs: m.EndpointIDs, Selector: m.Selector,
 		Start: m.Start, End: m.End, Cron: m.Cron, CreatedAt: m.CreatedAt,
 	}
 	if m.Duration > 0 {
@@ -102,6 +105,9 @@ func (s *server) listMaintenance(w http.ResponseWriter, r *http.Request) {
 			s.log.Error("skipping undecodable maintenance window", "id", id, "err", err)
 			continue
 		}
+		if !ownMaintenance(r, m) {
+			continue
+		}
 		out = append(out, maintenanceView(m))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -118,6 +124,8 @@ func (s *server) getMaintenance(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, maintenanceView(m))
 }
 
+// loadMaintenance reads window id if it is the request's tenant's; another
+// tenant's is the same 404 as a missing one.
 func (s *server) loadMaintenance(r *http.Request, id string) (alert.Maintenance, *Problem) {
 	doc, err := s.store.GetObject(r.Context(), alert.MaintenanceKind, id)
 	if err != nil {
@@ -127,6 +135,9 @@ func (s *server) loadMaintenance(r *http.Request, id string) (alert.Maintenance,
 	if err != nil {
 		s.log.Error("undecodable maintenance window", "id", id, "err", err)
 		return alert.Maintenance{}, problemf(http.StatusInternalServerError, "", "maintenance window %s is unreadable", id)
+	}
+	if !ownMaintenance(r, m) {
+		return alert.Maintenance{}, s.storeProblem(r, store.ErrNotFound, "maintenance window "+id)
 	}
 	return m, nil
 }
@@ -138,8 +149,9 @@ func (s *server) createMaintenance(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.ID = s.newID()
+	m.Tenant = auth.TenantFrom(r.Context())
 	m.CreatedAt = s.clock.Now().UTC()
-	if p := s.saveMaintenance(r, m); p != nil {
+	if p := s.createWithinQuota(r, m); p != nil {
 		writeProblem(w, r, p)
 		return
 	}
@@ -160,7 +172,7 @@ func (s *server) putMaintenance(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	m.ID, m.CreatedAt = id, old.CreatedAt
+	m.ID, m.Tenant, m.CreatedAt = id, old.Tenant, old.CreatedAt
 	if p := s.saveMaintenance(r, m); p != nil {
 		writeProblem(w, r, p)
 		return
@@ -192,8 +204,32 @@ func (s *server) saveMaintenance(r *http.Request, m alert.Maintenance) *Problem 
 	return nil
 }
 
+// createWithinQuota saves a new window unless its tenant is at the limit.
+// The count and the write hold maintMu, so two creates on this replica
+// cannot both pass at the limit; replicas do not share it (Quotas says
+// what that costs).
+func (s *server) createWithinQuota(r *http.Request, m alert.Maintenance) *Problem {
+	if s.quotas.MaxMaintenance <= 0 {
+		return s.saveMaintenance(r, m)
+	}
+	s.maintMu.Lock()
+	defer s.maintMu.Unlock()
+	n, err := s.countMaintenance(r)
+	if err != nil {
+		return s.storeProblem(r, err, "maintenance windows")
+	}
+	if n >= s.quotas.MaxMaintenance {
+		return quotaProblem("maintenance windows", "--max-maintenance-per-tenant", s.quotas.MaxMaintenance)
+	}
+	return s.saveMaintenance(r, m)
+}
+
 func (s *server) deleteMaintenance(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
+	if _, p := s.loadMaintenance(r, id); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
 	if err := s.store.DeleteObject(r.Context(), alert.MaintenanceKind, id); err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "maintenance window "+id))
 		return

@@ -27,6 +27,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // Prefix starts every key, so secret scanners can recognise leaked ones.
@@ -42,8 +44,8 @@ var keyEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPad
 var keyLen = len(Prefix) + keyEncoding.EncodedLen(keyBytes)
 
 // DefaultTenant owns the bootstrap key and everything created before tenants
-// existed.
-const DefaultTenant = "default"
+// existed. It is the store's: records without a tenant belong to it.
+const DefaultTenant = store.DefaultTenant
 
 // Object kinds in the store.
 const (

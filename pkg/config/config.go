@@ -54,6 +54,8 @@ type Options struct {
 	RedisURL    string
 	RedisPrefix string
 	LedgerTTL   time.Duration
+	// AuditTTL is how long the audit log keeps an entry.
+	AuditTTL time.Duration
 
 	Window              time.Duration
 	Grace               time.Duration
@@ -98,7 +100,33 @@ type Options struct {
 	// writing the response; HTTPIdleTimeout closes a keep-alive connection
 	// with no next request.
 	HTTPReadTimeout, HTTPWriteTimeout, HTTPIdleTimeout time.Duration
+
+	// Tenant quotas of the REST API (0: no limit). MaxEndpointsPerTenant
+	// holds across API replicas (the store counts in the create's own
+	// transaction); MaxMaintenancePerTenant and the rate limit are kept
+	// per replica.
+	MaxEndpointsPerTenant   int
+	MaxMaintenancePerTenant int
+	// RateLimit is each tenant's requests per second on /v1, RateBurst how
+	// many it may send at once; past them the API answers 429.
+	RateLimit float64
+	RateBurst int
 }
+
+// Tenant quota defaults (the same as pkg/api's Default* constants).
+const (
+	DefaultMaxEndpointsPerTenant   = 1000
+	DefaultMaxMaintenancePerTenant = 100
+	DefaultRateLimit               = 20.0
+	DefaultRateBurst               = 40
+)
+
+// The audit log's retention (--audit-ttl): 90 days by default (the
+// stores' store.DefaultAuditTTL), at most two years.
+const (
+	DefaultAuditTTL = 90 * 24 * time.Hour
+	MaxAuditTTL     = 2 * 365 * 24 * time.Hour
+)
 
 // HTTP server defaults. A request body is at most 1 MiB (the API's cap),
 // which takes well under 30 s on any link an operator would use.
@@ -123,6 +151,7 @@ func Defaults() Options {
 		Store:            StoreEmbedded,
 		RedisPrefix:      "mcpmon:",
 		LedgerTTL:        7 * 24 * time.Hour,
+		AuditTTL:         DefaultAuditTTL,
 		Window:           time.Minute,
 		Grace:            5 * time.Second,
 		Region:           "local",
@@ -132,6 +161,11 @@ func Defaults() Options {
 		HTTPReadTimeout:  DefaultHTTPReadTimeout,
 		HTTPWriteTimeout: DefaultHTTPWriteTimeout,
 		HTTPIdleTimeout:  DefaultHTTPIdleTimeout,
+
+		MaxEndpointsPerTenant:   DefaultMaxEndpointsPerTenant,
+		MaxMaintenancePerTenant: DefaultMaxMaintenancePerTenant,
+		RateLimit:               DefaultRateLimit,
+		RateBurst:               DefaultRateBurst,
 	}
 }
 
@@ -154,6 +188,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	str(&o.RedisURL, "redis-url", "Redis URL: redis://, rediss://, redis+sentinel:// or comma-separated cluster addresses")
 	str(&o.RedisPrefix, "redis-prefix", "prefix of every Redis key")
 	dur(&o.LedgerTTL, "ledger-ttl", "how long the idempotency ledger remembers a delivered alert")
+	dur(&o.AuditTTL, "audit-ttl", "how long the audit log (GET /v1/audit) keeps an entry (1h..2y)")
 	dur(&o.Window, "window", "verdict window (e.g. 1m; 2s for demos and tests)")
 	dur(&o.Grace, "grace", "how long after a window closes late results are still folded in")
 	str(&o.Region, "region", "region label this prober puts on its results")
@@ -172,6 +207,11 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	dur(&o.HTTPReadTimeout, "http-read-timeout", "longest time to read one request, headers and body")
 	dur(&o.HTTPWriteTimeout, "http-write-timeout", "longest time to handle a request and write its response")
 	dur(&o.HTTPIdleTimeout, "http-idle-timeout", "how long an idle keep-alive connection stays open")
+	num := func(p *int, name, usage string) { fs.IntVar(p, name, *p, usage+envHint(name)) }
+	num(&o.MaxEndpointsPerTenant, "max-endpoints-per-tenant", "endpoints one tenant may register (0: no limit)")
+	num(&o.MaxMaintenancePerTenant, "max-maintenance-per-tenant", "maintenance windows one tenant may have (0: no limit)")
+	fs.Float64Var(&o.RateLimit, "rate-limit", o.RateLimit, "REST API requests per second per tenant, answered 429 beyond it (0: no limit)"+envHint("rate-limit"))
+	num(&o.RateBurst, "rate-burst", "REST API requests a tenant may send at once above --rate-limit")
 }
 
 // listValue is a comma-separated flag; each Set replaces the list, so a
@@ -309,6 +349,9 @@ func (o Options) Validate() error {
 	if o.LedgerTTL < time.Hour {
 		errs = append(errs, fmt.Errorf("--ledger-ttl %s: must be at least 1h (SQS redelivers and DLQ replays arrive long after 5 minutes)", o.LedgerTTL))
 	}
+	if o.AuditTTL < time.Hour || o.AuditTTL > MaxAuditTTL {
+		errs = append(errs, fmt.Errorf("--audit-ttl %s: must be between 1h and 2y (17520h)", o.AuditTTL))
+	}
 	if o.ClaimLease < time.Second || o.ClaimLease > time.Hour {
 		errs = append(errs, fmt.Errorf("--claim-lease %s: must be between 1s and 1h", o.ClaimLease))
 	}
@@ -339,6 +382,17 @@ func (o Options) Validate() error {
 		if t.d < time.Second || t.d > time.Hour {
 			errs = append(errs, fmt.Errorf("%s %s: must be between 1s and 1h", t.flag, t.d))
 		}
+	}
+	for _, q := range []struct {
+		flag string
+		n    int
+	}{{"--max-endpoints-per-tenant", o.MaxEndpointsPerTenant}, {"--max-maintenance-per-tenant", o.MaxMaintenancePerTenant}, {"--rate-burst", o.RateBurst}} {
+		if q.n < 0 {
+			errs = append(errs, fmt.Errorf("%s %d: must be 0 (no limit) or more", q.flag, q.n))
+		}
+	}
+	if o.RateLimit < 0 || o.RateLimit > 1e6 {
+		errs = append(errs, fmt.Errorf("--rate-limit %g: must be between 0 (no limit) and 1000000 requests per second", o.RateLimit))
 	}
 	if o.SecretsKey != "" && o.SecretsKeyFile != "" {
 		errs = append(errs, fmt.Errorf("--secrets-key-file and %s are both set: give one", EnvSecretsKey))

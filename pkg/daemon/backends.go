@@ -58,7 +58,7 @@ func openBackend(ctx context.Context, o config.Options, clk clock.Clock, logger 
 			return nil, fmt.Errorf("create data dir %s: %w", o.DataDir, err)
 		}
 		path := filepath.Join(o.DataDir, "store.db")
-		s, err := bolt.Open(path, bolt.Options{Clock: clk, LedgerTTL: o.LedgerTTL, Logger: logger})
+		s, err := bolt.Open(path, bolt.Options{Clock: clk, LedgerTTL: o.LedgerTTL, AuditTTL: o.AuditTTL, Logger: logger})
 		if err != nil {
 			return nil, fmt.Errorf("open embedded store %s (is another mcpmon using this --data-dir?): %w", path, err)
 		}

@@ -418,6 +418,8 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Authenticator:     authn,
 			Keys:              keys,
 			Store:             d.st,
+			Audit:             d.st,
+			Metrics:           api.NewMetrics(reg),
 			Scheduler:         sched,
 			TargetValidator:   netguard.Guard{AllowPrivate: allow}.CheckTarget,
 			ProtocolValidator: prober.ValidateProtocol,
@@ -426,6 +428,10 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Logger:            d.log,
 			Clock:             d.clk,
 			AllowedHosts:      o.APIHosts,
+			Quotas: api.Quotas{
+				MaxEndpoints: o.MaxEndpointsPerTenant, MaxMaintenance: o.MaxMaintenancePerTenant,
+				RatePerSecond: o.RateLimit, Burst: o.RateBurst,
+			},
 		})
 		mux.Handle("/v1/", h)
 	}

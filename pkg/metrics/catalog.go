@@ -50,6 +50,8 @@ func Catalog() []Family {
 		{"mcpmon_scheduler_endpoints", Gauge, nil, "api", "1"},
 		{"mcpmon_scheduler_commands_total", Counter, nil, "api", "1"},
 		{"mcpmon_scheduler_lag_seconds", Histogram, nil, "api", "buckets"},
+		// API.
+		{"mcpmon_audit_append_failures_total", Counter, nil, "api", "1"},
 		// Aggregator.
 		{"mcpmon_verdict_state", Gauge, []string{"endpoint", "state"}, "aggregator", "endpoints × 5 states"},
 		{"mcpmon_verdicts_total", Counter, []string{"state"}, "aggregator", "5 states"},

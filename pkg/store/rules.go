@@ -30,6 +30,7 @@ func FirstEndpointVersion(e Endpoint, now time.Time) (Endpoint, error) {
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = now.UTC()
 	}
+	e.Tenant = TenantOf(e.Tenant)
 	e.UpdatedAt = e.CreatedAt
 	e.Version = 1
 	return e, nil
@@ -37,13 +38,15 @@ func FirstEndpointVersion(e Endpoint, now time.Time) (Endpoint, error) {
 
 // NextEndpointVersion returns e as UpdateEndpoint stores it over cur, the
 // stored endpoint: ErrConflict unless e carries cur's Version; otherwise
-// cur's CreatedAt, UpdatedAt now and the next Version. The backend still
+// cur's CreatedAt and Tenant (a tenant is fixed at creation: the per-tenant
+// index is keyed by it), UpdatedAt now and the next Version. The backend still
 // compare-and-sets the write, since cur may change before it lands.
 func NextEndpointVersion(cur, e Endpoint, now time.Time) (Endpoint, error) {
 	if cur.Version != e.Version {
 		return Endpoint{}, fmt.Errorf("update endpoint %s: have version %d, stored %d: %w", e.ID, e.Version, cur.Version, ErrConflict)
 	}
 	e.CreatedAt = cur.CreatedAt
+	e.Tenant = cur.Tenant
 	e.UpdatedAt = now.UTC()
 	e.Version = cur.Version + 1
 	return e, nil
@@ -65,7 +68,8 @@ func SortResults(rs []msg.ProbeResult) {
 // The backends walk an index (the endpoint's own when f names one) and keep
 // what Match accepts.
 func (f IncidentFilter) Match(inc Incident) bool {
-	return (f.EndpointID == "" || inc.EndpointID == f.EndpointID) &&
+	return (f.Tenant == "" || TenantOf(inc.Tenant) == TenantOf(f.Tenant)) &&
+		(f.EndpointID == "" || inc.EndpointID == f.EndpointID) &&
 		(f.State == "" || inc.State == f.State)
 }
 

@@ -33,11 +33,30 @@ var (
 	// ErrUnavailable wraps backend connectivity failures so consumers can
 	// leave messages in the queue and report not-ready.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrQuota: a create would take a tenant past its limit.
+	ErrQuota = errors.New("tenant quota reached")
 )
+
+// DefaultTenant owns everything written before tenants existed: a record
+// whose Tenant is empty belongs to it, so existing data needs no rewrite.
+const DefaultTenant = "default"
+
+// TenantOf returns the tenant a stored Tenant field names: DefaultTenant
+// for the empty one.
+func TenantOf(tenant string) string {
+	if tenant == "" {
+		return DefaultTenant
+	}
+	return tenant
+}
 
 // Endpoint is a registered MCP endpoint.
 type Endpoint struct {
-	ID        string `json:"id"`
+	ID string `json:"id"`
+	// Tenant owns the endpoint (empty: DefaultTenant, for records written
+	// before tenants). It is set at creation and never changes: the
+	// per-tenant index is keyed by it.
+	Tenant    string `json:"tenant,omitempty"`
 	Name      string `json:"name"`
 	URL       string `json:"url"`
 	Transport string `json:"transport"` // auto | streamable-http | sse
@@ -93,8 +112,12 @@ const (
 // Incident is one outage of one endpoint, from the window that opened it to
 // the window that resolved it.
 type Incident struct {
-	ID             string        `json:"id"` // msg.IncidentID(endpoint, opening window)
-	EndpointID     string        `json:"endpointId"`
+	ID         string `json:"id"` // msg.IncidentID(endpoint, opening window)
+	EndpointID string `json:"endpointId"`
+	// Tenant is the endpoint's, copied when the incident opens so the
+	// incident stays its tenant's after the endpoint is deleted (empty:
+	// DefaultTenant, for incidents opened before tenants).
+	Tenant         string        `json:"tenant,omitempty"`
 	State          IncidentState `json:"state"`
 	OpenedWindow   time.Time     `json:"openedWindow"`
 	OpenedAt       time.Time     `json:"openedAt"`
@@ -139,6 +162,8 @@ type Tracker struct {
 
 // IncidentFilter selects incidents; zero fields match all.
 type IncidentFilter struct {
+	// Tenant keeps the tenant's incidents only (TenantOf(Incident.Tenant)).
+	Tenant     string
 	EndpointID string
 	State      IncidentState
 	Limit      int
@@ -207,14 +232,25 @@ type Delivery struct {
 // Endpoints is the endpoint registry.
 type Endpoints interface {
 	// CreateEndpoint stores a new endpoint (Version becomes 1; CreatedAt
-	// defaults to now; ErrConflict if the ID exists).
+	// defaults to now; Tenant defaults to DefaultTenant; ErrConflict if the
+	// ID exists) and lists it in its tenant's index.
 	CreateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
 	// UpdateEndpoint replaces e if its Version matches (ErrConflict otherwise,
 	// ErrNotFound if absent) and returns it with the next version, CreatedAt
-	// kept and UpdatedAt set to now.
+	// and Tenant kept and UpdatedAt set to now.
 	UpdateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
 	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
 	ListEndpoints(ctx context.Context) ([]Endpoint, error) // ordered by ID
+	// ListEndpointsOf returns the tenant's endpoints ordered by ID. It reads
+	// the per-tenant index the writes below keep in their own transaction,
+	// so it costs the tenant's size, not the deployment's. The pipeline
+	// (scheduler, prober, aggregator, alerter) keeps using ListEndpoints.
+	ListEndpointsOf(ctx context.Context, tenant string) ([]Endpoint, error)
+	// CreateEndpointWithin is CreateEndpoint that refuses with ErrQuota when
+	// the endpoint's tenant already holds limit endpoints, counted in the
+	// same transaction as the write, so concurrent creates — from any
+	// replica — cannot pass the limit together. limit <= 0: no limit.
+	CreateEndpointWithin(ctx context.Context, e Endpoint, limit int) (Endpoint, error)
 	// DeleteEndpoint atomically removes the endpoint together with its
 	// latest probe result, its undecided window results (OpenWindows no
 	// longer lists them) and what the prober remembers of it (Objects of
@@ -335,6 +371,20 @@ type Objects interface {
 	DeleteObject(ctx context.Context, kind, id string) error // ErrNotFound
 }
 
+// Audit is the audit log: who changed what over the API, per tenant, kept
+// for the backend's audit TTL (store.DefaultAuditTTL by default) measured
+// on its injected clock. Entries are appended, never changed.
+type Audit interface {
+	// AppendAudit stores e under e.Tenant with a fresh e.ID (store.AuditID)
+	// and removes the tenant's entries older than the TTL in the same step.
+	AppendAudit(ctx context.Context, e AuditEntry) error
+	// ListAudit returns f.Tenant's entries within f's time range and the
+	// TTL, newest first (ties: the later append first), at most
+	// store.AuditLimit(f); empty, not nil, if none. Another tenant's
+	// entries are never returned.
+	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+}
+
 // Store is everything a backend implements.
 type Store interface {
 	Endpoints
@@ -344,6 +394,7 @@ type Store interface {
 	Deliveries
 	Ledger
 	Objects
+	Audit
 	// Ping reports whether the backend is reachable (readiness).
 	Ping(ctx context.Context) error
 	Close() error

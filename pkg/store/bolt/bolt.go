@@ -46,6 +46,9 @@ type Options struct {
 	// VerdictHistory is how far back verdict history is kept
 	// (default store.DefaultVerdictHistory).
 	VerdictHistory time.Duration
+	// AuditTTL is how long audit entries are kept (default
+	// store.DefaultAuditTTL).
+	AuditTTL time.Duration
 	// SweepInterval is how often expired ledger keys and aged verdicts are
 	// deleted in the background (default 10m; negative disables, Sweep can
 	// still be called).
@@ -58,11 +61,12 @@ type Options struct {
 
 // Store is the bbolt-backed store.Store.
 type Store struct {
-	db      *bbolt.DB
-	clk     clock.Clock
-	ttl     time.Duration
-	history time.Duration
-	log     *slog.Logger
+	db       *bbolt.DB
+	clk      clock.Clock
+	ttl      time.Duration
+	history  time.Duration
+	auditTTL time.Duration
+	log      *slog.Logger
 
 	stop      chan struct{}
 	stopped   chan struct{}
@@ -105,6 +109,9 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.VerdictHistory <= 0 {
 		opts.VerdictHistory = store.DefaultVerdictHistory
 	}
+	if opts.AuditTTL <= 0 {
+		opts.AuditTTL = store.DefaultAuditTTL
+	}
 	if opts.SweepInterval == 0 {
 		opts.SweepInterval = 10 * time.Minute
 	}
@@ -130,20 +137,21 @@ func Open(path string, opts Options) (*Store, error) {
 				return err
 			}
 		}
-		return nil
+		return indexTenants(tx) // endpoints.go
 	})
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("bolt store: initialise %s: %w", path, err)
 	}
 	s := &Store{
-		db:      db,
-		clk:     opts.Clock,
-		ttl:     opts.LedgerTTL,
-		history: opts.VerdictHistory,
-		log:     opts.Logger.With("component", "store", "backend", "bolt"),
-		stop:    make(chan struct{}),
-		stopped: make(chan struct{}),
+		db:       db,
+		clk:      opts.Clock,
+		ttl:      opts.LedgerTTL,
+		history:  opts.VerdictHistory,
+		auditTTL: opts.AuditTTL,
+		log:      opts.Logger.With("component", "store", "backend", "bolt"),
+		stop:     make(chan struct{}),
+		stopped:  make(chan struct{}),
 	}
 	if opts.SweepInterval > 0 {
 		go s.sweepLoop(opts.SweepInterval)

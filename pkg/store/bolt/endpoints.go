@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,9 +13,47 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
+// bEPByTenant is the per-tenant endpoint index: tenant 0 endpointID → nil,
+// written in the transaction that writes the endpoint, so a tenant's list
+// (and its quota count) walks its own keys only. It is not in allBuckets:
+// indexTenants creates it and, the first time, fills it from the endpoints
+// written before tenants (all of them DefaultTenant's).
+var bEPByTenant = []byte("endpointsByTenant")
+
+func indexTenants(tx *bbolt.Tx) error {
+	if tx.Bucket(bEPByTenant) != nil {
+		return nil
+	}
+	idx, err := tx.CreateBucket(bEPByTenant)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bEndpoints).ForEach(func(k, v []byte) error {
+		var e struct{ Tenant string }
+		if err := json.Unmarshal(v, &e); err != nil {
+			return fmt.Errorf("index endpoint %s by tenant: %w", k, err)
+		}
+		return idx.Put(tenantKey(e.Tenant, string(k)), nil)
+	})
+}
+
+// tenantKey is the index key of endpoint id in tenant; the 0 byte keeps
+// tenant "a" from prefixing tenant "ab".
+func tenantKey(tenant, id string) []byte {
+	return append(append([]byte(store.TenantOf(tenant)), 0), id...)
+}
+
 // CreateEndpoint stores a new endpoint with Version 1; ErrConflict if the ID
 // exists. CreatedAt defaults to now, UpdatedAt is set to CreatedAt.
 func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
+	return s.CreateEndpointWithin(ctx, e, 0)
+}
+
+// CreateEndpointWithin is CreateEndpoint refusing with ErrQuota when e's
+// tenant already has limit endpoints (limit <= 0: none). bbolt serialises
+// write transactions, so the count and the write cannot interleave with
+// another create.
+func (s *Store) CreateEndpointWithin(ctx context.Context, e store.Endpoint, limit int) (store.Endpoint, error) {
 	e, err := store.FirstEndpointVersion(e, s.clk.Now())
 	if err != nil {
 		return store.Endpoint{}, fmt.Errorf("bolt store: %w", err)
@@ -23,6 +62,21 @@ func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.End
 		b := tx.Bucket(bEndpoints)
 		if b.Get([]byte(e.ID)) != nil {
 			return fmt.Errorf("create endpoint %s: already exists: %w", e.ID, store.ErrConflict)
+		}
+		idx := tx.Bucket(bEPByTenant)
+		if limit > 0 {
+			n := 0
+			prefix := tenantKey(e.Tenant, "")
+			c := idx.Cursor()
+			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && n < limit; k, _ = c.Next() {
+				n++
+			}
+			if n >= limit {
+				return fmt.Errorf("create endpoint %s: tenant %q has %d endpoints: %w", e.ID, e.Tenant, limit, store.ErrQuota)
+			}
+		}
+		if err := idx.Put(tenantKey(e.Tenant, e.ID), nil); err != nil {
+			return err
 		}
 		return put(b, []byte(e.ID), e)
 	})
@@ -75,6 +129,28 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 	return out, err
 }
 
+// ListEndpointsOf returns the tenant's endpoints ordered by ID, walking the
+// tenant's index.
+func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]store.Endpoint, error) {
+	out := []store.Endpoint{}
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bEndpoints)
+		prefix := tenantKey(tenant, "")
+		c := tx.Bucket(bEPByTenant).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			e, ok, err := get[store.Endpoint](b, k[len(prefix):])
+			if err != nil {
+				return err
+			}
+			if ok {
+				out = append(out, e)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // DeleteEndpoint removes the endpoint with its latest probe result, its
 // undecided windows and its tool catalog in one transaction; ErrNotFound if
 // absent (the cleanup still runs, so a repeated delete removes what a probe
@@ -85,7 +161,14 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 	found := false
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bEndpoints)
-		if found = b.Get([]byte(id)) != nil; found {
+		cur, ok, err := get[store.Endpoint](b, []byte(id))
+		if err != nil {
+			return err
+		}
+		if found = ok; found {
+			if err := tx.Bucket(bEPByTenant).Delete(tenantKey(cur.Tenant, id)); err != nil {
+				return err
+			}
 			if err := b.Delete([]byte(id)); err != nil {
 				return err
 			}

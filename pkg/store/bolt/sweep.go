@@ -1,5 +1,6 @@
-// The background sweeper: reclaims the space of expired ledger keys and of
-// verdicts older than the history retention.
+// The background sweeper: reclaims the space of expired ledger keys, of
+// verdicts older than the history retention and of audit entries older than
+// the audit TTL.
 
 package bolt
 
@@ -29,9 +30,10 @@ func (s *Store) sweepLoop(every time.Duration) {
 	}
 }
 
-// Sweep deletes ledger keys past their expiry and verdicts older than the
-// history retention, and returns how many records it deleted. Expired keys
-// already read as absent; sweeping only reclaims space.
+// Sweep deletes ledger keys past their expiry, verdicts older than the
+// history retention and audit entries older than the audit TTL, and
+// returns how many records it deleted. Expired records already read as
+// absent; sweeping only reclaims space.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
 	n := 0
 	now := s.clk.Now()
@@ -67,7 +69,9 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 			}
 			n++
 		}
-		return nil
+		m, err := s.sweepAudit(tx, now) // audit.go
+		n += m
+		return err
 	})
 	return n, err
 }

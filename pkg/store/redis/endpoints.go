@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -10,11 +11,50 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
+// The per-tenant index: "endpoint_tenants" maps each endpoint ID to its
+// tenant and "tenant_endpoints:<tenant>" is the set of the tenant's IDs.
+// Every script that adds or removes an endpoint keeps both in the same
+// script, so a tenant's list is SMEMBERS + HMGET of its own size and its
+// quota count is SCARD.
+
+// createEndpoint: 0 the ID exists, -1 the tenant is at its limit (ARGV[4],
+// 0 = none), 1 written.
 var createEndpoint = goredis.NewScript(`
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
+local limit = tonumber(ARGV[4])
+if limit > 0 and redis.call('SCARD', KEYS[4]) >= limit then return -1 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[1], 1)
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+redis.call('SADD', KEYS[4], ARGV[1])
 return 1`)
+
+// indexTenants lists the endpoints written before tenants (or by a replica
+// of an older version) in DefaultTenant's set. Equal hash lengths mean
+// every endpoint is indexed: then it costs two HLENs.
+var indexTenants = goredis.NewScript(`
+if redis.call('HLEN', KEYS[1]) == redis.call('HLEN', KEYS[2]) then return 0 end
+local n = 0
+for _, id in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if redis.call('HSETNX', KEYS[2], id, ARGV[1]) == 1 then
+    redis.call('SADD', KEYS[3], id)
+    n = n + 1
+  end
+end
+return n`)
+
+func (s *Store) tenantSet(tenant string) string {
+	return s.k("tenant_endpoints", store.TenantOf(tenant))
+}
+
+// IndexTenants puts every endpoint missing from the per-tenant index into
+// DefaultTenant's (records from before tenants carry no tenant) and returns
+// how many it added. New runs it; it is idempotent and cheap once done.
+func (s *Store) IndexTenants(ctx context.Context) (int, error) {
+	n, err := indexTenants.Run(ctx, s.rdb, []string{s.k("endpoints"), s.k("endpoint_tenants"), s.tenantSet(store.DefaultTenant)},
+		store.DefaultTenant).Int()
+	return n, s.done("index endpoints by tenant", err)
+}
 
 // updateEndpoint: -1 absent, 0 version conflict, 1 written.
 var updateEndpoint = goredis.NewScript(`
@@ -28,6 +68,14 @@ return 1`)
 // CreateEndpoint stores a new endpoint with Version 1; ErrConflict if the ID
 // exists.
 func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
+	return s.CreateEndpointWithin(ctx, e, 0)
+}
+
+// CreateEndpointWithin is CreateEndpoint refusing with ErrQuota when e's
+// tenant already has limit endpoints (limit <= 0: none). The count (SCARD)
+// and the write are one script: every replica's creates are serialised by
+// Redis, so the limit holds across replicas.
+func (s *Store) CreateEndpointWithin(ctx context.Context, e store.Endpoint, limit int) (store.Endpoint, error) {
 	e, err := store.FirstEndpointVersion(e, s.clk.Now())
 	if err != nil {
 		return store.Endpoint{}, fmt.Errorf("redis store: %w", err)
@@ -36,12 +84,16 @@ func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.End
 	if err != nil {
 		return store.Endpoint{}, err
 	}
-	n, err := createEndpoint.Run(ctx, s.rdb, []string{s.k("endpoints"), s.k("endpoint_versions")}, e.ID, raw).Int()
+	n, err := createEndpoint.Run(ctx, s.rdb, []string{s.k("endpoints"), s.k("endpoint_versions"), s.k("endpoint_tenants"), s.tenantSet(e.Tenant)},
+		e.ID, raw, e.Tenant, max(limit, 0)).Int()
 	if err := s.done("create endpoint "+e.ID, err); err != nil {
 		return store.Endpoint{}, err
 	}
-	if n == 0 {
+	switch n {
+	case 0:
 		return store.Endpoint{}, fmt.Errorf("create endpoint %s: already exists: %w", e.ID, store.ErrConflict)
+	case -1:
+		return store.Endpoint{}, fmt.Errorf("create endpoint %s: tenant %q has %d endpoints: %w", e.ID, e.Tenant, limit, store.ErrQuota)
 	}
 	return e, nil
 }
@@ -96,12 +148,50 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 	return out, nil
 }
 
+// ListEndpointsOf returns the tenant's endpoints ordered by ID: the
+// tenant's set, then its records. One deleted between the two reads is
+// left out.
+func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]store.Endpoint, error) {
+	ids, err := s.rdb.SMembers(ctx, s.tenantSet(tenant)).Result()
+	if err := s.done("list endpoints of tenant", err); err != nil {
+		return nil, err
+	}
+	out := make([]store.Endpoint, 0, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	raws, err := s.rdb.HMGet(ctx, s.k("endpoints"), ids...).Result()
+	if err := s.done("list endpoints of tenant", err); err != nil {
+		return nil, err
+	}
+	for i, raw := range raws {
+		str, ok := raw.(string)
+		if !ok {
+			continue
+		}
+		e, err := decode[store.Endpoint]("endpoint "+ids[i], str)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
 // deleteEndpoint removes the endpoint, its latest result, every undecided
 // window (the per-endpoint results hash and its members of the global
 // "windows" set, found from the hash's "<windowMs>|..." fields) and the
 // prober's documents of it (tool catalog, server identity). 1: the endpoint
 // existed.
+// KEYS[10] is the set of ARGV[2], the tenant the caller read from
+// KEYS[9]; -1 if that changed since (the ID was deleted and created again in
+// another tenant): the caller reads again.
 var deleteEndpoint = goredis.NewScript(`
+local t = redis.call('HGET', KEYS[9], ARGV[1])
+if t and t ~= ARGV[2] then return -1 end
+redis.call('SREM', KEYS[10], ARGV[1])
+redis.call('HDEL', KEYS[9], ARGV[1])
 local n = redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])
@@ -126,13 +216,30 @@ return n`)
 // incidents and ledger keys stay: history ages out, incidents are the audit
 // trail.
 func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
-	n, err := deleteEndpoint.Run(ctx, s.rdb, []string{
-		s.k("endpoints"), s.k("endpoint_versions"), s.k("latest"), s.k("latest_slot"),
-		s.k("window_results", id), s.k("windows"),
-		s.k("objects", store.KindCatalog), s.k("objects", store.KindServerIdentity),
-	}, id).Int()
-	if err := s.done("delete endpoint "+id, err); err != nil {
-		return err
+	var n int
+	for range 3 {
+		tenant, err := s.rdb.HGet(ctx, s.k("endpoint_tenants"), id).Result()
+		if errors.Is(err, goredis.Nil) {
+			tenant, err = store.DefaultTenant, nil
+		}
+		if err := s.done("delete endpoint "+id, err); err != nil {
+			return err
+		}
+		n, err = deleteEndpoint.Run(ctx, s.rdb, []string{
+			s.k("endpoints"), s.k("endpoint_versions"), s.k("latest"), s.k("latest_slot"),
+			s.k("window_results", id), s.k("windows"),
+			s.k("objects", store.KindCatalog), s.k("objects", store.KindServerIdentity),
+			s.k("endpoint_tenants"), s.tenantSet(tenant),
+		}, id, tenant).Int()
+		if err := s.done("delete endpoint "+id, err); err != nil {
+			return err
+		}
+		if n != -1 {
+			break
+		}
+	}
+	if n == -1 {
+		return fmt.Errorf("delete endpoint %s: its tenant kept changing: %w", id, store.ErrConflict)
 	}
 	if n == 0 {
 		return fmt.Errorf("delete endpoint %s: %w", id, store.ErrNotFound)

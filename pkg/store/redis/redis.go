@@ -72,6 +72,9 @@ type Options struct {
 	// VerdictHistory is how far back verdict history is kept per endpoint
 	// (default store.DefaultVerdictHistory).
 	VerdictHistory time.Duration
+	// AuditTTL is how long audit entries are kept per tenant (default
+	// store.DefaultAuditTTL).
+	AuditTTL time.Duration
 	// Clock is the time source (default: real).
 	Clock clock.Clock
 	// Logger receives the once-per-outage lines.
@@ -104,6 +107,7 @@ type Store struct {
 	serverTime bool
 	ttl        time.Duration
 	history    time.Duration
+	auditTTL   time.Duration
 	log        *slog.Logger
 
 	mu        sync.Mutex
@@ -136,6 +140,9 @@ func New(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	}
 	if opts.VerdictHistory <= 0 {
 		opts.VerdictHistory = store.DefaultVerdictHistory
+	}
+	if opts.AuditTTL <= 0 {
+		opts.AuditTTL = store.DefaultAuditTTL
 	}
 	if opts.DialTimeout <= 0 {
 		opts.DialTimeout = 2 * time.Second
@@ -171,6 +178,7 @@ func New(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		serverTime: !opts.LeasesOnClock,
 		ttl:        opts.LedgerTTL,
 		history:    opts.VerdictHistory,
+		auditTTL:   opts.AuditTTL,
 		log:        opts.Logger.With("component", "store", "backend", "redis"),
 	}
 	if err := s.Ping(ctx); err != nil {
@@ -179,6 +187,13 @@ func New(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		}
 		_ = rdb.Close()
 		return nil, fmt.Errorf("%w (check --redis-url and that Redis is running)", err)
+	}
+	// Endpoints from before tenants join the default tenant's index; a
+	// failure here only delays that to the next start.
+	if n, err := s.IndexTenants(ctx); err != nil {
+		s.log.Warn("indexing endpoints by tenant failed; retried at the next start", "err", err)
+	} else if n > 0 {
+		s.log.Info("endpoints from before tenants listed in the default tenant", "endpoints", n)
 	}
 	return s, nil
 }

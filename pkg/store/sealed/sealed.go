@@ -39,11 +39,17 @@ func (s *Store) Unwrap() store.Store { return s.Store }
 
 // CreateEndpoint seals e's secrets and stores it.
 func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
+	return s.CreateEndpointWithin(ctx, e, 0)
+}
+
+// CreateEndpointWithin seals e's secrets and stores it within its tenant's
+// limit.
+func (s *Store) CreateEndpointWithin(ctx context.Context, e store.Endpoint, limit int) (store.Endpoint, error) {
 	sealed, err := SealEndpoint(s.keys, e)
 	if err != nil {
 		return store.Endpoint{}, err
 	}
-	out, err := s.Store.CreateEndpoint(ctx, sealed)
+	out, err := s.Store.CreateEndpointWithin(ctx, sealed, limit)
 	if err != nil {
 		return store.Endpoint{}, err
 	}
@@ -77,6 +83,21 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, err
 // carry on probing without credentials or alerting nowhere.
 func (s *Store) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 	eps, err := s.Store.ListEndpoints(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range eps {
+		if eps[i], err = OpenEndpoint(s.keys, e); err != nil {
+			return nil, err
+		}
+	}
+	return eps, nil
+}
+
+// ListEndpointsOf returns the tenant's endpoints with their secrets opened
+// (one that does not open fails the list, as in ListEndpoints).
+func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]store.Endpoint, error) {
+	eps, err := s.Store.ListEndpointsOf(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}

@@ -4,9 +4,10 @@
 // store.Store interface and asserts the contract written in pkg/store's doc
 // comments, so the embedded and Redis stores behave the same.
 //
-// The factory must use the default LedgerTTL (store.DefaultLedgerTTL) and
-// VerdictHistory (store.DefaultVerdictHistory): the suite moves the fake clock
-// across those boundaries. Times in the suite are whole seconds (Redis keeps
+// The factory must use the default LedgerTTL (store.DefaultLedgerTTL),
+// VerdictHistory (store.DefaultVerdictHistory) and AuditTTL
+// (store.DefaultAuditTTL): the suite moves the fake clock across those
+// boundaries. Times in the suite are whole seconds (Redis keeps
 // milliseconds).
 //
 // TTL expiry is tested the same way on every backend, by advancing the fake
@@ -49,6 +50,9 @@ func Run(t *testing.T, newStore Factory) {
 		{"Ping", testPing},
 		{"Endpoints", testEndpoints},
 		{"EndpointsConcurrentUpdate", testEndpointsConcurrentUpdate},
+		{"EndpointsByTenant", testEndpointsByTenant},             // tenants.go
+		{"EndpointQuotaConcurrent", testEndpointQuotaConcurrent}, // tenants.go
+		{"IncidentsByTenant", testIncidentsByTenant},             // tenants.go
 		{"LatestResult", testLatestResult},
 		{"WindowResults", testWindowResults},
 		{"WindowsClosedByVerdict", testWindowsClosedByVerdict},
@@ -72,6 +76,9 @@ func Run(t *testing.T, newStore Factory) {
 		{"Objects", testObjects},
 		{"DeleteEndpointCleanup", testDeleteEndpointCleanup},
 		{"DeleteEndpointRepeatedCleansStragglers", testDeleteEndpointStragglers},
+		{"AuditNewestFirstPerTenant", testAuditOrder}, // audit.go
+		{"AuditRange", testAuditRange},
+		{"AuditRetention", testAuditRetention},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,176 @@
+package api
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/auth"
+	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// Tenants. Every endpoint, incident, maintenance window and key belongs to
+// one tenant: the key's (auth.TenantFrom; the default tenant with
+// authentication off). A handler that finds another tenant's object answers
+// exactly as if it did not exist — the same 404 problem, the same detail —
+// never 403, so a key cannot learn which IDs exist elsewhere; lists show
+// the tenant's objects only.
+
+// Quotas bound what one tenant may hold and how fast it may ask. A zero
+// field means no limit (package tests, embedders); the process takes its
+// limits from the --max-*-per-tenant and --rate-limit flags, whose
+// defaults are the Default* constants below.
+type Quotas struct {
+	// MaxEndpoints per tenant. Counted by the store in the create's own
+	// transaction (CreateEndpointWithin), so it holds across replicas.
+	MaxEndpoints int
+	// MaxMaintenance windows per tenant. Counted under a lock of this
+	// process before the write: exact on one replica; N API replicas
+	// creating at once can pass it by at most N-1.
+	MaxMaintenance int
+	// RatePerSecond is each tenant's sustained request rate on /v1 and
+	// Burst how many requests it may make at once; beyond them the API
+	// answers 429 with Retry-After. Each replica keeps its own buckets, so
+	// behind a load balancer a tenant gets up to N times the rate.
+	RatePerSecond float64
+	Burst         int
+}
+
+// Defaults of the process's quota flags.
+const (
+	DefaultMaxEndpointsPerTenant   = 1000
+	DefaultMaxMaintenancePerTenant = 100
+	DefaultRateLimit               = 20.0
+	DefaultRateBurst               = 40
+)
+
+// TypeQuotaExceeded is the problem type of a create refused by a tenant
+// quota (409: the tenant's state conflicts with the request — deleting one
+// frees a place; 403 in this API means the key's scope is too small).
+const TypeQuotaExceeded = "urn:mcpmon:problem:quota-exceeded"
+
+// TypeRateLimited is the problem type of a 429.
+const TypeRateLimited = "urn:mcpmon:problem:rate-limited"
+
+// quotaProblem names the quota, its limit and the flag that sets it.
+func quotaProblem(noun, flag string, limit int) *Problem {
+	return problemf(http.StatusConflict, TypeQuotaExceeded,
+		"quota reached: this tenant may have at most %d %s (%s); delete one first", limit, noun, flag)
+}
+
+// endpointOf loads endpoint id if it is the request's tenant's; another
+// tenant's is the same 404 as a missing one.
+func (s *server) endpointOf(r *http.Request, id string) (store.Endpoint, *Problem) {
+	e, err := s.store.GetEndpoint(r.Context(), id)
+	if err == nil && store.TenantOf(e.Tenant) != auth.TenantFrom(r.Context()) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Endpoint{}, s.storeProblem(r, err, "endpoint "+id)
+	}
+	return e, nil
+}
+
+// incidentOf loads incident id if it is the request's tenant's (the
+// tenant its endpoint had when it opened); otherwise 404 as if missing.
+func (s *server) incidentOf(r *http.Request, id string) (store.Incident, *Problem) {
+	inc, err := s.store.GetIncident(r.Context(), id)
+	if err == nil && store.TenantOf(inc.Tenant) != auth.TenantFrom(r.Context()) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Incident{}, s.storeProblem(r, err, "incident "+id)
+	}
+	return inc, nil
+}
+
+func ownMaintenance(r *http.Request, m alert.Maintenance) bool {
+	return alert.SameTenant(m.Tenant, auth.TenantFrom(r.Context()))
+}
+
+// countMaintenance counts the request tenant's maintenance windows.
+func (s *server) countMaintenance(r *http.Request) (int, error) {
+	docs, err := s.store.ListObjects(r.Context(), alert.MaintenanceKind)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, doc := range docs {
+		if m, err := alert.DecodeMaintenance(doc); err == nil && ownMaintenance(r, m) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// isQuota reports whether err is a store quota refusal.
+func isQuota(err error) bool { return errors.Is(err, store.ErrQuota) }
+
+// rateLimiter keeps one token bucket per tenant (golang.org/x/time/rate,
+// fed the injected clock's time so tests step it). Tenants are bounded by
+// the keys in the store — an unauthenticated request is refused before it
+// gets here — so the map needs no eviction.
+type rateLimiter struct {
+	clk   clock.Clock
+	limit rate.Limit
+	burst int
+
+	mu      sync.Mutex
+	tenants map[string]*rate.Limiter
+}
+
+func newRateLimiter(q Quotas, clk clock.Clock) *rateLimiter {
+	if q.RatePerSecond <= 0 {
+		return nil
+	}
+	burst := q.Burst
+	if burst <= 0 {
+		burst = max(1, int(math.Ceil(q.RatePerSecond)))
+	}
+	return &rateLimiter{clk: clk, limit: rate.Limit(q.RatePerSecond), burst: burst, tenants: map[string]*rate.Limiter{}}
+}
+
+// allow takes a token of tenant's bucket, or says how long until one is
+// there.
+func (l *rateLimiter) allow(tenant string) (bool, time.Duration) {
+	now := l.clk.Now()
+	l.mu.Lock()
+	lim, ok := l.tenants[tenant]
+	if !ok {
+		lim = rate.NewLimiter(l.limit, l.burst)
+		l.tenants[tenant] = lim
+	}
+	l.mu.Unlock()
+	if lim.AllowN(now, 1) {
+		return true, 0
+	}
+	missing := 1 - lim.TokensAt(now)
+	return false, time.Duration(missing / float64(l.limit) * float64(time.Second))
+}
+
+// limitRate answers 429 with Retry-After (whole seconds, at least 1) when
+// the request's tenant is past its rate. It follows authenticate, so the
+// tenant is the key's.
+func (s *server) limitRate(next http.Handler) http.Handler {
+	if s.limiter == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ok, wait := s.limiter.allow(auth.TenantFrom(r.Context()))
+		if !ok {
+			secs := max(1, int(math.Ceil(wait.Seconds())))
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			writeProblem(w, r, problemf(http.StatusTooManyRequests, TypeRateLimited,
+				"this tenant is over its request rate (%g per second, bursts of %d; --rate-limit); retry in %d s", float64(s.limiter.limit), s.limiter.burst, secs))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
