@@ -15,6 +15,9 @@ const (
 	EnvRedisURL    = "MCPMON_TEST_REDIS_URL"    // redis://127.0.0.1:PORT/0
 	EnvSQSEndpoint = "MCPMON_TEST_SQS_ENDPOINT" // http://127.0.0.1:PORT
 	EnvRequire     = "MCPMON_REQUIRE_PEERS"
+	// EnvTSEverything is the entry script of @modelcontextprotocol/server-everything
+	// (the TypeScript SDK's reference server), run with node by the tests.
+	EnvTSEverything = "MCPMON_TEST_TS_EVERYTHING"
 )
 
 // RedisURL returns the test Redis URL or skips/fails t.
@@ -22,6 +25,12 @@ func RedisURL(t testing.TB) string { return lookup(t, EnvRedisURL, "redis-server
 
 // SQSEndpoint returns the fauxqs endpoint URL or skips/fails t.
 func SQSEndpoint(t testing.TB) string { return lookup(t, EnvSQSEndpoint, "fauxqs") }
+
+// TSEverything returns the path of the TypeScript SDK's server-everything
+// entry script or skips/fails t.
+func TSEverything(t testing.TB) string {
+	return lookup(t, EnvTSEverything, "the TypeScript SDK servers (npm)")
+}
 
 func lookup(t testing.TB, env, peer string) string {
 	t.Helper()
