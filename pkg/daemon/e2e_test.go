@@ -133,6 +133,19 @@ func e2eBackends() []backend {
 	}
 }
 
+// fastOptions are the embedded defaults on a free loopback port with a
+// fresh data dir, one-second windows and private targets allowed: what an
+// end-to-end test of this package starts from.
+func fastOptions(t *testing.T) config.Options {
+	o := config.Defaults()
+	o.Listen = "127.0.0.1:0"
+	o.DataDir = t.TempDir()
+	o.Window = time.Second
+	o.Grace = 300 * time.Millisecond
+	o.AllowPrivateTargets = true
+	return o
+}
+
 func testLogger(t *testing.T) *slog.Logger {
 	if os.Getenv("MCPMON_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -153,12 +166,7 @@ func TestEndToEnd(t *testing.T) {
 func runEndToEnd(t *testing.T, b backend) {
 	srv := newMCPServer(t)
 	rcv, hook := newReceiver(t)
-	o := config.Defaults()
-	o.Listen = "127.0.0.1:0"
-	o.DataDir = t.TempDir()
-	o.Window = time.Second
-	o.Grace = 300 * time.Millisecond
-	o.AllowPrivateTargets = true
+	o := fastOptions(t)
 	o.WebhookURL = hook
 	o.ReplicaID = "e2e"
 	b.setup(t, &o)

@@ -57,12 +57,7 @@ var hangHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) 
 
 func startEmbedded(t *testing.T, mod func(*config.Options)) *Daemon {
 	t.Helper()
-	o := config.Defaults()
-	o.Listen = "127.0.0.1:0"
-	o.DataDir = t.TempDir()
-	o.Window = time.Second
-	o.Grace = 300 * time.Millisecond
-	o.AllowPrivateTargets = true
+	o := fastOptions(t)
 	o.Auth = config.AuthNone // loopback; API keys have their own tests (apikeys_test.go)
 	if mod != nil {
 		mod(&o)

@@ -215,12 +215,7 @@ func TestPruneLoopIdleWithoutEndpointMetrics(t *testing.T) {
 // once a prune round runs, while a registered endpoint's stay.
 func TestPruneAfterDeleteEmbedded(t *testing.T) {
 	srv := newMCPServer(t)
-	o := config.Defaults()
-	o.Listen = "127.0.0.1:0"
-	o.DataDir = t.TempDir()
-	o.Window = time.Second
-	o.Grace = 300 * time.Millisecond
-	o.AllowPrivateTargets = true
+	o := fastOptions(t)
 	o.Auth = config.AuthNone // loopback; API keys have their own tests (apikeys_test.go)
 	d, err := Start(t.Context(), RoleAll, o, Deps{Logger: testLogger(t)})
 	if err != nil {
@@ -314,12 +309,7 @@ func TestDeleteEndpointRemovesProberCatalog(t *testing.T) {
 // shared store on its own prune round.
 func TestPruneDistributedDelete(t *testing.T) {
 	srv := newMCPServer(t)
-	o := config.Defaults()
-	o.Listen = "127.0.0.1:0"
-	o.DataDir = t.TempDir()
-	o.Window = time.Second
-	o.Grace = 300 * time.Millisecond
-	o.AllowPrivateTargets = true
+	o := fastOptions(t)
 	o.Auth = config.AuthNone // loopback; API keys have their own tests (apikeys_test.go)
 	setupSQS(t, &o)
 	setupRedis(t, &o)

@@ -24,12 +24,7 @@ func TestRedisCrashMidIncident(t *testing.T) {
 	srv := newMCPServer(t)
 	rcv, hook := newReceiver(t)
 
-	o := config.Defaults()
-	o.Listen = "127.0.0.1:0"
-	o.DataDir = t.TempDir()
-	o.Window = time.Second
-	o.Grace = 300 * time.Millisecond
-	o.AllowPrivateTargets = true
+	o := fastOptions(t)
 	o.WebhookURL = hook
 	o.ReplicaID = "redis-crash"
 	o.Store = config.StoreRedis
@@ -95,12 +90,7 @@ func TestStartWaitsForRedis(t *testing.T) {
 	rs := testpeers.NewRedisServer(t) // prepared, not started
 	srv := newMCPServer(t)
 
-	o := config.Defaults()
-	o.Listen = "127.0.0.1:0"
-	o.DataDir = t.TempDir()
-	o.Window = time.Second
-	o.Grace = 300 * time.Millisecond
-	o.AllowPrivateTargets = true
+	o := fastOptions(t)
 	o.Store = config.StoreRedis
 	o.RedisURL = rs.URL()
 	o.RedisPrefix = fmt.Sprintf("wait-%d:", time.Now().UnixNano())

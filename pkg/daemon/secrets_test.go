@@ -56,12 +56,7 @@ func (s *headerServer) requests() (n int, all string) {
 }
 
 func secretsOptions(t *testing.T) config.Options {
-	o := config.Defaults()
-	o.Listen = "127.0.0.1:0"
-	o.DataDir = t.TempDir()
-	o.Window = time.Second
-	o.Grace = 300 * time.Millisecond
-	o.AllowPrivateTargets = true
+	o := fastOptions(t)
 	o.ReplicaID = "secrets-test"
 	return o
 }
