@@ -12,9 +12,17 @@ for peer in fauxqs redis; do
   eval "$(bash ".ci/start-$peer.sh" "$peers_dir")"
 done
 
+echo "==> machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" >&2
+
 echo "==> Go benchmarks" >&2
 go test -run '^$' -bench . -benchmem -benchtime "${BENCHTIME:-1x}" \
-  ./pkg/scheduler/ ./prober/ ./pkg/queue/... ./pkg/msg/ ./alerter/ 2>&1 | tee "$peers_dir/bench.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
+  ./prober/ ./pkg/queue/... ./pkg/msg/ ./alerter/ 2>&1 | tee "$peers_dir/bench.txt" | grep -E '^(Benchmark|ok|FAIL|---)' || true
+
+echo
+echo "==> scheduler: 100k schedules, mcpmon vs robfig cron.Cron in one run (targets: CPU <= 0.1x, p99 lateness <= 10 ms); about a minute" >&2
+# Always 1x: BenchmarkVsRobfig100k is a fixed-length measurement (15 s per side).
+go test -run '^$' -bench . -benchmem -benchtime 1x ./pkg/scheduler/ 2>&1 \
+  | grep -E '^(Benchmark|ok|FAIL|---)|^ +(\||100k )' || true
 
 echo
 echo "==> API keys: GET /v1/endpoints/{id} without and with a key, side by side (target: auth-ns/req < 5000)" >&2
@@ -27,3 +35,10 @@ go run ./cmd/mcpmon-load --endpoints 50 --duration 25s
 echo
 echo "==> load harness: whole pipeline on SQS (fauxqs) and Redis" >&2
 go run ./cmd/mcpmon-load --endpoints 50 --duration 25s --queue sqs --redis-url "$MCPMON_TEST_REDIS_URL"
+# IDLE_SIZES= (empty) skips the idle measurement.
+IDLE_SIZES=${IDLE_SIZES-10000,100000}
+if [ -n "$IDLE_SIZES" ]; then
+  echo
+  echo "==> idle cost: whole \`mcpmon run\` with $IDLE_SIZES endpoints registered and nothing due (targets: < 1 % of a core, <= 4 KiB RSS per endpoint); about 4 minutes" >&2
+  go run ./cmd/mcpmon-load --idle "$IDLE_SIZES"
+fi

@@ -39,6 +39,13 @@ type options struct {
 	queue       string
 	sqsEndpoint string
 	redisURL    string
+
+	idle         string // sizes for the idle measurement; empty: the load run
+	idleWindow   time.Duration
+	idleSettle   time.Duration
+	idleProfiles string
+	idleChild    string // data dir: run as the idle measurement's child
+	idleCPUProf  string
 }
 
 func main() {
@@ -51,8 +58,34 @@ func main() {
 	fs.StringVar(&o.queue, "queue", "embedded", "embedded or sqs")
 	fs.StringVar(&o.sqsEndpoint, "sqs-endpoint", os.Getenv("MCPMON_TEST_SQS_ENDPOINT"), "SQS endpoint (an emulator on 127.0.0.1)")
 	fs.StringVar(&o.redisURL, "redis-url", "", "use Redis as the store")
+	fs.StringVar(&o.idle, "idle", "", "instead of the load run, measure idle cost with these endpoint counts registered and nothing due (e.g. 10000,100000)")
+	fs.DurationVar(&o.idleWindow, "idle-window", time.Minute, "idle: how long to measure each size (a minute holds every periodic loop: resync every 15s, one aggregator window)")
+	// The aggregator first lists endpoints for no_data once a whole
+	// window that began after it started has closed: up to 2 windows +
+	// grace after start.
+	def := config.Defaults()
+	fs.DurationVar(&o.idleSettle, "idle-settle", 2*def.Window+def.Grace+5*time.Second, "idle: how long to let the daemons settle before measuring (default: until the aggregator's first no_data listing)")
+	fs.StringVar(&o.idleProfiles, "idle-profiles", "", "idle: write each child's CPU profile into this directory")
+	fs.StringVar(&o.idleChild, "idle-child", "", "internal: run the daemon on this data dir until SIGTERM")
+	fs.StringVar(&o.idleCPUProf, "idle-cpuprofile", "", "internal: the idle child's CPU profile")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
+	}
+	if o.idleChild != "" || o.idle != "" {
+		var err error
+		if o.idleChild != "" {
+			err = runIdleChild(ctx, o.idleChild, o.idleCPUProf, os.Stdout, os.Stderr)
+		} else {
+			var sizes []int
+			if sizes, err = parseSizes(o.idle); err == nil {
+				err = runIdle(ctx, sizes, o.idleWindow, o.idleSettle, o.idleProfiles, os.Stdout, os.Stderr)
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mcpmon-load:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if o.endpoints < 1 || o.endpoints > 2000 || o.duration < 5*time.Second || o.duration > 10*time.Minute {
 		fmt.Fprintln(os.Stderr, "mcpmon-load: --endpoints must be 1..2000 and --duration 5s..10m")

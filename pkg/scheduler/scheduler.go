@@ -267,7 +267,12 @@ type EndpointLister interface {
 
 // SyncEvery calls Sync with src's endpoints now and then every interval
 // until ctx is done, so endpoints created, changed or deleted through
-// another API replica take effect here within one interval. A failed list
+// another API replica take effect here within one interval. A resync reads
+// and decodes every endpoint, so a large fleet stretches the interval: the
+// wait is at least resyncBudget times what the last resync took (list and
+// apply), which keeps the resync under 1/resyncBudget of the time — at
+// 100,000 endpoints on bolt a resync takes about 0.45 s, so the interval
+// becomes about 90 s instead of 15 s. A failed list
 // never clears the schedule: it is logged once and retried after a second,
 // doubling up to the interval, so a scheduler started while its store was
 // unreachable loads its endpoints soon after the store returns. It returns
@@ -278,6 +283,7 @@ func (s *Scheduler) SyncEvery(ctx context.Context, src EndpointLister, interval 
 		s.mu.Lock()
 		listedAt := s.gen
 		s.mu.Unlock()
+		began := s.clock.Now()
 		eps, err := src.ListEndpoints(ctx)
 		wait := interval
 		switch {
@@ -300,6 +306,7 @@ func (s *Scheduler) SyncEvery(ctx context.Context, src EndpointLister, interval 
 			if err != nil {
 				s.log.Warn("resync skipped endpoints with invalid schedules", "err", err)
 			}
+			wait = max(interval, s.clock.Now().Sub(began)*resyncBudget)
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -310,6 +317,13 @@ func (s *Scheduler) SyncEvery(ctx context.Context, src EndpointLister, interval 
 		}
 	}
 }
+
+// resyncBudget bounds the share of time SyncEvery spends resyncing to
+// 1/resyncBudget (0.5 %): an idle process with a large fleet should not
+// spend a noticeable share of a core re-reading a list that rarely changes.
+// Changes made through this replica's API take effect at once (Upsert,
+// Remove) whatever the interval.
+const resyncBudget = 200
 
 // Len is the number of scheduled endpoints.
 func (s *Scheduler) Len() int {

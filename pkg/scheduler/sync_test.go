@@ -146,3 +146,38 @@ func TestSyncEveryDoesNotUndoConcurrentChanges(t *testing.T) {
 		<-done
 	})
 }
+
+// A fleet whose listing is slow is resynced less often: the resync keeps
+// under 1/resyncBudget of the time, and a cheap one keeps the interval.
+func TestSyncEveryStretchesWithItsOwnCost(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		listing time.Duration
+		want    int // lists in the first 10 minutes
+	}{
+		{"cheap listing keeps the interval", time.Millisecond, 40}, // every 15.001s
+		{"slow listing stretches it", time.Second, 3},              // at 0, 201s, 402s
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var lists atomic.Int32
+				src := listerFunc(func(ctx context.Context) ([]store.Endpoint, error) {
+					lists.Add(1)
+					time.Sleep(tc.listing) // the bubble's clock: what the listing took
+					return []store.Endpoint{ep("a", "@every 30s")}, nil
+				})
+				s := New(&recorder{}, Options{})
+				ctx, cancel := context.WithCancel(t.Context())
+				done := make(chan error, 1)
+				go func() { done <- s.SyncEvery(ctx, src, 15*time.Second) }()
+				time.Sleep(10*time.Minute - time.Nanosecond)
+				synctest.Wait()
+				cancel()
+				<-done
+				if got := int(lists.Load()); got != tc.want {
+					t.Fatalf("%d lists in 10 minutes, want %d", got, tc.want)
+				}
+			})
+		})
+	}
+}
