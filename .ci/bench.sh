@@ -30,6 +30,15 @@ go test -run '^$' -bench 'GetEndpoint|AuthOverhead' -benchmem -benchtime "${API_
   | grep -E '^(Benchmark|ok|FAIL|---)' || true
 
 echo
+echo "==> pagination: peak heap of listing 10,000 endpoints, page by page vs one read (target: paged < 20 MB above idle)" >&2
+go test -run '^$' -bench 'ListEndpoints10k' -benchtime "${PAGES_BENCHTIME:-3x}" ./pkg/api/ 2>&1 \
+  | grep -E '^(Benchmark|ok|FAIL|---)' || true
+
+echo
+echo "==> rollups: bytes one endpoint's day of one-minute verdicts takes (24 hourly + 1 daily rollup), bbolt and Redis" >&2
+go test -run '^$' -bench RollupBytes -benchtime 1x ./pkg/store/bolt/ ./pkg/store/redis/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)' || true
+
+echo
 echo "==> load harness: whole pipeline, embedded queue and store" >&2
 go run ./cmd/mcpmon-load --endpoints 50 --duration 25s
 echo

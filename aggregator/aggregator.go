@@ -168,6 +168,8 @@ type Aggregator struct {
 	nd noDataState
 	// slots caches each endpoint's parsed schedule.
 	slots slotCache
+	// maint caches the maintenance windows for rollups (rollup.go).
+	maint maintCache
 }
 
 // New returns an Aggregator.
@@ -455,7 +457,7 @@ func (a *Aggregator) decide(ctx context.Context, ref store.WindowRef, ep store.E
 		rules = *ep.Rules
 	}
 	v := Decide(ref.EndpointID, ref.Window, a.opts.Window, results, rules.RegionQuorum)
-	return a.emit(ctx, v)
+	return a.emit(ctx, a.annotate(ctx, ep, v, results))
 }
 
 // emit publishes v and records it: the one path for every verdict, no_data

@@ -213,7 +213,7 @@ func (a *Aggregator) decideNoData(ctx context.Context, id string, w time.Time, o
 	case !last.Window.Before(w):
 		return false, nil // decided normally, or by another replica
 	}
-	if err := a.emit(ctx, Decide(id, w, a.opts.Window, nil, 0)); err != nil {
+	if err := a.emit(ctx, a.annotate(ctx, ep, Decide(id, w, a.opts.Window, nil, 0), nil)); err != nil {
 		return false, err
 	}
 	return true, nil

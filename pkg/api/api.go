@@ -59,11 +59,14 @@ type Store interface {
 	DeleteEndpoint(ctx context.Context, id string) error
 	// The per-tenant index (tenants.go): a tenant's list and its quota.
 	ListEndpointsOf(ctx context.Context, tenant string) ([]store.Endpoint, error)
+	// One page of the tenant's endpoints (pages.go).
+	ListEndpointsPage(ctx context.Context, tenant, after string, limit int) (store.EndpointPage, error)
 	CreateEndpointWithin(ctx context.Context, e store.Endpoint, limit int) (store.Endpoint, error)
 
 	LatestResult(ctx context.Context, endpointID string) (msg.ProbeResult, error)
 	LastVerdict(ctx context.Context, endpointID string) (msg.Verdict, error)
 	ListVerdicts(ctx context.Context, endpointID string, limit int) ([]msg.Verdict, error)
+	ListVerdictsBefore(ctx context.Context, endpointID string, before time.Time, limit int) ([]msg.Verdict, error)
 
 	GetIncident(ctx context.Context, id string) (store.Incident, error)
 	UpdateIncident(ctx context.Context, inc store.Incident) (store.Incident, error)
@@ -234,6 +237,9 @@ func New(opts Options) http.Handler {
 			r.Patch("/{id}", s.patchEndpoint)
 			r.Delete("/{id}", s.deleteEndpoint)
 			r.Get("/{id}/verdicts", s.listVerdicts)
+			r.Get("/{id}/uptime", s.getUptime)   // uptime.go
+			r.Get("/{id}/history", s.getHistory) // uptime.go
+			r.Get("/{id}/catalog", s.getCatalog) // uptime.go
 		})
 		r.Route("/incidents", func(r chi.Router) {
 			r.Get("/", s.listIncidents)

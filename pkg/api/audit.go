@@ -306,7 +306,7 @@ func (s *server) listAudit(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, problemf(http.StatusNotFound, "", "this server keeps no audit log"))
 		return
 	}
-	limit, p := limitParam(r)
+	limit, cur, p := pageParams(r, cursorAudit)
 	if p != nil {
 		writeProblem(w, r, p)
 		return
@@ -335,10 +335,58 @@ func (s *server) listAudit(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, invalid(errs...))
 		return
 	}
-	entries, err := s.audit.ListAudit(r.Context(), f)
+	entries, more, err := s.auditPage(r, f, cur)
 	if err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "audit log"))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"entries": entries})
+	next := ""
+	if more && len(entries) > 0 {
+		last := entries[len(entries)-1]
+		next = encodeCursor(cursor{Kind: cursorAudit, At: last.Time, ID: last.ID})
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Entries    []store.AuditEntry `json:"entries"`
+		NextCursor string             `json:"nextCursor,omitempty"`
+	}{entries, next})
+}
+
+// auditPage reads up to f.Limit entries after the cursor (IDs sort like
+// the log, newest last, so "after" in the newest-first walk is a lower
+// ID) and whether more remain. The store filters by time: the read ends
+// just past the cursor's time (whole microseconds, the coarsest clock a
+// backend keeps), and entries at or above the cursor's ID — ties of the
+// cursor's time — are dropped here, reading a few more when ties filled
+// the batch.
+func (s *server) auditPage(r *http.Request, f store.AuditFilter, cur *cursor) ([]store.AuditEntry, bool, error) {
+	limit := f.Limit
+	if cur != nil {
+		if until := cur.At.Truncate(time.Microsecond).Add(time.Microsecond); f.Until.IsZero() || until.Before(f.Until) {
+			f.Until = until
+		}
+	}
+	for extra := 0; ; extra = max(8, extra*4) {
+		f.Limit = min(limit+1+extra, store.MaxAuditList)
+		batch, err := s.audit.ListAudit(r.Context(), f)
+		if err != nil {
+			return nil, false, err
+		}
+		kept := batch[:0]
+		for _, e := range batch {
+			if cur == nil || e.ID < cur.ID {
+				kept = append(kept, e)
+			}
+		}
+		full := len(batch) == f.Limit // the store may hold more
+		switch {
+		case len(kept) > limit:
+			return kept[:limit], true, nil
+		case !full:
+			return kept, false, nil
+		case f.Limit == store.MaxAuditList:
+			// At the store's cap more may remain: say so (the next page
+			// may then be empty).
+			return kept, true, nil
+		}
+	}
 }

@@ -522,14 +522,54 @@ func (s *server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, s.endpointView(created))
 }
 
+// endpointStates are the values of ?state= on GET /v1/endpoints.
+var endpointStates = []string{
+	string(msg.StateUp), string(msg.StateDegraded), string(msg.StateDown), string(msg.StateRegional),
+	string(msg.StateNoData), StatePaused, StatePending,
+}
+
+// EndpointList is the body of GET /v1/endpoints.
+type EndpointList struct {
+	Endpoints []EndpointView `json:"endpoints"`
+	// NextCursor, when present, fetches the next page (?cursor=); absent on
+	// the last page.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// listEndpoints serves one page of the tenant's endpoints in ID order:
+// ListEndpointsPage reads limit of them from the tenant's index, and the
+// selector and state filters keep what matches, so the response (and
+// what the request holds) is bounded by the page, not by the tenant.
 func (s *server) listEndpoints(w http.ResponseWriter, r *http.Request) {
-	eps, err := s.store.ListEndpointsOf(r.Context(), auth.TenantFrom(r.Context()))
+	limit, cur, p := pageParams(r, cursorEndpoints)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	sel, p := parseSelector(r)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	states, p := stateParam(r, endpointStates)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	after := ""
+	if cur != nil {
+		after = cur.ID
+	}
+	page, err := s.store.ListEndpointsPage(r.Context(), auth.TenantFrom(r.Context()), after, limit)
 	if err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "endpoints"))
 		return
 	}
-	out := make([]EndpointView, 0, len(eps))
-	for _, e := range eps {
+	out := EndpointList{Endpoints: make([]EndpointView, 0, len(page.Endpoints))}
+	for _, e := range page.Endpoints {
+		if !sel.matches(e.Labels) {
+			continue
+		}
 		v := s.endpointView(e)
 		last, err := s.store.LastVerdict(r.Context(), e.ID)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -537,9 +577,15 @@ func (s *server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		v.setState(e, last, err == nil)
-		out = append(out, v)
+		if states != nil && !states[v.State] {
+			continue
+		}
+		out.Endpoints = append(out.Endpoints, v)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"endpoints": out})
+	if page.Next != "" {
+		out.NextCursor = encodeCursor(cursor{Kind: cursorEndpoints, ID: page.Next})
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *server) getEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -743,9 +789,11 @@ func (s *server) deleteEndpoint(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// listVerdicts serves one page of an endpoint's verdicts, newest first;
+// the cursor is the window of the page's last verdict.
 func (s *server) listVerdicts(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	limit, p := limitParam(r)
+	limit, cur, p := pageParams(r, cursorVerdicts)
 	if p != nil {
 		writeProblem(w, r, p)
 		return
@@ -754,16 +802,28 @@ func (s *server) listVerdicts(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	vs, err := s.store.ListVerdicts(r.Context(), id, limit)
+	var before time.Time
+	if cur != nil {
+		before = cur.At
+	}
+	vs, err := s.store.ListVerdictsBefore(r.Context(), id, before, limit+1)
 	if err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "verdicts of endpoint "+id))
 		return
+	}
+	next := ""
+	if len(vs) > limit {
+		vs = vs[:limit]
+		next = encodeCursor(cursor{Kind: cursorVerdicts, At: vs[limit-1].Window})
 	}
 	out := make([]VerdictView, 0, len(vs))
 	for _, v := range vs {
 		out = append(out, verdictView(v))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"verdicts": out})
+	writeJSON(w, http.StatusOK, struct {
+		Verdicts   []VerdictView `json:"verdicts"`
+		NextCursor string        `json:"nextCursor,omitempty"`
+	}{out, next})
 }
 
 // schedule tells the scheduler about a stored endpoint. The store is the

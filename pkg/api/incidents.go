@@ -85,14 +85,20 @@ func limitParam(r *http.Request) (int, *Problem) {
 	return n, nil
 }
 
+// listIncidents serves one page of the tenant's incidents, newest opening
+// window first (ties by ID, descending); the cursor is the (window, ID) of
+// the page's last incident, so the store resumes the walk there.
 func (s *server) listIncidents(w http.ResponseWriter, r *http.Request) {
-	limit, p := limitParam(r)
+	limit, cur, p := pageParams(r, cursorIncidents)
 	if p != nil {
 		writeProblem(w, r, p)
 		return
 	}
 	q := r.URL.Query()
-	f := store.IncidentFilter{Tenant: auth.TenantFrom(r.Context()), EndpointID: q.Get("endpoint"), State: store.IncidentState(q.Get("state")), Limit: limit}
+	f := store.IncidentFilter{Tenant: auth.TenantFrom(r.Context()), EndpointID: q.Get("endpoint"), State: store.IncidentState(q.Get("state")), Limit: limit + 1}
+	if cur != nil {
+		f.After = &store.IncidentKey{OpenedWindow: cur.At, ID: cur.ID}
+	}
 	switch f.State {
 	case "", store.IncidentOpen, store.IncidentAcknowledged, store.IncidentResolved:
 	default:
@@ -104,11 +110,20 @@ func (s *server) listIncidents(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, s.storeProblem(r, err, "incidents"))
 		return
 	}
+	next := ""
+	if len(incs) > limit {
+		incs = incs[:limit]
+		last := incs[limit-1]
+		next = encodeCursor(cursor{Kind: cursorIncidents, At: last.OpenedWindow, ID: last.ID})
+	}
 	out := make([]IncidentView, 0, len(incs))
 	for _, inc := range incs {
 		out = append(out, incidentView(inc))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"incidents": out})
+	writeJSON(w, http.StatusOK, struct {
+		Incidents  []IncidentView `json:"incidents"`
+		NextCursor string         `json:"nextCursor,omitempty"`
+	}{out, next})
 }
 
 func (s *server) getIncident(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,8 @@ package api
 import (
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -128,17 +130,39 @@ func (s *server) listKeys(w http.ResponseWriter, r *http.Request) {
 	if s.keysOff(w, r) {
 		return
 	}
+	limit, cur, p := pageParams(r, cursorKeys)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	// A tenant's keys are few: the page is cut from its whole list.
 	keys, err := s.keys.List(r.Context(), auth.TenantFrom(r.Context()))
 	if err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "API keys"))
 		return
+	}
+	slices.SortFunc(keys, func(a, b auth.Key) int { return strings.Compare(a.ID, b.ID) })
+	if cur != nil {
+		i, _ := slices.BinarySearchFunc(keys, cur.ID, func(k auth.Key, id string) int { return strings.Compare(k.ID, id) })
+		for i < len(keys) && keys[i].ID <= cur.ID {
+			i++
+		}
+		keys = keys[i:]
+	}
+	next := ""
+	if len(keys) > limit {
+		keys = keys[:limit]
+		next = encodeCursor(cursor{Kind: cursorKeys, ID: keys[limit-1].ID})
 	}
 	now := s.clock.Now()
 	out := make([]KeyView, len(keys))
 	for i, k := range keys {
 		out[i] = keyView(k, now)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"keys": out})
+	writeJSON(w, http.StatusOK, struct {
+		Keys       []KeyView `json:"keys"`
+		NextCursor string    `json:"nextCursor,omitempty"`
+	}{out, next})
 }
 
 // revokeKey revokes a key of the caller's tenant by ID (or name). Another

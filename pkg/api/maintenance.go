@@ -92,15 +92,32 @@ func toMaintenance(in MaintenanceInput) (alert.Maintenance, *Problem) {
 	return m, nil
 }
 
+// listMaintenance serves one page of the tenant's windows in ID order.
+// The store has no per-tenant index of windows: the page is cut from
+// ListObjects, so a request holds every tenant's window documents (bounded
+// by --max-maintenance-per-tenant per tenant) but answers with one page.
 func (s *server) listMaintenance(w http.ResponseWriter, r *http.Request) {
+	limit, cur, p := pageParams(r, cursorMaintenance)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
 	docs, err := s.store.ListObjects(r.Context(), alert.MaintenanceKind)
 	if err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "maintenance windows"))
 		return
 	}
-	out := make([]MaintenanceView, 0, len(docs))
-	for id, doc := range docs {
-		m, err := alert.DecodeMaintenance(doc)
+	ids := make([]string, 0, len(docs))
+	for id := range docs {
+		if cur == nil || id > cur.ID {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	out := make([]MaintenanceView, 0, min(limit, len(ids)))
+	next := ""
+	for _, id := range ids {
+		m, err := alert.DecodeMaintenance(docs[id])
 		if err != nil {
 			s.log.Error("skipping undecodable maintenance window", "id", id, "err", err)
 			continue
@@ -108,10 +125,16 @@ func (s *server) listMaintenance(w http.ResponseWriter, r *http.Request) {
 		if !ownMaintenance(r, m) {
 			continue
 		}
+		if len(out) == limit {
+			next = encodeCursor(cursor{Kind: cursorMaintenance, ID: out[limit-1].ID})
+			break
+		}
 		out = append(out, maintenanceView(m))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	writeJSON(w, http.StatusOK, map[string]any{"maintenance": out})
+	writeJSON(w, http.StatusOK, struct {
+		Maintenance []MaintenanceView `json:"maintenance"`
+		NextCursor  string            `json:"nextCursor,omitempty"`
+	}{out, next})
 }
 
 func (s *server) getMaintenance(w http.ResponseWriter, r *http.Request) {

@@ -186,6 +186,22 @@ type Verdict struct {
 	FirstProbeAt time.Time `json:"firstProbeAt,omitzero"`
 	// EmittedAt is when the aggregator published the verdict.
 	EmittedAt time.Time `json:"emittedAt,omitzero"`
+	// Latency and Maintenance feed the store's uptime and latency rollups
+	// (pkg/store rollups.go), which RecordVerdict folds in its own
+	// transaction. Both are optional (readers of schema 1 ignore them).
+	Latency *VerdictLatency `json:"latency,omitempty"`
+	// Maintenance: a maintenance window matching the endpoint was active at
+	// the window's start when the aggregator decided it.
+	Maintenance bool `json:"maintenance,omitempty"`
+}
+
+// VerdictLatency holds the phase timings, in seconds, of the window's
+// results that succeeded (up or degraded): one value per result that
+// reported the phase. A failed probe's timings measure how fast it failed,
+// not the server's latency, so they are left out.
+type VerdictLatency struct {
+	Total      []float64 `json:"total,omitempty"`
+	Initialize []float64 `json:"initialize,omitempty"`
 }
 
 // DedupID is the verdicts-queue deduplication ID: verdict-<endpointId>-<minute>

@@ -70,7 +70,17 @@ func SortResults(rs []msg.ProbeResult) {
 func (f IncidentFilter) Match(inc Incident) bool {
 	return (f.Tenant == "" || TenantOf(inc.Tenant) == TenantOf(f.Tenant)) &&
 		(f.EndpointID == "" || inc.EndpointID == f.EndpointID) &&
-		(f.State == "" || inc.State == f.State)
+		(f.State == "" || inc.State == f.State) &&
+		(f.After == nil || f.After.Before(inc))
+}
+
+// Before reports whether k comes before inc in ListIncidents order (newest
+// OpenedWindow first, ties by ID descending).
+func (k IncidentKey) Before(inc Incident) bool {
+	if c := inc.OpenedWindow.Compare(k.OpenedWindow); c != 0 {
+		return c < 0
+	}
+	return inc.ID < k.ID
 }
 
 // Full reports whether n matches are as many as f asks for (never, without

@@ -82,6 +82,14 @@ type Endpoint struct {
 	Version int64 `json:"version"`
 }
 
+// EndpointPage is one page of ListEndpointsPage.
+type EndpointPage struct {
+	Endpoints []Endpoint
+	// Next is the cursor of the next page (the last ID this one covered);
+	// empty on the last page.
+	Next string
+}
+
 // Rules tune how verdicts become incidents. Zero fields use defaults.
 type Rules struct {
 	OpenAfter      int           `json:"openAfter,omitempty"`      // N down windows ...
@@ -167,6 +175,16 @@ type IncidentFilter struct {
 	EndpointID string
 	State      IncidentState
 	Limit      int
+	// After, when set, keeps the incidents that come after it in
+	// ListIncidents order (an earlier OpenedWindow, or the same one and a
+	// lower ID): the cursor of a page that ended there.
+	After *IncidentKey
+}
+
+// IncidentKey is an incident's place in ListIncidents order.
+type IncidentKey struct {
+	OpenedWindow time.Time
+	ID           string
 }
 
 // ClaimState is the outcome of a ledger claim.
@@ -246,6 +264,18 @@ type Endpoints interface {
 	// so it costs the tenant's size, not the deployment's. The pipeline
 	// (scheduler, prober, aggregator, alerter) keeps using ListEndpoints.
 	ListEndpointsOf(ctx context.Context, tenant string) ([]Endpoint, error)
+	// ListEndpointsPage returns one page of the tenant's endpoints: those
+	// whose ID is greater than after ("" = from the first), ordered by ID,
+	// at most limit of them (limit <= 0: an empty last page). It reads
+	// limit+1 IDs of the per-tenant index and limit records, so it costs
+	// the page, not the tenant. Next is the last ID the page covered when
+	// more remain (pass it as after), "" on the last page. An ID in the
+	// index whose record is gone (deleted between the two reads) is left
+	// out and still covered by Next, so a page may hold fewer than limit
+	// endpoints with more to come. Keyset paging by ID: creates and deletes
+	// between pages never repeat or skip an endpoint that exists
+	// throughout.
+	ListEndpointsPage(ctx context.Context, tenant, after string, limit int) (EndpointPage, error)
 	// CreateEndpointWithin is CreateEndpoint that refuses with ErrQuota when
 	// the endpoint's tenant already holds limit endpoints, counted in the
 	// same transaction as the write, so concurrent creates — from any
@@ -293,6 +323,11 @@ type Verdicts interface {
 	// ListVerdicts returns up to limit verdicts (all if limit <= 0) within
 	// the retention, newest first.
 	ListVerdicts(ctx context.Context, endpointID string, limit int) ([]msg.Verdict, error)
+	// ListVerdictsBefore is ListVerdicts for the verdicts whose Window is
+	// before `before` (zero: no bound): the next page of a newest-first
+	// walk whose last verdict was before's window. Windows are unique per
+	// endpoint, so the window is the whole cursor.
+	ListVerdictsBefore(ctx context.Context, endpointID string, before time.Time, limit int) ([]msg.Verdict, error)
 }
 
 // Incidents keeps incidents and the alerter's trackers, with two indexes
@@ -395,6 +430,7 @@ type Store interface {
 	Ledger
 	Objects
 	Audit
+	Rollups // rollups.go
 	// Ping reports whether the backend is reachable (readiness).
 	Ping(ctx context.Context) error
 	Close() error

@@ -151,6 +151,44 @@ func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]store.End
 	return out, err
 }
 
+// ListEndpointsPage returns the tenant's endpoints after the ID `after`,
+// at most limit, with a Seek into the tenant's index: one read
+// transaction of the page's size.
+func (s *Store) ListEndpointsPage(ctx context.Context, tenant, after string, limit int) (store.EndpointPage, error) {
+	page := store.EndpointPage{Endpoints: []store.Endpoint{}}
+	if limit <= 0 {
+		return page, nil
+	}
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bEndpoints)
+		prefix := tenantKey(tenant, "")
+		from := tenantKey(tenant, after)
+		c := tx.Bucket(bEPByTenant).Cursor()
+		k, _ := c.Seek(from)
+		if after != "" && bytes.Equal(k, from) {
+			k, _ = c.Next()
+		}
+		var last []byte
+		for n := 0; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if n == limit {
+				page.Next = string(last)
+				return nil
+			}
+			n++
+			last = k[len(prefix):]
+			e, ok, err := get[store.Endpoint](b, last)
+			if err != nil {
+				return err
+			}
+			if ok {
+				page.Endpoints = append(page.Endpoints, e)
+			}
+		}
+		return nil
+	})
+	return page, err
+}
+
 // DeleteEndpoint removes the endpoint with its latest probe result, its
 // undecided windows and its tool catalog in one transaction; ErrNotFound if
 // absent (the cleanup still runs, so a repeated delete removes what a probe

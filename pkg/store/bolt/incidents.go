@@ -165,16 +165,21 @@ func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]st
 		b := tx.Bucket(bIncidents)
 		var prefix []byte
 		c := tx.Bucket(bIncByOpened).Cursor()
-		k, _ := c.Last()
 		if f.EndpointID != "" {
 			prefix = idPrefix(f.EndpointID)
 			c = tx.Bucket(bIncByEP).Cursor()
-			k, _ = c.Seek(append(append([]byte(nil), prefix...), bytes.Repeat([]byte{0xff}, 9)...))
-			if k == nil {
-				k, _ = c.Last()
-			} else {
-				k, _ = c.Prev()
-			}
+		}
+		// Start at the last key before the cursor (or the prefix's end):
+		// a later page costs what it reads, not what earlier pages did.
+		seek := append(append([]byte(nil), prefix...), bytes.Repeat([]byte{0xff}, 9)...)
+		if f.After != nil {
+			seek = append(append([]byte(nil), prefix...), incIndexKey(store.Incident{OpenedWindow: f.After.OpenedWindow, ID: f.After.ID})...)
+		}
+		k, _ := c.Seek(seek)
+		if k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev()
 		}
 		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
 			if len(k) < len(prefix)+8 {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -43,6 +44,9 @@ func (s *Store) RecordVerdict(ctx context.Context, v msg.Verdict) (bool, error) 
 		if err := deleteRange(tx.Bucket(bVerdicts), v.EndpointID, now.Add(-s.history)); err != nil {
 			return err
 		}
+		if err := foldRollups(tx, v, now); err != nil { // rollups.go
+			return err
+		}
 		applied = true
 		return nil
 	})
@@ -57,12 +61,21 @@ func (s *Store) LastVerdict(ctx context.Context, endpointID string) (msg.Verdict
 // ListVerdicts returns up to limit verdicts (all if limit <= 0), newest
 // first, within the retention.
 func (s *Store) ListVerdicts(ctx context.Context, endpointID string, limit int) ([]msg.Verdict, error) {
+	return s.ListVerdictsBefore(ctx, endpointID, time.Time{}, limit)
+}
+
+// ListVerdictsBefore is ListVerdicts from the newest verdict whose window
+// is before `before` (zero: the newest), with a Seek to it.
+func (s *Store) ListVerdictsBefore(ctx context.Context, endpointID string, before time.Time, limit int) ([]msg.Verdict, error) {
 	out := []msg.Verdict{}
 	cutoff := s.clk.Now().Add(-s.history)
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		prefix := idPrefix(endpointID)
 		c := tx.Bucket(bVerdicts).Cursor()
 		seek := append(append([]byte(nil), prefix...), bytes.Repeat([]byte{0xff}, 9)...)
+		if !before.IsZero() {
+			seek = idTimeKey(endpointID, before) // the first key not before it
+		}
 		k, v := c.Seek(seek)
 		if k == nil {
 			k, v = c.Last()

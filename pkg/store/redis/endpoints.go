@@ -12,10 +12,13 @@ import (
 )
 
 // The per-tenant index: "endpoint_tenants" maps each endpoint ID to its
-// tenant and "tenant_endpoints:<tenant>" is the set of the tenant's IDs.
-// Every script that adds or removes an endpoint keeps both in the same
-// script, so a tenant's list is SMEMBERS + HMGET of its own size and its
-// quota count is SCARD.
+// tenant, "tenant_endpoints:<tenant>" is the set of the tenant's IDs and
+// "tenant_endpoint_ids:<tenant>" the same IDs as a sorted set, all scored
+// 0, so ZRANGEBYLEX pages them by ID. Every script that adds or removes an
+// endpoint keeps all three in the same script, so a tenant's list is
+// SMEMBERS + HMGET of its own size, a page is ZRANGEBYLEX + HMGET of the
+// page's, and the quota count is SCARD. "endpoint_ids_indexed" counts the
+// endpoints the sorted sets hold (indexTenantIDs).
 
 // createEndpoint: 0 the ID exists, -1 the tenant is at its limit (ARGV[4],
 // 0 = none), 1 written.
@@ -25,9 +28,32 @@ local limit = tonumber(ARGV[4])
 if limit > 0 and redis.call('SCARD', KEYS[4]) >= limit then return -1 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[1], 1)
-redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+if redis.call('HSET', KEYS[3], ARGV[1], ARGV[3]) == 1 then
+  redis.call('INCR', KEYS[6])
+end
 redis.call('SADD', KEYS[4], ARGV[1])
+redis.call('ZADD', KEYS[5], 0, ARGV[1])
 return 1`)
+
+// indexTenantIDs fills the sorted sets from "endpoint_tenants" when the
+// count of endpoints they hold (KEYS[2], kept by the create and delete
+// scripts) differs from the endpoints indexed by tenant: the first start
+// after an upgrade, or after a replica of an older version created
+// endpoints. ZADD is idempotent, so a rerun only costs time. An older
+// replica's delete leaves its ID in the sorted set: a page skips IDs
+// without a record, so that costs a slot of a page, never a wrong answer.
+// The sorted sets' keys are ARGV[1]..tenant: the prefix carries any
+// cluster hash tag, so they share the slot of KEYS.
+var indexTenantIDs = goredis.NewScript(`
+local have = tonumber(redis.call('GET', KEYS[2]) or '-1')
+if have == redis.call('HLEN', KEYS[1]) then return 0 end
+local kv = redis.call('HGETALL', KEYS[1])
+local n = 0
+for i = 1, #kv, 2 do
+  n = n + redis.call('ZADD', ARGV[1] .. kv[i+1], 0, kv[i])
+end
+redis.call('SET', KEYS[2], #kv / 2)
+return n`)
 
 // indexTenants lists the endpoints written before tenants (or by a replica
 // of an older version) in DefaultTenant's set. Equal hash lengths mean
@@ -47,13 +73,28 @@ func (s *Store) tenantSet(tenant string) string {
 	return s.k("tenant_endpoints", store.TenantOf(tenant))
 }
 
+func (s *Store) tenantIDs(tenant string) string {
+	return s.k("tenant_endpoint_ids", store.TenantOf(tenant))
+}
+
 // IndexTenants puts every endpoint missing from the per-tenant index into
 // DefaultTenant's (records from before tenants carry no tenant) and returns
 // how many it added. New runs it; it is idempotent and cheap once done.
 func (s *Store) IndexTenants(ctx context.Context) (int, error) {
 	n, err := indexTenants.Run(ctx, s.rdb, []string{s.k("endpoints"), s.k("endpoint_tenants"), s.tenantSet(store.DefaultTenant)},
 		store.DefaultTenant).Int()
-	return n, s.done("index endpoints by tenant", err)
+	if err := s.done("index endpoints by tenant", err); err != nil {
+		return n, err
+	}
+	m, err := indexTenantIDs.Run(ctx, s.rdb, []string{s.k("endpoint_tenants"), s.k("endpoint_ids_indexed")},
+		s.k("tenant_endpoint_ids")+":").Int()
+	if err := s.done("index endpoint IDs by tenant", err); err != nil {
+		return n, err
+	}
+	if m > 0 {
+		s.log.Info("endpoints listed in the per-tenant sorted index", "endpoints", m)
+	}
+	return n, nil
 }
 
 // updateEndpoint: -1 absent, 0 version conflict, 1 written.
@@ -84,7 +125,8 @@ func (s *Store) CreateEndpointWithin(ctx context.Context, e store.Endpoint, limi
 	if err != nil {
 		return store.Endpoint{}, err
 	}
-	n, err := createEndpoint.Run(ctx, s.rdb, []string{s.k("endpoints"), s.k("endpoint_versions"), s.k("endpoint_tenants"), s.tenantSet(e.Tenant)},
+	n, err := createEndpoint.Run(ctx, s.rdb, []string{s.k("endpoints"), s.k("endpoint_versions"), s.k("endpoint_tenants"), s.tenantSet(e.Tenant),
+		s.tenantIDs(e.Tenant), s.k("endpoint_ids_indexed")},
 		e.ID, raw, e.Tenant, max(limit, 0)).Int()
 	if err := s.done("create endpoint "+e.ID, err); err != nil {
 		return store.Endpoint{}, err
@@ -179,6 +221,49 @@ func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]store.End
 	return out, nil
 }
 
+// ListEndpointsPage returns the tenant's endpoints after the ID `after`,
+// at most limit: ZRANGEBYLEX of limit+1 IDs from the tenant's sorted set,
+// then HMGET of the first limit. An endpoint deleted between the two reads
+// is left out; Next still covers it.
+func (s *Store) ListEndpointsPage(ctx context.Context, tenant, after string, limit int) (store.EndpointPage, error) {
+	page := store.EndpointPage{Endpoints: []store.Endpoint{}}
+	if limit <= 0 {
+		return page, nil
+	}
+	from := "-"
+	if after != "" {
+		from = "(" + after
+	}
+	ids, err := s.rdb.ZRangeByLex(ctx, s.tenantIDs(tenant), &goredis.ZRangeBy{Min: from, Max: "+", Count: int64(limit) + 1}).Result()
+	if err := s.done("list endpoints of tenant", err); err != nil {
+		return page, err
+	}
+	if len(ids) > limit {
+		ids = ids[:limit]
+		page.Next = ids[limit-1]
+	}
+	if len(ids) == 0 {
+		return page, nil
+	}
+	raws, err := s.rdb.HMGet(ctx, s.k("endpoints"), ids...).Result()
+	if err := s.done("list endpoints of tenant", err); err != nil {
+		return page, err
+	}
+	page.Endpoints = make([]store.Endpoint, 0, len(ids))
+	for i, raw := range raws {
+		str, ok := raw.(string)
+		if !ok {
+			continue
+		}
+		e, err := decode[store.Endpoint]("endpoint "+ids[i], str)
+		if err != nil {
+			return page, err
+		}
+		page.Endpoints = append(page.Endpoints, e)
+	}
+	return page, nil
+}
+
 // deleteEndpoint removes the endpoint, its latest result, every undecided
 // window (the per-endpoint results hash and its members of the global
 // "windows" set, found from the hash's "<windowMs>|..." fields) and the
@@ -191,7 +276,10 @@ var deleteEndpoint = goredis.NewScript(`
 local t = redis.call('HGET', KEYS[9], ARGV[1])
 if t and t ~= ARGV[2] then return -1 end
 redis.call('SREM', KEYS[10], ARGV[1])
-redis.call('HDEL', KEYS[9], ARGV[1])
+redis.call('ZREM', KEYS[11], ARGV[1])
+if redis.call('HDEL', KEYS[9], ARGV[1]) == 1 then
+  redis.call('DECR', KEYS[12])
+end
 local n = redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[1])
@@ -229,7 +317,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 			s.k("endpoints"), s.k("endpoint_versions"), s.k("latest"), s.k("latest_slot"),
 			s.k("window_results", id), s.k("windows"),
 			s.k("objects", store.KindCatalog), s.k("objects", store.KindServerIdentity),
-			s.k("endpoint_tenants"), s.tenantSet(tenant),
+			s.k("endpoint_tenants"), s.tenantSet(tenant), s.tenantIDs(tenant), s.k("endpoint_ids_indexed"),
 		}, id, tenant).Int()
 		if err := s.done("delete endpoint "+id, err); err != nil {
 			return err

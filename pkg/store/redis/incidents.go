@@ -196,8 +196,15 @@ func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]st
 	}
 	const page = 200
 	out := []store.Incident{}
+	// A cursor starts the walk at its window (scores are OpenedWindow in
+	// ms; Match drops the ties it already returned), so a later page costs
+	// what it reads, not what the pages before it did.
+	maxScore := "+inf"
+	if f.After != nil {
+		maxScore = ms(f.After.OpenedWindow)
+	}
 	for start := int64(0); ; start += page {
-		ids, err := s.rdb.ZRevRange(ctx, index, start, start+page-1).Result()
+		ids, err := s.rdb.ZRevRangeByScore(ctx, index, &goredis.ZRangeBy{Min: "-inf", Max: maxScore, Offset: start, Count: page}).Result()
 		if err := s.done("list incidents", err); err != nil {
 			return nil, err
 		}

@@ -57,3 +57,52 @@ func TestEndpointsFromBeforeTenantsJoinTheDefaultTenant(t *testing.T) {
 		t.Fatalf("the default tenant's set holds %d after the delete", n)
 	}
 }
+
+// TestEndpointPagesAfterAnUpgrade: endpoints written before the sorted
+// per-tenant index (or by an older replica) are paged once IndexTenants,
+// which New runs, has filled it; a second run finds nothing to do.
+func TestEndpointPagesAfterAnUpgrade(t *testing.T) {
+	url := testpeers.RedisURL(t)
+	prefix := randomPrefix()
+	s := open(t, url, redis.Options{Prefix: prefix})
+	ctx := t.Context()
+	for _, id := range []string{"a1", "a2", "a3"} {
+		if _, err := s.CreateEndpoint(ctx, store.Endpoint{ID: id, Tenant: "a", Schedule: "@every 1m"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := goredis.NewClient(opts)
+	defer rdb.Close()
+	// What a store of the previous version holds: no sorted set, no count.
+	if err := rdb.Del(ctx, prefix+"tenant_endpoint_ids:a", prefix+"endpoint_ids_indexed").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if page, _ := s.ListEndpointsPage(ctx, "a", "", 10); len(page.Endpoints) != 0 {
+		t.Fatalf("before indexing tenant a pages %+v", page)
+	}
+	for range 2 {
+		if _, err := s.IndexTenants(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := s.ListEndpointsPage(ctx, "a", "a1", 10)
+	if err != nil || len(page.Endpoints) != 2 || page.Endpoints[0].ID != "a2" || page.Next != "" {
+		t.Fatalf("tenant a after a1 = %+v, %v; want a2, a3 and no cursor", page, err)
+	}
+	if n, _ := rdb.Get(ctx, prefix+"endpoint_ids_indexed").Int(); n != 3 {
+		t.Fatalf("indexed count = %d, want 3", n)
+	}
+	if err := s.DeleteEndpoint(ctx, "a2"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.ZCard(ctx, prefix+"tenant_endpoint_ids:a").Result(); n != 2 {
+		t.Fatalf("the sorted set holds %d after a delete, want 2", n)
+	}
+	if n, _ := rdb.Get(ctx, prefix+"endpoint_ids_indexed").Int(); n != 2 {
+		t.Fatalf("indexed count = %d after a delete, want 2", n)
+	}
+}

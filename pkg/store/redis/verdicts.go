@@ -5,6 +5,7 @@ package redis
 
 import (
 	"context"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -13,8 +14,11 @@ import (
 
 // recordVerdict applies a verdict only if it is newer than the last one,
 // then trims the history by age and drops the results of every window up to
-// and including the verdict's (earlier ones can no longer be decided).
-var recordVerdict = goredis.NewScript(`
+// and including the verdict's (earlier ones can no longer be decided), and
+// folds it into its rollups (foldRollupsLua, rollups.go).
+var recordVerdict = goredis.NewScript(recordVerdictLua + foldRollupsLua + "return 1")
+
+const recordVerdictLua = `
 local lw = redis.call('HGET', KEYS[2], ARGV[1])
 local w = tonumber(ARGV[2])
 if lw and tonumber(lw) >= w then return 0 end
@@ -33,7 +37,7 @@ for _, f in ipairs(redis.call('HKEYS', KEYS[4])) do
     end
   end
 end
-return 1`)
+`
 
 // RecordVerdict applies v if its window is after the endpoint's last
 // verdict; see store.Verdicts.
@@ -42,10 +46,12 @@ func (s *Store) RecordVerdict(ctx context.Context, v msg.Verdict) (bool, error) 
 	if err != nil {
 		return false, err
 	}
-	cutoff := s.clk.Now().Add(-s.history)
+	now := s.clk.Now()
+	cutoff := now.Add(-s.history)
+	rkeys, rargs := s.rollupArgs(v, now) // rollups.go
 	n, err := recordVerdict.Run(ctx, s.rdb,
-		[]string{s.k("last_verdict"), s.k("last_verdict_window"), s.k("verdicts", v.EndpointID), s.k("window_results", v.EndpointID), s.k("windows")},
-		v.EndpointID, ms(v.Window), raw, ms(cutoff)).Int()
+		append([]string{s.k("last_verdict"), s.k("last_verdict_window"), s.k("verdicts", v.EndpointID), s.k("window_results", v.EndpointID), s.k("windows")}, rkeys...),
+		append([]any{v.EndpointID, ms(v.Window), raw, ms(cutoff)}, rargs...)...).Int()
 	if err := s.done("record verdict of "+v.EndpointID, err); err != nil {
 		return false, err
 	}
@@ -60,7 +66,16 @@ func (s *Store) LastVerdict(ctx context.Context, endpointID string) (msg.Verdict
 // ListVerdicts returns up to limit verdicts (all if limit <= 0), newest
 // first, within the retention.
 func (s *Store) ListVerdicts(ctx context.Context, endpointID string, limit int) ([]msg.Verdict, error) {
+	return s.ListVerdictsBefore(ctx, endpointID, time.Time{}, limit)
+}
+
+// ListVerdictsBefore is ListVerdicts from the newest verdict whose window
+// is before `before` (zero: the newest): an exclusive score bound.
+func (s *Store) ListVerdictsBefore(ctx context.Context, endpointID string, before time.Time, limit int) ([]msg.Verdict, error) {
 	by := &goredis.ZRangeBy{Min: ms(s.clk.Now().Add(-s.history)), Max: "+inf"}
+	if !before.IsZero() {
+		by.Max = "(" + ms(before)
+	}
 	if limit > 0 {
 		by.Count = int64(limit)
 	}

@@ -6,7 +6,7 @@
 // and pkg/store/redis only ever hold ciphertext and need not know.
 //
 // Endpoints enter sealed through CreateEndpoint and UpdateEndpoint and leave
-// opened through GetEndpoint and ListEndpoints (and the returns of the
+// opened through GetEndpoint and the endpoint lists (and the returns of the
 // first two); every other Store method passes straight through. A record
 // written before sealing existed reads as it is and is sealed on its next
 // write or by Reseal. SealEndpoint and OpenEndpoint are the pure functions
@@ -107,6 +107,22 @@ func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]store.End
 		}
 	}
 	return eps, nil
+}
+
+// ListEndpointsPage returns one page of the tenant's endpoints with their
+// secrets opened (one that does not open fails the page, as in
+// ListEndpoints).
+func (s *Store) ListEndpointsPage(ctx context.Context, tenant, after string, limit int) (store.EndpointPage, error) {
+	page, err := s.Store.ListEndpointsPage(ctx, tenant, after, limit)
+	if err != nil {
+		return store.EndpointPage{}, err
+	}
+	for i, e := range page.Endpoints {
+		if page.Endpoints[i], err = OpenEndpoint(s.keys, e); err != nil {
+			return store.EndpointPage{}, err
+		}
+	}
+	return page, nil
 }
 
 // Reseal rewrites every endpoint whose secrets are not all sealed under the

@@ -50,9 +50,12 @@ func Run(t *testing.T, newStore Factory) {
 		{"Ping", testPing},
 		{"Endpoints", testEndpoints},
 		{"EndpointsConcurrentUpdate", testEndpointsConcurrentUpdate},
-		{"EndpointsByTenant", testEndpointsByTenant},             // tenants.go
-		{"EndpointQuotaConcurrent", testEndpointQuotaConcurrent}, // tenants.go
-		{"IncidentsByTenant", testIncidentsByTenant},             // tenants.go
+		{"EndpointsByTenant", testEndpointsByTenant},               // tenants.go
+		{"EndpointQuotaConcurrent", testEndpointQuotaConcurrent},   // tenants.go
+		{"IncidentsByTenant", testIncidentsByTenant},               // tenants.go
+		{"EndpointPagesExactlyOnce", testEndpointPagesExactlyOnce}, // pages.go
+		{"VerdictPages", testVerdictPages},
+		{"IncidentPages", testIncidentPages},
 		{"LatestResult", testLatestResult},
 		{"WindowResults", testWindowResults},
 		{"WindowsClosedByVerdict", testWindowsClosedByVerdict},
@@ -79,6 +82,9 @@ func Run(t *testing.T, newStore Factory) {
 		{"AuditNewestFirstPerTenant", testAuditOrder}, // audit.go
 		{"AuditRange", testAuditRange},
 		{"AuditRetention", testAuditRetention},
+		{"RollupsCountEachWindowOnce", testRollupsCountEachWindowOnce}, // rollups.go
+		{"RollupsMonthUptime", testRollupsMonth},
+		{"RollupsRetention", testRollupsRetention},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,268 @@
+// Uptime, daily history, latency percentiles and the tool catalog of one
+// endpoint, read from the rollups RecordVerdict folds (pkg/store
+// rollups.go, where uptime is defined) and the prober's stored catalog.
+// Tenant-scoped like every endpoint route: another tenant's endpoint is the
+// same 404 as a missing one.
+
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/DataDog/sketches-go/ddsketch"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// RollupReader is what the uptime routes need beyond Store; both store
+// backends implement it. A Store without it answers those routes 501.
+type RollupReader interface {
+	Rollups(ctx context.Context, endpointID string, size time.Duration, from, to time.Time) ([]store.Rollup, error)
+}
+
+// MaxHistoryDays bounds GET /history?days=: the daily rollups kept.
+const MaxHistoryDays = store.DailyBuckets
+
+// LatencyView is one phase's latency percentiles over a range, in seconds
+// (DDSketch, 1% relative accuracy); absent when no probe succeeded.
+type LatencyView struct {
+	Count float64 `json:"count"`
+	P50   float64 `json:"p50"`
+	P95   float64 `json:"p95"`
+	P99   float64 `json:"p99"`
+}
+
+// UptimeView is GET /v1/endpoints/{id}/uptime.
+type UptimeView struct {
+	EndpointID string             `json:"endpointId"`
+	Range      string             `json:"range"`
+	Resolution string             `json:"resolution"` // hour | day
+	Uptime     store.UptimeReport `json:"uptime"`
+	// Incidents opened by a window in the range.
+	Incidents int                    `json:"incidents"`
+	Latency   map[string]LatencyView `json:"latency"`
+}
+
+// DayView is one bar of GET /v1/endpoints/{id}/history.
+type DayView struct {
+	Date      string             `json:"date"` // UTC, 2006-01-02
+	Uptime    store.UptimeReport `json:"uptime"`
+	Incidents int                `json:"incidents"`
+}
+
+func (s *server) rollupReader(w http.ResponseWriter, r *http.Request) (RollupReader, bool) {
+	rr, ok := s.store.(RollupReader)
+	if !ok {
+		writeProblem(w, r, problemf(http.StatusNotImplemented, TypeInvalidRequest, "this store keeps no rollups"))
+	}
+	return rr, ok
+}
+
+func (s *server) getUptime(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if _, p := s.endpointOf(r, id); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	rr, ok := s.rollupReader(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	name := q.Get("range")
+	if name == "" {
+		name = "24h"
+	}
+	now := s.clock.Now()
+	from, to, size, known := store.RangeBounds(name, now)
+	if name == "custom" {
+		f, err1 := time.Parse(time.RFC3339, q.Get("from"))
+		t, err2 := time.Parse(time.RFC3339, q.Get("to"))
+		if err1 != nil || err2 != nil || !t.After(f) {
+			writeProblem(w, r, invalid(FieldError{Pointer: "?from", Detail: "range=custom needs from and to as RFC 3339 times, from before to"}))
+			return
+		}
+		from, to, size = store.CustomBounds(f, t, now)
+		known = true
+	}
+	if !known {
+		writeProblem(w, r, invalid(FieldError{Pointer: "?range", Detail: "must be 24h, 7d, 30d, 90d or custom"}))
+		return
+	}
+	buckets, err := rr.Rollups(r.Context(), id, size, from, to)
+	if err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "rollups of endpoint "+id))
+		return
+	}
+	incidents, p := s.incidentStarts(r, id)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	total, initialize, err := store.MergeLatency(buckets, from, to)
+	if err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "latency of endpoint "+id))
+		return
+	}
+	view := UptimeView{
+		EndpointID: id, Range: name, Resolution: resolutionName(size),
+		Uptime: store.Uptime(buckets, from, to), Incidents: countIn(incidents, from, to),
+		Latency: map[string]LatencyView{},
+	}
+	for phase, sk := range map[string]*ddsketch.DDSketch{msg.PhaseTotal: total, msg.PhaseInitialize: initialize} {
+		if lv, ok := latencyView(sk); ok {
+			view.Latency[phase] = lv
+		}
+	}
+	writeJSON(w, http.StatusOK, view)
+}
+
+func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if _, p := s.endpointOf(r, id); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	rr, ok := s.rollupReader(w, r)
+	if !ok {
+		return
+	}
+	days := 90
+	if raw := r.URL.Query().Get("days"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > MaxHistoryDays {
+			writeProblem(w, r, invalid(FieldError{Pointer: "?days", Detail: "must be a whole number from 1 to " + strconv.Itoa(MaxHistoryDays)}))
+			return
+		}
+		days = n
+	}
+	to := s.clock.Now().UTC().Truncate(store.Daily).Add(store.Daily)
+	from := to.Add(-time.Duration(days) * store.Daily)
+	buckets, err := rr.Rollups(r.Context(), id, store.Daily, from, to)
+	if err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "rollups of endpoint "+id))
+		return
+	}
+	incidents, p := s.incidentStarts(r, id)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	out := make([]DayView, 0, days)
+	for d := from; d.Before(to); d = d.Add(store.Daily) {
+		end := d.Add(store.Daily)
+		out = append(out, DayView{Date: d.Format(time.DateOnly), Uptime: store.Uptime(buckets, d, end), Incidents: countIn(incidents, d, end)})
+	}
+	writeJSON(w, http.StatusOK, struct {
+		EndpointID string    `json:"endpointId"`
+		Days       []DayView `json:"days"` // oldest first, today (partial) last
+	}{id, out})
+}
+
+// CatalogView is GET /v1/endpoints/{id}/catalog.
+type CatalogView struct {
+	EndpointID string `json:"endpointId"`
+	// Fingerprint and Tools are the catalog the prober stored at its last
+	// change (absent before the first successful tools/list).
+	Fingerprint string            `json:"fingerprint,omitempty"`
+	Tools       []json.RawMessage `json:"tools"`
+	// Drift holds the catalog_changed events the store still has: those of
+	// the latest probe result only. Older drift reached the alert sinks and
+	// the metrics but is not kept.
+	Drift []msg.Event `json:"drift"`
+	// LatestFingerprint is the fingerprint the latest probe saw.
+	LatestFingerprint string `json:"latestFingerprint,omitempty"`
+}
+
+func (s *server) getCatalog(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if _, p := s.endpointOf(r, id); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	view := CatalogView{EndpointID: id, Tools: []json.RawMessage{}, Drift: []msg.Event{}}
+	doc, err := s.store.GetObject(r.Context(), store.KindCatalog, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		writeProblem(w, r, s.storeProblem(r, err, "catalog of endpoint "+id))
+		return
+	default:
+		var c struct {
+			Fingerprint string            `json:"fingerprint"`
+			Tools       []json.RawMessage `json:"tools"`
+		}
+		if err := json.Unmarshal(doc, &c); err != nil {
+			writeProblem(w, r, s.storeProblem(r, err, "catalog of endpoint "+id))
+			return
+		}
+		view.Fingerprint = c.Fingerprint
+		if c.Tools != nil {
+			view.Tools = c.Tools
+		}
+	}
+	res, err := s.store.LatestResult(r.Context(), id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		writeProblem(w, r, s.storeProblem(r, err, "latest result of endpoint "+id))
+		return
+	default:
+		view.LatestFingerprint = res.CatalogFingerprint
+		for _, e := range res.Events {
+			if e.Kind == "catalog_changed" {
+				view.Drift = append(view.Drift, e)
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, view)
+}
+
+// incidentStarts returns the opening windows of the endpoint's incidents,
+// which the request's tenant owns.
+func (s *server) incidentStarts(r *http.Request, id string) ([]time.Time, *Problem) {
+	incs, err := s.store.ListIncidents(r.Context(), store.IncidentFilter{EndpointID: id})
+	if err != nil {
+		return nil, s.storeProblem(r, err, "incidents of endpoint "+id)
+	}
+	out := make([]time.Time, 0, len(incs))
+	for _, inc := range incs {
+		out = append(out, inc.OpenedWindow)
+	}
+	return out, nil
+}
+
+func countIn(ts []time.Time, from, to time.Time) int {
+	n := 0
+	for _, t := range ts {
+		if !t.Before(from) && t.Before(to) {
+			n++
+		}
+	}
+	return n
+}
+
+func resolutionName(size time.Duration) string {
+	if size == store.Daily {
+		return "day"
+	}
+	return "hour"
+}
+
+func latencyView(sk *ddsketch.DDSketch) (LatencyView, bool) {
+	if sk == nil || sk.IsEmpty() {
+		return LatencyView{}, false
+	}
+	qs, err := sk.GetValuesAtQuantiles([]float64{0.5, 0.95, 0.99})
+	if err != nil {
+		return LatencyView{}, false
+	}
+	return LatencyView{Count: sk.GetCount(), P50: qs[0], P95: qs[1], P99: qs[2]}, true
+}
