@@ -48,8 +48,9 @@
 //     of one endpoint are due in the same tick only the latest is decided.
 //
 // Cost: one ListEndpoints per window per aggregator replica (on Redis an
-// HGETALL of the endpoints hash, a quarter of what each API replica's 15s
-// scheduler resync reads; on bolt a scan of the endpoints bucket). CPU per
+// HGETALL of the endpoints hash, no more than each API replica's scheduler
+// resync reads at least every 15 s; on bolt a scan of the endpoints
+// bucket). CPU per
 // listed endpoint: a slot count, O(1) for "@every" and O(slots in the
 // window) for cron, plus a parse when its schedule changed (parsed
 // schedules are cached; BenchmarkSlots in pkg/schedule measures both). A
