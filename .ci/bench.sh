@@ -51,3 +51,7 @@ if [ -n "$IDLE_SIZES" ]; then
   echo "==> idle cost: whole \`mcpmon run\` with $IDLE_SIZES endpoints registered and nothing due (targets: < 1 % of a core, <= 4 KiB RSS per endpoint); about 4 minutes" >&2
   go run ./cmd/mcpmon-load --idle "$IDLE_SIZES"
 fi
+
+echo
+echo "==> status pages: badge and status JSON from the cache over loopback HTTP (target >= 20,000 req/s on 2 cores, 0 store reads/req); 1,000 public pages + overview rendered" >&2
+go test -run '^$' -bench 'FromCache|Render1000' -benchtime "${STATUS_BENCHTIME:-2s}" ./pkg/status/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)' || true

@@ -36,6 +36,8 @@ commands:
   secrets rotate   add a new secrets key and re-seal every endpoint under it
   keys create|list|revoke
                    API keys, on the store directly (embedded: mcpmon stopped)
+  dlq list|show|replay|purge
+                   dead-letter queues, through the REST API (admin key)
   version          print the version
 
 Run "mcpmon <command> --help" for the flags; every flag --foo-bar can also be
@@ -65,6 +67,8 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		err = daemon.RotateSecrets(ctx, args[1:], env, stdout, stderr)
 	case "keys":
 		err = daemon.ManageKeys(ctx, args, env, stdout, stderr)
+	case "dlq":
+		err = daemon.DeadLetterCommand(ctx, args, env, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, daemon.Version)
 		return 0
@@ -79,6 +83,10 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		if daemon.IsUsage(err) {
 			fmt.Fprintf(stderr, "mcpmon %s: %v\n", cmd, err)
 			return 2
+		}
+		if daemon.IsNotFound(err) {
+			fmt.Fprintf(stderr, "mcpmon %s: %v\n", cmd, err)
+			return 3
 		}
 		fmt.Fprintf(stderr, "mcpmon %s: %v\n", cmd, err)
 		return 1

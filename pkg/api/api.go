@@ -46,6 +46,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -138,6 +139,9 @@ type Options struct {
 	// Quotas bound each tenant's endpoints, maintenance windows and request
 	// rate (tenants.go); zero fields are no limit.
 	Quotas Quotas
+	// DeadLetters are the stage queues' dead-letter queues by stage name,
+	// served under /v1/dlq to the operator (dlq.go); empty answers 404.
+	DeadLetters map[string]queue.DeadLetterQueue
 }
 
 // DefaultMaxBodyBytes is the default request body cap.
@@ -163,6 +167,7 @@ type server struct {
 	metrics   *Metrics
 	quotas    Quotas
 	limiter   *rateLimiter // nil: no rate limit
+	dlq       map[string]queue.DeadLetterQueue
 	// maintMu makes a maintenance window's quota count and its write one
 	// step on this replica (tenants.go).
 	maintMu sync.Mutex
@@ -190,6 +195,7 @@ func New(opts Options) http.Handler {
 		audit:     opts.Audit,
 		metrics:   opts.Metrics,
 		quotas:    opts.Quotas,
+		dlq:       opts.DeadLetters,
 	}
 	if s.redact == nil {
 		s.redact = RedactSinks
@@ -255,6 +261,7 @@ func New(opts Options) http.Handler {
 		})
 		r.Route("/keys", s.keyRoutes) // keys.go
 		r.Route("/audit", s.auditLogRoutes)
+		r.Route("/dlq", s.dlqRoutes) // dlq.go
 	})
 	return r
 }

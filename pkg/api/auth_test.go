@@ -32,6 +32,9 @@ const (
 	absent
 	// ownTenant: what B creates lands in B's tenant: A's list does not show it.
 	ownTenant
+	// operator: the route is the default tenant's (the operator's) alone;
+	// any other tenant's admin gets 404, as for a path that does not exist.
+	operator
 )
 
 // routeCase is one row of the route table: the scope a route needs, a sample
@@ -71,11 +74,15 @@ var routeTable = map[string]routeCase{
 	"GET /v1/maintenance/{id}": {scope: auth.ScopeRead, path: "/v1/maintenance/{maintenance}", tenant: notFound},
 	"PUT /v1/maintenance/{id}": {scope: auth.ScopeWrite, path: "/v1/maintenance/{maintenance}", tenant: notFound,
 		body: `{"name":"walk","endpointIds":["x"],"start":"2026-03-02T01:00:00Z","end":"2026-03-02T02:00:00Z"}`},
-	"DELETE /v1/maintenance/{id}": {scope: auth.ScopeWrite, path: "/v1/maintenance/{maintenance}", tenant: notFound},
-	"GET /v1/keys/":               {scope: auth.ScopeAdmin, path: "/v1/keys", tenant: absent, object: "{key}"},
-	"POST /v1/keys/":              {scope: auth.ScopeAdmin, path: "/v1/keys", body: `{"name":"walk","scope":"read"}`, tenant: ownTenant, list: "/v1/keys"},
-	"DELETE /v1/keys/{id}":        {scope: auth.ScopeAdmin, path: "/v1/keys/{key}", tenant: notFound},
-	"GET /v1/audit/":              {scope: auth.ScopeAdmin, path: "/v1/audit", tenant: absent, object: "{endpoint}"},
+	"DELETE /v1/maintenance/{id}":  {scope: auth.ScopeWrite, path: "/v1/maintenance/{maintenance}", tenant: notFound},
+	"GET /v1/keys/":                {scope: auth.ScopeAdmin, path: "/v1/keys", tenant: absent, object: "{key}"},
+	"POST /v1/keys/":               {scope: auth.ScopeAdmin, path: "/v1/keys", body: `{"name":"walk","scope":"read"}`, tenant: ownTenant, list: "/v1/keys"},
+	"DELETE /v1/keys/{id}":         {scope: auth.ScopeAdmin, path: "/v1/keys/{key}", tenant: notFound},
+	"GET /v1/audit/":               {scope: auth.ScopeAdmin, path: "/v1/audit", tenant: absent, object: "{endpoint}"},
+	"GET /v1/dlq/":                 {scope: auth.ScopeAdmin, path: "/v1/dlq", tenant: operator},
+	"GET /v1/dlq/{queue}/messages": {scope: auth.ScopeAdmin, path: "/v1/dlq/verdicts/messages", tenant: operator},
+	"POST /v1/dlq/{queue}/redrive": {scope: auth.ScopeAdmin, path: "/v1/dlq/verdicts/redrive", body: `{}`, tenant: operator},
+	"POST /v1/dlq/{queue}/purge":   {scope: auth.ScopeAdmin, path: "/v1/dlq/verdicts/purge", body: `{}`, tenant: operator},
 }
 
 // authHarness is the real router with keys on, keys of every scope in
@@ -294,6 +301,10 @@ func TestEveryRouteRequiresAKey(t *testing.T) {
 					}
 					if _, list := ah.call(http.MethodGet, rc.list, ah.keys["a/admin"], ""); hasID(list, created.ID) {
 						problem = fmt.Sprintf("tenant a's %s shows %s, created by tenant b", rc.list, created.ID)
+					}
+				case operator:
+					if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != api.ProblemContentType {
+						problem = fmt.Sprintf("%d %s, want 404 problem+json: only the operator's tenant sees it", resp.StatusCode, b)
 					}
 				default:
 					t.Fatal("no tenant rule")

@@ -81,6 +81,11 @@ type EndpointInput struct {
 	Rules   *RulesInput       `json:"rules,omitempty"`
 	Sinks   json.RawMessage   `json:"sinks,omitempty"`
 	Paused  bool              `json:"paused,omitempty"`
+	// Public publishes the endpoint's status page, JSON and badge under
+	// Slug (required then): /status/{slug}, /badge/{slug}.svg. Slugs are
+	// unique across the deployment.
+	Public bool   `json:"public,omitempty"`
+	Slug   string `json:"slug,omitempty"`
 }
 
 // RulesInput tunes verdicts and incidents; zero fields use the defaults.
@@ -108,6 +113,8 @@ type EndpointView struct {
 	Rules            *RulesInput       `json:"rules,omitempty"`
 	Sinks            json.RawMessage   `json:"sinks,omitempty"` // secrets redacted
 	Paused           bool              `json:"paused"`
+	Public           bool              `json:"public,omitempty"`
+	Slug             string            `json:"slug,omitempty"`
 	CreatedAt        time.Time         `json:"createdAt"`
 	UpdatedAt        time.Time         `json:"updatedAt"`
 	Version          int64             `json:"version"`
@@ -166,7 +173,7 @@ func (s *server) endpointView(e store.Endpoint) EndpointView {
 	v := EndpointView{
 		ID: e.ID, Tenant: store.TenantOf(e.Tenant), Name: e.Name, URL: RedactURL(e.URL), Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
 		Schedule: e.Schedule, Timeout: e.Timeout.String(), Labels: e.Labels, Paused: e.Paused,
-		CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Version: e.Version,
+		Public: e.Public, Slug: e.Slug, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Version: e.Version,
 	}
 	if e.LatencyThreshold > 0 {
 		v.LatencyThreshold = e.LatencyThreshold.String()
@@ -226,6 +233,7 @@ func input(e store.Endpoint) EndpointInput {
 		Name: e.Name, URL: e.URL, Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
 		Schedule: e.Schedule, Headers: e.Headers, Labels: e.Labels,
 		Rules: rulesInput(e.Rules), Sinks: e.Sinks, Paused: e.Paused,
+		Public: e.Public, Slug: e.Slug,
 	}
 	if e.Timeout > 0 { // a record written without one gets the default
 		in.Timeout = e.Timeout.String()
@@ -273,6 +281,10 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 	e := store.Endpoint{
 		Name: strings.TrimSpace(in.Name), URL: strings.TrimSpace(in.URL), Transport: in.Transport,
 		ProtocolVersion: in.ProtocolVersion, Schedule: strings.TrimSpace(in.Schedule), Paused: in.Paused,
+		Public: in.Public, Slug: in.Slug,
+	}
+	if detail := slugProblem(e.Slug, e.Public); detail != "" {
+		bad("#/slug", "%s", detail)
 	}
 
 	switch n := utf8.RuneCountInString(e.Name); {
@@ -507,6 +519,10 @@ func (s *server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 	}
 	e.ID = s.newID()
 	e.Tenant = auth.TenantFrom(r.Context())
+	if p := s.slugTaken(r, e); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
 	created, err := s.store.CreateEndpointWithin(r.Context(), e, s.quotas.MaxEndpoints)
 	if isQuota(err) {
 		writeProblem(w, r, quotaProblem("endpoints", "--max-endpoints-per-tenant", s.quotas.MaxEndpoints))
@@ -666,6 +682,10 @@ func (s *server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		next.ID, next.CreatedAt, next.Version = cur.ID, cur.CreatedAt, cur.Version
+		if p := s.slugTaken(r, next); p != nil {
+			writeProblem(w, r, p)
+			return
+		}
 		updated, err := s.store.UpdateEndpoint(r.Context(), next)
 		if errors.Is(err, store.ErrConflict) && attempt < patchMaxRetries {
 			continue // with If-Match, the next round answers 412

@@ -28,6 +28,11 @@ type queues struct {
 	// queue.ConsumerOptions.FinishReceive), with a shorter long poll so
 	// shutdown stays quick.
 	remote bool
+	// dead are the stage queues' dead-letter queues the API serves under
+	// /v1/dlq; failures keeps why a handler failed, for those (embedded
+	// only: SQS has nowhere to keep it).
+	dead     map[string]queue.DeadLetterQueue
+	failures queue.FailureRecorder
 }
 
 func (q *queues) get(name string) queue.Queue { return q.byName[name] }
@@ -106,9 +111,12 @@ func openQueues(ctx context.Context, o config.Options, clk clock.Clock, logger *
 		if err != nil {
 			return nil, fmt.Errorf("open embedded queue in %s (is another mcpmon using this --data-dir?): %w", o.DataDir, err)
 		}
-		qs := &queues{byName: map[string]queue.Queue{}, close: b.Close}
+		qs := &queues{byName: map[string]queue.Queue{}, close: b.Close, dead: map[string]queue.DeadLetterQueue{}, failures: b}
 		for _, c := range cfgs {
 			qs.byName[c.Name] = b.Queue(c.Name)
+			if c.MaxReceiveCount > 0 {
+				qs.dead[c.Name] = b.DeadLetters(c.Name)
+			}
 			src := queue.DepthSource{Name: c.Name}
 			if sr, ok := b.Queue(c.Name).(queue.StatsReader); ok {
 				src.Queue = sr

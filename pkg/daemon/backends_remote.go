@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	sqsq "github.com/mcpmon/mcpmon/pkg/queue/sqs"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -70,7 +71,34 @@ func openSQS(ctx context.Context, o config.Options, logger *slog.Logger, reg pro
 		}
 		qs.depth = append(qs.depth, src)
 	}
+	if use.Sends[msg.QueueCommands] { // the API role: it serves /v1/dlq
+		qs.dead = openDeadLetters(ctx, c, o, logger)
+	}
 	return qs, nil
+}
+
+// openDeadLetters opens every stage queue with its DLQ for /v1/dlq. It is
+// best effort: an API replica whose IAM policy does not reach the DLQs
+// still serves everything else, and /v1/dlq answers 404 for the stages it
+// could not open.
+func openDeadLetters(ctx context.Context, c *sqsq.Client, o config.Options, logger *slog.Logger) map[string]queue.DeadLetterQueue {
+	dead := map[string]queue.DeadLetterQueue{}
+	for _, cfg := range queue.StageConfigs() {
+		if cfg.MaxReceiveCount == 0 {
+			continue
+		}
+		src, err := c.Open(ctx, cfg)
+		var dlq *sqsq.Queue
+		if err == nil {
+			dlq, err = c.OpenDLQ(ctx, cfg)
+		}
+		if err != nil {
+			logger.Warn("dead-letter queue not available to /v1/dlq", "queue", cfg.Name, "prefix", o.SQSPrefix, "err", err)
+			continue
+		}
+		dead[cfg.Name] = sqsq.NewDeadLetters(src, dlq)
+	}
+	return dead
 }
 
 // EnsureQueues implements `mcpmon queues ensure`: it creates the FIFO stage

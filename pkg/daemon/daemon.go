@@ -39,6 +39,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/scheduler"
+	publicstatus "github.com/mcpmon/mcpmon/pkg/status"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/prober"
 )
@@ -112,6 +113,10 @@ type Deps struct {
 	Stdout io.Writer
 	// Registry, when set, is used instead of a fresh one (tests).
 	Registry *prometheus.Registry
+	// wrapHandler, when set, wraps each stage's message handler: the
+	// dead-letter tests make a consumer fail the real way, through the
+	// consumer, redelivery and redrive, and then "fix" it.
+	wrapHandler func(queueName string, h queue.Handler) queue.Handler
 }
 
 // Daemon is a running mcpmon process.
@@ -142,6 +147,7 @@ type Daemon struct {
 	prune   metricsPruner // per-endpoint series of deleted endpoints (prune.go)
 	keys    apiKeys       // API keys (apikeys.go)
 	delay   *metrics.PipelineDelay
+	wrap    func(queueName string, h queue.Handler) queue.Handler // Deps.wrapHandler
 }
 
 // Start opens the backends, builds the role's components and starts them.
@@ -162,7 +168,7 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 		reg = metrics.NewRegistry(Version)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	d := &Daemon{role: role, opts: o, log: deps.Logger, clk: deps.Clock, reg: reg, cancel: cancel, stopped: make(chan struct{})}
+	d := &Daemon{role: role, opts: o, log: deps.Logger, clk: deps.Clock, reg: reg, cancel: cancel, stopped: make(chan struct{}), wrap: deps.wrapHandler}
 	d.drain, d.drainCancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer func() {
 		if err != nil {
@@ -369,11 +375,14 @@ const DrainTimeout = 15 * time.Second
 func (d *Daemon) consume(ctx context.Context, name string, h queue.Handler, concurrency int, qm *queue.Metrics) {
 	// The consumer stops receiving when ctx ends; a handler it already
 	// started runs on the drain context (see Daemon.drain).
+	if d.wrap != nil {
+		h = d.wrap(name, h)
+	}
 	drained := func(_ context.Context, m queue.Message) error { return h(d.drain, m) }
 	opts := queue.ConsumerOptions{Concurrency: concurrency, Visibility: d.opts.Visibility, FinishReceive: d.qs.remote,
 		// A store outage is waited out with the message in flight, so it
 		// cannot walk messages to the DLQ unapplied.
-		Transient: func(err error) bool { return errors.Is(err, store.ErrUnavailable) }, Clock: d.clk, Logger: d.log, Metrics: qm}
+		Transient: func(err error) bool { return errors.Is(err, store.ErrUnavailable) }, Failures: d.qs.failures, Clock: d.clk, Logger: d.log, Metrics: qm}
 	if d.qs.remote {
 		opts.Wait = remoteReceiveWait
 	}
@@ -432,8 +441,15 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 				MaxEndpoints: o.MaxEndpointsPerTenant, MaxMaintenance: o.MaxMaintenancePerTenant,
 				RatePerSecond: o.RateLimit, Burst: o.RateBurst,
 			},
+			DeadLetters: d.qs.dead,
 		})
 		mux.Handle("/v1/", h)
+		// Public status pages and badges: outside /v1, no key, only the
+		// endpoints their owners made public (pkg/status).
+		pub := publicstatus.Handler(publicstatus.NewCache(publicstatus.Options{Store: d.st, Clock: d.clk, Logger: d.log}))
+		for _, path := range []string{"/status", "/status/", "/badge/"} {
+			mux.Handle(path, pub)
+		}
 	}
 	if d.role.has(RoleProber) {
 		p := prober.New(prober.Options{

@@ -66,6 +66,10 @@ type ConsumerOptions struct {
 	// the server, and they would block their FIFO groups until their
 	// visibility timeout. Shutdown then takes up to Wait longer.
 	FinishReceive bool
+	// Failures, when set, is told why a handler failed on a message, so
+	// the reason is shown with the message if it reaches the dead-letter
+	// queue (GET /v1/dlq/{queue}/messages).
+	Failures FailureRecorder
 	// Clock measures the 12-hour visibility cap. Default: real.
 	Clock   clock.Clock
 	Logger  *slog.Logger
@@ -279,6 +283,7 @@ func (c *consumer) runGroup(ctx context.Context, batch []Message, receivedAt tim
 			// which spaces out retries of a failing message.
 			c.logger.Warn("handler failed; message will be redelivered",
 				"group", m.GroupID, "message_id", m.ID, "receive_count", m.ReceiveCount, "err", err)
+			c.recordFailure(m, err)
 			c.release(batch[i+1:], live)
 			return
 		}
@@ -332,6 +337,21 @@ func (c *consumer) outageOver() {
 	c.mu.Unlock()
 	if was {
 		c.logger.Debug("dependency available again; processing resumed")
+	}
+}
+
+// recordFailure keeps why m failed for an operator reading the DLQ. It
+// runs on a context of its own: the reason of a handler cut off by
+// shutdown is worth keeping too, and a failure to record it costs only the
+// explanation.
+func (c *consumer) recordFailure(m Message, err error) {
+	if c.opts.Failures == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if rerr := c.opts.Failures.RecordFailure(ctx, c.q.Name(), m.ID, TruncateReason(err.Error())); rerr != nil {
+		c.logger.Debug("could not record the failure reason", "message_id", m.ID, "err", rerr)
 	}
 }
 

@@ -75,7 +75,12 @@ type Endpoint struct {
 	// Sinks names alert sinks for this endpoint, plus per-endpoint sink configs.
 	Sinks json.RawMessage `json:"sinks,omitempty"`
 	// Paused endpoints are not scheduled.
-	Paused    bool      `json:"paused,omitempty"`
+	Paused bool `json:"paused,omitempty"`
+	// Public endpoints have a public status page, JSON and badge at their
+	// Slug (pkg/status), which is unique across the deployment: the public
+	// URLs carry no tenant.
+	Public    bool      `json:"public,omitempty"`
+	Slug      string    `json:"slug,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 	// Version increases on every update (compare-and-set).

@@ -18,7 +18,13 @@ const (
 	// EnvTSEverything is the entry script of @modelcontextprotocol/server-everything
 	// (the TypeScript SDK's reference server), run with node by the tests.
 	EnvTSEverything = "MCPMON_TEST_TS_EVERYTHING"
+	// EnvChromium is Debian's chromium binary, driven headless by the
+	// status page browser test.
+	EnvChromium = "MCPMON_TEST_CHROMIUM"
 )
+
+// Chromium returns the path of the chromium binary or skips/fails t.
+func Chromium(t testing.TB) string { return lookup(t, EnvChromium, "chromium (Debian)") }
 
 // RedisURL returns the test Redis URL or skips/fails t.
 func RedisURL(t testing.TB) string { return lookup(t, EnvRedisURL, "redis-server") }

@@ -105,7 +105,12 @@ type message struct {
 	ReceiveCount int       `json:"rc"`
 	ReceivedAt   time.Time `json:"received,omitzero"`
 	VisibleAt    time.Time `json:"visible,omitzero"`
-	idx          int
+	// Reason is the last failure a consumer recorded (RecordFailure).
+	Reason string `json:"reason,omitempty"`
+	// Receives is, in a dead-letter queue, the receive count the message
+	// had at its source.
+	Receives int `json:"receives,omitempty"`
+	idx      int
 }
 
 type dedupRecord struct {
@@ -486,7 +491,8 @@ func (b *Broker) receive(q *fifo, limit int, visibility time.Duration) ([]queue.
 	for i, m := range redriven {
 		// SQS keeps the message ID, resets the receive count and the
 		// enqueue time on a FIFO redrive.
-		moved[i] = &message{Seq: q.dlq.nextSeq + uint64(i), ID: m.ID, GroupID: m.GroupID, DedupID: m.DedupID, Body: m.Body, SentAt: now}
+		moved[i] = &message{Seq: q.dlq.nextSeq + uint64(i), ID: m.ID, GroupID: m.GroupID, DedupID: m.DedupID, Body: m.Body, SentAt: now,
+			Reason: m.Reason, Receives: m.ReceiveCount}
 	}
 	err := b.persist(func(tx *bolt.Tx) error {
 		bk, err := tx.CreateBucketIfNotExists(bucketName(q.cfg.Name))

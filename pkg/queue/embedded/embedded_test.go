@@ -18,6 +18,7 @@ var epoch = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 func TestConformance(t *testing.T) {
 	queuetest.Run(t, func(t *testing.T) queuetest.Backend {
 		clk := clock.NewFake(epoch)
+		brokers := map[string]*embedded.Broker{}
 		return queuetest.Backend{
 			NewQueue: func(t *testing.T, cfg queue.Config) (queue.Queue, queue.Queue) {
 				b, err := embedded.Open("", []queue.Config{cfg}, embedded.Options{Clock: clk, PollInterval: 5 * time.Millisecond})
@@ -25,6 +26,7 @@ func TestConformance(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { _ = b.Close() })
+				brokers[cfg.Name] = b
 				var dlq queue.Queue
 				if cfg.MaxReceiveCount > 0 {
 					dlq = b.DLQ(cfg.Name)
@@ -32,6 +34,10 @@ func TestConformance(t *testing.T) {
 				return b.Queue(cfg.Name), dlq
 			},
 			Advance: clk.Advance,
+			DeadLetters: func(t *testing.T, cfg queue.Config, _, _ queue.Queue) queue.DeadLetterQueue {
+				return brokers[cfg.Name].DeadLetters(cfg.Name)
+			},
+			Failures: failureRecorder(brokers),
 		}
 	})
 }
@@ -40,6 +46,7 @@ func TestConformance(t *testing.T) {
 func TestConformancePersistent(t *testing.T) {
 	queuetest.Run(t, func(t *testing.T) queuetest.Backend {
 		clk := clock.NewFake(epoch)
+		brokers := map[string]*embedded.Broker{}
 		return queuetest.Backend{
 			NewQueue: func(t *testing.T, cfg queue.Config) (queue.Queue, queue.Queue) {
 				b, err := embedded.Open(t.TempDir(), []queue.Config{cfg}, embedded.Options{Clock: clk, PollInterval: 5 * time.Millisecond})
@@ -47,6 +54,7 @@ func TestConformancePersistent(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { _ = b.Close() })
+				brokers[cfg.Name] = b
 				var dlq queue.Queue
 				if cfg.MaxReceiveCount > 0 {
 					dlq = b.DLQ(cfg.Name)
@@ -54,8 +62,19 @@ func TestConformancePersistent(t *testing.T) {
 				return b.Queue(cfg.Name), dlq
 			},
 			Advance: clk.Advance,
+			DeadLetters: func(t *testing.T, cfg queue.Config, _, _ queue.Queue) queue.DeadLetterQueue {
+				return brokers[cfg.Name].DeadLetters(cfg.Name)
+			},
+			Failures: failureRecorder(brokers),
 		}
 	})
+}
+
+// failureRecorder routes a recorded failure to the broker of its queue.
+type failureRecorder map[string]*embedded.Broker
+
+func (f failureRecorder) RecordFailure(ctx context.Context, queueName, messageID, reason string) error {
+	return f[queueName].RecordFailure(ctx, queueName, messageID, reason)
 }
 
 func open(t *testing.T, dir string, clk clock.Clock) *embedded.Broker {

@@ -31,6 +31,11 @@ type Backend struct {
 	// NoGroupDedupScope, when set, is the reason the backend cannot honour
 	// DedupScope=messageGroup; the case is skipped with it.
 	NoGroupDedupScope string
+	// DeadLetters returns the dead-letter operations of the queue pair
+	// NewQueue made for cfg; nil skips the dead-letter case.
+	DeadLetters func(t *testing.T, cfg queue.Config, q, dlq queue.Queue) queue.DeadLetterQueue
+	// Failures, when set, records failure reasons that Peek must show.
+	Failures queue.FailureRecorder
 }
 
 // Factory builds the backend for one test.
@@ -59,6 +64,7 @@ func Run(t *testing.T, f Factory) {
 		{"BatchSendPartialFailure", testBatchPartialFailure},
 		{"LongPollWakesOnSend", testLongPoll},
 		{"Stats", testStats},
+		{"DeadLetterPeekRedrivePurge", testDeadLetters},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -61,6 +61,9 @@ func TestConformance(t *testing.T) {
 				return q, dlq
 			},
 			NoGroupDedupScope: "fauxqs 1.9.2 deduplicates per queue even with DeduplicationScope=messageGroup (covered on the embedded queue)",
+			DeadLetters: func(t *testing.T, _ queue.Config, q, dlq queue.Queue) queue.DeadLetterQueue {
+				return sqs.NewDeadLetters(q.(*sqs.Queue), dlq.(*sqs.Queue))
+			},
 		}
 	})
 }

@@ -1,0 +1,42 @@
+package api_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/mcpmon/mcpmon/pkg/api"
+)
+
+// TestSlugsAreValidatedAndUniqueAcrossTheDeployment: public needs a slug,
+// a slug is [a-z0-9-] of 3 to 63, and a second endpoint cannot take one in
+// use (on create or by PATCH); the owner can keep its own.
+func TestSlugsAreValidatedAndUniqueAcrossTheDeployment(t *testing.T) {
+	h := newHarness(t)
+	const url = `"url": "https://mcp.example.com/mcp"`
+	for _, body := range []string{
+		`{"name": "a", ` + url + `, "public": true}`,
+		`{"name": "a", ` + url + `, "slug": "ab"}`,
+		`{"name": "a", ` + url + `, "slug": "Has-Caps"}`,
+		`{"name": "a", ` + url + `, "slug": "-edge"}`,
+		`{"name": "a", ` + url + `, "slug": "sp ace"}`,
+	} {
+		h.mustJSON(http.MethodPost, "/v1/endpoints", body, http.StatusBadRequest, nil)
+	}
+	first := h.create(`{"name": "a", ` + url + `, "public": true, "slug": "acme-mcp"}`)
+	if !first.Public || first.Slug != "acme-mcp" {
+		t.Fatalf("created %+v", first)
+	}
+	h.mustJSON(http.MethodPost, "/v1/endpoints", `{"name": "b", `+url+`, "slug": "acme-mcp"}`, http.StatusConflict, nil)
+	second := h.create(`{"name": "b", ` + url + `}`)
+	h.mustJSON(http.MethodPatch, "/v1/endpoints/"+second.ID, `{"slug": "acme-mcp"}`, http.StatusConflict, nil)
+	var v api.EndpointView
+	h.mustJSON(http.MethodPatch, "/v1/endpoints/"+first.ID, `{"name": "renamed"}`, http.StatusOK, &v)
+	if v.Slug != "acme-mcp" || !v.Public {
+		t.Fatalf("a patch of another field dropped the slug: %+v", v)
+	}
+	var off api.EndpointView
+	h.mustJSON(http.MethodPatch, "/v1/endpoints/"+first.ID, `{"public": false}`, http.StatusOK, &off)
+	if off.Public || off.Slug != "acme-mcp" {
+		t.Fatal("still public")
+	}
+}

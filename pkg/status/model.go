@@ -1,0 +1,304 @@
+package status
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// Days is how many daily bars a page shows.
+const Days = 90
+
+// Input is everything a page is built from: the store's view of one public
+// endpoint. Build copies only public fields out of it.
+type Input struct {
+	Endpoint store.Endpoint
+	// Daily are the endpoint's daily rollups covering the last Days days.
+	Daily []store.Rollup
+	// Incidents are the endpoint's incidents, any order.
+	Incidents []store.Incident
+	// Last is the last verdict (HasLast false before the first).
+	Last    msg.Verdict
+	HasLast bool
+	// Latest is the latest probe result (HasLatest false before the first).
+	Latest    msg.ProbeResult
+	HasLatest bool
+	// ToolsChanged is when the tool catalog last changed, if known.
+	ToolsChanged time.Time
+	Now          time.Time
+}
+
+// Page is the public model of one endpoint: what the page, the JSON and the
+// badge show, and nothing else. It holds no URL, header, address, error
+// text or internal ID: only the slug names the endpoint.
+type Page struct {
+	Slug  string
+	Name  string
+	State string // up, degraded, down, regional, no_data, paused, pending
+	// StateWord and Sentence say the state in words (never colour alone).
+	StateWord string
+	Sentence  string
+	// Since is the window of the last verdict (zero before the first).
+	Since time.Time
+
+	Uptime30, Uptime90 Ratio
+	P50, P95           time.Duration // zero: no successful probe in 30 days
+
+	ToolCount    int
+	HasTools     bool
+	ToolsChanged time.Time
+
+	Bars      []Bar
+	Incidents []IncidentRow
+	Regions   []RegionRow
+	Generated time.Time
+
+	id string // the endpoint's ID: the cache's own bookkeeping, never rendered
+}
+
+// Ratio is an uptime that may be unknown.
+type Ratio struct {
+	Measured bool
+	Value    float64 // in [0, 1]
+}
+
+// Percent formats the ratio like 99.95%, or "no data".
+func (r Ratio) Percent() string {
+	if !r.Measured {
+		return "no data"
+	}
+	// Floor, not round: 99.996% must not read as 100% while there was downtime.
+	p := math.Floor(r.Value*10000) / 100
+	if p == 100 {
+		return "100%"
+	}
+	return fmt.Sprintf("%.2f%%", p)
+}
+
+// Bar is one UTC day.
+type Bar struct {
+	Date        string // 2006-01-02
+	Level       string // up, degraded, down, none: the CSS class
+	Word        string // the level in words
+	DownMinutes int64
+	Label       string // the hover and focus text
+}
+
+// IncidentRow is one incident of the last Days days.
+type IncidentRow struct {
+	Start    time.Time
+	End      time.Time // zero while ongoing
+	Ongoing  bool
+	Duration time.Duration
+	Cause    string // a fixed phrase per failure class, never the raw reason
+}
+
+// DurationText is the incident's duration in words.
+func (i IncidentRow) DurationText() string { return HumanDuration(i.Duration) }
+
+// RegionRow is one probing region's state.
+type RegionRow struct {
+	Region string
+	Word   string
+	Up     bool
+}
+
+// stateWords are the states in words: the badge message and the page's
+// state label.
+var stateWords = map[string]string{
+	string(msg.StateUp):       "operational",
+	string(msg.StateDegraded): "degraded",
+	string(msg.StateDown):     "down",
+	string(msg.StateRegional): "partial outage",
+	string(msg.StateNoData):   "no data",
+	"paused":                  "paused",
+	"pending":                 "pending",
+}
+
+// causes maps a failure class to public words. Classes come from a fixed
+// vocabulary (prober); an unknown one reads as "outage" rather than being
+// echoed, so nothing a target sent can reach the page through it.
+var causes = map[string]string{
+	"timeout": "timed out", "refused": "connection refused", "dns": "DNS failure", "tls": "TLS failure",
+	"network_error": "network error", "http_5xx": "server error", "blocked_target": "target blocked", "rate_limited": "rate limited",
+	"auth_rejected": "authentication rejected", "auth_misconfigured": "authentication misconfigured",
+	"forbidden": "access forbidden", "not_found": "MCP endpoint not found", "not_mcp": "not an MCP server",
+	"protocol_error": "protocol error", "rpc_error": "initialize failed", "version_mismatch": "protocol version mismatch",
+	"session_broken": "session broken", "sse_deaf": "SSE stream not answering",
+}
+
+// Build is the pure page builder.
+func Build(in Input) Page {
+	e := in.Endpoint
+	p := Page{Slug: e.Slug, Name: e.Name, Generated: in.Now.UTC()}
+	switch {
+	case e.Paused:
+		p.State = "paused"
+	case !in.HasLast:
+		p.State = "pending"
+	default:
+		p.State = string(in.Last.State)
+		p.Since = in.Last.Window.UTC()
+	}
+	if _, ok := stateWords[p.State]; !ok {
+		p.State = string(msg.StateNoData)
+	}
+	p.StateWord = stateWords[p.State]
+	p.Sentence = sentence(p.Name, p.State)
+
+	today := in.Now.UTC().Truncate(store.Daily)
+	to := today.Add(store.Daily)
+	from90 := to.Add(-Days * store.Daily)
+	from30 := to.Add(-30 * store.Daily)
+	p.Uptime90 = ratio(store.Uptime(in.Daily, from90, to))
+	p.Uptime30 = ratio(store.Uptime(in.Daily, from30, to))
+	if total, _, err := store.MergeLatency(in.Daily, from30, to); err == nil && !total.IsEmpty() {
+		if qs, err := total.GetValuesAtQuantiles([]float64{0.5, 0.95}); err == nil {
+			p.P50 = secs(qs[0])
+			p.P95 = secs(qs[1])
+		}
+	}
+	if in.HasLatest && in.Latest.Status == msg.StatusUp {
+		p.ToolCount, p.HasTools = in.Latest.ToolCount, true
+	}
+	p.ToolsChanged = in.ToolsChanged
+
+	p.Bars = make([]Bar, 0, Days)
+	for d := from90; d.Before(to); d = d.Add(store.Daily) {
+		p.Bars = append(p.Bars, bar(d, store.Uptime(in.Daily, d, d.Add(store.Daily))))
+	}
+
+	for _, inc := range in.Incidents {
+		row, ok := incidentRow(inc, from90, in.Now)
+		if ok {
+			p.Incidents = append(p.Incidents, row)
+		}
+	}
+	slices.SortFunc(p.Incidents, func(a, b IncidentRow) int { return b.Start.Compare(a.Start) })
+
+	p.Regions = regions(in)
+	return p
+}
+
+func sentence(name, state string) string {
+	switch state {
+	case string(msg.StateUp):
+		return name + " is operational."
+	case string(msg.StateDegraded):
+		return name + " is up but responding slowly."
+	case string(msg.StateDown):
+		return name + " is down."
+	case string(msg.StateRegional):
+		return name + " is down in some regions."
+	case "paused":
+		return "Monitoring of " + name + " is paused."
+	case "pending":
+		return name + " has not been checked yet."
+	}
+	return "There is no recent data for " + name + "."
+}
+
+func ratio(r store.UptimeReport) Ratio { return Ratio{Measured: r.Measured, Value: r.Ratio} }
+
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func bar(day time.Time, r store.UptimeReport) Bar {
+	b := Bar{Date: day.Format(time.DateOnly), DownMinutes: (r.Down + 59) / 60}
+	switch {
+	case !r.Measured:
+		b.Level, b.Word = "none", "no data"
+	case r.Down > 0:
+		b.Level, b.Word = "down", "outage"
+	case r.Degraded > 0 || r.Regional > 0:
+		b.Level, b.Word = "degraded", "degraded"
+	default:
+		b.Level, b.Word = "up", "operational"
+	}
+	switch {
+	case !r.Measured:
+		b.Label = b.Date + ": no data"
+	case b.DownMinutes == 0:
+		b.Label = b.Date + ": " + b.Word + ", no downtime"
+	case b.DownMinutes == 1:
+		b.Label = b.Date + ": " + b.Word + ", 1 minute down"
+	default:
+		b.Label = fmt.Sprintf("%s: %s, %d minutes down", b.Date, b.Word, b.DownMinutes)
+	}
+	return b
+}
+
+// incidentRow is inc as a public row, if it began within the page's range.
+func incidentRow(inc store.Incident, from, now time.Time) (IncidentRow, bool) {
+	start := inc.FirstFailure
+	if start.IsZero() {
+		start = inc.OpenedWindow
+	}
+	if start.Before(from) && inc.ResolvedAt != nil && inc.ResolvedAt.Before(from) {
+		return IncidentRow{}, false
+	}
+	row := IncidentRow{Start: start.UTC(), Cause: "outage"}
+	if c, ok := causes[inc.Class]; ok {
+		row.Cause = c
+	}
+	switch {
+	case inc.ResolvedAt != nil:
+		row.End = inc.ResolvedAt.UTC()
+	case inc.State == store.IncidentResolved && inc.ResolvedWindow != nil:
+		row.End = inc.ResolvedWindow.UTC()
+	default:
+		row.Ongoing = true
+	}
+	end := row.End
+	if row.Ongoing {
+		end = now
+	}
+	row.Duration = max(end.Sub(row.Start), 0)
+	return row, true
+}
+
+// regions is the per-region state when several regions probe: the last
+// verdict names the regions that failed; the latest result names one that
+// answered. Shown only when more than one region is known.
+func regions(in Input) []RegionRow {
+	if !in.HasLast {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []RegionRow
+	for _, r := range in.Last.FailingRegions {
+		if r != "" && !seen[r] {
+			seen[r] = true
+			out = append(out, RegionRow{Region: r, Word: "not reachable"})
+		}
+	}
+	if in.HasLatest && in.Latest.Region != "" && !seen[in.Latest.Region] && in.Latest.Status == msg.StatusUp {
+		out = append(out, RegionRow{Region: in.Latest.Region, Word: "operational", Up: true})
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	slices.SortFunc(out, func(a, b RegionRow) int {
+		if a.Region < b.Region {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// HumanDuration is d in words at minute precision ("3 h 5 min", "42 s").
+func HumanDuration(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%d h %d min", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%d d %d h", int(d.Hours())/24, int(d.Hours())%24)
+}

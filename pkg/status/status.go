@@ -1,0 +1,459 @@
+// Package status owns mcpmon's public side: the status pages, their JSON
+// and the README badges of the endpoints their owners mark public with a
+// slug (store.Endpoint.Public, Slug). Nothing here needs an API key.
+//
+// Data enters from the store through Reader, at most once per endpoint per
+// TTL: a Cache holds each public endpoint's rendered HTML, JSON and SVG
+// with their ETags, and a slug index, so a request for a fresh slug (or an
+// unknown one) reads nothing from the store. Build turns what was read into
+// a Page holding public fields only (no URL, header, address, raw error
+// text or internal ID); the templates, CSS and badge are rendered from the
+// Page alone, so nothing private can reach a response by a template
+// mistake. Data leaves as HTTP responses from Handler, with Cache-Control
+// and a strong ETag, and 304 on If-None-Match.
+package status
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// Reader is what the public side reads; both store backends implement it.
+type Reader interface {
+	ListEndpoints(ctx context.Context) ([]store.Endpoint, error)
+	LastVerdict(ctx context.Context, endpointID string) (msg.Verdict, error)
+	LatestResult(ctx context.Context, endpointID string) (msg.ProbeResult, error)
+	ListIncidents(ctx context.Context, f store.IncidentFilter) ([]store.Incident, error)
+	Rollups(ctx context.Context, endpointID string, size time.Duration, from, to time.Time) ([]store.Rollup, error)
+}
+
+// ErrNotFound: no public endpoint has the slug.
+var ErrNotFound = errors.New("no public status page")
+
+// DefaultTTL is how long a rendered page is served before the store is read
+// again: verdict windows are a minute by default, so a fresher page would
+// mostly re-render the same window.
+const DefaultTTL = 30 * time.Second
+
+// BadgeLabel is the left half of every badge.
+const BadgeLabel = "mcp"
+
+//go:embed templates/*.html templates/style.css
+var files embed.FS
+
+var (
+	css   = template.CSS(mustRead("templates/style.css"))
+	pages = template.Must(template.New("").Funcs(template.FuncMap{"ms": msText}).ParseFS(files, "templates/*.html"))
+)
+
+func mustRead(name string) string {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func msText(d time.Duration) string {
+	if d <= 0 {
+		return "no data"
+	}
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 0, 64) + " ms"
+}
+
+// Options configure NewCache. Store is required.
+type Options struct {
+	Store  Reader
+	Clock  clock.Clock   // default wall time
+	TTL    time.Duration // default DefaultTTL
+	Logger *slog.Logger
+}
+
+// Rendered is one public endpoint's three representations.
+type Rendered struct {
+	Page                        Page
+	HTML, JSON, SVG             []byte
+	ETagHTML, ETagJSON, ETagSVG string
+	built                       time.Time
+}
+
+type toolsSeen struct {
+	fingerprint string
+	changed     time.Time
+}
+
+// Cache renders public pages and keeps them for TTL.
+type Cache struct {
+	st  Reader
+	clk clock.Clock
+	ttl time.Duration
+	log *slog.Logger
+
+	// refresh serialises store reads: concurrent misses for one slug read
+	// once, and a burst of misses cannot fan out into a burst of reads.
+	refresh sync.Mutex
+
+	mu       sync.RWMutex
+	index    map[string]store.Endpoint // slug → public endpoint
+	indexAt  time.Time
+	entries  map[string]*Rendered
+	overview *Rendered
+	tools    map[string]toolsSeen
+}
+
+// NewCache returns an empty cache; it panics without a Store (wiring bug).
+func NewCache(o Options) *Cache {
+	if o.Store == nil {
+		panic("status.NewCache: Options.Store is required")
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.TTL <= 0 {
+		o.TTL = DefaultTTL
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Cache{st: o.Store, clk: o.Clock, ttl: o.TTL, log: o.Logger.With("component", "status"),
+		entries: map[string]*Rendered{}, tools: map[string]toolsSeen{}}
+}
+
+func (c *Cache) fresh(t time.Time, now time.Time) bool { return !t.IsZero() && now.Sub(t) < c.ttl }
+
+// Get returns the slug's rendered page, reading the store only when the
+// cached one is older than the TTL. ErrNotFound for a slug no public
+// endpoint has. A store failure serves the stale page if there is one.
+func (c *Cache) Get(ctx context.Context, slug string) (*Rendered, error) {
+	now := c.clk.Now()
+	c.mu.RLock()
+	r, ok := c.entries[slug]
+	_, known := c.index[slug]
+	indexFresh := c.fresh(c.indexAt, now)
+	c.mu.RUnlock()
+	if ok && c.fresh(r.built, now) {
+		return r, nil
+	}
+	if !known && indexFresh {
+		return nil, ErrNotFound
+	}
+	c.refresh.Lock()
+	defer c.refresh.Unlock()
+	return c.getLocked(ctx, slug, now)
+}
+
+func (c *Cache) getLocked(ctx context.Context, slug string, now time.Time) (*Rendered, error) {
+	c.mu.RLock()
+	r, ok := c.entries[slug]
+	c.mu.RUnlock()
+	if ok && c.fresh(r.built, now) {
+		return r, nil // another request refreshed it while this one waited
+	}
+	if err := c.loadIndex(ctx, now); err != nil {
+		if ok {
+			c.log.Warn("serving a stale status page", "slug", slug, "err", err)
+			return r, nil
+		}
+		return nil, err
+	}
+	c.mu.RLock()
+	ep, known := c.index[slug]
+	c.mu.RUnlock()
+	if !known {
+		return nil, ErrNotFound
+	}
+	nr, err := c.build(ctx, ep, now)
+	if err != nil {
+		if ok {
+			c.log.Warn("serving a stale status page", "slug", slug, "err", err)
+			return r, nil
+		}
+		return nil, err
+	}
+	c.mu.Lock()
+	c.entries[slug] = nr
+	c.mu.Unlock()
+	return nr, nil
+}
+
+// loadIndex re-reads the public endpoints when the index is older than the
+// TTL, and drops pages of slugs that are no longer public.
+func (c *Cache) loadIndex(ctx context.Context, now time.Time) error {
+	c.mu.RLock()
+	fresh := c.fresh(c.indexAt, now)
+	c.mu.RUnlock()
+	if fresh {
+		return nil
+	}
+	all, err := c.st.ListEndpoints(ctx)
+	if err != nil {
+		return fmt.Errorf("list public endpoints: %w", err)
+	}
+	idx := PublicIndex(all)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.index, c.indexAt = idx, now
+	for slug, r := range c.entries {
+		if ep, ok := idx[slug]; !ok || ep.ID != r.Page.id {
+			delete(c.entries, slug)
+		}
+	}
+	return nil
+}
+
+// PublicIndex maps each slug to its public endpoint. Slugs are unique
+// (the API checks before writing), but the check is not atomic with the
+// write: two endpoints that won a race for one slug resolve to the oldest,
+// then the lowest ID, so the page never flips between them.
+func PublicIndex(all []store.Endpoint) map[string]store.Endpoint {
+	idx := make(map[string]store.Endpoint)
+	for _, e := range all {
+		if !e.Public || e.Slug == "" {
+			continue
+		}
+		if o, dup := idx[e.Slug]; dup && (o.CreatedAt.Before(e.CreatedAt) || o.CreatedAt.Equal(e.CreatedAt) && o.ID < e.ID) {
+			continue
+		}
+		idx[e.Slug] = e
+	}
+	return idx
+}
+
+// build reads one endpoint's data and renders it.
+func (c *Cache) build(ctx context.Context, ep store.Endpoint, now time.Time) (*Rendered, error) {
+	in := Input{Endpoint: ep, Now: now}
+	var err error
+	in.Last, err = c.st.LastVerdict(ctx, ep.ID)
+	switch {
+	case err == nil:
+		in.HasLast = true
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("last verdict of %s: %w", ep.Slug, err)
+	}
+	in.Latest, err = c.st.LatestResult(ctx, ep.ID)
+	switch {
+	case err == nil:
+		in.HasLatest = true
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("latest result of %s: %w", ep.Slug, err)
+	}
+	to := now.UTC().Truncate(store.Daily).Add(store.Daily)
+	if in.Daily, err = c.st.Rollups(ctx, ep.ID, store.Daily, to.Add(-Days*store.Daily), to); err != nil {
+		return nil, fmt.Errorf("rollups of %s: %w", ep.Slug, err)
+	}
+	if in.Incidents, err = c.st.ListIncidents(ctx, store.IncidentFilter{EndpointID: ep.ID}); err != nil {
+		return nil, fmt.Errorf("incidents of %s: %w", ep.Slug, err)
+	}
+	in.ToolsChanged = c.toolsChanged(ep.Slug, in)
+	p := Build(in)
+	p.id = ep.ID
+	return Render(p)
+}
+
+// toolsChanged remembers the catalog fingerprint per slug and returns when
+// it last changed: the latest probe's start when it carries a
+// catalog_changed event or a fingerprint this process saw change.
+func (c *Cache) toolsChanged(slug string, in Input) time.Time {
+	if !in.HasLatest || in.Latest.CatalogFingerprint == "" {
+		return c.tools[slug].changed
+	}
+	prev, seen := c.tools[slug]
+	cur := toolsSeen{fingerprint: in.Latest.CatalogFingerprint, changed: prev.changed}
+	if seen && prev.fingerprint != cur.fingerprint {
+		cur.changed = in.Latest.StartedAt.UTC()
+	}
+	for _, ev := range in.Latest.Events {
+		if ev.Kind == "catalog_changed" && cur.changed.Before(in.Latest.StartedAt) {
+			cur.changed = in.Latest.StartedAt.UTC()
+		}
+	}
+	c.tools[slug] = cur
+	return cur.changed
+}
+
+// Render renders p's page, JSON and badge with their ETags: the last
+// verdict window and a digest of the body, so the tag changes exactly
+// when what a reader would see does.
+func Render(p Page) (*Rendered, error) {
+	r := &Rendered{Page: p, built: p.Generated}
+	var b strings.Builder
+	if err := pages.ExecuteTemplate(&b, "page", struct {
+		Page
+		CSS template.CSS
+	}{p, css}); err != nil {
+		return nil, fmt.Errorf("render status page %s: %w", p.Slug, err)
+	}
+	r.HTML = []byte(b.String())
+	j, err := json.Marshal(JSONOf(p))
+	if err != nil {
+		return nil, err
+	}
+	r.JSON = append(j, '\n')
+	r.SVG = Badge(BadgeLabel, p)
+	r.ETagHTML, r.ETagJSON, r.ETagSVG = etag(p.Since, r.HTML), etag(p.Since, r.JSON), etag(p.Since, r.SVG)
+	return r, nil
+}
+
+func etag(window time.Time, body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + strconv.FormatInt(window.Unix(), 36) + "-" + hex.EncodeToString(sum[:12]) + `"`
+}
+
+// JSONView is GET /status/{slug}.json: a small fixed public shape.
+type JSONView struct {
+	Slug  string `json:"slug"`
+	Name  string `json:"name"`
+	State string `json:"state"` // up, degraded, down, regional, no_data, paused, pending
+	// StateText is the state in words; Sentence the page's headline.
+	StateText string     `json:"stateText"`
+	Sentence  string     `json:"sentence"`
+	Since     *time.Time `json:"since"` // the last verdict's window
+	// Uptime ratios in [0, 1]; null when the range has no data.
+	Uptime30d      *float64   `json:"uptime30d"`
+	Uptime90d      *float64   `json:"uptime90d"`
+	LatencyP50Ms   *float64   `json:"latencyP50Ms"`
+	LatencyP95Ms   *float64   `json:"latencyP95Ms"`
+	ToolCount      *int       `json:"toolCount"`
+	ToolsChangedAt *time.Time `json:"toolsChangedAt"`
+	OpenIncident   bool       `json:"openIncident"`
+	Incidents90d   int        `json:"incidents90d"`
+	UpdatedAt      time.Time  `json:"updatedAt"`
+}
+
+// JSONOf is p's public JSON.
+func JSONOf(p Page) JSONView {
+	v := JSONView{Slug: p.Slug, Name: p.Name, State: p.State, StateText: p.StateWord, Sentence: p.Sentence,
+		Incidents90d: len(p.Incidents), UpdatedAt: p.Generated}
+	if !p.Since.IsZero() {
+		v.Since = &p.Since
+	}
+	if p.Uptime30.Measured {
+		v.Uptime30d = &p.Uptime30.Value
+	}
+	if p.Uptime90.Measured {
+		v.Uptime90d = &p.Uptime90.Value
+	}
+	if p.P50 > 0 {
+		x, y := ms(p.P50), ms(p.P95)
+		v.LatencyP50Ms, v.LatencyP95Ms = &x, &y
+	}
+	if p.HasTools {
+		v.ToolCount = &p.ToolCount
+	}
+	if !p.ToolsChanged.IsZero() {
+		v.ToolsChangedAt = &p.ToolsChanged
+	}
+	for _, inc := range p.Incidents {
+		v.OpenIncident = v.OpenIncident || inc.Ongoing
+	}
+	return v
+}
+
+func ms(d time.Duration) float64 {
+	return float64(d.Round(100*time.Microsecond)) / float64(time.Millisecond)
+}
+
+// Overview returns the page listing every public endpoint, rebuilt at most
+// once per TTL from the endpoints' own cached pages.
+func (c *Cache) Overview(ctx context.Context) (*Rendered, error) {
+	now := c.clk.Now()
+	c.mu.RLock()
+	ov := c.overview
+	c.mu.RUnlock()
+	if ov != nil && c.fresh(ov.built, now) {
+		return ov, nil
+	}
+	c.refresh.Lock()
+	defer c.refresh.Unlock()
+	c.mu.RLock()
+	ov = c.overview
+	c.mu.RUnlock()
+	if ov != nil && c.fresh(ov.built, now) {
+		return ov, nil
+	}
+	if err := c.loadIndex(ctx, now); err != nil {
+		if ov != nil {
+			return ov, nil
+		}
+		return nil, err
+	}
+	c.mu.RLock()
+	slugs := make([]string, 0, len(c.index))
+	for s := range c.index {
+		slugs = append(slugs, s)
+	}
+	c.mu.RUnlock()
+	list := make([]Page, 0, len(slugs))
+	for _, s := range slugs {
+		r, err := c.getLocked(ctx, s, now)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			if ov != nil {
+				return ov, nil
+			}
+			return nil, err
+		}
+		list = append(list, r.Page)
+	}
+	nr, err := RenderOverview(list, now)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.overview = nr
+	c.mu.Unlock()
+	return nr, nil
+}
+
+// RenderOverview renders the list of public endpoints, by name.
+func RenderOverview(list []Page, now time.Time) (*Rendered, error) {
+	slices.SortFunc(list, func(a, b Page) int {
+		if c := strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Slug, b.Slug)
+	})
+	bad := 0
+	for _, p := range list {
+		if p.State != string(msg.StateUp) && p.State != "paused" && p.State != "pending" {
+			bad++
+		}
+	}
+	state, sentence := "up", fmt.Sprintf("All %d public endpoints are operational.", len(list))
+	switch {
+	case len(list) == 0:
+		state, sentence = "no_data", "No endpoints are public."
+	case bad == 1:
+		state, sentence = "down", fmt.Sprintf("1 of %d public endpoints has a problem.", len(list))
+	case bad > 1:
+		state, sentence = "down", fmt.Sprintf("%d of %d public endpoints have problems.", bad, len(list))
+	}
+	var b strings.Builder
+	err := pages.ExecuteTemplate(&b, "overview", map[string]any{
+		"CSS": css, "Pages": list, "State": state, "Sentence": sentence, "Generated": now.UTC(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("render status overview: %w", err)
+	}
+	r := &Rendered{HTML: []byte(b.String()), built: now}
+	r.ETagHTML = etag(now.Truncate(time.Minute), r.HTML)
+	return r, nil
+}
