@@ -206,6 +206,20 @@ func wantGrants(t *testing.T) map[string]map[string][]string {
 		}
 	}
 	for _, c := range queue.StageConfigs() {
+		if c.MaxReceiveCount == 0 {
+			continue
+		}
+		// The dead-letter API (/v1/dlq, mcpmon dlq), granted to the API
+		// role only where operators want it: on the DLQ it reads depth,
+		// peeks (receive, then visibility back to 0), deletes what it
+		// resends, purges, and starts and lists move tasks; on the stage
+		// queue it resends, and a move task delivers, with SendMessage.
+		add("dlqadmin", queue.DLQName(c.Name), openActions, depthActions, []string{
+			"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:ListMessageMoveTasks", "sqs:PurgeQueue",
+			"sqs:ReceiveMessage", "sqs:StartMessageMoveTask"})
+		add("dlqadmin", c.Name, openActions, depthActions, produceActions)
+	}
+	for _, c := range queue.StageConfigs() {
 		// KEDA scales each stage's consumers on its depth.
 		add("autoscaler", c.Name, []string{"sqs:GetQueueAttributes", "sqs:GetQueueUrl"})
 		for _, n := range []string{c.Name, queue.DLQName(c.Name)} {
