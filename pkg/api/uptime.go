@@ -57,21 +57,24 @@ type DayView struct {
 	Incidents int                `json:"incidents"`
 }
 
-func (s *server) rollupReader(w http.ResponseWriter, r *http.Request) (RollupReader, bool) {
-	rr, ok := s.store.(RollupReader)
+// endpointRollups is the prologue of the rollup routes: the caller's
+// endpoint {id} (another tenant's is a 404) and the store's rollups (501
+// when it keeps none). ok is false when the answer was written.
+func (s *server) endpointRollups(w http.ResponseWriter, r *http.Request) (id string, rr RollupReader, ok bool) {
+	id = chi.URLParam(r, "id")
+	if _, p := s.endpointOf(r, id); p != nil {
+		writeProblem(w, r, p)
+		return id, nil, false
+	}
+	rr, ok = s.store.(RollupReader)
 	if !ok {
 		writeProblem(w, r, problemf(http.StatusNotImplemented, TypeInvalidRequest, "this store keeps no rollups"))
 	}
-	return rr, ok
+	return id, rr, ok
 }
 
 func (s *server) getUptime(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
-	if _, p := s.endpointOf(r, id); p != nil {
-		writeProblem(w, r, p)
-		return
-	}
-	rr, ok := s.rollupReader(w, r)
+	id, rr, ok := s.endpointRollups(w, r)
 	if !ok {
 		return
 	}
@@ -125,12 +128,7 @@ func (s *server) getUptime(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
-	if _, p := s.endpointOf(r, id); p != nil {
-		writeProblem(w, r, p)
-		return
-	}
-	rr, ok := s.rollupReader(w, r)
+	id, rr, ok := s.endpointRollups(w, r)
 	if !ok {
 		return
 	}
@@ -174,8 +172,9 @@ type CatalogView struct {
 	Fingerprint string            `json:"fingerprint,omitempty"`
 	Tools       []json.RawMessage `json:"tools"`
 	// Drift holds the catalog_changed events the store still has: those of
-	// the latest probe result only. Older drift reached the alert sinks and
-	// the metrics but is not kept.
+	// the latest probe result only. Older drift was counted in
+	// mcpmon_tool_catalog_changes_total but is not kept (and no sink is
+	// told of drift yet).
 	Drift []msg.Event `json:"drift"`
 	// LatestFingerprint is the fingerprint the latest probe saw.
 	LatestFingerprint string `json:"latestFingerprint,omitempty"`

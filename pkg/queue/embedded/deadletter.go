@@ -143,18 +143,8 @@ func (d *DeadLetters) Redrive(ctx context.Context, ids []string) (queue.RedriveR
 		moved[i] = &message{Seq: src.nextSeq + uint64(i), ID: m.ID, GroupID: m.GroupID, DedupID: m.DedupID, Body: m.Body, SentAt: now}
 	}
 	if err := d.b.persist(func(tx *bolt.Tx) error {
-		dk, err := tx.CreateBucketIfNotExists(bucketName(dlq.cfg.Name))
-		if err != nil {
+		if err := deleteMsgs(tx, dlq.cfg.Name, take); err != nil {
 			return err
-		}
-		mb, err := dk.CreateBucketIfNotExists(msgsBucket)
-		if err != nil {
-			return err
-		}
-		for _, m := range take {
-			if err := mb.Delete(seqKey(m.Seq)); err != nil {
-				return err
-			}
 		}
 		sk, err := tx.CreateBucketIfNotExists(bucketName(src.cfg.Name))
 		if err != nil {
@@ -199,22 +189,7 @@ func (d *DeadLetters) Purge(ctx context.Context) (int, error) {
 	if len(gone) == 0 {
 		return 0, nil
 	}
-	if err := d.b.persist(func(tx *bolt.Tx) error {
-		dk, err := tx.CreateBucketIfNotExists(bucketName(dlq.cfg.Name))
-		if err != nil {
-			return err
-		}
-		mb, err := dk.CreateBucketIfNotExists(msgsBucket)
-		if err != nil {
-			return err
-		}
-		for _, m := range gone {
-			if err := mb.Delete(seqKey(m.Seq)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
+	if err := d.b.persist(func(tx *bolt.Tx) error { return deleteMsgs(tx, dlq.cfg.Name, gone) }); err != nil {
 		return 0, fmt.Errorf("embedded queue %s: persist purge: %w", dlq.cfg.Name, err)
 	}
 	for _, m := range gone {

@@ -600,18 +600,7 @@ func (h *handle) Delete(ctx context.Context, receipts ...string) error {
 	if len(del) == 0 {
 		return nil
 	}
-	if err := h.b.persist(func(tx *bolt.Tx) error {
-		bk, err := tx.CreateBucketIfNotExists(bucketName(q.cfg.Name))
-		if err != nil {
-			return err
-		}
-		for _, m := range del {
-			if err := bk.Bucket(msgsBucket).Delete(seqKey(m.Seq)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
+	if err := h.b.persist(func(tx *bolt.Tx) error { return deleteMsgs(tx, q.cfg.Name, del) }); err != nil {
 		return fmt.Errorf("embedded queue %s: persist delete: %w", h.name, err)
 	}
 	for _, m := range del {
@@ -789,6 +778,24 @@ func putMsg(bk *bolt.Bucket, m *message) error {
 		return err
 	}
 	return mb.Put(seqKey(m.Seq), v)
+}
+
+// deleteMsgs removes msgs from queue's stored messages.
+func deleteMsgs(tx *bolt.Tx, queue string, msgs []*message) error {
+	bk, err := tx.CreateBucketIfNotExists(bucketName(queue))
+	if err != nil {
+		return err
+	}
+	mb, err := bk.CreateBucketIfNotExists(msgsBucket)
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		if err := mb.Delete(seqKey(m.Seq)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func putDedup(bk *bolt.Bucket, key string, rec dedupRecord) error {

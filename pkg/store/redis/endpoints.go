@@ -198,24 +198,12 @@ func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]store.End
 	if err := s.done("list endpoints of tenant", err); err != nil {
 		return nil, err
 	}
-	out := make([]store.Endpoint, 0, len(ids))
 	if len(ids) == 0 {
-		return out, nil
+		return []store.Endpoint{}, nil
 	}
-	raws, err := s.rdb.HMGet(ctx, s.k("endpoints"), ids...).Result()
-	if err := s.done("list endpoints of tenant", err); err != nil {
+	out, err := hmgetJSON[store.Endpoint](ctx, s, s.k("endpoints"), ids, "list endpoints of tenant", "endpoint")
+	if err != nil {
 		return nil, err
-	}
-	for i, raw := range raws {
-		str, ok := raw.(string)
-		if !ok {
-			continue
-		}
-		e, err := decode[store.Endpoint]("endpoint "+ids[i], str)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
@@ -245,23 +233,8 @@ func (s *Store) ListEndpointsPage(ctx context.Context, tenant, after string, lim
 	if len(ids) == 0 {
 		return page, nil
 	}
-	raws, err := s.rdb.HMGet(ctx, s.k("endpoints"), ids...).Result()
-	if err := s.done("list endpoints of tenant", err); err != nil {
-		return page, err
-	}
-	page.Endpoints = make([]store.Endpoint, 0, len(ids))
-	for i, raw := range raws {
-		str, ok := raw.(string)
-		if !ok {
-			continue
-		}
-		e, err := decode[store.Endpoint]("endpoint "+ids[i], str)
-		if err != nil {
-			return page, err
-		}
-		page.Endpoints = append(page.Endpoints, e)
-	}
-	return page, nil
+	page.Endpoints, err = hmgetJSON[store.Endpoint](ctx, s, s.k("endpoints"), ids, "list endpoints of tenant", "endpoint")
+	return page, err
 }
 
 // deleteEndpoint removes the endpoint, its latest result, every undecided

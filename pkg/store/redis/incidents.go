@@ -211,19 +211,11 @@ func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]st
 		if len(ids) == 0 {
 			return out, nil
 		}
-		raws, err := s.rdb.HMGet(ctx, s.k("incidents"), ids...).Result()
-		if err := s.done("list incidents", err); err != nil {
+		incs, err := hmgetJSON[store.Incident](ctx, s, s.k("incidents"), ids, "list incidents", "incident")
+		if err != nil {
 			return nil, err
 		}
-		for i, r := range raws {
-			raw, ok := r.(string)
-			if !ok {
-				continue
-			}
-			inc, err := decode[store.Incident]("incident "+ids[i], raw)
-			if err != nil {
-				return nil, err
-			}
+		for _, inc := range incs {
 			if !f.Match(inc) {
 				continue
 			}

@@ -242,6 +242,29 @@ func hgetJSON[T any](ctx context.Context, s *Store, key, field, op, what string)
 	return decode[T](what, raw)
 }
 
+// hmgetJSON reads the records ids of hash key in one HMGET, in ids' order,
+// skipping those gone since the IDs were listed; kind names a record in
+// decode errors ("endpoint <id>").
+func hmgetJSON[T any](ctx context.Context, s *Store, key string, ids []string, op, kind string) ([]T, error) {
+	raws, err := s.rdb.HMGet(ctx, key, ids...).Result()
+	if err := s.done(op, err); err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(ids))
+	for i, r := range raws {
+		raw, ok := r.(string)
+		if !ok {
+			continue
+		}
+		v, err := decode[T](kind+" "+ids[i], raw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 func encode(v any) (string, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
