@@ -49,6 +49,9 @@ type options struct {
 	cpuprofile string
 	fleetChild bool
 
+	synthetic   int // results published straight into the results queue; 0: the load run
+	aggregators int
+
 	idle         string // sizes for the idle measurement; empty: the load run
 	idleWindow   time.Duration
 	idleSettle   time.Duration
@@ -67,6 +70,8 @@ func main() {
 	fs.BoolVar(&o.fleet, "fleet", false, "serve every endpoint from one go-sdk MCP server in a child process (/e/<i>), so the pipeline's CPU excludes the servers'; needed past 2,000 endpoints")
 	fs.IntVar(&o.peer, "peer", 0, "with --fleet: after the run, this many go-sdk client handshakes against the same server, for the CPU-per-probe ratio")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write the pipeline's CPU profile over the run to this file")
+	fs.IntVar(&o.synthetic, "synthetic", 0, "instead of probing, publish this many results straight into the results queue and measure the aggregator alone (results folded/s, verdicts applied/s)")
+	fs.IntVar(&o.aggregators, "aggregators", 2, "--synthetic on SQS: aggregator daemons")
 	fs.BoolVar(&o.fleetChild, "fleet-child", false, "internal: serve the --fleet MCP server until SIGTERM")
 	fs.DurationVar(&o.duration, "duration", 25*time.Second, "how long to run the pipeline")
 	fs.StringVar(&o.queue, "queue", "embedded", "embedded or sqs")
@@ -103,6 +108,25 @@ func main() {
 			}
 		}
 		if err != nil {
+			fmt.Fprintln(os.Stderr, "mcpmon-load:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if o.synthetic > 0 {
+		if o.cpuprofile != "" {
+			f, err := os.Create(o.cpuprofile)
+			if err == nil {
+				err = pprof.StartCPUProfile(f)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "mcpmon-load: --cpuprofile:", err)
+				os.Exit(1)
+			}
+			defer f.Close()
+			defer pprof.StopCPUProfile()
+		}
+		if err := runSynthetic(ctx, o, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "mcpmon-load:", err)
 			os.Exit(1)
 		}
