@@ -5,8 +5,8 @@ import (
 	"strings"
 	"sync"
 
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
