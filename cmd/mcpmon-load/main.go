@@ -18,7 +18,10 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -40,6 +43,15 @@ type options struct {
 	sqsEndpoint string
 	redisURL    string
 
+	schedule   string
+	fleet      bool // the MCP server in a child process, one path per endpoint
+	peer       int  // go-sdk client handshakes for the peer CPU figure
+	cpuprofile string
+	fleetChild bool
+
+	synthetic   int // results published straight into the results queue; 0: the load run
+	aggregators int
+
 	idle         string // sizes for the idle measurement; empty: the load run
 	idleWindow   time.Duration
 	idleSettle   time.Duration
@@ -53,7 +65,14 @@ func main() {
 	defer stop()
 	var o options
 	fs := flag.NewFlagSet("mcpmon-load", flag.ContinueOnError)
-	fs.IntVar(&o.endpoints, "endpoints", 50, "MCP servers to register (each probed every second)")
+	fs.IntVar(&o.endpoints, "endpoints", 50, "MCP endpoints to register")
+	fs.StringVar(&o.schedule, "schedule", "@every 1s", "every endpoint's schedule")
+	fs.BoolVar(&o.fleet, "fleet", false, "serve every endpoint from one go-sdk MCP server in a child process (/e/<i>), so the pipeline's CPU excludes the servers'; needed past 2,000 endpoints")
+	fs.IntVar(&o.peer, "peer", 0, "with --fleet: after the run, this many go-sdk client handshakes against the same server, for the CPU-per-probe ratio")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write the pipeline's CPU profile over the run to this file")
+	fs.IntVar(&o.synthetic, "synthetic", 0, "instead of probing, publish this many results straight into the results queue and measure the aggregator alone (results folded/s, verdicts applied/s)")
+	fs.IntVar(&o.aggregators, "aggregators", 2, "--synthetic on SQS: aggregator daemons")
+	fs.BoolVar(&o.fleetChild, "fleet-child", false, "internal: serve the --fleet MCP server until SIGTERM")
 	fs.DurationVar(&o.duration, "duration", 25*time.Second, "how long to run the pipeline")
 	fs.StringVar(&o.queue, "queue", "embedded", "embedded or sqs")
 	fs.StringVar(&o.sqsEndpoint, "sqs-endpoint", os.Getenv("MCPMON_TEST_SQS_ENDPOINT"), "SQS endpoint (an emulator on 127.0.0.1)")
@@ -71,6 +90,13 @@ func main() {
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
+	if o.fleetChild {
+		if err := serveFleet(ctx, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "mcpmon-load:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if o.idleChild != "" || o.idle != "" {
 		var err error
 		if o.idleChild != "" {
@@ -87,8 +113,31 @@ func main() {
 		}
 		return
 	}
-	if o.endpoints < 1 || o.endpoints > 2000 || o.duration < 5*time.Second || o.duration > 10*time.Minute {
-		fmt.Fprintln(os.Stderr, "mcpmon-load: --endpoints must be 1..2000 and --duration 5s..10m")
+	if o.synthetic > 0 {
+		if o.cpuprofile != "" {
+			f, err := os.Create(o.cpuprofile)
+			if err == nil {
+				err = pprof.StartCPUProfile(f)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "mcpmon-load: --cpuprofile:", err)
+				os.Exit(1)
+			}
+			defer f.Close()
+			defer pprof.StopCPUProfile()
+		}
+		if err := runSynthetic(ctx, o, os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "mcpmon-load:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	maxEndpoints := 2000
+	if o.fleet {
+		maxEndpoints = 100_000
+	}
+	if o.endpoints < 1 || o.endpoints > maxEndpoints || o.duration < 5*time.Second || o.duration > 30*time.Minute {
+		fmt.Fprintf(os.Stderr, "mcpmon-load: --endpoints must be 1..%d (more with --fleet) and --duration 5s..30m\n", maxEndpoints)
 		os.Exit(2)
 	}
 	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
@@ -104,11 +153,22 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 
-	urls, closeServers, err := startServers(o.endpoints)
-	if err != nil {
-		return err
+	var (
+		urls []string
+		srv  *fleet
+	)
+	if o.fleet {
+		if srv, urls, err = startFleet(ctx, o.endpoints, stderr); err != nil {
+			return err
+		}
+		defer srv.stop()
+	} else {
+		var closeServers func()
+		if urls, closeServers, err = startServers(o.endpoints); err != nil {
+			return err
+		}
+		defer closeServers()
 	}
-	defer closeServers()
 
 	cfg := config.Defaults()
 	cfg.Listen = "127.0.0.1:0"
@@ -144,14 +204,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for i, u := range urls {
-		_, err := d.Store().CreateEndpoint(ctx, store.Endpoint{
-			ID: fmt.Sprintf("load%04d", i), Name: fmt.Sprintf("load %d", i), URL: u, Transport: "auto",
-			Schedule: "@every 1s", Timeout: 5 * time.Second,
-		})
-		if err != nil {
-			return fmt.Errorf("register endpoint %d: %w", i, err)
-		}
+	if err := registerLoad(ctx, d.Store(), urls, o.schedule, stderr); err != nil {
+		return err
 	}
 	// Endpoints were written straight to the store; restart so the
 	// scheduler loads them all at once (the API path schedules one by one).
@@ -166,10 +220,27 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	reg = nil
 	_ = reg
 
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var before syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	var srvBefore time.Duration
+	if srv != nil {
+		if srvBefore, err = srv.cpu(); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
-	fmt.Fprintf(stderr, "load: %d endpoints probed every 1s for %s on the %s queue ...\n", o.endpoints, o.duration, o.queue)
+	fmt.Fprintf(stderr, "load: %d endpoints on %q for %s on the %s queue ...\n", o.endpoints, o.schedule, o.duration, o.queue)
 	progress := time.NewTicker(5 * time.Second)
 	deadline := time.NewTimer(o.duration)
 loop:
@@ -189,6 +260,14 @@ loop:
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	var srvCPU time.Duration
+	if srv != nil {
+		after, err := srv.cpu()
+		if err != nil {
+			return err
+		}
+		srvCPU = after - srvBefore
+	}
 
 	snap, err := gather(d)
 	d.Stop()
@@ -200,20 +279,42 @@ loop:
 	}
 	cpu := tv(after.Utime) + tv(after.Stime) - tv(before.Utime) - tv(before.Stime)
 	probes := snap.sum("mcpmon_probes_total")
+	pipeline := "whole pipeline, servers included"
+	if srv != nil {
+		pipeline = "pipeline alone: the servers run in a child process"
+	}
 	rows := [][2]string{
-		{"endpoints × schedule", fmt.Sprintf("%d × @every 1s", o.endpoints)},
+		{"endpoints × schedule", fmt.Sprintf("%d × %s", o.endpoints, o.schedule)},
 		{"queue / store", fmt.Sprintf("%s / %s", cfg.Queue, cfg.Store)},
 		{"duration", elapsed.Round(time.Millisecond).String()},
 		{"probes", fmt.Sprintf("%.0f (%.1f/s)", probes, probes/elapsed.Seconds())},
 		{"verdicts", fmt.Sprintf("%.0f", snap.sum("mcpmon_verdicts_total"))},
-		{"CPU per probe (whole pipeline, servers included)", perProbe(cpu, probes)},
+		{fmt.Sprintf("CPU per probe (%s)", pipeline), perProbe(cpu, probes)},
+		{"pipeline CPU, % of one core", fmt.Sprintf("%.1f %%", 100*cpu.Seconds()/elapsed.Seconds())},
 		{fmt.Sprintf("probe → verdict delay mean; p50 / p99 bucket (window %s + grace %s)", cfg.Window, cfg.Grace), snap.quantiles("mcpmon_pipeline_delay_seconds", "probe_to_verdict")},
+		{"verdict → alert delay mean; p50 / p99 bucket", snap.quantiles("mcpmon_pipeline_delay_seconds", "verdict_to_alert")},
 		{"heap in use at end", fmt.Sprintf("%.1f MiB", float64(ms.HeapInuse)/(1<<20))},
+	}
+	if srv != nil {
+		rows = append(rows, [2]string{"server CPU per probe (go-sdk server, child process)", perProbe(srvCPU, probes)})
+		if o.peer > 0 {
+			fmt.Fprintf(stderr, "load: pipeline stopped; %d go-sdk client handshakes against the same server for the peer figure ...\n", o.peer)
+			peerCPU, err := peerHandshakes(ctx, srv.base+"/e/peer", o.peer, 8)
+			if err != nil {
+				return err
+			}
+			per := float64(peerCPU) / float64(o.peer)
+			rows = append(rows, [2]string{"go-sdk client CPU per handshake (initialize + initialized + ping + close, same server, same run)", time.Duration(per).Round(time.Microsecond).String()})
+			if probes > 0 {
+				rows = append(rows, [2]string{"pipeline CPU per probe ÷ go-sdk client CPU per handshake (target ≤ 0.5)", fmt.Sprintf("%.2f×", float64(cpu)/probes/per)})
+			}
+		}
 	}
 	if cfg.Queue == config.QueueSQS {
 		results := snap.labelled("mcpmon_queue_sends_total", "queue", "results")
 		reqs := snap.sum("mcpmon_sqs_requests_total")
 		rows = append(rows, [2]string{"SQS requests (all queues) per probe result", ratio(reqs, results)})
+		rows = append(rows, sqsStages(snap, results)...)
 	}
 	fmt.Fprintln(stdout, "| measure | value |")
 	fmt.Fprintln(stdout, "|---|---|")
@@ -344,4 +445,86 @@ func (s snapshot) quantiles(name, stage string) string {
 		return fmt.Sprintf("%s; %s / %s", mean.Round(time.Millisecond), q(0.5), q(0.99))
 	}
 	return "n/a"
+}
+
+// sqsStages breaks the SQS cost down by stage queue: requests per probe
+// result for each queue, and which share of them is depth polling
+// (GetQueueAttributes), next to the floor batching allows — a send, a
+// receive and a delete per 10 messages, 0.3 requests per message.
+func sqsStages(s snapshot, results float64) [][2]string {
+	type cost struct{ all, depth float64 }
+	by := map[string]*cost{}
+	if mf, ok := s["mcpmon_sqs_requests_total"]; ok {
+		for _, m := range mf.GetMetric() {
+			var q, op string
+			for _, lp := range m.GetLabel() {
+				switch lp.GetName() {
+				case "queue":
+					q = lp.GetValue()
+				case "op":
+					op = lp.GetValue()
+				}
+			}
+			c := by[q]
+			if c == nil {
+				c = &cost{}
+				by[q] = c
+			}
+			v := m.GetCounter().GetValue()
+			c.all += v
+			if op == "GetQueueAttributes" {
+				c.depth += v
+			}
+		}
+	}
+	names := make([]string, 0, len(by))
+	for q := range by {
+		names = append(names, q)
+	}
+	sort.Strings(names)
+	var rows [][2]string
+	for _, q := range names {
+		c := by[q]
+		if c.all == 0 || results == 0 {
+			continue
+		}
+		msgs := s.labelled("mcpmon_queue_sends_total", "queue", q)
+		floor := "—"
+		if msgs > 0 {
+			floor = fmt.Sprintf("%.3f", 0.3*msgs/results)
+		}
+		rows = append(rows, [2]string{fmt.Sprintf("SQS requests per probe result: queue %s (depth polling; floor with batches of 10)", q),
+			fmt.Sprintf("%.3f (%.3f; floor %s) — %.0f requests, %.0f messages sent", c.all/results, c.depth/results, floor, c.all, msgs)})
+	}
+	return rows
+}
+
+// registerLoad writes one endpoint per URL straight into the store from a
+// few writers (bbolt commits one transaction at a time; the next is ready
+// while one commits), with progress every 10,000.
+func registerLoad(ctx context.Context, st store.Store, urls []string, schedule string, stderr io.Writer) error {
+	const writers = 8
+	var (
+		wg   sync.WaitGroup
+		done atomic.Int64
+	)
+	errs := make([]error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for i := w; i < len(urls) && errs[w] == nil; i += writers {
+				_, err := st.CreateEndpoint(ctx, store.Endpoint{
+					ID: fmt.Sprintf("load%06d", i), Name: fmt.Sprintf("load %d", i), URL: urls[i], Transport: "auto",
+					Schedule: schedule, Timeout: 5 * time.Second,
+				})
+				if err != nil {
+					errs[w] = fmt.Errorf("register endpoint %d: %w", i, err)
+				}
+				if n := done.Add(1); n%10_000 == 0 {
+					fmt.Fprintf(stderr, "load: %d/%d endpoints registered\n", n, len(urls))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -133,7 +133,7 @@ func New(ctx context.Context, opts Options) (*Client, error) {
 			o.BaseEndpoint = aws.String(opts.Endpoint)
 		}
 		if opts.Metrics != nil {
-			o.APIOptions = append(o.APIOptions, opts.Metrics.middleware)
+			o.APIOptions = append(o.APIOptions, opts.Metrics.middleware(opts.Prefix))
 		}
 	})
 	return &Client{

@@ -190,12 +190,20 @@ func TestRequestCounter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := m.Requests("SendMessageBatch")
+	before, beforeQueue, beforeOther := m.Requests("SendMessageBatch"), m.QueueRequests(cfg.Name), m.QueueRequests(sqs.QueueOther)
 	if _, err := q.Send(t.Context(), []queue.SendInput{{GroupID: "g", DedupID: "1", Body: []byte("x")}, {GroupID: "g", DedupID: "2", Body: []byte("y")}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := m.Requests("SendMessageBatch") - before; got != 1 {
 		t.Fatalf("two messages cost %d SendMessageBatch requests, want 1", got)
+	}
+	// The request is billed to its stage queue, named without the
+	// client's prefix and .fifo, and to nothing else.
+	if got := m.QueueRequests(cfg.Name) - beforeQueue; got != 1 {
+		t.Fatalf("queue %q counted %d requests for one batch send, want 1", cfg.Name, got)
+	}
+	if got := m.QueueRequests(sqs.QueueOther) - beforeOther; got != 0 {
+		t.Fatalf("a send to %q counted %d requests as %q", cfg.Name, got, sqs.QueueOther)
 	}
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -205,14 +213,18 @@ func TestRequestCounter(t *testing.T) {
 	for _, mf := range mfs {
 		if mf.GetName() == "mcpmon_sqs_requests_total" {
 			for _, mm := range mf.GetMetric() {
-				if mm.GetLabel()[0].GetValue() == "SendMessageBatch" && mm.GetCounter().GetValue() >= 1 {
+				labels := map[string]string{}
+				for _, lp := range mm.GetLabel() {
+					labels[lp.GetName()] = lp.GetValue()
+				}
+				if labels["op"] == "SendMessageBatch" && labels["queue"] == cfg.Name && mm.GetCounter().GetValue() >= 1 {
 					found = true
 				}
 			}
 		}
 	}
 	if !found {
-		t.Fatal("mcpmon_sqs_requests_total{op=\"SendMessageBatch\"} not exported")
+		t.Fatalf("mcpmon_sqs_requests_total{op=\"SendMessageBatch\",queue=%q} not exported", cfg.Name)
 	}
 }
 

@@ -193,6 +193,19 @@ func (s *Store) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	return s.db.Update(fn)
 }
 
+// batch is update for the writes every probe makes (latest result, window
+// result, catalog and server objects): concurrent callers share one
+// transaction and one pair of fsyncs (bbolt's DB.Batch), and each returns
+// only after that commit, so the durability of each write is the same as
+// update's. fn may run more than once — alone after another write of the
+// batch failed — so it must derive everything it reports from tx.
+func (s *Store) batch(ctx context.Context, fn func(*bbolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.Batch(fn)
+}
+
 // ---- transactions, keys and encoding
 
 // timeKey encodes t so byte order is time order (sign bit flipped for

@@ -18,7 +18,7 @@ func (s *Store) PutObject(ctx context.Context, kind, id string, doc []byte) erro
 	if kind == "" || id == "" {
 		return errors.New("bolt store: put object: kind and id are required")
 	}
-	return s.update(ctx, func(tx *bbolt.Tx) error {
+	return s.batch(ctx, func(tx *bbolt.Tx) error {
 		b, err := tx.Bucket(bObjects).CreateBucketIfNotExists([]byte(kind))
 		if err != nil {
 			return err

@@ -17,7 +17,7 @@ import (
 
 // PutLatestResult stores r unless a result for a later slot is stored.
 func (s *Store) PutLatestResult(ctx context.Context, r msg.ProbeResult) error {
-	return s.update(ctx, func(tx *bbolt.Tx) error {
+	return s.batch(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bLatest)
 		cur, ok, err := get[msg.ProbeResult](b, []byte(r.EndpointID))
 		if err != nil {
@@ -39,7 +39,8 @@ func (s *Store) LatestResult(ctx context.Context, endpointID string) (msg.ProbeR
 // (ProbeRunID, Region).
 func (s *Store) AddWindowResult(ctx context.Context, window time.Time, r msg.ProbeResult) (bool, error) {
 	added := false
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
+	err := s.batch(ctx, func(tx *bbolt.Tx) error {
+		added = false
 		last, ok, err := get[msg.Verdict](tx.Bucket(bLastVerdict), []byte(r.EndpointID))
 		if err != nil {
 			return err

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// fleetReady prefixes the line a fleet-server child prints with its base
+// URL once it listens.
+const fleetReady = "mcpmon-load: fleet server ready "
+
+// serveFleet is the fleet-server child: one go-sdk MCP server (JSON
+// responses, as the in-process servers) on one 127.0.0.1 listener, where
+// every path is an endpoint — /e/0 … /e/9999 are 10,000 targets to the
+// pipeline, one process and one port to the machine. Running it in its own
+// process keeps the servers' CPU out of the pipeline's getrusage figure.
+func serveFleet(ctx context.Context, stdout io.Writer) error {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "load", Version: "1.0.0"}, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: true})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	s := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = s.Close()
+	}()
+	fmt.Fprintf(stdout, "%shttp://%s\n", fleetReady, ln.Addr())
+	if err := s.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// fleet is a running fleet-server child.
+type fleet struct {
+	cmd  *exec.Cmd
+	base string
+}
+
+// startFleet starts this binary as a fleet-server child and returns n
+// endpoint URLs on it.
+func startFleet(ctx context.Context, n int, stderr io.Writer) (*fleet, []string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(exe, "--fleet-child")
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	base := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sent := false
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), fleetReady); ok && !sent {
+				sent = true
+				base <- u
+			}
+		}
+		if !sent {
+			base <- ""
+		}
+	}()
+	select {
+	case u := <-base:
+		if u == "" {
+			_ = cmd.Wait()
+			return nil, nil, errors.New("the fleet server exited before it listened (its log is above)")
+		}
+		urls := make([]string, n)
+		for i := range urls {
+			urls[i] = fmt.Sprintf("%s/e/%d", u, i)
+		}
+		return &fleet{cmd: cmd, base: u}, urls, nil
+	case <-ctx.Done():
+		stopChild(cmd)
+		return nil, nil, ctx.Err()
+	}
+}
+
+func (f *fleet) cpu() (time.Duration, error) { return procCPU(f.cmd.Process.Pid) }
+
+func (f *fleet) stop() { stopChild(f.cmd) }
+
+// peerHandshakes runs the go-sdk client's handshake (initialize +
+// initialized + ping + close) n times against url from
+// conc goroutines and returns the CPU this process spent doing it — the
+// peer figure the pipeline's CPU per probe is compared with, from the same
+// run and against the same server. The pipeline must be stopped: getrusage
+// measures the whole process.
+func peerHandshakes(ctx context.Context, url string, n, conc int) (time.Duration, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "peer", Version: "1.0.0"}, nil)
+	// As prober's BenchmarkProbe measures it: a fresh transport per
+	// handshake (a probe opens a fresh connection), pinned to 2025-11-25,
+	// no standalone SSE stream. The pipeline's probe does more (tools/list
+	// too), so the ratio is conservative.
+	so := &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+	var before, after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	var wg sync.WaitGroup
+	errs := make([]error, conc)
+	next := make(chan struct{}, n)
+	for range n {
+		next <- struct{}{}
+	}
+	close(next)
+	for w := range conc {
+		wg.Go(func() {
+			for range next {
+				if errs[w] != nil {
+					continue
+				}
+				tr := &http.Transport{}
+				cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: tr}, DisableStandaloneSSE: true}, so)
+				if err != nil {
+					errs[w] = err
+					continue
+				}
+				if err := cs.Ping(ctx, nil); err != nil {
+					errs[w] = err
+				}
+				_ = cs.Close()
+				tr.CloseIdleConnections()
+			}
+		})
+	}
+	wg.Wait()
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	if err := errors.Join(errs...); err != nil {
+		return 0, fmt.Errorf("go-sdk client handshakes against %s: %w", url, err)
+	}
+	return tv(after.Utime) + tv(after.Stime) - tv(before.Utime) - tv(before.Stime), nil
+}
