@@ -321,7 +321,8 @@ func (c *Client) page(ctx context.Context, u string) (ServerList, error) {
 	var probe struct {
 		Servers json.RawMessage `json:"servers"`
 	}
-	if err := json.Unmarshal(body, &probe); err != nil || len(probe.Servers) == 0 || probe.Servers[0] != '[' {
+	// "servers": null is an empty page (a Go registry's nil slice).
+	if err := json.Unmarshal(body, &probe); err != nil || len(probe.Servers) == 0 || (probe.Servers[0] != '[' && string(probe.Servers) != "null") {
 		return list, fmt.Errorf("%w: the body has no \"servers\" array (starts %q)", ErrNotRegistry, snippet(body))
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
