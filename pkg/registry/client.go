@@ -126,6 +126,11 @@ type Progress struct {
 	Total   int // entries so far
 }
 
+// String is the line a CLI prints: "page 3: 100 servers (300 so far)".
+func (p Progress) String() string {
+	return fmt.Sprintf("page %d: %d servers (%d so far)", p.Page, p.Servers, p.Total)
+}
+
 // Client reads a registry's v0.1 API.
 type Client struct {
 	base         string
