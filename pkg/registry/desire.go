@@ -97,10 +97,21 @@ type Desire struct {
 	Entries   int
 }
 
+// DesireOptions shape DesireFrom.
+type DesireOptions struct {
+	Source string // LabelSource value; default DefaultSource
+	// Delta says the entries are a sync's updated_since delta: a server
+	// whose listed entries are all older versions (isLatest false) is then
+	// left alone, since only its history changed. In a full listing every
+	// server's newest entry counts.
+	Delta bool
+}
+
 // DesireFrom maps registry entries to endpoints: one per usable remote of
 // each server's latest entry. It is pure: the same entries give the same
 // Desire.
-func DesireFrom(entries []ServerResponse, source string) Desire {
+func DesireFrom(entries []ServerResponse, opts DesireOptions) Desire {
+	source := opts.Source
 	if source == "" {
 		source = DefaultSource
 	}
@@ -121,8 +132,8 @@ func DesireFrom(entries []ServerResponse, source string) Desire {
 	// same URL listed twice is one endpoint, probed once.
 	claimed := map[string]string{}
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
-		e, current := latest(entries, byName[name])
-		if !current {
+		e, marked := latest(entries, byName[name])
+		if opts.Delta && !marked {
 			// Only older versions of this server changed (a sync delta):
 			// they say nothing about what to monitor now.
 			continue
@@ -197,8 +208,9 @@ func DesireFrom(entries []ServerResponse, source string) Desire {
 }
 
 // latest picks a server's current entry among idx: the one marked isLatest
-// (newest publishedAt if several), else the newest publishedAt. current is
-// false when the registry marks versions but none of these is the latest.
+// (newest publishedAt if several), else the newest publishedAt. marked says
+// whether the pick is marked isLatest or carries no registry metadata at
+// all (a registry that does not keep it).
 func latest(entries []ServerResponse, idx []int) (ServerResponse, bool) {
 	best, marked, anyMeta := -1, false, false
 	for _, i := range idx {

@@ -37,6 +37,7 @@ func TestDesireFrom(t *testing.T) {
 	tests := []struct {
 		name    string
 		entries []ServerResponse
+		delta   bool
 		want    want
 	}{
 		{
@@ -53,6 +54,25 @@ func TestDesireFrom(t *testing.T) {
 				entry("com.example/a", "2.0.0", "active", true, t0.Add(time.Hour), "streamable-http https://a.example.com/v2"),
 				entry("com.example/a", "1.0.0", "active", false, t0, "streamable-http https://a.example.com/v1"),
 			},
+			want: want{endpoints: []string{"com.example/a (streamable-http) https://a.example.com/v2"}},
+		},
+		{
+			name: "several versions: the latest wins listed last too",
+			entries: []ServerResponse{
+				entry("com.example/a", "1.0.0", "active", false, t0, "streamable-http https://a.example.com/v1"),
+				entry("com.example/a", "2.0.0", "active", true, t0.Add(-time.Hour), "streamable-http https://a.example.com/v2"),
+			},
+			want: want{endpoints: []string{"com.example/a (streamable-http) https://a.example.com/v2"}},
+		},
+		{
+			name: "without isLatest marks the newest publishedAt wins",
+			entries: func() []ServerResponse {
+				a := entry("com.example/a", "1.0.0", "active", false, t0, "streamable-http https://a.example.com/v1")
+				b := entry("com.example/a", "2.0.0", "active", false, t0.Add(time.Hour), "streamable-http https://a.example.com/v2")
+				a.Meta.Official, b.Meta.Official = nil, nil
+				b.Meta.Official = &OfficialMeta{PublishedAt: t0.Add(time.Hour)}
+				return []ServerResponse{b, a}
+			}(),
 			want: want{endpoints: []string{"com.example/a (streamable-http) https://a.example.com/v2"}},
 		},
 		{
@@ -117,6 +137,7 @@ func TestDesireFrom(t *testing.T) {
 		{
 			name:    "a delta holding only an older version touches nothing",
 			entries: []ServerResponse{entry("com.example/old", "0.9", "deprecated", false, t0, "sse https://old.example.com/sse")},
+			delta:   true,
 			want:    want{},
 		},
 		{
@@ -127,7 +148,7 @@ func TestDesireFrom(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := DesireFrom(tt.entries, "")
+			d := DesireFrom(tt.entries, DesireOptions{Delta: tt.delta})
 			var got []string
 			for _, e := range d.Endpoints {
 				got = append(got, e.Name+" "+e.URL)
@@ -153,7 +174,7 @@ func TestDesireFrom(t *testing.T) {
 func TestDesireHeadersAndLabels(t *testing.T) {
 	e := withRemote(entry("com.example/h", "1.2.3", "active", true, t0), Remote{Type: "streamable-http", URL: "https://h.example.com/mcp",
 		Headers: []KeyValueInput{{Name: "X-Region", Input: Input{IsRequired: true, Default: "eu"}}, {Name: "X-Opt"}}})
-	d := DesireFrom([]ServerResponse{e}, "my-registry")
+	d := DesireFrom([]ServerResponse{e}, DesireOptions{Source: "my-registry"})
 	if len(d.Endpoints) != 1 {
 		t.Fatalf("endpoints = %+v", d.Endpoints)
 	}
@@ -166,7 +187,7 @@ func TestDesireHeadersAndLabels(t *testing.T) {
 	}
 	// A header value change changes the fingerprint, so an update notices it.
 	e.Server.Remotes[0].Headers[0].Default = "us"
-	if d2 := DesireFrom([]ServerResponse{e}, "my-registry"); d2.Endpoints[0].Labels[LabelRemote] == ep.Labels[LabelRemote] {
+	if d2 := DesireFrom([]ServerResponse{e}, DesireOptions{Source: "my-registry"}); d2.Endpoints[0].Labels[LabelRemote] == ep.Labels[LabelRemote] {
 		t.Error("the remote fingerprint ignores header values")
 	}
 	if !d.HighWater.Equal(t0) {
@@ -178,7 +199,7 @@ func TestDesireNamesAndLabelsStayValid(t *testing.T) {
 	long := "com.example/" + strings.Repeat("x", 190)
 	e := entry(long, strings.Repeat("9", 100), "active", true, t0, "streamable-http https://long.example.com/mcp")
 	e2 := entry(long+"y", "1", "active", true, t0, "streamable-http https://long2.example.com/mcp")
-	d := DesireFrom([]ServerResponse{e, e2}, "")
+	d := DesireFrom([]ServerResponse{e, e2}, DesireOptions{})
 	if len(d.Endpoints) != 2 {
 		t.Fatalf("endpoints = %d", len(d.Endpoints))
 	}
@@ -196,7 +217,7 @@ func TestDesireNamesAndLabelsStayValid(t *testing.T) {
 		}
 	}
 	// Keys are stable across runs: re-imports match.
-	again := DesireFrom([]ServerResponse{e2, e}, "")
+	again := DesireFrom([]ServerResponse{e2, e}, DesireOptions{})
 	for i := range again.Endpoints {
 		if again.Endpoints[i].Key != d.Endpoints[i].Key {
 			t.Errorf("key of %s changed between runs", d.Endpoints[i].Name)
@@ -209,14 +230,14 @@ func view(id string, d Desired) api.EndpointView {
 }
 
 func TestMakePlan(t *testing.T) {
-	a := DesireFrom([]ServerResponse{entry("com.example/a", "1", "active", true, t0, "streamable-http https://a.example.com/mcp")}, "")
-	b := DesireFrom([]ServerResponse{entry("com.example/b", "1", "active", true, t0, "sse https://b.example.com/sse")}, "")
-	aMoved := DesireFrom([]ServerResponse{entry("com.example/a", "2", "active", true, t0, "streamable-http https://a2.example.com/mcp")}, "")
-	aDeleted := DesireFrom([]ServerResponse{entry("com.example/a", "2", "deleted", true, t0, "streamable-http https://a.example.com/mcp")}, "")
+	a := DesireFrom([]ServerResponse{entry("com.example/a", "1", "active", true, t0, "streamable-http https://a.example.com/mcp")}, DesireOptions{})
+	b := DesireFrom([]ServerResponse{entry("com.example/b", "1", "active", true, t0, "sse https://b.example.com/sse")}, DesireOptions{})
+	aMoved := DesireFrom([]ServerResponse{entry("com.example/a", "2", "active", true, t0, "streamable-http https://a2.example.com/mcp")}, DesireOptions{})
+	aDeleted := DesireFrom([]ServerResponse{entry("com.example/a", "2", "deleted", true, t0, "streamable-http https://a.example.com/mcp")}, DesireOptions{})
 	both := DesireFrom([]ServerResponse{
 		entry("com.example/a", "1", "active", true, t0, "streamable-http https://a.example.com/mcp"),
 		entry("com.example/b", "1", "active", true, t0, "sse https://b.example.com/sse"),
-	}, "")
+	}, DesireOptions{})
 	va, vb := view("ea", a.Endpoints[0]), view("eb", b.Endpoints[0])
 	noKey := va
 	noKey.ID, noKey.Labels = "nk", map[string]string{LabelSource: DefaultSource}

@@ -136,7 +136,7 @@ func (im *Importer) Import(ctx context.Context, opts Options) (Report, error) {
 			ErrEmptyRegistry, rep.Registry, len(existing), selector)
 	}
 
-	d := DesireFrom(entries, opts.Source)
+	d := DesireFrom(entries, DesireOptions{Source: opts.Source, Delta: !full})
 	plan := MakePlan(d, existing, PlanOptions{Full: full, Schedule: opts.Schedule, Timeout: opts.Timeout, MaxCreate: opts.MaxCreate})
 	rep.Entries = d.Entries
 	log.Info("registry import planned", "mode", rep.Mode, "entries", d.Entries, "create", len(plan.Creates),
@@ -150,12 +150,11 @@ func (im *Importer) Import(ctx context.Context, opts Options) (Report, error) {
 			return rep, err
 		}
 	}
+	// A dry run reports the mark the real run would reach; callers keep
+	// only a real run's.
 	rep.HighWater = opts.Since
-	if rep.Failed == 0 && plan.Deferred == 0 && !opts.DryRun && d.HighWater.After(opts.Since) {
+	if rep.Failed == 0 && plan.Deferred == 0 && d.HighWater.After(opts.Since) {
 		rep.HighWater = d.HighWater
-	}
-	if opts.DryRun && d.HighWater.After(opts.Since) {
-		rep.HighWater = d.HighWater // what a real run would reach
 	}
 	return rep, nil
 }
