@@ -105,7 +105,8 @@ type Report struct {
 }
 
 // Import reads the registry, plans and (unless DryRun) applies the plan.
-// An error means nothing was planned (registry or mcpmon unreadable);
+// An error means nothing was applied (registry or mcpmon unreadable), or
+// ctx ended part-way (the report then holds the plan and what failed);
 // failures of single actions are in the report (Failed, Item.Error).
 func (im *Importer) Import(ctx context.Context, opts Options) (Report, error) {
 	log := im.Logger
