@@ -106,7 +106,7 @@ type Report struct {
 
 // Import reads the registry, plans and (unless DryRun) applies the plan.
 // An error means nothing was applied (registry or mcpmon unreadable), or
-// ctx ended part-way (the report then holds the plan and what failed);
+// ctx ended part-way (actions not attempted are then reported as failed);
 // failures of single actions are in the report (Failed, Item.Error).
 func (im *Importer) Import(ctx context.Context, opts Options) (Report, error) {
 	log := im.Logger
@@ -176,8 +176,9 @@ func apply(ctx context.Context, eps Endpoints, p Plan, log *slog.Logger) outcome
 	out := outcome{errs: map[string]error{}, created: map[int]string{}}
 	errs := out.errs
 	for i, u := range p.Updates {
-		if ctx.Err() != nil {
-			return out
+		if err := ctx.Err(); err != nil { // not attempted: reported as failed, not done
+			errs[fmt.Sprintf("u%d", i)] = err
+			continue
 		}
 		if _, err := eps.PatchEndpoint(ctx, u.ID, u.Patch); err != nil {
 			errs[fmt.Sprintf("u%d", i)] = err
@@ -185,8 +186,9 @@ func apply(ctx context.Context, eps Endpoints, p Plan, log *slog.Logger) outcome
 		}
 	}
 	for i, c := range p.Creates {
-		if ctx.Err() != nil {
-			return out
+		if err := ctx.Err(); err != nil { // not attempted: reported as failed, not done
+			errs[fmt.Sprintf("c%d", i)] = err
+			continue
 		}
 		v, err := eps.CreateEndpoint(ctx, c.Input)
 		if err != nil {
@@ -197,8 +199,9 @@ func apply(ctx context.Context, eps Endpoints, p Plan, log *slog.Logger) outcome
 		out.created[i] = v.ID
 	}
 	for i, r := range p.Removes {
-		if ctx.Err() != nil {
-			return out
+		if err := ctx.Err(); err != nil { // not attempted: reported as failed, not done
+			errs[fmt.Sprintf("r%d", i)] = err
+			continue
 		}
 		if err := eps.DeleteEndpoint(ctx, r.ID); err != nil {
 			errs[fmt.Sprintf("r%d", i)] = err

@@ -141,3 +141,33 @@ func TestRunSyncsFromTheHighWaterAndHealsWithFullImports(t *testing.T) {
 		}
 	})
 }
+
+// cancellingEndpoints ends the import's context after its first create.
+type cancellingEndpoints struct {
+	*memEndpoints
+	cancel context.CancelFunc
+}
+
+func (c cancellingEndpoints) CreateEndpoint(ctx context.Context, in api.EndpointInput) (api.EndpointView, error) {
+	defer c.cancel()
+	return c.memEndpoints.CreateEndpoint(ctx, in)
+}
+
+func TestImportCutShortReportsWhatWasNotDone(t *testing.T) {
+	lister := listerFunc(func(context.Context, ListOptions) ([]ServerResponse, error) {
+		return []ServerResponse{entry("com.example/a", "1", "active", true, t0,
+			"streamable-http https://a.example.com/mcp", "sse https://a.example.com/sse", "streamable-http https://a2.example.com/mcp")}, nil
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	mem := &memEndpoints{eps: map[string]api.EndpointView{}}
+	im := &Importer{Registry: lister, Endpoints: cancellingEndpoints{mem, cancel}}
+	rep, err := im.Import(ctx, Options{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if rep.Created != 1 || rep.Failed != 2 || len(mem.eps) != 1 || !rep.HighWater.IsZero() {
+		t.Errorf("report created %d failed %d (mcpmon has %d), high water %v; want 1 done, 2 not attempted, no mark",
+			rep.Created, rep.Failed, len(mem.eps), rep.HighWater)
+	}
+}
