@@ -1,0 +1,173 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/api"
+)
+
+// listerFunc is a Lister from a function.
+type listerFunc func(ctx context.Context, opts ListOptions) ([]ServerResponse, error)
+
+func (f listerFunc) List(ctx context.Context, opts ListOptions) ([]ServerResponse, error) {
+	return f(ctx, opts)
+}
+func (listerFunc) BaseURL() string { return "https://registry.example.com" }
+
+// memEndpoints is an in-memory Endpoints that applies merge patches to the
+// fields the importer patches.
+type memEndpoints struct {
+	mu  sync.Mutex
+	eps map[string]api.EndpointView
+	n   int
+}
+
+func (m *memEndpoints) ListEndpoints(_ context.Context, selector string) ([]api.EndpointView, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []api.EndpointView
+	for _, e := range m.eps {
+		if selector == LabelSource+"="+e.Labels[LabelSource] {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (m *memEndpoints) CreateEndpoint(_ context.Context, in api.EndpointInput) (api.EndpointView, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.n++
+	v := api.EndpointView{ID: fmt.Sprintf("m%d", m.n), Name: in.Name, URL: in.URL, Transport: in.Transport, Labels: in.Labels}
+	m.eps[v.ID] = v
+	return v, nil
+}
+
+func (m *memEndpoints) PatchEndpoint(_ context.Context, id string, patch any) (api.EndpointView, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.eps[id]
+	if !ok {
+		return v, errors.New("not found")
+	}
+	p := patch.(map[string]any)
+	if s, ok := p["url"].(string); ok {
+		v.URL = s
+	}
+	if ls, ok := p["labels"].(map[string]any); ok {
+		for k, val := range ls {
+			if s, ok := val.(string); ok {
+				v.Labels[k] = s
+			} else {
+				delete(v.Labels, k)
+			}
+		}
+	}
+	m.eps[id] = v
+	return v, nil
+}
+
+func (m *memEndpoints) DeleteEndpoint(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.eps, id)
+	return nil
+}
+
+func TestRunSyncsFromTheHighWaterAndHealsWithFullImports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu    sync.Mutex
+			calls []time.Time // the updated_since of each listing
+		)
+		start := time.Now()
+		lister := listerFunc(func(_ context.Context, opts ListOptions) ([]ServerResponse, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, opts.UpdatedSince)
+			if !opts.UpdatedSince.IsZero() {
+				return nil, nil // nothing changed
+			}
+			return []ServerResponse{entry("com.example/a", "1", "active", true, start, "streamable-http https://a.example.com/mcp")}, nil
+		})
+		eps := &memEndpoints{eps: map[string]api.EndpointView{}}
+		im := &Importer{Registry: lister, Endpoints: eps}
+		ctx, cancel := context.WithCancel(t.Context())
+		reports := make(chan Report, 100)
+		done := make(chan error)
+		go func() {
+			done <- im.Run(ctx, RunOptions{Interval: time.Minute, FullEvery: 10 * time.Minute,
+				OnReport: func(r Report, err error) {
+					if err != nil {
+						t.Errorf("import: %v", err)
+					}
+					reports <- r
+				}})
+		}()
+		synctest.Wait()
+		if r := <-reports; r.Mode != "full" || r.Created != 1 {
+			t.Fatalf("first run: %+v", r)
+		}
+		// Someone deletes the imported endpoint by hand; syncs do not see
+		// it (the registry did not change), the next full import restores it.
+		eps.mu.Lock()
+		clear(eps.eps)
+		eps.mu.Unlock()
+		for i := 1; i <= 10; i++ {
+			time.Sleep(time.Minute)
+			synctest.Wait()
+			r := <-reports
+			switch {
+			case i < 10 && (r.Mode != "sync" || r.Created != 0):
+				t.Fatalf("run %d: %+v, want an empty sync", i, r)
+			case i == 10 && (r.Mode != "full" || r.Created != 1):
+				t.Fatalf("run %d: %+v, want a full import that recreates the endpoint", i, r)
+			}
+		}
+		mu.Lock()
+		if !calls[1].Equal(start) {
+			t.Errorf("second listing since %v, want the first import's high water %v", calls[1], start)
+		}
+		mu.Unlock()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("Run returned %v", err)
+		}
+	})
+}
+
+// cancellingEndpoints ends the import's context after its first create.
+type cancellingEndpoints struct {
+	*memEndpoints
+	cancel context.CancelFunc
+}
+
+func (c cancellingEndpoints) CreateEndpoint(ctx context.Context, in api.EndpointInput) (api.EndpointView, error) {
+	defer c.cancel()
+	return c.memEndpoints.CreateEndpoint(ctx, in)
+}
+
+func TestImportCutShortReportsWhatWasNotDone(t *testing.T) {
+	lister := listerFunc(func(context.Context, ListOptions) ([]ServerResponse, error) {
+		return []ServerResponse{entry("com.example/a", "1", "active", true, t0,
+			"streamable-http https://a.example.com/mcp", "sse https://a.example.com/sse", "streamable-http https://a2.example.com/mcp")}, nil
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	mem := &memEndpoints{eps: map[string]api.EndpointView{}}
+	im := &Importer{Registry: lister, Endpoints: cancellingEndpoints{mem, cancel}}
+	rep, err := im.Import(ctx, Options{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if rep.Created != 1 || rep.Failed != 2 || len(mem.eps) != 1 || !rep.HighWater.IsZero() {
+		t.Errorf("report created %d failed %d (mcpmon has %d), high water %v; want 1 done, 2 not attempted, no mark",
+			rep.Created, rep.Failed, len(mem.eps), rep.HighWater)
+	}
+}
