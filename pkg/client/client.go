@@ -160,7 +160,11 @@ func (c *Client) do(ctx context.Context, req request, out any) (http.Header, err
 	}
 	resp, err := c.hc.Do(hr)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", req.method, c.base+req.path, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // it repeats the method and URL
+		}
+		return nil, fmt.Errorf("%s %s: %w", req.method, c.base+pathOnly(req.path), err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
@@ -172,6 +176,13 @@ func (c *Client) do(ctx context.Context, req request, out any) (http.Header, err
 		var p api.Problem
 		if json.Unmarshal(raw, &p) == nil {
 			e.Type, e.Title, e.Detail, e.Errors = p.Type, p.Title, p.Detail, p.Errors
+		}
+		if e.Detail == "" {
+			// /readyz answers {"status":"not ready","reason":"..."}.
+			var r struct{ Reason string }
+			if json.Unmarshal(raw, &r) == nil {
+				e.Detail = r.Reason
+			}
 		}
 		if e.Title == "" {
 			e.Title = http.StatusText(resp.StatusCode)

@@ -5,7 +5,6 @@ import (
 	"iter"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 )
@@ -132,13 +131,6 @@ func (c *Client) Uptime(ctx context.Context, id, rng string) (api.UptimeView, er
 // Readyz asks the server whether it is ready: nil when it is, else an
 // *Error whose Detail is the server's reason.
 func (c *Client) Readyz(ctx context.Context) error {
-	var out struct {
-		Status string `json:"status"`
-		Reason string `json:"reason"`
-	}
-	_, err := c.do(ctx, request{method: http.MethodGet, path: "/readyz"}, &out)
-	if e, ok := err.(*Error); ok && e.Detail == "" {
-		e.Detail = strings.TrimSpace(out.Reason)
-	}
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/readyz"}, nil)
 	return err
 }
