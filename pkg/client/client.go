@@ -15,9 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 )
@@ -31,6 +34,11 @@ type Client struct {
 	token string
 	hc    *http.Client
 	agent string
+	// retries is how many times a 429 is retried after its Retry-After
+	// (capped by maxWait): the server did nothing with the request, so
+	// every method may be sent again.
+	retries int
+	maxWait time.Duration
 }
 
 // Option configures New.
@@ -42,6 +50,13 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.agent = ua } }
 
+// WithRateLimitRetries retries a request answered 429 up to n times,
+// waiting the answer's Retry-After but at most maxWait each time
+// (default 3 times, 10s).
+func WithRateLimitRetries(n int, maxWait time.Duration) Option {
+	return func(c *Client) { c.retries, c.maxWait = n, maxWait }
+}
+
 // New returns a client of the API at base (e.g. "http://127.0.0.1:8080")
 // that sends token as a bearer token ("" sends none: --auth none).
 func New(base, token string, opts ...Option) (*Client, error) {
@@ -49,7 +64,7 @@ func New(base, token string, opts ...Option) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("server URL %q: want http(s)://host[:port]", base)
 	}
-	c := &Client{base: u.String(), token: token, hc: http.DefaultClient, agent: "mcpmon-client"}
+	c := &Client{base: u.String(), token: token, hc: http.DefaultClient, agent: "mcpmon-client", retries: 3, maxWait: 10 * time.Second}
 	for _, o := range opts {
 		o(c)
 	}
@@ -128,24 +143,50 @@ type request struct {
 	ifMatch string
 }
 
-// do sends req and decodes a 2xx answer into out (nil: discard). It
-// returns the answer's headers.
+// do sends req and decodes a 2xx answer into out (nil: discard), retrying
+// a 429 after its Retry-After. It returns the answer's headers.
 func (c *Client) do(ctx context.Context, req request, out any) (http.Header, error) {
-	var body io.Reader
+	var body []byte
 	if req.body != nil {
 		b, err := json.Marshal(req.body)
 		if err != nil {
 			return nil, fmt.Errorf("encode %s %s: %w", req.method, req.path, err)
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	hr, err := http.NewRequestWithContext(ctx, req.method, c.base+req.path, body)
+	for attempt := 0; ; attempt++ {
+		h, err := c.once(ctx, req, body, out)
+		var e *Error
+		if attempt >= c.retries || !errors.As(err, &e) || e.Status != http.StatusTooManyRequests {
+			return h, err
+		}
+		wait := time.Second
+		if secs, perr := strconv.Atoi(h.Get("Retry-After")); perr == nil && secs > 0 {
+			wait = time.Duration(secs) * time.Second
+		}
+		t := time.NewTimer(min(wait, c.maxWait))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return h, err
+		case <-t.C:
+		}
+	}
+}
+
+// once sends one request.
+func (c *Client) once(ctx context.Context, req request, body []byte, out any) (http.Header, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, req.method, c.base+req.path, rd)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", req.method, req.path, err)
 	}
 	hr.Header.Set("Accept", "application/json")
 	hr.Header.Set("User-Agent", c.agent)
-	if req.body != nil {
+	if body != nil {
 		ct := req.ctype
 		if ct == "" {
 			ct = "application/json"
@@ -169,7 +210,7 @@ func (c *Client) do(ctx context.Context, req request, out any) (http.Header, err
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: read the answer: %w", req.method, req.path, err)
+		return resp.Header, fmt.Errorf("%s %s: read the answer: %w", req.method, req.path, err)
 	}
 	if resp.StatusCode >= 300 {
 		e := &Error{Method: req.method, Path: pathOnly(req.path), Status: resp.StatusCode}
@@ -220,10 +261,11 @@ func query(kv ...string) string {
 	return "?" + q.Encode()
 }
 
-// walk fetches pages of path (its query without cursor) until one has no
-// next cursor, decoding each into a fresh P and handing it to page; page
-// returns the page's next cursor or stops the walk with false.
-func walk[P any](ctx context.Context, c *Client, path string, page func(P) (next string, more bool)) error {
+// walk fetches the pages of path (its query without cursor) until one
+// has no next cursor. Each page is one JSON object holding a list in
+// member and nextCursor; page gets the list's raw items, one page at a
+// time, and stops the walk by returning false.
+func walk(ctx context.Context, c *Client, path, member string, page func(items []json.RawMessage) bool) error {
 	cursor := ""
 	for {
 		p := path
@@ -234,14 +276,63 @@ func walk[P any](ctx context.Context, c *Client, path string, page func(P) (next
 			}
 			p += sep + "cursor=" + url.QueryEscape(cursor)
 		}
-		var out P
+		var out map[string]json.RawMessage
 		if _, err := c.do(ctx, request{method: http.MethodGet, path: p}, &out); err != nil {
 			return err
 		}
-		next, more := page(out)
-		if !more || next == "" {
+		var items []json.RawMessage
+		if raw, ok := out[member]; ok {
+			if err := json.Unmarshal(raw, &items); err != nil {
+				return fmt.Errorf("GET %s: %s: %w", pathOnly(p), member, err)
+			}
+		}
+		cursor = ""
+		if raw, ok := out["nextCursor"]; ok {
+			if err := json.Unmarshal(raw, &cursor); err != nil {
+				return fmt.Errorf("GET %s: nextCursor: %w", pathOnly(p), err)
+			}
+		}
+		if !page(items) || cursor == "" {
 			return nil
 		}
-		cursor = next
 	}
+}
+
+// seq walks a paged list at path as an iterator of T. Breaking out of the
+// loop stops the walk; an error ends it as the last pair.
+func seq[T any](ctx context.Context, c *Client, path, member string) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		var decodeErr error
+		err := walk(ctx, c, path, member, func(items []json.RawMessage) bool {
+			for _, raw := range items {
+				var v T
+				if decodeErr = json.Unmarshal(raw, &v); decodeErr != nil {
+					return false
+				}
+				if !yield(v, nil) {
+					return false
+				}
+			}
+			return true
+		})
+		if err == nil && decodeErr != nil {
+			err = fmt.Errorf("GET %s: %w", pathOnly(path), decodeErr)
+		}
+		if err != nil {
+			yield(zero, err)
+		}
+	}
+}
+
+// collect drains an iterator into a slice.
+func collect[T any](s iter.Seq2[T, error]) ([]T, error) {
+	var out []T
+	for v, err := range s {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }

@@ -26,22 +26,11 @@ func (f EndpointFilter) path() string {
 	return "/v1/endpoints" + query("selector", f.Selector, "state", f.States, "limit", lim)
 }
 
-// Endpoints walks the tenant's endpoints page by page. Breaking out of the
-// loop stops the walk; an error ends it as the last pair.
+// Endpoints walks the tenant's endpoints page by page (one page in
+// memory). Breaking out of the loop stops the walk; an error ends it as
+// the last pair.
 func (c *Client) Endpoints(ctx context.Context, f EndpointFilter) iter.Seq2[api.EndpointView, error] {
-	return func(yield func(api.EndpointView, error) bool) {
-		err := walk(ctx, c, f.path(), func(p api.EndpointList) (string, bool) {
-			for _, e := range p.Endpoints {
-				if !yield(e, nil) {
-					return "", false
-				}
-			}
-			return p.NextCursor, true
-		})
-		if err != nil {
-			yield(api.EndpointView{}, err)
-		}
-	}
+	return seq[api.EndpointView](ctx, c, f.path(), "endpoints")
 }
 
 // ListEndpoints returns every endpoint of the tenant that selector matches

@@ -11,59 +11,6 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-// pageOf is the shape of every list answer but endpoints': one member of
-// items and the next cursor. The API's own list envelopes are anonymous
-// structs, so the client names the shape once, generically.
-type pageOf[T any] struct {
-	Incidents   []T    `json:"incidents"`
-	Maintenance []T    `json:"maintenance"`
-	Keys        []T    `json:"keys"`
-	Entries     []T    `json:"entries"`
-	NextCursor  string `json:"nextCursor"`
-}
-
-func (p pageOf[T]) items() []T {
-	switch {
-	case p.Incidents != nil:
-		return p.Incidents
-	case p.Maintenance != nil:
-		return p.Maintenance
-	case p.Keys != nil:
-		return p.Keys
-	}
-	return p.Entries
-}
-
-// seq walks a paged list at path as an iterator.
-func seq[T any](ctx context.Context, c *Client, path string) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		err := walk(ctx, c, path, func(p pageOf[T]) (string, bool) {
-			for _, it := range p.items() {
-				if !yield(it, nil) {
-					return "", false
-				}
-			}
-			return p.NextCursor, true
-		})
-		if err != nil {
-			var zero T
-			yield(zero, err)
-		}
-	}
-}
-
-// collect drains an iterator into a slice.
-func collect[T any](s iter.Seq2[T, error]) ([]T, error) {
-	var out []T
-	for v, err := range s {
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
 // ---- incidents
 
 // IncidentFilter narrows an incident list: State is open, acknowledged or
@@ -75,7 +22,7 @@ type IncidentFilter struct {
 
 // Incidents walks the tenant's incidents, newest first.
 func (c *Client) Incidents(ctx context.Context, f IncidentFilter) iter.Seq2[api.IncidentView, error] {
-	return seq[api.IncidentView](ctx, c, "/v1/incidents"+query("state", f.State, "endpoint", f.Endpoint))
+	return seq[api.IncidentView](ctx, c, "/v1/incidents"+query("state", f.State, "endpoint", f.Endpoint), "incidents")
 }
 
 // ListIncidents returns every incident f matches.
@@ -101,7 +48,7 @@ func (c *Client) AckIncident(ctx context.Context, id string, in api.AckInput) (a
 
 // Maintenance walks the tenant's maintenance windows.
 func (c *Client) Maintenance(ctx context.Context) iter.Seq2[api.MaintenanceView, error] {
-	return seq[api.MaintenanceView](ctx, c, "/v1/maintenance")
+	return seq[api.MaintenanceView](ctx, c, "/v1/maintenance", "maintenance")
 }
 
 // ListMaintenance returns every maintenance window of the tenant.
@@ -142,7 +89,7 @@ type KeyInput struct {
 
 // Keys walks the tenant's API keys (admin).
 func (c *Client) Keys(ctx context.Context) iter.Seq2[api.KeyView, error] {
-	return seq[api.KeyView](ctx, c, "/v1/keys")
+	return seq[api.KeyView](ctx, c, "/v1/keys", "keys")
 }
 
 // ListKeys returns every API key of the tenant (admin).
@@ -179,7 +126,7 @@ func (c *Client) Audit(ctx context.Context, f AuditFilter) iter.Seq2[store.Audit
 		}
 		return t.UTC().Format(time.RFC3339Nano)
 	}
-	return seq[store.AuditEntry](ctx, c, "/v1/audit"+query("since", ts(f.Since), "until", ts(f.Until)))
+	return seq[store.AuditEntry](ctx, c, "/v1/audit"+query("since", ts(f.Since), "until", ts(f.Until)), "entries")
 }
 
 // ---- dead letters (operator: the default tenant's admin key)
