@@ -94,10 +94,11 @@ func Run(ctx context.Context, args []string, io IO) int {
 	if cmd != nil {
 		name = cmd.CommandPath()
 	}
-	fmt.Fprintf(io.Stderr, "%s: %s\n", name, a.explain(err))
+	msg := a.explain(err)
 	if code == ExitUsage && cmd != nil && !cmd.DisableFlagParsing {
-		fmt.Fprintf(io.Stderr, "Run '%s --help' for usage.\n", name)
+		msg += fmt.Sprintf(" (see %s --help)", name)
 	}
+	fmt.Fprintf(io.Stderr, "%s: %s\n", name, msg)
 	return code
 }
 

@@ -106,7 +106,7 @@ func (h *harness) fails(code int, want string, args ...string) string {
 		h.t.Fatalf("mcpmon %s: exit %d, want %d (stdout %q, stderr %q)", strings.Join(args, " "), got, code, out, errOut)
 	}
 	first, _, _ := strings.Cut(errOut, "\n")
-	if !strings.HasPrefix(first, "mcpmon") || !strings.Contains(first, want) {
+	if strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(first, "mcpmon") || !strings.Contains(first, want) {
 		h.t.Fatalf("mcpmon %s: stderr %q, want one line starting with the command and naming %q", strings.Join(args, " "), errOut, want)
 	}
 	return errOut

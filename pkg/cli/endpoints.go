@@ -57,6 +57,9 @@ func (a *app) endpointsList() *cobra.Command {
 				}
 				return err
 			}
+			if a.output == "json" {
+				return streamJSON(a.io.Stdout, c.Endpoints(cmd.Context(), f))
+			}
 			var all []api.EndpointView
 			for e, err := range c.Endpoints(cmd.Context(), f) {
 				if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -84,4 +85,38 @@ func fields(w io.Writer, kv ...any) {
 	for i := 0; i+1 < len(kv); i += 2 {
 		fmt.Fprintf(w, "%s:\t%s\n", kv[i], cell(kv[i+1]))
 	}
+}
+
+// streamJSON writes the items of seq as one indented JSON array, item by
+// item, so a long list never sits in memory whole. An error midway leaves
+// the array unterminated: a reader cannot mistake it for a full list.
+func streamJSON[T any](w io.Writer, seq iter.Seq2[T, error]) error {
+	if _, err := io.WriteString(w, "["); err != nil {
+		return err
+	}
+	n := 0
+	for v, err := range seq {
+		if err != nil {
+			fmt.Fprintln(w)
+			return err
+		}
+		b, err := json.MarshalIndent(v, "  ", "  ")
+		if err != nil {
+			return err
+		}
+		sep := ",\n  "
+		if n == 0 {
+			sep = "\n  "
+		}
+		if _, err := io.WriteString(w, sep+string(b)); err != nil {
+			return err
+		}
+		n++
+	}
+	end := "]\n"
+	if n > 0 {
+		end = "\n]\n"
+	}
+	_, err := io.WriteString(w, end)
+	return err
 }
