@@ -144,11 +144,23 @@ func (a *app) exitCode(err error) int {
 	return ExitError
 }
 
+// hintError carries what to do about err, in place of explain's generic
+// hints.
+type hintError struct {
+	error
+	hint string
+}
+
+func (e hintError) Unwrap() error { return e.error }
+
 // explain is err as one line, with what to do when the cause is common.
 func (a *app) explain(err error) string {
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
 	var opErr *net.OpError
+	var h hintError
 	switch {
+	case errors.As(err, &h):
+		msg += " (" + h.hint + ")"
 	case client.IsUnauthorized(err):
 		msg += " (set --token or MCPMON_TOKEN to an API key with the needed scope)"
 	case errors.As(err, &opErr):

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -59,7 +60,14 @@ func (a *app) localAware(cmd *cobra.Command, sub string, run func(cmd *cobra.Com
 		default:
 			return usagef("-o %q: want table, json or yaml", a.output)
 		}
-		return run(cmd, cmd.Flags().Args())
+		err := run(cmd, cmd.Flags().Args())
+		var opErr *net.OpError
+		if errors.As(err, &opErr) || client.IsUnauthorized(err) {
+			// The daemon's banner tells an operator who lost the admin key
+			// to run `mcpmon keys create`: point at the offline path.
+			return hintError{err, fmt.Sprintf("no server or no working admin key? with mcpmon stopped, mcpmon keys %s --local works on the store directly", sub)}
+		}
+		return err
 	}
 }
 
