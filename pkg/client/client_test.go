@@ -117,6 +117,16 @@ func TestProblemsBecomeTypedErrors(t *testing.T) {
 	if err := c.DeleteEndpoint(ctx, v.ID); err != nil {
 		t.Fatal(err)
 	}
+	var actions []string
+	for e, err := range c.Audit(ctx, client.AuditFilter{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		actions = append(actions, e.Action)
+	}
+	if len(actions) != 4 {
+		t.Fatalf("audit log = %v, want the create, two patches and the delete", actions)
+	}
 }
 
 func TestRateLimitedRequestIsRetriedAfterRetryAfter(t *testing.T) {

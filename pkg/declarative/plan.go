@@ -121,7 +121,7 @@ func MakePlan(desired []api.EndpointInput, current []api.EndpointView, o Options
 	for _, cs := range [][]Change{creates, updates, deletes} {
 		sort.SliceStable(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
 	}
-	return Plan{Changes: slices.Concat(creates, updates, deletes)}, nil
+	return Plan{Changes: append([]Change{}, slices.Concat(creates, updates, deletes)...)}, nil
 }
 
 // diff compares one desired endpoint with the server's and builds the
