@@ -26,7 +26,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/mcpmon/mcpmon/pkg/client"
 	"github.com/mcpmon/mcpmon/pkg/daemon"
@@ -53,8 +52,8 @@ type IO struct {
 	// HTTPClient sends the REST commands' requests; nil is
 	// http.DefaultClient.
 	HTTPClient *http.Client
-	// ReadFile and Stat read apply's files and ${file:} references; nil
-	// use the os package.
+	// ReadFile reads ${file:} references and --sinks-file; nil is
+	// os.ReadFile. (apply's -f files are read from the OS file system.)
 	ReadFile func(string) ([]byte, error)
 }
 
@@ -298,7 +297,3 @@ func changed(cmd *cobra.Command, name string) bool {
 	f := cmd.Flags().Lookup(name)
 	return f != nil && f.Changed
 }
-
-var _ = pflag.ErrHelp
-
-func asError(err error, target **client.Error) bool { return errors.As(err, target) }

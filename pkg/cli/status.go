@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -25,6 +27,9 @@ func (a *app) statusCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Server readiness, the tenant's endpoints by state and its open incidents",
+		Long: `status prints whether the server is ready (/readyz), the tenant's endpoints by
+state and its open and acknowledged incidents. It exits 1 when the server
+is unreachable or not ready, so scripts can wait on it.`,
 		Example: `  mcpmon status
   mcpmon status -o json | jq .openIncidents`,
 		Args: noArgs,
@@ -37,7 +42,7 @@ func (a *app) statusCmd() *cobra.Command {
 			st := Status{Server: c.Base(), Ready: true, ByState: map[string]int{}}
 			if err := c.Readyz(ctx); err != nil {
 				var e *client.Error
-				if !asError(err, &e) {
+				if !errors.As(err, &e) {
 					return err // unreachable: nothing more to say
 				}
 				st.Ready, st.Reason = false, e.Detail
@@ -60,7 +65,7 @@ func (a *app) statusCmd() *cobra.Command {
 					*s.n++
 				}
 			}
-			return a.render(st, func(w io.Writer) {
+			err = a.render(st, func(w io.Writer) {
 				ready := "ready"
 				if !st.Ready {
 					ready = "NOT READY: " + st.Reason
@@ -71,6 +76,11 @@ func (a *app) statusCmd() *cobra.Command {
 				}
 				fields(w, "Open incidents", st.OpenIncidents, "Acknowledged", st.AckedIncidents)
 			})
+			if err == nil && !st.Ready {
+				// Scripts gate on the exit status.
+				return fmt.Errorf("%s is not ready: %s", st.Server, st.Reason)
+			}
+			return err
 		},
 	}
 }
