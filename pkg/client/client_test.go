@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -147,3 +148,14 @@ func asError(err error, target **client.Error) bool {
 	*target = e
 	return ok
 }
+
+// endpointWriter is what the registry importer (another package) asks of
+// the client: the exact signatures it consumes.
+type endpointWriter interface {
+	ListEndpoints(ctx context.Context, selector string) ([]api.EndpointView, error)
+	CreateEndpoint(ctx context.Context, in api.EndpointInput) (api.EndpointView, error)
+	PatchEndpoint(ctx context.Context, id string, patch any) (api.EndpointView, error)
+	DeleteEndpoint(ctx context.Context, id string) error
+}
+
+var _ endpointWriter = (*client.Client)(nil)
