@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -17,8 +18,8 @@ import (
 var refRE = regexp.MustCompile(`\$\{(env|file):([^}]+)\}`)
 
 // Resolver fills in references. Env looks up an environment variable
-// (ok false: unset); ReadFile reads a file. Both are injected so the pure
-// part stays testable.
+// (ok false: unset; nil: every variable is unset); ReadFile reads a file
+// (nil: os.ReadFile). Both are injected so the pure part stays testable.
 type Resolver struct {
 	Env      func(name string) (string, bool)
 	ReadFile func(path string) ([]byte, error)
@@ -40,7 +41,11 @@ func (r Resolver) expand(s, base string) (string, error) {
 		kind, arg := sub[1], strings.TrimSpace(sub[2])
 		switch kind {
 		case "env":
-			v, ok := r.Env(arg)
+			var v string
+			ok := false
+			if r.Env != nil {
+				v, ok = r.Env(arg)
+			}
 			if !ok && firstErr == nil {
 				firstErr = fmt.Errorf("${env:%s}: the environment variable is not set", arg)
 			}
@@ -50,7 +55,11 @@ func (r Resolver) expand(s, base string) (string, error) {
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(base, p)
 			}
-			b, err := r.ReadFile(p)
+			read := r.ReadFile
+			if read == nil {
+				read = os.ReadFile
+			}
+			b, err := read(p)
 			if err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("${file:%s}: %w", arg, err)
 			}
