@@ -216,6 +216,14 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if _, errOut, code := h.run("prober"); code != ExitUsage || !strings.Contains(errOut, "embedded queue") {
 		t.Fatalf("mcpmon prober on the embedded queue: exit %d, %q; want 2 and the daemon's reason", code, errOut)
 	}
+	for _, role := range []string{"aggregator", "alerter"} {
+		if _, errOut, code := h.run(role, "--queue", "sqs"); code != ExitUsage || !strings.Contains(errOut, "embedded store") {
+			t.Fatalf("mcpmon %s on the embedded store: exit %d, %q; want 2 and the daemon's reason", role, code, errOut)
+		}
+	}
+	if out := h.ok("help", "endpoints"); !strings.Contains(out, "Examples:") {
+		t.Fatalf("help endpoints:\n%s", out)
+	}
 	if _, errOut, code := h.run("api", "--help"); code != ExitOK || !strings.Contains(errOut, "-listen") {
 		t.Fatalf("mcpmon api --help: exit %d, want the daemon's flags, got %q", code, errOut)
 	}
@@ -509,6 +517,9 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	stop()
 	// With the server stopped: the offline commands.
 	h.ok("secrets", "rotate", "--data-dir", dataDir)
+	if out := h.ok("keys", "revoke", "admin", "--local", "--data-dir", dataDir); !strings.Contains(out, "revoked") {
+		t.Fatalf("keys revoke --local: %q", out)
+	}
 	h.fails(ExitError, "MCPMON_SERVER", "status")
 }
 
