@@ -1,0 +1,557 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/mcpmon/mcpmon/pkg/api"
+	"github.com/mcpmon/mcpmon/pkg/declarative"
+)
+
+// lockedBuffer is a bytes.Buffer the daemon writes from its goroutines
+// while the test reads it; notify gets a signal on every write.
+type lockedBuffer struct {
+	mu     sync.Mutex
+	b      bytes.Buffer
+	notify chan struct{}
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case l.notify <- struct{}{}:
+	default:
+	}
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// newMCPServer is a real go-sdk MCP server on 127.0.0.1.
+func newMCPServer(t *testing.T) string {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "cli-e2e", Version: "1.0.0"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+			Text string `json:"text"`
+		}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	return hs.URL + "/mcp"
+}
+
+// harness runs the command tree in-process against one environment.
+type harness struct {
+	t   *testing.T
+	env map[string]string
+	mu  sync.Mutex
+}
+
+func (h *harness) getenv(k string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.env[k]
+}
+
+func (h *harness) setenv(k, v string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.env[k] = v
+}
+
+// run executes `mcpmon args...` and returns stdout, stderr and the exit code.
+func (h *harness) run(args ...string) (string, string, int) {
+	h.t.Helper()
+	var out, errOut bytes.Buffer
+	code := Run(h.t.Context(), args, IO{Getenv: h.getenv, Stdout: &out, Stderr: &errOut})
+	return out.String(), errOut.String(), code
+}
+
+// ok runs and fails the test unless the exit code is 0.
+func (h *harness) ok(args ...string) string {
+	h.t.Helper()
+	out, errOut, code := h.run(args...)
+	if code != ExitOK {
+		h.t.Fatalf("mcpmon %s: exit %d, stderr %q", strings.Join(args, " "), code, errOut)
+	}
+	return out
+}
+
+// fails runs and asserts the exit code, a one-line error on stderr naming
+// the command, and that it mentions want.
+func (h *harness) fails(code int, want string, args ...string) string {
+	h.t.Helper()
+	out, errOut, got := h.run(args...)
+	if got != code {
+		h.t.Fatalf("mcpmon %s: exit %d, want %d (stdout %q, stderr %q)", strings.Join(args, " "), got, code, out, errOut)
+	}
+	first, _, _ := strings.Cut(errOut, "\n")
+	if strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(first, "mcpmon") || !strings.Contains(first, want) {
+		h.t.Fatalf("mcpmon %s: stderr %q, want one line starting with the command and naming %q", strings.Join(args, " "), errOut, want)
+	}
+	return errOut
+}
+
+func (h *harness) json(v any, args ...string) {
+	h.t.Helper()
+	out := h.ok(append(args, "-o", "json")...)
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		h.t.Fatalf("mcpmon %s -o json: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(within)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline:
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		case <-tick.C:
+		}
+	}
+}
+
+var listenRE = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
+
+// startServer runs `mcpmon run` in-process through the command tree and
+// returns its address and a stop function that waits for a clean exit.
+func (h *harness) startServer(dataDir string) (addr string, stop func()) {
+	t := h.t
+	ctx, cancel := context.WithCancel(context.Background())
+	banner := &lockedBuffer{notify: make(chan struct{}, 1)}
+	var logs bytes.Buffer
+	var logsMu sync.Mutex
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"run", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--allow-private-targets",
+			"--window", "1s", "--grace", "300ms", "--rate-limit", "0", "--log-level", "warn"},
+			IO{Getenv: h.getenv, Stdout: banner, Stderr: writerFunc(func(p []byte) (int, error) {
+				logsMu.Lock()
+				defer logsMu.Unlock()
+				return logs.Write(p)
+			})})
+	}()
+	deadline := time.After(30 * time.Second)
+	for addr == "" {
+		select {
+		case <-banner.notify:
+			if m := listenRE.FindStringSubmatch(banner.String()); m != nil {
+				addr = m[1]
+			}
+		case code := <-done:
+			cancel()
+			t.Fatalf("mcpmon run exited %d before listening:\n%s", code, logs.String())
+		case <-deadline:
+			cancel()
+			t.Fatalf("mcpmon run did not print its address:\n%s", banner.String())
+		}
+	}
+	return addr, func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != ExitOK {
+				logsMu.Lock()
+				defer logsMu.Unlock()
+				t.Errorf("mcpmon run exited %d:\n%s", code, logs.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("mcpmon run did not stop")
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestEveryCommandAgainstARealServer bootstraps an admin key offline,
+// starts a real `mcpmon run` with API keys on, and drives every command of
+// the tree against it and a real MCP server: output formats, exit codes
+// (2 usage, 3 not found) and apply → export → apply --dry-run converging.
+func TestEveryCommandAgainstARealServer(t *testing.T) {
+	mcpURL := newMCPServer(t)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(hook.Close)
+	dataDir := t.TempDir()
+	h := &harness{t: t, env: map[string]string{
+		"ALPHA_TOKEN": "alpha-secret", "BETA_TOKEN": "beta-secret", "HOOK_URL": hook.URL + "/hook/t0k",
+	}}
+
+	// Offline bootstrap: the first admin key, straight into the store.
+	key := strings.TrimSpace(h.ok("keys", "create", "--local", "--name", "admin", "--scope", "admin", "--data-dir", dataDir))
+	if !strings.HasPrefix(key, "mcp_") && len(key) < 20 {
+		t.Fatalf("keys create --local printed %q, want only the key", key)
+	}
+	if out := h.ok("keys", "list", "--local", "--data-dir", dataDir); !strings.Contains(out, "admin") {
+		t.Fatalf("keys list --local:\n%s", out)
+	}
+	h.fails(ExitUsage, "scope", "keys", "create", "--local", "--name", "x", "--scope", "root", "--data-dir", dataDir)
+
+	// Roles keep their own flags and rules.
+	if _, errOut, code := h.run("prober"); code != ExitUsage || !strings.Contains(errOut, "embedded queue") {
+		t.Fatalf("mcpmon prober on the embedded queue: exit %d, %q; want 2 and the daemon's reason", code, errOut)
+	}
+	for _, role := range []string{"aggregator", "alerter"} {
+		if _, errOut, code := h.run(role, "--queue", "sqs"); code != ExitUsage || !strings.Contains(errOut, "embedded store") {
+			t.Fatalf("mcpmon %s on the embedded store: exit %d, %q; want 2 and the daemon's reason", role, code, errOut)
+		}
+	}
+	if out := h.ok("help", "endpoints"); !strings.Contains(out, "Examples:") {
+		t.Fatalf("help endpoints:\n%s", out)
+	}
+	if _, errOut, code := h.run("api", "--help"); code != ExitOK || !strings.Contains(errOut, "-listen") {
+		t.Fatalf("mcpmon api --help: exit %d, want the daemon's flags, got %q", code, errOut)
+	}
+	if _, errOut, code := h.run("queues", "ensure", "--help"); code != ExitOK || !strings.Contains(errOut, "sqs") {
+		t.Fatalf("mcpmon queues ensure --help: exit %d, %q", code, errOut)
+	}
+	h.fails(ExitUsage, "unknown command", "queues", "destroy")
+	h.fails(ExitUsage, "unknown command", "frobnicate")
+	if out := h.ok("version"); strings.TrimSpace(out) == "" {
+		t.Fatal("version printed nothing")
+	}
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		if out := h.ok("completion", sh); !strings.Contains(out, "mcpmon") {
+			t.Fatalf("completion %s: %q", sh, out[:min(len(out), 200)])
+		}
+	}
+	h.fails(ExitUsage, "shell", "completion")
+
+	addr, stop := h.startServer(dataDir)
+	h.setenv("MCPMON_SERVER", "http://"+addr)
+	h.setenv("MCPMON_TOKEN", key)
+
+	var st Status
+	h.json(&st, "status")
+	if !st.Ready || st.Endpoints != 0 {
+		t.Fatalf("status = %+v, want ready with no endpoints", st)
+	}
+	if out := h.ok("status"); !strings.Contains(out, "ready") {
+		t.Fatalf("status table:\n%s", out)
+	}
+	h.fails(ExitUsage, "-o", "status", "-o", "xml")
+	h.fails(ExitError, "--token", "status", "--token", "mcp_wrong")
+
+	// endpoints
+	var alpha api.EndpointView
+	h.json(&alpha, "endpoints", "add", "--name", "alpha", "--url", mcpURL, "--schedule", "@every 1s", "--timeout", "1s",
+		"--label", "team=a", "--header", "Authorization=Bearer ${env:ALPHA_TOKEN}")
+	if alpha.ID == "" || alpha.Headers["Authorization"] != api.Redacted {
+		t.Fatalf("endpoints add = %+v", alpha)
+	}
+	h.fails(ExitUsage, "headers.Authorization", "endpoints", "add", "--name", "lit", "--url", mcpURL, "--header", "Authorization=Bearer literal")
+	h.fails(ExitUsage, "--name and --url", "endpoints", "add", "--name", "x")
+	h.fails(ExitError, "schedule", "endpoints", "add", "--name", "bad", "--url", mcpURL, "--schedule", "whenever")
+	h.fails(ExitUsage, "unknown flag", "endpoints", "add", "--nme", "x")
+
+	var list []api.EndpointView
+	h.json(&list, "endpoints", "list", "--selector", "team=a")
+	if len(list) != 1 || list[0].ID != alpha.ID {
+		t.Fatalf("endpoints list --selector team=a = %+v", list)
+	}
+	h.json(&list, "endpoints", "list", "--selector", "team=b")
+	if len(list) != 0 {
+		t.Fatalf("endpoints list --selector team=b = %+v, want none", list)
+	}
+	if out := h.ok("endpoints", "list"); !strings.Contains(out, "alpha") || !strings.Contains(out, "NAME") {
+		t.Fatalf("endpoints list table:\n%s", out)
+	}
+	if out := h.ok("endpoints", "list", "-o", "yaml"); !strings.Contains(out, "name: alpha") {
+		t.Fatalf("endpoints list -o yaml:\n%s", out)
+	}
+	eventually(t, 60*time.Second, "alpha up", func() bool {
+		var v api.EndpointView
+		h.json(&v, "endpoints", "get", "alpha")
+		return v.State == "up"
+	})
+	if out := h.ok("endpoints", "get", alpha.ID); !strings.Contains(out, "Last verdict") || strings.Contains(out, "alpha-secret") {
+		t.Fatalf("endpoints get table:\n%s", out)
+	}
+	h.fails(ExitNotFound, "no-such", "endpoints", "get", "no-such")
+	h.fails(ExitUsage, "endpoint ID or name", "endpoints", "get")
+
+	var edited api.EndpointView
+	h.json(&edited, "endpoints", "edit", "alpha", "--schedule", "@every 2s", "--if-match", fmt.Sprint(alpha.Version))
+	if edited.Schedule != "@every 2s" || edited.Version <= alpha.Version {
+		t.Fatalf("endpoints edit = %+v", edited)
+	}
+	h.fails(ExitError, "412", "endpoints", "edit", "alpha", "--timeout", "2s", "--if-match", fmt.Sprint(alpha.Version))
+	h.fails(ExitUsage, "nothing to change", "endpoints", "edit", "alpha")
+	h.fails(ExitNotFound, "nope", "endpoints", "edit", "nope", "--timeout", "2s")
+
+	var paused []api.EndpointView
+	h.json(&paused, "endpoints", "pause", "alpha")
+	if len(paused) != 1 || !paused[0].Paused {
+		t.Fatalf("endpoints pause = %+v", paused)
+	}
+	h.json(&paused, "endpoints", "resume", alpha.ID)
+	if paused[0].Paused {
+		t.Fatalf("endpoints resume = %+v", paused)
+	}
+	h.fails(ExitNotFound, "nope", "endpoints", "pause", "nope")
+
+	// incidents: an endpoint nobody answers for.
+	var down api.EndpointView
+	h.json(&down, "endpoints", "add", "--name", "down", "--url", "http://127.0.0.1:1/mcp", "--schedule", "@every 1s", "--timeout", "1s")
+	var incs []api.IncidentView
+	eventually(t, 60*time.Second, "an open incident", func() bool {
+		h.json(&incs, "incidents", "list", "--state", "open", "--endpoint", down.ID)
+		return len(incs) > 0
+	})
+	var detail api.IncidentDetail
+	h.json(&detail, "incidents", "get", incs[0].ID)
+	if detail.EndpointID != down.ID {
+		t.Fatalf("incidents get = %+v", detail)
+	}
+	var acked api.IncidentView
+	h.json(&acked, "incidents", "ack", incs[0].ID, "--by", "tester", "--reason", "known")
+	if acked.State != "acknowledged" || acked.AckedBy != "tester" {
+		t.Fatalf("incidents ack = %+v", acked)
+	}
+	if out := h.ok("incidents", "list"); !strings.Contains(out, incs[0].ID) {
+		t.Fatalf("incidents list table:\n%s", out)
+	}
+	h.json(&st, "status")
+	if st.AckedIncidents < 1 || st.Endpoints != 2 {
+		t.Fatalf("status = %+v, want two endpoints and the acknowledged incident", st)
+	}
+	h.fails(ExitNotFound, "404", "incidents", "get", "no-such-incident")
+	h.fails(ExitNotFound, "404", "incidents", "ack", "no-such-incident")
+	h.fails(ExitUsage, "--state", "incidents", "list", "--state", "sideways")
+
+	// maintenance
+	var mw api.MaintenanceView
+	h.json(&mw, "maintenance", "add", "--name", "deploy", "--endpoint", "alpha", "--for", "1h")
+	if mw.ID == "" || len(mw.EndpointIDs) != 1 || mw.EndpointIDs[0] != alpha.ID {
+		t.Fatalf("maintenance add = %+v", mw)
+	}
+	var mws []api.MaintenanceView
+	h.json(&mws, "maintenance", "list")
+	if len(mws) != 1 || mws[0].ID != mw.ID {
+		t.Fatalf("maintenance list = %+v", mws)
+	}
+	h.ok("maintenance", "rm", mw.ID)
+	h.fails(ExitNotFound, "404", "maintenance", "rm", mw.ID)
+	h.fails(ExitUsage, "RFC 3339", "maintenance", "add", "--endpoint", "alpha", "--start", "tomorrow")
+
+	// keys over REST
+	var keys []api.KeyView
+	h.json(&keys, "keys", "list")
+	if len(keys) != 1 || keys[0].Name != "admin" {
+		t.Fatalf("keys list = %+v", keys)
+	}
+	readKey := strings.TrimSpace(h.ok("keys", "create", "--name", "reader", "--scope", "read"))
+	if readKey == "" || strings.Contains(readKey, " ") {
+		t.Fatalf("keys create printed %q, want only the key", readKey)
+	}
+	h.fails(ExitError, "MCPMON_TOKEN", "endpoints", "add", "--name", "x", "--url", mcpURL, "--token", readKey)
+	h.json(&list, "endpoints", "list", "--token", readKey)
+	if len(list) != 2 {
+		t.Fatalf("a read key lists %d endpoints, want 2", len(list))
+	}
+	h.ok("keys", "revoke", "reader")
+	h.fails(ExitNotFound, "404", "keys", "revoke", "no-such-key")
+	h.fails(ExitUsage, "--name and --scope", "keys", "create")
+
+	// dead-letter queues (the operator's)
+	var qs []api.DLQView
+	h.json(&qs, "dlq", "list")
+	if len(qs) == 0 {
+		t.Fatal("dlq list: no queues")
+	}
+	h.ok("dlq", "show", "verdicts")
+	h.fails(ExitNotFound, "no-such-message", "dlq", "replay", "verdicts", "--id", "no-such-message")
+	h.fails(ExitNotFound, "404", "dlq", "show", "no-such-queue")
+	h.fails(ExitUsage, "--yes", "dlq", "purge", "verdicts")
+	var purged map[string]int
+	h.json(&purged, "dlq", "purge", "verdicts", "--yes")
+	if _, ok := purged["purged"]; !ok {
+		t.Fatalf("dlq purge = %v", purged)
+	}
+	var redrive api.RedriveView
+	h.json(&redrive, "dlq", "replay", "results")
+	if redrive.Moved != 0 {
+		t.Fatalf("dlq replay of an empty queue = %+v", redrive)
+	}
+
+	// declarative config
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cfg := filepath.Join(dir, "cfg")
+	if err := os.Mkdir(cfg, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write("cfg/beta.yaml", fmt.Sprintf(`endpoints:
+  - name: beta
+    url: %s
+    schedule: "@every 5s"
+    headers:
+      Authorization: Bearer ${env:BETA_TOKEN}
+      X-Key: ${file:../key.txt}
+    labels: {team: b}
+    rules: {openAfter: 2}
+    sinks:
+      - {name: hook, type: webhook, url: "${env:HOOK_URL}"}
+`, mcpURL))
+	write("key.txt", "file-secret\n")
+	write("cfg/gamma.yml", fmt.Sprintf("endpoints:\n  - name: gamma\n    url: %s\n    paused: true\n", mcpURL))
+
+	var plan declarative.Plan
+	h.json(&plan, "apply", "-f", cfg, "--dry-run")
+	if len(plan.Changes) != 2 || plan.Changes[0].Action != declarative.Create {
+		t.Fatalf("apply --dry-run = %+v, want two creates", plan)
+	}
+	h.json(&list, "endpoints", "list")
+	if len(list) != 2 {
+		t.Fatalf("a dry run changed the server: %d endpoints", len(list))
+	}
+	if out := h.ok("apply", "-f", cfg); !strings.Contains(out, "+ create beta") || !strings.Contains(out, "+ create gamma") {
+		t.Fatalf("apply:\n%s", out)
+	}
+	h.json(&plan, "apply", "-f", cfg, "--dry-run")
+	if !plan.Empty() {
+		t.Fatalf("apply twice: the second plans %+v", plan)
+	}
+	if out := h.ok("apply", "-f", cfg, "--dry-run"); !strings.Contains(out, "no changes") {
+		t.Fatalf("apply --dry-run of a converged file:\n%s", out)
+	}
+	// A rotated secret alone is no diff; --force-secrets re-sends it.
+	h.setenv("BETA_TOKEN", "beta-secret-2")
+	h.json(&plan, "apply", "-f", cfg, "--dry-run")
+	if !plan.Empty() {
+		t.Fatalf("a changed secret value planned %+v, want no diff", plan)
+	}
+	h.json(&plan, "apply", "-f", cfg, "--dry-run", "--force-secrets")
+	if len(plan.Changes) != 1 || plan.Changes[0].Name != "beta" {
+		t.Fatalf("--force-secrets planned %+v, want beta's secrets", plan)
+	}
+	h.ok("apply", "-f", cfg, "--force-secrets")
+
+	// export → apply --dry-run: no diff, against the original and the export.
+	exported := h.ok("export")
+	if strings.Contains(exported, "-secret") || strings.Contains(exported, "t0k") || strings.Contains(exported, api.Redacted) {
+		t.Fatalf("export leaks a secret or a placeholder:\n%s", exported)
+	}
+	for _, want := range []string{"name: beta", "${env:MCPMON_BETA_AUTHORIZATION}", "${env:MCPMON_BETA_SINK_HOOK_URL}"} {
+		if !strings.Contains(exported, want) {
+			t.Fatalf("export lacks %q:\n%s", want, exported)
+		}
+	}
+	exportFile := write("export.yaml", exported)
+	for _, k := range []string{"BETA_AUTHORIZATION", "BETA_X_KEY", "ALPHA_AUTHORIZATION"} {
+		h.setenv("MCPMON_"+k, "from-env")
+	}
+	h.setenv("MCPMON_BETA_SINK_HOOK_URL", hook.URL+"/hook/other")
+	h.json(&plan, "apply", "-f", exportFile, "--dry-run", "--prune")
+	if !plan.Empty() {
+		t.Fatalf("apply --dry-run --prune of the export plans %+v\n%s", plan, exported)
+	}
+	var doc declarative.Document
+	h.json(&doc, "export")
+	if len(doc.Endpoints) != 4 {
+		t.Fatalf("export -o json has %d endpoints, want 4", len(doc.Endpoints))
+	}
+
+	// Refusals: a literal secret, two endpoints of one name in the files or
+	// on the server.
+	lit := write("lit.yaml", "endpoints:\n  - name: lit\n    url: "+mcpURL+"\n    headers: {Authorization: Bearer hunter2}\n")
+	if errOut := h.fails(ExitError, "headers.Authorization", "apply", "-f", lit); strings.Contains(errOut, "hunter2") {
+		t.Fatalf("the error quotes the secret: %s", errOut)
+	}
+	dup := write("dup.yaml", "endpoints:\n  - {name: d, url: "+mcpURL+"}\n  - {name: d, url: "+mcpURL+"}\n")
+	h.fails(ExitError, `"d"`, "apply", "-f", dup)
+	var twin api.EndpointView
+	h.json(&twin, "endpoints", "add", "--name", "beta", "--url", mcpURL)
+	h.fails(ExitError, twin.ID, "apply", "-f", cfg, "--dry-run")
+	h.fails(ExitUsage, "give an ID", "endpoints", "get", "beta")
+	h.ok("endpoints", "rm", twin.ID)
+	h.fails(ExitUsage, "-f", "apply")
+	h.fails(ExitError, "no such file", "apply", "-f", filepath.Join(dir, "missing.yaml"))
+
+	// --prune: only gamma stays.
+	only := write("only.yaml", fmt.Sprintf("endpoints:\n  - name: gamma\n    url: %s\n    paused: true\n", mcpURL))
+	out := h.ok("apply", "-f", only, "--prune")
+	for _, name := range []string{"beta", "alpha", "down"} {
+		if !strings.Contains(out, "- delete "+name) {
+			t.Fatalf("apply --prune did not delete %s:\n%s", name, out)
+		}
+	}
+	h.json(&list, "endpoints", "list")
+	if len(list) != 1 || list[0].Name != "gamma" {
+		t.Fatalf("after --prune: %+v, want gamma alone", list)
+	}
+	h.ok("endpoints", "rm", "gamma")
+	h.fails(ExitNotFound, "gamma", "endpoints", "rm", "gamma")
+
+	stop()
+	// With the server stopped: the offline commands.
+	h.ok("secrets", "rotate", "--data-dir", dataDir)
+	if out := h.ok("keys", "revoke", "admin", "--local", "--data-dir", dataDir); !strings.Contains(out, "revoked") {
+		t.Fatalf("keys revoke --local: %q", out)
+	}
+	h.fails(ExitError, "MCPMON_SERVER", "status")
+}
+
+// TestEveryCommandHasExamples: --help of every command shows examples.
+func TestEveryCommandHasExamples(t *testing.T) {
+	a := &app{io: IO{Getenv: func(string) string { return "" }}}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Name() != "help" && c.Example == "" {
+			t.Errorf("%s has no Example", c.CommandPath())
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(a.root())
+	var out bytes.Buffer
+	if code := Run(t.Context(), []string{"endpoints", "add", "--help"}, IO{Stdout: &out, Stderr: &out}); code != ExitOK || !strings.Contains(out.String(), "Examples:") {
+		t.Fatalf("endpoints add --help: exit %d\n%s", code, out.String())
+	}
+}
+
+func TestNoArgumentsOrDaemonFlagsMeanRun(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{nil, []string{"run"}},
+		{[]string{"--listen", ":9090"}, []string{"run", "--listen", ":9090"}},
+		{[]string{"--server=http://x", "status"}, []string{"--server=http://x", "status"}},
+		{[]string{"-o", "json", "status"}, []string{"-o", "json", "status"}},
+		{[]string{"status"}, []string{"status"}},
+	} {
+		if got := defaultToRun(tc.in); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("defaultToRun(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpmon/mcpmon/pkg/api"
+	"github.com/mcpmon/mcpmon/pkg/client"
+)
+
+func (a *app) incidentsCmd() *cobra.Command {
+	g := group("incidents", "List, inspect and acknowledge incidents",
+		"  mcpmon incidents list --state open\n  mcpmon incidents ack INCIDENT_ID --by alice")
+	g.Aliases = []string{"incident", "inc"}
+	g.AddCommand(a.incidentsList(), a.incidentsGet(), a.incidentsAck())
+	return g
+}
+
+func (a *app) incidentsList() *cobra.Command {
+	var f client.IncidentFilter
+	cmd := &cobra.Command{
+		Use:     "list",
+		Short:   "List the tenant's incidents, newest first",
+		Example: "  mcpmon incidents list\n  mcpmon incidents list --state open --endpoint 3kq2v7xw5b4mzp6a -o json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch f.State {
+			case "", "open", "acknowledged", "resolved":
+			default:
+				return usagef("--state %q: want open, acknowledged or resolved", f.State)
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			incs, err := c.ListIncidents(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			if incs == nil {
+				incs = []api.IncidentView{}
+			}
+			return a.render(incs, func(w io.Writer) {
+				row(w, "ID", "ENDPOINT", "STATE", "OPENED", "CLASS", "REASON")
+				for _, i := range incs {
+					row(w, i.ID, i.EndpointID, string(i.State), i.OpenedAt, i.Class, i.Reason)
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&f.State, "state", "", "open, acknowledged or resolved")
+	cmd.Flags().StringVar(&f.Endpoint, "endpoint", "", "only this endpoint's (ID)")
+	return cmd
+}
+
+func (a *app) incidentsGet() *cobra.Command {
+	return &cobra.Command{
+		Use:     "get ID",
+		Short:   "Show an incident, its transitions and what each sink was told",
+		Example: "  mcpmon incidents get 3kq2v7xw5b4mzp6a-20260301T1200",
+		Args:    exactArgs(1, "one incident ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			v, err := c.GetIncident(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.render(v, func(w io.Writer) {
+				fields(w, "ID", v.ID, "Endpoint", v.EndpointID, "State", string(v.State), "Opened", v.OpenedAt,
+					"First failure", v.FirstFailure, "Class", v.Class, "Reason", v.Reason, "Acked", v.AckedAt,
+					"Acked by", v.AckedBy, "Resolved", v.ResolvedAt)
+				for _, t := range v.Transitions {
+					fields(w, "Transition", fmt.Sprintf("%s %s → %s %s", cell(t.At), or(string(t.From), "-"), t.To, t.Reason))
+				}
+				for _, d := range v.Notifications {
+					fields(w, "Notification", fmt.Sprintf("%s via %s: %s", d.Kind, d.Sink, d.Outcome))
+				}
+			})
+		},
+	}
+}
+
+func (a *app) incidentsAck() *cobra.Command {
+	var in api.AckInput
+	cmd := &cobra.Command{
+		Use:     "ack ID",
+		Short:   "Acknowledge an open incident (stops reminders)",
+		Example: "  mcpmon incidents ack 3kq2v7xw5b4mzp6a-20260301T1200 --by alice --reason 'rolling back'",
+		Args:    exactArgs(1, "one incident ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			v, err := c.AckIncident(cmd.Context(), args[0], in)
+			if err != nil {
+				return err
+			}
+			return a.render(v, func(w io.Writer) { fmt.Fprintf(w, "incident %s is %s\n", v.ID, v.State) })
+		},
+	}
+	cmd.Flags().StringVar(&in.By, "by", "", "who acknowledges (default: the API key's name)")
+	cmd.Flags().StringVar(&in.Reason, "reason", "", "why, for the record")
+	return cmd
+}

@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/declarative"
+)
+
+// render writes v as -o asks: JSON or YAML of v itself, or the table that
+// table writes (to a tabwriter: cells separated by \t).
+func (a *app) render(v any, table func(w io.Writer)) error {
+	switch a.output {
+	case "json":
+		enc := json.NewEncoder(a.io.Stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(v)
+	case "yaml":
+		b, err := declarative.YAML(v)
+		if err != nil {
+			return err
+		}
+		_, err = a.io.Stdout.Write(b)
+		return err
+	}
+	tw := tabwriter.NewWriter(a.io.Stdout, 0, 4, 2, ' ', 0)
+	table(tw)
+	return tw.Flush()
+}
+
+// row writes one table row of cells.
+func row(w io.Writer, cells ...any) {
+	s := make([]string, len(cells))
+	for i, c := range cells {
+		s[i] = cell(c)
+	}
+	fmt.Fprintln(w, strings.Join(s, "\t"))
+}
+
+func cell(c any) string {
+	switch t := c.(type) {
+	case string:
+		if t == "" {
+			return "-"
+		}
+		return strings.NewReplacer("\t", " ", "\n", " ").Replace(t)
+	case time.Time:
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	case *time.Time:
+		if t == nil {
+			return "-"
+		}
+		return cell(*t)
+	case map[string]string:
+		if len(t) == 0 {
+			return "-"
+		}
+		parts := make([]string, 0, len(t))
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			parts = append(parts, k+"="+t[k])
+		}
+		return strings.Join(parts, ",")
+	case []string:
+		if len(t) == 0 {
+			return "-"
+		}
+		return strings.Join(t, ",")
+	}
+	return fmt.Sprint(c)
+}
+
+// fields writes "KEY: value" lines for a single object's table form.
+func fields(w io.Writer, kv ...any) {
+	for i := 0; i+1 < len(kv); i += 2 {
+		fmt.Fprintf(w, "%s:\t%s\n", kv[i], cell(kv[i+1]))
+	}
+}
+
+// streamJSON writes the items of seq as one indented JSON array, item by
+// item, so a long list never sits in memory whole. An error midway leaves
+// the array unterminated: a reader cannot mistake it for a full list.
+func streamJSON[T any](w io.Writer, seq iter.Seq2[T, error]) error {
+	if _, err := io.WriteString(w, "["); err != nil {
+		return err
+	}
+	n := 0
+	for v, err := range seq {
+		if err != nil {
+			fmt.Fprintln(w)
+			return err
+		}
+		b, err := json.MarshalIndent(v, "  ", "  ")
+		if err != nil {
+			return err
+		}
+		sep := ",\n  "
+		if n == 0 {
+			sep = "\n  "
+		}
+		if _, err := io.WriteString(w, sep+string(b)); err != nil {
+			return err
+		}
+		n++
+	}
+	end := "]\n"
+	if n > 0 {
+		end = "\n]\n"
+	}
+	_, err := io.WriteString(w, end)
+	return err
+}

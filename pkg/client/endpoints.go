@@ -1,0 +1,125 @@
+package client
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"strconv"
+
+	"github.com/mcpmon/mcpmon/pkg/api"
+)
+
+// EndpointFilter narrows an endpoint list: Selector is a label selector
+// ("team=search,env!=dev"), States a comma-separated list of states
+// (up, down, paused, pending, …), Limit the page size (0: the server's).
+type EndpointFilter struct {
+	Selector string
+	States   string
+	Limit    int
+}
+
+func (f EndpointFilter) path() string {
+	lim := ""
+	if f.Limit > 0 {
+		lim = strconv.Itoa(f.Limit)
+	}
+	return "/v1/endpoints" + query("selector", f.Selector, "state", f.States, "limit", lim)
+}
+
+// Endpoints walks the tenant's endpoints page by page (one page in
+// memory). Breaking out of the loop stops the walk; an error ends it as
+// the last pair.
+func (c *Client) Endpoints(ctx context.Context, f EndpointFilter) iter.Seq2[api.EndpointView, error] {
+	return seq[api.EndpointView](ctx, c, f.path(), "endpoints")
+}
+
+// ListEndpoints returns every endpoint of the tenant that selector matches
+// ("" for all), reading every page.
+func (c *Client) ListEndpoints(ctx context.Context, selector string) ([]api.EndpointView, error) {
+	var out []api.EndpointView
+	for e, err := range c.Endpoints(ctx, EndpointFilter{Selector: selector}) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// GetEndpoint returns one endpoint with its latest result and verdict.
+func (c *Client) GetEndpoint(ctx context.Context, id string) (api.EndpointView, error) {
+	var v api.EndpointView
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/endpoints/" + esc(id)}, &v)
+	return v, err
+}
+
+// CreateEndpoint registers an endpoint.
+func (c *Client) CreateEndpoint(ctx context.Context, in api.EndpointInput) (api.EndpointView, error) {
+	var v api.EndpointView
+	_, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/endpoints", body: in}, &v)
+	return v, err
+}
+
+// PatchEndpoint applies patch, a JSON merge patch (RFC 7386: members set,
+// null removes), to the endpoint's current version.
+func (c *Client) PatchEndpoint(ctx context.Context, id string, patch any) (api.EndpointView, error) {
+	return c.PatchEndpointIfMatch(ctx, id, patch, 0)
+}
+
+// PatchEndpointIfMatch is PatchEndpoint applied only if the endpoint is
+// still at version (its ETag); otherwise the answer is a 412 (IsConflict).
+// A version of 0 sends no If-Match.
+func (c *Client) PatchEndpointIfMatch(ctx context.Context, id string, patch any, version int64) (api.EndpointView, error) {
+	req := request{method: http.MethodPatch, path: "/v1/endpoints/" + esc(id), body: patch, ctype: "application/merge-patch+json"}
+	if version > 0 {
+		req.ifMatch = `"` + strconv.FormatInt(version, 10) + `"`
+	}
+	var v api.EndpointView
+	_, err := c.do(ctx, req, &v)
+	return v, err
+}
+
+// DeleteEndpoint removes an endpoint.
+func (c *Client) DeleteEndpoint(ctx context.Context, id string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/v1/endpoints/" + esc(id)}, nil)
+	return err
+}
+
+// PauseEndpoint stops probing the endpoint (its configuration is kept).
+func (c *Client) PauseEndpoint(ctx context.Context, id string) (api.EndpointView, error) {
+	return c.PatchEndpoint(ctx, id, map[string]any{"paused": true})
+}
+
+// ResumeEndpoint probes a paused endpoint again.
+func (c *Client) ResumeEndpoint(ctx context.Context, id string) (api.EndpointView, error) {
+	return c.PatchEndpoint(ctx, id, map[string]any{"paused": false})
+}
+
+// Verdicts returns the endpoint's latest verdicts, newest first (limit 0:
+// the server's default).
+func (c *Client) Verdicts(ctx context.Context, id string, limit int) ([]api.VerdictView, error) {
+	lim := ""
+	if limit > 0 {
+		lim = strconv.Itoa(limit)
+	}
+	var out struct {
+		Verdicts []api.VerdictView `json:"verdicts"`
+	}
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/endpoints/" + esc(id) + "/verdicts" + query("limit", lim)}, &out)
+	return out.Verdicts, err
+}
+
+// Uptime returns the endpoint's uptime and latency over rng (24h, 7d,
+// 30d, 90d; "" is 24h).
+func (c *Client) Uptime(ctx context.Context, id, rng string) (api.UptimeView, error) {
+	var v api.UptimeView
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/endpoints/" + esc(id) + "/uptime" + query("range", rng)}, &v)
+	return v, err
+}
+
+// Readyz asks the server whether it is ready: nil when it is, else an
+// *Error whose Detail is the server's reason.
+func (c *Client) Readyz(ctx context.Context) error {
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/readyz"}, nil)
+	return err
+}

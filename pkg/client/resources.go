@@ -1,0 +1,175 @@
+package client
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/api"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// ---- incidents
+
+// IncidentFilter narrows an incident list: State is open, acknowledged or
+// resolved ("" every state); Endpoint an endpoint ID.
+type IncidentFilter struct {
+	State    string
+	Endpoint string
+}
+
+// Incidents walks the tenant's incidents, newest first.
+func (c *Client) Incidents(ctx context.Context, f IncidentFilter) iter.Seq2[api.IncidentView, error] {
+	return seq[api.IncidentView](ctx, c, "/v1/incidents"+query("state", f.State, "endpoint", f.Endpoint), "incidents")
+}
+
+// ListIncidents returns every incident f matches.
+func (c *Client) ListIncidents(ctx context.Context, f IncidentFilter) ([]api.IncidentView, error) {
+	return collect(c.Incidents(ctx, f))
+}
+
+// GetIncident returns one incident with what each sink was told.
+func (c *Client) GetIncident(ctx context.Context, id string) (api.IncidentDetail, error) {
+	var v api.IncidentDetail
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/incidents/" + esc(id)}, &v)
+	return v, err
+}
+
+// AckIncident acknowledges an open incident (a resolved one: IsConflict).
+func (c *Client) AckIncident(ctx context.Context, id string, in api.AckInput) (api.IncidentView, error) {
+	var v api.IncidentView
+	_, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/incidents/" + esc(id) + "/ack", body: in}, &v)
+	return v, err
+}
+
+// ---- maintenance
+
+// Maintenance walks the tenant's maintenance windows.
+func (c *Client) Maintenance(ctx context.Context) iter.Seq2[api.MaintenanceView, error] {
+	return seq[api.MaintenanceView](ctx, c, "/v1/maintenance", "maintenance")
+}
+
+// ListMaintenance returns every maintenance window of the tenant.
+func (c *Client) ListMaintenance(ctx context.Context) ([]api.MaintenanceView, error) {
+	return collect(c.Maintenance(ctx))
+}
+
+// GetMaintenance returns one maintenance window.
+func (c *Client) GetMaintenance(ctx context.Context, id string) (api.MaintenanceView, error) {
+	var v api.MaintenanceView
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/maintenance/" + esc(id)}, &v)
+	return v, err
+}
+
+// AddMaintenance creates a maintenance window.
+func (c *Client) AddMaintenance(ctx context.Context, in api.MaintenanceInput) (api.MaintenanceView, error) {
+	var v api.MaintenanceView
+	_, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/maintenance", body: in}, &v)
+	return v, err
+}
+
+// RemoveMaintenance deletes a maintenance window.
+func (c *Client) RemoveMaintenance(ctx context.Context, id string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/v1/maintenance/" + esc(id)}, nil)
+	return err
+}
+
+// ---- keys
+
+// KeyInput is the body of POST /v1/keys (the API's own request type is
+// unexported). Scope is read, write or admin; ExpiresIn a Go duration
+// ("720h", "" never).
+type KeyInput struct {
+	Name      string `json:"name"`
+	Scope     string `json:"scope"`
+	ExpiresIn string `json:"expiresIn,omitempty"`
+}
+
+// Keys walks the tenant's API keys (admin).
+func (c *Client) Keys(ctx context.Context) iter.Seq2[api.KeyView, error] {
+	return seq[api.KeyView](ctx, c, "/v1/keys", "keys")
+}
+
+// ListKeys returns every API key of the tenant (admin).
+func (c *Client) ListKeys(ctx context.Context) ([]api.KeyView, error) { return collect(c.Keys(ctx)) }
+
+// CreateKey creates an API key in the caller's tenant; the answer's Key is
+// the secret, shown only now.
+func (c *Client) CreateKey(ctx context.Context, in KeyInput) (api.KeyView, error) {
+	var v api.KeyView
+	_, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/keys", body: in}, &v)
+	return v, err
+}
+
+// RevokeKey revokes a key by ID or name.
+func (c *Client) RevokeKey(ctx context.Context, ref string) (api.KeyView, error) {
+	var v api.KeyView
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/v1/keys/" + esc(ref)}, &v)
+	return v, err
+}
+
+// ---- audit
+
+// AuditFilter narrows the audit log: Since inclusive, Until exclusive
+// (zero: unbounded).
+type AuditFilter struct {
+	Since, Until time.Time
+}
+
+// Audit walks the tenant's audit log, newest first (admin).
+func (c *Client) Audit(ctx context.Context, f AuditFilter) iter.Seq2[store.AuditEntry, error] {
+	ts := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	return seq[store.AuditEntry](ctx, c, "/v1/audit"+query("since", ts(f.Since), "until", ts(f.Until)), "entries")
+}
+
+// ---- dead letters (operator: the default tenant's admin key)
+
+// DeadLetterQueues lists the stage queues' dead-letter queues.
+func (c *Client) DeadLetterQueues(ctx context.Context) ([]api.DLQView, error) {
+	var out struct {
+		Queues []api.DLQView `json:"queues"`
+	}
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/dlq"}, &out)
+	return out.Queues, err
+}
+
+// PeekDeadLetters returns up to limit dead letters of queue without
+// removing them (0: the server's default).
+func (c *Client) PeekDeadLetters(ctx context.Context, queue string, limit int) ([]api.DeadLetterView, error) {
+	lim := ""
+	if limit > 0 {
+		lim = strconv.Itoa(limit)
+	}
+	var out struct {
+		Messages []api.DeadLetterView `json:"messages"`
+	}
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/dlq/" + esc(queue) + "/messages" + query("limit", lim)}, &out)
+	return out.Messages, err
+}
+
+// RedriveDeadLetters moves dead letters of queue back to it: the ones
+// named by ids, or all when ids is empty.
+func (c *Client) RedriveDeadLetters(ctx context.Context, queue string, ids []string) (api.RedriveView, error) {
+	if ids == nil {
+		ids = []string{}
+	}
+	var v api.RedriveView
+	_, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/dlq/" + esc(queue) + "/redrive", body: map[string]any{"ids": ids}}, &v)
+	return v, err
+}
+
+// PurgeDeadLetters deletes every dead letter of queue and says how many.
+func (c *Client) PurgeDeadLetters(ctx context.Context, queue string) (int, error) {
+	var out struct {
+		Purged int `json:"purged"`
+	}
+	_, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/dlq/" + esc(queue) + "/purge", body: map[string]any{}}, &out)
+	return out.Purged, err
+}

@@ -1,0 +1,279 @@
+package declarative
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/mcpmon/mcpmon/pkg/api"
+)
+
+func view(name string, mod func(*api.EndpointView)) api.EndpointView {
+	v := api.EndpointView{ID: "id-" + name, Name: name, URL: "https://mcp.example.com/" + name, Transport: "auto",
+		Schedule: api.DefaultSchedule, Timeout: "10s", Version: 3}
+	if mod != nil {
+		mod(&v)
+	}
+	return v
+}
+
+func input(name string, mod func(*api.EndpointInput)) api.EndpointInput {
+	in := api.EndpointInput{Name: name, URL: "https://mcp.example.com/" + name}
+	if mod != nil {
+		mod(&in)
+	}
+	return in
+}
+
+func fields(c Change) string {
+	var out []string
+	for _, f := range c.Fields {
+		out = append(out, f.Field)
+	}
+	return strings.Join(out, ",")
+}
+
+func TestPlanMatchesByName(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		desired []api.EndpointInput
+		current []api.EndpointView
+		opts    Options
+		want    []string // action:name[:fields]
+		patch   map[string]any
+	}{
+		{name: "defaults on both sides are no change",
+			desired: []api.EndpointInput{input("a", nil)}, current: []api.EndpointView{view("a", nil)}},
+		{name: "equal durations written differently are no change",
+			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) { in.Timeout = "5s"; in.Schedule = "@every 1m" })},
+			current: []api.EndpointView{view("a", func(v *api.EndpointView) { v.Timeout = "5s"; v.Schedule = "@every 1m" })}},
+		{name: "a new name is created", desired: []api.EndpointInput{input("b", nil)}, current: []api.EndpointView{view("a", nil)},
+			want: []string{"create:b"}},
+		{name: "without prune the server's extra endpoint stays", desired: nil, current: []api.EndpointView{view("a", nil)}},
+		{name: "prune deletes what no file declares", desired: nil, current: []api.EndpointView{view("a", nil)},
+			opts: Options{Prune: true}, want: []string{"delete:a"}},
+		{name: "changed fields are patched, removed ones nulled",
+			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) {
+				in.Schedule = "@every 10s"
+				in.Labels = map[string]string{"team": "x"}
+			})},
+			current: []api.EndpointView{view("a", func(v *api.EndpointView) {
+				v.Labels = map[string]string{"team": "y", "env": "dev"}
+				v.LatencyThreshold = "2s"
+			})},
+			want:  []string{"update:a:schedule,latencyThreshold,labels"},
+			patch: map[string]any{"schedule": "@every 10s", "latencyThreshold": nil, "labels": map[string]any{"team": "x", "env": nil}}},
+		{name: "a timeout left out follows a short schedule's default",
+			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) { in.Schedule = "@every 5s" })},
+			current: []api.EndpointView{view("a", func(v *api.EndpointView) { v.Schedule = "@every 5s"; v.Timeout = "5s" })}},
+		{name: "header values are not compared, names are",
+			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) { in.Headers = map[string]string{"authorization": "new"} })},
+			current: []api.EndpointView{view("a", func(v *api.EndpointView) { v.Headers = map[string]string{"Authorization": api.Redacted} })}},
+		{name: "force-secrets re-sends header values",
+			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) { in.Headers = map[string]string{"Authorization": "new"} })},
+			current: []api.EndpointView{view("a", func(v *api.EndpointView) { v.Headers = map[string]string{"Authorization": api.Redacted} })},
+			opts:    Options{ForceSecrets: true}, want: []string{"update:a:headers"},
+			patch: map[string]any{"headers": map[string]any{"Authorization": "new"}}},
+		{name: "a removed header is nulled",
+			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) { in.Headers = map[string]string{"X-Key": "k"} })},
+			current: []api.EndpointView{view("a", func(v *api.EndpointView) {
+				v.Headers = map[string]string{"Authorization": api.Redacted, "X-Key": api.Redacted}
+			})},
+			want: []string{"update:a:headers"}, patch: map[string]any{"headers": map[string]any{"X-Key": "k", "Authorization": nil}}},
+		{name: "a new URL re-sends the headers the server would drop",
+			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) {
+				in.URL = "https://other.example.com/mcp"
+				in.Headers = map[string]string{"Authorization": "t"}
+			})},
+			current: []api.EndpointView{view("a", func(v *api.EndpointView) { v.Headers = map[string]string{"Authorization": api.Redacted} })},
+			want:    []string{"update:a:url,headers"}},
+		{name: "sinks compare after redaction",
+			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) {
+				in.Sinks = json.RawMessage(`[{"name":"hook","type":"webhook","url":"https://hooks.example.com/new-token"}]`)
+			})},
+			current: []api.EndpointView{view("a", func(v *api.EndpointView) {
+				v.Sinks = json.RawMessage(`[{"name":"hook","type":"webhook","url":"<redacted>"}]`)
+			})}},
+		{name: "a sink's visible member differs",
+			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) {
+				in.Sinks = json.RawMessage(`[{"name":"hook2","type":"webhook","url":"https://hooks.example.com/t"}]`)
+			})},
+			current: []api.EndpointView{view("a", func(v *api.EndpointView) {
+				v.Sinks = json.RawMessage(`[{"name":"hook","type":"webhook","url":"<redacted>"}]`)
+			})},
+			want: []string{"update:a:sinks"}},
+		{name: "creates, updates and deletes come in that order",
+			desired: []api.EndpointInput{input("z", nil), input("m", func(in *api.EndpointInput) { in.Paused = true })},
+			current: []api.EndpointView{view("m", nil), view("a", nil)}, opts: Options{Prune: true},
+			want: []string{"create:z", "update:m:paused", "delete:a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := MakePlan(tc.desired, tc.current, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range p.Changes {
+				s := string(c.Action) + ":" + c.Name
+				if c.Action == Update {
+					s += ":" + fields(c)
+				}
+				got = append(got, s)
+			}
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Fatalf("plan = %v, want %v", got, tc.want)
+			}
+			if tc.patch != nil {
+				gb, _ := json.Marshal(p.Changes[0].Patch)
+				wb, _ := json.Marshal(tc.patch)
+				if string(gb) != string(wb) {
+					t.Fatalf("patch = %s, want %s", gb, wb)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanRefusesServerDuplicates(t *testing.T) {
+	a1 := view("a", func(v *api.EndpointView) { v.ID = "one" })
+	a2 := view("a", func(v *api.EndpointView) { v.ID = "two" })
+	_, err := MakePlan([]api.EndpointInput{input("a", nil)}, []api.EndpointView{a1, a2}, Options{})
+	if err == nil || !strings.Contains(err.Error(), `"a" (ids one, two)`) {
+		t.Fatalf("err = %v, want one naming both IDs", err)
+	}
+}
+
+func TestLoadRefusesDuplicateNames(t *testing.T) {
+	fsys := fstest.MapFS{
+		"cfg/a.yaml": {Data: []byte("endpoints:\n  - name: x\n    url: https://a.example.com/mcp\n")},
+		"cfg/b.yml":  {Data: []byte("endpoints:\n  - name: x\n    url: https://b.example.com/mcp\n")},
+	}
+	_, err := Load(fsys, "cfg")
+	if err == nil || !strings.Contains(err.Error(), "cfg/a.yaml and cfg/b.yml") {
+		t.Fatalf("err = %v, want the two files named", err)
+	}
+}
+
+func TestParseRefusesUnknownFields(t *testing.T) {
+	_, err := Parse([]byte("endpoints:\n  - name: x\n    url: https://a.example.com\n    schedul: '@every 1m'\n"))
+	if err == nil || !strings.Contains(err.Error(), "schedul") {
+		t.Fatalf("err = %v, want the unknown field named", err)
+	}
+}
+
+func TestResolveRefusesLiteralSecrets(t *testing.T) {
+	env := map[string]string{"TOKEN": "s3cret", "HOOK": "https://hooks.example.com/T0K"}
+	r := Resolver{
+		Env: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		ReadFile: func(p string) ([]byte, error) {
+			if p == "dir/key.txt" {
+				return []byte("filekey\n"), nil
+			}
+			return nil, os.ErrNotExist
+		},
+	}
+	for _, tc := range []struct {
+		name, yaml, wantErr string
+		check               func(t *testing.T, in api.EndpointInput)
+	}{
+		{name: "header from env with a literal prefix", yaml: `headers: {Authorization: "Bearer ${env:TOKEN}"}`,
+			check: func(t *testing.T, in api.EndpointInput) {
+				if in.Headers["Authorization"] != "Bearer s3cret" {
+					t.Fatalf("header = %q", in.Headers["Authorization"])
+				}
+			}},
+		{name: "header from a file relative to the YAML", yaml: `headers: {X-Key: "${file:key.txt}"}`,
+			check: func(t *testing.T, in api.EndpointInput) {
+				if in.Headers["X-Key"] != "filekey" {
+					t.Fatalf("header = %q", in.Headers["X-Key"])
+				}
+			}},
+		{name: "literal header value", yaml: `headers: {Authorization: "Bearer abc"}`, wantErr: "headers.Authorization"},
+		{name: "unset variable", yaml: `headers: {Authorization: "${env:NOPE}"}`, wantErr: "NOPE"},
+		{name: "literal sink secret", yaml: `sinks: [{name: h, type: webhook, url: "https://hooks.example.com/T0K"}]`, wantErr: "sinks[0].url"},
+		{name: "sink secret from env", yaml: `sinks: [{name: h, type: webhook, url: "${env:HOOK}"}]`,
+			check: func(t *testing.T, in api.EndpointInput) {
+				if !strings.Contains(string(in.Sinks), "T0K") {
+					t.Fatalf("sinks = %s", in.Sinks)
+				}
+			}},
+		{name: "literal URL token", yaml: `url: "https://a.example.com/mcp?token=abc"`, wantErr: `query parameter "token"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := "endpoints:\n  - name: e\n    url: https://a.example.com/mcp\n"
+			lines := strings.Replace(src, "    url: https://a.example.com/mcp\n", "", 1)
+			if !strings.HasPrefix(tc.yaml, "url:") {
+				lines = src
+			}
+			doc, err := Parse([]byte(lines + "    " + tc.yaml + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.Resolve([]Desired{{Input: doc.Endpoints[0], Source: "dir/e.yaml"}})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want it to name %s", err, tc.wantErr)
+				}
+				if err != nil && (strings.Contains(err.Error(), "abc") || strings.Contains(err.Error(), "T0K")) {
+					t.Fatalf("the error quotes the secret: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, got[0])
+		})
+	}
+}
+
+func TestExportPlansNoChange(t *testing.T) {
+	views := []api.EndpointView{
+		view("a", func(v *api.EndpointView) {
+			v.Headers = map[string]string{"Authorization": api.Redacted}
+			v.Schedule = "@every 5s"
+			v.Timeout = "5s"
+			v.Labels = map[string]string{"team": "x"}
+			v.Rules = &api.RulesInput{OpenAfter: 2}
+			v.Sinks = json.RawMessage(`[{"name":"hook","type":"webhook","url":"https://hooks.example.com/<redacted>"}]`)
+		}),
+		view("b", func(v *api.EndpointView) { v.Paused = true; v.Timeout = "3s" }),
+	}
+	out, err := YAML(Export(views))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), api.Redacted) {
+		t.Fatalf("export holds a redaction placeholder:\n%s", out)
+	}
+	doc, err := Parse(out)
+	if err != nil {
+		t.Fatalf("export does not parse: %v\n%s", err, out)
+	}
+	env := map[string]string{
+		"MCPMON_A_AUTHORIZATION": "tok",
+		"MCPMON_A_SINK_HOOK_URL": "https://hooks.example.com/secret",
+	}
+	r := Resolver{Env: func(k string) (string, bool) { v, ok := env[k]; return v, ok }, ReadFile: func(string) ([]byte, error) { return nil, errors.New("no files") }}
+	ds := make([]Desired, len(doc.Endpoints))
+	for i, in := range doc.Endpoints {
+		ds[i] = Desired{Input: in, Source: "export.yaml"}
+	}
+	resolved, err := r.Resolve(ds)
+	if err != nil {
+		t.Fatalf("resolve the export: %v\n%s", err, out)
+	}
+	redact := func(raw json.RawMessage) json.RawMessage {
+		return json.RawMessage(strings.ReplaceAll(string(raw), "/secret", "/<redacted>"))
+	}
+	p, err := MakePlan(resolved, views, Options{Prune: true, RedactSinks: redact})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Empty() {
+		t.Fatalf("export then plan = %+v, want no change\n%s", p.Changes, out)
+	}
+}

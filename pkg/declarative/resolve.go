@@ -1,0 +1,241 @@
+package declarative
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/mcpmon/mcpmon/pkg/api"
+)
+
+// refRE matches a reference: ${env:NAME} or ${file:PATH}.
+var refRE = regexp.MustCompile(`\$\{(env|file):([^}]+)\}`)
+
+// Resolver fills in references. Env looks up an environment variable
+// (ok false: unset; nil: every variable is unset); ReadFile reads a file
+// (nil: os.ReadFile). Both are injected so the pure part stays testable.
+type Resolver struct {
+	Env      func(name string) (string, bool)
+	ReadFile func(path string) ([]byte, error)
+	// RedactSinks is the server's sinks redactor (the daemon wires
+	// alerter/sinks.RedactEndpointSinks): a sink member it hides is a
+	// secret and must come from a reference. Nil uses api.RedactSinks.
+	RedactSinks func(json.RawMessage) json.RawMessage
+}
+
+// hasRef reports whether s contains a reference.
+func hasRef(s string) bool { return refRE.MatchString(s) }
+
+// expand replaces every reference in s. base is the directory ${file:}
+// paths are relative to.
+func (r Resolver) expand(s, base string) (string, error) {
+	var firstErr error
+	out := refRE.ReplaceAllStringFunc(s, func(m string) string {
+		sub := refRE.FindStringSubmatch(m)
+		kind, arg := sub[1], strings.TrimSpace(sub[2])
+		switch kind {
+		case "env":
+			var v string
+			ok := false
+			if r.Env != nil {
+				v, ok = r.Env(arg)
+			}
+			if !ok && firstErr == nil {
+				firstErr = fmt.Errorf("${env:%s}: the environment variable is not set", arg)
+			}
+			return v
+		default:
+			p := arg
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(base, p)
+			}
+			read := r.ReadFile
+			if read == nil {
+				read = os.ReadFile
+			}
+			b, err := read(p)
+			if err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("${file:%s}: %w", arg, err)
+			}
+			return strings.TrimRight(string(b), "\r\n")
+		}
+	})
+	return out, firstErr
+}
+
+// Resolve returns the endpoints with every reference filled in, after
+// checking that each secret comes from one: header values, the values of
+// credential-like URL query parameters (key, token, sig, …) and the sink
+// members the server redacts. A literal secret is an error naming the
+// field, so secrets stay out of files that get committed.
+func (r Resolver) Resolve(ds []Desired) ([]api.EndpointInput, error) {
+	redact := r.RedactSinks
+	if redact == nil {
+		redact = api.RedactSinks
+	}
+	out := make([]api.EndpointInput, 0, len(ds))
+	for _, d := range ds {
+		in, err := r.resolveOne(d, redact)
+		if err != nil {
+			return nil, fmt.Errorf("%s: endpoint %q: %w", d.Source, d.Input.Name, err)
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+func (r Resolver) resolveOne(d Desired, redact func(json.RawMessage) json.RawMessage) (api.EndpointInput, error) {
+	in := d.Input
+	base := filepath.Dir(d.Source)
+	var err error
+
+	if bad := literalURLSecret(in.URL); bad != "" {
+		return in, fmt.Errorf("url: query parameter %q holds a literal secret; write its value as ${env:NAME} or ${file:PATH}", bad)
+	}
+	if in.URL, err = r.expand(in.URL, base); err != nil {
+		return in, fmt.Errorf("url: %w", err)
+	}
+	if len(in.Headers) > 0 {
+		hs := make(map[string]string, len(in.Headers))
+		for _, k := range slices.Sorted(maps.Keys(in.Headers)) {
+			v := in.Headers[k]
+			if !hasRef(v) {
+				return in, fmt.Errorf("headers.%s: header values are secrets and must come from ${env:NAME} or ${file:PATH} (e.g. \"Bearer ${env:TOKEN}\"), not be written in the file", k)
+			}
+			if hs[k], err = r.expand(v, base); err != nil {
+				return in, fmt.Errorf("headers.%s: %w", k, err)
+			}
+		}
+		in.Headers = hs
+	}
+	for _, f := range []*string{&in.Name, &in.Schedule, &in.Timeout, &in.Slug} {
+		if hasRef(*f) {
+			return in, fmt.Errorf("references are only for secrets (url, headers, sinks): found one in %q", *f)
+		}
+	}
+	if s := bytes.TrimSpace(in.Sinks); len(s) > 0 && string(s) != "null" {
+		resolved, err := r.resolveSinks(s, base, redact)
+		if err != nil {
+			return in, err
+		}
+		in.Sinks = resolved
+	} else {
+		in.Sinks = nil
+	}
+	return in, nil
+}
+
+// literalURLSecret names the first credential-like query parameter of raw
+// (as api.RedactURL sees them) whose value is not a reference, or "".
+func literalURLSecret(raw string) string {
+	red := api.RedactURL(raw)
+	if red == raw {
+		return ""
+	}
+	_, rq, _ := strings.Cut(raw, "?")
+	_, dq, _ := strings.Cut(red, "?")
+	rp, dp := strings.Split(rq, "&"), strings.Split(dq, "&")
+	for i := range rp {
+		if i < len(dp) && rp[i] != dp[i] {
+			name, val, _ := strings.Cut(rp[i], "=")
+			if !isWholeRef(val) {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+func isWholeRef(s string) bool {
+	loc := refRE.FindStringIndex(s)
+	return loc != nil && loc[0] == 0 && loc[1] == len(s)
+}
+
+// resolveSinks resolves the references of a sinks document and checks
+// that every member the redactor hides came from one.
+func (r Resolver) resolveSinks(raw []byte, base string, redact func(json.RawMessage) json.RawMessage) (json.RawMessage, error) {
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("sinks: %w", err)
+	}
+	var walkErr error
+	resolved := mapStrings(doc, "sinks", func(path, s string) string {
+		v, err := r.expand(s, base)
+		if err != nil && walkErr == nil {
+			walkErr = fmt.Errorf("%s: %w", path, err)
+		}
+		return v
+	})
+	if walkErr != nil {
+		return nil, walkErr
+	}
+	out, err := json.Marshal(resolved)
+	if err != nil {
+		return nil, fmt.Errorf("sinks: %w", err)
+	}
+	var red any
+	if rb := redact(out); len(rb) > 0 && json.Unmarshal(rb, &red) == nil {
+		if bad := literalSecret(doc, red, "sinks"); bad != "" {
+			return nil, fmt.Errorf("%s: a sink secret (URL with a token, key, secret, password) must come from ${env:NAME} or ${file:PATH}, not be written in the file", bad)
+		}
+	}
+	return out, nil
+}
+
+// literalSecret walks the raw document beside its redacted form and
+// returns the path of the first string the redactor hid that is not from a
+// reference, or "".
+func literalSecret(raw, red any, path string) string {
+	switch t := raw.(type) {
+	case map[string]any:
+		rm, _ := red.(map[string]any)
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			if p := literalSecret(t[k], rm[k], path+"."+k); p != "" {
+				return p
+			}
+		}
+	case []any:
+		ra, _ := red.([]any)
+		for i := range t {
+			var rv any
+			if i < len(ra) {
+				rv = ra[i]
+			}
+			if p := literalSecret(t[i], rv, fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p
+			}
+		}
+	case string:
+		if rs, ok := red.(string); ok && strings.Contains(rs, api.Redacted) && !hasRef(t) {
+			return path
+		}
+	}
+	return ""
+}
+
+// mapStrings returns a copy of v with f applied to every string leaf.
+func mapStrings(v any, path string, f func(path, s string) string) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, c := range t {
+			out[k] = mapStrings(c, path+"."+k, f)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, c := range t {
+			out[i] = mapStrings(c, fmt.Sprintf("%s[%d]", path, i), f)
+		}
+		return out
+	case string:
+		return f(path, t)
+	}
+	return v
+}
