@@ -2,7 +2,7 @@
 // server roles (run, api, prober, aggregator, alerter, queues ensure,
 // secrets rotate), which it hands to pkg/daemon with their own flags, and
 // for the REST commands (endpoints, incidents, maintenance, keys, dlq,
-// status, apply, export), which talk to a running server through
+// status, apply, export, import registry), which talk to a running server through
 // pkg/client.
 //
 // Input enters as the process's arguments and the injected IO (Env); no
@@ -226,6 +226,7 @@ func (a *app) commands() []*cobra.Command {
 		a.statusCmd(),      // status.go
 		a.applyCmd(),       // apply.go
 		a.exportCmd(),      // apply.go
+		a.importCmd(),      // importcmd.go
 		a.completionCmd(),  // completion.go
 	)
 }

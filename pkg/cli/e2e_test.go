@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/declarative"
+	"github.com/mcpmon/mcpmon/pkg/registry"
 )
 
 // lockedBuffer is a bytes.Buffer the daemon writes from its goroutines
@@ -513,6 +514,45 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	}
 	h.ok("endpoints", "rm", "gamma")
 	h.fails(ExitNotFound, "gamma", "endpoints", "rm", "gamma")
+
+	// import registry, from a registry serving the v0.1 shape: one server
+	// with a remote (the MCP server above) and a deleted one.
+	reg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v0.1/servers" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"servers":[
+			{"server":{"name":"io.example/live","version":"1.2.0","remotes":[{"type":"streamable-http","url":%q}]},
+			 "_meta":{"io.modelcontextprotocol.registry/official":{"status":"active","publishedAt":"2026-11-01T00:00:00Z","updatedAt":"2026-11-01T00:00:00Z","isLatest":true}}},
+			{"server":{"name":"io.example/gone","version":"0.1.0","remotes":[{"type":"sse","url":"https://gone.example.com/sse"}]},
+			 "_meta":{"io.modelcontextprotocol.registry/official":{"status":"deprecated","publishedAt":"2026-10-01T00:00:00Z","updatedAt":"2026-10-02T00:00:00Z","isLatest":true}}}
+		],"metadata":{"count":2}}`, mcpURL)
+	}))
+	t.Cleanup(reg.Close)
+	h.fails(ExitUsage, "--url", "import", "registry")
+	if out := h.ok("import", "registry", "--url", reg.URL, "--dry-run"); !strings.Contains(out, "create") {
+		t.Fatalf("import registry --dry-run:\n%s", out)
+	}
+	h.json(&list, "endpoints", "list")
+	if len(list) != 0 {
+		t.Fatalf("import registry --dry-run created %d endpoints", len(list))
+	}
+	var rep registry.Report
+	h.json(&rep, "import", "registry", "--url", reg.URL)
+	if rep.Created != 1 || rep.Skipped != 1 || rep.Failed != 0 {
+		t.Fatalf("import registry: %+v, want 1 created and the deprecated server skipped", rep)
+	}
+	h.json(&list, "endpoints", "list", "--selector", "source=mcp-registry")
+	if len(list) != 1 || list[0].URL != mcpURL || list[0].Labels["mcp-registry/version"] != "1.2.0" {
+		t.Fatalf("imported endpoints: %+v", list)
+	}
+	h.json(&rep, "import", "registry", "--url", reg.URL)
+	if rep.Created != 0 || rep.Updated != 0 || rep.Unchanged != 1 {
+		t.Fatalf("second import registry: %+v, want a no-op", rep)
+	}
+	h.ok("endpoints", "rm", list[0].ID)
 
 	stop()
 	// With the server stopped: the offline commands.

@@ -60,7 +60,7 @@ func (d *Daemon) setupAPIKeys(ctx context.Context) (api.Authenticator, api.KeyMa
 		// Not worth failing a start that waits for Redis anyway: the next
 		// start (of any replica) bootstraps, and `mcpmon keys create`
 		// works meanwhile.
-		d.log.Warn("store unreachable: no first admin API key was created; restart once it answers, or run `mcpmon keys create`", "err", err)
+		d.log.Warn("store unreachable: no first admin API key was created; restart once it answers, or run `mcpmon keys create --local`", "err", err)
 	case err != nil:
 		return nil, nil, fmt.Errorf("create the first admin API key: %w", err)
 	}
@@ -124,13 +124,13 @@ func (d *Daemon) authBanner(w io.Writer) {
 		fmt.Fprintf(w, "admin API key (tenant %q), shown this once: mcpmon keeps only its hash\n  export MCPMON_TOKEN=%s\n", auth.DefaultTenant, d.keys.fresh)
 		d.keys.fresh = ""
 	default:
-		fmt.Fprintln(w, "every /v1 request needs Authorization: Bearer <API key>; lost the admin key printed at the first start? stop mcpmon and run `mcpmon keys create --name NAME --scope admin`")
+		fmt.Fprintln(w, "every /v1 request needs Authorization: Bearer <API key>; lost the admin key printed at the first start? stop mcpmon and run `mcpmon keys create --local --name NAME --scope admin`")
 	}
 }
 
-const keysUsage = `usage: mcpmon keys create --name NAME --scope read|write|admin [--expires 720h] [--tenant T] [store flags]
-       mcpmon keys list [--tenant T] [store flags]
-       mcpmon keys revoke ID|NAME [--tenant T] [store flags]
+const keysUsage = `usage: mcpmon keys create --local --name NAME --scope read|write|admin [--expires 720h] [--tenant T] [store flags]
+       mcpmon keys list --local [--tenant T] [store flags]
+       mcpmon keys revoke ID|NAME --local [--tenant T] [store flags]
 
 Works on the store directly: --data-dir DIR (the embedded store; mcpmon must
 not be running on it) or --store redis --redis-url URL [--redis-prefix P].
@@ -279,7 +279,7 @@ func openKeyStore(ctx context.Context, o config.Options, mayCreate bool) (keySto
 		}
 		s, err := bolt.Open(path, bolt.Options{Clock: clock.Real{}, SweepInterval: -1, LockTimeout: time.Second, Logger: logger})
 		if errors.Is(err, bbolt.ErrTimeout) {
-			return nil, fmt.Errorf("the data dir %s is locked by a running mcpmon: `mcpmon keys` opens the store itself, so stop mcpmon first, or manage keys over its API with an admin key (POST/GET/DELETE /v1/keys)", o.DataDir)
+			return nil, fmt.Errorf("the data dir %s is locked by a running mcpmon: `mcpmon keys --local` opens the store itself, so stop mcpmon first, or manage keys over its API with an admin key (POST/GET/DELETE /v1/keys)", o.DataDir)
 		}
 		if err != nil {
 			return nil, err
