@@ -35,7 +35,7 @@ type run struct {
 	client *httpClient
 
 	mu      sync.Mutex
-	phases  [9]phaseDur // msg.Phases() but total
+	phases  [11]phaseDur // msg.Phases() but total, tool_call and auth_token
 	nPhases int
 	marks   [3]timeMark // dns, connect, tls
 	nMarks  int

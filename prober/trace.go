@@ -44,7 +44,7 @@ func (r *run) trace(ctx context.Context) context.Context {
 }
 
 // phaseDur is one recorded phase; timeMark the start of a traced one. A
-// probe has at most nine phases and three traced starts: small arrays
+// probe has at most eleven phases and three traced starts: small arrays
 // searched in order instead of two maps per probe.
 type phaseDur struct {
 	name string
