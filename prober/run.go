@@ -218,7 +218,8 @@ func fallbackFromDiscover(err error) bool {
 	}
 	switch classOf(err) {
 	case ClassRefused, ClassDNS, ClassTLS, ClassTimeout, ClassBlockedTarget, ClassNetwork,
-		ClassAuthRequired, ClassAuthRejected, ClassAuthMisconfigured, ClassForbidden, ClassRateLimited:
+		ClassAuthRequired, ClassAuthRejected, ClassAuthMisconfigured, ClassForbidden, ClassRateLimited,
+		ClassToolFailed: // the server spoke 2026-07-28; only its tool failed
 		return false
 	}
 	return true

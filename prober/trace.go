@@ -115,7 +115,7 @@ func (r *run) dropAttemptPhases() {
 	kept := r.phases[:0]
 	for _, p := range r.phases[:r.nPhases] {
 		switch p.name {
-		case msg.PhaseInitialize, msg.PhaseInitialized, msg.PhasePing, msg.PhaseToolsList, msg.PhaseClose:
+		case msg.PhaseInitialize, msg.PhaseInitialized, msg.PhasePing, msg.PhaseToolsList, msg.PhaseToolCall, msg.PhaseClose:
 			continue
 		}
 		kept = append(kept, p)
