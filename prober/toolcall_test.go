@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -164,5 +165,38 @@ func TestJudgeToolResult(t *testing.T) {
 				t.Fatalf("class %s", pe.class)
 			}
 		})
+	}
+}
+
+// TestToolCheckMetrics: the tool call is a phase of the histogram and a
+// failed check counts under its class.
+func TestToolCheckMetrics(t *testing.T) {
+	srv := streamable(t, toolServer(), mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	reg := prometheus.NewPedanticRegistry()
+	p := testProber(t, func(o *Options) { o.Metrics = NewMetrics(reg) })
+	p.Probe(t.Context(), toolEndpoint(srv.URL, store.ToolCheck{Name: "health", Arguments: json.RawMessage(`{"account":"a"}`)}), cmd())
+	p.Probe(t.Context(), toolEndpoint(srv.URL, store.ToolCheck{Name: "broken", Arguments: json.RawMessage(`{"account":"a"}`)}), cmd())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls uint64
+	var failed float64
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			switch {
+			case mf.GetName() == "mcpmon_probe_phase_seconds" && labels["phase"] == msg.PhaseToolCall:
+				calls = m.GetHistogram().GetSampleCount()
+			case mf.GetName() == "mcpmon_probes_total" && labels["class"] == ClassToolFailed:
+				failed = m.GetCounter().GetValue()
+			}
+		}
+	}
+	if calls != 2 || failed != 1 {
+		t.Fatalf("tool_call observations %d, tool_failed probes %v; want 2 and 1", calls, failed)
 	}
 }

@@ -281,10 +281,11 @@ func deepCheckInput(e store.Endpoint, in *EndpointInput) {
 // patch merged in. Tool arguments go to the endpoint's URL: on the same
 // origin a "<redacted>" member keeps its stored value; on another origin
 // stored arguments the patch does not send again are dropped (with a
-// warning). The client secret goes to the token URL: "<redacted>" keeps it
-// while the token URL's origin and the client ID stay; a token URL moved
-// to another origin needs the secret sent again (a 400 otherwise), or a
-// PATCH of only tokenUrl would hand the secret to whoever runs the new one.
+// warning). The client secret goes to the token URL and its tokens to the
+// endpoint's URL: "<redacted>" keeps it while both origins and the client
+// ID stay; otherwise the secret must be sent again (a 400 otherwise), or a
+// PATCH of only tokenUrl (or url) would hand the secret (or fresh tokens)
+// to whoever runs the new server.
 func carryDeepSecrets(in *EndpointInput, cur store.Endpoint, patch map[string]any) (warnings []string, errs []FieldError) {
 	if tc := in.ToolCheck; tc != nil && cur.ToolCheck != nil && len(cur.ToolCheck.Arguments) > 0 {
 		sameURL := sameOrigin(in.URL, cur.URL)
@@ -302,12 +303,14 @@ func carryDeepSecrets(in *EndpointInput, cur store.Endpoint, patch map[string]an
 	if o := in.OAuth; o != nil && cur.OAuth != nil && cur.OAuth.ClientSecret != "" {
 		op, _ := patch["oauth"].(map[string]any)
 		sent, _ := op["clientSecret"].(string)
-		sameAS := sameOrigin(o.TokenURL, cur.OAuth.TokenURL) && o.ClientID == cur.OAuth.ClientID
+		// The token it yields goes to the endpoint's URL: moving that to
+		// another origin needs the secret again too.
+		same := sameOrigin(o.TokenURL, cur.OAuth.TokenURL) && o.ClientID == cur.OAuth.ClientID && sameOrigin(in.URL, cur.URL)
 		switch {
-		case sameAS && o.ClientSecret == Redacted:
+		case same && o.ClientSecret == Redacted:
 			o.ClientSecret = cur.OAuth.ClientSecret
-		case !sameAS && (sent == "" || sent == Redacted):
-			errs = append(errs, FieldError{Pointer: "#/oauth/clientSecret", Detail: "the token URL's origin or the client ID changed: send the client secret again in the same PATCH (the stored one is not sent to another authorization server)"})
+		case !same && (sent == "" || sent == Redacted):
+			errs = append(errs, FieldError{Pointer: "#/oauth/clientSecret", Detail: "the token URL's origin, the client ID or the endpoint URL's origin changed: send the client secret again in the same PATCH (a stored secret, and the tokens it yields, are not handed to another server)"})
 		}
 	}
 	return warnings, errs

@@ -157,8 +157,13 @@ func TestPatchDeepCheckSecretsFollowTheirOrigin(t *testing.T) {
 		t.Fatalf("stored oauth %+v", e.OAuth)
 	}
 
+	// Moving the URL sends the tokens elsewhere: the secret must come along.
+	resp, b = h.do("PATCH", path, "", `{"url":"https://other.example/mcp"}`)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "#/oauth/clientSecret") {
+		t.Fatalf("PATCH url alone with OAuth: %d %s, want 400 naming #/oauth/clientSecret", resp.StatusCode, b)
+	}
 	var moved api.EndpointView
-	h.mustJSON("PATCH", path, `{"url":"https://other.example/mcp"}`, http.StatusOK, &moved)
+	h.mustJSON("PATCH", path, `{"url":"https://other.example/mcp","oauth":{"clientSecret":"new-secret-1234"}}`, http.StatusOK, &moved)
 	if len(moved.Warnings) == 0 || !strings.Contains(strings.Join(moved.Warnings, " "), "tool check arguments") {
 		t.Fatalf("warnings %v, want the dropped tool arguments named", moved.Warnings)
 	}
