@@ -30,6 +30,8 @@ const (
 	ClassTLS               = "tls"                // handshake failed: unknown authority, expired, wrong name
 	ClassNetwork           = "network_error"      // any other transport failure (reset, EOF mid-response)
 	ClassBlockedTarget     = "blocked_target"     // SSRF guard refused the address (loopback, private, metadata, ...)
+	ClassToolFailed        = "tool_failed"        // the endpoint's tool check failed: tool missing, isError, error or unexpected result
+	ClassAuthTokenFailed   = "auth_token_failed"  // the OAuth client-credentials token could not be obtained
 )
 
 // ClassInfo is one outcome class: its name, the status it maps to and the
@@ -51,11 +53,13 @@ var classes = [...]ClassInfo{
 	{ClassRateLimited, msg.StatusDegraded, "HTTP 429 (Retry-After recorded): alive but throttling"},
 	{ClassAuthRejected, msg.StatusDown, "401 although a credential header is configured (Authorization, Cookie, an API key or token header): wrong or expired"},
 	{ClassAuthMisconfigured, msg.StatusDown, "bare 401, or a Bearer challenge that leads to no usable metadata or token endpoint"},
+	{ClassAuthTokenFailed, msg.StatusDown, "the endpoint's OAuth client-credentials token could not be obtained (token endpoint refused the client, unreachable, blocked or malformed answer); the message names the token URL's host and the OAuth error code"},
 	{ClassForbidden, msg.StatusDown, "HTTP 403"},
 	{ClassNotFound, msg.StatusDown, "HTTP 404/405/501 for every transport tried"},
 	{ClassNotMCP, msg.StatusDown, "2xx with HTML or no content type"},
 	{ClassProtocolError, msg.StatusDown, "invalid JSON, not JSON-RPC, bad SSE, 406/415, body over the size cap"},
 	{ClassRPCError, msg.StatusDown, "initialize / server/discover answered with a JSON-RPC error"},
+	{ClassToolFailed, msg.StatusDown, "the endpoint's tool check failed: the tool is not in tools/list, tools/call answered a JSON-RPC error or isError, or the result did not match the expectation (contains / jsonPath / equals)"},
 	{ClassVersionMismatch, msg.StatusDown, "no common protocol revision, or not the pinned one"},
 	{ClassSessionBroken, msg.StatusDown, "404 on the session right after initialize (load balancer without sticky sessions)"},
 	{ClassSSEDeaf, msg.StatusDown, "legacy SSE: endpoint event, then POSTs never answered on the stream"},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -378,6 +379,15 @@ func TestFailureClasses(t *testing.T) {
 				disallow(o)
 				o.AllowedNetworks = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 			}
+		}},
+		{name: "tool check fails", class: ClassToolFailed, substr: "returned isError", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			srv := streamable(t, toolServer(), mcp.StreamableHTTPOptions{JSONResponse: true})
+			return toolEndpoint(srv.URL, store.ToolCheck{Name: "broken", Arguments: json.RawMessage(`{"account":"a"}`)}), nil
+		}},
+		{name: "oauth token refused", class: ClassAuthTokenFailed, substr: "invalid_client", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			issuer, _ := startOP(t, clock.Real{}, time.Hour)
+			srv := newProtectedMCP(t, issuer, clock.Real{})
+			return oauthEndpoint(srv.URL, issuer, "not-the-secret"), nil
 		}},
 	}
 	for _, tc := range cases {

@@ -56,5 +56,5 @@ func (r *run) discoverProbe(ctx context.Context) error {
 	_ = json.Unmarshal(dr.Capabilities, &caps)
 	r.hasTools = len(caps.Tools) > 0 && string(caps.Tools) != "null"
 	r.listTools(ctx)
-	return nil
+	return r.checkTool(ctx)
 }

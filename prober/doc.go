@@ -52,6 +52,31 @@
 // which is why the alternating ratio reads higher than the side-by-side
 // one for any client, the hand-written floor included.
 //
+// # Deep checks
+//
+// Three optional, credentialed checks go beyond liveness (the README's
+// class table lists their classes):
+//
+//   - Tool check (toolcall.go): an endpoint's store.ToolCheck names one
+//     read-only tool; after tools/list confirms it exists the probe sends
+//     tools/call with its arguments (under 2026-07-28 with the Mcp-Name
+//     header), timed as phase tool_call, and the result must not be
+//     isError and must meet the expectation (a substring of the text
+//     content, a jsonpath value of structuredContent). A failure is
+//     tool_failed (down); a transport failure of the call keeps its own
+//     class. The arguments are secrets like header values.
+//   - OAuth client credentials (oauth.go): an endpoint's store.OAuthClient
+//     yields the probe's bearer token, fetched through the SSRF guard,
+//     cached per endpoint (bounded) and refreshed before it expires by the
+//     prober's clock, timed as phase auth_token when fetched. Failing to
+//     get one is auth_token_failed (down); a token the target refuses is
+//     auth_rejected and dropped from the cache.
+//   - Credential expiry watchdog (credexpiry.go): a configured
+//     "Authorization: Bearer <JWT>" has its exp read (not verified) into
+//     mcpmon_probe_credential_expiry_timestamp_seconds and, within the
+//     warning window (default 72h) or once expired, a credential_expiry
+//     event whose fingerprint hashes exp, iss and sub, never the token.
+//
 // # Safety
 //
 // Targets are hostile until proven otherwise: the dialer refuses loopback,
@@ -60,6 +85,8 @@
 // (blocked_target; the rule is pkg/netguard's, which the alert sinks use
 // too); bodies and SSE streams are capped (1 MiB, 64 events);
 // every probe has a deadline from the endpoint timeout and its own transport;
-// the endpoint's headers are secrets, never logged and scrubbed from what the
-// target said (redact.go), never from the prober's own wording.
+// the endpoint's headers, tool check arguments, OAuth client secret and
+// token are secrets, never logged and scrubbed from what the target said
+// (redact.go), never from the prober's own wording. An OAuth token URL is
+// dialled through the same guard as a target.
 package prober

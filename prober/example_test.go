@@ -18,11 +18,13 @@ func ExampleStatusOf() {
 	// rate_limited       degraded
 	// auth_rejected      down
 	// auth_misconfigured down
+	// auth_token_failed  down
 	// forbidden          down
 	// not_found          down
 	// not_mcp            down
 	// protocol_error     down
 	// rpc_error          down
+	// tool_failed        down
 	// version_mismatch   down
 	// session_broken     down
 	// sse_deaf           down

@@ -52,7 +52,7 @@ func (r *run) handshake(ctx context.Context, version string) error {
 		return err
 	}
 	r.listTools(ctx)
-	return nil
+	return r.checkTool(ctx)
 }
 
 // acceptInitialize checks the initialize result and records the server.

@@ -2,6 +2,7 @@ package prober
 
 import (
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -18,6 +19,7 @@ type Metrics struct {
 	probes         *prometheus.CounterVec
 	phase          *prometheus.HistogramVec
 	certExpiry     *prometheus.GaugeVec
+	credExpiry     *prometheus.GaugeVec
 	protocolInfo   *prometheus.GaugeVec
 	catalogChanges *prometheus.CounterVec
 	up             *prometheus.GaugeVec
@@ -39,6 +41,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"endpoint", "phase"}),
 		certExpiry: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "mcpmon", Name: "probe_cert_expiry_timestamp_seconds", Help: "Earliest expiry of the endpoint's TLS certificate chain, Unix seconds.",
+		}, []string{"endpoint"}),
+		credExpiry: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "mcpmon", Name: "probe_credential_expiry_timestamp_seconds",
+			Help: "Expiry (exp claim, read unverified) of the endpoint's configured JWT bearer token, Unix seconds.",
 		}, []string{"endpoint"}),
 		protocolInfo: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "mcpmon", Name: "probe_protocol_info", Help: "Negotiated protocol version and transport (always 1).",
@@ -92,6 +98,19 @@ func (m *Metrics) observe(res *msg.ProbeResult) {
 	m.up.WithLabelValues(ep).Set(v)
 }
 
+// credentialExpiry sets the endpoint's credential expiry; a zero exp (no
+// JWT credential configured any more) deletes the series.
+func (m *Metrics) credentialExpiry(ep string, exp time.Time) {
+	if m == nil {
+		return
+	}
+	if exp.IsZero() {
+		m.credExpiry.DeleteLabelValues(ep)
+		return
+	}
+	m.credExpiry.WithLabelValues(ep).Set(float64(exp.Unix()))
+}
+
 func (m *Metrics) catalogChanged(ep, severity string) {
 	if m == nil {
 		return
@@ -108,6 +127,7 @@ func (m *Metrics) Forget(endpointID string) {
 	m.probes.DeletePartialMatch(l)
 	m.phase.DeletePartialMatch(l)
 	m.certExpiry.DeletePartialMatch(l)
+	m.credExpiry.DeletePartialMatch(l)
 	m.protocolInfo.DeletePartialMatch(l)
 	m.catalogChanges.DeletePartialMatch(l)
 	m.up.DeletePartialMatch(l)

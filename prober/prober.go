@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -135,6 +136,13 @@ type Options struct {
 	// ClientName and ClientVersion are sent as clientInfo.
 	ClientName    string
 	ClientVersion string
+	// CredentialWarning adds a credential_expiry event when an endpoint's
+	// JWT bearer token expires within it (default 72h); an endpoint's own
+	// CredentialWarning overrides it.
+	CredentialWarning time.Duration
+	// MaxCachedTokens bounds the OAuth token cache (default 10000
+	// endpoints; the least recently used is dropped first).
+	MaxCachedTokens int
 }
 
 // Prober runs MCP probes. It is safe for concurrent use; every probe gets its
@@ -152,6 +160,10 @@ type Prober struct {
 	userAgent string
 	// initParams holds the encoded initialize params per protocol version.
 	initParams map[string]json.RawMessage
+	// tokens caches OAuth client-credentials tokens per endpoint, fetched
+	// through tokenClient (oauth.go).
+	tokens      *tokenCache
+	tokenClient *http.Client
 }
 
 func (p *Prober) getReader(r io.Reader) *bufio.Reader {
@@ -220,6 +232,9 @@ func New(opts Options) *Prober {
 	if opts.CertWarning == 0 {
 		opts.CertWarning = DefaultCertWarning
 	}
+	if opts.CredentialWarning == 0 {
+		opts.CredentialWarning = DefaultCredentialWarning
+	}
 	if opts.ClientName == "" {
 		opts.ClientName = "mcpmon"
 	}
@@ -233,7 +248,8 @@ func New(opts Options) *Prober {
 	for _, v := range versions {
 		initParams[v] = encodeInitializeParams(v, opts.ClientName, opts.ClientVersion)
 	}
-	return &Prober{
+	p := &Prober{
+		tokens:     newTokenCache(opts.MaxCachedTokens),
 		initParams: initParams,
 		userAgent:  wireHeaderValue(opts.ClientName + "/" + opts.ClientVersion),
 		opts:       opts,
@@ -246,6 +262,8 @@ func New(opts Options) *Prober {
 			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 		},
 	}
+	p.tokenClient = newTokenClient(p)
+	return p
 }
 
 // Probe probes ep once for cmd's slot with no knowledge of earlier probes.
@@ -316,9 +334,26 @@ func (p *Prober) Run(ctx context.Context, ep store.Endpoint, cmd msg.ProbeComman
 	pctx, cancel := context.WithTimeout(ctx, p.timeoutOf(ep))
 	defer cancel()
 
+	// The configured credential, read before an OAuth token replaces it.
+	credHeader, cred, hasCred := bearerJWT(ep.Headers)
+	// An OAuth token is obtained before the clock of the probe starts: the
+	// token URL's latency is not the MCP server's (it has its own phase).
+	var tokenTime time.Duration
+	var tokenErr *probeError
+	if ep.OAuth != nil {
+		var tok string
+		tok, tokenTime, tokenErr = p.token(pctx, ep)
+		if tokenErr == nil {
+			ep.Headers = withBearer(ep.Headers, tok)
+		}
+	}
+
 	start := time.Now()
 	r := newRun(p, ep, &res)
-	err := r.probe(pctx, prev)
+	var err error = tokenErr
+	if tokenErr == nil {
+		err = r.probe(pctx, prev)
+	}
 	// Read before anything else can take time: a failure that ends at the
 	// deadline was caused by it, whatever the transport made of it. The
 	// clock, not pctx.Err: the socket's deadline (set to the same instant)
@@ -328,12 +363,32 @@ func (p *Prober) Run(ctx context.Context, ep store.Endpoint, cmd msg.ProbeComman
 	r.close()
 	total := time.Since(start)
 	res.Phases[msg.PhaseTotal] = total.Seconds()
+	if tokenTime > 0 {
+		r.mu.Lock()
+		r.addPhase(msg.PhaseAuthToken, tokenTime)
+		r.mu.Unlock()
+	}
 	r.copyPhases()
 
-	secrets := newScrubber(ep.Headers, sealed.QuerySecrets(ep.URL)...)
+	secrets := newScrubber(ep.Headers, endpointSecrets(ep)...)
 	redactIdentity(&res, secrets)
 	p.conclude(&res, ep, r, outcome(pctx, err, expired), total, secrets)
 	res.Status = StatusOf(res.Class)
+	if ep.OAuth != nil && res.Class == ClassAuthRejected {
+		// The target refused the token (revoked, or expired early): the
+		// next probe fetches a new one instead of repeating it.
+		p.tokens.forget(ep.ID)
+	}
+	p.opts.Metrics.credentialExpiry(ep.ID, cred.exp) // zero when none
+	if hasCred {
+		warn := ep.CredentialWarning
+		if warn <= 0 {
+			warn = p.opts.CredentialWarning
+		}
+		if ev := credentialEvent(credHeader, cred, p.clock.Now(), warn); ev != nil {
+			res.Events = append(res.Events, *ev)
+		}
+	}
 
 	if ev := p.certEvent(&res); ev != nil {
 		res.Events = append(res.Events, *ev)
@@ -360,6 +415,30 @@ func (p *Prober) Run(ctx context.Context, ep store.Endpoint, cmd msg.ProbeComman
 			"class", res.Class, "error", res.Error, "version", res.ProtocolVersion, "duration", total)
 	}
 	return res, mem
+}
+
+// endpointSecrets are ep's secrets besides its header values (which
+// newScrubber takes whole): credential-like URL query values, the tool
+// check's argument values and the OAuth client secret.
+func endpointSecrets(ep store.Endpoint) []string {
+	out := append(sealed.QuerySecrets(ep.URL), toolSecrets(ep.ToolCheck)...)
+	if ep.OAuth != nil && ep.OAuth.ClientSecret != "" {
+		out = append(out, ep.OAuth.ClientSecret)
+	}
+	return out
+}
+
+// withBearer returns a copy of headers whose Authorization (any spelling)
+// is "Bearer tok".
+func withBearer(headers map[string]string, tok string) map[string]string {
+	hs := make(map[string]string, len(headers)+1)
+	for k, v := range headers {
+		if !strings.EqualFold(k, "Authorization") {
+			hs[k] = v
+		}
+	}
+	hs["Authorization"] = "Bearer " + tok
+	return hs
 }
 
 // outcome turns the probe's error into a classified one (nil: success).

@@ -38,7 +38,8 @@ var headersExcluded = map[string]bool{
 //   - Mcp-Session-Id once initialize returned one;
 //   - MCP-Protocol-Version once negotiated, but on initialize and the
 //     legacy transport;
-//   - Mcp-Method under 2026-07-28.
+//   - Mcp-Method under 2026-07-28, and Mcp-Name with the tool's name on
+//     the tool check's tools/call.
 //
 // It is the only place the probe's headers are chosen. The slice is reused
 // by the next call.
@@ -47,6 +48,7 @@ func (r *run) headers(method, rpc string) []hfield {
 	setSession := r.sessionID != "" && !stream
 	setVersion := r.version != "" && rpc != "initialize" && r.legacy == nil && !stream
 	setMethod := r.version == Version20260728 && !stream
+	setName := setMethod && rpc == "tools/call" && r.ep.ToolCheck != nil
 	eph := r.endpointHeaders()
 	if r.hbuf == nil {
 		r.hbuf = make([]hfield, 0, len(eph)+5)
@@ -57,7 +59,8 @@ func (r *run) headers(method, rpc string) []hfield {
 		case f.k == "Content-Type" && !stream,
 			f.k == "Mcp-Session-Id" && setSession,
 			f.k == "Mcp-Protocol-Version" && setVersion,
-			f.k == "Mcp-Method" && setMethod:
+			f.k == "Mcp-Method" && setMethod,
+			f.k == "Mcp-Name" && setName:
 			continue
 		}
 		hs = append(hs, f)
@@ -75,6 +78,9 @@ func (r *run) headers(method, rpc string) []hfield {
 	}
 	if setMethod {
 		hs = append(hs, hfield{"Mcp-Method", wireHeaderValue(rpc)})
+	}
+	if setName {
+		hs = append(hs, hfield{"Mcp-Name", wireHeaderValue(r.ep.ToolCheck.Name)})
 	}
 	slices.SortFunc(hs, func(a, b hfield) int { return strings.Compare(a.k, b.k) })
 	r.hbuf = hs

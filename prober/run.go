@@ -35,7 +35,7 @@ type run struct {
 	client *httpClient
 
 	mu      sync.Mutex
-	phases  [9]phaseDur // msg.Phases() but total
+	phases  [11]phaseDur // msg.Phases() but total, tool_call and auth_token
 	nPhases int
 	marks   [3]timeMark // dns, connect, tls
 	nMarks  int
@@ -218,7 +218,8 @@ func fallbackFromDiscover(err error) bool {
 	}
 	switch classOf(err) {
 	case ClassRefused, ClassDNS, ClassTLS, ClassTimeout, ClassBlockedTarget, ClassNetwork,
-		ClassAuthRequired, ClassAuthRejected, ClassAuthMisconfigured, ClassForbidden, ClassRateLimited:
+		ClassAuthRequired, ClassAuthRejected, ClassAuthMisconfigured, ClassForbidden, ClassRateLimited,
+		ClassToolFailed: // the server spoke 2026-07-28; only its tool failed
 		return false
 	}
 	return true

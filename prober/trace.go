@@ -44,7 +44,7 @@ func (r *run) trace(ctx context.Context) context.Context {
 }
 
 // phaseDur is one recorded phase; timeMark the start of a traced one. A
-// probe has at most nine phases and three traced starts: small arrays
+// probe has at most eleven phases and three traced starts: small arrays
 // searched in order instead of two maps per probe.
 type phaseDur struct {
 	name string
@@ -115,7 +115,7 @@ func (r *run) dropAttemptPhases() {
 	kept := r.phases[:0]
 	for _, p := range r.phases[:r.nPhases] {
 		switch p.name {
-		case msg.PhaseInitialize, msg.PhaseInitialized, msg.PhasePing, msg.PhaseToolsList, msg.PhaseClose:
+		case msg.PhaseInitialize, msg.PhaseInitialized, msg.PhasePing, msg.PhaseToolsList, msg.PhaseToolCall, msg.PhaseClose:
 			continue
 		}
 		kept = append(kept, p)

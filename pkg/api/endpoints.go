@@ -53,7 +53,7 @@ var transports = []string{"auto", "streamable-http", "sse"}
 var reservedHeaders = map[string]bool{
 	"Accept": true, "Connection": true, "Content-Length": true, "Content-Type": true, "Host": true,
 	"Keep-Alive": true, "Last-Event-Id": true, "Mcp-Method": true, "Mcp-Protocol-Version": true,
-	"Mcp-Session-Id": true, "Proxy-Connection": true, "Te": true, "Trailer": true,
+	"Mcp-Session-Id": true, "Mcp-Name": true, "Proxy-Connection": true, "Te": true, "Trailer": true,
 	"Transfer-Encoding": true, "Upgrade": true,
 }
 
@@ -86,6 +86,12 @@ type EndpointInput struct {
 	// unique across the deployment.
 	Public bool   `json:"public,omitempty"`
 	Slug   string `json:"slug,omitempty"`
+	// ToolCheck, OAuth and CredentialWarning are the credentialed deep
+	// checks (deepcheck.go). Tool argument values and the client secret
+	// are secrets, never returned.
+	ToolCheck         *ToolCheckInput `json:"toolCheck,omitempty"`
+	OAuth             *OAuthInput     `json:"oauth,omitempty"`
+	CredentialWarning string          `json:"credentialWarning,omitempty"` // Go duration; empty = prober default (72h)
 }
 
 // RulesInput tunes verdicts and incidents; zero fields use the defaults.
@@ -132,6 +138,12 @@ type EndpointView struct {
 	// Warnings, only on PATCH, say what the server did besides the patch:
 	// headers dropped because the URL moved to another origin.
 	Warnings []string `json:"warnings,omitempty"`
+
+	// Deep checks (deepcheck.go): argument values and the client secret
+	// are always "<redacted>".
+	ToolCheck         *ToolCheckInput `json:"toolCheck,omitempty"`
+	OAuth             *OAuthInput     `json:"oauth,omitempty"`
+	CredentialWarning string          `json:"credentialWarning,omitempty"`
 }
 
 // ResultView is the latest probe result of an endpoint.
@@ -189,6 +201,10 @@ func (s *server) endpointView(e store.Endpoint) EndpointView {
 		v.Sinks = s.redact(e.Sinks)
 	}
 	v.setState(e, msg.Verdict{}, false)
+	v.ToolCheck, v.OAuth = toolCheckView(e.ToolCheck), oauthView(e.OAuth)
+	if e.CredentialWarning > 0 {
+		v.CredentialWarning = e.CredentialWarning.String()
+	}
 	return v
 }
 
@@ -241,6 +257,7 @@ func input(e store.Endpoint) EndpointInput {
 	if e.LatencyThreshold > 0 {
 		in.LatencyThreshold = e.LatencyThreshold.String()
 	}
+	deepCheckInput(e, &in)
 	return in
 }
 
@@ -447,6 +464,7 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 		}
 		e.Sinks = json.RawMessage(bytes.Clone(sinks))
 	}
+	s.deepChecks(in, &e, bad)
 	return e, errs
 }
 
@@ -676,7 +694,10 @@ func (s *server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		// "<redacted>" sent back keeps a stored secret, and a new origin
 		// drops the stored headers (carrySecrets says why).
 		warnings := carrySecrets(&in, cur, patch)
+		deepWarnings, deepErrs := carryDeepSecrets(&in, cur, patch)
+		warnings = append(warnings, deepWarnings...)
 		next, errs := s.toEndpoint(in, strings.TrimSpace(in.URL) != cur.URL)
+		errs = append(deepErrs, errs...)
 		if len(errs) > 0 {
 			writeProblem(w, r, invalid(errs...))
 			return

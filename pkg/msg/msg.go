@@ -110,6 +110,13 @@ const (
 	PhaseToolsList   = "tools_list"
 	PhaseClose       = "close" // the DELETE that ends a session
 	PhaseTotal       = "total"
+	// PhaseToolCall times the endpoint's tool check (tools/call), if it
+	// has one. It and PhaseAuthToken are not in Phases(): only endpoints
+	// that use them get their series, when they first happen.
+	PhaseToolCall = "tool_call"
+	// PhaseAuthToken times obtaining an OAuth client-credentials token,
+	// when the probe had to fetch one (a cached token costs nothing).
+	PhaseAuthToken = "auth_token"
 )
 
 // Phases lists every phase, for pre-creating metric label values.
@@ -157,6 +164,15 @@ type Event struct {
 	Message  string `json:"message"`
 	Details  any    `json:"details,omitempty"`
 }
+
+// Event kinds about credentials. EventCredentialExpiry warns that a probe
+// credential (a JWT bearer token configured as the Authorization header)
+// expires soon or has expired; its Details carry a stable "fingerprint"
+// (a hash of the token's exp, iss and sub, never the token) so that one
+// expiry is one event however many probes report it.
+const (
+	EventCredentialExpiry = "credential_expiry"
+)
 
 // DedupID is the results-queue deduplication ID: <endpointId>-<probeRunId>.
 func (r ProbeResult) DedupID() string { return r.EndpointID + "-" + r.ProbeRunID }

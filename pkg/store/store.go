@@ -85,6 +85,48 @@ type Endpoint struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 	// Version increases on every update (compare-and-set).
 	Version int64 `json:"version"`
+
+	// ToolCheck calls one read-only tool after the handshake; nil: none.
+	// Its arguments are secrets like header values.
+	ToolCheck *ToolCheck `json:"toolCheck,omitempty"`
+	// OAuth obtains a bearer token by the client-credentials grant for
+	// every probe; nil: none. Its ClientSecret is a secret.
+	OAuth *OAuthClient `json:"oauth,omitempty"`
+	// CredentialWarning is how long before a configured JWT bearer token
+	// expires the probe starts warning (0: the prober's default, 72h).
+	CredentialWarning time.Duration `json:"credentialWarning,omitempty"`
+}
+
+// ToolCheck names a read-only tool the probe calls after the handshake and
+// what its result must show.
+type ToolCheck struct {
+	Name string `json:"name"`
+	// Arguments is the JSON object sent as the call's arguments (sealed at
+	// rest: values may be secrets).
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Expect    *ToolExpect     `json:"expect,omitempty"`
+}
+
+// ToolExpect is what a tool result must show besides not being isError.
+// Zero fields are not checked.
+type ToolExpect struct {
+	// Contains must occur in the result's text content (all text items
+	// joined by newlines).
+	Contains string `json:"contains,omitempty"`
+	// JSONPath selects a value of the result's structuredContent
+	// ($.a.b[0].c); it must exist, and equal Equals when that is set.
+	JSONPath string          `json:"jsonPath,omitempty"`
+	Equals   json.RawMessage `json:"equals,omitempty"`
+}
+
+// OAuthClient is an OAuth 2.0 client-credentials client the prober uses to
+// obtain the probe's bearer token.
+type OAuthClient struct {
+	TokenURL     string   `json:"tokenUrl"`
+	ClientID     string   `json:"clientId"`
+	ClientSecret string   `json:"clientSecret"` // sealed at rest
+	Scopes       []string `json:"scopes,omitempty"`
+	Audience     string   `json:"audience,omitempty"`
 }
 
 // EndpointPage is one page of ListEndpointsPage.

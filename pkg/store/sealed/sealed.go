@@ -1,7 +1,8 @@
 // Package sealed keeps endpoint secrets encrypted at rest. It owns which
 // parts of a store.Endpoint are secret — every header value, the whole
-// per-endpoint sinks document, and a URL carrying a credential-like query
-// parameter (see IsSecretParam) — and the Store decorator that seals them on
+// per-endpoint sinks document, a URL carrying a credential-like query
+// parameter (see IsSecretParam), the tool check's arguments and the OAuth
+// client secret — and the Store decorator that seals them on
 // the way into any backend and opens them on the way out, so pkg/store/bolt
 // and pkg/store/redis only ever hold ciphertext and need not know.
 //
@@ -166,6 +167,7 @@ func (s *Store) Reseal(ctx context.Context) (int, error) {
 
 func withSecretsOf(out, in store.Endpoint) store.Endpoint {
 	out.URL, out.Headers, out.Sinks = in.URL, in.Headers, in.Sinks
+	out.ToolCheck, out.OAuth = in.ToolCheck, in.OAuth
 	return out
 }
 
@@ -175,6 +177,8 @@ func withSecretsOf(out, in store.Endpoint) store.Endpoint {
 func headerAAD(id, name string) []byte { return []byte("mcpmon endpoint " + id + " header " + name) }
 func sinksAAD(id string) []byte        { return []byte("mcpmon endpoint " + id + " sinks") }
 func urlAAD(id string) []byte          { return []byte("mcpmon endpoint " + id + " url") }
+func toolArgsAAD(id string) []byte     { return []byte("mcpmon endpoint " + id + " tool arguments") }
+func oauthAAD(id string) []byte        { return []byte("mcpmon endpoint " + id + " oauth client secret") }
 
 // SealEndpoint returns e with every header value, its sinks document (as a
 // JSON string) and, if it carries a credential-like query parameter, its
@@ -199,6 +203,20 @@ func SealEndpoint(k *seal.Keyring, e store.Endpoint) (store.Endpoint, error) {
 	}
 	if len(QuerySecrets(e.URL)) > 0 {
 		e.URL = k.Seal([]byte(e.URL), urlAAD(e.ID))
+	}
+	if tc := e.ToolCheck; tc != nil && hasSinks(tc.Arguments) {
+		doc, err := json.Marshal(k.Seal(tc.Arguments, toolArgsAAD(e.ID)))
+		if err != nil {
+			return store.Endpoint{}, err
+		}
+		c := *tc
+		c.Arguments = doc
+		e.ToolCheck = &c
+	}
+	if o := e.OAuth; o != nil && o.ClientSecret != "" {
+		c := *o
+		c.ClientSecret = k.Seal([]byte(o.ClientSecret), oauthAAD(e.ID))
+		e.OAuth = &c
 	}
 	return e, nil
 }
@@ -240,6 +258,26 @@ func OpenEndpoint(k *seal.Keyring, e store.Endpoint) (store.Endpoint, error) {
 		}
 		e.URL = string(pt)
 	}
+	if tc := e.ToolCheck; tc != nil {
+		if s, ok := sealedSinks(tc.Arguments); ok {
+			pt, err := k.Open(s, toolArgsAAD(e.ID))
+			if err != nil {
+				return fail("tool check arguments", err)
+			}
+			c := *tc
+			c.Arguments = json.RawMessage(pt)
+			e.ToolCheck = &c
+		}
+	}
+	if o := e.OAuth; o != nil && seal.IsSealed(o.ClientSecret) {
+		pt, err := k.Open(o.ClientSecret, oauthAAD(e.ID))
+		if err != nil {
+			return fail("OAuth client secret", err)
+		}
+		c := *o
+		c.ClientSecret = string(pt)
+		e.OAuth = &c
+	}
 	return e, nil
 }
 
@@ -261,6 +299,15 @@ func NeedsReseal(k *seal.Keyring, e store.Endpoint) bool {
 		if !ok || stale(s) {
 			return true
 		}
+	}
+	if tc := e.ToolCheck; tc != nil && hasSinks(tc.Arguments) {
+		s, ok := sealedSinks(tc.Arguments)
+		if !ok || stale(s) {
+			return true
+		}
+	}
+	if o := e.OAuth; o != nil && o.ClientSecret != "" && stale(o.ClientSecret) {
+		return true
 	}
 	if seal.IsSealed(e.URL) {
 		return stale(e.URL)

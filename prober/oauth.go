@@ -1,0 +1,232 @@
+package prober
+
+// oauth.go owns the probe's OAuth client-credentials tokens: an endpoint
+// with store.OAuthClient gets its bearer token from the token URL
+// (golang.org/x/oauth2/clientcredentials) and the probe sends it as the
+// Authorization header. Tokens are cached per endpoint in the Prober,
+// shared by every probe of the endpoint, bounded (MaxCachedTokens, least
+// recently used out first), and refreshed before they expire by the
+// prober's clock. A token that the target refuses (401) is dropped so the
+// next probe fetches a new one. A token that cannot be obtained is
+// ClassAuthTokenFailed: the message names the token URL's host and the
+// OAuth error code, never the secret or the token.
+//
+// The token URL is chosen by an API caller, so it is dialled like a probe
+// target: CheckURL before the request, the SSRF guard's Control on every
+// connection and every redirect hop.
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/mcpmon/mcpmon/pkg/netguard"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// Token cache bounds.
+const (
+	// DefaultMaxCachedTokens bounds the token cache.
+	DefaultMaxCachedTokens = 10000
+	// tokenRefreshMargin: a token is refreshed this long before it expires
+	// (at most a tenth of its lifetime), so no probe sends one that expires
+	// in flight.
+	tokenRefreshMargin = time.Minute
+	// maxTokenLifetime caps a token without expires_in (or with a huge
+	// one): it is fetched again after this long.
+	maxTokenLifetime = time.Hour
+)
+
+// tokenCache holds one entry per endpoint.
+type tokenCache struct {
+	mu  sync.Mutex
+	m   map[string]*tokenEntry
+	max int
+}
+
+// tokenEntry is one endpoint's token. mu serialises fetches, so probes of
+// one endpoint never race to the token URL.
+type tokenEntry struct {
+	mu      sync.Mutex
+	conf    [32]byte // what the token was obtained with; a change refetches
+	token   string
+	refresh time.Time // by the prober's clock
+	used    time.Time
+}
+
+func newTokenCache(max int) *tokenCache {
+	if max <= 0 {
+		max = DefaultMaxCachedTokens
+	}
+	return &tokenCache{m: map[string]*tokenEntry{}, max: max}
+}
+
+// entry returns id's entry, creating it (and evicting the least recently
+// used one when full).
+func (c *tokenCache) entry(id string, now time.Time) *tokenEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[id]; ok {
+		e.used = now
+		return e
+	}
+	if len(c.m) >= c.max {
+		var oldest string
+		var at time.Time
+		for k, e := range c.m {
+			if oldest == "" || e.used.Before(at) {
+				oldest, at = k, e.used
+			}
+		}
+		delete(c.m, oldest)
+	}
+	e := &tokenEntry{used: now}
+	c.m[id] = e
+	return e
+}
+
+// forget drops id's token (refused by the target, or the endpoint deleted).
+func (c *tokenCache) forget(id string) {
+	c.mu.Lock()
+	delete(c.m, id)
+	c.mu.Unlock()
+}
+
+func (c *tokenCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
+
+func oauthConf(o *store.OAuthClient) [32]byte {
+	return sha256.Sum256([]byte(strings.Join([]string{o.TokenURL, o.ClientID, o.ClientSecret, strings.Join(o.Scopes, " "), o.Audience}, "\x00")))
+}
+
+// token returns ep's bearer token, from the cache or the token URL;
+// fetched reports the time a fetch took (0: cached).
+func (p *Prober) token(ctx context.Context, ep store.Endpoint) (tok string, fetched time.Duration, pe *probeError) {
+	o := ep.OAuth
+	now := p.clock.Now()
+	e := p.tokens.entry(ep.ID, now)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	conf := oauthConf(o)
+	if e.token != "" && e.conf == conf && now.Before(e.refresh) {
+		return e.token, 0, nil
+	}
+	start := time.Now()
+	t, err := p.fetchToken(ctx, o)
+	fetched = max(time.Since(start), time.Nanosecond)
+	if err != nil {
+		e.token = ""
+		return "", fetched, tokenFailure(ctx, o.TokenURL, err)
+	}
+	lifetime := maxTokenLifetime
+	switch {
+	case t.ExpiresIn > 0:
+		lifetime = min(time.Duration(t.ExpiresIn)*time.Second, maxTokenLifetime)
+	case !t.Expiry.IsZero():
+		lifetime = min(time.Until(t.Expiry), maxTokenLifetime)
+	}
+	e.token, e.conf = t.AccessToken, conf
+	e.refresh = p.clock.Now().Add(lifetime - min(tokenRefreshMargin, lifetime/10))
+	return e.token, fetched, nil
+}
+
+// fetchToken asks the token URL for a token through the guarded client.
+func (p *Prober) fetchToken(ctx context.Context, o *store.OAuthClient) (*oauth2.Token, error) {
+	u, err := url.Parse(o.TokenURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, errors.New("the token URL is not an http(s) URL")
+	}
+	if err := p.guard.CheckURL(u); err != nil {
+		return nil, err
+	}
+	cfg := clientcredentials.Config{
+		ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: o.TokenURL, Scopes: o.Scopes,
+		// RFC 6749 2.3.1: every server must take HTTP Basic; auto-detect
+		// would send the secret twice to a server that refuses it.
+		AuthStyle: oauth2.AuthStyleInHeader,
+	}
+	if o.Audience != "" {
+		cfg.EndpointParams = url.Values{"audience": {o.Audience}}
+	}
+	t, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, p.tokenClient))
+	if err != nil {
+		return nil, err
+	}
+	if t.AccessToken == "" {
+		return nil, errors.New("the token response has no access_token")
+	}
+	if typ := t.Type(); !strings.EqualFold(typ, "Bearer") {
+		return nil, fmt.Errorf("the token type is %q, not Bearer", clean(typ))
+	}
+	return t, nil
+}
+
+// newTokenClient is the HTTP client for token URLs: guarded dials,
+// guarded and bounded redirects, no idle connections kept (a token is
+// fetched rarely; a kept connection would be a goroutine per token host).
+func newTokenClient(p *Prober) *http.Client {
+	d := &net.Dialer{Timeout: DefaultTimeout, KeepAlive: -1, Resolver: p.opts.Resolver, Control: p.guard.Control}
+	return &http.Client{
+		Transport: &http.Transport{
+			DialContext:            d.DialContext,
+			TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: p.opts.RootCAs},
+			DisableKeepAlives:      true,
+			TLSHandshakeTimeout:    DefaultTimeout,
+			MaxResponseHeaderBytes: headerBudget,
+		},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) > DefaultMaxRedirects {
+				return fmt.Errorf("stopped after %d redirects", len(via))
+			}
+			return p.guard.CheckURL(req.URL)
+		},
+	}
+}
+
+// tokenFailure words a failed token request: the token URL's host and the
+// OAuth error code, or the transport failure; never the URL's query, the
+// client secret or a token.
+func tokenFailure(ctx context.Context, tokenURL string, err error) *probeError {
+	host := "the token URL"
+	if u, perr := url.Parse(tokenURL); perr == nil && u.Host != "" {
+		host = u.Host
+	}
+	var re *oauth2.RetrieveError
+	switch {
+	case errors.As(err, &re):
+		status := 0
+		if re.Response != nil {
+			status = re.Response.StatusCode
+		}
+		code := re.ErrorCode
+		if code == "" {
+			code = "no OAuth error code"
+		}
+		if re.ErrorDescription != "" {
+			return failf(ClassAuthTokenFailed, 0, "OAuth token request to %s failed: HTTP %d, %s: %s", host, status, fromTarget(code), fromTarget(re.ErrorDescription))
+		}
+		return failf(ClassAuthTokenFailed, 0, "OAuth token request to %s failed: HTTP %d, %s", host, status, fromTarget(code))
+	case errors.Is(err, netguard.ErrBlocked):
+		return failf(ClassAuthTokenFailed, 0, "OAuth token request to %s refused: %v", host, err)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// The url.Error names the URL; classify keeps only the cause.
+		return failf(ClassAuthTokenFailed, 0, "OAuth token request to %s failed: %v", host, classify(ctx, ue.Err))
+	}
+	return failf(ClassAuthTokenFailed, 0, "OAuth token request to %s failed: %v", host, err)
+}
