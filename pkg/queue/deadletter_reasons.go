@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
@@ -34,9 +35,10 @@ func FailureReason(err error) string {
 var (
 	// A URL: webhook and chat URLs carry their keys in the user info, the
 	// path or the query, so only scheme and host survive.
-	urlPattern = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.\-]*)://(?:[^\s/?#@"'<>]*@)?([^\s/?#"'<>]*)[^\s"'<>]*`)
+	urlPattern = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.\-]*://[^\s"'<>]*`)
 	// A credential after a keyword: "Bearer x", "token=x", "password: x".
-	credPattern = regexp.MustCompile(`(?i)\b(bearer|basic|token|api[_-]?key|apikey|secret|password|passwd|signature|sig|authorization)(\s*[=:]\s*|\s+)("[^"]*"|[^\s,;&"']+)`)
+	// "Authorization: Bearer x" keeps the scheme and hides x.
+	credPattern = regexp.MustCompile(`(?i)\b(bearer|basic|token|api[_-]?key|apikey|secret|password|passwd|signature|sig|authorization)(\s*[=:]\s*|\s+)((?:bearer|basic)\s+)?("[^"]*"|[^\s,;&"']+)`)
 )
 
 // ScrubReason removes what may be a secret from an error text: every URL is
@@ -44,8 +46,27 @@ var (
 // token=, api_key=, password:, …) is replaced by <redacted>. It errs on the
 // side of hiding; the reason is for an operator, who has the logs' context.
 func ScrubReason(s string) string {
-	s = urlPattern.ReplaceAllString(s, "$1://$2/…")
-	return credPattern.ReplaceAllString(s, "$1$2<redacted>")
+	s = urlPattern.ReplaceAllStringFunc(s, scrubURL)
+	return credPattern.ReplaceAllString(s, "$1$2$3<redacted>")
+}
+
+// scrubURL cuts one URL to scheme://host, with "/…" for a dropped path or
+// query; trailing punctuation belongs to the sentence and is kept.
+func scrubURL(u string) string {
+	trimmed := strings.TrimRight(u, ".,;:!?)]")
+	tail := u[len(trimmed):]
+	scheme, rest, _ := strings.Cut(trimmed, "://")
+	authority, more := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, more = rest[:i], rest[i:]
+	}
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		authority = authority[i+1:]
+	}
+	if more != "" && more != "/" {
+		more = "/…"
+	}
+	return scheme + "://" + authority + more + tail
 }
 
 // FailureReasons reads recorded reasons back, for peeking at a DLQ whose
