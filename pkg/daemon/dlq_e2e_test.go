@@ -73,6 +73,7 @@ func runPoisonedVerdict(t *testing.T, b backend) {
 	c := apiClient{addr: d.Addr(), key: bootstrapKey(t, banner.String())}
 	dlq := dlqHTTP{t: t, c: c}
 
+	start := time.Now()
 	// Nothing listens on port 1: every probe is down.
 	id := c.register(t, map[string]any{"name": "poisoned", "url": "http://127.0.0.1:1/mcp", "schedule": "@every 1s", "timeout": "1s"})
 	// Two down windows open an incident (2 of 3): three dead letters are
@@ -80,12 +81,14 @@ func runPoisonedVerdict(t *testing.T, b backend) {
 	eventually(t, 30*time.Second, "down verdicts in the verdicts DLQ", func() bool { return dlq.depth("verdicts") >= 3 })
 	// Stop new verdicts, and let those queued reach the DLQ, so only a
 	// replay can open the incident.
+	t.Logf("%v: 3 dead letters", time.Since(start).Round(time.Millisecond))
 	resp := c.do(t, "PATCH", "/v1/endpoints/"+id, strings.NewReader(`{"paused":true}`))
 	resp.Body.Close()
 	eventually(t, 30*time.Second, "the verdicts queue drained into the DLQ", func() bool {
 		st, err := d.qs.get(msg.QueueVerdicts).(queue.StatsReader).Stats(t.Context())
 		return err == nil && st.Visible+st.InFlight == 0
 	})
+	t.Logf("%v: verdicts queue drained", time.Since(start).Round(time.Millisecond))
 	if got := rcv.all(); len(got) != 0 {
 		t.Fatalf("alerts before the replay: %v", got)
 	}
@@ -129,6 +132,7 @@ func runPoisonedVerdict(t *testing.T, b backend) {
 		t.Fatalf("replay = %d %s, want the dead letters moved", code, body)
 	}
 	open := rcv.wait(t, 30*time.Second)
+	t.Logf("%v: alerted after the replay of %s", time.Since(start).Round(time.Millisecond), body)
 	if ep, _ := open["endpoint"].(map[string]any); open["kind"] != "open" || ep["id"] != id {
 		t.Fatalf("alert after the replay = %v, want the open of %s", open, id)
 	}
