@@ -1,6 +1,7 @@
 package sqs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,24 +50,31 @@ func (d *DeadLetters) Stats(ctx context.Context) (queue.Stats, error) { return d
 // Peek receives up to max dead letters and makes them visible again
 // (queue.PeekByReceive): SQS has no read without receive. SQS keeps no
 // failure reason with a message; Reason comes from Reasons, by message ID,
-// which SQS keeps when it dead-letters a message. A reason that cannot be
-// read is logged and left out: the dead letters matter more.
+// which SQS keeps when it dead-letters a message (and puts in the dead
+// letter's dedup ID). A reason that cannot be read is logged and left
+// out: the dead letters matter more.
 func (d *DeadLetters) Peek(ctx context.Context, max int) ([]queue.DeadLetter, error) {
 	out, err := queue.PeekByReceive(ctx, d.DLQ, max)
 	if err != nil || d.Reasons == nil || len(out) == 0 {
 		return out, err
 	}
-	ids := make([]string, len(out))
-	for i, m := range out {
-		ids[i] = m.ID
+	// SQS documents that a FIFO message moved to a DLQ gets its original
+	// message ID as dedup ID; so where a server gave the dead letter an ID
+	// of its own, the dedup ID still finds the reason.
+	var ids []string
+	for _, m := range out {
+		ids = append(ids, m.ID)
+		if m.DedupID != "" && m.DedupID != m.ID {
+			ids = append(ids, m.DedupID)
+		}
 	}
 	why, err := d.Reasons.FailureReasons(ctx, d.Source.Name(), ids)
 	if err != nil {
 		d.DLQ.c.logger.Warn("dead letters shown without their failure reasons", "dlq", d.DLQ.sqsName, "err", err)
 		return out, nil
 	}
-	for i := range out {
-		out[i].Reason = why[out[i].ID]
+	for i, m := range out {
+		out[i].Reason = cmp.Or(why[m.ID], why[m.DedupID])
 	}
 	return out, nil
 }
