@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
+	redisstore "github.com/mcpmon/mcpmon/pkg/store/redis"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
 func TestScrubReasonHidesCredentials(t *testing.T) {
@@ -62,9 +65,30 @@ func openStore(t *testing.T, clk clock.Clock) *bolt.Store {
 // after DLQRetention and Sweep deletes it then, not before; ForgetFailure
 // drops it, and forgetting a message without one is no error.
 func TestFailureBookKeepsReasonsForTheDLQRetention(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T, clk clock.Clock) queue.Documents
+	}{
+		{"bolt", func(t *testing.T, clk clock.Clock) queue.Documents { return openStore(t, clk) }},
+		{"redis", func(t *testing.T, clk clock.Clock) queue.Documents {
+			st, err := redisstore.New(t.Context(), testpeers.RedisURL(t), redisstore.Options{
+				Prefix: fmt.Sprintf("reasons-%d:", time.Now().UnixNano()), Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			testFailureBook(t, queue.NewFailureBook(tc.open(t, clk), clk), clk)
+		})
+	}
+}
+
+func testFailureBook(t *testing.T, book *queue.FailureBook, clk *clock.Fake) {
 	ctx := t.Context()
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	book := queue.NewFailureBook(openStore(t, clk), clk)
 	reasons := func(q string, ids ...string) map[string]string {
 		t.Helper()
 		got, err := book.FailureReasons(ctx, q, ids)
