@@ -191,12 +191,18 @@ func (d *DeadLetters) RedriveStatus(ctx context.Context) (queue.RedriveStatus, e
 }
 
 // latestMoveTask turns ListMessageMoveTasks' results into the status of
-// the newest task.
+// the newest task: the latest started (SQS lists the most recent first,
+// but the order is not part of its contract).
 func latestMoveTask(tasks []types.ListMessageMoveTasksResultEntry) queue.RedriveStatus {
 	if len(tasks) == 0 {
 		return queue.RedriveStatus{Status: queue.RedriveNone}
 	}
 	t := tasks[0]
+	for _, o := range tasks[1:] {
+		if o.StartedTimestamp > t.StartedTimestamp {
+			t = o
+		}
+	}
 	st := queue.RedriveStatus{
 		Status:  aws.ToString(t.Status),
 		Task:    aws.ToString(t.TaskHandle),

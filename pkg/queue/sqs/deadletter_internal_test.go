@@ -10,9 +10,9 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/queue"
 )
 
-// TestLatestMoveTaskIsTheRedriveStatus: ListMessageMoveTasks lists the
-// newest task first; its status, progress and failure are the DLQ's
-// redrive status, and no task at all is "none".
+// TestLatestMoveTaskIsTheRedriveStatus: the latest started of
+// ListMessageMoveTasks' tasks gives the DLQ's redrive status (status,
+// progress, failure); no task at all is "none".
 func TestLatestMoveTaskIsTheRedriveStatus(t *testing.T) {
 	started := time.Date(2026, 12, 1, 1, 2, 3, 0, time.UTC)
 	for _, tc := range []struct {
@@ -26,6 +26,10 @@ func TestLatestMoveTaskIsTheRedriveStatus(t *testing.T) {
 				ApproximateNumberOfMessagesToMove: aws.Int64(10), StartedTimestamp: started.UnixMilli()},
 			{Status: aws.String("COMPLETED"), ApproximateNumberOfMessagesMoved: 7},
 		}, queue.RedriveStatus{Status: "RUNNING", Task: "h1", Moved: 3, ToMove: 10, StartedAt: started}},
+		{"newest last", []types.ListMessageMoveTasksResultEntry{
+			{Status: aws.String("COMPLETED"), ApproximateNumberOfMessagesMoved: 7, StartedTimestamp: started.Add(-time.Hour).UnixMilli()},
+			{Status: aws.String("RUNNING"), ApproximateNumberOfMessagesMoved: 1, StartedTimestamp: started.UnixMilli()},
+		}, queue.RedriveStatus{Status: "RUNNING", Moved: 1, StartedAt: started}},
 		{"failed", []types.ListMessageMoveTasksResultEntry{
 			{Status: aws.String("FAILED"), FailureReason: aws.String("AccessDenied"), ApproximateNumberOfMessagesMoved: 1},
 		}, queue.RedriveStatus{Status: "FAILED", Moved: 1, Failure: "AccessDenied"}},
