@@ -46,6 +46,24 @@ type DLQView struct {
 	// OldestAge is the age of the oldest dead letter; absent where the
 	// backend cannot tell (SQS).
 	OldestAge string `json:"oldestAge,omitempty"`
+	// Redrive is the latest asynchronous redrive (SQS's message move
+	// task); absent where a redrive is done when it returns (embedded).
+	Redrive *RedriveStatusView `json:"redrive,omitempty"`
+}
+
+// RedriveStatusView is a dead-letter queue's latest asynchronous redrive.
+// Status is SQS's (RUNNING, COMPLETED, CANCELLING, CANCELLED, FAILED),
+// "none" when the server keeps no task, "unsupported" when it has no move
+// tasks (a local emulator: redrives there are done when they return), or
+// "unavailable" when it could not be read (logged; e.g. an IAM policy
+// without sqs:ListMessageMoveTasks).
+type RedriveStatusView struct {
+	Status    string     `json:"status"`
+	Task      string     `json:"task,omitempty"`
+	Moved     int64      `json:"moved,omitempty"`
+	ToMove    int64      `json:"toMove,omitempty"`
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+	Failure   string     `json:"failure,omitempty"`
 }
 
 // DeadLetterView is one message in GET /v1/dlq/{queue}/messages. Body is
@@ -104,9 +122,29 @@ func (s *server) listDLQ(w http.ResponseWriter, r *http.Request) {
 		if st.OldestMessageAge > 0 {
 			v.OldestAge = st.OldestMessageAge.Round(time.Second).String()
 		}
+		if rs, ok := s.dlq[name].(queue.RedriveStatusReader); ok {
+			v.Redrive = s.redriveStatus(r, rs, name)
+		}
 		out = append(out, v)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
+}
+
+// redriveStatus reads a queue's redrive status for the list. A failure
+// to read it does not fail the list: the depths are what an operator
+// needs first.
+func (s *server) redriveStatus(r *http.Request, rs queue.RedriveStatusReader, name string) *RedriveStatusView {
+	st, err := rs.RedriveStatus(r.Context())
+	if err != nil {
+		s.log.Warn("could not read the dead-letter queue's redrive status", "queue", name, "err", err)
+		return &RedriveStatusView{Status: "unavailable"}
+	}
+	v := &RedriveStatusView{Status: st.Status, Task: st.Task, Moved: st.Moved, ToMove: st.ToMove, Failure: st.Failure}
+	if !st.StartedAt.IsZero() {
+		at := st.StartedAt.UTC()
+		v.StartedAt = &at
+	}
+	return v
 }
 
 func (s *server) peekDLQ(w http.ResponseWriter, r *http.Request) {

@@ -1,10 +1,13 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/auth"
@@ -84,5 +87,65 @@ func TestDeadLettersAreTheOperators(t *testing.T) {
 	}
 	if resp, body := ah.call("POST", "/v1/dlq/verdicts/purge", op, `{}`); resp.StatusCode != http.StatusOK || string(body) != `{"purged":0}`+"\n" {
 		t.Fatalf("purge = %d %q", resp.StatusCode, body)
+	}
+}
+
+// movingDLQ is a dead-letter queue whose redrive runs on the server, as
+// SQS's move tasks do: it reports the status it is given.
+type movingDLQ struct {
+	queue.DeadLetterQueue
+	status queue.RedriveStatus
+	err    error
+}
+
+func (m movingDLQ) RedriveStatus(context.Context) (queue.RedriveStatus, error) {
+	return m.status, m.err
+}
+
+// TestDLQListShowsTheRedriveStatus: GET /v1/dlq shows a running move
+// task's progress, "unsupported" where the server has none, "unavailable"
+// (not a failed list) when it cannot be read, and nothing for a queue
+// whose redrive is done when it returns.
+func TestDLQListShowsTheRedriveStatus(t *testing.T) {
+	cfgs := queue.StageConfigs()
+	b, err := embedded.Open("", cfgs, embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	started := time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)
+	ah := newAuthHarness(t, func(o *api.Options) {
+		o.DeadLetters = map[string]queue.DeadLetterQueue{
+			"commands": movingDLQ{DeadLetterQueue: b.DeadLetters("commands"),
+				status: queue.RedriveStatus{Status: "RUNNING", Task: "h1", Moved: 3, ToMove: 10, StartedAt: started}},
+			"results":  movingDLQ{DeadLetterQueue: b.DeadLetters("results"), status: queue.RedriveStatus{Status: queue.RedriveUnsupported}},
+			"verdicts": movingDLQ{DeadLetterQueue: b.DeadLetters("verdicts"), err: errors.New("AccessDenied")},
+			"other":    b.DeadLetters("verdicts"),
+		}
+	})
+	op, _, err := ah.keyring.Create(t.Context(), auth.NewKey{Name: "operator", Tenant: auth.DefaultTenant, Scope: auth.ScopeAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := ah.call("GET", "/v1/dlq", op, "")
+	var list struct{ Queues []api.DLQView }
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &list) != nil || len(list.Queues) != 4 {
+		t.Fatalf("list = %d %s", resp.StatusCode, body)
+	}
+	got := map[string]*api.RedriveStatusView{}
+	for _, v := range list.Queues {
+		got[v.Queue] = v.Redrive
+	}
+	if r := got["commands"]; r == nil || r.Status != "RUNNING" || r.Task != "h1" || r.Moved != 3 || r.ToMove != 10 || r.StartedAt == nil || !r.StartedAt.Equal(started) {
+		t.Errorf("commands redrive = %+v, want the running task's progress", r)
+	}
+	if r := got["results"]; r == nil || r.Status != "unsupported" {
+		t.Errorf("results redrive = %+v, want unsupported", r)
+	}
+	if r := got["verdicts"]; r == nil || r.Status != "unavailable" || strings.Contains(string(body), "AccessDenied") {
+		t.Errorf("verdicts redrive = %+v (%s), want unavailable without the error", r, body)
+	}
+	if r := got["other"]; r != nil {
+		t.Errorf("embedded redrive = %+v, want none", r)
 	}
 }

@@ -85,6 +85,11 @@ type Options struct {
 	// queue.DefaultVisibility); handlers still running extend it by
 	// heartbeat, so it bounds how long a killed replica's message is held.
 	Visibility time.Duration
+	// MaxReceiveCount is the stage queues' redrive threshold: a message
+	// received this many times without success moves to its dead-letter
+	// queue (default queue.DefaultMaxReceiveCount). On SQS it is the
+	// queues' RedrivePolicy, set by `mcpmon queues ensure`.
+	MaxReceiveCount int
 
 	// HTTP server hardening (the listener every role serves).
 	//
@@ -158,6 +163,7 @@ func Defaults() Options {
 		ProbeConcurrency: 16,
 		ClaimLease:       2 * time.Minute,
 		Visibility:       queue.DefaultVisibility,
+		MaxReceiveCount:  queue.DefaultMaxReceiveCount,
 		HTTPReadTimeout:  DefaultHTTPReadTimeout,
 		HTTPWriteTimeout: DefaultHTTPWriteTimeout,
 		HTTPIdleTimeout:  DefaultHTTPIdleTimeout,
@@ -208,6 +214,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	dur(&o.HTTPWriteTimeout, "http-write-timeout", "longest time to handle a request and write its response")
 	dur(&o.HTTPIdleTimeout, "http-idle-timeout", "how long an idle keep-alive connection stays open")
 	num := func(p *int, name, usage string) { fs.IntVar(p, name, *p, usage+envHint(name)) }
+	num(&o.MaxReceiveCount, "max-receive-count", "receives after which a failing message moves to its dead-letter queue (1..1000; on SQS set by `queues ensure`)")
 	num(&o.MaxEndpointsPerTenant, "max-endpoints-per-tenant", "endpoints one tenant may register (0: no limit)")
 	num(&o.MaxMaintenancePerTenant, "max-maintenance-per-tenant", "maintenance windows one tenant may have (0: no limit)")
 	fs.Float64Var(&o.RateLimit, "rate-limit", o.RateLimit, "REST API requests per second per tenant, answered 429 beyond it (0: no limit)"+envHint("rate-limit"))
@@ -357,6 +364,9 @@ func (o Options) Validate() error {
 	}
 	if o.Visibility < time.Second || o.Visibility > 12*time.Hour {
 		errs = append(errs, fmt.Errorf("--visibility-timeout %s: must be between 1s and 12h (the SQS cap); the default is %s", o.Visibility, queue.DefaultVisibility))
+	}
+	if o.MaxReceiveCount < 1 || o.MaxReceiveCount > queue.MaxMaxReceiveCount {
+		errs = append(errs, fmt.Errorf("--max-receive-count %d: must be between 1 and %d (the SQS limit); the default is %d", o.MaxReceiveCount, queue.MaxMaxReceiveCount, queue.DefaultMaxReceiveCount))
 	}
 	if o.ProbeConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("--probe-concurrency %d: must be at least 1", o.ProbeConcurrency))

@@ -29,8 +29,8 @@ type queues struct {
 	// shutdown stays quick.
 	remote bool
 	// dead are the stage queues' dead-letter queues the API serves under
-	// /v1/dlq; failures keeps why a handler failed, for those (embedded
-	// only: SQS has nowhere to keep it).
+	// /v1/dlq; failures keeps why a handler failed, for those (the broker
+	// itself when embedded, the store on SQS: keepReasonsIn).
 	dead     map[string]queue.DeadLetterQueue
 	failures queue.FailureRecorder
 }
@@ -101,7 +101,7 @@ func QueuesOf(r Role) RoleQueues {
 }
 
 func openQueues(ctx context.Context, o config.Options, clk clock.Clock, logger *slog.Logger, reg prometheus.Registerer, use RoleQueues) (*queues, error) {
-	cfgs := queue.StageConfigs()
+	cfgs := queue.WithMaxReceiveCount(queue.StageConfigs(), o.MaxReceiveCount)
 	switch o.Queue {
 	case config.QueueEmbedded:
 		if err := os.MkdirAll(o.DataDir, 0o750); err != nil {

@@ -122,7 +122,7 @@ func EnsureQueues(ctx context.Context, args []string, env func(string) string, s
 		return fmt.Errorf("configure SQS (check AWS credentials, --sqs-region and --sqs-endpoint): %w", err)
 	}
 	fmt.Fprintf(stderr, "ensuring SQS FIFO queues with prefix %q (high throughput: %v) ...\n", o.SQSPrefix, o.HighThroughput)
-	rep, err := sqsq.Ensure(ctx, c, queue.StageConfigs())
+	rep, err := sqsq.Ensure(ctx, c, queue.WithMaxReceiveCount(queue.StageConfigs(), o.MaxReceiveCount))
 	for _, n := range rep.Created {
 		fmt.Fprintf(stdout, "created  %s\n", n)
 	}
@@ -139,4 +139,22 @@ func EnsureQueues(ctx context.Context, args []string, env func(string) string, s
 		return fmt.Errorf("%d queue attribute(s) differ from what mcpmon expects; fix them in the console or your CloudFormation stack (mcpmon does not change a live queue)", len(rep.Drift))
 	}
 	return nil
+}
+
+// keepReasonsIn gives remote (SQS) queues a home for failure reasons: SQS
+// dead-letters messages on its own and a message cannot carry one, so the
+// consumers record them in the store and /v1/dlq reads them back by
+// message ID (queue.FailureBook). The embedded broker keeps them on its
+// messages and needs none.
+func (q *queues) keepReasonsIn(st store.Store, clk clock.Clock) {
+	if !q.remote || q.failures != nil {
+		return
+	}
+	book := queue.NewFailureBook(st, clk)
+	q.failures = book
+	for _, d := range q.dead {
+		if sd, ok := d.(*sqsq.DeadLetters); ok {
+			sd.Reasons = book
+		}
+	}
 }

@@ -189,6 +189,7 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 	if d.qs, err = openQueues(ctx, o, d.clk, d.log, reg, QueuesOf(role)); err != nil {
 		return nil, err
 	}
+	d.qs.keepReasonsIn(d.st, d.clk) // backends_remote.go
 	mux := http.NewServeMux()
 	if err := d.build(ctx, mux, qm); err != nil {
 		return nil, err

@@ -66,9 +66,11 @@ type ConsumerOptions struct {
 	// the server, and they would block their FIFO groups until their
 	// visibility timeout. Shutdown then takes up to Wait longer.
 	FinishReceive bool
-	// Failures, when set, is told why a handler failed on a message, so
-	// the reason is shown with the message if it reaches the dead-letter
-	// queue (GET /v1/dlq/{queue}/messages).
+	// Failures, when set, is told why a handler failed on a message
+	// (FailureReason: scrubbed, truncated), so the reason is shown with the
+	// message if it reaches the dead-letter queue (GET
+	// /v1/dlq/{queue}/messages); if it is also a FailureForgetter it is
+	// told when a redelivered message was handled after all.
 	Failures FailureRecorder
 	// Clock measures the 12-hour visibility cap. Default: real.
 	Clock   clock.Clock
@@ -288,6 +290,9 @@ func (c *consumer) runGroup(ctx context.Context, batch []Message, receivedAt tim
 			return
 		}
 		c.del.add(m.ReceiptHandle)
+		if m.ReceiveCount > 1 {
+			c.forgetFailure(m)
+		}
 	}
 }
 
@@ -350,8 +355,24 @@ func (c *consumer) recordFailure(m Message, err error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if rerr := c.opts.Failures.RecordFailure(ctx, c.q.Name(), m.ID, TruncateReason(err.Error())); rerr != nil {
+	if rerr := c.opts.Failures.RecordFailure(ctx, c.q.Name(), m.ID, FailureReason(err)); rerr != nil {
 		c.logger.Debug("could not record the failure reason", "message_id", m.ID, "err", rerr)
+	}
+}
+
+// forgetFailure drops the reason an earlier receive of m may have recorded,
+// where reasons are kept beside the messages (FailureForgetter): m was
+// handled after all. Best effort, like recordFailure: a reason left behind
+// only expires later.
+func (c *consumer) forgetFailure(m Message) {
+	f, ok := c.opts.Failures.(FailureForgetter)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := f.ForgetFailure(ctx, c.q.Name(), m.ID); err != nil {
+		c.logger.Debug("could not forget the failure reason", "message_id", m.ID, "err", err)
 	}
 }
 

@@ -18,6 +18,23 @@ var ErrMessageNotFound = errors.New("message not found in the dead-letter queue"
 // with a huge error cannot bloat the queue's records.
 const MaxReasonLen = 512
 
+// MaxMaxReceiveCount is SQS's upper bound on a redrive policy's
+// maxReceiveCount.
+const MaxMaxReceiveCount = 1000
+
+// WithMaxReceiveCount returns cfgs with every redriving queue's
+// MaxReceiveCount set to n (n <= 0 leaves them as they are). Queues without
+// redrive keep none: the option tunes the threshold, it does not add DLQs.
+func WithMaxReceiveCount(cfgs []Config, n int) []Config {
+	out := slices.Clone(cfgs)
+	for i := range out {
+		if n > 0 && out[i].MaxReceiveCount > 0 {
+			out[i].MaxReceiveCount = n
+		}
+	}
+	return out
+}
+
 // DeadLetter is a message in a dead-letter queue as an operator sees it.
 type DeadLetter struct {
 	ID      string
@@ -34,7 +51,8 @@ type DeadLetter struct {
 	// ApproximateReceiveCount on SQS.
 	ReceiveCount int
 	// Reason is the last failure a consumer recorded for the message ("" when
-	// none was recorded: always on SQS, which has nowhere to keep it).
+	// none was recorded): kept on the message by the embedded broker, in
+	// the store by a FailureBook on SQS (see deadletter_reasons.go).
 	Reason string
 }
 
@@ -48,6 +66,39 @@ type RedriveResult struct {
 	// Task is the handle of SQS's asynchronous message move task, when the
 	// native StartMessageMoveTask did the move.
 	Task string
+}
+
+// Redrive states RedriveStatus adds to SQS's (RUNNING, COMPLETED,
+// CANCELLING, CANCELLED, FAILED).
+const (
+	// RedriveNone: the server keeps no move task for the queue.
+	RedriveNone = "none"
+	// RedriveUnsupported: the server has no message move tasks (a local
+	// emulator); redrives there are receive and resend, done when they
+	// return.
+	RedriveUnsupported = "unsupported"
+)
+
+// RedriveStatus is the state of a dead-letter queue's latest asynchronous
+// redrive (SQS's message move task).
+type RedriveStatus struct {
+	// Status is SQS's task status, RedriveNone or RedriveUnsupported.
+	Status string
+	// Task is the task handle (SQS gives it only for a running task).
+	Task string
+	// Moved counts the messages moved so far; ToMove the messages the
+	// task set out to move (0 when the server does not say).
+	Moved, ToMove int64
+	StartedAt     time.Time
+	// Failure is why a FAILED task failed.
+	Failure string
+}
+
+// RedriveStatusReader is implemented by dead-letter queues whose redrive
+// runs asynchronously on the server (sqs.DeadLetters). The embedded
+// broker's redrive is done when Redrive returns, so it has none.
+type RedriveStatusReader interface {
+	RedriveStatus(ctx context.Context) (RedriveStatus, error)
 }
 
 // DeadLetterQueue is the operator's handle on one stage's dead-letter
@@ -72,7 +123,8 @@ type DeadLetterQueue interface {
 
 // FailureRecorder keeps the last reason a handler failed on a message, so
 // an operator peeking at the dead-letter queue sees why it is there.
-// The embedded broker implements it; SQS has no place for it.
+// The embedded broker implements it on its messages, FailureBook in the
+// store for SQS.
 type FailureRecorder interface {
 	RecordFailure(ctx context.Context, queueName, messageID, reason string) error
 }

@@ -30,7 +30,7 @@ func (b *Broker) RecordFailure(ctx context.Context, queueName, messageID, reason
 			continue
 		}
 		c := *m
-		c.Reason = queue.TruncateReason(reason)
+		c.Reason = queue.TruncateReason(queue.ScrubReason(reason))
 		if err := b.persist(func(tx *bolt.Tx) error {
 			bk, err := tx.CreateBucketIfNotExists(bucketName(q.cfg.Name))
 			if err != nil {

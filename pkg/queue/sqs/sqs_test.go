@@ -3,6 +3,7 @@ package sqs_test
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/queue/queuetest"
 	"github.com/mcpmon/mcpmon/pkg/queue/sqs"
+	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
@@ -42,6 +44,9 @@ func newClient(t testing.TB, opts sqs.Options) *sqs.Client {
 func TestConformance(t *testing.T) {
 	queuetest.Run(t, func(t *testing.T) queuetest.Backend {
 		c := newClient(t, sqs.Options{})
+		// SQS keeps no failure reason with a message: the daemon keeps
+		// them in its store (here a real bolt file) by message ID.
+		book := queue.NewFailureBook(openStore(t), nil)
 		return queuetest.Backend{
 			NewQueue: func(t *testing.T, cfg queue.Config) (queue.Queue, queue.Queue) {
 				if _, err := sqs.Ensure(t.Context(), c, []queue.Config{cfg}); err != nil {
@@ -62,10 +67,24 @@ func TestConformance(t *testing.T) {
 			},
 			NoGroupDedupScope: "fauxqs 1.9.2 deduplicates per queue even with DeduplicationScope=messageGroup (covered on the embedded queue)",
 			DeadLetters: func(t *testing.T, _ queue.Config, q, dlq queue.Queue) queue.DeadLetterQueue {
-				return sqs.NewDeadLetters(q.(*sqs.Queue), dlq.(*sqs.Queue))
+				d := sqs.NewDeadLetters(q.(*sqs.Queue), dlq.(*sqs.Queue))
+				d.Reasons = book
+				return d
 			},
+			Failures: book,
 		}
 	})
+}
+
+// openStore opens a bolt store in t's temp dir, closed at cleanup.
+func openStore(t *testing.T) *bolt.Store {
+	t.Helper()
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "store.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
 }
 
 func TestMissingQueueSaysRunEnsure(t *testing.T) {
@@ -278,5 +297,33 @@ func TestOpenStages(t *testing.T) {
 	}
 	if len(stages) != 3 || stages[1].Name != "results" || stages[1].Queue.Name() != "results" || stages[1].DLQ.Name() != "results-dlq" {
 		t.Fatalf("stages = %+v", stages)
+	}
+}
+
+// TestRedriveStatusOnAServerWithoutMoveTasks: fauxqs has no
+// ListMessageMoveTasks; the redrive status says "unsupported" instead of
+// failing, and a redrive of all still works (by receive and resend).
+func TestRedriveStatusOnAServerWithoutMoveTasks(t *testing.T) {
+	c := newClient(t, sqs.Options{})
+	cfg := queue.Config{Name: "moves", VisibilityTimeout: time.Second, MaxReceiveCount: 1}
+	if _, err := sqs.Ensure(t.Context(), c, []queue.Config{cfg}); err != nil {
+		t.Fatal(err)
+	}
+	q, err := c.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dlq, err := c.OpenDLQ(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sqs.NewDeadLetters(q, dlq)
+	st, err := d.RedriveStatus(t.Context())
+	if err != nil || st.Status != queue.RedriveUnsupported {
+		t.Fatalf("redrive status on fauxqs = %+v, %v; want %q", st, err, queue.RedriveUnsupported)
+	}
+	res, err := d.Redrive(t.Context(), nil)
+	if err != nil || res.Task != "" || res.Moved != 0 {
+		t.Fatalf("redrive of an empty DLQ on fauxqs = %+v, %v; want nothing moved, no task", res, err)
 	}
 }
