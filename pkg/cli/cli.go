@@ -137,7 +137,7 @@ func (a *app) exitCode(err error) int {
 	switch {
 	case !a.started, errors.As(err, &u), daemon.IsUsage(err):
 		return ExitUsage
-	case errors.As(err, &nf), client.IsNotFound(err), daemon.IsNotFound(err):
+	case errors.As(err, &nf), client.IsNotFound(err):
 		return ExitNotFound
 	}
 	return ExitError

@@ -129,6 +129,7 @@ var causes = map[string]string{
 	"forbidden": "access forbidden", "not_found": "MCP endpoint not found", "not_mcp": "not an MCP server",
 	"protocol_error": "protocol error", "rpc_error": "initialize failed", "version_mismatch": "protocol version mismatch",
 	"session_broken": "session broken", "sse_deaf": "SSE stream not answering",
+	"tool_failed": "tool check failed", "auth_token_failed": "authentication token unavailable",
 }
 
 // Build is the pure page builder.
