@@ -214,3 +214,33 @@ func eventNotification(ep store.Endpoint, e store.ChangeEvent, sink string) aler
 		Details:      e.Details,
 	}
 }
+
+// DefaultEventInterval is how often RunEvents looks for pending change
+// events: the latency of a change notification. One index read per
+// interval per replica when nothing is pending.
+const DefaultEventInterval = 5 * time.Second
+
+// RunEvents notifies pending change events every interval (<= 0:
+// DefaultEventInterval) until ctx is done. Sweep notifies them too; this
+// loop only shortens the wait.
+func (a *Alerter) RunEvents(ctx context.Context, interval time.Duration) error {
+	if interval <= 0 {
+		interval = DefaultEventInterval
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		switch err := a.NotifyEvents(ctx); {
+		case err == nil || ctx.Err() != nil:
+		case errors.Is(err, store.ErrUnavailable):
+			a.log.Debug("change events wait for the store", "err", err)
+		default:
+			a.log.Warn("change events", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
