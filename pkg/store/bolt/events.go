@@ -78,7 +78,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs ...store.ChangeEvent) ([]s
 			if err != nil {
 				return err
 			}
-			if err := pruneEvents(eb, fb, pending, e.EndpointID, cutoff); err != nil {
+			if _, err := pruneEvents(eb, fb, pending, e.EndpointID, cutoff); err != nil {
 				return err
 			}
 			if fb.Get([]byte(e.Fingerprint)) != nil || e.ObservedAt.Before(cutoff) {
@@ -113,7 +113,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs ...store.ChangeEvent) ([]s
 // pruneEvents deletes an endpoint's events observed before cutoff, with
 // their fingerprints and pending entries. Keys are time-ordered, so it
 // reads only what it deletes.
-func pruneEvents(eb, fb, pending *bbolt.Bucket, endpointID string, cutoff time.Time) error {
+func pruneEvents(eb, fb, pending *bbolt.Bucket, endpointID string, cutoff time.Time) (int, error) {
 	limit := timeKey(cutoff)
 	type old struct{ key, fp []byte }
 	var gone []old
@@ -125,18 +125,18 @@ func pruneEvents(eb, fb, pending *bbolt.Bucket, endpointID string, cutoff time.T
 	}
 	for _, o := range gone {
 		if err := eb.Delete(o.key); err != nil {
-			return err
+			return 0, err
 		}
 		if len(o.fp) > 0 && bytes.Equal(fb.Get(o.fp), o.key) {
 			if err := fb.Delete(o.fp); err != nil {
-				return err
+				return 0, err
 			}
 		}
 		if err := pending.Delete(append(idPrefix(endpointID), o.key...)); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return len(gone), nil
 }
 
 // ListEvents returns the endpoint's events newest first; see store.Events.
@@ -255,4 +255,35 @@ func (s *Store) SettleEvent(ctx context.Context, ref store.EventRef) error {
 		}
 		return pending.Delete(append(idPrefix(ref.EndpointID), key...))
 	})
+}
+
+// sweepEvents prunes every endpoint's events past the retention (the
+// sweeper's share: an append prunes only its own endpoint, so an endpoint
+// that stopped changing would keep its history forever).
+func (s *Store) sweepEvents(tx *bbolt.Tx, now time.Time) (int, error) {
+	evRoot, fpRoot, pending := tx.Bucket(bEvents), tx.Bucket(bEventFP), tx.Bucket(bEventsPending)
+	if evRoot == nil || fpRoot == nil || pending == nil {
+		return 0, nil
+	}
+	var eps [][]byte
+	if err := evRoot.ForEachBucket(func(k []byte) error {
+		eps = append(eps, bytes.Clone(k))
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	cutoff := store.EventCutoff(now, s.history)
+	n := 0
+	for _, ep := range eps {
+		fb, err := fpRoot.CreateBucketIfNotExists(ep)
+		if err != nil {
+			return n, err
+		}
+		m, err := pruneEvents(evRoot.Bucket(ep), fb, pending, string(ep), cutoff)
+		if err != nil {
+			return n, err
+		}
+		n += m
+	}
+	return n, nil
 }
