@@ -109,7 +109,7 @@ func ChangeEvents(r msg.ProbeResult, certWarning time.Duration) []store.ChangeEv
 			if id == "" {
 				// Details, not the message: a message may count down
 				// ("expires in 70h") while the change stays the same.
-				id = string(details)
+				id = string(stableDetails(details))
 				if len(details) == 0 {
 					id = ev.Message
 				}
@@ -173,6 +173,28 @@ func catalogEvents(e store.ChangeEvent, details json.RawMessage) []store.ChangeE
 		out = append(out, s)
 	}
 	return out
+}
+
+// stableDetails drops the fields of an event's details that count down
+// from probe to probe (hoursLeft, remaining, expiresIn, ttl…), so a
+// generic event without a Fingerprint still names the change, not the
+// moment it was seen. Details that are not an object are kept whole.
+func stableDetails(details json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(details, &m) != nil {
+		return details
+	}
+	for k := range m {
+		l := strings.ToLower(k)
+		if strings.Contains(l, "left") || strings.Contains(l, "remaining") || strings.Contains(l, "expiresin") || l == "ttl" || strings.HasSuffix(l, "ago") {
+			delete(m, k)
+		}
+	}
+	b, err := json.Marshal(m) // keys sorted
+	if err != nil {
+		return details
+	}
+	return b
 }
 
 func rawJSON(v any) json.RawMessage {

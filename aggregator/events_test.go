@@ -83,10 +83,10 @@ func TestChangeEventsKinds(t *testing.T) {
 func TestChangeEventFingerprintIgnoresWhenAndWhere(t *testing.T) {
 	exp := w0.Add(5 * 24 * time.Hour)
 	a := msg.ProbeResult{EndpointID: "ep", ProbeRunID: "r1", Slot: w0, Region: "eu", CertExpiry: &exp,
-		Events: []msg.Event{drift("breaking", nil, []string{"search"}), {Kind: store.EventCredentialExpiry, Message: "expires in 70h", Details: map[string]string{"exp": "x"}}}}
+		Events: []msg.Event{drift("breaking", nil, []string{"search"}), {Kind: store.EventCredentialExpiry, Message: "expires in 70h", Details: map[string]any{"exp": "x", "hoursLeft": 70}}}}
 	b := a
 	b.ProbeRunID, b.Slot, b.Region = "r2", w0.Add(time.Hour), "us"
-	b.Events = []msg.Event{drift("breaking", nil, []string{"search"}), {Kind: store.EventCredentialExpiry, Message: "expires in 69h", Details: map[string]string{"exp": "x"}}}
+	b.Events = []msg.Event{drift("breaking", nil, []string{"search"}), {Kind: store.EventCredentialExpiry, Message: "expires in 69h", Details: map[string]any{"exp": "x", "hoursLeft": 69}}}
 	ea, eb := ChangeEvents(a, 0), ChangeEvents(b, 0)
 	if len(ea) != 3 || len(eb) != 3 {
 		t.Fatalf("events %v %v", kinds(ea), kinds(eb))
