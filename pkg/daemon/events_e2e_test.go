@@ -62,12 +62,21 @@ func eventPayloads(r *receiver, kind string) []map[string]any {
 	return out
 }
 
-// TestCatalogChangesAreDurableEventsNotifiedOnce: a tool removed from a
-// running go-sdk server is one durable catalog_breaking event, still there
+// TestCatalogChangesAreDurableEventsNotifiedOnce, on the embedded store and
+// on Redis: a tool removed from a running go-sdk server is one durable catalog_breaking event, still there
 // after many later probes, and one notification to the webhook sink that
 // opted into it — none to the sink that did not; a description changed
 // later is one catalog_security event and one notification.
 func TestCatalogChangesAreDurableEventsNotifiedOnce(t *testing.T) {
+	for _, b := range []backend{
+		{name: "embedded", setup: func(*testing.T, *config.Options) {}},
+		{name: "redis", setup: setupRedis},
+	} {
+		t.Run(b.name, func(t *testing.T) { testCatalogChangesAreDurableEvents(t, b) })
+	}
+}
+
+func testCatalogChangesAreDurableEvents(t *testing.T, b backend) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "catalog-fixture", Version: "1.0.0"}, nil)
 	addTool(srv, "search", "Search the docs.")
 	addTool(srv, "fetch", "Fetch a page.")
@@ -82,7 +91,10 @@ func TestCatalogChangesAreDurableEventsNotifiedOnce(t *testing.T) {
 	if err := os.WriteFile(sinksFile, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := startEmbedded(t, func(o *config.Options) { o.SinksFile = sinksFile })
+	d := startEmbedded(t, func(o *config.Options) {
+		b.setup(t, o)
+		o.SinksFile = sinksFile
+	})
 	id := register(t, d.Addr(), map[string]any{"name": "docs", "url": target.url, "schedule": "@every 1s", "timeout": "1s"})
 
 	// The first catalog is remembered: drift is measured against it.
