@@ -62,6 +62,10 @@ func (a *Alerter) NotifyEvents(ctx context.Context) error {
 		return fmt.Errorf("alerter: pending change events: %w", err)
 	}
 	var errs []error
+	// A sink that failed (or whose claim another replica holds) is held
+	// back for the rest of this run, as in an incident drain: one broken
+	// receiver costs one retry budget per run, not one per pending event.
+	blocked := map[string]bool{}
 	for _, e := range evs {
 		ep, found, err := a.endpoint(ctx, e.EndpointID)
 		if err != nil {
@@ -75,7 +79,7 @@ func (a *Alerter) NotifyEvents(ctx context.Context) error {
 				errs = append(errs, err)
 				continue
 			}
-			if settled, err = a.deliverEvent(ctx, ep, e, sinks); err != nil {
+			if settled, err = a.deliverEvent(ctx, ep, e, sinks, blocked); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -109,10 +113,14 @@ func (a *Alerter) eventSinks(ctx context.Context, ep store.Endpoint, kind string
 
 // deliverEvent sends e to each sink; settled is true once every one has
 // it (or was given up on).
-func (a *Alerter) deliverEvent(ctx context.Context, ep store.Endpoint, e store.ChangeEvent, sinks []alert.Sink) (settled bool, err error) {
+func (a *Alerter) deliverEvent(ctx context.Context, ep store.Endpoint, e store.ChangeEvent, sinks []alert.Sink, blocked map[string]bool) (settled bool, err error) {
 	settled = true
 	var errs []error
 	for _, s := range sinks {
+		if blocked[s.Name()] {
+			settled = false
+			continue
+		}
 		n := eventNotification(ep, e, s.Name())
 		outcome, err := a.sendEvent(ctx, s, n)
 		if outcome != "" {
@@ -123,7 +131,11 @@ func (a *Alerter) deliverEvent(ctx context.Context, ep store.Endpoint, e store.C
 			return false, err
 		case err != nil:
 			settled = false
+			blocked[s.Name()] = true
 			errs = append(errs, err)
+			if errors.Is(err, ErrClaimHeld) {
+				continue // another replica is sending it
+			}
 			a.log.Warn("change event not delivered; it stays pending for the next sweep", "sink", s.Name(), "endpoint", e.EndpointID, "kind", e.Kind, "err", redact(err))
 		case outcome == OutcomeAbandoned:
 			a.log.Warn("change event failed permanently; given up for this sink, not retried", "sink", s.Name(), "endpoint", e.EndpointID, "kind", e.Kind)
@@ -234,6 +246,9 @@ func (a *Alerter) RunEvents(ctx context.Context, interval time.Duration) error {
 		case err == nil || ctx.Err() != nil:
 		case errors.Is(err, store.ErrUnavailable):
 			a.log.Debug("change events wait for the store", "err", err)
+		case errors.Is(err, ErrDelivery) || errors.Is(err, ErrClaimHeld):
+			// deliverEvent logged each failed sink; a held claim is
+			// another replica at work.
 		default:
 			a.log.Warn("change events", "err", err)
 		}

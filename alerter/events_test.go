@@ -181,7 +181,7 @@ func TestEventFailuresRetriedOrGivenUp(t *testing.T) {
 	e := newEnv(t)
 	e.endpoint("ep", nil, nil)
 	flaky := &eventSink{name: "flaky", fail: []error{errors.New("503"), errors.New("503"), errors.New("503"), errors.New("503")}}
-	refused := &eventSink{name: "refused", fail: []error{fmt.Errorf("400: %w", alert.ErrPermanent)}}
+	refused := &eventSink{name: "refused", fail: []error{fmt.Errorf("400: %w", alert.ErrPermanent), fmt.Errorf("400: %w", alert.ErrPermanent)}}
 	kinds := []string{store.EventVersion}
 	m := NewMetrics(nil, nil)
 	a := e.alerter("a", func(o *Options) {
@@ -189,24 +189,29 @@ func TestEventFailuresRetriedOrGivenUp(t *testing.T) {
 		o.Metrics = m
 	})
 	e.changeEvent("ep", store.EventVersion)
+	e.endpoint("ep2", nil, nil)
+	e.changeEvent("ep2", store.EventVersion)
 	if err := a.NotifyEvents(e.ctx); err == nil {
 		t.Fatal("a failing sink reported no error")
 	}
-	if n := e.pendingEvents(); n != 1 {
-		t.Fatalf("%d pending after a transient failure, want 1", n)
+	if n := e.pendingEvents(); n != 2 {
+		t.Fatalf("%d pending after a transient failure, want 2", n)
+	}
+	if len(flaky.fail) != 0 || len(flaky.keys()) != 0 {
+		t.Fatalf("the failing sink was called for the second event in the same run (%d failures left, %v)", len(flaky.fail), flaky.keys())
 	}
 	for range 2 {
 		if err := a.NotifyEvents(e.ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(flaky.keys()) != 1 || len(refused.keys()) != 0 || e.pendingEvents() != 0 {
-		t.Fatalf("flaky got %v, refused got %v, pending %d; want one delivery, none, none", flaky.keys(), refused.keys(), e.pendingEvents())
+	if len(flaky.keys()) != 2 || len(refused.keys()) != 0 || e.pendingEvents() != 0 {
+		t.Fatalf("flaky got %v, refused got %v, pending %d; want both events, none, none", flaky.keys(), refused.keys(), e.pendingEvents())
 	}
 	for _, c := range []struct {
 		sink, outcome string
 		want          float64
-	}{{"flaky", OutcomeFailed, 1}, {"flaky", OutcomeSent, 1}, {"refused", OutcomeAbandoned, 1}, {"refused", OutcomeSent, 0}} {
+	}{{"flaky", OutcomeFailed, 1}, {"flaky", OutcomeSent, 2}, {"refused", OutcomeAbandoned, 2}, {"refused", OutcomeSent, 0}} {
 		if got := testutil.ToFloat64(m.EventNotifications.WithLabelValues(c.sink, store.EventVersion, c.outcome)); got != c.want {
 			t.Errorf("mcpmon_event_notifications_total{sink=%s,outcome=%s} = %v, want %v", c.sink, c.outcome, got, c.want)
 		}

@@ -12,11 +12,13 @@ package bolt
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -185,7 +187,10 @@ func (s *Store) ListEvents(ctx context.Context, endpointID string, f store.Event
 	return out, nil
 }
 
-// PendingEvents returns listed events oldest first; see store.Events.
+// PendingEvents returns listed events oldest first; see store.Events. The
+// index is keyed by endpoint, so it reads every pending key (a handful:
+// events wait only until the next notification run) and orders them by
+// their time part before reading the events it returns.
 func (s *Store) PendingEvents(ctx context.Context, limit int) ([]store.ChangeEvent, error) {
 	out := []store.ChangeEvent{}
 	var stale [][]byte
@@ -195,40 +200,47 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]store.ChangeEve
 		if pending == nil || root == nil {
 			return nil
 		}
-		return pending.ForEach(func(k, _ []byte) error {
-			if limit > 0 && len(out) >= limit {
-				return nil
-			}
+		type ref struct{ ep, key []byte }
+		var refs []ref
+		if err := pending.ForEach(func(k, _ []byte) error {
 			i := bytes.IndexByte(k, 0)
 			if i < 0 || len(k) != i+17 {
 				stale = append(stale, bytes.Clone(k))
 				return nil
 			}
+			refs = append(refs, ref{ep: k[:i], key: k[i+1:]})
+			return nil
+		}); err != nil {
+			return err
+		}
+		slices.SortFunc(refs, func(a, b ref) int { return cmp.Or(bytes.Compare(a.key, b.key), bytes.Compare(a.ep, b.ep)) })
+		for _, r := range refs {
+			if limit > 0 && len(out) >= limit {
+				break
+			}
 			var raw []byte
-			if eb := root.Bucket(k[:i]); eb != nil {
-				raw = eb.Get(k[i+1:])
+			if eb := root.Bucket(r.ep); eb != nil {
+				raw = eb.Get(r.key)
 			}
 			if raw == nil {
-				stale = append(stale, bytes.Clone(k))
-				return nil
+				stale = append(stale, append(idPrefix(string(r.ep)), r.key...))
+				continue
 			}
 			var e store.ChangeEvent
 			if err := json.Unmarshal(raw, &e); err != nil {
-				return fmt.Errorf("decode event %x: %w", k, err)
+				return fmt.Errorf("decode event %x of endpoint %s: %w", r.key, r.ep, err)
 			}
 			if e.ObservedAt.Before(cutoff) {
-				stale = append(stale, bytes.Clone(k))
-				return nil
+				stale = append(stale, append(idPrefix(string(r.ep)), r.key...))
+				continue
 			}
 			out = append(out, e)
-			return nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bolt store: pending events: %w", err)
 	}
-	// Pending keys sort by endpoint first: put the answer in time order.
-	store.SortEventsOldestFirst(out)
 	if len(stale) > 0 {
 		err = s.update(ctx, func(tx *bbolt.Tx) error {
 			for _, k := range stale {

@@ -171,3 +171,20 @@ func testEventRetention(t *testing.T, s store.Store, clk *clock.Fake) {
 		t.Fatalf("the same change after the retention appended %d, want 1", len(added))
 	}
 }
+
+// testPendingEventsOldestFirst: the pending index answers oldest first
+// across endpoints, whatever their IDs, and the limit keeps the oldest.
+func testPendingEventsOldestFirst(t *testing.T, s store.Store, clk *clock.Fake) {
+	ctx := t.Context()
+	t0 := clk.Now().Add(-time.Hour)
+	for i, ep := range []string{"zz", "aa", "mm"} {
+		_, err := s.AppendEvents(ctx, changeEvent(ep, store.EventVersion, "x", ep, t0.Add(time.Duration(i)*time.Minute)))
+		must(t, err)
+	}
+	all, err := s.PendingEvents(ctx, 0)
+	must(t, err)
+	sameStrings(t, "pending", eventAfters(all), []string{"zz", "aa", "mm"})
+	two, err := s.PendingEvents(ctx, 2)
+	must(t, err)
+	sameStrings(t, "pending, limit 2", eventAfters(two), []string{"zz", "aa"})
+}

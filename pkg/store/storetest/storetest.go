@@ -88,6 +88,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"EventsIdempotentByFingerprint", testEventsIdempotentByFingerprint}, // events.go
 		{"EventPages", testEventPages},
 		{"EventRetention", testEventRetention},
+		{"PendingEventsOldestFirst", testPendingEventsOldestFirst},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
