@@ -139,6 +139,10 @@ type Options struct {
 	Clock   clock.Clock
 	Logger  *slog.Logger
 	Metrics *Metrics
+
+	// CertWarning is how long before its certificate expires an endpoint
+	// gets a certificate_expiry event (default DefaultCertWarning, 14 days).
+	CertWarning time.Duration
 }
 
 // Aggregator turns probe results into verdicts. Handle and Run may be used
@@ -171,6 +175,10 @@ type Aggregator struct {
 	slots slotCache
 	// maint caches the maintenance windows for rollups (rollup.go).
 	maint maintCache
+
+	// events records change events (events.go); nil when the store keeps
+	// none.
+	events EventStore
 }
 
 // New returns an Aggregator.
@@ -209,7 +217,7 @@ func New(opts Options) (*Aggregator, error) {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil, nil)
 	}
-	return &Aggregator{
+	a := &Aggregator{
 		opts:  opts,
 		st:    opts.Store,
 		pub:   opts.Publisher,
@@ -221,7 +229,9 @@ func New(opts Options) (*Aggregator, error) {
 		startedAt: opts.Clock.Now().UTC(),
 		nd:        newNoDataState(),
 		slots:     slotCache{m: map[string]cachedSlots{}, log: opts.Logger},
-	}, nil
+	}
+	a.events, _ = opts.Store.(EventStore)
+	return a, nil
 }
 
 // Metrics returns the aggregator's metrics.
@@ -250,6 +260,11 @@ func (a *Aggregator) Handle(ctx context.Context, m queue.Message) error {
 		slot = r.StartedAt
 	}
 	window := a.WindowOf(slot)
+	// Events first, whatever becomes of the result (events.go).
+	if err := a.recordEvents(ctx, r); err != nil {
+		a.storeUnavailable(err)
+		return err
+	}
 	added, err := a.st.AddWindowResult(ctx, window, r)
 	switch {
 	case errors.Is(err, store.ErrWindowDecided):

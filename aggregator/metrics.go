@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/metrics"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // Metrics are the aggregator's Prometheus metrics (names from the catalog).
@@ -14,7 +15,10 @@ type Metrics struct {
 	Verdicts         *prometheus.CounterVec // state
 	ResultsDuplicate prometheus.Counter
 	ResultsLate      prometheus.Counter
-	probeToVerdict   prometheus.Observer
+	// Events counts change events recorded, by kind: each change once,
+	// however many results or replicas reported it.
+	Events         *prometheus.CounterVec
+	probeToVerdict prometheus.Observer
 }
 
 // NewMetrics registers the aggregator's metrics on reg. The process's
@@ -42,7 +46,14 @@ func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metric
 			Namespace: "mcpmon", Name: "results_late_total",
 			Help: "Probe results that arrived after their window was decided and were dropped.",
 		}),
+		Events: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "mcpmon", Name: "events_total",
+			Help: "Change events recorded (catalog, version, certificate and credential expiry), by kind; each change once.",
+		}, []string{"kind"}),
 		probeToVerdict: delay.ProbeToVerdict,
+	}
+	for _, k := range store.EventKinds() {
+		m.Events.WithLabelValues(k)
 	}
 	for _, s := range msg.States() {
 		m.Verdicts.WithLabelValues(string(s))

@@ -155,6 +155,9 @@ type Alerter struct {
 	// legacyIndexed: the previous release's outbox index was moved (see
 	// indexLegacyOutboxes).
 	legacyIndexed atomic.Bool
+	// eventsMu serialises NotifyEvents in this process: with one Owner the
+	// ledger would let two concurrent claims of a key through.
+	eventsMu sync.Mutex
 }
 
 // New returns an Alerter.

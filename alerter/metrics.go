@@ -22,6 +22,9 @@ type Metrics struct {
 	// sink accepting a notification to its ledger mark being written. A
 	// process killed inside it sends the notification again.
 	UnmarkedSeconds prometheus.Histogram
+	// EventNotifications counts change-event notifications per sink,
+	// event kind and outcome (events.go).
+	EventNotifications *prometheus.CounterVec
 
 	mu        sync.Mutex
 	seenSinks map[string]bool
@@ -58,6 +61,10 @@ func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metric
 			Help:    "Time from a sink accepting a notification to its ledger mark: the window in which a killed alerter sends it again.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}),
+		EventNotifications: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "mcpmon", Name: "event_notifications_total",
+			Help: "Change-event notifications per sink and event kind by outcome: sent, failed (retried by the next sweep), abandoned (failed permanently; not retried), duplicate (already in the ledger).",
+		}, []string{"sink", "kind", "outcome"}),
 		seenSinks: map[string]bool{},
 	}
 	for _, e := range []string{"opened", "resolved", "acknowledged"} {

@@ -159,6 +159,8 @@ func (a *Alerter) newDrainRun(ctx context.Context, endpointID string) (*drainRun
 			return nil, fmt.Errorf("alerter: sinks of endpoint %s: %w", endpointID, err)
 		}
 	}
+	// A sink whose notify list leaves incidents out gets change events only.
+	sinks = slices.DeleteFunc(slices.Clone(sinks), func(s alert.Sink) bool { return !alert.Subscribes(s, alert.NotifyIncidents) })
 	sinks = slices.CompactFunc(slices.SortedStableFunc(slices.Values(sinks), func(x, y alert.Sink) int {
 		return strings.Compare(x.Name(), y.Name())
 	}), func(x, y alert.Sink) bool { return x.Name() == y.Name() })
@@ -477,6 +479,9 @@ func (a *Alerter) Sweep(ctx context.Context) error {
 			}
 			errs = append(errs, err)
 		}
+	}
+	if err := a.NotifyEvents(ctx); err != nil { // events.go
+		errs = append(errs, err)
 	}
 	open, err := a.st.CountOpenIncidents(ctx)
 	if err != nil {

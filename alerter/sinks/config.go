@@ -97,6 +97,10 @@ type Config struct {
 	From         string   `json:"from,omitempty"`
 	To           []string `json:"to,omitempty"`
 
+	// Notify lists what the sink is sent: "incidents" and change-event
+	// kinds (alert.NotifyKinds); empty means incidents only (events.go).
+	Notify []string `json:"notify,omitempty"`
+
 	// Timeout bounds one delivery attempt; 0 is the type's default.
 	Timeout time.Duration `json:"-"`
 }
@@ -188,6 +192,7 @@ func (c Config) Validate() error {
 	if c.Timeout != 0 && (c.Timeout < MinTimeout || c.Timeout > MaxTimeout) {
 		p.bad("timeout", "%s: want between %s and %s", c.Timeout, MinTimeout, MaxTimeout)
 	}
+	p.notify() // events.go
 	switch c.Type {
 	case TypeWebhook, TypeSlack:
 		p.hook()
@@ -339,6 +344,7 @@ func (c Config) Redacted() Config {
 	r := c
 	r.Tags = slices.Clone(c.Tags)
 	r.To = slices.Clone(c.To)
+	r.Notify = slices.Clone(c.Notify)
 	for _, p := range []*string{&r.Secret, &r.RoutingKey, &r.APIKey, &r.SMTPPassword} {
 		if *p != "" {
 			*p = Redacted

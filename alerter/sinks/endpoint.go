@@ -100,6 +100,13 @@ type endpointSink struct {
 
 func (s endpointSink) MetricLabel() string { return s.label }
 
+// Subscribes and NotifyEvent reach the sink underneath, which embedding an
+// interface hides.
+func (s endpointSink) Subscribes(kind string) bool { return alert.Subscribes(s.Sink, kind) }
+func (s endpointSink) NotifyEvent(ctx context.Context, n alert.EventNotification) error {
+	return alert.ForwardEvent(ctx, s.Sink, n)
+}
+
 // guardedDial is the dial-time SSRF guard for per-endpoint sinks. A refused
 // address is a permanent failure: retrying cannot reach it, so the delivery
 // gives up at once instead of spending its budget.

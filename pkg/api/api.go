@@ -246,6 +246,7 @@ func New(opts Options) http.Handler {
 			r.Get("/{id}/uptime", s.getUptime)   // uptime.go
 			r.Get("/{id}/history", s.getHistory) // uptime.go
 			r.Get("/{id}/catalog", s.getCatalog) // uptime.go
+			r.Get("/{id}/events", s.listEvents)  // events.go
 		})
 		r.Route("/incidents", func(r chi.Router) {
 			r.Get("/", s.listIncidents)

@@ -171,10 +171,9 @@ type CatalogView struct {
 	// change (absent before the first successful tools/list).
 	Fingerprint string            `json:"fingerprint,omitempty"`
 	Tools       []json.RawMessage `json:"tools"`
-	// Drift holds the catalog_changed events the store still has: those of
-	// the latest probe result only. Older drift was counted in
-	// mcpmon_tool_catalog_changes_total but is not kept (and no sink is
-	// told of drift yet).
+	// Drift holds the catalog_changed events of the latest probe result
+	// only. The durable history of every change, which sinks can opt
+	// into, is GET /v1/endpoints/{id}/events (events.go).
 	Drift []msg.Event `json:"drift"`
 	// LatestFingerprint is the fingerprint the latest probe saw.
 	LatestFingerprint string `json:"latestFingerprint,omitempty"`

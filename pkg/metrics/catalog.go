@@ -58,6 +58,7 @@ func Catalog() []Family {
 		{"mcpmon_verdicts_total", Counter, []string{"state"}, "aggregator", "5 states"},
 		{"mcpmon_results_duplicate_total", Counter, nil, "aggregator", "1"},
 		{"mcpmon_results_late_total", Counter, nil, "aggregator", "1"},
+		{"mcpmon_events_total", Counter, []string{"kind"}, "aggregator", "6 change-event kinds"},
 		{"mcpmon_pipeline_delay_seconds", Histogram, []string{"stage"}, "aggregator, alerter", "2 stages × buckets"},
 		// Alerter.
 		{"mcpmon_incidents_open", Gauge, nil, "alerter", "1"},
@@ -65,6 +66,7 @@ func Catalog() []Family {
 		{"mcpmon_alerts_total", Counter, []string{"kind", "outcome", "sink"}, "alerter", "(global sink names + 5 endpoint:<type> labels) × kinds × 5 outcomes"},
 		{"mcpmon_ledger_claims_total", Counter, []string{"result"}, "alerter", "3 results"},
 		{"mcpmon_alert_unmarked_seconds", Histogram, nil, "alerter", "buckets"},
+		{"mcpmon_event_notifications_total", Counter, []string{"kind", "outcome", "sink"}, "alerter", "(global sink names + 5 endpoint:<type> labels) × 6 event kinds × 5 outcomes"},
 		// Queue plumbing (every role that sends or consumes).
 		{"mcpmon_queue_sends_total", Counter, []string{"queue"}, "queue", perQueue},
 		{"mcpmon_queue_duplicates_total", Counter, []string{"queue"}, "queue", perQueue},

@@ -163,6 +163,10 @@ type Event struct {
 	Severity string `json:"severity,omitempty"` // "breaking", "info", "warning"
 	Message  string `json:"message"`
 	Details  any    `json:"details,omitempty"`
+	// Fingerprint, when set, identifies the change itself (say, a
+	// credential's header and expiry), so every probe reporting it maps to
+	// one durable event; empty: the aggregator derives it from Details.
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 // Event kinds about credentials. EventCredentialExpiry warns that a probe

@@ -478,6 +478,7 @@ type Store interface {
 	Objects
 	Audit
 	Rollups // rollups.go
+	Events  // events.go
 	// Ping reports whether the backend is reachable (readiness).
 	Ping(ctx context.Context) error
 	Close() error

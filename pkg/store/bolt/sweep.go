@@ -71,6 +71,11 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		}
 		m, err := s.sweepAudit(tx, now) // audit.go
 		n += m
+		if err != nil {
+			return err
+		}
+		m, err = s.sweepEvents(tx, now) // events.go
+		n += m
 		return err
 	})
 	return n, err

@@ -85,6 +85,10 @@ func Run(t *testing.T, newStore Factory) {
 		{"RollupsCountEachWindowOnce", testRollupsCountEachWindowOnce}, // rollups.go
 		{"RollupsMonthUptime", testRollupsMonth},
 		{"RollupsRetention", testRollupsRetention},
+		{"EventsIdempotentByFingerprint", testEventsIdempotentByFingerprint}, // events.go
+		{"EventPages", testEventPages},
+		{"EventRetention", testEventRetention},
+		{"PendingEventsOldestFirst", testPendingEventsOldestFirst},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

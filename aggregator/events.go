@@ -1,0 +1,239 @@
+// Change events: where what a probe saw change becomes durable.
+//
+// The aggregator sees every result, so it is where a result's events
+// (msg.ProbeResult.Events, and the certificate expiry it carries) become
+// the endpoint's event history (store.Events). ChangeEvents is the pure
+// half — a result in, the events it shows out, each with a fingerprint of
+// what changed — and recordEvents the effect: one AppendEvents, which the
+// store makes idempotent by fingerprint and which lists each new event for
+// notification in the same transaction.
+//
+// Order in Handle: events are appended before the result joins its window,
+// and the result message is acknowledged only after both. A crash before the
+// append loses nothing (the message is redelivered and appended then); a
+// crash after it appends nothing twice (the redelivery finds the
+// fingerprints). A late result — its window already decided — still records
+// its events: a change is news whatever window it falls in.
+
+package aggregator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// DefaultCertWarning is how long before a certificate expires a
+// certificate_expiry event is raised.
+const DefaultCertWarning = 14 * 24 * time.Hour
+
+// The probe's own event kinds (prober.Event*), read here without
+// importing the prober.
+const (
+	probeCatalogChanged = "catalog_changed"
+	probeVersionChanged = "protocol_version_changed"
+	probeServerChanged  = "server_version_changed"
+	probeCertExpiring   = "cert_expiring"
+)
+
+// EventStore is what recording events needs; the aggregator's store
+// provides it when it implements it (every store.Store does).
+type EventStore interface {
+	AppendEvents(ctx context.Context, evs ...store.ChangeEvent) ([]store.ChangeEvent, error)
+}
+
+// catalogDiff is the part of the prober's catalog diff (prober.CatalogDiff)
+// the kinds are decided from. The whole diff is kept as the prober wrote it.
+type catalogDiff struct {
+	Severity string   `json:"severity"`
+	Added    []string `json:"added"`
+	Removed  []string `json:"removed"`
+	Changed  []struct {
+		Name               string   `json:"name"`
+		DescriptionChanged bool     `json:"descriptionChanged"`
+		Breaking           []string `json:"breaking"`
+		Info               []string `json:"info"`
+	} `json:"changed"`
+	OldFingerprint string `json:"oldFingerprint"`
+	NewFingerprint string `json:"newFingerprint"`
+}
+
+// ChangeEvents returns the durable events result r shows: a catalog drift
+// as catalog_breaking or catalog_info (at most one of them) plus
+// catalog_security when a tool's description changed; a protocol or server
+// change as version; a certificate expiring within certWarning of the
+// probe as certificate_expiry (once per certificate: its expiry is the
+// fingerprint); and any result event whose kind is already one of
+// store.EventKinds (credential_expiry) as it is. Fingerprints cover what
+// changed, never when or where it was seen, so every sighting of one change
+// maps to one event. It reads nothing but r.
+func ChangeEvents(r msg.ProbeResult, certWarning time.Duration) []store.ChangeEvent {
+	if certWarning <= 0 {
+		certWarning = DefaultCertWarning
+	}
+	observed := r.Slot
+	if observed.IsZero() {
+		observed = r.StartedAt
+	}
+	base := store.ChangeEvent{EndpointID: r.EndpointID, ObservedAt: observed.UTC(), ProbeRunID: r.ProbeRunID, Region: r.Region}
+	var out []store.ChangeEvent
+	for _, ev := range r.Events {
+		details := rawJSON(ev.Details)
+		e := base
+		e.Source, e.Severity, e.Message = ev.Kind, ev.Severity, ev.Message
+		switch {
+		case ev.Kind == probeCatalogChanged:
+			out = append(out, catalogEvents(e, details)...)
+		case ev.Kind == probeVersionChanged || ev.Kind == probeServerChanged:
+			var d map[string]string
+			_ = json.Unmarshal(details, &d)
+			if ev.Kind == probeVersionChanged {
+				e.Before, e.After = d["from"], d["to"]
+			} else {
+				e.Before, e.After = strings.TrimSpace(d["fromName"]+" "+d["fromVersion"]), strings.TrimSpace(d["toName"]+" "+d["toVersion"])
+			}
+			e.Kind, e.Details = store.EventVersion, details
+			e.Fingerprint = store.EventFingerprint(r.EndpointID, e.Kind, ev.Kind, e.Before, e.After, string(details))
+			out = append(out, e)
+		case ev.Kind == probeCertExpiring:
+			// Decided from r.CertExpiry below, with this package's period.
+		case store.IsEventKind(ev.Kind):
+			e.Kind, e.Details = ev.Kind, details
+			id := ev.Fingerprint
+			if id == "" {
+				// Details, not the message: a message may count down
+				// ("expires in 70h") while the change stays the same.
+				id = string(stableDetails(details))
+				if len(details) == 0 {
+					id = ev.Message
+				}
+			}
+			e.Fingerprint = store.EventFingerprint(r.EndpointID, e.Kind, id)
+			out = append(out, e)
+		}
+	}
+	if r.CertExpiry != nil && r.CertExpiry.Sub(observed) < certWarning {
+		exp := r.CertExpiry.UTC()
+		e := base
+		e.Kind, e.Source, e.Severity = store.EventCertificateExpiry, probeCertExpiring, "warning"
+		e.After = exp.Format(time.RFC3339)
+		if left := exp.Sub(observed); left > 0 {
+			e.Message = fmt.Sprintf("TLS certificate expires %s (in %s)", e.After, left.Round(time.Hour))
+		} else {
+			e.Message = fmt.Sprintf("TLS certificate expired %s", e.After)
+		}
+		e.Details, _ = json.Marshal(map[string]any{"notAfter": exp, "warning": certWarning.String()})
+		e.Fingerprint = store.EventFingerprint(r.EndpointID, e.Kind, e.After)
+		out = append(out, e)
+	}
+	return out
+}
+
+// catalogEvents splits one catalog drift into its kinds. Each keeps the
+// whole diff, so a reader of any of them sees everything that changed.
+func catalogEvents(e store.ChangeEvent, details json.RawMessage) []store.ChangeEvent {
+	var d catalogDiff
+	if json.Unmarshal(details, &d) != nil {
+		return nil
+	}
+	e.Before, e.After, e.Diff = d.OldFingerprint, d.NewFingerprint, details
+	fp := func(kind string) string {
+		return store.EventFingerprint(e.EndpointID, kind, d.OldFingerprint, d.NewFingerprint)
+	}
+	var described []string
+	breaking, info := d.Severity == "breaking" || len(d.Removed) > 0, len(d.Added) > 0
+	for _, c := range d.Changed {
+		if c.DescriptionChanged {
+			described = append(described, c.Name)
+		}
+		breaking = breaking || len(c.Breaking) > 0
+		info = info || len(c.Info) > 0
+	}
+	var out []store.ChangeEvent
+	switch {
+	case breaking:
+		b := e
+		b.Kind, b.Severity, b.Fingerprint = store.EventCatalogBreaking, "breaking", fp(store.EventCatalogBreaking)
+		out = append(out, b)
+	case info:
+		i := e
+		i.Kind, i.Severity, i.Fingerprint = store.EventCatalogInfo, "info", fp(store.EventCatalogInfo)
+		out = append(out, i)
+	}
+	if len(described) > 0 {
+		s := e
+		s.Kind, s.Severity, s.Fingerprint = store.EventCatalogSecurity, "security", fp(store.EventCatalogSecurity)
+		s.Message = fmt.Sprintf("the description of %s changed: tool descriptions are instructions to the model, and a silent change is how tool poisoning looks; review it", strings.Join(described, ", "))
+		out = append(out, s)
+	}
+	return out
+}
+
+// stableDetails drops the fields of an event's details that count down
+// from probe to probe (hoursLeft, remaining, expiresIn, ttl…), so a
+// generic event without a Fingerprint still names the change, not the
+// moment it was seen. Details that are not an object are kept whole.
+func stableDetails(details json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(details, &m) != nil {
+		return details
+	}
+	for k := range m {
+		l := strings.ToLower(k)
+		if strings.Contains(l, "left") || strings.Contains(l, "remaining") || strings.Contains(l, "expiresin") || l == "ttl" || strings.HasSuffix(l, "ago") {
+			delete(m, k)
+		}
+	}
+	b, err := json.Marshal(m) // keys sorted
+	if err != nil {
+		return details
+	}
+	return b
+}
+
+func rawJSON(v any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	if r, ok := v.(json.RawMessage); ok {
+		return r
+	}
+	b, err := json.Marshal(v) // map keys sorted: a stable encoding
+	if err != nil || string(b) == "null" {
+		return nil
+	}
+	return b
+}
+
+// recordEvents appends r's events (the effect of ChangeEvents). A store
+// outage is returned, so the result stays queued and is retried; an event
+// the store refuses as invalid is logged and skipped, never holding the
+// endpoint's results back.
+func (a *Aggregator) recordEvents(ctx context.Context, r msg.ProbeResult) error {
+	if a.events == nil {
+		return nil
+	}
+	evs := ChangeEvents(r, a.opts.CertWarning)
+	if len(evs) == 0 {
+		return nil
+	}
+	added, err := a.events.AppendEvents(ctx, evs...)
+	switch {
+	case errors.Is(err, store.ErrUnavailable):
+		return fmt.Errorf("aggregator: record events of result %s of endpoint %s: %w", r.ProbeRunID, r.EndpointID, err)
+	case err != nil:
+		a.log.Warn("change events not recorded", "endpoint", r.EndpointID, "probe_run", r.ProbeRunID, "err", err)
+		return nil
+	}
+	for _, e := range added {
+		a.m.Events.WithLabelValues(e.Kind).Inc()
+		a.log.Info("change event", "endpoint", e.EndpointID, "kind", e.Kind, "fingerprint", e.Fingerprint, "message", e.Message)
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+package aggregator
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+func drift(severity string, added, removed []string, changed ...map[string]any) msg.Event {
+	return msg.Event{Kind: probeCatalogChanged, Severity: severity, Message: "tool catalog changed", Details: map[string]any{
+		"severity": severity, "added": added, "removed": removed, "changed": changed,
+		"oldFingerprint": "sha256:old", "newFingerprint": "sha256:new",
+	}}
+}
+
+func kinds(evs []store.ChangeEvent) []string {
+	out := []string{}
+	for _, e := range evs {
+		out = append(out, e.Kind)
+	}
+	return out
+}
+
+func TestChangeEventsKinds(t *testing.T) {
+	slot := w0.Add(10 * time.Second)
+	soon, later := slot.Add(3*24*time.Hour), slot.Add(60*24*time.Hour)
+	cases := []struct {
+		name   string
+		events []msg.Event
+		cert   *time.Time
+		want   []string
+	}{
+		{"nothing changed", nil, &later, []string{}},
+		{"tool removed is breaking", []msg.Event{drift("breaking", nil, []string{"search"})}, nil, []string{store.EventCatalogBreaking}},
+		{"required input added is breaking", []msg.Event{drift("breaking", nil, nil, map[string]any{"name": "s", "breaking": []string{`required input "q" added`}})}, nil, []string{store.EventCatalogBreaking}},
+		{"tool added is info", []msg.Event{drift("info", []string{"fetch"}, nil)}, nil, []string{store.EventCatalogInfo}},
+		{"description alone is security only", []msg.Event{drift("info", nil, nil, map[string]any{"name": "s", "descriptionChanged": true})}, nil, []string{store.EventCatalogSecurity}},
+		{"removal with a description change is both", []msg.Event{drift("breaking", nil, []string{"a"}, map[string]any{"name": "s", "descriptionChanged": true})}, nil,
+			[]string{store.EventCatalogBreaking, store.EventCatalogSecurity}},
+		{"protocol change is version", []msg.Event{{Kind: probeVersionChanged, Message: "m", Details: map[string]string{"from": "2025-06-18", "to": "2025-11-25"}}}, nil, []string{store.EventVersion}},
+		{"server change is version", []msg.Event{{Kind: probeServerChanged, Message: "m", Details: map[string]string{"fromName": "s", "fromVersion": "1", "toName": "s", "toVersion": "2"}}}, nil, []string{store.EventVersion}},
+		{"certificate near expiry", []msg.Event{{Kind: probeCertExpiring, Message: "in 3d"}}, &soon, []string{store.EventCertificateExpiry}},
+		{"credential expiry passes through", []msg.Event{{Kind: store.EventCredentialExpiry, Message: "expires in 70h", Details: map[string]any{"header": "Authorization", "exp": "2026-03-04T00:00:00Z"}}}, nil, []string{store.EventCredentialExpiry}},
+		{"unknown probe event ignored", []msg.Event{{Kind: "something_else", Message: "x"}}, nil, []string{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := msg.ProbeResult{EndpointID: "ep", ProbeRunID: "run", Slot: slot, Region: "eu", Events: c.events, CertExpiry: c.cert}
+			// Through JSON, as the aggregator receives it.
+			var got msg.ProbeResult
+			if err := json.Unmarshal(r.Body(), &got); err != nil {
+				t.Fatal(err)
+			}
+			evs := ChangeEvents(got, 0)
+			if !slices.Equal(kinds(evs), c.want) {
+				t.Fatalf("kinds = %v, want %v", kinds(evs), c.want)
+			}
+			for _, e := range evs {
+				if err := store.ValidEvent(e); err != nil {
+					t.Fatalf("%s: %v", e.Kind, err)
+				}
+				if !e.ObservedAt.Equal(slot) || e.Region != "eu" || e.ProbeRunID != "run" {
+					t.Fatalf("%s: provenance %+v", e.Kind, e)
+				}
+				if e.Kind != store.EventCertificateExpiry && e.Kind != store.EventCredentialExpiry && e.Kind != store.EventVersion && len(e.Diff) == 0 {
+					t.Fatalf("%s: no diff kept", e.Kind)
+				}
+			}
+		})
+	}
+}
+
+// TestChangeEventFingerprintIgnoresWhenAndWhere: the same change seen by
+// another probe, slot or region has the same fingerprint; another change
+// (or the same certificate's successor) has another.
+func TestChangeEventFingerprintIgnoresWhenAndWhere(t *testing.T) {
+	exp := w0.Add(5 * 24 * time.Hour)
+	a := msg.ProbeResult{EndpointID: "ep", ProbeRunID: "r1", Slot: w0, Region: "eu", CertExpiry: &exp,
+		Events: []msg.Event{drift("breaking", nil, []string{"search"}), {Kind: store.EventCredentialExpiry, Message: "expires in 70h", Details: map[string]any{"exp": "x", "hoursLeft": 70}}}}
+	b := a
+	b.ProbeRunID, b.Slot, b.Region = "r2", w0.Add(time.Hour), "us"
+	b.Events = []msg.Event{drift("breaking", nil, []string{"search"}), {Kind: store.EventCredentialExpiry, Message: "expires in 69h", Details: map[string]any{"exp": "x", "hoursLeft": 69}}}
+	ea, eb := ChangeEvents(a, 0), ChangeEvents(b, 0)
+	if len(ea) != 3 || len(eb) != 3 {
+		t.Fatalf("events %v %v", kinds(ea), kinds(eb))
+	}
+	for i := range ea {
+		if ea[i].Fingerprint != eb[i].Fingerprint {
+			t.Fatalf("%s: fingerprints differ between sightings: %s %s", ea[i].Kind, ea[i].Fingerprint, eb[i].Fingerprint)
+		}
+	}
+	renewed := exp.Add(90 * 24 * time.Hour)
+	c := a
+	c.Slot, c.CertExpiry, c.Events = renewed.Add(-24*time.Hour), &renewed, nil
+	if ec := ChangeEvents(c, 0); len(ec) != 1 || ec[0].Fingerprint == ea[2].Fingerprint {
+		t.Fatalf("a renewed certificate did not get its own event: %+v", ec)
+	}
+}
+
+func testRedeliveredResultRecordsOneEvent(t *testing.T, e *aenv) {
+	removed := msg.ProbeResult{Schema: msg.SchemaVersion, EndpointID: "ep", ProbeRunID: "run-1", Slot: w0.Add(5 * time.Second),
+		StartedAt: w0.Add(5 * time.Second), Status: msg.StatusUp, Class: "ok",
+		Events: []msg.Event{drift("breaking", nil, []string{"search"})}}
+	// The same result delivered three times, and the same drift reported
+	// again by the next probe (a prober that crashed before remembering
+	// the new catalog).
+	for range 3 {
+		e.sendResult(removed)
+		e.consume()
+		if err := e.agg.Handle(e.ctx, msgOf(removed)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := removed
+	next.ProbeRunID, next.Slot = "run-2", w0.Add(35*time.Second)
+	if err := e.newAggregator().Handle(e.ctx, msgOf(next)); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := e.st.ListEvents(e.ctx, "ep", store.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Kind != store.EventCatalogBreaking || evs[0].Before != "sha256:old" || evs[0].After != "sha256:new" {
+		t.Fatalf("events = %+v, want one catalog_breaking", evs)
+	}
+	pend, err := e.st.PendingEvents(e.ctx, 0)
+	if err != nil || len(pend) != 1 {
+		t.Fatalf("pending = %v, %v; want the one event", pend, err)
+	}
+	if got := testutil.ToFloat64(e.agg.Metrics().Events.WithLabelValues(store.EventCatalogBreaking)); got != 1 {
+		t.Fatalf("mcpmon_events_total{kind=catalog_breaking} = %v, want 1", got)
+	}
+}
+
+func TestRedeliveredResultRecordsOneEvent(t *testing.T) {
+	testRedeliveredResultRecordsOneEvent(t, newAenv(t))
+}
+
+func TestRedeliveredResultRecordsOneEventRedis(t *testing.T) {
+	testRedeliveredResultRecordsOneEvent(t, newRedisAenv(t))
+}
+
+// msgOf is r as the results queue delivers it.
+func msgOf(r msg.ProbeResult) queue.Message {
+	return queue.Message{ID: r.ProbeRunID, GroupID: r.GroupID(), DedupID: r.DedupID(), Body: r.Body()}
+}

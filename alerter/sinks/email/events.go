@@ -1,0 +1,116 @@
+package email
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"mime"
+	"mime/quotedprintable"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/alert"
+)
+
+var _ alert.EventNotifier = (*Sink)(nil)
+
+// NotifyEvent sends the mail for change event n in one SMTP session.
+func (s *Sink) NotifyEvent(ctx context.Context, n alert.EventNotification) error {
+	msg := s.EventMessage(n)
+	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
+	defer cancel()
+	if err := s.send(ctx, msg); err != nil {
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w: %w", cerr, err)
+		}
+		return s.classify(err)
+	}
+	s.logger.DebugContext(ctx, "email change event sent", "endpoint", n.EndpointID, "kind", n.Kind, "recipients", len(s.to))
+	return nil
+}
+
+// EventSubject is the one-line subject of the mail for n.
+func EventSubject(n alert.EventNotification) string {
+	name := n.EndpointName
+	if name == "" {
+		name = n.EndpointID
+	}
+	return alert.Truncate(oneLine("[mcpmon] CHANGE ("+n.Kind+"): "+name), 200)
+}
+
+// EventBody is the plain-text body: the message, before → after, and the
+// catalog diff, indented, when there is one.
+func EventBody(n alert.EventNotification) string {
+	name := n.EndpointName
+	if name == "" {
+		name = n.EndpointID
+	}
+	where := name
+	if n.EndpointURL != "" {
+		where += " (" + n.EndpointURL + ")"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "MCP endpoint %s changed: %s\n\n%s\n\n", where, n.Kind, n.Message)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(&b, "%-15s%s\n", k+":", v)
+		}
+	}
+	row("Kind", n.Kind)
+	row("Severity", n.Severity)
+	row("Before", n.Before)
+	row("After", n.After)
+	row("Observed", ts(n.ObservedAt))
+	row("Fingerprint", n.Fingerprint)
+	if len(n.Diff) > 0 {
+		var pretty bytes.Buffer
+		if json.Indent(&pretty, n.Diff, "    ", "  ") != nil {
+			pretty.Reset()
+			pretty.Write(n.Diff)
+		}
+		fmt.Fprintf(&b, "\nCatalog diff:\n    %s\n", pretty.String())
+	}
+	fmt.Fprintf(&b, "\n-- \nmcpmon · endpoint %s · notification %s\n", n.EndpointID, n.Key)
+	return b.String()
+}
+
+// EventMessage renders the complete RFC 5322 message for n (CRLF line
+// endings), with the headers of an incident mail and X-Mcpmon-Event set
+// to the event kind.
+func (s *Sink) EventMessage(n alert.EventNotification) []byte {
+	domain := "mcpmon.invalid"
+	if i := strings.LastIndexByte(s.from.Address, '@'); i >= 0 && i < len(s.from.Address)-1 {
+		domain = s.from.Address[i+1:]
+	}
+	to := make([]string, len(s.to))
+	for i, a := range s.to {
+		to[i] = a.String()
+	}
+	h := map[string]string{
+		"From":                      s.from.String(),
+		"To":                        strings.Join(to, ", "),
+		"Subject":                   mime.QEncoding.Encode("utf-8", EventSubject(n)),
+		"Date":                      s.o.Clock.Now().UTC().Format(time.RFC1123Z),
+		"Message-ID":                "<" + MessageID(n.Key, domain) + ">",
+		"MIME-Version":              "1.0",
+		"Content-Type":              "text/plain; charset=utf-8",
+		"Content-Transfer-Encoding": "quoted-printable",
+		"Auto-Submitted":            "auto-generated",
+		"X-Mcpmon-Event":            oneLine(n.Kind),
+		"X-Mcpmon-Endpoint":         oneLine(n.EndpointID),
+		"X-Mcpmon-Key":              oneLine(n.Key),
+	}
+	var buf bytes.Buffer
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		fmt.Fprintf(&buf, "%s: %s\r\n", k, h[k])
+	}
+	buf.WriteString("\r\n")
+	qp := quotedprintable.NewWriter(&buf)
+	_, _ = qp.Write([]byte(strings.ReplaceAll(EventBody(n), "\n", "\r\n")))
+	_ = qp.Close()
+	return buf.Bytes()
+}

@@ -1,0 +1,82 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/mcpmon/mcpmon/alerter/sinks/post"
+	"github.com/mcpmon/mcpmon/pkg/alert"
+)
+
+// EventPayloadVersion is bumped on any incompatible change of EventPayload.
+const EventPayloadVersion = 1
+
+// EventPayload is the JSON body of a change-event delivery, told apart
+// from an incident's Payload by "type": "event" (and X-Mcpmon-Event: the
+// event kind). Like Payload it is a pure function of the notification, so
+// a redelivery carries the same body and Idempotency-Key.
+//
+//	{"version":1,"type":"event","key":"event-ep1-catalog_breaking-3f…:hook",
+//	 "kind":"catalog_breaking","eventId":"…","fingerprint":"3f…",
+//	 "endpoint":{"id":"ep1","name":"docs","url":"https://mcp.example.com/mcp"},
+//	 "observedAt":"2026-03-01T12:00:10Z","severity":"breaking",
+//	 "message":"tool catalog changed (breaking): removed search",
+//	 "before":"sha256:…","after":"sha256:…",
+//	 "diff":{"severity":"breaking","removed":["search"],"oldFingerprint":"sha256:…","newFingerprint":"sha256:…"}}
+type EventPayload struct {
+	Version     int             `json:"version"`
+	Type        string          `json:"type"` // always "event"
+	Key         string          `json:"key"`
+	Kind        string          `json:"kind"`
+	EventID     string          `json:"eventId"`
+	Fingerprint string          `json:"fingerprint"`
+	Endpoint    Endpoint        `json:"endpoint"`
+	ObservedAt  time.Time       `json:"observedAt"`
+	Severity    string          `json:"severity,omitempty"`
+	Message     string          `json:"message"`
+	Before      string          `json:"before,omitempty"`
+	After       string          `json:"after,omitempty"`
+	Diff        json.RawMessage `json:"diff,omitempty"`
+	Details     json.RawMessage `json:"details,omitempty"`
+}
+
+// NewEventPayload builds the webhook body for n.
+func NewEventPayload(n alert.EventNotification) EventPayload {
+	return EventPayload{
+		Version: EventPayloadVersion, Type: "event", Key: n.Key, Kind: n.Kind, EventID: n.EventID, Fingerprint: n.Fingerprint,
+		Endpoint:   Endpoint{ID: n.EndpointID, Name: n.EndpointName, URL: n.EndpointURL, Labels: n.Labels},
+		ObservedAt: n.ObservedAt.UTC(), Severity: n.Severity, Message: n.Message,
+		Before: n.Before, After: n.After, Diff: n.Diff, Details: n.Details,
+	}
+}
+
+var _ alert.EventNotifier = (*Sink)(nil)
+
+// NotifyEvent POSTs the EventPayload of n, signed like an incident's.
+func (s *Sink) NotifyEvent(ctx context.Context, n alert.EventNotification) error {
+	body, err := json.Marshal(NewEventPayload(n))
+	if err != nil {
+		return fmt.Errorf("sink %q: %w: encode event payload: %w", s.name, alert.ErrPermanent, err)
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set(HeaderIdempotency, n.Key)
+	h.Set(HeaderEvent, n.Kind)
+	ts := s.clock.Now().Unix()
+	h.Set(HeaderTimestamp, fmt.Sprint(ts))
+	if s.secret != "" {
+		h.Set(HeaderSignature, Sign(s.secret, ts, body))
+	}
+	resp, err := post.Do(ctx, s.client, post.Request{
+		Sink: s.name, URL: s.url, Header: h, Body: body,
+		Secrets: []string{s.secret}, Now: s.clock.Now,
+	})
+	if err != nil {
+		return err
+	}
+	s.logger.DebugContext(ctx, "webhook change event delivered", "endpoint", n.EndpointID, "kind", n.Kind, "status", resp.Status)
+	return nil
+}

@@ -1,0 +1,103 @@
+// GET /v1/endpoints/{id}/events: one page of an endpoint's change events
+// (store.Events), newest first, with ?kind= to keep one kind, ?limit= and
+// ?cursor= as on every list. Events are reached through their endpoint, so
+// another tenant's endpoint is a 404 like a missing one.
+
+package api
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// cursorEvents binds a cursor to the event list; its ID is the ID of the
+// page's last event (IDs order the history, so it is the whole cursor).
+const cursorEvents = "events"
+
+// EventLister is the part of the store the event list reads.
+type EventLister interface {
+	ListEvents(ctx context.Context, endpointID string, f store.EventFilter) ([]store.ChangeEvent, error)
+}
+
+// EventView is a change event as the API shows it.
+type EventView struct {
+	ID          string          `json:"id"`
+	EndpointID  string          `json:"endpointId"`
+	Kind        string          `json:"kind"`
+	Fingerprint string          `json:"fingerprint"`
+	ObservedAt  time.Time       `json:"observedAt"`
+	RecordedAt  time.Time       `json:"recordedAt,omitzero"`
+	Region      string          `json:"region,omitempty"`
+	ProbeRunID  string          `json:"probeRunId,omitempty"`
+	Source      string          `json:"source,omitempty"`
+	Severity    string          `json:"severity,omitempty"`
+	Message     string          `json:"message"`
+	Before      string          `json:"before,omitempty"`
+	After       string          `json:"after,omitempty"`
+	Diff        json.RawMessage `json:"diff,omitempty"`
+	Details     json.RawMessage `json:"details,omitempty"`
+}
+
+func eventView(e store.ChangeEvent) EventView {
+	return EventView{
+		ID: e.ID, EndpointID: e.EndpointID, Kind: e.Kind, Fingerprint: e.Fingerprint,
+		ObservedAt: e.ObservedAt, RecordedAt: e.RecordedAt, Region: e.Region, ProbeRunID: e.ProbeRunID,
+		Source: e.Source, Severity: e.Severity, Message: e.Message, Before: e.Before, After: e.After,
+		Diff: e.Diff, Details: e.Details,
+	}
+}
+
+func (s *server) listEvents(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	limit, cur, p := pageParams(r, cursorEvents)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	kind := r.URL.Query().Get("kind")
+	if kind != "" && !store.IsEventKind(kind) {
+		writeProblem(w, r, invalid(FieldError{Pointer: "?kind", Detail: "must be one of " + strings.Join(store.EventKinds(), ", ")}))
+		return
+	}
+	if _, p := s.endpointOf(r, id); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	f := store.EventFilter{Kind: kind, Limit: limit + 1}
+	if cur != nil {
+		if _, err := hex.DecodeString(cur.ID); err != nil || len(cur.ID) != 32 {
+			writeProblem(w, r, invalid(FieldError{Pointer: "?cursor", Detail: "is not a cursor of this list; pass nextCursor from the previous page unchanged, or omit it to start over"}))
+			return
+		}
+		f.Before = cur.ID
+	}
+	var evs []store.ChangeEvent
+	if el, ok := s.store.(EventLister); ok {
+		var err error
+		if evs, err = el.ListEvents(r.Context(), id, f); err != nil {
+			writeProblem(w, r, s.storeProblem(r, err, "events of endpoint "+id))
+			return
+		}
+	}
+	next := ""
+	if len(evs) > limit {
+		evs = evs[:limit]
+		next = encodeCursor(cursor{Kind: cursorEvents, ID: evs[limit-1].ID})
+	}
+	out := make([]EventView, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, eventView(e))
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Events     []EventView `json:"events"`
+		NextCursor string      `json:"nextCursor,omitempty"`
+	}{out, next})
+}
