@@ -110,5 +110,12 @@ func credentialEvent(header string, c jwtClaims, now time.Time, warn time.Durati
 		m = fmt.Sprintf("the bearer token in the %s header expired %s: probes carry a dead credential", header, c.exp.Format(time.RFC3339))
 		sev = "critical"
 	}
-	return &msg.Event{Kind: msg.EventCredentialExpiry, Severity: sev, Message: m, Details: d}
+	// One durable event per token for the warning and one more when it has
+	// expired, however many probes report it (the aggregator's events are
+	// idempotent by fingerprint).
+	fp := d.Fingerprint
+	if d.Expired {
+		fp += "-expired"
+	}
+	return &msg.Event{Kind: msg.EventCredentialExpiry, Severity: sev, Message: m, Details: d, Fingerprint: fp}
 }
