@@ -58,7 +58,7 @@ const (
 )
 
 // sqsOnly names the panels whose every query reads SQS-only metrics.
-var sqsOnly = map[string]bool{"SQS requests per result": true, "SQS requests by operation": true}
+var sqsOnly = map[string]bool{"SQS requests per result": true, "SQS requests by stage queue and operation": true}
 
 func TestPanelQueriesReturnData(t *testing.T) {
 	if testing.Short() {
