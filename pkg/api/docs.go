@@ -284,7 +284,7 @@ func schemaType(s map[string]any) docType {
 }
 
 func obj(v any) map[string]any { m, _ := v.(map[string]any); return m }
-func list(v any) []any        { l, _ := v.([]any); return l }
+func list(v any) []any         { l, _ := v.([]any); return l }
 
 func str(v any) string {
 	switch v := v.(type) {

@@ -318,7 +318,12 @@ func describe(what string, errs []*liberrors.ValidationError) []string {
 		if e.Reason != "" && e.Reason != e.Message {
 			fmt.Fprintf(&b, " (%s)", e.Reason)
 		}
-		for _, f := range e.SchemaValidationErrors {
+		const shown = 5 // the first few say what is wrong; a long list repeats it
+		for i, f := range e.SchemaValidationErrors {
+			if i == shown {
+				fmt.Fprintf(&b, "; and %d more", len(e.SchemaValidationErrors)-shown)
+				break
+			}
 			loc := f.FieldPath
 			if loc == "" {
 				loc = "/" + strings.Join(f.InstancePath, "/")
