@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"maps"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -98,7 +99,7 @@ func renderDocs() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmpl, err := template.New("docs").Parse(docsTemplate)
+	tmpl, err := template.New("docs").Funcs(template.FuncMap{"prose": prose}).Parse(docsTemplate)
 	if err != nil {
 		return nil, err
 	}
@@ -311,6 +312,32 @@ func prettyJSON(v any) string {
 	if v == nil {
 		return ""
 	}
-	b, _ := json.MarshalIndent(v, "", "  ")
-	return string(b)
+	// html/template escapes the page; JSON's own HTML escaping would show
+	// "<token>" as "\u003ctoken\u003e".
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+	return strings.TrimSpace(b.String())
+}
+
+var (
+	codeSpan   = regexp.MustCompile("`([^`]+)`")
+	strongSpan = regexp.MustCompile(`\*\*([^*]+)\*\*`)
+)
+
+// prose renders a description: paragraphs split at blank lines, lines
+// within one joined, and the two bits of Markdown the document uses
+// (`code` and **strong**). The text is escaped first, so the markup
+// added here is the only markup on the page.
+func prose(s string) template.HTML {
+	var b strings.Builder
+	for para := range strings.SplitSeq(strings.TrimSpace(s), "\n\n") {
+		text := template.HTMLEscapeString(strings.Join(strings.Fields(para), " "))
+		text = codeSpan.ReplaceAllString(text, "<code>$1</code>")
+		text = strongSpan.ReplaceAllString(text, "<strong>$1</strong>")
+		b.WriteString("<p>" + text + "</p>")
+	}
+	return template.HTML(b.String()) //nolint:gosec // built from escaped text above
 }
