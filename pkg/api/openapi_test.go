@@ -183,7 +183,7 @@ func TestMissingRequiredHeaderIsReported(t *testing.T) {
 }
 
 // TestEveryOperationIsDocumentedWhole: each operation has an ID, a
-// summary, a tag and a success answer, and each authenticated one
+// summary, a description, a tag and a success answer, and each authenticated one
 // documents the answers every /v1 route can give (401, 403, 429, 500).
 func TestEveryOperationIsDocumentedWhole(t *testing.T) {
 	var doc struct {
@@ -205,6 +205,7 @@ func TestEveryOperationIsDocumentedWhole(t *testing.T) {
 			var op struct {
 				OperationID string              `json:"operationId"`
 				Summary     string              `json:"summary"`
+				Description string              `json:"description"`
 				Tags        []string            `json:"tags"`
 				Security    *[]map[string][]any `json:"security"`
 				Responses   map[string]any      `json:"responses"`
@@ -213,8 +214,8 @@ func TestEveryOperationIsDocumentedWhole(t *testing.T) {
 				t.Fatalf("%s %s: %v", method, path, err)
 			}
 			name := strings.ToUpper(method) + " " + path
-			if op.OperationID == "" || op.Summary == "" || len(op.Tags) == 0 {
-				t.Errorf("%s lacks operationId, summary or tags", name)
+			if op.OperationID == "" || op.Summary == "" || op.Description == "" || len(op.Tags) == 0 {
+				t.Errorf("%s lacks operationId, summary, description or tags", name)
 			}
 			if other, dup := ids[op.OperationID]; dup {
 				t.Errorf("%s and %s share operationId %q", name, other, op.OperationID)

@@ -336,6 +336,12 @@ func describe(what string, errs []*liberrors.ValidationError) []string {
 		if e.SpecLine > 0 {
 			fmt.Fprintf(&b, " (openapi.yaml line %d)", e.SpecLine)
 		}
+		for _, f := range e.SchemaValidationErrors {
+			if strings.HasSuffix(f.KeywordLocation, "additionalProperties") {
+				b.WriteString(": a member the document does not list; add it to that schema's properties in pkg/api/openapi.yaml (and to its required list if the API always sends it)")
+				break
+			}
+		}
 		out = append(out, b.String())
 	}
 	return out
