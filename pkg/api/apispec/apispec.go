@@ -84,6 +84,17 @@ func Parse(doc []byte) (*Spec, error) {
 	return s, nil
 }
 
+// Lint validates the document itself against the OpenAPI 3.1 schema and
+// returns each violation.
+func (s *Spec) Lint() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ok, errs := s.v.ValidateDocument(); !ok {
+		return describe("the document is not valid OpenAPI 3.1", errs)
+	}
+	return nil
+}
+
 // Handler validates every exchange through h against the API's document
 // and reports each mismatch to t; see Spec.Handler.
 func Handler(t Reporter, h http.Handler) http.Handler {
