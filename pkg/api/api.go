@@ -232,6 +232,10 @@ func New(opts Options) http.Handler {
 		}
 		writeProblem(w, req, problemf(http.StatusMethodNotAllowed, "", "%s is not allowed on %s", req.Method, req.URL.Path))
 	})
+	// The contract is documentation: public, outside /v1's authentication
+	// (openapi.go, docs.go).
+	r.Get("/v1/openapi.json", specHandler())
+	r.Get("/docs", docsHandler())
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate) // auth.go: key and scope for every /v1 route
 		r.Use(s.recordAudit)  // audit.go: who changed what

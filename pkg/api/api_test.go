@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	"github.com/mcpmon/mcpmon/pkg/api/apispec"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/scheduler"
@@ -91,7 +92,8 @@ func newHarness(t *testing.T, tweak ...func(*api.Options)) *harness {
 	for _, f := range tweak {
 		f(&opts)
 	}
-	h.srv = httptest.NewServer(api.New(opts))
+	// Every exchange of every API test is held to openapi.yaml.
+	h.srv = httptest.NewServer(apispec.Handler(t, api.New(opts)))
 	t.Cleanup(h.srv.Close)
 	return h
 }

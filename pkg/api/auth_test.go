@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	"github.com/mcpmon/mcpmon/pkg/api/apispec"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -50,6 +52,14 @@ type routeCase struct {
 	object string
 	// list is tenant A's list that must not show what B created (ownTenant).
 	list string
+}
+
+// publicRoutes are the routes served without a key, by route to a sample
+// path: the API's own documentation. Every other route needs a row in
+// routeTable.
+var publicRoutes = map[string]string{
+	"GET /v1/openapi.json": "/v1/openapi.json",
+	"GET /docs":            "/docs",
 }
 
 // routeTable has one row per route on the router. A route added to api.New
@@ -236,7 +246,39 @@ func TestEveryRouteRequiresAKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for route, path := range publicRoutes {
+		if !walked[route] {
+			t.Errorf("publicRoutes has %s, which the router does not serve", route)
+			continue
+		}
+		// Public on purpose, and only these: each answers a request
+		// without a key.
+		if resp, b := ah.call(http.MethodGet, path, "", ""); resp.StatusCode != http.StatusOK {
+			t.Errorf("public %s without a key = %d %.200s, want 200", route, resp.StatusCode, b)
+		}
+	}
+	// openapi.yaml names the scope each route needs: it must be the one
+	// this table proves, and none for the public routes.
+	spec, err := apispec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scopes := spec.Scopes()
 	for route := range walked {
+		method, pattern, _ := strings.Cut(route, " ")
+		op := method + " " + strings.TrimSuffix(pattern, "/")
+		want := []string{}
+		if rc, ok := routeTable[route]; ok {
+			want = []string{string(rc.scope)}
+		}
+		if got, ok := scopes[op]; ok && !slices.Equal(got, want) {
+			t.Errorf("openapi.yaml says %s needs scopes %q; the API enforces %q: fix its security requirement", op, got, want)
+		}
+	}
+	for route := range walked {
+		if _, ok := publicRoutes[route]; ok {
+			continue
+		}
 		if _, ok := routeTable[route]; !ok {
 			t.Errorf("route %s has no row in routeTable: add its scope, a sample path and its tenant rule", route)
 		}

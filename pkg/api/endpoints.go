@@ -187,6 +187,11 @@ func (s *server) endpointView(e store.Endpoint) EndpointView {
 		Schedule: e.Schedule, Timeout: e.Timeout.String(), Labels: e.Labels, Paused: e.Paused,
 		Public: e.Public, Slug: e.Slug, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Version: e.Version,
 	}
+	if v.Transport == "" {
+		// A record written without one (by an older version, or straight
+		// to the store) is probed as auto: say so, as the contract does.
+		v.Transport = DefaultTransport
+	}
 	if e.LatencyThreshold > 0 {
 		v.LatencyThreshold = e.LatencyThreshold.String()
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	"github.com/mcpmon/mcpmon/pkg/api/apispec"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
@@ -36,10 +37,12 @@ func ExampleNew() {
 	}
 	defer st.Close()
 
-	srv := httptest.NewServer(api.New(api.Options{
+	// apispec holds the exchange to openapi.yaml; a mismatch would print
+	// here and fail the example.
+	srv := httptest.NewServer(apispec.Handler(printReporter{}, api.New(api.Options{
 		Store: st,
 		NewID: func() string { return "k7m2q9x4c1v8b3n6" },
-	}))
+	})))
 	defer srv.Close()
 
 	body := `{"name":"docs","url":"https://mcp.example.com/mcp","schedule":"@every 1m",
@@ -62,3 +65,9 @@ func ExampleNew() {
 	// Location: /v1/endpoints/k7m2q9x4c1v8b3n6
 	// {"id":"k7m2q9x4c1v8b3n6","tenant":"default","name":"docs","url":"https://mcp.example.com/mcp","transport":"auto","schedule":"@every 1m","timeout":"10s","headers":{"Authorization":"<redacted>"},"paused":false,"createdAt":"2026-03-01T12:00:00Z","updatedAt":"2026-03-01T12:00:00Z","version":1,"state":"pending"}
 }
+
+// printReporter reports spec mismatches of an example on its output.
+type printReporter struct{}
+
+func (printReporter) Helper()                           {}
+func (printReporter) Errorf(format string, args ...any) { fmt.Printf(format+"\n", args...) }

@@ -20,6 +20,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	"github.com/mcpmon/mcpmon/pkg/api/apispec"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -101,7 +102,7 @@ func TestEndpointPagesReturnEachOnceWhileOthersChange(t *testing.T) {
 			st := open(t)
 			rng := rand.New(rand.NewPCG(14, 2))
 			newID := func() string { return fmt.Sprintf("%016x", rng.Uint64()) }
-			srv := httptest.NewServer(api.New(api.Options{Store: st, Clock: clock.NewFake(t0), NewID: newID}))
+			srv := httptest.NewServer(apispec.Handler(t, api.New(api.Options{Store: st, Clock: clock.NewFake(t0), NewID: newID})))
 			t.Cleanup(srv.Close)
 
 			live := map[string]bool{}
