@@ -38,7 +38,6 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/pkg/queue"
-	"github.com/mcpmon/mcpmon/pkg/scheduler"
 	publicstatus "github.com/mcpmon/mcpmon/pkg/status"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/prober"
@@ -117,6 +116,10 @@ type Deps struct {
 	// dead-letter tests make a consumer fail the real way, through the
 	// consumer, redelivery and redrive, and then "fix" it.
 	wrapHandler func(queueName string, h queue.Handler) queue.Handler
+	// proberOptions, when set, adjusts each in-process prober's options
+	// by region: the region tests make one region's probes fail the real
+	// way, at the target.
+	proberOptions func(region string, o *prober.Options)
 }
 
 // Daemon is a running mcpmon process.
@@ -139,15 +142,16 @@ type Daemon struct {
 	drain       context.Context
 	drainCancel context.CancelFunc
 
-	wg      sync.WaitGroup
-	errMu   sync.Mutex
-	err     error
-	pubs    []*queue.Publisher
-	stopped chan struct{}
-	prune   metricsPruner // per-endpoint series of deleted endpoints (prune.go)
-	keys    apiKeys       // API keys (apikeys.go)
-	delay   *metrics.PipelineDelay
-	wrap    func(queueName string, h queue.Handler) queue.Handler // Deps.wrapHandler
+	wg         sync.WaitGroup
+	errMu      sync.Mutex
+	err        error
+	pubs       []*queue.Publisher
+	stopped    chan struct{}
+	prune      metricsPruner // per-endpoint series of deleted endpoints (prune.go)
+	keys       apiKeys       // API keys (apikeys.go)
+	delay      *metrics.PipelineDelay
+	wrap       func(queueName string, h queue.Handler) queue.Handler // Deps.wrapHandler
+	proberOpts func(region string, o *prober.Options)                // Deps.proberOptions
 }
 
 // Start opens the backends, builds the role's components and starts them.
@@ -168,7 +172,7 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 		reg = metrics.NewRegistry(Version)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	d := &Daemon{role: role, opts: o, log: deps.Logger, clk: deps.Clock, reg: reg, cancel: cancel, stopped: make(chan struct{}), wrap: deps.wrapHandler}
+	d := &Daemon{role: role, opts: o, log: deps.Logger, clk: deps.Clock, reg: reg, cancel: cancel, stopped: make(chan struct{}), wrap: deps.wrapHandler, proberOpts: deps.proberOptions}
 	d.drain, d.drainCancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer func() {
 		if err != nil {
@@ -186,7 +190,10 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 		return nil, err
 	}
 	qm := queue.NewMetrics(reg)
-	if d.qs, err = openQueues(ctx, o, d.clk, d.log, reg, QueuesOf(role)); err != nil {
+	if err := checkRegions(role, o); err != nil {
+		return nil, err
+	}
+	if d.qs, err = openQueues(ctx, o, d.clk, d.log, reg, QueuesIn(role, o.Regions, o.Region)); err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
@@ -398,9 +405,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 	})
 
 	if d.role.has(RoleAPI) {
-		sched := scheduler.New(d.publisher(msg.QueueCommands, qm), scheduler.Options{
-			Clock: d.clk, Logger: d.log, Metrics: scheduler.NewMetrics(reg),
-		})
+		sched := d.newScheduler(qm) // regions.go
 		// Load the schedule before serving; a store that is not reachable
 		// yet is waited for by the sync loop below, not a failed start.
 		eps, err := d.st.ListEndpoints(ctx)
@@ -434,6 +439,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			ProtocolValidator: prober.ValidateProtocol,
 			SinkValidator:     func(raw json.RawMessage) error { return sinks.ValidateEndpointSinks(raw, allow) },
 			SinkRedactor:      sinks.RedactEndpointSinks,
+			Regions:           o.Regions,
 			Logger:            d.log,
 			Clock:             d.clk,
 			AllowedHosts:      o.APIHosts,
@@ -452,20 +458,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		}
 	}
 	if d.role.has(RoleProber) {
-		p := prober.New(prober.Options{
-			AllowPrivateTargets: o.AllowPrivateTargets,
-			Region:              o.Region,
-			Logger:              d.log,
-			Metrics:             forgetting(&d.prune, prober.NewMetrics(reg)),
-			Clock:               d.clk,
-			Catalogs:            d.st,
-			ClientName:          "mcpmon",
-			ClientVersion:       Version,
-		})
-		w := prober.NewWorker(p, d.st, d.publisher(msg.QueueResults, qm), prober.WorkerOptions{
-			Latest: d.st, Logger: d.log, Clock: d.clk, Metrics: prober.NewWorkerMetrics(reg),
-		})
-		d.consume(ctx, msg.QueueCommands, w.Handle, o.ProbeConcurrency, qm)
+		d.startProbers(ctx, qm) // regions.go: one per region with `run --regions`
 	}
 	if d.role.has(RoleAggregator) {
 		agg, err := aggregator.New(aggregator.Options{
@@ -473,6 +466,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Publisher: d.publisher(msg.QueueVerdicts, qm),
 			Window:    o.Window,
 			Grace:     o.Grace,
+			Regions:   o.Regions,
 			Clock:     d.clk,
 			Logger:    d.log,
 			Metrics:   forgetting(&d.prune, aggregator.NewMetrics(reg, d.pipelineDelay())),
