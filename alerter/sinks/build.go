@@ -230,5 +230,5 @@ func build(c Config, hc *http.Client, dial func(ctx context.Context, network, ad
 	if err != nil {
 		return nil, fmt.Errorf("%w: sink %q: %w", ErrInvalid, c.Name, err)
 	}
-	return s, nil
+	return routed(s, c.Severities), nil
 }

@@ -97,6 +97,11 @@ type Config struct {
 	From         string   `json:"from,omitempty"`
 	To           []string `json:"to,omitempty"`
 
+	// Severities routes incidents by severity: "critical" (global
+	// incidents) and/or "warning" (regional incidents: some regions down,
+	// fewer than the quorum). Empty: both (severity.go).
+	Severities []string `json:"severities,omitempty"`
+
 	// Timeout bounds one delivery attempt; 0 is the type's default.
 	Timeout time.Duration `json:"-"`
 }
@@ -188,6 +193,7 @@ func (c Config) Validate() error {
 	if c.Timeout != 0 && (c.Timeout < MinTimeout || c.Timeout > MaxTimeout) {
 		p.bad("timeout", "%s: want between %s and %s", c.Timeout, MinTimeout, MaxTimeout)
 	}
+	p.severities()
 	switch c.Type {
 	case TypeWebhook, TypeSlack:
 		p.hook()

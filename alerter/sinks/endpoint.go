@@ -100,6 +100,9 @@ type endpointSink struct {
 
 func (s endpointSink) MetricLabel() string { return s.label }
 
+// TakesSeverity passes the wrapped sink's severity routing through.
+func (s endpointSink) TakesSeverity(sev string) bool { return alert.Takes(s.Sink, sev) }
+
 // guardedDial is the dial-time SSRF guard for per-endpoint sinks. A refused
 // address is a permanent failure: retrying cannot reach it, so the delivery
 // gives up at once instead of spending its budget.

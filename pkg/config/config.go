@@ -57,9 +57,9 @@ type Options struct {
 	// AuditTTL is how long the audit log keeps an entry.
 	AuditTTL time.Duration
 
-	Window              time.Duration
-	Grace               time.Duration
-	Region              string
+	Window time.Duration
+	Grace  time.Duration
+	Region string
 	// Regions is the deployment's region set (--regions a,b,c): the
 	// scheduler sends each slot to one commands queue per region, each
 	// prober consumes its own region's, and the aggregator judges a window

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
@@ -165,19 +166,13 @@ const (
 	IncidentRegional IncidentKind = "regional"
 )
 
-// Severities of incidents, which sinks can route on.
-const (
-	SeverityCritical = "critical"
-	SeverityWarning  = "warning"
-)
-
 // IncidentSeverity is the severity of an incident of kind k: warning for a
 // regional incident, critical otherwise.
 func IncidentSeverity(k IncidentKind) string {
 	if k == IncidentRegional {
-		return SeverityWarning
+		return alert.SeverityWarning
 	}
-	return SeverityCritical
+	return alert.SeverityCritical
 }
 
 // Transition is one step of an incident's history.
