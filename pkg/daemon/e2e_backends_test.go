@@ -20,7 +20,8 @@ func setupSQS(t *testing.T, o *config.Options) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	var out, errOut strings.Builder
 	env := func(k string) string {
-		return map[string]string{"MCPMON_SQS_ENDPOINT": o.SQSEndpoint, "MCPMON_SQS_REGION": "us-east-1", "MCPMON_SQS_PREFIX": o.SQSPrefix}[k]
+		return map[string]string{"MCPMON_SQS_ENDPOINT": o.SQSEndpoint, "MCPMON_SQS_REGION": "us-east-1", "MCPMON_SQS_PREFIX": o.SQSPrefix,
+			"MCPMON_REGIONS": strings.Join(o.Regions, ",")}[k]
 	}
 	if err := EnsureQueues(t.Context(), nil, env, &out, &errOut); err != nil {
 		t.Fatalf("queues ensure: %v\n%s%s", err, out.String(), errOut.String())

@@ -171,8 +171,17 @@ type Event struct {
 	Details  any    `json:"details,omitempty"`
 }
 
-// DedupID is the results-queue deduplication ID: <endpointId>-<probeRunId>.
-func (r ProbeResult) DedupID() string { return r.EndpointID + "-" + r.ProbeRunID }
+// DedupID is the results-queue deduplication ID: <endpointId>-<probeRunId>,
+// with -<region> appended when the result has a region. The probe run ID
+// is the same in every region (it is the slot's), and with a region set
+// every region probes every slot: without the region the queue would keep
+// one region's result of a slot and drop the others as duplicates.
+func (r ProbeResult) DedupID() string {
+	if r.Region == "" {
+		return r.EndpointID + "-" + r.ProbeRunID
+	}
+	return r.EndpointID + "-" + r.ProbeRunID + "-" + r.Region
+}
 
 // GroupID is the FIFO message group: the endpoint ID.
 func (r ProbeResult) GroupID() string { return r.EndpointID }
