@@ -145,10 +145,12 @@ type Options struct {
 	// live prober in the window (regions.go): a region whose whole prober
 	// fleet is gone is left out instead of holding every window below the
 	// quorum.
-	Live    LiveRegions
-	Clock   clock.Clock
-	Logger  *slog.Logger
-	Metrics *Metrics
+	Live LiveRegions
+	// RegionMetrics count each region's window states (nil: none).
+	RegionMetrics *RegionMetrics
+	Clock         clock.Clock
+	Logger        *slog.Logger
+	Metrics       *Metrics
 }
 
 // Aggregator turns probe results into verdicts. Handle and Run may be used
@@ -500,6 +502,7 @@ func (a *Aggregator) emit(ctx context.Context, v msg.Verdict) error {
 	}
 	a.m.Verdicts.WithLabelValues(string(v.State)).Inc()
 	a.m.setState(v.EndpointID, v.State)
+	a.opts.RegionMetrics.observe(v)
 	if !v.FirstProbeAt.IsZero() {
 		a.m.probeToVerdict.Observe(v.EmittedAt.Sub(v.FirstProbeAt).Seconds())
 	}

@@ -1,6 +1,7 @@
 package aggregator
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/schedule"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 func TestDecideDueRegions(t *testing.T) {
@@ -77,3 +79,41 @@ func TestDueRegions(t *testing.T) {
 		}
 	}
 }
+
+type liveFunc func(time.Time) ([]string, bool)
+
+func (f liveFunc) LiveAt(_ context.Context, t time.Time) ([]string, bool) { return f(t) }
+
+// The due regions are the endpoint's within the set, narrowed to the live
+// ones when heartbeats tell, and the set as it is when they cannot.
+func TestDueRegionsNarrowedToLiveProbers(t *testing.T) {
+	tests := []struct {
+		name   string
+		live   liveFunc
+		chosen []string
+		want   []string
+	}{
+		{"no heartbeat reader", nil, nil, []string{"eu", "us", "ap"}},
+		{"heartbeats unknown", func(time.Time) ([]string, bool) { return nil, false }, nil, []string{"eu", "us", "ap"}},
+		{"a dead region drops out", func(time.Time) ([]string, bool) { return []string{"eu", "us"}, true }, nil, []string{"eu", "us"}},
+		{"the endpoint's choice, narrowed", func(time.Time) ([]string, bool) { return []string{"eu", "us"}, true }, []string{"us", "ap"}, []string{"us"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := Options{Store: nopStore{}, Publisher: nopPublisher{}, Regions: []string{"eu", "us", "ap"}}
+			if tt.live != nil {
+				opts.Live = tt.live
+			}
+			a, err := New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := a.dueRegions(t.Context(), store.Endpoint{ID: "ep", Regions: tt.chosen}, w0); !slices.Equal(got, tt.want) {
+				t.Fatalf("due = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+type nopStore struct{ Store }
+type nopPublisher struct{ Publisher }

@@ -461,15 +461,18 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		d.startProbers(ctx, qm) // regions.go: one per region with `run --regions`
 	}
 	if d.role.has(RoleAggregator) {
+		rm := aggregator.NewRegionMetrics(reg, o.Regions)
 		agg, err := aggregator.New(aggregator.Options{
-			Store:     d.st,
-			Publisher: d.publisher(msg.QueueVerdicts, qm),
-			Window:    o.Window,
-			Grace:     o.Grace,
-			Regions:   o.Regions,
-			Clock:     d.clk,
-			Logger:    d.log,
-			Metrics:   forgetting(&d.prune, aggregator.NewMetrics(reg, d.pipelineDelay())),
+			Store:         d.st,
+			Publisher:     d.publisher(msg.QueueVerdicts, qm),
+			Window:        o.Window,
+			Grace:         o.Grace,
+			Regions:       o.Regions,
+			Live:          d.liveRegions(rm), // heartbeat.go
+			RegionMetrics: rm,
+			Clock:         d.clk,
+			Logger:        d.log,
+			Metrics:       forgetting(&d.prune, aggregator.NewMetrics(reg, d.pipelineDelay())),
 		})
 		if err != nil {
 			return fmt.Errorf("aggregator: %w", err)

@@ -90,7 +90,15 @@ func (d *Daemon) startProbers(ctx context.Context, qm *queue.Metrics) {
 	pm := forgetting(&d.prune, prober.NewMetrics(d.reg))
 	wm := prober.NewWorkerMetrics(d.reg)
 	results := d.publisher(msg.QueueResults, qm)
-	for _, pr := range proberRegions(d.role, o.Regions, o.Region) {
+	prs := proberRegions(d.role, o.Regions, o.Region)
+	if len(o.Regions) > 0 {
+		var names []string
+		for _, pr := range prs {
+			names = append(names, pr.region)
+		}
+		d.loop(ctx, "prober heartbeat", func(ctx context.Context) error { return d.beat(ctx, names) })
+	}
+	for _, pr := range prs {
 		po := prober.Options{
 			AllowPrivateTargets: o.AllowPrivateTargets,
 			Region:              pr.region,
