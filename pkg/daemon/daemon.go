@@ -183,6 +183,9 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 		}
 	}()
 
+	if err := checkRegions(role, o); err != nil {
+		return nil, err
+	}
 	if d.tls, err = loadTLS(o); err != nil {
 		return nil, err
 	}
@@ -190,9 +193,6 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 		return nil, err
 	}
 	qm := queue.NewMetrics(reg)
-	if err := checkRegions(role, o); err != nil {
-		return nil, err
-	}
 	if d.qs, err = openQueues(ctx, o, d.clk, d.log, reg, QueuesIn(role, o.Regions, o.Region)); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package daemon
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,5 +67,17 @@ func TestHeartbeatsNarrowDueRegions(t *testing.T) {
 	live, ok = h.LiveAt(t.Context(), clk.Now())
 	if !ok || !slices.Equal(live, []string{"eu"}) {
 		t.Fatalf("live after us stopped = %v %v, want [eu]", live, ok)
+	}
+}
+
+// A prober outside the region set would consume a queue nobody sends to:
+// it does not start, and says why.
+func TestProberRegionMustBeInTheSet(t *testing.T) {
+	o := fastOptions(t)
+	o.Regions = []string{"eu", "us"}
+	o.Region = "ap"
+	_, err := Start(t.Context(), RoleProber, o, Deps{})
+	if !IsUsage(err) || !strings.Contains(err.Error(), "--region") {
+		t.Fatalf("Start = %v, want a usage error naming --region", err)
 	}
 }
