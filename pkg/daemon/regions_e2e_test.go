@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -122,6 +123,22 @@ func runThreeRegions(t *testing.T, start func(t *testing.T, hook string, deps De
 	eventually(t, 30*time.Second, "every region up again", allUp)
 	if got := rcv.all(); len(got) != 4 {
 		t.Fatalf("%d alerts, want exactly four (regional open, global open, two resolves): %v", len(got), got)
+	}
+	var list struct {
+		Incidents []struct {
+			ID, Kind, Severity, State string
+			Regions                   []string
+		} `json:"incidents"`
+	}
+	if err := json.Unmarshal([]byte(get(t, addr, "/v1/incidents?endpoint="+id)), &list); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]string{}
+	for _, inc := range list.Incidents {
+		kinds[inc.ID] = inc.Kind + "/" + inc.Severity + "/" + inc.State
+	}
+	if len(list.Incidents) != 2 || kinds[fmt.Sprint(open["incidentId"])] != "regional/warning/resolved" || kinds[fmt.Sprint(global["incidentId"])] != "global/critical/resolved" {
+		t.Fatalf("incidents %+v, want the regional (warning) and the global (critical) one, both resolved", list.Incidents)
 	}
 }
 
