@@ -31,7 +31,7 @@ const dlqUsage = `usage: mcpmon dlq list
        mcpmon dlq show QUEUE [--limit N]
        mcpmon dlq replay QUEUE [--id ID]...
        mcpmon dlq purge QUEUE --yes
-QUEUE is commands, results or verdicts. The commands talk to the REST API at
+QUEUE is commands (commands-<region> with --regions), results or verdicts. The commands talk to the REST API at
 --server (MCPMON_SERVER, default http://127.0.0.1:8080) with the operator's
 admin key in MCPMON_TOKEN (or --token). Exit status: 0 ok, 1 error, 2 usage,
 3 queue or message not found.`
@@ -75,7 +75,7 @@ func DeadLetterCommand(ctx context.Context, args []string, env func(string) stri
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	if sub != "list" && queueName == "" {
-		return usageError{fmt.Errorf("%s needs a QUEUE (commands, results or verdicts)", sub)}
+		return usageError{fmt.Errorf("%s needs a QUEUE (commands or commands-<region>, results or verdicts)", sub)}
 	}
 	c := dlqClient{base: strings.TrimRight(*server, "/"), token: *token}
 	switch sub {
