@@ -135,10 +135,22 @@ type Options struct {
 	// and retried with a backoff capped at the former; deciding before
 	// they are folded would call their windows no_data, or judge them on
 	// the results from before the outage alone.
-	Settle  time.Duration
-	Clock   clock.Clock
-	Logger  *slog.Logger
-	Metrics *Metrics
+	Settle time.Duration
+	// Regions is the deployment's region set (--regions): a window is
+	// judged against the endpoint's due regions (schedule.DueRegions), so
+	// a region that sent nothing is no_data, never up. Empty: the regions
+	// that reported are compared, as without a region set.
+	Regions []string
+	// Live, when set with Regions, narrows the due regions to those with a
+	// live prober in the window (regions.go): a region whose whole prober
+	// fleet is gone is left out instead of holding every window below the
+	// quorum.
+	Live LiveRegions
+	// RegionMetrics count each region's window states (nil: none).
+	RegionMetrics *RegionMetrics
+	Clock         clock.Clock
+	Logger        *slog.Logger
+	Metrics       *Metrics
 
 	// CertWarning is how long before its certificate expires an endpoint
 	// gets a certificate_expiry event (default DefaultCertWarning, 14 days).
@@ -472,7 +484,7 @@ func (a *Aggregator) decide(ctx context.Context, ref store.WindowRef, ep store.E
 	if ep.Rules != nil {
 		rules = *ep.Rules
 	}
-	v := Decide(ref.EndpointID, ref.Window, a.opts.Window, results, rules.RegionQuorum)
+	v := DecideDue(ref.EndpointID, ref.Window, a.opts.Window, results, rules.RegionQuorum, a.dueRegions(ctx, ep, ref.Window))
 	return a.emit(ctx, a.annotate(ctx, ep, v, results))
 }
 
@@ -505,6 +517,7 @@ func (a *Aggregator) emit(ctx context.Context, v msg.Verdict) error {
 	}
 	a.m.Verdicts.WithLabelValues(string(v.State)).Inc()
 	a.m.setState(v.EndpointID, v.State)
+	a.opts.RegionMetrics.observe(v)
 	if !v.FirstProbeAt.IsZero() {
 		a.m.probeToVerdict.Observe(v.EmittedAt.Sub(v.FirstProbeAt).Seconds())
 	}
@@ -512,19 +525,30 @@ func (a *Aggregator) emit(ctx context.Context, v msg.Verdict) error {
 	return nil
 }
 
-// Decide folds one window's results into a verdict.
+// Decide folds one window's results into a verdict, with no region set:
+// the regions compared are those that reported (DecideDue with due nil).
+func Decide(endpointID string, window time.Time, size time.Duration, results []msg.ProbeResult, quorum int) msg.Verdict {
+	return DecideDue(endpointID, window, size, results, quorum, nil)
+}
+
+// DecideDue folds one window's results into a verdict, knowing which
+// regions were due (schedule.DueRegions; nil without a region set).
 //
 // Each region (results without a region form one region "") is judged by
 // its latest result in the window (by slot, then finish time): the newest
-// observation is the best estimate of the state at the window's end.
-// With R regions reporting and D of them down, the verdict is down when
-// D >= Q, where Q is quorum (0 = majority, R/2+1) capped at R so that a
-// region whose prober is silent cannot prevent a down verdict; regional when
-// 0 < D < Q, with the failing regions named; degraded when no region is down
-// but one is degraded; up otherwise; no_data without results. Class and
-// Reason come from the deciding result: the latest down result of the first
-// failing region (by name), else the first degraded one, else "ok".
-func Decide(endpointID string, window time.Time, size time.Duration, results []msg.ProbeResult, quorum int) msg.Verdict {
+// observation is the best estimate of the state at the window's end. The
+// regions judged are the due ones plus any other that reported; a due
+// region without a result is no_data for that region (RegionStates): it
+// neither counts as up nor as down, but it counts in the quorum's base, so
+// a silent region can never make a window look up or healthy by omission.
+// With R regions judged and D of them down, the verdict is down when
+// D >= Q, where Q is quorum (0 = majority, R/2+1) capped at R; regional
+// when 0 < D < Q, with the failing regions named; degraded when no region
+// is down but one is degraded; up otherwise; no_data without any result.
+// Class and Reason come from the deciding result: the latest down result of
+// the first failing region (by name), else the first degraded one, else
+// "ok".
+func DecideDue(endpointID string, window time.Time, size time.Duration, results []msg.ProbeResult, quorum int, due []string) msg.Verdict {
 	v := msg.Verdict{
 		Schema:     msg.SchemaVersion,
 		EndpointID: endpointID,
@@ -546,21 +570,35 @@ func Decide(endpointID string, window time.Time, size time.Duration, results []m
 			latest[r.Region] = r
 		}
 	}
-	regions := make([]string, 0, len(latest))
+	regions := make([]string, 0, len(latest)+len(due))
 	for reg := range latest {
 		regions = append(regions, reg)
 	}
+	for _, reg := range due {
+		if _, ok := latest[reg]; !ok {
+			regions = append(regions, reg)
+		}
+	}
 	slices.Sort(regions)
+	regions = slices.Compact(regions)
+	if len(due) > 0 {
+		v.RegionStates = make(map[string]msg.State, len(regions))
+	}
 
 	var down, degraded []msg.ProbeResult
 	for _, reg := range regions {
-		switch r := latest[reg]; r.Status {
-		case msg.StatusDown:
+		r, ok := latest[reg]
+		if v.RegionStates != nil {
+			v.RegionStates[reg] = regionState(r, ok)
+		}
+		switch {
+		case !ok:
+		case r.Status == msg.StatusDown:
 			down = append(down, r)
 			if reg != "" {
 				v.FailingRegions = append(v.FailingRegions, reg)
 			}
-		case msg.StatusDegraded:
+		case r.Status == msg.StatusDegraded:
 			degraded = append(degraded, r)
 		}
 	}
@@ -584,6 +622,20 @@ func Decide(endpointID string, window time.Time, size time.Duration, results []m
 		v.Class = "ok"
 	}
 	return v
+}
+
+// regionState is one region's state in a window: its latest result's
+// status, or no_data when it was due and sent nothing.
+func regionState(r msg.ProbeResult, reported bool) msg.State {
+	switch {
+	case !reported:
+		return msg.StateNoData
+	case r.Status == msg.StatusDown:
+		return msg.StateDown
+	case r.Status == msg.StatusDegraded:
+		return msg.StateDegraded
+	}
+	return msg.StateUp
 }
 
 func reasonOf(r msg.ProbeResult) string {

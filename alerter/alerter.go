@@ -369,6 +369,9 @@ func (a *Alerter) apply(ctx context.Context, v msg.Verdict) error {
 			a.m.Incidents.WithLabelValues(out.Event).Inc()
 			a.log.Info("incident "+out.Event, "endpoint", v.EndpointID, "incident", out.Incidents[0].ID, "window", v.Window, "class", v.Class)
 		}
+		if out.RegionalEvent != "" {
+			a.log.Info("regional incident "+out.RegionalEvent, "endpoint", v.EndpointID, "incident", out.Incidents[len(out.Incidents)-1].ID, "window", v.Window, "regions", v.FailingRegions)
+		}
 		return nil
 	}
 	return fmt.Errorf("alerter: tracker of endpoint %s kept changing: %w", v.EndpointID, store.ErrConflict)
@@ -391,7 +394,7 @@ func (a *Alerter) transitionInput(ctx context.Context, v msg.Verdict, r rules) (
 			return in, fmt.Errorf("alerter: incident %s: %w", id, err)
 		}
 	}
-	return in, nil
+	return in, a.regionalInput(ctx, &in)
 }
 
 // decide runs transition. An incident it opens is looked up first: if it
@@ -399,17 +402,34 @@ func (a *Alerter) transitionInput(ctx context.Context, v msg.Verdict, r rules) (
 // is decided again knowing that, so nothing is opened or notified twice.
 func (a *Alerter) decide(ctx context.Context, in transitionInput) (transitionResult, error) {
 	out, err := transition(in)
-	if err != nil || out.Event != eventOpened {
+	if err != nil || (out.Event != eventOpened && out.RegionalEvent != eventOpened) {
 		return out, err
 	}
-	id := out.Incidents[0].ID
-	switch _, err := a.st.GetIncident(ctx, id); {
-	case errors.Is(err, store.ErrNotFound):
-		return out, nil
-	case err != nil:
-		return out, fmt.Errorf("alerter: incident %s: %w", id, err)
+	stored := func(id string) (bool, error) {
+		switch _, err := a.st.GetIncident(ctx, id); {
+		case errors.Is(err, store.ErrNotFound):
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("alerter: incident %s: %w", id, err)
+		}
+		return true, nil
 	}
-	in.AlreadyOpened = true
+	again := false
+	if out.Event == eventOpened {
+		if in.AlreadyOpened, err = stored(out.Incidents[0].ID); err != nil {
+			return out, err
+		}
+		again = in.AlreadyOpened
+	}
+	if out.RegionalEvent == eventOpened {
+		if in.RegionalAlreadyOpened, err = stored(out.Incidents[len(out.Incidents)-1].ID); err != nil {
+			return out, err
+		}
+		again = again || in.RegionalAlreadyOpened
+	}
+	if !again {
+		return out, nil
+	}
 	return transition(in)
 }
 

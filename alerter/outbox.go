@@ -251,8 +251,11 @@ func (a *Alerter) suppressed(sinks []alert.Sink, p pending) {
 func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc store.Incident, now time.Time) error {
 	var targets []alert.Sink
 	held := 0
+	severity := store.IncidentSeverity(inc.Kind)
 	for _, s := range run.sinks {
 		switch {
+		case !alert.Takes(s, severity):
+			// Routed elsewhere by severity: not this sink's to hold back.
 		case slices.Contains(p.GaveUp, s.Name()):
 		case run.blocked[s.Name()]:
 			held++
@@ -429,6 +432,9 @@ func notification(ep store.Endpoint, inc store.Incident, p pending) alert.Notifi
 		OpenedAt:     inc.OpenedAt,
 		ResolvedAt:   inc.ResolvedAt,
 		Sequence:     p.Seq,
+		Severity:     store.IncidentSeverity(inc.Kind),
+		IncidentKind: cmpOr(string(inc.Kind), string(store.IncidentGlobal)),
+		Regions:      inc.Regions,
 	}
 }
 

@@ -98,6 +98,8 @@ type trackerData struct {
 	// so an incident knows its first failure.
 	Windows []time.Time `json:"windows,omitempty"`
 	Outbox  []pending   `json:"outbox,omitempty"`
+	// Regional is the regional incident's fold (regional.go).
+	Regional *regionalTrack `json:"regional,omitempty"`
 }
 
 // incidentData is the alerter-private part of store.Incident.
@@ -214,6 +216,10 @@ type transitionInput struct {
 	// Tenant is the endpoint's; an incident opened carries it, so it stays
 	// its tenant's in the API after the endpoint is deleted.
 	Tenant string
+	// RegionalOpen and RegionalAlreadyOpened are Open and AlreadyOpened
+	// for the regional incident (regional.go).
+	RegionalOpen          *store.Incident
+	RegionalAlreadyOpened bool
 }
 
 // transitionResult is a verdict's transition: everything one SaveTracker
@@ -232,6 +238,9 @@ type transitionResult struct {
 	// Acknowledged: an API acknowledgement seen for the first time, counted
 	// once (incidents_total{event="acknowledged"}).
 	Acknowledged bool
+	// RegionalEvent is Event for the regional incident, whose incident
+	// (if any) follows the global one's in Incidents.
+	RegionalEvent string
 }
 
 // transition decides what verdict v does to its endpoint's tracker and
@@ -289,6 +298,8 @@ func transition(in transitionInput) (transitionResult, error) {
 			out.Incidents, out.Owed = []store.Incident{inc}, []pending{p}
 		}
 	}
+	rincs, rowed, revent := regionalStep(in, &d, t.OpenIncidentID != "", now)
+	out.Incidents, out.Owed, out.RegionalEvent = append(out.Incidents, rincs...), append(out.Owed, rowed...), revent
 	d.Outbox = append(d.Outbox, out.Owed...)
 	setTrackerData(&t, d)
 	out.Tracker = t

@@ -230,5 +230,5 @@ func build(c Config, hc *http.Client, dial func(ctx context.Context, network, ad
 	if err != nil {
 		return nil, fmt.Errorf("%w: sink %q: %w", ErrInvalid, c.Name, err)
 	}
-	return alert.Subscribed(s, c.Notify), nil
+	return alert.Subscribed(routed(s, c.Severities), c.Notify), nil
 }

@@ -100,6 +100,10 @@ type Config struct {
 	// Notify lists what the sink is sent: "incidents" and change-event
 	// kinds (alert.NotifyKinds); empty means incidents only (events.go).
 	Notify []string `json:"notify,omitempty"`
+	// Severities routes incidents by severity: "critical" (global
+	// incidents) and/or "warning" (regional incidents: some regions down,
+	// fewer than the quorum). Empty: both (severity.go).
+	Severities []string `json:"severities,omitempty"`
 
 	// Timeout bounds one delivery attempt; 0 is the type's default.
 	Timeout time.Duration `json:"-"`
@@ -193,6 +197,7 @@ func (c Config) Validate() error {
 		p.bad("timeout", "%s: want between %s and %s", c.Timeout, MinTimeout, MaxTimeout)
 	}
 	p.notify() // events.go
+	p.severities()
 	switch c.Type {
 	case TypeWebhook, TypeSlack:
 		p.hook()

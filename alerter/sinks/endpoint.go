@@ -107,6 +107,9 @@ func (s endpointSink) NotifyEvent(ctx context.Context, n alert.EventNotification
 	return alert.ForwardEvent(ctx, s.Sink, n)
 }
 
+// TakesSeverity passes the wrapped sink's severity routing through.
+func (s endpointSink) TakesSeverity(sev string) bool { return alert.Takes(s.Sink, sev) }
+
 // guardedDial is the dial-time SSRF guard for per-endpoint sinks. A refused
 // address is a permanent failure: retrying cannot reach it, so the delivery
 // gives up at once instead of spending its budget.

@@ -42,6 +42,30 @@ type Notification struct {
 	ResolvedAt   *time.Time        `json:"resolvedAt,omitempty"`
 	// Sequence numbers reminders (1, 2, ...); 0 otherwise.
 	Sequence int `json:"sequence,omitempty"`
+	// Severity is critical for a global incident, warning for a regional
+	// one (some regions down, fewer than the quorum), whose failing
+	// Regions are named; IncidentKind is global or regional.
+	Severity     string   `json:"severity,omitempty"`
+	IncidentKind string   `json:"incidentKind,omitempty"`
+	Regions      []string `json:"regions,omitempty"`
+}
+
+// Severities of incidents, which sinks can route on.
+const (
+	SeverityCritical = "critical" // a global incident
+	SeverityWarning  = "warning"  // a regional incident
+)
+
+// SeverityRouter is implemented by sinks that take only some severities
+// (a sink's "severities" setting); a sink without it takes every one.
+type SeverityRouter interface {
+	TakesSeverity(severity string) bool
+}
+
+// Takes reports whether sink s takes notifications of severity.
+func Takes(s Sink, severity string) bool {
+	r, ok := s.(SeverityRouter)
+	return !ok || r.TakesSeverity(severity)
 }
 
 // Sink delivers notifications to one destination.

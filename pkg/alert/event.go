@@ -95,6 +95,9 @@ type subscribed struct {
 func (s subscribed) Subscribes(kind string) bool { return slices.Contains(s.kinds, kind) }
 func (s subscribed) MetricLabel() string         { return MetricLabel(s.Sink) }
 
+// TakesSeverity passes the wrapped sink's severity routing through.
+func (s subscribed) TakesSeverity(sev string) bool { return Takes(s.Sink, sev) }
+
 func (s subscribed) NotifyEvent(ctx context.Context, n EventNotification) error {
 	if en, ok := s.Sink.(EventNotifier); ok {
 		return en.NotifyEvent(ctx, n)

@@ -111,6 +111,9 @@ type Options struct {
 	// SinkRedactor returns sinks with every secret replaced, for responses.
 	// Default: RedactSinks.
 	SinkRedactor func(sinks json.RawMessage) json.RawMessage
+	// Regions is the deployment's region set (--regions): an endpoint's
+	// regions field must name some of them (endpoint_regions.go).
+	Regions []string
 	// Logger for request and error logs; default discards.
 	Logger *slog.Logger
 	// Clock stamps acknowledgements and maintenance windows; default wall time.
@@ -168,6 +171,7 @@ type server struct {
 	quotas    Quotas
 	limiter   *rateLimiter // nil: no rate limit
 	dlq       map[string]queue.DeadLetterQueue
+	regions   []string
 	// maintMu makes a maintenance window's quota count and its write one
 	// step on this replica (tenants.go).
 	maintMu sync.Mutex
@@ -186,6 +190,7 @@ func New(opts Options) http.Handler {
 		validProt: opts.ProtocolValidator,
 		validSink: opts.SinkValidator,
 		redact:    opts.SinkRedactor,
+		regions:   opts.Regions,
 		log:       opts.Logger,
 		clock:     opts.Clock,
 		newID:     opts.NewID,

@@ -92,6 +92,9 @@ type EndpointInput struct {
 	ToolCheck         *ToolCheckInput `json:"toolCheck,omitempty"`
 	OAuth             *OAuthInput     `json:"oauth,omitempty"`
 	CredentialWarning string          `json:"credentialWarning,omitempty"` // Go duration; empty = prober default (72h)
+	// Regions probe the endpoint, some of the deployment's --regions;
+	// empty: all of them (endpoint_regions.go).
+	Regions []string `json:"regions,omitempty"`
 }
 
 // RulesInput tunes verdicts and incidents; zero fields use the defaults.
@@ -121,6 +124,7 @@ type EndpointView struct {
 	Paused           bool              `json:"paused"`
 	Public           bool              `json:"public,omitempty"`
 	Slug             string            `json:"slug,omitempty"`
+	Regions          []string          `json:"regions,omitempty"`
 	CreatedAt        time.Time         `json:"createdAt"`
 	UpdatedAt        time.Time         `json:"updatedAt"`
 	Version          int64             `json:"version"`
@@ -177,15 +181,17 @@ type VerdictView struct {
 	Reason         string    `json:"reason,omitempty"`
 	Results        int       `json:"results"`
 	FailingRegions []string  `json:"failingRegions,omitempty"`
-	FirstProbeAt   time.Time `json:"firstProbeAt,omitzero"`
-	EmittedAt      time.Time `json:"emittedAt,omitzero"`
+	// RegionStates is each due region's state (no_data: due, silent).
+	RegionStates map[string]msg.State `json:"regionStates,omitempty"`
+	FirstProbeAt time.Time            `json:"firstProbeAt,omitzero"`
+	EmittedAt    time.Time            `json:"emittedAt,omitzero"`
 }
 
 func (s *server) endpointView(e store.Endpoint) EndpointView {
 	v := EndpointView{
 		ID: e.ID, Tenant: store.TenantOf(e.Tenant), Name: e.Name, URL: RedactURL(e.URL), Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
 		Schedule: e.Schedule, Timeout: e.Timeout.String(), Labels: e.Labels, Paused: e.Paused,
-		Public: e.Public, Slug: e.Slug, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Version: e.Version,
+		Public: e.Public, Slug: e.Slug, Regions: e.Regions, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Version: e.Version,
 	}
 	if v.Transport == "" {
 		// A record written without one (by an older version, or straight
@@ -254,7 +260,7 @@ func input(e store.Endpoint) EndpointInput {
 		Name: e.Name, URL: e.URL, Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
 		Schedule: e.Schedule, Headers: e.Headers, Labels: e.Labels,
 		Rules: rulesInput(e.Rules), Sinks: e.Sinks, Paused: e.Paused,
-		Public: e.Public, Slug: e.Slug,
+		Public: e.Public, Slug: e.Slug, Regions: e.Regions,
 	}
 	if e.Timeout > 0 { // a record written without one gets the default
 		in.Timeout = e.Timeout.String()
@@ -285,7 +291,7 @@ func resultView(r msg.ProbeResult) *ResultView {
 func verdictView(v msg.Verdict) VerdictView {
 	return VerdictView{
 		Window: v.Window, WindowLength: (time.Duration(v.WindowSecs) * time.Second).String(), State: v.State,
-		Class: v.Class, Reason: v.Reason, Results: v.Results, FailingRegions: v.FailingRegions,
+		Class: v.Class, Reason: v.Reason, Results: v.Results, FailingRegions: v.FailingRegions, RegionStates: v.RegionStates,
 		FirstProbeAt: v.FirstProbeAt, EmittedAt: v.EmittedAt,
 	}
 }
@@ -307,6 +313,11 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 	}
 	if detail := slugProblem(e.Slug, e.Public); detail != "" {
 		bad("#/slug", "%s", detail)
+	}
+	var regionDetail string
+	e.Regions, regionDetail = endpointRegions(in.Regions, s.regions)
+	if regionDetail != "" {
+		bad("#/regions", "%s", regionDetail)
 	}
 
 	switch n := utf8.RuneCountInString(e.Name); {

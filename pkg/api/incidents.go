@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,8 +24,13 @@ const (
 // IncidentView is an incident as the API returns it (without the alerter's
 // private data).
 type IncidentView struct {
-	ID             string              `json:"id"`
-	EndpointID     string              `json:"endpointId"`
+	ID         string `json:"id"`
+	EndpointID string `json:"endpointId"`
+	// Kind is global or regional (some regions, fewer than the quorum,
+	// failing: Regions names them); Severity critical or warning.
+	Kind           store.IncidentKind  `json:"kind"`
+	Severity       string              `json:"severity"`
+	Regions        []string            `json:"regions,omitempty"`
 	State          store.IncidentState `json:"state"`
 	OpenedWindow   time.Time           `json:"openedWindow"`
 	OpenedAt       time.Time           `json:"openedAt"`
@@ -49,6 +55,7 @@ func incidentView(inc store.Incident) IncidentView {
 		OpenedAt: inc.OpenedAt, FirstFailure: inc.FirstFailure, Class: inc.Class, Reason: inc.Reason,
 		AckedAt: inc.AckedAt, AckedBy: inc.AckedBy, ResolvedWindow: inc.ResolvedWindow,
 		ResolvedAt: inc.ResolvedAt, Transitions: tr, Version: inc.Version,
+		Kind: cmp.Or(inc.Kind, store.IncidentGlobal), Severity: store.IncidentSeverity(inc.Kind), Regions: inc.Regions,
 	}
 }
 

@@ -57,9 +57,15 @@ type Options struct {
 	// AuditTTL is how long the audit log keeps an entry.
 	AuditTTL time.Duration
 
-	Window              time.Duration
-	Grace               time.Duration
-	Region              string
+	Window time.Duration
+	Grace  time.Duration
+	Region string
+	// Regions is the deployment's region set (--regions a,b,c): the
+	// scheduler sends each slot to one commands queue per region, each
+	// prober consumes its own region's, and the aggregator judges a window
+	// against the regions due in it. Empty: one commands queue and no
+	// region set, as before regions existed (see regions.go).
+	Regions             []string
 	AllowPrivateTargets bool
 	ProbeConcurrency    int
 
@@ -197,7 +203,8 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	dur(&o.AuditTTL, "audit-ttl", "how long the audit log (GET /v1/audit) keeps an entry (1h..2y)")
 	dur(&o.Window, "window", "verdict window (e.g. 1m; 2s for demos and tests)")
 	dur(&o.Grace, "grace", "how long after a window closes late results are still folded in")
-	str(&o.Region, "region", "region label this prober puts on its results")
+	str(&o.Region, "region", "region label this prober puts on its results (with --regions: one of them, and the prober consumes that region's commands queue)")
+	fs.Var((*listValue)(&o.Regions), "regions", "comma-separated region set: one commands queue per region (<prefix>commands-<region>.fifo); `run` starts one prober per region; empty: one commands queue"+envHint("regions"))
 	boolean(&o.AllowPrivateTargets, "allow-private-targets", "allow probing loopback, private and link-local addresses (tests, private deployments)")
 	fs.IntVar(&o.ProbeConcurrency, "probe-concurrency", o.ProbeConcurrency, "probes run in parallel per prober"+envHint("probe-concurrency"))
 	str(&o.WebhookURL, "webhook-url", "send alerts to this webhook (secret: never logged)")
@@ -403,6 +410,9 @@ func (o Options) Validate() error {
 	}
 	if o.RateLimit < 0 || o.RateLimit > 1e6 {
 		errs = append(errs, fmt.Errorf("--rate-limit %g: must be between 0 (no limit) and 1000000 requests per second", o.RateLimit))
+	}
+	if err := validRegions(o.Regions); err != nil {
+		errs = append(errs, err)
 	}
 	if o.SecretsKey != "" && o.SecretsKeyFile != "" {
 		errs = append(errs, fmt.Errorf("--secrets-key-file and %s are both set: give one", EnvSecretsKey))

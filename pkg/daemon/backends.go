@@ -80,14 +80,25 @@ type RoleQueues struct {
 	Sends, Consumes map[string]bool
 }
 
-// QueuesOf returns the stage queues role r uses.
-func QueuesOf(r Role) RoleQueues {
+// QueuesOf returns the stage queues role r uses without a region set.
+func QueuesOf(r Role) RoleQueues { return QueuesIn(r, nil, "") }
+
+// QueuesIn returns the stage queues role r uses in a deployment with the
+// region set regions (nil: none), for a prober of region (its --region):
+// the API/scheduler sends to every region's commands queue, a prober
+// consumes its own region's, and `run` consumes them all (one prober per
+// region).
+func QueuesIn(r Role, regions []string, region string) RoleQueues {
 	use := RoleQueues{Sends: map[string]bool{}, Consumes: map[string]bool{}}
 	if r.has(RoleAPI) {
-		use.Sends[msg.QueueCommands] = true
+		for _, q := range commandQueues(regions) {
+			use.Sends[q] = true
+		}
 	}
 	if r.has(RoleProber) {
-		use.Consumes[msg.QueueCommands] = true
+		for _, pr := range proberRegions(r, regions, region) {
+			use.Consumes[pr.queue] = true
+		}
 		use.Sends[msg.QueueResults] = true
 	}
 	if r.has(RoleAggregator) {
@@ -101,7 +112,7 @@ func QueuesOf(r Role) RoleQueues {
 }
 
 func openQueues(ctx context.Context, o config.Options, clk clock.Clock, logger *slog.Logger, reg prometheus.Registerer, use RoleQueues) (*queues, error) {
-	cfgs := queue.WithMaxReceiveCount(queue.StageConfigs(), o.MaxReceiveCount)
+	cfgs := queue.WithMaxReceiveCount(queue.StageConfigs(o.Regions...), o.MaxReceiveCount)
 	switch o.Queue {
 	case config.QueueEmbedded:
 		if err := os.MkdirAll(o.DataDir, 0o750); err != nil {

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/config"
-	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	sqsq "github.com/mcpmon/mcpmon/pkg/queue/sqs"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -49,7 +49,7 @@ func openSQS(ctx context.Context, o config.Options, logger *slog.Logger, reg pro
 		return nil, fmt.Errorf("configure SQS (check AWS credentials, --sqs-region and --sqs-endpoint): %w", err)
 	}
 	qs := &queues{byName: map[string]queue.Queue{}, remote: true}
-	for _, cfg := range queue.StageConfigs() {
+	for _, cfg := range queue.StageConfigs(o.Regions...) {
 		if !use.Sends[cfg.Name] && !use.Consumes[cfg.Name] {
 			continue
 		}
@@ -71,7 +71,7 @@ func openSQS(ctx context.Context, o config.Options, logger *slog.Logger, reg pro
 		}
 		qs.depth = append(qs.depth, src)
 	}
-	if use.Sends[msg.QueueCommands] { // the API role: it serves /v1/dlq
+	if sendsCommands(use, o.Regions) { // the API role: it serves /v1/dlq
 		qs.dead = openDeadLetters(ctx, c, o, logger)
 	}
 	return qs, nil
@@ -83,7 +83,7 @@ func openSQS(ctx context.Context, o config.Options, logger *slog.Logger, reg pro
 // could not open.
 func openDeadLetters(ctx context.Context, c *sqsq.Client, o config.Options, logger *slog.Logger) map[string]queue.DeadLetterQueue {
 	dead := map[string]queue.DeadLetterQueue{}
-	for _, cfg := range queue.StageConfigs() {
+	for _, cfg := range queue.StageConfigs(o.Regions...) {
 		if cfg.MaxReceiveCount == 0 {
 			continue
 		}
@@ -122,7 +122,10 @@ func EnsureQueues(ctx context.Context, args []string, env func(string) string, s
 		return fmt.Errorf("configure SQS (check AWS credentials, --sqs-region and --sqs-endpoint): %w", err)
 	}
 	fmt.Fprintf(stderr, "ensuring SQS FIFO queues with prefix %q (high throughput: %v) ...\n", o.SQSPrefix, o.HighThroughput)
-	rep, err := sqsq.Ensure(ctx, c, queue.WithMaxReceiveCount(queue.StageConfigs(), o.MaxReceiveCount))
+	if len(o.Regions) > 0 {
+		fmt.Fprintf(stderr, "one commands queue per region: %s\n", strings.Join(o.Regions, ", "))
+	}
+	rep, err := sqsq.Ensure(ctx, c, queue.WithMaxReceiveCount(queue.StageConfigs(o.Regions...), o.MaxReceiveCount))
 	for _, n := range rep.Created {
 		fmt.Fprintf(stdout, "created  %s\n", n)
 	}

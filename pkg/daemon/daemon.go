@@ -38,7 +38,6 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/pkg/queue"
-	"github.com/mcpmon/mcpmon/pkg/scheduler"
 	publicstatus "github.com/mcpmon/mcpmon/pkg/status"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/prober"
@@ -117,6 +116,10 @@ type Deps struct {
 	// dead-letter tests make a consumer fail the real way, through the
 	// consumer, redelivery and redrive, and then "fix" it.
 	wrapHandler func(queueName string, h queue.Handler) queue.Handler
+	// proberOptions, when set, adjusts each in-process prober's options
+	// by region: the region tests make one region's probes fail the real
+	// way, at the target.
+	proberOptions func(region string, o *prober.Options)
 }
 
 // Daemon is a running mcpmon process.
@@ -139,15 +142,16 @@ type Daemon struct {
 	drain       context.Context
 	drainCancel context.CancelFunc
 
-	wg      sync.WaitGroup
-	errMu   sync.Mutex
-	err     error
-	pubs    []*queue.Publisher
-	stopped chan struct{}
-	prune   metricsPruner // per-endpoint series of deleted endpoints (prune.go)
-	keys    apiKeys       // API keys (apikeys.go)
-	delay   *metrics.PipelineDelay
-	wrap    func(queueName string, h queue.Handler) queue.Handler // Deps.wrapHandler
+	wg         sync.WaitGroup
+	errMu      sync.Mutex
+	err        error
+	pubs       []*queue.Publisher
+	stopped    chan struct{}
+	prune      metricsPruner // per-endpoint series of deleted endpoints (prune.go)
+	keys       apiKeys       // API keys (apikeys.go)
+	delay      *metrics.PipelineDelay
+	wrap       func(queueName string, h queue.Handler) queue.Handler // Deps.wrapHandler
+	proberOpts func(region string, o *prober.Options)                // Deps.proberOptions
 }
 
 // Start opens the backends, builds the role's components and starts them.
@@ -168,7 +172,7 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 		reg = metrics.NewRegistry(Version)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	d := &Daemon{role: role, opts: o, log: deps.Logger, clk: deps.Clock, reg: reg, cancel: cancel, stopped: make(chan struct{}), wrap: deps.wrapHandler}
+	d := &Daemon{role: role, opts: o, log: deps.Logger, clk: deps.Clock, reg: reg, cancel: cancel, stopped: make(chan struct{}), wrap: deps.wrapHandler, proberOpts: deps.proberOptions}
 	d.drain, d.drainCancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer func() {
 		if err != nil {
@@ -179,6 +183,9 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 		}
 	}()
 
+	if err := checkRegions(role, o); err != nil {
+		return nil, err
+	}
 	if d.tls, err = loadTLS(o); err != nil {
 		return nil, err
 	}
@@ -186,7 +193,7 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 		return nil, err
 	}
 	qm := queue.NewMetrics(reg)
-	if d.qs, err = openQueues(ctx, o, d.clk, d.log, reg, QueuesOf(role)); err != nil {
+	if d.qs, err = openQueues(ctx, o, d.clk, d.log, reg, QueuesIn(role, o.Regions, o.Region)); err != nil {
 		return nil, err
 	}
 	d.qs.keepReasonsIn(d.st, d.clk) // backends_remote.go
@@ -399,9 +406,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 	})
 
 	if d.role.has(RoleAPI) {
-		sched := scheduler.New(d.publisher(msg.QueueCommands, qm), scheduler.Options{
-			Clock: d.clk, Logger: d.log, Metrics: scheduler.NewMetrics(reg),
-		})
+		sched := d.newScheduler(qm) // regions.go
 		// Load the schedule before serving; a store that is not reachable
 		// yet is waited for by the sync loop below, not a failed start.
 		eps, err := d.st.ListEndpoints(ctx)
@@ -435,6 +440,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			ProtocolValidator: prober.ValidateProtocol,
 			SinkValidator:     func(raw json.RawMessage) error { return sinks.ValidateEndpointSinks(raw, allow) },
 			SinkRedactor:      sinks.RedactEndpointSinks,
+			Regions:           o.Regions,
 			Logger:            d.log,
 			Clock:             d.clk,
 			AllowedHosts:      o.APIHosts,
@@ -453,30 +459,21 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		}
 	}
 	if d.role.has(RoleProber) {
-		p := prober.New(prober.Options{
-			AllowPrivateTargets: o.AllowPrivateTargets,
-			Region:              o.Region,
-			Logger:              d.log,
-			Metrics:             forgetting(&d.prune, prober.NewMetrics(reg)),
-			Clock:               d.clk,
-			Catalogs:            d.st,
-			ClientName:          "mcpmon",
-			ClientVersion:       Version,
-		})
-		w := prober.NewWorker(p, d.st, d.publisher(msg.QueueResults, qm), prober.WorkerOptions{
-			Latest: d.st, Logger: d.log, Clock: d.clk, Metrics: prober.NewWorkerMetrics(reg),
-		})
-		d.consume(ctx, msg.QueueCommands, w.Handle, o.ProbeConcurrency, qm)
+		d.startProbers(ctx, qm) // regions.go: one per region with `run --regions`
 	}
 	if d.role.has(RoleAggregator) {
+		rm := aggregator.NewRegionMetrics(reg, o.Regions)
 		agg, err := aggregator.New(aggregator.Options{
-			Store:     d.st,
-			Publisher: d.publisher(msg.QueueVerdicts, qm),
-			Window:    o.Window,
-			Grace:     o.Grace,
-			Clock:     d.clk,
-			Logger:    d.log,
-			Metrics:   forgetting(&d.prune, aggregator.NewMetrics(reg, d.pipelineDelay())),
+			Store:         d.st,
+			Publisher:     d.publisher(msg.QueueVerdicts, qm),
+			Window:        o.Window,
+			Grace:         o.Grace,
+			Regions:       o.Regions,
+			Live:          d.liveRegions(rm), // heartbeat.go
+			RegionMetrics: rm,
+			Clock:         d.clk,
+			Logger:        d.log,
+			Metrics:       forgetting(&d.prune, aggregator.NewMetrics(reg, d.pipelineDelay())),
 		})
 		if err != nil {
 			return fmt.Errorf("aggregator: %w", err)

@@ -22,7 +22,7 @@ func setupSQS(t *testing.T, o *config.Options) {
 	var out, errOut strings.Builder
 	env := func(k string) string {
 		return map[string]string{"MCPMON_SQS_ENDPOINT": o.SQSEndpoint, "MCPMON_SQS_REGION": "us-east-1", "MCPMON_SQS_PREFIX": o.SQSPrefix,
-			"MCPMON_MAX_RECEIVE_COUNT": strconv.Itoa(o.MaxReceiveCount)}[k]
+			"MCPMON_MAX_RECEIVE_COUNT": strconv.Itoa(o.MaxReceiveCount), "MCPMON_REGIONS": strings.Join(o.Regions, ",")}[k]
 	}
 	if err := EnsureQueues(t.Context(), nil, env, &out, &errOut); err != nil {
 		t.Fatalf("queues ensure: %v\n%s%s", err, out.String(), errOut.String())

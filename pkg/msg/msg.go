@@ -30,6 +30,19 @@ const (
 	QueueVerdicts = "verdicts"
 )
 
+// CommandsQueue names the commands queue the probers of region consume:
+// "commands-<region>" in a deployment with a region set (--regions), and
+// the single QueueCommands when region is "" (no region set: one queue,
+// whichever prober takes a slot probes it). It is the one place a
+// per-region queue name is made; the SQS adapter adds the prefix and
+// ".fifo".
+func CommandsQueue(region string) string {
+	if region == "" {
+		return QueueCommands
+	}
+	return QueueCommands + "-" + region
+}
+
 // MinuteLayout formats a verdict window in its dedup ID when windows are whole
 // minutes; SecondLayout is used for sub-minute windows (demos, tests) so that
 // two windows inside one minute never share a dedup ID.
@@ -178,8 +191,17 @@ const (
 	EventCredentialExpiry = "credential_expiry"
 )
 
-// DedupID is the results-queue deduplication ID: <endpointId>-<probeRunId>.
-func (r ProbeResult) DedupID() string { return r.EndpointID + "-" + r.ProbeRunID }
+// DedupID is the results-queue deduplication ID: <endpointId>-<probeRunId>,
+// with -<region> appended when the result has a region. The probe run ID
+// is the same in every region (it is the slot's), and with a region set
+// every region probes every slot: without the region the queue would keep
+// one region's result of a slot and drop the others as duplicates.
+func (r ProbeResult) DedupID() string {
+	if r.Region == "" {
+		return r.EndpointID + "-" + r.ProbeRunID
+	}
+	return r.EndpointID + "-" + r.ProbeRunID + "-" + r.Region
+}
 
 // GroupID is the FIFO message group: the endpoint ID.
 func (r ProbeResult) GroupID() string { return r.EndpointID }
@@ -201,6 +223,10 @@ type Verdict struct {
 	Results int `json:"results"`
 	// FailingRegions names regions that reported down (for down and regional).
 	FailingRegions []string `json:"failingRegions,omitempty"`
+	// RegionStates is each due region's state in the window (up, degraded,
+	// down, or no_data for a region that was due but sent nothing), in a
+	// deployment with a region set (--regions); empty without one.
+	RegionStates map[string]State `json:"regionStates,omitempty"`
 	// FirstProbeAt is the earliest probe start folded in: the pipeline-delay
 	// metrics measure from it.
 	FirstProbeAt time.Time `json:"firstProbeAt,omitzero"`
@@ -248,6 +274,14 @@ func VerdictDedupID(endpointID string, window time.Time, windowSecs int) string 
 // incident: <endpointId>-<20060102T150405Z>.
 func IncidentID(endpointID string, openingWindow time.Time) string {
 	return endpointID + "-" + openingWindow.UTC().Format("20060102T150405Z")
+}
+
+// RegionalIncidentID is the ID of a regional incident (some regions,
+// fewer than the quorum, down): <endpointId>-regional-<20060102T150405Z>.
+// It is a space of its own, so the regional and the global incident of one
+// outage never share an ID, an alert key or a ledger key.
+func RegionalIncidentID(endpointID string, openingWindow time.Time) string {
+	return endpointID + "-regional-" + openingWindow.UTC().Format("20060102T150405Z")
 }
 
 // AlertKey is the once-only key of an incident's alert: alert-<endpointId>-<incidentId>.

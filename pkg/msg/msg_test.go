@@ -32,6 +32,12 @@ func TestDedupIDs(t *testing.T) {
 	if got := r.DedupID(); got != "ep1-abc" {
 		t.Errorf("result dedup = %q", got)
 	}
+	// Every region probes the same slot under the same run ID: each
+	// region's result is its own message.
+	r.Region = "eu"
+	if got := r.DedupID(); got != "ep1-abc-eu" {
+		t.Errorf("regional result dedup = %q, want ep1-abc-eu", got)
+	}
 	v := Verdict{EndpointID: "ep1", Window: w, WindowSecs: 60}
 	if got := v.DedupID(); got != "verdict-ep1-2026-11-29T1304" {
 		t.Errorf("verdict dedup = %q", got)

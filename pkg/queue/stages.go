@@ -19,20 +19,32 @@ const DefaultVisibility = 5 * time.Second
 // sink down) before a message is declared poison and moved to the DLQ.
 const DefaultMaxReceiveCount = 10
 
-// StageConfigs returns the three stage queues. `mcpmon queues ensure`, the
+// StageConfigs returns the stage queues. `mcpmon queues ensure`, the
 // embedded queue and deploy/cloudformation all derive from this one list.
-func StageConfigs() []Config {
-	return []Config{
-		{
+// Without regions there are three: commands, results, verdicts. With a
+// region set (--regions) the one commands queue is replaced by one per
+// region (msg.CommandsQueue), each with its own DLQ, in the order given.
+func StageConfigs(regions ...string) []Config {
+	commands := func(region string) Config {
+		return Config{
 			// Command bodies are deterministic (endpoint + slot), so two
 			// schedulers emitting the same slot collapse to one message.
-			Name:              msg.QueueCommands,
+			Name:              msg.CommandsQueue(region),
 			ContentBasedDedup: true,
 			DedupScope:        DedupScopeQueue,
 			VisibilityTimeout: DefaultVisibility,
 			MaxReceiveCount:   DefaultMaxReceiveCount,
 			Retention:         4 * 24 * time.Hour,
-		},
+		}
+	}
+	var cfgs []Config
+	if len(regions) == 0 {
+		cfgs = append(cfgs, commands(""))
+	}
+	for _, r := range regions {
+		cfgs = append(cfgs, commands(r))
+	}
+	return append(cfgs, []Config{
 		{
 			Name:              msg.QueueResults,
 			DedupScope:        DedupScopeQueue,
@@ -47,7 +59,7 @@ func StageConfigs() []Config {
 			MaxReceiveCount:   DefaultMaxReceiveCount,
 			Retention:         4 * 24 * time.Hour,
 		},
-	}
+	}...)
 }
 
 // DLQSuffix names a stage's dead-letter queue: "results" → "results-dlq".

@@ -37,6 +37,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -67,6 +68,18 @@ type Options struct {
 	// (default 64). Each endpoint always publishes through the same worker,
 	// so its commands are sent in slot order.
 	Concurrency int
+	// Regions, when set, fan every slot out: one command per region the
+	// endpoint is due in (schedule.DueRegions of these names and the
+	// endpoint's Regions), each to its region's sender (the region's
+	// commands queue). The sender given to New is then unused. Empty: one
+	// command per slot to New's sender, as without a region set.
+	Regions []Region
+}
+
+// Region is one region of the deployment's set and where its commands go.
+type Region struct {
+	Name   string
+	Sender CommandSender
 }
 
 // Scheduler emits probe commands for due slots. Upsert, Remove and Sync are
@@ -77,6 +90,9 @@ type Scheduler struct {
 	log     *slog.Logger
 	metrics *Metrics
 	workers int
+	// regions and regionNames are Options.Regions (nil: no fan-out).
+	regions     map[string]CommandSender
+	regionNames []string
 
 	mu      sync.Mutex
 	entries map[string]*entry
@@ -99,12 +115,16 @@ type entry struct {
 	shard    uint32 // publishing worker
 	version  int64  // store version last applied
 	gen      uint64 // Scheduler.gen of the last direct Upsert (0: from a resync)
+	// regions is the endpoint's own region choice (store.Endpoint.Regions),
+	// replaced, never mutated, so a job may hold it without the lock.
+	regions []string
 }
 
 type job struct {
-	id    string
-	slot  time.Time
-	shard uint32
+	id      string
+	slot    time.Time
+	shard   uint32
+	regions []string
 }
 
 // New returns a Scheduler that publishes through send.
@@ -118,15 +138,26 @@ func New(send CommandSender, opts Options) *Scheduler {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 64
 	}
+	var regions map[string]CommandSender
+	var names []string
+	for _, r := range opts.Regions {
+		if regions == nil {
+			regions = map[string]CommandSender{}
+		}
+		regions[r.Name] = r.Sender
+		names = append(names, r.Name)
+	}
 	return &Scheduler{
-		send:    send,
-		clock:   opts.Clock,
-		log:     opts.Logger.With("component", "scheduler"),
-		metrics: opts.Metrics,
-		workers: opts.Concurrency,
-		entries: make(map[string]*entry),
-		removed: make(map[string]uint64),
-		wake:    make(chan struct{}, 1),
+		regions:     regions,
+		regionNames: names,
+		send:        send,
+		clock:       opts.Clock,
+		log:         opts.Logger.With("component", "scheduler"),
+		metrics:     opts.Metrics,
+		workers:     opts.Concurrency,
+		entries:     make(map[string]*entry),
+		removed:     make(map[string]uint64),
+		wake:        make(chan struct{}, 1),
 	}
 }
 
@@ -155,6 +186,7 @@ func (s *Scheduler) upsertLocked(ep store.Endpoint, now time.Time, gen uint64) e
 	}
 	src := strings.TrimSpace(ep.Schedule)
 	if e, ok := s.entries[ep.ID]; ok && e.schedule == src {
+		e.regions = regionChoice(ep.Regions)
 		e.version = max(e.version, ep.Version)
 		e.gen = max(e.gen, gen)
 		return nil
@@ -168,13 +200,14 @@ func (s *Scheduler) upsertLocked(ep store.Endpoint, now time.Time, gen uint64) e
 	next := sl.Next(now).Unix()
 	if e, ok := s.entries[ep.ID]; ok {
 		e.schedule, e.slots, e.next = src, sl, next
+		e.regions = regionChoice(ep.Regions)
 		e.version, e.gen = max(e.version, ep.Version), max(e.gen, gen)
 		heap.Fix(&s.heap, e.index)
 	} else {
 		h := fnv.New32a()
 		h.Write([]byte(ep.ID))
 		e := &entry{id: ep.ID, schedule: src, slots: sl, next: next, shard: h.Sum32() % uint32(s.workers),
-			version: ep.Version, gen: gen}
+			version: ep.Version, gen: gen, regions: regionChoice(ep.Regions)}
 		s.entries[ep.ID] = e
 		heap.Push(&s.heap, e)
 	}
@@ -430,7 +463,7 @@ func (s *Scheduler) popDue(now time.Time, due []job) (_ []job, wait time.Duratio
 			skipped++
 			s.log.Debug("skipping missed slots", "endpoint", e.id, "oldest_missed", missed, "emitting", slot)
 		}
-		due = append(due, job{id: e.id, slot: slot, shard: e.shard})
+		due = append(due, job{id: e.id, slot: slot, shard: e.shard, regions: e.regions})
 		next := e.slots.Next(slot)
 		e.next = next.Unix()
 		if next.IsZero() {
@@ -445,13 +478,29 @@ func (s *Scheduler) popDue(now time.Time, due []job) (_ []job, wait time.Duratio
 	return due, idleWait, skipped
 }
 
+// publish sends j's command: once, or once per due region with a region
+// set. The body is the same in every region's queue (content dedup works
+// per queue), so a region's copy is deduplicated against that region's
+// copies from other schedulers, never against another region's. A region
+// whose send fails does not hold back the others: its slot is no_data for
+// that region only.
 func (s *Scheduler) publish(ctx context.Context, j job) {
 	cmd := msg.NewProbeCommand(j.id, j.slot)
-	_, err := s.send.Publish(ctx, queue.SendInput{GroupID: cmd.GroupID(), Body: cmd.Body()})
-	if err != nil {
+	in := queue.SendInput{GroupID: cmd.GroupID(), Body: cmd.Body()}
+	if s.regions == nil {
+		s.publishTo(ctx, s.send, "", j, in)
+		return
+	}
+	for _, r := range schedule.DueRegions(s.regionNames, j.regions) {
+		s.publishTo(ctx, s.regions[r], r, j, in)
+	}
+}
+
+func (s *Scheduler) publishTo(ctx context.Context, send CommandSender, region string, j job, in queue.SendInput) {
+	if _, err := send.Publish(ctx, in); err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("publish probe command failed; the endpoint's next slot will be tried as scheduled",
-				"endpoint", j.id, "slot", j.slot, "err", err)
+				"endpoint", j.id, "slot", j.slot, "region", region, "err", err)
 		}
 		return
 	}
@@ -459,6 +508,15 @@ func (s *Scheduler) publish(ctx context.Context, j job) {
 		s.metrics.commands.Inc()
 		s.metrics.lag.Observe(s.clock.Now().Sub(j.slot).Seconds())
 	}
+}
+
+// regionChoice keeps an endpoint's region choice, nil when it chose none
+// (every region), so the common case costs no allocation.
+func regionChoice(rs []string) []string {
+	if len(rs) == 0 {
+		return nil
+	}
+	return slices.Clone(rs)
 }
 
 // entryHeap orders entries by next slot.

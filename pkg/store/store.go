@@ -20,6 +20,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
@@ -72,6 +73,9 @@ type Endpoint struct {
 	Labels  map[string]string `json:"labels,omitempty"`
 	// Rules tune verdicts and incidents; nil uses the defaults.
 	Rules *Rules `json:"rules,omitempty"`
+	// Regions are the regions that probe the endpoint, a subset of the
+	// deployment's region set (--regions); empty: every region.
+	Regions []string `json:"regions,omitempty"`
 	// Sinks names alert sinks for this endpoint, plus per-endpoint sink configs.
 	Sinks json.RawMessage `json:"sinks,omitempty"`
 	// Paused endpoints are not scheduled.
@@ -172,7 +176,12 @@ type Incident struct {
 	// Tenant is the endpoint's, copied when the incident opens so the
 	// incident stays its tenant's after the endpoint is deleted (empty:
 	// DefaultTenant, for incidents opened before tenants).
-	Tenant         string        `json:"tenant,omitempty"`
+	Tenant string `json:"tenant,omitempty"`
+	// Kind is IncidentGlobal (empty in records written before regional
+	// incidents) or IncidentRegional; Severity follows from it
+	// (IncidentSeverity). Regions names the failing regions at the open.
+	Kind           IncidentKind  `json:"kind,omitempty"`
+	Regions        []string      `json:"regions,omitempty"`
 	State          IncidentState `json:"state"`
 	OpenedWindow   time.Time     `json:"openedWindow"`
 	OpenedAt       time.Time     `json:"openedAt"`
@@ -187,6 +196,25 @@ type Incident struct {
 	// Data holds alerter-private state (pending notifications, reminders).
 	Data    json.RawMessage `json:"data,omitempty"`
 	Version int64           `json:"version"`
+}
+
+// IncidentKind tells a global incident (the region quorum failed, or a
+// deployment without regions) from a regional one (some regions, fewer than
+// the quorum, failing).
+type IncidentKind string
+
+const (
+	IncidentGlobal   IncidentKind = "global"
+	IncidentRegional IncidentKind = "regional"
+)
+
+// IncidentSeverity is the severity of an incident of kind k: warning for a
+// regional incident, critical otherwise.
+func IncidentSeverity(k IncidentKind) string {
+	if k == IncidentRegional {
+		return alert.SeverityWarning
+	}
+	return alert.SeverityCritical
 }
 
 // Transition is one step of an incident's history.

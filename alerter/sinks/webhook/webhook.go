@@ -52,6 +52,12 @@ type Payload struct {
 	OpenedAt     time.Time  `json:"openedAt"`
 	ResolvedAt   *time.Time `json:"resolvedAt,omitempty"`
 	Sequence     int        `json:"sequence,omitempty"` // reminders: 1, 2, ...
+	// Severity is critical (a global incident) or warning (a regional
+	// one); IncidentKind global or regional; Regions the failing regions
+	// of a regional incident. Added in version 1 as optional fields.
+	Severity     string   `json:"severity,omitempty"`
+	IncidentKind string   `json:"incidentKind,omitempty"`
+	Regions      []string `json:"regions,omitempty"`
 }
 
 // Endpoint identifies the monitored MCP endpoint in a Payload.
@@ -82,6 +88,9 @@ func NewPayload(n alert.Notification) Payload {
 		OpenedAt:     n.OpenedAt.UTC(),
 		ResolvedAt:   utcPtr(n.ResolvedAt),
 		Sequence:     n.Sequence,
+		Severity:     n.Severity,
+		IncidentKind: n.IncidentKind,
+		Regions:      n.Regions,
 	}
 }
 

@@ -1,0 +1,41 @@
+package api_test
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcpmon/mcpmon/pkg/api"
+)
+
+// TestEndpointRegionsAreValidatedAgainstTheSet: an endpoint may choose some
+// of the deployment's regions (kept in the set's order, without repeats);
+// an unknown region, or any region where no set is configured, is a 400
+// naming #/regions; leaving regions out means every region.
+func TestEndpointRegionsAreValidatedAgainstTheSet(t *testing.T) {
+	const url = `"url": "https://mcp.example.com/mcp"`
+	h := newHarness(t, func(o *api.Options) { o.Regions = []string{"eu", "us", "ap"} })
+	v := h.create(`{"name": "a", ` + url + `, "regions": ["ap", "eu", "ap"]}`)
+	if !slices.Equal(v.Regions, []string{"eu", "ap"}) {
+		t.Fatalf("regions = %v, want [eu ap]", v.Regions)
+	}
+	if all := h.create(`{"name": "b", ` + url + `}`); all.Regions != nil {
+		t.Fatalf("regions left out = %v, want none (every region)", all.Regions)
+	}
+	resp, body := h.do(http.MethodPost, "/v1/endpoints", "", `{"name": "c", `+url+`, "regions": ["mars"]}`)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "#/regions") || !strings.Contains(string(body), "mars") {
+		t.Fatalf("unknown region: %d %s, want 400 naming #/regions and the region", resp.StatusCode, body)
+	}
+	var patched api.EndpointView
+	h.mustJSON(http.MethodPatch, "/v1/endpoints/"+v.ID, `{"regions": ["us"]}`, http.StatusOK, &patched)
+	if !slices.Equal(patched.Regions, []string{"us"}) {
+		t.Fatalf("patched regions = %v, want [us]", patched.Regions)
+	}
+
+	single := newHarness(t)
+	resp, body = single.do(http.MethodPost, "/v1/endpoints", "", `{"name": "d", `+url+`, "regions": ["eu"]}`)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "#/regions") {
+		t.Fatalf("regions without a region set: %d %s, want 400 naming #/regions", resp.StatusCode, body)
+	}
+}

@@ -1,0 +1,123 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
+)
+
+// TestFleetThreeRegions runs the roles as separate processes on fauxqs and
+// redis-server with --regions eu,us,ap: `queues ensure` makes a commands
+// queue per region, the API/scheduler fans slots out, a prober per region
+// consumes its own. A region loses the target the way a real region can be
+// cut off from a server — its prober is restarted unable to reach it (the
+// SSRF guard back on: every probe is blocked_target, down) — first in eu
+// (one regional incident, alerted once, no global alert), then in us too
+// (one global incident, alerted once); restarted able to reach it, both
+// resolve.
+func TestFleetThreeRegions(t *testing.T) {
+	sqsEndpoint := testpeers.SQSEndpoint(t)
+	redisURL := testpeers.RedisURL(t)
+	if testing.Short() {
+		t.Skip("builds and runs six processes; skipped with -short")
+	}
+	f := &fleet{t: t, bin: buildBinary(t)}
+	prefix := fmt.Sprintf("regions%d-", time.Now().UnixNano())
+	rcv, hook := newReceiver(t)
+	f.env = append(os.Environ(),
+		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1",
+		"MCPMON_QUEUE=sqs", "MCPMON_SQS_ENDPOINT="+sqsEndpoint, "MCPMON_SQS_PREFIX="+prefix, "MCPMON_SQS_REGION=us-east-1",
+		"MCPMON_STORE=redis", "MCPMON_REDIS_URL="+redisURL, "MCPMON_REDIS_PREFIX="+prefix+":",
+		"MCPMON_SECRETS_KEY="+testSecretsKey,
+		"MCPMON_WINDOW=2s", "MCPMON_GRACE=500ms", "MCPMON_ALLOW_PRIVATE_TARGETS=true",
+		"MCPMON_WEBHOOK_URL="+hook, "MCPMON_VISIBILITY_TIMEOUT=4s",
+		"MCPMON_REGIONS=eu,us,ap",
+		"MCPMON_LOG_LEVEL=debug",
+		"MCPMON_AUTH=none",
+	)
+	defer func() {
+		if t.Failed() {
+			f.dumpLogs()
+		}
+		f.stopAll()
+	}()
+	ensure := exec.Command(f.bin, "queues", "ensure")
+	ensure.Env = f.env
+	out, err := ensure.CombinedOutput()
+	if err != nil {
+		t.Fatalf("mcpmon queues ensure: %v\n%s", err, out)
+	}
+	for _, r := range threeRegions {
+		if !strings.Contains(string(out), prefix+"commands-"+r+".fifo") {
+			t.Fatalf("queues ensure did not make the commands queue of %s:\n%s", r, out)
+		}
+	}
+
+	api := f.start("api", "api")
+	probers := map[string]*proc{}
+	for _, r := range threeRegions {
+		probers[r] = f.start("prober-"+r, "prober", "--region", r)
+	}
+	f.start("aggregator", "aggregator")
+	f.start("alerter", "alerter", "--replica-id", "alerter-1")
+
+	srv := newMCPServer(t)
+	id := register(t, api.addr, map[string]any{"name": "fleet-regions", "url": srv.url(), "schedule": "@every 1s", "timeout": "1s"})
+	allUp := func() bool {
+		v := lastVerdict(t, api.addr, id)
+		return v.State == msg.StateUp && len(v.RegionStates) == 3 &&
+			v.RegionStates["eu"] == msg.StateUp && v.RegionStates["us"] == msg.StateUp && v.RegionStates["ap"] == msg.StateUp
+	}
+	eventually(t, 60*time.Second, "an up verdict with every region up", allUp)
+
+	// restart replaces region r's prober: cut off from the target or not.
+	restart := func(r string, cutOff bool) {
+		f.kill(probers[r])
+		args := []string{"prober", "--region", r}
+		if cutOff {
+			args = append(args, "--allow-private-targets=false")
+		}
+		probers[r] = f.start("prober-"+r+map[bool]string{true: "-cut-off", false: "-healed"}[cutOff], args...)
+	}
+
+	restart("eu", true)
+	open := rcv.wait(t, 90*time.Second)
+	if open["kind"] != "open" || open["severity"] != "warning" || open["incidentKind"] != "regional" || fmt.Sprint(open["regions"]) != "[eu]" {
+		t.Fatalf("first alert = %v, want a regional open (warning) naming eu", open)
+	}
+	seen := verdictCount(t, api.addr, id)
+	eventually(t, 30*time.Second, "four more regional windows", func() bool { return regionalSince(t, api.addr, id, seen) >= 4 })
+	if got := rcv.all(); len(got) != 1 {
+		t.Fatalf("alerts while one region is cut off: %v, want only the regional open", got)
+	}
+
+	restart("us", true)
+	global := rcv.wait(t, 90*time.Second)
+	if global["kind"] != "open" || global["severity"] != "critical" || global["incidentKind"] != "global" {
+		t.Fatalf("second alert = %v, want the global open (critical)", global)
+	}
+
+	restart("eu", false)
+	restart("us", false)
+	resolved := map[any]int{}
+	for range 2 {
+		a := rcv.wait(t, 90*time.Second)
+		if a["kind"] != "resolve" {
+			t.Fatalf("alert after recovery = %v, want a resolve", a)
+		}
+		resolved[a["incidentId"]]++
+	}
+	if resolved[open["incidentId"]] != 1 || resolved[global["incidentId"]] != 1 {
+		t.Fatalf("resolves %v, want one each for %v and %v", resolved, open["incidentId"], global["incidentId"])
+	}
+	f.stopAll()
+	if got := rcv.all(); len(got) != 4 {
+		t.Fatalf("%d alerts, want exactly four (regional open, global open, two resolves): %v", len(got), got)
+	}
+}
