@@ -61,14 +61,14 @@ func TestRouteDriftIsReported(t *testing.T) {
 	h := newHarness(t)
 	served := servedRoutes(t, api.New(api.Options{Store: h.store}))
 	served = slices.DeleteFunc(served, func(r string) bool { return r == "DELETE /v1/maintenance/{id}" })
-	served = append(served, "GET /v1/endpoints/{id}/events")
+	served = append(served, "GET /v1/endpoints/{id}/frobs")
 	msgs := spec.Routes(served)
 	if len(msgs) != 2 {
 		t.Fatalf("got %d messages, want 2 (one added route, one missing):\n%s", len(msgs), strings.Join(msgs, "\n"))
 	}
 	joined := strings.Join(msgs, "\n")
 	for _, want := range []string{
-		`route GET /v1/endpoints/{id}/events is served by api.New but pkg/api/openapi.yaml has no operation for it: add paths["/v1/endpoints/{id}/events"].get`,
+		`route GET /v1/endpoints/{id}/frobs is served by api.New but pkg/api/openapi.yaml has no operation for it: add paths["/v1/endpoints/{id}/frobs"].get`,
 		"additionalProperties: false",
 		`pkg/api/openapi.yaml describes DELETE /v1/maintenance/{id} (operationId deleteMaintenance), which api.New does not serve`,
 	} {

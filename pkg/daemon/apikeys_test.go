@@ -327,7 +327,8 @@ func TestREADMETryItSendsTheKey(t *testing.T) {
 		}
 	}
 	for _, line := range strings.Split(tryIt, "\n") {
-		if strings.HasPrefix(line, "curl ") && !strings.Contains(line, "Authorization") && !strings.Contains(line, `-H "$H"`) {
+		public := strings.Contains(line, "/v1/openapi.json") || strings.Contains(line, "/docs") // documentation needs no key
+		if strings.HasPrefix(line, "curl ") && !public && !strings.Contains(line, "Authorization") && !strings.Contains(line, `-H "$H"`) {
 			t.Errorf("README's Try it calls the API without a key: %s", line)
 		}
 	}
