@@ -231,8 +231,16 @@ func TestPanelQueriesReturnData(t *testing.T) {
 		got[mf.GetName()] = true
 	}
 	// Series that exist only with what this run does not configure: SQS
-	// (unless the peer is set) and a JWT bearer credential.
-	conditional := map[string]bool{"mcpmon_probe_credential_expiry_timestamp_seconds": true}
+	// (unless the peer is set), a JWT bearer credential, a region set
+	// (--regions) and a sink that opted into change events (their tests:
+	// prober, aggregator and the daemon's region and event end-to-end
+	// tests).
+	conditional := map[string]bool{
+		"mcpmon_probe_credential_expiry_timestamp_seconds": true,
+		"mcpmon_region_windows_total":                      true,
+		"mcpmon_region_prober_live":                        true,
+		"mcpmon_event_notifications_total":                 true,
+	}
 	if sqsEndpoint == "" {
 		conditional["mcpmon_sqs_requests_total"] = true
 	}

@@ -32,6 +32,7 @@ import (
 // the default of 10 that is ~11 s per verdict while the endpoint produces
 // one a second: the source queue would never drain.
 func TestPoisonedVerdictIsReplayedOnce(t *testing.T) {
+	t.Parallel() // minutes of waiting on windows: overlapped with the other long end-to-end tests
 	for _, b := range e2eBackends() {
 		t.Run(b.name, func(t *testing.T) { runPoisonedVerdict(t, b) })
 	}

@@ -17,8 +17,6 @@ func setupSQS(t *testing.T, o *config.Options) {
 	o.SQSEndpoint = testpeers.SQSEndpoint(t)
 	o.SQSRegion = "us-east-1"
 	o.SQSPrefix = fmt.Sprintf("e2e%d-", time.Now().UnixNano())
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	var out, errOut strings.Builder
 	env := func(k string) string {
 		return map[string]string{"MCPMON_SQS_ENDPOINT": o.SQSEndpoint, "MCPMON_SQS_REGION": "us-east-1", "MCPMON_SQS_PREFIX": o.SQSPrefix,

@@ -158,6 +158,7 @@ func testLogger(t *testing.T) *slog.Logger {
 // restart mcpmon during the incident (no second alert), bring the server back
 // and get exactly one resolve.
 func TestEndToEnd(t *testing.T) {
+	t.Parallel() // minutes of waiting on windows: overlapped with the other long end-to-end tests
 	for _, b := range e2eBackends() {
 		t.Run(b.name, func(t *testing.T) { runEndToEnd(t, b) })
 	}

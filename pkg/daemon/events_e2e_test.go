@@ -68,6 +68,7 @@ func eventPayloads(r *receiver, kind string) []map[string]any {
 // opted into it — none to the sink that did not; a description changed
 // later is one catalog_security event and one notification.
 func TestCatalogChangesAreDurableEventsNotifiedOnce(t *testing.T) {
+	t.Parallel() // minutes of waiting on windows: overlapped with the other long end-to-end tests
 	for _, b := range []backend{
 		{name: "embedded", setup: func(*testing.T, *config.Options) {}},
 		{name: "redis", setup: setupRedis},

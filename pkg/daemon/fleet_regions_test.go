@@ -22,6 +22,7 @@ import (
 // (one global incident, alerted once); restarted able to reach it, both
 // resolve.
 func TestFleetThreeRegions(t *testing.T) {
+	t.Parallel() // minutes of waiting on windows: overlapped with the other long end-to-end tests
 	sqsEndpoint := testpeers.SQSEndpoint(t)
 	redisURL := testpeers.RedisURL(t)
 	if testing.Short() {

@@ -160,6 +160,7 @@ func regionalSince(t *testing.T, addr, id string, seen int) int {
 // TestThreeRegionsEmbedded: `mcpmon run --regions eu,us,ap` runs one
 // prober per region in the process, on the embedded queue and store.
 func TestThreeRegionsEmbedded(t *testing.T) {
+	t.Parallel() // minutes of waiting on windows: overlapped with the other long end-to-end tests
 	runThreeRegions(t, func(t *testing.T, hook string, deps Deps) string {
 		o := fastOptions(t)
 		o.Auth = config.AuthNone
@@ -179,6 +180,7 @@ func TestThreeRegionsEmbedded(t *testing.T) {
 // made by `queues ensure` with MCPMON_REGIONS), an aggregator and an
 // alerter — on fauxqs and redis-server.
 func TestThreeRegionsFleet(t *testing.T) {
+	t.Parallel() // minutes of waiting on windows: overlapped with the other long end-to-end tests
 	runThreeRegions(t, func(t *testing.T, hook string, deps Deps) string {
 		o := fastOptions(t)
 		o.Auth = config.AuthNone
