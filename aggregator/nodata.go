@@ -72,6 +72,70 @@ type noDataState struct {
 	mu      sync.Mutex
 	listed  time.Time                    // latest window whose endpoints were listed
 	pending map[string][]noDataCandidate // by endpoint ID, oldest window first
+
+	// views is what the last full listing said of each endpoint, reused
+	// while the store's endpoints stamp stands (endpointViews).
+	views      []noDataView
+	viewsStamp uint64
+	viewsOK    bool
+	viewsAt    time.Time
+}
+
+// noDataView is what the no_data listing needs of an endpoint: a few
+// dozen bytes instead of the whole decoded record.
+type noDataView struct {
+	id, schedule string
+	created      time.Time
+	updated      time.Time
+	timeout      time.Duration
+	paused       bool
+}
+
+func viewOf(ep store.Endpoint) noDataView {
+	return noDataView{id: ep.ID, schedule: ep.Schedule, created: ep.CreatedAt, updated: ep.UpdatedAt, timeout: ep.Timeout, paused: ep.Paused}
+}
+
+// endpoint is the view as the store.Endpoint the shared rules take.
+func (v noDataView) endpoint() store.Endpoint {
+	return store.Endpoint{ID: v.id, Schedule: v.schedule, CreatedAt: v.created, UpdatedAt: v.updated, Timeout: v.timeout, Paused: v.paused}
+}
+
+// endpointStamper is the optional capability of a store that counts
+// endpoint writes (bolt, Redis).
+type endpointStamper interface {
+	EndpointsStamp(ctx context.Context) (uint64, error)
+}
+
+// staleViews bounds how long an unchanged stamp stands in for a listing,
+// in case a write path ever misses the stamp.
+const staleViews = 10 * time.Minute
+
+// endpointViews returns every endpoint's no_data view: from a full listing,
+// or — when the store keeps an endpoints stamp that has not moved since
+// the last listing, within staleViews — the views that listing made. An
+// idle fleet's once-per-window listing then costs one small read instead
+// of decoding every endpoint. Called with nd.mu held.
+func (a *Aggregator) endpointViews(ctx context.Context, now time.Time) ([]noDataView, error) {
+	nd := &a.nd
+	var stamp uint64
+	stampOK := false
+	if sp, ok := a.st.(endpointStamper); ok {
+		n, err := sp.EndpointsStamp(ctx)
+		stamp, stampOK = n, err == nil
+	}
+	if stampOK && nd.viewsOK && stamp == nd.viewsStamp && now.Sub(nd.viewsAt) < staleViews {
+		return nd.views, nil
+	}
+	eps, err := a.st.ListEndpoints(ctx)
+	if err != nil {
+		return nil, err
+	}
+	views := make([]noDataView, len(eps))
+	for i, ep := range eps {
+		views[i] = viewOf(ep)
+	}
+	nd.views, nd.viewsStamp, nd.viewsOK, nd.viewsAt = views, stamp, stampOK, now
+	return views, nil
 }
 
 func newNoDataState() noDataState {
@@ -165,15 +229,17 @@ loop:
 	return errors.Join(errs...)
 }
 
-// listNoData lists every endpoint and queues the candidates of window w.
+// listNoData lists every endpoint (endpointViews) and queues the
+// candidates of window w.
 func (a *Aggregator) listNoData(ctx context.Context, w time.Time, open map[string][]store.WindowRef) error {
 	nd := &a.nd
-	eps, err := a.st.ListEndpoints(ctx)
+	views, err := a.endpointViews(ctx, a.clk.Now())
 	if err != nil {
 		return fmt.Errorf("aggregator: list endpoints for no_data in window %s: %w", w.Format(time.RFC3339), err)
 	}
-	seen := make(map[string]bool, len(eps))
-	for _, ep := range eps {
+	seen := make(map[string]bool, len(views))
+	for _, v := range views {
+		ep := v.endpoint()
 		seen[ep.ID] = true
 		if !a.noDataEligible(ep, w) || hasWindow(open[ep.ID], w) {
 			continue

@@ -1,15 +1,19 @@
 package aggregator
 
 import (
+	"context"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
 
 // newNoDataEnv is the test world without the fixture endpoint "ep" (created
@@ -320,5 +324,67 @@ func TestNoDataYieldsToAnotherReplicasVerdict(t *testing.T) {
 	}
 	if vs := e.published(); len(vs) != 1 || vs[0].State != msg.StateDown {
 		t.Fatalf("published %+v, want the other replica's down verdict only", vs)
+	}
+}
+
+// listCountingStore is the bolt store counting full endpoint listings.
+type listCountingStore struct {
+	*bolt.Store
+	lists int
+}
+
+func (c *listCountingStore) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
+	c.lists++
+	return c.Store.ListEndpoints(ctx)
+}
+
+// The once-per-window no_data listing reads the store's endpoints stamp
+// and decodes every endpoint only when an endpoint changed (or every
+// staleViews): an idle fleet is not decoded every minute, and no silent
+// window is missed for it.
+func TestNoDataListsAgainOnlyWhenAnEndpointChanged(t *testing.T) {
+	var cs *listCountingStore
+	e := newAenvWith(t, func(clk clock.Clock) store.Store {
+		st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"), bolt.Options{Clock: clk, SweepInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = &listCountingStore{Store: st}
+		return cs
+	})
+	if err := e.st.DeleteEndpoint(e.ctx, "ep"); err != nil {
+		t.Fatal(err)
+	}
+	e.create("silent", "@every 10s")
+	for i := range 4 {
+		w := w0.Add(time.Duration(i) * time.Minute)
+		e.tickAt(noDataDue(w))
+		if vs := e.published(); len(vs) != 1 || vs[0].State != msg.StateNoData || !vs[0].Window.Equal(w) {
+			t.Fatalf("window %s: published %+v, want its no_data", w.Format("15:04"), vs)
+		}
+	}
+	if cs.lists != 1 {
+		t.Fatalf("%d full listings over four unchanged windows, want 1", cs.lists)
+	}
+
+	// Another replica registers "new" (created before the window it is
+	// judged in): the stamp moves, the next listing sees it.
+	e.create("new", "@every 10s")
+	w := w0.Add(5 * time.Minute)
+	e.tickAt(noDataDue(w.Add(-time.Minute)))
+	_ = e.published()
+	e.tickAt(noDataDue(w))
+	if got := byEndpoint(e.published()); len(got["new"]) != 1 || len(got["silent"]) != 1 {
+		t.Fatalf("window %s after a create: published %+v, want a no_data each for new and silent", w.Format("15:04"), got)
+	}
+	if cs.lists != 2 {
+		t.Fatalf("%d full listings after a create, want 2", cs.lists)
+	}
+
+	// However still the stamp, the views are listed again after staleViews.
+	before := cs.lists
+	e.tickAt(noDataDue(w.Add(staleViews + time.Minute)))
+	if cs.lists != before+1 {
+		t.Fatalf("%d full listings after %s unchanged, want %d", cs.lists, staleViews, before+1)
 	}
 }

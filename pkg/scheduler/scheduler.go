@@ -300,7 +300,9 @@ type EndpointLister interface {
 
 // SyncEvery calls Sync with src's endpoints now and then every interval
 // until ctx is done, so endpoints created, changed or deleted through
-// another API replica take effect here within one interval. A resync reads
+// another API replica take effect here within one interval. When src keeps
+// an endpoints stamp (EndpointStamper) an unchanged stamp skips the
+// listing. A resync reads
 // and decodes every endpoint, so a large fleet stretches the interval: the
 // wait is at least resyncBudget times what the last resync took (list and
 // apply), which keeps the resync under 1/resyncBudget of the time — at
@@ -312,13 +314,36 @@ type EndpointLister interface {
 // nil when ctx is done.
 func (s *Scheduler) SyncEvery(ctx context.Context, src EndpointLister, interval time.Duration) error {
 	failures := 0
+	stamper, _ := src.(EndpointStamper)
+	var (
+		synced     bool   // the last listing was applied
+		syncedAt   uint64 // the stamp read before it
+		lastListed time.Time
+	)
 	for {
+		// With a stamp the store moves on every endpoint write, an
+		// unchanged stamp means nothing to resync: the listing (which
+		// decodes every endpoint) is skipped. A full listing still runs
+		// every staleListing, in case a write path ever forgets the stamp.
+		var stamp uint64
+		stampOK := false
+		if stamper != nil {
+			n, err := stamper.EndpointsStamp(ctx)
+			stamp, stampOK = n, err == nil
+		}
+		if stampOK && synced && stamp == syncedAt && s.clock.Now().Sub(lastListed) < staleListing*interval {
+			if !sleepCtx(ctx, interval) {
+				return nil
+			}
+			continue
+		}
 		s.mu.Lock()
 		listedAt := s.gen
 		s.mu.Unlock()
 		began := s.clock.Now()
 		eps, err := src.ListEndpoints(ctx)
 		wait := interval
+		synced = false
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -339,15 +364,35 @@ func (s *Scheduler) SyncEvery(ctx context.Context, src EndpointLister, interval 
 			if err != nil {
 				s.log.Warn("resync skipped endpoints with invalid schedules", "err", err)
 			}
+			synced, syncedAt, lastListed = stampOK, stamp, began
 			wait = max(interval, s.clock.Now().Sub(began)*resyncBudget)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepCtx(ctx, wait) {
 			return nil
-		case <-t.C:
 		}
+	}
+}
+
+// EndpointStamper is the optional capability of an EndpointLister whose
+// store counts endpoint writes (bolt, Redis): SyncEvery lists again only
+// when the stamp has moved.
+type EndpointStamper interface {
+	EndpointsStamp(ctx context.Context) (uint64, error)
+}
+
+// staleListing bounds, in resync intervals, how long an unchanged stamp
+// may stand in for a listing.
+const staleListing = 20
+
+// sleepCtx waits d; false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

@@ -181,3 +181,67 @@ func TestSyncEveryStretchesWithItsOwnCost(t *testing.T) {
 		})
 	}
 }
+
+// countingStore is the bolt store as SyncEvery's source, counting the
+// full listings it makes.
+type countingStore struct {
+	*bolt.Store
+	lists atomic.Int64
+}
+
+func (c *countingStore) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
+	c.lists.Add(1)
+	return c.Store.ListEndpoints(ctx)
+}
+
+// With a store that stamps endpoint writes, an idle fleet is not listed
+// again every interval: only when another replica changed an endpoint,
+// and once every staleListing intervals in case a write missed the stamp.
+func TestSyncEverySkipsTheListingWhileTheStampStands(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, err := bolt.Open(filepath.Join(t.TempDir(), "mcpmon.db"), bolt.Options{SweepInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		ctx := t.Context()
+		if _, err := st.CreateEndpoint(ctx, ep("a", "@every 30s")); err != nil {
+			t.Fatal(err)
+		}
+		src := &countingStore{Store: st}
+		s := New(&recorder{}, Options{})
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- s.SyncEvery(runCtx, src, time.Minute) }()
+		synctest.Wait()
+		if n := src.lists.Load(); n != 1 {
+			t.Fatalf("%d listings at start, want 1", n)
+		}
+		time.Sleep(5 * time.Minute)
+		synctest.Wait()
+		if n := src.lists.Load(); n != 1 {
+			t.Fatalf("%d listings after five idle intervals, want still 1", n)
+		}
+
+		// Another replica creates b: the stamp moves, the next resync lists.
+		if _, err := st.CreateEndpoint(ctx, ep("b", "@every 30s")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if _, ok := s.Next("b"); !ok || src.lists.Load() != 2 {
+			t.Fatalf("after another replica's create: b scheduled %v, %d listings; want true and 2", ok, src.lists.Load())
+		}
+
+		// However still the stamp, a listing runs every staleListing intervals.
+		time.Sleep(staleListing * time.Minute)
+		synctest.Wait()
+		if n := src.lists.Load(); n != 3 {
+			t.Fatalf("%d listings after %d idle intervals, want 3 (one forced)", n, staleListing)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("SyncEvery returned %v on cancel, want nil", err)
+		}
+	})
+}

@@ -78,6 +78,9 @@ func (s *Store) CreateEndpointWithin(ctx context.Context, e store.Endpoint, limi
 		if err := idx.Put(tenantKey(e.Tenant, e.ID), nil); err != nil {
 			return err
 		}
+		if _, err := b.NextSequence(); err != nil { // the endpoints stamp
+			return err
+		}
 		return put(b, []byte(e.ID), e)
 	})
 	if err != nil {
@@ -100,12 +103,28 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e store.Endpoint) (store.End
 		if e, err = store.NextEndpointVersion(cur, e, s.clk.Now()); err != nil {
 			return err
 		}
+		if _, err := b.NextSequence(); err != nil { // the endpoints stamp
+			return err
+		}
 		return put(b, []byte(e.ID), e)
 	})
 	if err != nil {
 		return store.Endpoint{}, err
 	}
 	return e, nil
+}
+
+// EndpointsStamp returns a number that changes whenever an endpoint is
+// created, updated or deleted (the endpoints bucket's sequence, bumped in
+// each of those transactions), so a reader that lists every endpoint
+// periodically can skip a listing while it stays the same.
+func (s *Store) EndpointsStamp(ctx context.Context) (uint64, error) {
+	var n uint64
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		n = tx.Bucket(bEndpoints).Sequence()
+		return nil
+	})
+	return n, err
 }
 
 // GetEndpoint returns the endpoint or ErrNotFound.
@@ -208,6 +227,9 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 				return err
 			}
 			if err := b.Delete([]byte(id)); err != nil {
+				return err
+			}
+			if _, err := b.NextSequence(); err != nil { // the endpoints stamp
 				return err
 			}
 		}

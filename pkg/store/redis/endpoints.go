@@ -33,6 +33,7 @@ if redis.call('HSET', KEYS[3], ARGV[1], ARGV[3]) == 1 then
 end
 redis.call('SADD', KEYS[4], ARGV[1])
 redis.call('ZADD', KEYS[5], 0, ARGV[1])
+redis.call('INCR', KEYS[7])
 return 1`)
 
 // indexTenantIDs fills the sorted sets from "endpoint_tenants" when the
@@ -104,6 +105,7 @@ if not v then return -1 end
 if v ~= ARGV[2] then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[4])
+redis.call('INCR', KEYS[3])
 return 1`)
 
 // CreateEndpoint stores a new endpoint with Version 1; ErrConflict if the ID
@@ -126,7 +128,7 @@ func (s *Store) CreateEndpointWithin(ctx context.Context, e store.Endpoint, limi
 		return store.Endpoint{}, err
 	}
 	n, err := createEndpoint.Run(ctx, s.rdb, []string{s.k("endpoints"), s.k("endpoint_versions"), s.k("endpoint_tenants"), s.tenantSet(e.Tenant),
-		s.tenantIDs(e.Tenant), s.k("endpoint_ids_indexed")},
+		s.tenantIDs(e.Tenant), s.k("endpoint_ids_indexed"), s.k("endpoints_stamp")},
 		e.ID, raw, e.Tenant, max(limit, 0)).Int()
 	if err := s.done("create endpoint "+e.ID, err); err != nil {
 		return store.Endpoint{}, err
@@ -153,7 +155,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e store.Endpoint) (store.End
 	if err != nil {
 		return store.Endpoint{}, err
 	}
-	n, err := updateEndpoint.Run(ctx, s.rdb, []string{s.k("endpoints"), s.k("endpoint_versions")},
+	n, err := updateEndpoint.Run(ctx, s.rdb, []string{s.k("endpoints"), s.k("endpoint_versions"), s.k("endpoints_stamp")},
 		e.ID, cur.Version, raw, e.Version).Int()
 	if err := s.done("update endpoint "+e.ID, err); err != nil {
 		return store.Endpoint{}, err
@@ -165,6 +167,21 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e store.Endpoint) (store.End
 		return store.Endpoint{}, fmt.Errorf("update endpoint %s: changed concurrently: %w", e.ID, store.ErrConflict)
 	}
 	return e, nil
+}
+
+// EndpointsStamp returns a number that changes whenever an endpoint is
+// created, updated or deleted (a counter the three scripts increment), so
+// a reader that lists every endpoint periodically can skip a listing while
+// it stays the same.
+func (s *Store) EndpointsStamp(ctx context.Context) (uint64, error) {
+	n, err := s.rdb.Get(ctx, s.k("endpoints_stamp")).Uint64()
+	if errors.Is(err, goredis.Nil) {
+		return 0, nil
+	}
+	if err := s.done("read the endpoints stamp", err); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // GetEndpoint returns the endpoint or ErrNotFound.
@@ -268,6 +285,7 @@ end
 redis.call('DEL', KEYS[5])
 redis.call('HDEL', KEYS[7], ARGV[1])
 redis.call('HDEL', KEYS[8], ARGV[1])
+if n == 1 then redis.call('INCR', KEYS[13]) end
 return n`)
 
 // DeleteEndpoint removes the endpoint with its latest probe result, its
@@ -290,7 +308,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 			s.k("endpoints"), s.k("endpoint_versions"), s.k("latest"), s.k("latest_slot"),
 			s.k("window_results", id), s.k("windows"),
 			s.k("objects", store.KindCatalog), s.k("objects", store.KindServerIdentity),
-			s.k("endpoint_tenants"), s.tenantSet(tenant), s.tenantIDs(tenant), s.k("endpoint_ids_indexed"),
+			s.k("endpoint_tenants"), s.tenantSet(tenant), s.tenantIDs(tenant), s.k("endpoint_ids_indexed"), s.k("endpoints_stamp"),
 		}, id, tenant).Int()
 		if err := s.done("delete endpoint "+id, err); err != nil {
 			return err

@@ -35,6 +35,17 @@ type Store struct {
 // Wrap returns st with endpoint secrets sealed under keys.
 func Wrap(st store.Store, keys *seal.Keyring) *Store { return &Store{Store: st, keys: keys} }
 
+// EndpointsStamp passes the wrapped store's endpoints stamp through, or
+// errors.ErrUnsupported when it keeps none (readers then list every time).
+func (s *Store) EndpointsStamp(ctx context.Context) (uint64, error) {
+	if st, ok := s.Store.(interface {
+		EndpointsStamp(context.Context) (uint64, error)
+	}); ok {
+		return st.EndpointsStamp(ctx)
+	}
+	return 0, errors.ErrUnsupported
+}
+
 // Unwrap returns the backend underneath (what is actually stored).
 func (s *Store) Unwrap() store.Store { return s.Store }
 

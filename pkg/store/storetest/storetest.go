@@ -89,6 +89,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"EventPages", testEventPages},
 		{"EventRetention", testEventRetention},
 		{"PendingEventsOldestFirst", testPendingEventsOldestFirst},
+		{"EndpointsStamp", testEndpointsStamp}, // stamp.go
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
