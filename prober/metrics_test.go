@@ -93,3 +93,28 @@ func TestNoConnectionReuseBetweenProbes(t *testing.T) {
 		t.Fatalf("3 probes used %d connections: connections were reused across probes", n)
 	}
 }
+
+// A protocol change replaces the endpoint's protocol_info series: one
+// series per endpoint, the current one, and other endpoints' untouched.
+func TestProtocolInfoKeepsOneSeriesPerEndpoint(t *testing.T) {
+	reg := newRegistry()
+	m := NewMetrics(reg)
+	res := func(ep, version, transport string) *msg.ProbeResult {
+		return &msg.ProbeResult{EndpointID: ep, Status: msg.StatusUp, Class: ClassOK, ProtocolVersion: version, Transport: transport}
+	}
+	m.observe(res("a", "2025-06-18", TransportStreamableHTTP))
+	m.observe(res("b", "2025-06-18", TransportStreamableHTTP))
+	m.observe(res("a", Version20251125, TransportStreamableHTTP))
+	m.observe(res("a", Version20251125, TransportStreamableHTTP))
+	if n := testutil.CollectAndCount(m.protocolInfo); n != 2 {
+		t.Fatalf("%d protocol_info series, want 2 (a's current and b's)", n)
+	}
+	if got := testutil.ToFloat64(m.protocolInfo.WithLabelValues("a", Version20251125, TransportStreamableHTTP)); got != 1 {
+		t.Fatalf("a's current protocol_info = %v, want 1", got)
+	}
+	m.Forget("a")
+	m.observe(res("a", "2025-06-18", TransportSSE))
+	if n := testutil.CollectAndCount(m.protocolInfo); n != 2 {
+		t.Fatalf("%d protocol_info series after forget and a new probe, want 2", n)
+	}
+}
