@@ -35,7 +35,11 @@ func (s *Store) SaveTracker(ctx context.Context, t store.Tracker, incidents ...s
 	if t.EndpointID == "" {
 		return errors.New("bolt store: save tracker: EndpointID is required")
 	}
-	return s.update(ctx, func(tx *bbolt.Tx) error {
+	// A batched write (see batch): the aggregator's and alerter's
+	// concurrent saves share a commit. fn may run twice, so it works on a
+	// copy of t.
+	return s.batch(ctx, func(tx *bbolt.Tx) error {
+		t := t
 		tb := tx.Bucket(bTrackers)
 		cur, ok, err := get[store.Tracker](tb, []byte(t.EndpointID))
 		if err != nil {

@@ -23,7 +23,10 @@ import (
 func (s *Store) RecordVerdict(ctx context.Context, v msg.Verdict) (bool, error) {
 	applied := false
 	now := s.clk.Now()
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
+	// Batched (see batch): the aggregator decides endpoints concurrently,
+	// and each verdict's commit used to cost two fsyncs of its own.
+	err := s.batch(ctx, func(tx *bbolt.Tx) error {
+		applied = false
 		lb := tx.Bucket(bLastVerdict)
 		last, ok, err := get[msg.Verdict](lb, []byte(v.EndpointID))
 		if err != nil {
