@@ -44,6 +44,15 @@ go run ./cmd/mcpmon-load --endpoints 50 --duration 25s
 echo
 echo "==> load harness: whole pipeline on SQS (fauxqs) and Redis" >&2
 go run ./cmd/mcpmon-load --endpoints 50 --duration 25s --queue sqs --redis-url "$MCPMON_TEST_REDIS_URL"
+echo
+echo "==> ceiling: 10,000 endpoints on @every 60s, embedded, servers in a child process, go-sdk client side by side (targets: pipeline < 50 % of a core, CPU per probe <= 0.5x the client); about 3 minutes" >&2
+go run ./cmd/mcpmon-load --fleet --endpoints "${CEILING_ENDPOINTS:-10000}" --schedule '@every 60s' --duration 120s --peer 2000
+echo
+echo "==> SQS cost per stage: 500 endpoints on @every 10s on fauxqs + Redis, requests per probe result by queue" >&2
+go run ./cmd/mcpmon-load --fleet --endpoints 500 --schedule '@every 10s' --duration 60s --queue sqs --redis-url "$MCPMON_TEST_REDIS_URL" --peer 1000
+echo
+echo "==> store throughput: 20,000 results straight into the results queue, 2 aggregators on fauxqs + Redis (target >= 20,000 results/s)" >&2
+go run ./cmd/mcpmon-load --synthetic 20000 --endpoints 10000 --queue sqs --redis-url "$MCPMON_TEST_REDIS_URL"
 # IDLE_SIZES= (empty) skips the idle measurement.
 IDLE_SIZES=${IDLE_SIZES-10000,100000}
 if [ -n "$IDLE_SIZES" ]; then
