@@ -48,6 +48,9 @@ echo
 echo "==> ceiling: 10,000 endpoints on @every 60s, embedded, servers in a child process, go-sdk client side by side (targets: pipeline < 50 % of a core, CPU per probe <= 0.5x the client); about 3 minutes" >&2
 go run ./cmd/mcpmon-load --fleet --endpoints "${CEILING_ENDPOINTS:-10000}" --schedule '@every 60s' --duration 120s --peer 2000
 echo
+echo "==> alert delay after the deciding verdict: 50 of 1,000 endpoints down, alerts to a local webhook (target p99 <= 1 s)" >&2
+go run ./cmd/mcpmon-load --fleet --endpoints 1000 --down 50 --schedule '@every 10s' --duration 60s
+echo
 echo "==> SQS cost per stage: 500 endpoints on @every 10s on fauxqs + Redis, requests per probe result by queue" >&2
 go run ./cmd/mcpmon-load --fleet --endpoints 500 --schedule '@every 10s' --duration 60s --queue sqs --redis-url "$MCPMON_TEST_REDIS_URL" --peer 1000
 echo

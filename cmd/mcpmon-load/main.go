@@ -48,6 +48,7 @@ type options struct {
 	peer       int  // go-sdk client handshakes for the peer CPU figure
 	cpuprofile string
 	fleetChild bool
+	down       int // endpoints pointed at a closed port: outages, incidents and alerts
 
 	synthetic   int // results published straight into the results queue; 0: the load run
 	aggregators int
@@ -69,6 +70,7 @@ func main() {
 	fs.StringVar(&o.schedule, "schedule", "@every 1s", "every endpoint's schedule")
 	fs.BoolVar(&o.fleet, "fleet", false, "serve every endpoint from one go-sdk MCP server in a child process (/e/<i>), so the pipeline's CPU excludes the servers'; needed past 2,000 endpoints")
 	fs.IntVar(&o.peer, "peer", 0, "with --fleet: after the run, this many go-sdk client handshakes against the same server, for the CPU-per-probe ratio")
+	fs.IntVar(&o.down, "down", 0, "point this many of the endpoints at a closed port, so incidents open and alerts reach a local webhook (the verdict → alert delay row)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write the pipeline's CPU profile over the run to this file")
 	fs.IntVar(&o.synthetic, "synthetic", 0, "instead of probing, publish this many results straight into the results queue and measure the aggregator alone (results folded/s, verdicts applied/s)")
 	fs.IntVar(&o.aggregators, "aggregators", 2, "--synthetic on SQS: aggregator daemons")
@@ -173,6 +175,27 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	cfg := config.Defaults()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.DataDir = dir
+	if o.down > 0 {
+		// Down endpoints: a port that refuses, so every probe fails at
+		// once; their incidents alert a local webhook that answers 204.
+		closed, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		dead := "http://" + closed.Addr().String() + "/mcp"
+		_ = closed.Close()
+		for i := 0; i < o.down && i < len(urls); i++ {
+			urls[i] = dead
+		}
+		hook := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }), ReadHeaderTimeout: 5 * time.Second}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		go func() { _ = hook.Serve(ln) }()
+		defer hook.Close()
+		cfg.WebhookURL = "http://" + ln.Addr().String() + "/hook"
+	}
 	cfg.Window = 5 * time.Second
 	cfg.Grace = time.Second
 	cfg.AllowPrivateTargets = true
