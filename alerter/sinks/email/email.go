@@ -316,6 +316,20 @@ func Subject(n alert.Notification) string {
 
 // Message renders the complete RFC 5322 message for n (CRLF line endings).
 func (s *Sink) Message(n alert.Notification) []byte {
+	h, domain := s.headers(Subject(n), n.Key, n.EndpointID)
+	h["X-Mcpmon-Event"] = string(n.Kind)
+	h["X-Mcpmon-Incident"] = oneLine(n.IncidentID)
+	thread := "<" + IncidentThreadID(n.IncidentID, domain) + ">"
+	h["References"] = thread
+	if n.Kind != alert.KindOpen {
+		h["In-Reply-To"] = thread
+	}
+	return render(h, Body(n))
+}
+
+// headers are the headers every mail carries (incident or change event),
+// and the sender's domain the message IDs use.
+func (s *Sink) headers(subject, key, endpointID string) (map[string]string, string) {
 	domain := "mcpmon.invalid"
 	if i := strings.LastIndexByte(s.from.Address, '@'); i >= 0 && i < len(s.from.Address)-1 {
 		domain = s.from.Address[i+1:]
@@ -324,33 +338,31 @@ func (s *Sink) Message(n alert.Notification) []byte {
 	for i, a := range s.to {
 		to[i] = a.String()
 	}
-	h := map[string]string{
+	return map[string]string{
 		"From":                      s.from.String(),
 		"To":                        strings.Join(to, ", "),
-		"Subject":                   mime.QEncoding.Encode("utf-8", Subject(n)),
+		"Subject":                   mime.QEncoding.Encode("utf-8", subject),
 		"Date":                      s.o.Clock.Now().UTC().Format(time.RFC1123Z),
-		"Message-ID":                "<" + MessageID(n.Key, domain) + ">",
+		"Message-ID":                "<" + MessageID(key, domain) + ">",
 		"MIME-Version":              "1.0",
 		"Content-Type":              "text/plain; charset=utf-8",
 		"Content-Transfer-Encoding": "quoted-printable",
 		"Auto-Submitted":            "auto-generated", // RFC 3834: no auto-replies
-		"X-Mcpmon-Event":            string(n.Kind),
-		"X-Mcpmon-Incident":         oneLine(n.IncidentID),
-		"X-Mcpmon-Endpoint":         oneLine(n.EndpointID),
-		"X-Mcpmon-Key":              oneLine(n.Key),
-	}
-	thread := "<" + IncidentThreadID(n.IncidentID, domain) + ">"
-	h["References"] = thread
-	if n.Kind != alert.KindOpen {
-		h["In-Reply-To"] = thread
-	}
+		"X-Mcpmon-Endpoint":         oneLine(endpointID),
+		"X-Mcpmon-Key":              oneLine(key),
+	}, domain
+}
+
+// render writes headers h (sorted) and the quoted-printable body with CRLF
+// line endings.
+func render(h map[string]string, body string) []byte {
 	var buf bytes.Buffer
 	for _, k := range slices.Sorted(maps.Keys(h)) {
 		fmt.Fprintf(&buf, "%s: %s\r\n", k, h[k])
 	}
 	buf.WriteString("\r\n")
 	qp := quotedprintable.NewWriter(&buf)
-	_, _ = qp.Write([]byte(strings.ReplaceAll(Body(n), "\n", "\r\n")))
+	_, _ = qp.Write([]byte(strings.ReplaceAll(body, "\n", "\r\n")))
 	_ = qp.Close()
 	return buf.Bytes()
 }

@@ -6,12 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"mime"
-	"mime/quotedprintable"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
 )
@@ -82,35 +77,7 @@ func EventBody(n alert.EventNotification) string {
 // endings), with the headers of an incident mail and X-Mcpmon-Event set
 // to the event kind.
 func (s *Sink) EventMessage(n alert.EventNotification) []byte {
-	domain := "mcpmon.invalid"
-	if i := strings.LastIndexByte(s.from.Address, '@'); i >= 0 && i < len(s.from.Address)-1 {
-		domain = s.from.Address[i+1:]
-	}
-	to := make([]string, len(s.to))
-	for i, a := range s.to {
-		to[i] = a.String()
-	}
-	h := map[string]string{
-		"From":                      s.from.String(),
-		"To":                        strings.Join(to, ", "),
-		"Subject":                   mime.QEncoding.Encode("utf-8", EventSubject(n)),
-		"Date":                      s.o.Clock.Now().UTC().Format(time.RFC1123Z),
-		"Message-ID":                "<" + MessageID(n.Key, domain) + ">",
-		"MIME-Version":              "1.0",
-		"Content-Type":              "text/plain; charset=utf-8",
-		"Content-Transfer-Encoding": "quoted-printable",
-		"Auto-Submitted":            "auto-generated",
-		"X-Mcpmon-Event":            oneLine(n.Kind),
-		"X-Mcpmon-Endpoint":         oneLine(n.EndpointID),
-		"X-Mcpmon-Key":              oneLine(n.Key),
-	}
-	var buf bytes.Buffer
-	for _, k := range slices.Sorted(maps.Keys(h)) {
-		fmt.Fprintf(&buf, "%s: %s\r\n", k, h[k])
-	}
-	buf.WriteString("\r\n")
-	qp := quotedprintable.NewWriter(&buf)
-	_, _ = qp.Write([]byte(strings.ReplaceAll(EventBody(n), "\n", "\r\n")))
-	_ = qp.Close()
-	return buf.Bytes()
+	h, _ := s.headers(EventSubject(n), n.Key, n.EndpointID)
+	h["X-Mcpmon-Event"] = oneLine(n.Kind)
+	return render(h, EventBody(n))
 }

@@ -2,15 +2,11 @@ package pagerduty
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
-	"github.com/mcpmon/mcpmon/alerter/sinks/post"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 )
 
@@ -53,19 +49,7 @@ var _ alert.EventNotifier = (*Sink)(nil)
 
 // NotifyEvent enqueues n as a change event.
 func (s *Sink) NotifyEvent(ctx context.Context, n alert.EventNotification) error {
-	body, err := json.Marshal(s.NewChangeEvent(n))
-	if err != nil {
-		return fmt.Errorf("sink %q: %w: encode change event: %w", s.o.Name, alert.ErrPermanent, err)
-	}
-	resp, err := post.Do(ctx, s.client, post.Request{
-		Sink: s.o.Name, URL: ChangeURL(s.o.URL), Body: body, Now: s.o.Clock.Now,
-		Header:  http.Header{"Content-Type": {"application/json"}},
-		Secrets: []string{s.o.RoutingKey},
-	})
-	var ra *alert.RetryAfterError
-	if errors.As(err, &ra) && resp != nil && resp.Header.Get("Retry-After") == "" {
-		ra.After = DefaultRetryAfter
-	}
+	resp, err := s.send(ctx, ChangeURL(s.o.URL), s.NewChangeEvent(n))
 	if err != nil {
 		return err
 	}

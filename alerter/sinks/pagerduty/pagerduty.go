@@ -152,14 +152,16 @@ func validSeverity(s string) bool {
 // Name returns the sink name.
 func (s *Sink) Name() string { return s.o.Name }
 
-// Notify enqueues the event for n.
-func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
-	body, err := json.Marshal(s.NewEvent(n))
+// send posts payload to url (the Events API's enqueue or change endpoint):
+// the one delivery path of incidents and change events. A 429 without
+// Retry-After waits DefaultRetryAfter.
+func (s *Sink) send(ctx context.Context, url string, payload any) (*post.Response, error) {
+	body, err := json.Marshal(payload)
 	if err != nil {
-		return fmt.Errorf("sink %q: %w: encode event: %w", s.o.Name, alert.ErrPermanent, err)
+		return nil, fmt.Errorf("sink %q: %w: encode event: %w", s.o.Name, alert.ErrPermanent, err)
 	}
 	resp, err := post.Do(ctx, s.client, post.Request{
-		Sink: s.o.Name, URL: s.o.URL, Body: body, Now: s.o.Clock.Now,
+		Sink: s.o.Name, URL: url, Body: body, Now: s.o.Clock.Now,
 		Header:  http.Header{"Content-Type": {"application/json"}},
 		Secrets: []string{s.o.RoutingKey},
 	})
@@ -167,6 +169,12 @@ func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
 	if errors.As(err, &ra) && resp != nil && resp.Header.Get("Retry-After") == "" {
 		ra.After = DefaultRetryAfter
 	}
+	return resp, err
+}
+
+// Notify enqueues the event for n.
+func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
+	resp, err := s.send(ctx, s.o.URL, s.NewEvent(n))
 	if err != nil {
 		return err
 	}

@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"net/http"
 
-	"github.com/mcpmon/mcpmon/alerter/sinks/post"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 )
 
@@ -15,14 +12,7 @@ var _ alert.EventNotifier = (*Sink)(nil)
 
 // NotifyEvent posts the blocks of NewEventMessage.
 func (s *Sink) NotifyEvent(ctx context.Context, n alert.EventNotification) error {
-	body, err := json.Marshal(NewEventMessage(n))
-	if err != nil {
-		return fmt.Errorf("sink %q: %w: encode message: %w", s.name, alert.ErrPermanent, err)
-	}
-	resp, err := post.Do(ctx, s.client, post.Request{
-		Sink: s.name, URL: s.url, Body: body, Now: s.clock.Now,
-		Header: http.Header{"Content-Type": {"application/json; charset=utf-8"}},
-	})
+	resp, err := s.send(ctx, NewEventMessage(n))
 	if err != nil {
 		return err
 	}

@@ -117,19 +117,25 @@ func (s *Sink) Name() string { return s.name }
 
 // Notify posts the Block Kit message for n.
 func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
-	body, err := json.Marshal(NewMessage(n))
-	if err != nil {
-		return fmt.Errorf("sink %q: %w: encode message: %w", s.name, alert.ErrPermanent, err)
-	}
-	resp, err := post.Do(ctx, s.client, post.Request{
-		Sink: s.name, URL: s.url, Body: body, Now: s.clock.Now,
-		Header: http.Header{"Content-Type": {"application/json; charset=utf-8"}},
-	})
+	resp, err := s.send(ctx, NewMessage(n))
 	if err != nil {
 		return err
 	}
 	s.logger.DebugContext(ctx, "slack alert delivered", "incident", n.IncidentID, "kind", n.Kind, "status", resp.Status)
 	return nil
+}
+
+// send posts msg to the incoming webhook: the one delivery path of
+// incidents and change events.
+func (s *Sink) send(ctx context.Context, msg Message) (*post.Response, error) {
+	body, err := json.Marshal(msg)
+	if err != nil {
+		return nil, fmt.Errorf("sink %q: %w: encode message: %w", s.name, alert.ErrPermanent, err)
+	}
+	return post.Do(ctx, s.client, post.Request{
+		Sink: s.name, URL: s.url, Body: body, Now: s.clock.Now,
+		Header: http.Header{"Content-Type": {"application/json; charset=utf-8"}},
+	})
 }
 
 // NewMessage renders n as a Block Kit message within Slack's limits.

@@ -3,11 +3,8 @@ package webhook
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"net/http"
 	"time"
 
-	"github.com/mcpmon/mcpmon/alerter/sinks/post"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 )
 
@@ -57,23 +54,7 @@ var _ alert.EventNotifier = (*Sink)(nil)
 
 // NotifyEvent POSTs the EventPayload of n, signed like an incident's.
 func (s *Sink) NotifyEvent(ctx context.Context, n alert.EventNotification) error {
-	body, err := json.Marshal(NewEventPayload(n))
-	if err != nil {
-		return fmt.Errorf("sink %q: %w: encode event payload: %w", s.name, alert.ErrPermanent, err)
-	}
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set(HeaderIdempotency, n.Key)
-	h.Set(HeaderEvent, n.Kind)
-	ts := s.clock.Now().Unix()
-	h.Set(HeaderTimestamp, fmt.Sprint(ts))
-	if s.secret != "" {
-		h.Set(HeaderSignature, Sign(s.secret, ts, body))
-	}
-	resp, err := post.Do(ctx, s.client, post.Request{
-		Sink: s.name, URL: s.url, Header: h, Body: body,
-		Secrets: []string{s.secret}, Now: s.clock.Now,
-	})
+	resp, err := s.send(ctx, NewEventPayload(n), n.Key, n.Kind)
 	if err != nil {
 		return err
 	}

@@ -162,26 +162,32 @@ func (s *Sink) Name() string { return s.name }
 
 // Notify POSTs the Payload of n.
 func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
-	body, err := json.Marshal(NewPayload(n))
-	if err != nil {
-		return fmt.Errorf("sink %q: %w: encode payload: %w", s.name, alert.ErrPermanent, err)
-	}
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set(HeaderIdempotency, n.Key)
-	h.Set(HeaderEvent, string(n.Kind))
-	ts := s.clock.Now().Unix()
-	h.Set(HeaderTimestamp, fmt.Sprint(ts))
-	if s.secret != "" {
-		h.Set(HeaderSignature, Sign(s.secret, ts, body))
-	}
-	resp, err := post.Do(ctx, s.client, post.Request{
-		Sink: s.name, URL: s.url, Header: h, Body: body,
-		Secrets: []string{s.secret}, Now: s.clock.Now,
-	})
+	resp, err := s.send(ctx, NewPayload(n), n.Key, string(n.Kind))
 	if err != nil {
 		return err
 	}
 	s.logger.DebugContext(ctx, "webhook alert delivered", "incident", n.IncidentID, "kind", n.Kind, "status", resp.Status)
 	return nil
+}
+
+// send POSTs payload as signed JSON with the idempotency key and kind
+// headers: the one delivery path of incidents and change events.
+func (s *Sink) send(ctx context.Context, payload any, key, kind string) (*post.Response, error) {
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("sink %q: %w: encode payload: %w", s.name, alert.ErrPermanent, err)
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set(HeaderIdempotency, key)
+	h.Set(HeaderEvent, kind)
+	ts := s.clock.Now().Unix()
+	h.Set(HeaderTimestamp, fmt.Sprint(ts))
+	if s.secret != "" {
+		h.Set(HeaderSignature, Sign(s.secret, ts, body))
+	}
+	return post.Do(ctx, s.client, post.Request{
+		Sink: s.name, URL: s.url, Header: h, Body: body,
+		Secrets: []string{s.secret}, Now: s.clock.Now,
+	})
 }
