@@ -97,8 +97,11 @@ func TestPanelQueriesReturnData(t *testing.T) {
 	defer hook.Close()
 
 	// 2. mcpmon, all roles in one process.
-	args := []string{"run", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--window", "2s",
-		"--grace", "1s", "--allow-private-targets", "--webhook-url", hook.URL}
+	// Two regions (one in-process prober each), so the region panels are
+	// proven too.
+	regions := []string{"--regions", "eu,us"}
+	args := append([]string{"run", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--window", "2s",
+		"--grace", "1s", "--allow-private-targets", "--webhook-url", hook.URL}, regions...)
 	env := append(os.Environ(), "SSL_CERT_FILE="+caFile) // the prober trusts the fixture's certificate
 	sqsEndpoint := os.Getenv(testpeers.EnvSQSEndpoint)
 	if os.Getenv(testpeers.EnvRequire) == "1" {
@@ -108,7 +111,7 @@ func TestPanelQueriesReturnData(t *testing.T) {
 		prefix := fmt.Sprintf("panels%d-", time.Now().UnixNano()%1e9)
 		sqsArgs := []string{"--queue", "sqs", "--sqs-endpoint", sqsEndpoint, "--sqs-prefix", prefix, "--sqs-region", "us-east-1"}
 		env = append(env, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1")
-		ensure := exec.CommandContext(ctx, bin, append([]string{"queues", "ensure"}, sqsArgs...)...)
+		ensure := exec.CommandContext(ctx, bin, append(append([]string{"queues", "ensure"}, sqsArgs...), regions...)...)
 		ensure.Env = env
 		if out, err := ensure.CombinedOutput(); err != nil {
 			t.Fatalf("mcpmon queues ensure: %v\n%s", err, out)
@@ -231,14 +234,11 @@ func TestPanelQueriesReturnData(t *testing.T) {
 		got[mf.GetName()] = true
 	}
 	// Series that exist only with what this run does not configure: SQS
-	// (unless the peer is set), a JWT bearer credential, a region set
-	// (--regions) and a sink that opted into change events (their tests:
-	// prober, aggregator and the daemon's region and event end-to-end
-	// tests).
+	// (unless the peer is set), a JWT bearer credential and a sink that
+	// opted into change events (their tests: prober and the daemon's event
+	// end-to-end test).
 	conditional := map[string]bool{
 		"mcpmon_probe_credential_expiry_timestamp_seconds": true,
-		"mcpmon_region_windows_total":                      true,
-		"mcpmon_region_prober_live":                        true,
 		"mcpmon_event_notifications_total":                 true,
 	}
 	if sqsEndpoint == "" {
