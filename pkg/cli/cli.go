@@ -206,6 +206,9 @@ Exit status: 0 ok, 1 error, 2 usage, 3 not found.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.server, "server", or(a.io.Getenv("MCPMON_SERVER"), DefaultServer), "mcpmon API base URL (env MCPMON_SERVER)")
 	pf.StringVar(&a.token, "token", a.io.Getenv("MCPMON_TOKEN"), "API key (env MCPMON_TOKEN)")
+	// The key from MCPMON_TOKEN is the flag's value, but never its shown
+	// default: --help output gets pasted into tickets and CI logs.
+	pf.Lookup("token").DefValue = ""
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	for _, c := range a.commands() {
@@ -228,6 +231,7 @@ func (a *app) commands() []*cobra.Command {
 		a.exportCmd(),      // apply.go
 		a.importCmd(),      // importcmd.go
 		a.completionCmd(),  // completion.go
+		a.probeCmd(),       // probe.go
 	)
 }
 

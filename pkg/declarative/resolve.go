@@ -69,6 +69,21 @@ func (r Resolver) expand(s, base string) (string, error) {
 	return out, firstErr
 }
 
+// Secret resolves one secret given on a command line: value must contain a
+// reference (${env:NAME} or ${file:PATH}, relative to the working
+// directory), so the secret itself never sits in argv or shell history.
+// field names the flag in the error.
+func (r Resolver) Secret(field, value string) (string, error) {
+	if !hasRef(value) {
+		return "", fmt.Errorf("%s: a secret must come from ${env:NAME} or ${file:PATH}, not be written on the command line", field)
+	}
+	v, err := r.expand(value, ".")
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", field, err)
+	}
+	return v, nil
+}
+
 // Resolve returns the endpoints with every reference filled in, after
 // checking that each secret comes from one: header values, the values of
 // credential-like URL query parameters (key, token, sig, …) and the sink

@@ -21,7 +21,17 @@ const (
 	// EnvChromium is Debian's chromium binary, driven headless by the
 	// status page browser test.
 	EnvChromium = "MCPMON_TEST_CHROMIUM"
+	// EnvConformance is the entry script of @modelcontextprotocol/conformance
+	// and EnvNode22 the Node 22 that runs it (.ci/start-conformance.sh).
+	EnvConformance = "MCPMON_TEST_CONFORMANCE"
+	EnvNode22      = "MCPMON_TEST_NODE22"
 )
+
+// Conformance returns the MCP conformance suite's entry script and the
+// node binary to run it with, or skips/fails t.
+func Conformance(t testing.TB) (entry, node string) {
+	return lookup(t, EnvConformance, "the MCP conformance suite (npm)"), lookup(t, EnvNode22, "Node 22 (npm)")
+}
 
 // Chromium returns the path of the chromium binary or skips/fails t.
 func Chromium(t testing.TB) string { return lookup(t, EnvChromium, "chromium (Debian)") }
