@@ -109,8 +109,11 @@ func (c *tokenCache) len() int {
 	return len(c.m)
 }
 
-func oauthConf(o *store.OAuthClient) [32]byte {
-	return sha256.Sum256([]byte(strings.Join([]string{o.TokenURL, o.ClientID, o.ClientSecret, strings.Join(o.Scopes, " "), o.Audience}, "\x00")))
+// oauthConf is what a cached token was obtained with and for: the client
+// and the endpoint URL it is sent to, so a token never follows an endpoint
+// to another server (and a discovered token URL is looked up again).
+func oauthConf(endpointURL string, o *store.OAuthClient) [32]byte {
+	return sha256.Sum256([]byte(strings.Join([]string{endpointURL, o.TokenURL, o.ClientID, o.ClientSecret, strings.Join(o.Scopes, " "), o.Audience}, "\x00")))
 }
 
 // token returns ep's bearer token, from the cache or the token URL;
@@ -121,16 +124,26 @@ func (p *Prober) token(ctx context.Context, ep store.Endpoint) (tok string, fetc
 	e := p.tokens.entry(ep.ID, now)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	conf := oauthConf(o)
+	conf := oauthConf(ep.URL, o)
 	if e.token != "" && e.conf == conf && now.Before(e.refresh) {
 		return e.token, 0, nil
 	}
 	start := time.Now()
-	t, err := p.fetchToken(ctx, o)
+	oc := *o
+	var err error
+	if oc.TokenURL == "" {
+		// No token URL configured: the endpoint's authorization server
+		// names it (oauthdiscovery.go), looked up again with each fetch.
+		if oc.TokenURL, err = p.discoverTokenURL(ctx, ep.URL); err != nil {
+			e.token = ""
+			return "", max(time.Since(start), time.Nanosecond), failf(ClassAuthTokenFailed, 0, "OAuth token URL discovery for %s failed: %v", redactURL(ep.URL), err)
+		}
+	}
+	t, err := p.fetchToken(ctx, &oc)
 	fetched = max(time.Since(start), time.Nanosecond)
 	if err != nil {
 		e.token = ""
-		return "", fetched, tokenFailure(ctx, o.TokenURL, err)
+		return "", fetched, tokenFailure(ctx, oc.TokenURL, err)
 	}
 	lifetime := maxTokenLifetime
 	switch {

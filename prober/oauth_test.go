@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 
 	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/zitadel/oidc/v3/example/server/storage"
 	"github.com/zitadel/oidc/v3/pkg/client/rp"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
@@ -188,17 +190,17 @@ func TestOAuthClientCredentials(t *testing.T) {
 func TestOAuthTokenRefusedByTheTargetIsFetchedAgain(t *testing.T) {
 	clk := clock.NewFake(time.Now())
 	issuer, st := startOP(t, clk, time.Hour)
-	srv := newProtectedMCP(t, issuer, clk)
+	serverClk := clock.NewFake(clk.Now())
+	srv := newProtectedMCP(t, issuer, serverClk)
 	p := testProber(t, func(o *Options) { o.Clock = clk })
 	ep := oauthEndpoint(srv.URL, issuer, opClientSecret)
 	if res := p.Probe(t.Context(), ep, cmd()); res.Class != ClassOK {
 		t.Fatalf("class %s %q", res.Class, res.Error)
 	}
-	// The server's clock runs ahead (the token was revoked, say).
-	ahead := clock.NewFake(time.Now().Add(2 * time.Hour))
-	srv2 := newProtectedMCP(t, issuer, ahead)
-	ep.URL = srv2.URL
-	if res := p.Probe(t.Context(), ep, cmd()); res.Class != ClassAuthRejected {
+	// The server's clock runs ahead (the token was revoked, say), while
+	// the prober's cache still holds the token as fresh.
+	serverClk.Advance(2 * time.Hour)
+	if res := p.Probe(t.Context(), ep, cmd()); res.Class != ClassAuthRejected || st.issued.Load() != 1 {
 		t.Fatalf("class %s %q, want auth_rejected", res.Class, res.Error)
 	}
 	if res := p.Probe(t.Context(), ep, cmd()); st.issued.Load() != 2 {
@@ -265,5 +267,70 @@ func TestTokenCacheIsBounded(t *testing.T) {
 	c.mu.Unlock()
 	if !hasA || hasB {
 		t.Fatalf("kept a=%v b=%v, want a kept and b evicted", hasA, hasB)
+	}
+}
+
+// TestOAuthTokenURLDiscovered: an OAuth client without a token URL gets its
+// token the way an MCP client finds its authorization server — the
+// endpoint's protected-resource metadata (served by the go-sdk's handler)
+// names the OP, whose OpenID discovery names the token endpoint. Without
+// any metadata, the 2025-03-26 default /token at the endpoint's origin is
+// tried, and its failure says discovery failed.
+func TestOAuthTokenURLDiscovered(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	issuer, st := startOP(t, clk, time.Hour)
+	protected := newProtectedMCP(t, issuer, clk)
+	mux := http.NewServeMux()
+	mux.Handle("/.well-known/oauth-protected-resource/mcp", mcpauth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource: "http://resource.example/mcp", AuthorizationServers: []string{issuer},
+	}))
+	mux.Handle("/mcp", protected.Config.Handler)
+	srv := serve(t, mux)
+
+	p := testProber(t, func(o *Options) { o.Clock = clk })
+	ep := oauthEndpoint(srv.URL+"/mcp", issuer, opClientSecret)
+	ep.OAuth.TokenURL = ""
+	res := p.Probe(t.Context(), ep, cmd())
+	if res.Class != ClassOK || st.issued.Load() != 1 {
+		t.Fatalf("discovered token URL: class %s %q, %d tokens issued; want ok with one", res.Class, res.Error, st.issued.Load())
+	}
+
+	bare := oauthEndpoint(protected.URL, issuer, opClientSecret) // no metadata anywhere
+	bare.OAuth.TokenURL = ""
+	res = p.Probe(t.Context(), bare, cmd())
+	if res.Class != ClassAuthTokenFailed || st.issued.Load() != 1 {
+		t.Fatalf("no metadata: class %s %q, want auth_token_failed", res.Class, res.Error)
+	}
+	mustContain(t, res.Error, "OAuth token request to "+strings.TrimPrefix(protected.URL, "http://"))
+	if strings.Contains(res.Error, opClientSecret) {
+		t.Fatalf("the client secret is in the error: %s", res.Error)
+	}
+}
+
+// TestOAuthTokenNeverFollowsTheEndpointElsewhere: an endpoint moved to
+// another URL gets a token fetched for it; the cached one, obtained for the
+// old server, is not sent to the new one.
+func TestOAuthTokenNeverFollowsTheEndpointElsewhere(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	issuer, st := startOP(t, clk, time.Hour)
+	first, second := newProtectedMCP(t, issuer, clk), newProtectedMCP(t, issuer, clk)
+	p := testProber(t, func(o *Options) { o.Clock = clk })
+	ep := oauthEndpoint(first.URL, issuer, opClientSecret)
+	if res := p.Probe(t.Context(), ep, cmd()); res.Class != ClassOK {
+		t.Fatalf("class %s %q", res.Class, res.Error)
+	}
+	ep.URL = second.URL
+	if res := p.Probe(t.Context(), ep, cmd()); res.Class != ClassOK || st.issued.Load() != 2 {
+		t.Fatalf("moved endpoint: class %s %q, %d tokens issued; want a second one", res.Class, res.Error, st.issued.Load())
+	}
+	a, _ := first.tokens()
+	b, _ := second.tokens()
+	if len(a) == 0 || len(b) == 0 {
+		t.Fatalf("tokens accepted: first server %d, second %d", len(a), len(b))
+	}
+	for _, tok := range b {
+		if slices.Contains(a, tok) {
+			t.Fatal("the second server was sent the token obtained for the first")
+		}
 	}
 }

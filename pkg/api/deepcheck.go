@@ -42,7 +42,8 @@ type ToolExpectInput struct {
 // OAuthInput is an OAuth 2.0 client-credentials client: the prober gets
 // the probe's bearer token from tokenUrl. clientSecret is never returned.
 type OAuthInput struct {
-	TokenURL     string   `json:"tokenUrl"`
+	// TokenURL empty: the prober discovers it from the endpoint's metadata.
+	TokenURL     string   `json:"tokenUrl,omitempty"`
 	ClientID     string   `json:"clientId"`
 	ClientSecret string   `json:"clientSecret"`
 	Scopes       []string `json:"scopes,omitempty"`
@@ -143,7 +144,10 @@ func toolCheck(in *ToolCheckInput, bad func(ptr, format string, args ...any)) *s
 
 func (s *server) oauthClient(in *OAuthInput, bad func(ptr, format string, args ...any)) *store.OAuthClient {
 	o := &store.OAuthClient{TokenURL: strings.TrimSpace(in.TokenURL), ClientID: in.ClientID, ClientSecret: in.ClientSecret, Audience: in.Audience}
-	if detail := checkURL(o.TokenURL); detail != "" {
+	if o.TokenURL == "" {
+		// Discovered by the prober at each token fetch, every URL through
+		// the SSRF guard.
+	} else if detail := checkURL(o.TokenURL); detail != "" {
 		bad("#/oauth/tokenUrl", "%s", detail)
 	} else if strings.Contains(o.TokenURL, "?") {
 		bad("#/oauth/tokenUrl", "must not carry a query: client credentials go in clientId and clientSecret")
@@ -305,7 +309,9 @@ func carryDeepSecrets(in *EndpointInput, cur store.Endpoint, patch map[string]an
 		sent, _ := op["clientSecret"].(string)
 		// The token it yields goes to the endpoint's URL: moving that to
 		// another origin needs the secret again too.
-		same := sameOrigin(o.TokenURL, cur.OAuth.TokenURL) && o.ClientID == cur.OAuth.ClientID && sameOrigin(in.URL, cur.URL)
+		// Both token URLs discovered: the endpoint URL's origin decides.
+		sameToken := o.TokenURL == "" && cur.OAuth.TokenURL == "" || sameOrigin(o.TokenURL, cur.OAuth.TokenURL)
+		same := sameToken && o.ClientID == cur.OAuth.ClientID && sameOrigin(in.URL, cur.URL)
 		switch {
 		case same && o.ClientSecret == Redacted:
 			o.ClientSecret = cur.OAuth.ClientSecret

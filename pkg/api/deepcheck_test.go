@@ -112,7 +112,6 @@ func TestDeepCheckValidation(t *testing.T) {
 		{"bad json path", base(`"toolCheck":{"name":"t","expect":{"jsonPath":"$..x"}}`), "#/toolCheck/expect/jsonPath"},
 		{"equals without a path", base(`"toolCheck":{"name":"t","expect":{"equals":1}}`), "#/toolCheck/expect/equals"},
 		{"contains too long", base(`"toolCheck":{"name":"t","expect":{"contains":"` + strings.Repeat("c", 1025) + `"}}`), "#/toolCheck/expect/contains"},
-		{"token URL missing", oauth(`"clientId":"c","clientSecret":"` + clientSecret + `"`), "#/oauth/tokenUrl"},
 		{"token URL not http", oauth(`"tokenUrl":"ftp://a/token","clientId":"c","clientSecret":"` + clientSecret + `"`), "#/oauth/tokenUrl"},
 		{"token URL with a query", oauth(`"tokenUrl":"https://a/token?x=1","clientId":"c","clientSecret":"` + clientSecret + `"`), "#/oauth/tokenUrl"},
 		{"token URL blocked by the SSRF guard", oauth(`"tokenUrl":"http://169.254.169.254/token","clientId":"c","clientSecret":"` + clientSecret + `"`), "#/oauth/tokenUrl"},

@@ -18,7 +18,8 @@ import (
 // checks what a monitor must get right there: the handshake scenario passes
 // the suite's own checks, and every authorization scenario — both discovery
 // eras, metadata at each well-known variant, no metadata at all — is
-// classified auth_required (alive and protected), never down.
+// classified auth_required (alive and protected), never down; given client
+// credentials, the probe discovers the token URL and gets in.
 //
 // A probe is not an OAuth client for people: it does not register, open a
 // browser or follow step-up scopes, so the suite's checks of those flows
@@ -41,6 +42,9 @@ func TestConformanceClientScenarios(t *testing.T) {
 		{"auth/scope-step-up", "auth_required", false},
 		{"auth/2025-03-26-oauth-metadata-backcompat", "auth_required", false},
 		{"auth/2025-03-26-oauth-endpoint-fallback", "auth_required", false},
+		// Client credentials: the token URL discovered from the metadata,
+		// the secret sent with HTTP Basic, the token accepted.
+		{"auth/client-credentials-basic", "ok", true},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
 			t.Parallel()

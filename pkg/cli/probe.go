@@ -80,7 +80,7 @@ reason on stderr), 2 for a usage error.`,
 	fl.StringVar(&f.tool, "tool", "", "after the handshake, call this read-only tool")
 	fl.StringVar(&f.toolArgs, "tool-args", "", "the tool's arguments, a JSON object")
 	fl.StringVar(&f.expectContains, "expect-contains", "", "the tool result's text must contain this")
-	fl.StringVar(&f.oauthTokenURL, "oauth-token-url", "", "get the bearer token from this OAuth token URL (client credentials)")
+	fl.StringVar(&f.oauthTokenURL, "oauth-token-url", "", "OAuth token URL (client credentials); default: discovered from the server's protected-resource and authorization-server metadata")
 	fl.StringVar(&f.oauthClientID, "oauth-client-id", "", "OAuth client ID")
 	fl.StringVar(&f.oauthClientSecret, "oauth-client-secret", "", "OAuth client secret, a reference: '${env:SECRET}' or '${file:PATH}'")
 	fl.StringSliceVar(&f.oauthScopes, "oauth-scope", nil, "OAuth scopes (comma-separated or repeated)")
@@ -140,8 +140,8 @@ func (a *app) probeEndpoint(url string, f *probeFlags) (store.Endpoint, error) {
 		ep.ToolCheck = tc
 	}
 	if f.oauthTokenURL != "" || f.oauthClientID != "" || f.oauthClientSecret != "" {
-		if f.oauthTokenURL == "" || f.oauthClientID == "" || f.oauthClientSecret == "" {
-			return ep, usagef("OAuth client credentials need --oauth-token-url, --oauth-client-id and --oauth-client-secret")
+		if f.oauthClientID == "" || f.oauthClientSecret == "" {
+			return ep, usagef("OAuth client credentials need --oauth-client-id and --oauth-client-secret (and --oauth-token-url, unless the server's metadata names it)")
 		}
 		secret, err := res.Secret("--oauth-client-secret", f.oauthClientSecret)
 		if err != nil {
