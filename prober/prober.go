@@ -107,7 +107,15 @@ type Options struct {
 	// internal subnet) while everything else stays refused.
 	AllowedNetworks []netip.Prefix
 	// Region is recorded in every result.
-	Region  string
+	Region string
+	// RegionalMemory keeps what the prober remembers of an endpoint (see
+	// Catalogs) under its Region (store.ProberObjectID), as a deployment
+	// with a region set needs: there every region probes every slot, and
+	// regions may see different catalogs. Without it the memory is the
+	// endpoint's own, shared by probers that take turns on one queue
+	// whatever their region label.
+	RegionalMemory bool
+
 	Logger  *slog.Logger
 	Metrics *Metrics // optional
 	Clock   clock.Clock
@@ -297,12 +305,16 @@ type Memory struct {
 	identity []byte
 }
 
-// objectID is the ID of this prober's documents of an endpoint: its
-// region's own (store.ProberObjectID), so that regions which see different
-// catalogs (a stale edge cache in one of them) each compare with what they
-// saw last instead of overwriting each other's and reporting a change on
-// every probe. Without a region it is the endpoint ID, as before regions.
+// objectID is the ID of this prober's documents of an endpoint. With
+// RegionalMemory it is its region's own (store.ProberObjectID), so that
+// regions which see different catalogs (a stale edge cache in one of them)
+// each compare with what they saw last instead of overwriting each other's
+// and reporting a change on every probe. Otherwise it is the endpoint ID,
+// as before regions.
 func (p *Prober) objectID(endpointID string) string {
+	if !p.opts.RegionalMemory {
+		return endpointID
+	}
 	return store.ProberObjectID(endpointID, p.opts.Region)
 }
 

@@ -45,8 +45,8 @@ func TestRegionsDiffAgainstTheirOwnCatalog(t *testing.T) {
 	stale := streamable(t, catalogServer("1.0.0", "search"), mcp.StreamableHTTPOptions{JSONResponse: true}).URL
 	freshURL := streamable(t, fresh, mcp.StreamableHTTPOptions{JSONResponse: true}).URL
 	objs := &objectsFake{m: map[string][]byte{}}
-	eu := testProber(t, func(o *Options) { o.Catalogs = objs; o.Region = "eu" })
-	us := testProber(t, func(o *Options) { o.Catalogs = objs; o.Region = "us" })
+	eu := testProber(t, func(o *Options) { o.Catalogs = objs; o.Region, o.RegionalMemory = "eu", true })
+	us := testProber(t, func(o *Options) { o.Catalogs = objs; o.Region, o.RegionalMemory = "us", true })
 
 	var euFP, usFP string
 	for i := range 4 {
@@ -94,20 +94,22 @@ func TestRegionsDiffAgainstTheirOwnCatalog(t *testing.T) {
 // own) compares with the endpoint's: the same catalog and server raise
 // nothing, a different one is the change it is. Either way the region
 // keeps its own from then on, and a regionless prober reads and writes
-// the endpoint's own as before.
+// the endpoint's own as before, whatever its region label.
 func TestRegionInheritsTheRegionlessDocuments(t *testing.T) {
 	cases := []struct {
 		name       string
 		region     string
+		regional   bool
 		seenTools  []string
 		seenServer string
 		wantEvents []string
 		wantID     string
 	}{
-		{"region, same catalog and server", "eu", []string{"search", "fetch"}, "1.0.0", nil, "ep1@eu"},
-		{"region, a tool removed and a new version", "eu", []string{"search"}, "2.0.0", []string{EventServerChanged, EventCatalogChanged}, "ep1@eu"},
-		{"no region, same", "", []string{"search", "fetch"}, "1.0.0", nil, "ep1"},
-		{"no region, a tool removed", "", []string{"search"}, "1.0.0", []string{EventCatalogChanged}, "ep1"},
+		{"region, same catalog and server", "eu", true, []string{"search", "fetch"}, "1.0.0", nil, "ep1@eu"},
+		{"region, a tool removed and a new version", "eu", true, []string{"search"}, "2.0.0", []string{EventServerChanged, EventCatalogChanged}, "ep1@eu"},
+		{"no region, same", "", false, []string{"search", "fetch"}, "1.0.0", nil, "ep1"},
+		{"no region, a tool removed", "", false, []string{"search"}, "1.0.0", []string{EventCatalogChanged}, "ep1"},
+		{"a region label without a region set", "local", false, []string{"search"}, "1.0.0", []string{EventCatalogChanged}, "ep1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -123,7 +125,7 @@ func TestRegionInheritsTheRegionlessDocuments(t *testing.T) {
 				legacy[kind] = string(objs.m[kind+"/ep1"])
 			}
 
-			p := testProber(t, func(o *Options) { o.Catalogs = objs; o.Region = c.region })
+			p := testProber(t, func(o *Options) { o.Catalogs = objs; o.Region, o.RegionalMemory = c.region, c.regional })
 			now := streamable(t, catalogServer(c.seenServer, c.seenTools...), mcp.StreamableHTTPOptions{JSONResponse: true}).URL
 			res := p.Probe(context.Background(), endpoint(now), msg.NewProbeCommand("ep1", testSlot.Add(time.Minute)))
 			if got := eventKinds(res); len(got) != len(c.wantEvents) || (len(got) > 0 && (got[0] != c.wantEvents[0] || got[len(got)-1] != c.wantEvents[len(c.wantEvents)-1])) {
@@ -133,7 +135,7 @@ func TestRegionInheritsTheRegionlessDocuments(t *testing.T) {
 				if _, ok := objs.m[kind+"/"+c.wantID]; !ok {
 					t.Fatalf("no %s stored under %s", kind, c.wantID)
 				}
-				if c.region != "" && string(objs.m[kind+"/ep1"]) != legacy[kind] {
+				if c.regional && string(objs.m[kind+"/ep1"]) != legacy[kind] {
 					t.Fatalf("the region rewrote the endpoint's own %s", kind)
 				}
 			}

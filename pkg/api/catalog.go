@@ -45,9 +45,10 @@ type storedCatalog struct {
 }
 
 // getCatalog serves one region's catalog: ?region= names it (one of the
-// endpoint's regions; 404 for any other), and without it the region of
-// the endpoint's latest result is shown, or the endpoint's own catalog in
-// a deployment without regions. A region that has stored no catalog yet
+// endpoint's regions; 404 for any other, and for every region without a
+// region set, whose probers share the endpoint's own catalog), and without
+// it the region of the endpoint's latest result is shown, or the
+// endpoint's own catalog in a deployment without a region set. A region that has stored no catalog yet
 // shows the endpoint's own: the catalog that region's prober compares
 // with until it stores its own (prober.loadObject).
 func (s *server) getCatalog(w http.ResponseWriter, r *http.Request) {
@@ -74,12 +75,8 @@ func (s *server) getCatalog(w http.ResponseWriter, r *http.Request) {
 		view.Region = latest.Region
 	}
 	if asked && !slices.Contains(due, view.Region) {
-		// Without a region set a prober may still carry a --region label
-		// and keep its catalog under it: known if it stored one.
-		if _, err := s.store.GetObject(r.Context(), store.KindCatalog, store.ProberObjectID(id, view.Region)); len(s.regions) > 0 || view.Region == "" || err != nil {
-			writeProblem(w, r, problemf(http.StatusNotFound, "", "endpoint %s is not probed from region %q; its regions: %s", id, view.Region, orNone(due)))
-			return
-		}
+		writeProblem(w, r, problemf(http.StatusNotFound, "", "endpoint %s is not probed from region %q; its regions: %s", id, view.Region, orNone(due)))
+		return
 	}
 
 	c, ok, p := s.regionCatalog(r, id, view.Region)
@@ -93,7 +90,9 @@ func (s *server) getCatalog(w http.ResponseWriter, r *http.Request) {
 			view.Tools = c.Tools
 		}
 	}
-	if hasLatest && latest.Region == view.Region {
+	// Without a region set the latest result is the endpoint's whatever
+	// its prober's region label.
+	if hasLatest && (len(due) == 0 || latest.Region == view.Region) {
 		view.LatestFingerprint = latest.CatalogFingerprint
 		for _, e := range latest.Events {
 			if e.Kind == "catalog_changed" {

@@ -63,7 +63,8 @@ func TestCatalogPerRegion(t *testing.T) {
 }
 
 // TestCatalogWithoutRegionSet: the endpoint's own catalog, as before
-// regions; a region is known only if a prober labelled with it stored one.
+// regions (its probers share it whatever their region label); no region
+// can be asked for.
 func TestCatalogWithoutRegionSet(t *testing.T) {
 	h := newHarness(t)
 	ctx := t.Context()
@@ -73,19 +74,16 @@ func TestCatalogWithoutRegionSet(t *testing.T) {
 	if err := h.store.PutObject(ctx, store.KindCatalog, "ep", []byte(`{"fingerprint":"own","tools":[]}`)); err != nil {
 		t.Fatal(err)
 	}
-	var c api.CatalogView
-	h.mustJSON(http.MethodGet, "/v1/endpoints/ep/catalog", "", http.StatusOK, &c)
-	if c.Region != "" || c.Fingerprint != "own" || c.Regions != nil {
-		t.Fatalf("catalog %+v, want the endpoint's own", c)
-	}
-	if resp, b := h.do(http.MethodGet, "/v1/endpoints/ep/catalog?region=eu", "", ""); resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("unknown region: %d %s, want 404", resp.StatusCode, b)
-	}
-	if err := h.store.PutObject(ctx, store.KindCatalog, store.ProberObjectID("ep", "eu"), []byte(`{"fingerprint":"labelled","tools":[]}`)); err != nil {
+	res := msg.ProbeResult{Schema: msg.SchemaVersion, EndpointID: "ep", ProbeRunID: "r", Slot: t0, Region: "local", Status: msg.StatusUp, CatalogFingerprint: "own"}
+	if err := h.store.PutLatestResult(ctx, res); err != nil {
 		t.Fatal(err)
 	}
-	h.mustJSON(http.MethodGet, "/v1/endpoints/ep/catalog?region=eu", "", http.StatusOK, &c)
-	if c.Region != "eu" || c.Fingerprint != "labelled" {
-		t.Fatalf("catalog of a labelled prober %+v", c)
+	var c api.CatalogView
+	h.mustJSON(http.MethodGet, "/v1/endpoints/ep/catalog", "", http.StatusOK, &c)
+	if c.Region != "" || c.Fingerprint != "own" || c.LatestFingerprint != "own" || c.Regions != nil {
+		t.Fatalf("catalog %+v, want the endpoint's own, with the latest result's fingerprint", c)
+	}
+	if resp, b := h.do(http.MethodGet, "/v1/endpoints/ep/catalog?region=local", "", ""); resp.StatusCode != http.StatusNotFound || !strings.Contains(string(b), "no region set") {
+		t.Fatalf("a region without a region set: %d %s, want 404", resp.StatusCode, b)
 	}
 }
