@@ -1,4 +1,5 @@
-// Catalog divergence: regions that disagree on an endpoint's tool catalog.
+// Catalog divergence: regions that disagree on an endpoint's tool catalog,
+// in a deployment with a region set (Options.Regions).
 //
 // Each region's prober remembers its own catalog (prober.objectID), so a
 // region behind a stale edge cache raises no drift of its own: nothing
@@ -218,7 +219,9 @@ func truncate(s string, n int) string {
 // message its tool names; an event the store refuses is logged and
 // skipped, never holding the verdict back.
 func (a *Aggregator) recordDivergence(ctx context.Context, ep store.Endpoint, ref store.WindowRef, results []msg.ProbeResult) error {
-	if a.events == nil {
+	if a.events == nil || len(a.opts.Regions) == 0 {
+		// Without a region set probers take turns on one queue and share
+		// one catalog whatever their label: nothing per region to compare.
 		return nil
 	}
 	cats := regionCatalogs(results)

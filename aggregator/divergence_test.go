@@ -156,15 +156,47 @@ func testDivergenceRecordedOnce(t *testing.T, e *aenv) {
 	}
 }
 
-func TestDivergenceRecordedOnce(t *testing.T) { testDivergenceRecordedOnce(t, newAenv(t)) }
+// withRegions gives e's aggregator the region set eu, us, ap.
+func withRegions(t *testing.T, e *aenv) *aenv {
+	t.Helper()
+	var err error
+	e.agg, err = New(Options{Store: e.st, Publisher: e.pub, Window: time.Minute, Grace: 10 * time.Second, Clock: e.clk,
+		Regions: []string{"eu", "us", "ap"}, Metrics: NewMetrics(nil, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
 
-func TestDivergenceRecordedOnceRedis(t *testing.T) { testDivergenceRecordedOnce(t, newRedisAenv(t)) }
+func TestDivergenceRecordedOnce(t *testing.T) {
+	testDivergenceRecordedOnce(t, withRegions(t, newAenv(t)))
+}
+
+func TestDivergenceRecordedOnceRedis(t *testing.T) {
+	testDivergenceRecordedOnce(t, withRegions(t, newRedisAenv(t)))
+}
+
+// TestNoDivergenceWithoutRegionSet: probers of a deployment without a
+// region set take turns and share one catalog, whatever their labels.
+func TestNoDivergenceWithoutRegionSet(t *testing.T) {
+	e := newAenv(t)
+	e.sendResult(listed("eu", 0, fpStale, 1))
+	e.sendResult(listed("us", 0, fpFresh, 2))
+	e.consume()
+	e.clk.Set(w0.Add(time.Minute + 10*time.Second))
+	if err := e.agg.Tick(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := e.st.ListEvents(e.ctx, "ep", store.EventFilter{}); err != nil || len(evs) != 0 {
+		t.Fatalf("events %+v, %v; want none", evs, err)
+	}
+}
 
 // TestDivergenceRecordedBeforeTheVerdict: the verdict's publish fails
 // (a queue outage) after the event was appended; the window is decided
 // again next tick and the event is not appended twice.
 func TestDivergenceRecordedBeforeTheVerdict(t *testing.T) {
-	e := newAenv(t)
+	e := withRegions(t, newAenv(t))
 	e.sendResult(listed("eu", 0, fpStale, 1))
 	e.sendResult(listed("us", 0, fpFresh, 2))
 	e.consume()
