@@ -485,6 +485,10 @@ func (a *Aggregator) decide(ctx context.Context, ref store.WindowRef, ep store.E
 		rules = *ep.Rules
 	}
 	v := DecideDue(ref.EndpointID, ref.Window, a.opts.Window, results, rules.RegionQuorum, a.dueRegions(ctx, ep, ref.Window))
+	// Before the verdict goes out (divergence.go says why).
+	if err := a.recordDivergence(ctx, ep, ref, results); err != nil {
+		return err
+	}
 	return a.emit(ctx, a.annotate(ctx, ep, v, results))
 }
 

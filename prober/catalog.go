@@ -239,10 +239,10 @@ func clean4k(s string) string {
 	return s
 }
 
-// catalogDrift compares tools with the stored catalog. It returns a drift
-// event (nil when unchanged, first seen, or no store) and the catalog to
-// remember (nil when unchanged), which the caller stores only after the
-// result is published (see Memory).
+// catalogDrift compares tools with the stored catalog (this prober's
+// region's, see loadObject). It returns a drift event (nil when unchanged,
+// first seen, or no store) and the catalog to remember (nil when unchanged),
+// which the caller stores only after the result is published (see Memory).
 func (p *Prober) catalogDrift(ctx context.Context, endpointID string, raw []json.RawMessage, secrets scrubber) (*msg.Event, []byte) {
 	if p.opts.Catalogs == nil {
 		return nil, nil
@@ -252,7 +252,7 @@ func (p *Prober) catalogDrift(ctx context.Context, endpointID string, raw []json
 		tools[i].Name, tools[i].Description = clean(secrets.scrub(tools[i].Name)), strings.ToValidUTF8(tools[i].Description, "\uFFFD")
 	}
 	cur := Catalog{Fingerprint: fingerprint(canonicalTools(raw)), Tools: tools}
-	doc, err := p.opts.Catalogs.GetObject(ctx, CatalogKind, endpointID)
+	doc, inherited, err := p.loadObject(ctx, CatalogKind, endpointID)
 	var old Catalog
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -266,6 +266,9 @@ func (p *Prober) catalogDrift(ctx context.Context, endpointID string, raw []json
 		}
 	}
 	if doc != nil && old.Fingerprint == cur.Fingerprint {
+		if inherited {
+			return nil, canonJSON(cur) // the region's own from now on
+		}
 		return nil, nil
 	}
 	if doc == nil {

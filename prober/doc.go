@@ -7,8 +7,9 @@
 // msg.ProbeResult per command, published to the results queue with group =
 // endpoint ID and dedup ID = <endpointId>-<probeRunId>, the latest result kept
 // in the store, the tool catalog and the last successful server identity
-// kept under store.Objects kinds "catalog" and "server", and
-// the prober metrics.
+// kept under store.Objects kinds "catalog" and "server" (per region with a
+// region set, Options.RegionalMemory: store.ProberObjectID), and the prober
+// metrics.
 //
 // # Eras
 //

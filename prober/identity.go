@@ -13,7 +13,7 @@ import (
 )
 
 // IdentityKind is the store.Objects kind (in Options.Catalogs) under which
-// the prober keeps, per endpoint ID, the identity of the last successful
+// the prober keeps, per endpoint and region, the identity of the last successful
 // probe: what a change is measured against, however many failed probes lie
 // between.
 const IdentityKind = store.KindServerIdentity
@@ -125,8 +125,11 @@ func (p *Prober) identityChanges(ctx context.Context, endpointID string, slot ti
 	if !ok {
 		return nil, nil
 	}
-	doc := p.loadIdentity(ctx, endpointID)
+	doc, inherited := p.loadIdentity(ctx, endpointID)
 	base, write := decideIdentity(doc, prev, slot, cur)
+	if write == nil && inherited {
+		write = doc // the region's own from now on (see loadObject)
+	}
 	var b []byte
 	if write != nil && p.opts.Catalogs != nil {
 		b, _ = json.Marshal(write)
@@ -134,25 +137,27 @@ func (p *Prober) identityChanges(ctx context.Context, endpointID string, slot ti
 	return identityEvents(base, cur), b
 }
 
-// loadIdentity returns the stored identity document, or nil when there is
-// none, no store, or it cannot be read (then the previous result stands in).
-func (p *Prober) loadIdentity(ctx context.Context, endpointID string) *identityDoc {
+// loadIdentity returns the stored identity document (this prober's
+// region's, see loadObject), or nil when there is none, no store, or it
+// cannot be read (then the previous result stands in); inherited as for
+// loadObject.
+func (p *Prober) loadIdentity(ctx context.Context, endpointID string) (doc *identityDoc, inherited bool) {
 	if p.opts.Catalogs == nil {
-		return nil
+		return nil, false
 	}
-	b, err := p.opts.Catalogs.GetObject(ctx, IdentityKind, endpointID)
+	b, inherited, err := p.loadObject(ctx, IdentityKind, endpointID)
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
 			p.log.Warn("read server identity failed; comparing with the previous result", "endpoint", endpointID, "err", err)
 		}
-		return nil
+		return nil, false
 	}
-	var doc identityDoc
-	if err := json.Unmarshal(b, &doc); err != nil {
+	var d identityDoc
+	if err := json.Unmarshal(b, &d); err != nil {
 		p.log.Warn("stored server identity unreadable; replacing it", "endpoint", endpointID, "err", err)
-		return nil
+		return nil, false
 	}
-	return &doc
+	return &d, inherited
 }
 
 // RenegotiateEvery bounds how long an endpoint in transport auto keeps the

@@ -90,8 +90,9 @@ const (
 	DefaultMaxToolPages     = 20
 )
 
-// CatalogStore keeps each endpoint's last tool catalog (kind "catalog", id =
-// endpoint ID). store.Objects satisfies it.
+// CatalogStore keeps what a prober remembers of each endpoint: its last tool
+// catalog (kind "catalog") and server identity (kind "server"), under
+// store.ProberObjectID(endpoint ID, region). store.Objects satisfies it.
 type CatalogStore interface {
 	GetObject(ctx context.Context, kind, id string) ([]byte, error)
 	PutObject(ctx context.Context, kind, id string, doc []byte) error
@@ -106,7 +107,15 @@ type Options struct {
 	// internal subnet) while everything else stays refused.
 	AllowedNetworks []netip.Prefix
 	// Region is recorded in every result.
-	Region  string
+	Region string
+	// RegionalMemory keeps what the prober remembers of an endpoint (see
+	// Catalogs) under its Region (store.ProberObjectID), as a deployment
+	// with a region set needs: there every region probes every slot, and
+	// regions may see different catalogs. Without it the memory is the
+	// endpoint's own, shared by probers that take turns on one queue
+	// whatever their region label.
+	RegionalMemory bool
+
 	Logger  *slog.Logger
 	Metrics *Metrics // optional
 	Clock   clock.Clock
@@ -125,8 +134,9 @@ type Options struct {
 	// Catalogs keeps what the prober remembers per endpoint between probes:
 	// the tool catalog (kind CatalogKind) for drift events and the identity
 	// of the last successful probe (kind IdentityKind) for version-change
-	// events. Nil disables drift events (the fingerprint is still computed)
-	// and measures changes against the previous result only.
+	// events, per region (see objectID). Nil disables drift events (the
+	// fingerprint is still computed) and measures changes against the
+	// previous result only.
 	Catalogs CatalogStore
 	// Resolver resolves target names (nil: net.DefaultResolver). Tests point
 	// it at a DNS server on 127.0.0.1.
@@ -289,8 +299,40 @@ func (p *Prober) ProbeAfter(ctx context.Context, ep store.Endpoint, cmd msg.Prob
 // report no event.
 type Memory struct {
 	endpointID string
-	catalog    []byte
-	identity   []byte
+	// objectID is where the documents go (Prober.objectID).
+	objectID string
+	catalog  []byte
+	identity []byte
+}
+
+// objectID is the ID of this prober's documents of an endpoint. With
+// RegionalMemory it is its region's own (store.ProberObjectID), so that
+// regions which see different catalogs (a stale edge cache in one of them)
+// each compare with what they saw last instead of overwriting each other's
+// and reporting a change on every probe. Otherwise it is the endpoint ID,
+// as before regions.
+func (p *Prober) objectID(endpointID string) string {
+	if !p.opts.RegionalMemory {
+		return endpointID
+	}
+	return store.ProberObjectID(endpointID, p.opts.Region)
+}
+
+// loadObject reads this prober's document of kind for an endpoint. A
+// region without one yet reads the endpoint's own (regionless) document:
+// what the prober remembered before it had a region, or before documents
+// were kept per region. So an upgrade neither misses a change made across
+// it nor, for regions that agree, reports one; inherited reports that the
+// document came from there, so the caller stores it under the region's ID
+// even when nothing changed, and the fallback is read once.
+func (p *Prober) loadObject(ctx context.Context, kind, endpointID string) (doc []byte, inherited bool, err error) {
+	id := p.objectID(endpointID)
+	doc, err = p.opts.Catalogs.GetObject(ctx, kind, id)
+	if id == endpointID || !errors.Is(err, store.ErrNotFound) {
+		return doc, false, err
+	}
+	doc, err = p.opts.Catalogs.GetObject(ctx, kind, endpointID)
+	return doc, err == nil, err
 }
 
 // Remember stores m. Nothing to store, or no store, is not an error.
@@ -300,12 +342,12 @@ func (p *Prober) Remember(ctx context.Context, m Memory) error {
 	}
 	var errs []error
 	if m.catalog != nil {
-		if err := p.opts.Catalogs.PutObject(ctx, CatalogKind, m.endpointID, m.catalog); err != nil {
+		if err := p.opts.Catalogs.PutObject(ctx, CatalogKind, m.objectID, m.catalog); err != nil {
 			errs = append(errs, fmt.Errorf("store tool catalog of %s: %w", m.endpointID, err))
 		}
 	}
 	if m.identity != nil {
-		if err := p.opts.Catalogs.PutObject(ctx, IdentityKind, m.endpointID, m.identity); err != nil {
+		if err := p.opts.Catalogs.PutObject(ctx, IdentityKind, m.objectID, m.identity); err != nil {
 			errs = append(errs, fmt.Errorf("store server identity of %s: %w", m.endpointID, err))
 		}
 	}
@@ -321,7 +363,7 @@ func (p *Prober) Remember(ctx context.Context, m Memory) error {
 // when no store is configured. Run reads the store but writes nothing: what
 // the probe learnt comes back as Memory.
 func (p *Prober) Run(ctx context.Context, ep store.Endpoint, cmd msg.ProbeCommand, prev *msg.ProbeResult) (msg.ProbeResult, Memory) {
-	mem := Memory{endpointID: ep.ID}
+	mem := Memory{endpointID: ep.ID, objectID: p.objectID(ep.ID)}
 	res := msg.ProbeResult{
 		Schema:     msg.SchemaVersion,
 		EndpointID: ep.ID,

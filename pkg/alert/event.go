@@ -1,6 +1,7 @@
 // Change-event notifications: what the alerter hands a sink for one durable
 // change event (a catalog drift, a version change, a certificate or
-// credential about to expire), the optional interface a sink implements to
+// credential about to expire, regions disagreeing on the tool catalog),
+// the optional interface a sink implements to
 // carry them, and the per-sink opt-in by kind.
 
 package alert
@@ -20,7 +21,7 @@ const NotifyIncidents = "incidents"
 // store.EventKinds; this leaf does not import the store, and a test keeps
 // the two lists equal).
 func EventKinds() []string {
-	return []string{"catalog_breaking", "catalog_info", "catalog_security", "version", "certificate_expiry", "credential_expiry"}
+	return []string{"catalog_breaking", "catalog_info", "catalog_security", "version", "certificate_expiry", "credential_expiry", "catalog_divergent"}
 }
 
 // NotifyKinds are the values a sink's notify list may hold.

@@ -8,8 +8,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -162,65 +160,6 @@ func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
 		EndpointID string    `json:"endpointId"`
 		Days       []DayView `json:"days"` // oldest first, today (partial) last
 	}{id, out})
-}
-
-// CatalogView is GET /v1/endpoints/{id}/catalog.
-type CatalogView struct {
-	EndpointID string `json:"endpointId"`
-	// Fingerprint and Tools are the catalog the prober stored at its last
-	// change (absent before the first successful tools/list).
-	Fingerprint string            `json:"fingerprint,omitempty"`
-	Tools       []json.RawMessage `json:"tools"`
-	// Drift holds the catalog_changed events of the latest probe result
-	// only. The durable history of every change, which sinks can opt
-	// into, is GET /v1/endpoints/{id}/events (events.go).
-	Drift []msg.Event `json:"drift"`
-	// LatestFingerprint is the fingerprint the latest probe saw.
-	LatestFingerprint string `json:"latestFingerprint,omitempty"`
-}
-
-func (s *server) getCatalog(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
-	if _, p := s.endpointOf(r, id); p != nil {
-		writeProblem(w, r, p)
-		return
-	}
-	view := CatalogView{EndpointID: id, Tools: []json.RawMessage{}, Drift: []msg.Event{}}
-	doc, err := s.store.GetObject(r.Context(), store.KindCatalog, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		writeProblem(w, r, s.storeProblem(r, err, "catalog of endpoint "+id))
-		return
-	default:
-		var c struct {
-			Fingerprint string            `json:"fingerprint"`
-			Tools       []json.RawMessage `json:"tools"`
-		}
-		if err := json.Unmarshal(doc, &c); err != nil {
-			writeProblem(w, r, s.storeProblem(r, err, "catalog of endpoint "+id))
-			return
-		}
-		view.Fingerprint = c.Fingerprint
-		if c.Tools != nil {
-			view.Tools = c.Tools
-		}
-	}
-	res, err := s.store.LatestResult(r.Context(), id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		writeProblem(w, r, s.storeProblem(r, err, "latest result of endpoint "+id))
-		return
-	default:
-		view.LatestFingerprint = res.CatalogFingerprint
-		for _, e := range res.Events {
-			if e.Kind == "catalog_changed" {
-				view.Drift = append(view.Drift, e)
-			}
-		}
-	}
-	writeJSON(w, http.StatusOK, view)
 }
 
 // incidentStarts returns the opening windows of the endpoint's incidents,

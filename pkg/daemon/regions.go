@@ -102,6 +102,7 @@ func (d *Daemon) startProbers(ctx context.Context, qm *queue.Metrics) {
 		po := prober.Options{
 			AllowPrivateTargets: o.AllowPrivateTargets,
 			Region:              pr.region,
+			RegionalMemory:      len(o.Regions) > 0,
 			Logger:              d.log,
 			Metrics:             pm,
 			Clock:               d.clk,

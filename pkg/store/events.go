@@ -49,12 +49,17 @@ const (
 	// EventCredentialExpiry: a probe credential expires soon (raised by
 	// the prober as a result event of this kind).
 	EventCredentialExpiry = "credential_expiry"
+	// EventCatalogDivergent: the regions that listed an endpoint's tools
+	// successfully in one window saw different catalogs (a stale edge
+	// cache, a partial rollout). Raised by the aggregator, which sees
+	// every region's result of a window; once per set of catalogs.
+	EventCatalogDivergent = "catalog_divergent"
 )
 
 // EventKinds lists every change-event kind, for validation and metric
 // label values.
 func EventKinds() []string {
-	return []string{EventCatalogBreaking, EventCatalogInfo, EventCatalogSecurity, EventVersion, EventCertificateExpiry, EventCredentialExpiry}
+	return []string{EventCatalogBreaking, EventCatalogInfo, EventCatalogSecurity, EventVersion, EventCertificateExpiry, EventCredentialExpiry, EventCatalogDivergent}
 }
 
 // IsEventKind reports whether k is a change-event kind.
@@ -83,8 +88,9 @@ type ChangeEvent struct {
 	Source   string `json:"source,omitempty"`
 	Severity string `json:"severity,omitempty"`
 	Message  string `json:"message"`
-	// Before and After are the catalog fingerprints (catalog kinds), the
-	// old and new protocol or server version (version), or empty.
+	// Before and After are the catalog fingerprints (catalog kinds but
+	// catalog_divergent, whose Details name each region's), the old and
+	// new protocol or server version (version), or empty.
 	Before string `json:"before,omitempty"`
 	After  string `json:"after,omitempty"`
 	// Diff is the catalog diff as the prober computed it (catalog kinds):

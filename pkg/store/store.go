@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
@@ -359,7 +360,9 @@ type Endpoints interface {
 	// DeleteEndpoint atomically removes the endpoint together with its
 	// latest probe result, its undecided window results (OpenWindows no
 	// longer lists them) and what the prober remembers of it (Objects of
-	// the kinds in ProberObjectKinds, id = endpoint ID). ErrNotFound if the endpoint is absent; the cleanup runs
+	// the kinds in ProberObjectKinds, id = the endpoint ID and
+	// ProberObjectID of it for every region, whether or not the region is
+	// still configured). ErrNotFound if the endpoint is absent; the cleanup runs
 	// anyway, so a repeated delete removes what a probe in flight at the
 	// first one wrote back. Kept on purpose: the verdict history and last
 	// verdict (they age out with the retention, and the last verdict makes a
@@ -526,9 +529,9 @@ const (
 	DefaultLease = time.Minute
 )
 
-// Object kinds the prober keeps one document of per endpoint (id = endpoint
-// ID): the tool catalog for drift events and the identity (protocol version,
-// server name and version) of the last successful probe.
+// Object kinds the prober keeps one document of per endpoint and region
+// (id = ProberObjectID): the tool catalog for drift events and the identity
+// (protocol version, server name and version) of the last successful probe.
 const (
 	KindCatalog        = "catalog"
 	KindServerIdentity = "server"
@@ -536,3 +539,31 @@ const (
 
 // ProberObjectKinds are removed with their endpoint by DeleteEndpoint.
 func ProberObjectKinds() [2]string { return [2]string{KindCatalog, KindServerIdentity} }
+
+// RegionSeparator joins an endpoint ID and a region in a prober object ID.
+// Neither can contain it: endpoint IDs are [a-z0-9-] (api.RandomID, and
+// the API never takes one from a client), regions are [a-z0-9-]
+// (config.ValidRegion). So "ep@eu" is never an endpoint's own ID, and the
+// prefix "ep@" selects exactly the regional documents of ep.
+const RegionSeparator = "@"
+
+// ProberObjectID is the ID under which a prober of region keeps its
+// document (a kind of ProberObjectKinds) of an endpoint:
+// "<endpointID>@<region>", or the endpoint ID itself without a region (the
+// regionless layout, which is also the legacy document a region reads
+// before it has its own). Each region remembers what it saw, so a region
+// behind a stale cache diffs against its own last catalog, never another
+// region's.
+func ProberObjectID(endpointID, region string) string {
+	if region == "" {
+		return endpointID
+	}
+	return endpointID + RegionSeparator + region
+}
+
+// SplitProberObjectID undoes ProberObjectID: region is "" for an
+// endpoint's own (regionless) document.
+func SplitProberObjectID(id string) (endpointID, region string) {
+	endpointID, region, _ = strings.Cut(id, RegionSeparator)
+	return endpointID, region
+}

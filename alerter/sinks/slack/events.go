@@ -28,6 +28,7 @@ var eventHeadlines = map[string][2]string{
 	"version":            {"🔀", "version changed"},
 	"certificate_expiry": {"🔒", "TLS certificate expires soon"},
 	"credential_expiry":  {"🔑", "probe credential expires soon"},
+	"catalog_divergent":  {"🌐", "regions disagree on the tool catalog"},
 }
 
 // NewEventMessage renders a change event as Block Kit: a header, the

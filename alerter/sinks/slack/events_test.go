@@ -54,3 +54,13 @@ func TestEventMessageShowsTheDiff(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryEventKindHasAHeadline: a kind a sink may opt into is never
+// shown as its bare name.
+func TestEveryEventKindHasAHeadline(t *testing.T) {
+	for _, k := range alert.EventKinds() {
+		if _, ok := eventHeadlines[k]; !ok {
+			t.Errorf("no headline for %s", k)
+		}
+	}
+}

@@ -241,7 +241,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 		}
 		for _, kind := range store.ProberObjectKinds() {
 			if kb := tx.Bucket(bObjects).Bucket([]byte(kind)); kb != nil {
-				if err := kb.Delete([]byte(id)); err != nil {
+				if err := deleteProberObjects(kb, id); err != nil {
 					return err
 				}
 			}
@@ -253,6 +253,28 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 	}
 	if !found {
 		return fmt.Errorf("delete endpoint %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// deleteProberObjects removes id's document and every region's
+// (store.ProberObjectID): the keys "<id>@<region>" sort together right
+// after the prefix "<id>@", so the cost is the endpoint's regions, not the
+// bucket.
+func deleteProberObjects(kb *bbolt.Bucket, id string) error {
+	if err := kb.Delete([]byte(id)); err != nil {
+		return err
+	}
+	prefix := []byte(id + store.RegionSeparator)
+	var keys [][]byte
+	c := kb.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys { // not while iterating: a delete moves the cursor
+		if err := kb.Delete(k); err != nil {
+			return err
+		}
 	}
 	return nil
 }

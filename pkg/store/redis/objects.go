@@ -1,4 +1,8 @@
 // Objects: one hash per kind, objects:<kind>, field id, value the document.
+// A prober document of a region (store.ProberObjectID "<endpoint>@<region>",
+// a kind of store.ProberObjectKinds) also adds the region to the set
+// object_regions:<endpoint>, in the same transaction: DeleteEndpoint reads
+// it to find the endpoint's regional fields without scanning the hash.
 
 package redis
 
@@ -6,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -17,8 +22,22 @@ func (s *Store) PutObject(ctx context.Context, kind, id string, doc []byte) erro
 	if kind == "" || id == "" {
 		return errors.New("redis store: put object: kind and id are required")
 	}
-	return s.done("put object "+kind+"/"+id, s.rdb.HSet(ctx, s.k("objects", kind), id, doc).Err())
+	ep, region := store.SplitProberObjectID(id)
+	if kinds := store.ProberObjectKinds(); region == "" || !slices.Contains(kinds[:], kind) {
+		return s.done("put object "+kind+"/"+id, s.rdb.HSet(ctx, s.k("objects", kind), id, doc).Err())
+	}
+	_, err := s.rdb.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+		p.HSet(ctx, s.k("objects", kind), id, doc)
+		p.SAdd(ctx, s.objectRegions(ep), region)
+		return nil
+	})
+	return s.done("put object "+kind+"/"+id, err)
 }
+
+// objectRegions is the set of regions that hold prober documents of
+// endpoint id. DeleteObject leaves it as it is: a region listed without
+// documents costs DeleteEndpoint two HDELs of absent fields.
+func (s *Store) objectRegions(id string) string { return s.k("object_regions", id) }
 
 // GetObject returns the document or ErrNotFound.
 func (s *Store) GetObject(ctx context.Context, kind, id string) ([]byte, error) {

@@ -1139,7 +1139,12 @@ func seedEndpoint(t *testing.T, s store.Store, ep string) store.Incident {
 	must(t, s.PutLatestResult(ctx, result(ep, w2, "eu", msg.StatusUp)))
 	must(t, s.PutObject(ctx, "catalog", ep, []byte(`{"tools":[]}`)))
 	must(t, s.PutObject(ctx, "server", ep, []byte(`{"protocolVersion":"2025-11-25"}`)))
+	for _, region := range []string{"eu", "us"} {
+		must(t, s.PutObject(ctx, "catalog", store.ProberObjectID(ep, region), []byte(`{"tools":[]}`)))
+		must(t, s.PutObject(ctx, "server", store.ProberObjectID(ep, region), []byte(`{"protocolVersion":"2025-11-25"}`)))
+	}
 	must(t, s.PutObject(ctx, "maintenance", ep, []byte(`{"m":1}`)))
+	must(t, s.PutObject(ctx, "maintenance", store.ProberObjectID(ep, "eu"), []byte(`{"m":1}`)))
 	inc := incident(ep, decided)
 	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: ep, LastWindow: decided, Recent: []msg.State{msg.StateDown}, OpenIncidentID: inc.ID}, inc))
 	return inc
@@ -1167,6 +1172,15 @@ func testDeleteEndpointCleanup(t *testing.T, s store.Store, _ *clock.Fake) {
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.GetObject(ctx, "server", "ep-gone")
 	wantErr(t, err, store.ErrNotFound)
+	for _, kind := range store.ProberObjectKinds() {
+		for _, region := range []string{"eu", "us"} {
+			_, err = s.GetObject(ctx, kind, store.ProberObjectID("ep-gone", region))
+			wantErr(t, err, store.ErrNotFound)
+			if _, err := s.GetObject(ctx, kind, store.ProberObjectID("ep-kept", region)); err != nil {
+				t.Fatalf("%s of region %s of the other endpoint: %v", kind, region, err)
+			}
+		}
+	}
 	for _, w := range []time.Time{Start, Start.Add(time.Minute)} {
 		rs, err := s.WindowResults(ctx, store.WindowRef{EndpointID: "ep-gone", Window: w})
 		must(t, err)
@@ -1203,6 +1217,9 @@ func testDeleteEndpointCleanup(t *testing.T, s store.Store, _ *clock.Fake) {
 	if _, err := s.GetObject(ctx, "maintenance", "ep-gone"); err != nil {
 		t.Fatalf("a maintenance object sharing the ID was removed: %v", err)
 	}
+	if _, err := s.GetObject(ctx, "maintenance", store.ProberObjectID("ep-gone", "eu")); err != nil {
+		t.Fatalf("a maintenance object sharing a regional ID was removed: %v", err)
+	}
 
 	// The other endpoint is untouched.
 	if _, err := s.GetEndpoint(ctx, "ep-kept"); err != nil {
@@ -1237,7 +1254,8 @@ func testDeleteEndpointCleanup(t *testing.T, s store.Store, _ *clock.Fake) {
 }
 
 // testDeleteEndpointStragglers: a probe in flight when the endpoint was
-// deleted writes its latest result, window and catalog back afterwards; a
+// deleted writes its latest result, window and catalogs (its own and
+// regional ones) back afterwards; a
 // second delete reports ErrNotFound and still removes them.
 func testDeleteEndpointStragglers(t *testing.T, s store.Store, _ *clock.Fake) {
 	ctx := t.Context()
@@ -1249,11 +1267,17 @@ func testDeleteEndpointStragglers(t *testing.T, s store.Store, _ *clock.Fake) {
 	_, err = s.AddWindowResult(ctx, Start, result("ep", Start, "eu", msg.StatusUp))
 	must(t, err)
 	must(t, s.PutObject(ctx, "catalog", "ep", []byte(`{}`)))
+	must(t, s.PutObject(ctx, "catalog", store.ProberObjectID("ep", "eu"), []byte(`{}`)))
+	must(t, s.PutObject(ctx, "server", store.ProberObjectID("ep", "us"), []byte(`{}`)))
 
 	wantErr(t, s.DeleteEndpoint(ctx, "ep"), store.ErrNotFound)
 	_, err = s.LatestResult(ctx, "ep")
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.GetObject(ctx, "catalog", "ep")
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.GetObject(ctx, "catalog", store.ProberObjectID("ep", "eu"))
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.GetObject(ctx, "server", store.ProberObjectID("ep", "us"))
 	wantErr(t, err, store.ErrNotFound)
 	refs, err := s.OpenWindows(ctx, Start.Add(time.Hour))
 	must(t, err)

@@ -1,0 +1,148 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/schedule"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// CatalogView is GET /v1/endpoints/{id}/catalog.
+type CatalogView struct {
+	EndpointID string `json:"endpointId"`
+	// Region is the region whose catalog this is (absent: the endpoint's
+	// own, regionless catalog).
+	Region string `json:"region,omitempty"`
+	// Fingerprint and Tools are the catalog the prober stored at its last
+	// change (absent before the first successful tools/list).
+	Fingerprint string            `json:"fingerprint,omitempty"`
+	Tools       []json.RawMessage `json:"tools"`
+	// Drift holds the catalog_changed events of the latest probe result
+	// only, when that result is the region's. The durable history of every
+	// change, which sinks can opt into, is GET /v1/endpoints/{id}/events
+	// (events.go).
+	Drift []msg.Event `json:"drift"`
+	// LatestFingerprint is the fingerprint the latest probe saw, when that
+	// probe was the region's.
+	LatestFingerprint string `json:"latestFingerprint,omitempty"`
+	// Regions is the fingerprint of each of the endpoint's regions'
+	// stored catalogs, in a deployment with a region set: more than one
+	// value is a divergence (a catalog_divergent event).
+	Regions map[string]string `json:"regions,omitempty"`
+}
+
+// storedCatalog is the part of a prober's catalog document the view shows.
+type storedCatalog struct {
+	Fingerprint string            `json:"fingerprint"`
+	Tools       []json.RawMessage `json:"tools"`
+}
+
+// getCatalog serves one region's catalog: ?region= names it (one of the
+// endpoint's regions; 404 for any other, and for every region without a
+// region set, whose probers share the endpoint's own catalog), and without
+// it the region of the endpoint's latest result is shown, or the
+// endpoint's own catalog in a deployment without a region set. A region that has stored no catalog yet
+// shows the endpoint's own: the catalog that region's prober compares
+// with until it stores its own (prober.loadObject).
+func (s *server) getCatalog(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	ep, p := s.endpointOf(r, id)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	due := schedule.DueRegions(s.regions, ep.Regions)
+	latest, err := s.store.LatestResult(r.Context(), id)
+	hasLatest := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		writeProblem(w, r, s.storeProblem(r, err, "latest result of endpoint "+id))
+		return
+	}
+
+	region, asked := r.URL.Query()["region"]
+	view := CatalogView{EndpointID: id, Tools: []json.RawMessage{}, Drift: []msg.Event{}}
+	switch {
+	case asked:
+		view.Region = region[0]
+	case len(due) > 0 && hasLatest:
+		view.Region = latest.Region
+	}
+	if asked && !slices.Contains(due, view.Region) {
+		writeProblem(w, r, problemf(http.StatusNotFound, "", "endpoint %s is not probed from region %q; its regions: %s", id, view.Region, orNone(due)))
+		return
+	}
+
+	c, ok, p := s.regionCatalog(r, id, view.Region)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	if ok {
+		view.Fingerprint = c.Fingerprint
+		if c.Tools != nil {
+			view.Tools = c.Tools
+		}
+	}
+	// Without a region set the latest result is the endpoint's whatever
+	// its prober's region label.
+	if hasLatest && (len(due) == 0 || latest.Region == view.Region) {
+		view.LatestFingerprint = latest.CatalogFingerprint
+		for _, e := range latest.Events {
+			if e.Kind == "catalog_changed" {
+				view.Drift = append(view.Drift, e)
+			}
+		}
+	}
+	for _, reg := range due {
+		c, ok, p := s.regionCatalog(r, id, reg)
+		if p != nil {
+			writeProblem(w, r, p)
+			return
+		}
+		if ok && c.Fingerprint != "" {
+			if view.Regions == nil {
+				view.Regions = map[string]string{}
+			}
+			view.Regions[reg] = c.Fingerprint
+		}
+	}
+	writeJSON(w, http.StatusOK, view)
+}
+
+// regionCatalog reads the catalog region's prober stored of endpoint id,
+// or the endpoint's own when the region has none (or region is "").
+func (s *server) regionCatalog(r *http.Request, id, region string) (storedCatalog, bool, *Problem) {
+	ids := []string{store.ProberObjectID(id, region)}
+	if region != "" {
+		ids = append(ids, id)
+	}
+	for _, oid := range ids {
+		doc, err := s.store.GetObject(r.Context(), store.KindCatalog, oid)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			continue
+		case err != nil:
+			return storedCatalog{}, false, s.storeProblem(r, err, "catalog of endpoint "+id)
+		}
+		var c storedCatalog
+		if err := json.Unmarshal(doc, &c); err != nil {
+			return storedCatalog{}, false, s.storeProblem(r, err, "catalog of endpoint "+id)
+		}
+		return c, true, nil
+	}
+	return storedCatalog{}, false, nil
+}
+
+func orNone(rs []string) string {
+	if len(rs) == 0 {
+		return "none (this deployment has no region set)"
+	}
+	return strings.Join(rs, ", ")
+}
