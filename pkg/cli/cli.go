@@ -215,6 +215,7 @@ Exit status: 0 ok, 1 error, 2 usage, 3 not found.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.server, "server", or(a.io.Getenv("MCPMON_SERVER"), DefaultServer), "mcpmon API base URL (env MCPMON_SERVER)")
 	pf.StringVar(&a.token, "token", a.io.Getenv("MCPMON_TOKEN"), "API key (env MCPMON_TOKEN)")
+	pf.Lookup("token").DefValue = "" // --help would print the key from the environment as the default
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table, json or yaml")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	for _, c := range a.commands() {

@@ -254,6 +254,9 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	addr, stop := h.startServer(dataDir)
 	h.setenv("MCPMON_SERVER", "http://"+addr)
 	h.setenv("MCPMON_TOKEN", key)
+	if out := h.ok("status", "--help"); strings.Contains(out, key) {
+		t.Fatalf("--help prints the key from MCPMON_TOKEN:\n%s", out)
+	}
 
 	var st Status
 	h.json(&st, "status")
