@@ -590,10 +590,10 @@ func (h *harness) readSide(alpha, down api.EndpointView, mcpSrv *mcp.Server) {
 	if len(vs) != 2 || vs[0].State != "down" || vs[1].State != "down" || !vs[0].Window.After(vs[1].Window) {
 		t.Fatalf("verdicts list down --state down --limit 2 = %+v, want two down verdicts, newest first", vs)
 	}
-	h.json(&vs, "verdicts", "list", alpha.ID, "--state", "up", "--limit", "3")
-	if len(vs) != 3 {
-		t.Fatalf("verdicts list alpha --state up --limit 3 = %d verdicts", len(vs))
-	}
+	eventually(t, 30*time.Second, "three up verdicts of alpha", func() bool {
+		h.json(&vs, "verdicts", "list", alpha.ID, "--state", "up", "--limit", "3")
+		return len(vs) == 3
+	})
 	for _, v := range vs {
 		if v.State != "up" {
 			t.Fatalf("verdicts list --state up has a %s verdict", v.State)
