@@ -1,9 +1,9 @@
 // Package cli is the mcpmon command line: one cobra command tree for the
 // server roles (run, api, prober, aggregator, alerter, queues ensure,
 // secrets rotate), which it hands to pkg/daemon with their own flags, and
-// for the REST commands (endpoints, incidents, maintenance, keys, dlq,
-// status, apply, export, import registry), which talk to a running server through
-// pkg/client.
+// for the REST commands (endpoints, verdicts, uptime, events, catalog,
+// incidents, maintenance, keys, audit, dlq, status, apply, export, import
+// registry), which talk to a running server through pkg/client.
 //
 // Input enters as the process's arguments and the injected IO (Env); no
 // package state, so tests run the tree in-process. Output leaves on
@@ -143,6 +143,15 @@ func (a *app) exitCode(err error) int {
 	return ExitError
 }
 
+// httpStatus is the status of the API's error answer in err, or 0.
+func httpStatus(err error) int {
+	var e *client.Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	return 0
+}
+
 // hintError carries what to do about err, in place of explain's generic
 // hints.
 type hintError struct {
@@ -226,6 +235,11 @@ func (a *app) commands() []*cobra.Command {
 		a.maintenanceCmd(), // maintenance.go
 		a.keysCmd(),        // keys.go
 		a.dlqCmd(),         // dlq.go
+		a.verdictsCmd(),    // verdicts.go
+		a.uptimeCmd(),      // uptime.go
+		a.eventsCmd(),      // events.go
+		a.catalogCmd(),     // catalog.go
+		a.auditCmd(),       // audit.go
 		a.statusCmd(),      // status.go
 		a.applyCmd(),       // apply.go
 		a.exportCmd(),      // apply.go

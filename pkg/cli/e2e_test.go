@@ -19,8 +19,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	"github.com/mcpmon/mcpmon/pkg/api/apispec"
 	"github.com/mcpmon/mcpmon/pkg/declarative"
 	"github.com/mcpmon/mcpmon/pkg/registry"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // lockedBuffer is a bytes.Buffer the daemon writes from its goroutines
@@ -47,8 +49,9 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// newMCPServer is a real go-sdk MCP server on 127.0.0.1.
-func newMCPServer(t *testing.T) string {
+// newMCPServer is a real go-sdk MCP server on 127.0.0.1; the test adds
+// tools to it while it is probed.
+func newMCPServer(t *testing.T) (string, *mcp.Server) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "cli-e2e", Version: "1.0.0"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
@@ -58,13 +61,16 @@ func newMCPServer(t *testing.T) string {
 		})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(hs.Close)
-	return hs.URL + "/mcp"
+	return hs.URL + "/mcp", srv
 }
 
-// harness runs the command tree in-process against one environment.
+// harness runs the command tree in-process against one environment. Its
+// REST commands send through hc, which holds every exchange with the API
+// to openapi.yaml (apispec.Client): a mismatch fails the test.
 type harness struct {
 	t   *testing.T
 	env map[string]string
+	hc  *http.Client
 	mu  sync.Mutex
 }
 
@@ -84,7 +90,7 @@ func (h *harness) setenv(k, v string) {
 func (h *harness) run(args ...string) (string, string, int) {
 	h.t.Helper()
 	var out, errOut bytes.Buffer
-	code := Run(h.t.Context(), args, IO{Getenv: h.getenv, Stdout: &out, Stderr: &errOut})
+	code := Run(h.t.Context(), args, IO{Getenv: h.getenv, Stdout: &out, Stderr: &errOut, HTTPClient: h.hc})
 	return out.String(), errOut.String(), code
 }
 
@@ -194,12 +200,14 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // starts a real `mcpmon run` with API keys on, and drives every command of
 // the tree against it and a real MCP server: output formats, exit codes
 // (2 usage, 3 not found) and apply → export → apply --dry-run converging.
+// Every request the commands send and every answer they get is validated
+// against openapi.yaml on the way (apispec.Client).
 func TestEveryCommandAgainstARealServer(t *testing.T) {
-	mcpURL := newMCPServer(t)
+	mcpURL, mcpSrv := newMCPServer(t)
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	t.Cleanup(hook.Close)
 	dataDir := t.TempDir()
-	h := &harness{t: t, env: map[string]string{
+	h := &harness{t: t, hc: apispec.Client(t), env: map[string]string{
 		"ALPHA_TOKEN": "alpha-secret", "BETA_TOKEN": "beta-secret", "HOOK_URL": hook.URL + "/hook/t0k",
 	}}
 
@@ -246,6 +254,9 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	addr, stop := h.startServer(dataDir)
 	h.setenv("MCPMON_SERVER", "http://"+addr)
 	h.setenv("MCPMON_TOKEN", key)
+	if out := h.ok("status", "--help"); strings.Contains(out, key) {
+		t.Fatalf("--help prints the key from MCPMON_TOKEN:\n%s", out)
+	}
 
 	var st Status
 	h.json(&st, "status")
@@ -344,6 +355,9 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	h.fails(ExitNotFound, "404", "incidents", "get", "no-such-incident")
 	h.fails(ExitNotFound, "404", "incidents", "ack", "no-such-incident")
 	h.fails(ExitUsage, "--state", "incidents", "list", "--state", "sideways")
+
+	h.readSide(alpha, down, mcpSrv)
+	h.documentation(addr)
 
 	// maintenance
 	var mw api.MaintenanceView
@@ -561,6 +575,150 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 		t.Fatalf("keys revoke --local: %q", out)
 	}
 	h.fails(ExitError, "MCPMON_SERVER", "status")
+}
+
+// readSide drives the read-side commands — verdicts, uptime, events,
+// catalog, audit — against the running server: alpha is up and probed
+// every second, down has an open incident. It adds a tool to alpha's
+// server, so alpha's catalog changes and leaves a durable event.
+func (h *harness) readSide(alpha, down api.EndpointView, mcpSrv *mcp.Server) {
+	t := h.t
+
+	// verdicts
+	var vs []api.VerdictView
+	h.json(&vs, "verdicts", "list", "down", "--state", "down", "--limit", "2", "--page-size", "1")
+	if len(vs) != 2 || vs[0].State != "down" || vs[1].State != "down" || !vs[0].Window.After(vs[1].Window) {
+		t.Fatalf("verdicts list down --state down --limit 2 = %+v, want two down verdicts, newest first", vs)
+	}
+	eventually(t, 30*time.Second, "three up verdicts of alpha", func() bool {
+		h.json(&vs, "verdicts", "list", alpha.ID, "--state", "up", "--limit", "3")
+		return len(vs) == 3
+	})
+	for _, v := range vs {
+		if v.State != "up" {
+			t.Fatalf("verdicts list --state up has a %s verdict", v.State)
+		}
+	}
+	if out := h.ok("verdicts", "list", "alpha", "--limit", "2"); !strings.Contains(out, "WINDOW") || strings.Count(out, "\n") != 3 {
+		t.Fatalf("verdicts list table, want a header and two rows:\n%s", out)
+	}
+	if out := h.ok("verdicts", "list", "alpha", "--limit", "1", "-o", "yaml"); !strings.Contains(out, "state: up") {
+		t.Fatalf("verdicts list -o yaml:\n%s", out)
+	}
+	h.fails(ExitUsage, "--state", "verdicts", "list", "alpha", "--state", "paused")
+	h.fails(ExitNotFound, "no-such", "verdicts", "list", "no-such")
+	h.fails(ExitUsage, "endpoint ID or name", "verdicts", "list")
+
+	// uptime
+	var up api.UptimeView
+	h.json(&up, "uptime", "alpha")
+	if up.EndpointID != alpha.ID || up.Range != "24h" || !up.Uptime.Measured || up.Uptime.Up == 0 || up.Latency["total"].Count == 0 {
+		t.Fatalf("uptime alpha = %+v, want measured up seconds and total latency", up)
+	}
+	if out := h.ok("uptime", "alpha", "--range", "7d"); !strings.Contains(out, "Uptime:") || !strings.Contains(out, "Latency total:") {
+		t.Fatalf("uptime table:\n%s", out)
+	}
+	now := time.Now().UTC()
+	h.json(&up, "uptime", down.ID, "--from", now.Add(-time.Hour).Format(time.RFC3339), "--to", now.Add(time.Minute).Format(time.RFC3339))
+	if up.Range != "custom" || up.Uptime.Down == 0 || up.Incidents < 1 {
+		t.Fatalf("uptime down --from --to = %+v, want down seconds and its incident", up)
+	}
+	h.fails(ExitUsage, "--range", "uptime", "alpha", "--range", "1y")
+	h.fails(ExitUsage, "--from", "uptime", "alpha", "--from", "yesterday")
+	h.fails(ExitNotFound, "no-such", "uptime", "no-such")
+
+	// catalog, then a change to it: a durable event.
+	var cat api.CatalogView
+	eventually(t, 30*time.Second, "alpha's catalog", func() bool {
+		h.json(&cat, "catalog", "alpha")
+		return len(cat.Tools) == 1
+	})
+	if cat.Fingerprint == "" || !strings.Contains(string(cat.Tools[0]), `"echo"`) {
+		t.Fatalf("catalog alpha = %+v, want the echo tool and a fingerprint", cat)
+	}
+	if out := h.ok("catalog", alpha.ID); !strings.Contains(out, "echo") || !strings.Contains(out, "Echo the text back.") {
+		t.Fatalf("catalog table:\n%s", out)
+	}
+	h.fails(ExitNotFound, "no-such", "catalog", "no-such")
+
+	var evs []api.EventView
+	h.json(&evs, "events", "list", "alpha")
+	if len(evs) != 0 {
+		t.Fatalf("events list alpha before any change = %+v", evs)
+	}
+	mcp.AddTool(mcpSrv, &mcp.Tool{Name: "reverse", Description: "Reverse the text."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+			Text string `json:"text"`
+		}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{}, nil, nil
+		})
+	eventually(t, 30*time.Second, "a catalog change event for alpha", func() bool {
+		h.json(&evs, "events", "list", "alpha")
+		return len(evs) > 0
+	})
+	if evs[0].Kind != "catalog_info" || evs[0].EndpointID != alpha.ID {
+		t.Fatalf("events list alpha = %+v, want a catalog_info event (a tool added)", evs)
+	}
+	h.json(&evs, "events", "list", "alpha", "--kind", "catalog_breaking")
+	if len(evs) != 0 {
+		t.Fatalf("events list --kind catalog_breaking = %+v, want none", evs)
+	}
+	if out := h.ok("events", "list", "alpha", "--kind", "catalog_info"); !strings.Contains(out, "catalog_info") || !strings.Contains(out, "KIND") {
+		t.Fatalf("events list table:\n%s", out)
+	}
+	h.fails(ExitUsage, "--kind", "events", "list", "alpha", "--kind", "weather")
+	h.fails(ExitNotFound, "no-such", "events", "list", "no-such")
+
+	// audit: what this test changed, newest first.
+	var entries []store.AuditEntry
+	h.json(&entries, "audit", "list", "--since", "1h", "--page-size", "2")
+	if len(entries) < 4 || !entries[0].Time.After(entries[len(entries)-1].Time) {
+		t.Fatalf("audit list = %+v, want this test's changes, newest first", entries)
+	}
+	created := false
+	for _, e := range entries {
+		created = created || (e.Action == "create" && e.ObjectID == alpha.ID && e.Actor.Name == "admin")
+	}
+	if !created {
+		t.Fatalf("audit list lacks the admin's create of alpha: %+v", entries)
+	}
+	h.json(&entries, "audit", "list", "--limit", "1")
+	if len(entries) != 1 {
+		t.Fatalf("audit list --limit 1 = %d entries", len(entries))
+	}
+	if out := h.ok("audit", "list", "--limit", "3"); !strings.Contains(out, "ACTION") || !strings.Contains(out, "admin") {
+		t.Fatalf("audit list table:\n%s", out)
+	}
+	h.json(&entries, "audit", "list", "--until", "2000-01-01T00:00:00Z")
+	if len(entries) != 0 {
+		t.Fatalf("audit list --until 2000 = %+v, want none", entries)
+	}
+	h.fails(ExitUsage, "--since", "audit", "list", "--since", "last tuesday")
+
+	// Shell completion of endpoint arguments asks the server for names.
+	out := h.ok("__complete", "verdicts", "list", "al")
+	if !strings.Contains(out, "alpha\t"+alpha.ID) || strings.Contains(out, "down\t") {
+		t.Fatalf("completion of verdicts list al:\n%s", out)
+	}
+	if out := h.ok("__complete", "endpoints", "rm", "alpha", ""); !strings.Contains(out, "down\t") || strings.Contains(out, "alpha\t") {
+		t.Fatalf("completion of endpoints rm alpha …:\n%s", out)
+	}
+}
+
+// documentation fetches the API's two documentation routes from the
+// running server, as the README tells people to, through the validating
+// client: both must be served, as the document says.
+func (h *harness) documentation(addr string) {
+	for _, path := range []string{"/v1/openapi.json", "/docs"} {
+		resp, err := h.hc.Get("http://" + addr + path)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			h.t.Errorf("GET %s on mcpmon run: %d, want 200", path, resp.StatusCode)
+		}
+	}
 }
 
 // TestEveryCommandHasExamples: --help of every command shows examples.

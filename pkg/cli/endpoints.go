@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
@@ -39,38 +41,8 @@ func (a *app) endpointsList() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.output == "table" {
-				// Stream: one page in memory at a time.
-				var walkErr error
-				err := a.render(nil, func(w io.Writer) {
-					row(w, "ID", "NAME", "STATE", "SCHEDULE", "URL", "LABELS")
-					for e, err := range c.Endpoints(cmd.Context(), f) {
-						if err != nil {
-							walkErr = err
-							return
-						}
-						row(w, e.ID, e.Name, e.State, e.Schedule, e.URL, e.Labels)
-					}
-				})
-				if walkErr != nil {
-					return walkErr
-				}
-				return err
-			}
-			if a.output == "json" {
-				return streamJSON(a.io.Stdout, c.Endpoints(cmd.Context(), f))
-			}
-			var all []api.EndpointView
-			for e, err := range c.Endpoints(cmd.Context(), f) {
-				if err != nil {
-					return err
-				}
-				all = append(all, e)
-			}
-			if all == nil {
-				all = []api.EndpointView{}
-			}
-			return a.render(all, nil)
+			return renderList(a, c.Endpoints(cmd.Context(), f), []any{"ID", "NAME", "STATE", "SCHEDULE", "URL", "LABELS"},
+				func(e api.EndpointView) []any { return []any{e.ID, e.Name, e.State, e.Schedule, e.URL, e.Labels} })
 		},
 	}
 	cmd.Flags().StringVarP(&f.Selector, "selector", "l", "", "label selector: k=v, k!=v, comma-separated (all must match)")
@@ -114,7 +86,8 @@ func (a *app) endpointsGet() *cobra.Command {
 		Short: "Show one endpoint, its latest probe result and verdict",
 		Example: `  mcpmon endpoints get search
   mcpmon endpoints get 3kq2v7xw5b4mzp6a -o yaml`,
-		Args: exactArgs(1, "one endpoint ID or name"),
+		Args:              exactArgs(1, "one endpoint ID or name"),
+		ValidArgsFunction: a.completeEndpoints(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
@@ -287,7 +260,8 @@ func (a *app) endpointsEdit() *cobra.Command {
 		Example: `  mcpmon endpoints edit search --schedule '@every 1m' --label env=prod
   mcpmon endpoints edit search --rm-header X-Old --if-match 4
   mcpmon endpoints edit search --patch '{"rules": null}'`,
-		Args: exactArgs(1, "one endpoint ID or name"),
+		Args:              exactArgs(1, "one endpoint ID or name"),
+		ValidArgsFunction: a.completeEndpoints(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := a.resolvedInput(&f)
 			if err != nil {
@@ -375,11 +349,12 @@ func jsonName(flag string) string {
 
 func (a *app) endpointsRm() *cobra.Command {
 	return &cobra.Command{
-		Use:     "rm ID|NAME...",
-		Aliases: []string{"delete"},
-		Short:   "Delete endpoints (their history goes with them)",
-		Example: "  mcpmon endpoints rm search\n  mcpmon endpoints rm 3kq2v7xw5b4mzp6a 7f2hz0c1r9w8u3ne",
-		Args:    minArgs(1, "at least one endpoint ID or name"),
+		Use:               "rm ID|NAME...",
+		Aliases:           []string{"delete"},
+		Short:             "Delete endpoints (their history goes with them)",
+		Example:           "  mcpmon endpoints rm search\n  mcpmon endpoints rm 3kq2v7xw5b4mzp6a 7f2hz0c1r9w8u3ne",
+		Args:              minArgs(1, "at least one endpoint ID or name"),
+		ValidArgsFunction: a.completeEndpoints(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
@@ -406,10 +381,11 @@ func (a *app) endpointsPause(pause bool) *cobra.Command {
 		verb, short = "pause", "Stop probing endpoints (configuration kept, no alerts)"
 	}
 	return &cobra.Command{
-		Use:     verb + " ID|NAME...",
-		Short:   short,
-		Example: fmt.Sprintf("  mcpmon endpoints %s search\n  mcpmon endpoints %s $(mcpmon endpoints list -l team=x -o json | jq -r '.[].id')", verb, verb),
-		Args:    minArgs(1, "at least one endpoint ID or name"),
+		Use:               verb + " ID|NAME...",
+		Short:             short,
+		Example:           fmt.Sprintf("  mcpmon endpoints %s search\n  mcpmon endpoints %s $(mcpmon endpoints list -l team=x -o json | jq -r '.[].id')", verb, verb),
+		Args:              minArgs(1, "at least one endpoint ID or name"),
+		ValidArgsFunction: a.completeEndpoints(true),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
@@ -433,5 +409,43 @@ func (a *app) endpointsPause(pause bool) *cobra.Command {
 				}
 			})
 		},
+	}
+}
+
+// endpointID resolves an endpoint ID or name to the ID the per-endpoint
+// routes take.
+func (a *app) endpointID(ctx context.Context, c *client.Client, ref string) (string, error) {
+	v, err := a.endpointByRef(ctx, c, ref)
+	return v.ID, err
+}
+
+// completionTimeout bounds the API calls of a shell completion.
+const completionTimeout = 5 * time.Second
+
+// completeEndpoints completes an endpoint argument with the names of the
+// tenant's endpoints (each described by its ID), read from --server with
+// --token; one argument for a command taking one (many: every argument).
+// Completion must not hang a shell, so it gives up after a few seconds.
+func (a *app) completeEndpoints(many bool) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 && !many {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c, err := a.client()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		ctx, cancel := context.WithTimeout(a.ctx, completionTimeout)
+		defer cancel()
+		var out []cobra.Completion
+		for e, err := range c.Endpoints(ctx, client.EndpointFilter{}) {
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveError
+			}
+			if strings.HasPrefix(e.Name, toComplete) && !slices.Contains(args, e.Name) {
+				out = append(out, cobra.CompletionWithDesc(e.Name, e.ID))
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
 	}
 }

@@ -120,3 +120,76 @@ func streamJSON[T any](w io.Writer, seq iter.Seq2[T, error]) error {
 	_, err := io.WriteString(w, end)
 	return err
 }
+
+// renderList writes a paged list as -o asks, walking seq once: a table
+// row per item and JSON item by item, so one page is in memory at a time;
+// YAML after the walk (the encoder writes a sequence whole). An error
+// midway is returned after what was written.
+func renderList[T any](a *app, seq iter.Seq2[T, error], header []any, toRow func(T) []any) error {
+	switch a.output {
+	case "json":
+		return streamJSON(a.io.Stdout, seq)
+	case "yaml":
+		all := []T{}
+		for v, err := range seq {
+			if err != nil {
+				return err
+			}
+			all = append(all, v)
+		}
+		return a.render(all, nil)
+	}
+	var walkErr error
+	err := a.render(nil, func(w io.Writer) {
+		row(w, header...)
+		for v, err := range seq {
+			if err != nil {
+				walkErr = err
+				return
+			}
+			row(w, toRow(v)...)
+		}
+	})
+	if walkErr != nil {
+		return walkErr
+	}
+	return err
+}
+
+// take yields the items of seq that keep accepts (nil: all), at most n of
+// them (0: no bound), and stops the walk there: no page past the last one
+// needed is fetched.
+func take[T any](seq iter.Seq2[T, error], n int, keep func(T) bool) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		got := 0
+		for v, err := range seq {
+			if err != nil {
+				yield(v, err)
+				return
+			}
+			if keep != nil && !keep(v) {
+				continue
+			}
+			if !yield(v, nil) {
+				return
+			}
+			if got++; n > 0 && got == n {
+				return
+			}
+		}
+	}
+}
+
+// durationCell is a number of seconds for people: "1h2m3s", "0s".
+func durationCell(secs int64) string {
+	return (time.Duration(secs) * time.Second).String()
+}
+
+// truncate shortens s to at most n runes, marking the cut.
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

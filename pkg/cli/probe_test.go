@@ -18,7 +18,7 @@ import (
 // 127.0.0.1: a go-sdk server (up, with its tool called), a listener that
 // never answers (down: timeout) and the SSRF guard's default refusal.
 func TestProbeCommand(t *testing.T) {
-	url := newMCPServer(t)
+	url, _ := newMCPServer(t)
 	h := &harness{t: t, env: map[string]string{}}
 
 	out := h.ok("probe", "--allow-private-targets", url)

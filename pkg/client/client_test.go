@@ -12,13 +12,24 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	"github.com/mcpmon/mcpmon/pkg/api/apispec"
 	"github.com/mcpmon/mcpmon/pkg/client"
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
 
 // newAPI serves the real /v1 API on a bolt store on 127.0.0.1 and counts
-// the requests it gets.
+// the requests it gets. Every exchange is held to openapi.yaml (apispec).
 func newAPI(t *testing.T, tweak func(*api.Options)) (*client.Client, *atomic.Int64) {
+	t.Helper()
+	c, requests, _ := newAPIOn(t, tweak)
+	return c, requests
+}
+
+// newAPIOn is newAPI that also returns the store, for a test to write
+// what only the pipeline writes (verdicts, events, catalogs).
+func newAPIOn(t *testing.T, tweak func(*api.Options)) (*client.Client, *atomic.Int64, *bolt.Store) {
 	t.Helper()
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "mcpmon.db"), bolt.Options{SweepInterval: -1})
 	if err != nil {
@@ -30,7 +41,7 @@ func newAPI(t *testing.T, tweak func(*api.Options)) (*client.Client, *atomic.Int
 	if tweak != nil {
 		tweak(&opts)
 	}
-	h := api.New(opts)
+	h := apispec.Handler(t, api.New(opts))
 	var requests atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
@@ -41,7 +52,7 @@ func newAPI(t *testing.T, tweak func(*api.Options)) (*client.Client, *atomic.Int
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, &requests
+	return c, &requests, st
 }
 
 func TestListWalksEveryPageAndStopsWhenTheLoopDoes(t *testing.T) {
@@ -81,6 +92,71 @@ func TestListWalksEveryPageAndStopsWhenTheLoopDoes(t *testing.T) {
 	odd, err := c.ListEndpoints(t.Context(), "odd=true")
 	if err != nil || len(odd) != 2 {
 		t.Fatalf("ListEndpoints(odd=true) = %d endpoints, %v; want 2", len(odd), err)
+	}
+}
+
+// TestEndpointHistoryIsReadPageByPage: an endpoint's verdicts and change
+// events are walked page by page, newest first, the event kind filtered by
+// the server; its catalog and uptime come back typed.
+func TestEndpointHistoryIsReadPageByPage(t *testing.T) {
+	c, requests, st := newAPIOn(t, nil)
+	ctx := t.Context()
+	ep, err := c.CreateEndpoint(ctx, api.EndpointInput{Name: "h", URL: "https://mcp.example.com/mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().UTC().Truncate(time.Minute).Add(-time.Hour) // within the retention
+	states := []msg.State{msg.StateUp, msg.StateDown, msg.StateDown, msg.StateDegraded, msg.StateUp}
+	for i, s := range states {
+		v := msg.Verdict{Schema: 1, EndpointID: ep.ID, Window: t0.Add(time.Duration(i) * time.Minute), WindowSecs: 60, State: s, Results: 1}
+		if _, err := st.RecordVerdict(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	requests.Store(0)
+	var got []msg.State
+	for v, err := range c.Verdicts(ctx, ep.ID, client.VerdictFilter{Limit: 2}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, v.State)
+	}
+	if fmt.Sprint(got) != "[up degraded down down up]" || requests.Load() != 3 {
+		t.Fatalf("walked %v in %d requests, want 5 verdicts newest first in 3 pages of 2", got, requests.Load())
+	}
+
+	for i, kind := range []string{store.EventVersion, store.EventCatalogBreaking, store.EventVersion} {
+		if _, err := st.AppendEvents(ctx, store.ChangeEvent{EndpointID: ep.ID, Kind: kind, Fingerprint: fmt.Sprintf("f%d", i),
+			ObservedAt: t0.Add(time.Duration(i) * time.Minute), Message: fmt.Sprintf("change %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, err := c.ListEvents(ctx, ep.ID, client.EventFilter{Kind: store.EventVersion, Limit: 1})
+	if err != nil || len(evs) != 2 || evs[0].Message != "change 2" || evs[1].Message != "change 0" {
+		t.Fatalf("version events = %+v, %v; want changes 2 and 0, newest first", evs, err)
+	}
+	if _, err := c.ListEvents(ctx, ep.ID, client.EventFilter{Kind: "weather"}); !client.IsInvalid(err) {
+		t.Fatalf("an unknown kind: %v, want a 400", err)
+	}
+
+	if err := st.PutObject(ctx, store.KindCatalog, ep.ID, []byte(`{"fingerprint":"abc","tools":[{"name":"echo"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := c.Catalog(ctx, ep.ID)
+	if err != nil || cat.Fingerprint != "abc" || len(cat.Tools) != 1 {
+		t.Fatalf("catalog = %+v, %v", cat, err)
+	}
+	up, err := c.UptimeBetween(ctx, ep.ID, t0, t0.Add(time.Hour))
+	if err != nil || up.Range != "custom" || up.EndpointID != ep.ID {
+		t.Fatalf("uptime = %+v, %v", up, err)
+	}
+	if _, err := c.Uptime(ctx, ep.ID, "7d"); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range c.Verdicts(ctx, "nope", client.VerdictFilter{}) {
+		if !client.IsNotFound(err) {
+			t.Fatalf("verdicts of a missing endpoint: %v, want not found", err)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"iter"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 )
@@ -19,11 +20,7 @@ type EndpointFilter struct {
 }
 
 func (f EndpointFilter) path() string {
-	lim := ""
-	if f.Limit > 0 {
-		lim = strconv.Itoa(f.Limit)
-	}
-	return "/v1/endpoints" + query("selector", f.Selector, "state", f.States, "limit", lim)
+	return "/v1/endpoints" + query("selector", f.Selector, "state", f.States, "limit", pageSize(f.Limit))
 }
 
 // Endpoints walks the tenant's endpoints page by page (one page in
@@ -95,26 +92,70 @@ func (c *Client) ResumeEndpoint(ctx context.Context, id string) (api.EndpointVie
 	return c.PatchEndpoint(ctx, id, map[string]any{"paused": false})
 }
 
-// Verdicts returns the endpoint's latest verdicts, newest first (limit 0:
-// the server's default).
-func (c *Client) Verdicts(ctx context.Context, id string, limit int) ([]api.VerdictView, error) {
-	lim := ""
-	if limit > 0 {
-		lim = strconv.Itoa(limit)
-	}
-	var out struct {
-		Verdicts []api.VerdictView `json:"verdicts"`
-	}
-	_, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/endpoints/" + esc(id) + "/verdicts" + query("limit", lim)}, &out)
-	return out.Verdicts, err
+// VerdictFilter pages an endpoint's verdicts: Limit is the page size (0:
+// the server's). The API filters verdicts by nothing else; a caller that
+// wants one state keeps those it meets.
+type VerdictFilter struct {
+	Limit int
+}
+
+// Verdicts walks the endpoint's verdicts page by page, newest window
+// first (one page in memory). Breaking out of the loop stops the walk.
+func (c *Client) Verdicts(ctx context.Context, id string, f VerdictFilter) iter.Seq2[api.VerdictView, error] {
+	return seq[api.VerdictView](ctx, c, "/v1/endpoints/"+esc(id)+"/verdicts"+query("limit", pageSize(f.Limit)), "verdicts")
+}
+
+// EventFilter narrows an endpoint's change events: Kind is one kind
+// (catalog_breaking, version, certificate_expiry, …; "" every kind),
+// Limit the page size (0: the server's).
+type EventFilter struct {
+	Kind  string
+	Limit int
+}
+
+// Events walks the endpoint's durable change events page by page, newest
+// first.
+func (c *Client) Events(ctx context.Context, id string, f EventFilter) iter.Seq2[api.EventView, error] {
+	return seq[api.EventView](ctx, c, "/v1/endpoints/"+esc(id)+"/events"+query("kind", f.Kind, "limit", pageSize(f.Limit)), "events")
+}
+
+// ListEvents returns every change event of the endpoint that f matches.
+func (c *Client) ListEvents(ctx context.Context, id string, f EventFilter) ([]api.EventView, error) {
+	return collect(c.Events(ctx, id, f))
 }
 
 // Uptime returns the endpoint's uptime and latency over rng (24h, 7d,
-// 30d, 90d; "" is 24h).
+// 30d, 90d; "" is 24h). A store without rollups answers 501.
 func (c *Client) Uptime(ctx context.Context, id, rng string) (api.UptimeView, error) {
 	var v api.UptimeView
 	_, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/endpoints/" + esc(id) + "/uptime" + query("range", rng)}, &v)
 	return v, err
+}
+
+// UptimeBetween returns the endpoint's uptime and latency over a custom
+// range [from, to) (range=custom; whole seconds, as RFC 3339 carries them).
+func (c *Client) UptimeBetween(ctx context.Context, id string, from, to time.Time) (api.UptimeView, error) {
+	var v api.UptimeView
+	path := "/v1/endpoints/" + esc(id) + "/uptime" + query("range", "custom",
+		"from", from.UTC().Format(time.RFC3339), "to", to.UTC().Format(time.RFC3339))
+	_, err := c.do(ctx, request{method: http.MethodGet, path: path}, &v)
+	return v, err
+}
+
+// Catalog returns the tools the endpoint's server last listed, their
+// fingerprint and the latest probe's catalog drift.
+func (c *Client) Catalog(ctx context.Context, id string) (api.CatalogView, error) {
+	var v api.CatalogView
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/endpoints/" + esc(id) + "/catalog"}, &v)
+	return v, err
+}
+
+// pageSize is a page size as a query value ("" for the server's default).
+func pageSize(n int) string {
+	if n > 0 {
+		return strconv.Itoa(n)
+	}
+	return ""
 }
 
 // Readyz asks the server whether it is ready: nil when it is, else an

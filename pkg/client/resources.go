@@ -113,9 +113,10 @@ func (c *Client) RevokeKey(ctx context.Context, ref string) (api.KeyView, error)
 // ---- audit
 
 // AuditFilter narrows the audit log: Since inclusive, Until exclusive
-// (zero: unbounded).
+// (zero: unbounded); Limit is the page size (0: the server's).
 type AuditFilter struct {
 	Since, Until time.Time
+	Limit        int
 }
 
 // Audit walks the tenant's audit log, newest first (admin).
@@ -126,7 +127,12 @@ func (c *Client) Audit(ctx context.Context, f AuditFilter) iter.Seq2[store.Audit
 		}
 		return t.UTC().Format(time.RFC3339Nano)
 	}
-	return seq[store.AuditEntry](ctx, c, "/v1/audit"+query("since", ts(f.Since), "until", ts(f.Until)), "entries")
+	return seq[store.AuditEntry](ctx, c, "/v1/audit"+query("since", ts(f.Since), "until", ts(f.Until), "limit", pageSize(f.Limit)), "entries")
+}
+
+// ListAudit returns every audit entry f matches (admin).
+func (c *Client) ListAudit(ctx context.Context, f AuditFilter) ([]store.AuditEntry, error) {
+	return collect(c.Audit(ctx, f))
 }
 
 // ---- dead letters (operator: the default tenant's admin key)

@@ -451,6 +451,9 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			DeadLetters: d.qs.dead,
 		})
 		mux.Handle("/v1/", h)
+		// The rendered API document: api.New serves it outside /v1 (the
+		// document lists GET /docs), so it is mounted by name.
+		mux.Handle("/docs", h)
 		// Public status pages and badges: outside /v1, no key, only the
 		// endpoints their owners made public (pkg/status).
 		pub := publicstatus.Handler(publicstatus.NewCache(publicstatus.Options{Store: d.st, Clock: d.clk, Logger: d.log}))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpmon/mcpmon/pkg/api/apispec"
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
@@ -243,7 +244,9 @@ func runEndToEnd(t *testing.T, b backend) {
 }
 
 // apiClient calls a daemon's API with an API key (key "" sends none: a
-// process started with --auth none, or a path outside /v1).
+// process started with --auth none, or a path outside /v1). Every exchange
+// with /v1 is held to openapi.yaml (apispec.Client): a response the
+// document does not describe fails the test, naming the operation.
 type apiClient struct{ addr, key string }
 
 func (c apiClient) do(t *testing.T, method, path string, body io.Reader) *http.Response {
@@ -258,7 +261,7 @@ func (c apiClient) do(t *testing.T, method, path string, body io.Reader) *http.R
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apispec.Client(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

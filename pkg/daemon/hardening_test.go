@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/api/apispec"
 	"github.com/mcpmon/mcpmon/pkg/config"
 )
 
@@ -193,7 +194,7 @@ func TestAPIHostAllowList(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Host = tc.host
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := apispec.Client(t).Do(req) // the 421 is a documented answer too
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpmon/mcpmon/aggregator"
+	"github.com/mcpmon/mcpmon/pkg/api/apispec"
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -246,7 +247,7 @@ func TestPruneAfterDeleteEmbedded(t *testing.T) {
 	})
 
 	req, _ := http.NewRequest(http.MethodDelete, "http://"+d.Addr()+"/v1/endpoints/"+gone, nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apispec.Client(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +278,7 @@ func TestPruneAfterDeleteEmbedded(t *testing.T) {
 		t.Fatalf("prune removed the registered endpoint's series:\n%s", body)
 	}
 
-	resp, err = http.Get("http://" + d.Addr() + "/v1/endpoints/" + gone)
+	resp, err = apispec.Client(t).Get("http://" + d.Addr() + "/v1/endpoints/" + gone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +341,7 @@ func TestPruneDistributedDelete(t *testing.T) {
 	}
 
 	req, _ := http.NewRequest(http.MethodDelete, "http://"+apiD.Addr()+"/v1/endpoints/"+gone, nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apispec.Client(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +365,7 @@ func TestPruneDistributedDelete(t *testing.T) {
 			return !strings.Contains(get(t, d.Addr(), "/metrics"), `endpoint="`+gone+`"`)
 		})
 	}
-	resp, err = http.Get("http://" + apiD.Addr() + "/v1/endpoints/" + gone)
+	resp, err = apispec.Client(t).Get("http://" + apiD.Addr() + "/v1/endpoints/" + gone)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,8 +50,13 @@ type Spec struct {
 	sv schema_validation.SchemaValidator
 }
 
-// Load parses the API's embedded document.
-func Load() (*Spec, error) { return Parse(api.OpenAPIYAML()) }
+// Load returns the API's embedded document, parsed once per process: it
+// is constant, a parse costs about a second of CPU, and every test that
+// validates traffic — each pkg/api harness, each request of a daemon
+// end-to-end test — asks for it. A Spec is safe for concurrent use.
+func Load() (*Spec, error) { return loadOnce() }
+
+var loadOnce = sync.OnceValues(func() (*Spec, error) { return Parse(api.OpenAPIYAML()) })
 
 // Parse parses an OpenAPI 3.1 document (Load uses the API's own; tests of
 // this package use hand-made ones).
@@ -142,7 +147,7 @@ func (s *Spec) Handler(t Reporter, h http.Handler) http.Handler {
 		resp := rec.Result()
 		respBody := rec.Body.Bytes()
 		for _, msg := range s.Check(vreq, reqBody, resp, respBody) {
-			t.Errorf("apispec: %s %s -> %d: %s", r.Method, r.URL.RequestURI(), resp.StatusCode, msg)
+			t.Errorf("apispec: %s -> %d: %s", s.label(vreq), resp.StatusCode, msg)
 		}
 		for k, vs := range rec.Header() {
 			w.Header()[k] = vs
@@ -180,14 +185,32 @@ func (s *Spec) Check(req *http.Request, reqBody []byte, resp *http.Response, res
 // documented reports whether the document has an operation for the
 // request's method and path.
 func (s *Spec) documented(req *http.Request) bool {
+	_, ok := s.operation(req)
+	return ok
+}
+
+// operation returns the operationId of the request's method and path, and
+// whether the document has one.
+func (s *Spec) operation(req *http.Request) (string, bool) {
 	want := strings.ToUpper(req.Method)
-	for op := range s.Operations() {
+	for op, id := range s.Operations() {
 		method, tmpl, _ := strings.Cut(op, " ")
 		if method == want && matchTemplate(tmpl, req.URL.Path) {
-			return true
+			return id, true
 		}
 	}
-	return false
+	return "", false
+}
+
+// label names an exchange in a report: method, path and query, and the
+// operation when the document has one ("GET /v1/audit?limit=5
+// (listAudit)").
+func (s *Spec) label(req *http.Request) string {
+	l := req.Method + " " + req.URL.RequestURI()
+	if id, ok := s.operation(req); ok {
+		l += " (" + id + ")"
+	}
+	return l
 }
 
 // checkUndocumented accepts only a problem answer to a request for no
