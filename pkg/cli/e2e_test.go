@@ -386,6 +386,10 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	}
 	h.fails(ExitError, "MCPMON_TOKEN", "endpoints", "add", "--name", "x", "--url", mcpURL, "--token", readKey)
 	h.json(&list, "endpoints", "list", "--token", readKey)
+	// A list that fails prints no table (not even its header) above the error.
+	if out, _, code := h.run("endpoints", "list", "--token", "mcpmon_notakey"); code != ExitError || out != "" {
+		t.Errorf("endpoints list with a wrong key: exit %d, stdout %q; want 1 and nothing", code, out)
+	}
 	if len(list) != 2 {
 		t.Fatalf("a read key lists %d endpoints, want 2", len(list))
 	}

@@ -139,21 +139,18 @@ func renderList[T any](a *app, seq iter.Seq2[T, error], header []any, toRow func
 		}
 		return a.render(all, nil)
 	}
-	var walkErr error
-	err := a.render(nil, func(w io.Writer) {
-		row(w, header...)
-		for v, err := range seq {
-			if err != nil {
-				walkErr = err
-				return
-			}
-			row(w, toRow(v)...)
+	// The tabwriter holds the rows until Flush (it aligns the columns over
+	// all of them), so a walk that fails prints nothing: no header or half
+	// a table on stdout above the error.
+	tw := tabwriter.NewWriter(a.io.Stdout, 0, 4, 2, ' ', 0)
+	row(tw, header...)
+	for v, err := range seq {
+		if err != nil {
+			return err
 		}
-	})
-	if walkErr != nil {
-		return walkErr
+		row(tw, toRow(v)...)
 	}
-	return err
+	return tw.Flush()
 }
 
 // take yields the items of seq that keep accepts (nil: all), at most n of
