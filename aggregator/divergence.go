@@ -233,19 +233,7 @@ func (a *Aggregator) recordDivergence(ctx context.Context, ep store.Endpoint, re
 		tools = a.catalogTools(ctx, cr, ref.EndpointID, cats)
 	}
 	ev := CatalogDivergence(ref.EndpointID, ep.Name, ref.Window, results, tools)
-	added, err := a.events.AppendEvents(ctx, *ev)
-	switch {
-	case errors.Is(err, store.ErrUnavailable):
-		return fmt.Errorf("aggregator: record catalog divergence of endpoint %s window %s: %w", ref.EndpointID, ref.Window.Format(time.RFC3339), err)
-	case err != nil:
-		a.log.Warn("catalog divergence not recorded", "endpoint", ref.EndpointID, "window", ref.Window, "err", err)
-		return nil
-	}
-	for _, e := range added {
-		a.m.Events.WithLabelValues(e.Kind).Inc()
-		a.log.Info("change event", "endpoint", e.EndpointID, "kind", e.Kind, "fingerprint", e.Fingerprint, "message", e.Message)
-	}
-	return nil
+	return a.appendEvents(ctx, fmt.Sprintf("catalog divergence of endpoint %s window %s", ref.EndpointID, ref.Window.Format(time.RFC3339)), *ev)
 }
 
 // catalogTools reads each region's stored catalog (store.ProberObjectID)

@@ -223,12 +223,21 @@ func (a *Aggregator) recordEvents(ctx context.Context, r msg.ProbeResult) error 
 	if len(evs) == 0 {
 		return nil
 	}
+	return a.appendEvents(ctx, fmt.Sprintf("events of result %s of endpoint %s", r.ProbeRunID, r.EndpointID), evs...)
+}
+
+// appendEvents is the one effect that records change events: what names
+// them in messages. A store outage is returned (the caller's message or
+// window is retried); an event the store refuses as invalid is logged and
+// skipped. Each event the store did not already hold is counted and logged
+// once.
+func (a *Aggregator) appendEvents(ctx context.Context, what string, evs ...store.ChangeEvent) error {
 	added, err := a.events.AppendEvents(ctx, evs...)
 	switch {
 	case errors.Is(err, store.ErrUnavailable):
-		return fmt.Errorf("aggregator: record events of result %s of endpoint %s: %w", r.ProbeRunID, r.EndpointID, err)
+		return fmt.Errorf("aggregator: record %s: %w", what, err)
 	case err != nil:
-		a.log.Warn("change events not recorded", "endpoint", r.EndpointID, "probe_run", r.ProbeRunID, "err", err)
+		a.log.Warn("change events not recorded", "what", what, "err", err)
 		return nil
 	}
 	for _, e := range added {
