@@ -23,11 +23,7 @@ The history of every change is mcpmon events list.`,
 		Args:              exactArgs(1, "one endpoint ID or name"),
 		ValidArgsFunction: a.completeEndpoints(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			id, err := a.endpointID(cmd.Context(), c, args[0])
+			c, id, err := a.endpointClient(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -419,6 +419,17 @@ func (a *app) endpointID(ctx context.Context, c *client.Client, ref string) (str
 	return v.ID, err
 }
 
+// endpointClient is the REST client and the ID of the endpoint ref names:
+// the start of every command about one endpoint's history.
+func (a *app) endpointClient(ctx context.Context, ref string) (*client.Client, string, error) {
+	c, err := a.client()
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := a.endpointID(ctx, c, ref)
+	return c, id, err
+}
+
 // completionTimeout bounds the API calls of a shell completion.
 const completionTimeout = 5 * time.Second
 

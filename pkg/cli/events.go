@@ -41,11 +41,7 @@ or credential about to expire) however many probes saw it.`,
 			if limit < 0 {
 				return usagef("--limit %d: want 0 (all) or more", limit)
 			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			id, err := a.endpointID(cmd.Context(), c, args[0])
+			c, id, err := a.endpointClient(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -44,11 +44,7 @@ the probe latency quantiles per phase, from the store's rollups.`,
 			} else if !slices.Contains([]string{"24h", "7d", "30d", "90d"}, rng) {
 				return usagef("--range %q: want 24h, 7d, 30d or 90d (or --from and --to)", rng)
 			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			id, err := a.endpointID(cmd.Context(), c, args[0])
+			c, id, err := a.endpointClient(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -51,11 +51,7 @@ the API filters verdicts by nothing, so the command reads pages until it has
 			if limit < 0 {
 				return usagef("--limit %d: want 0 (all) or more", limit)
 			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			id, err := a.endpointID(cmd.Context(), c, args[0])
+			c, id, err := a.endpointClient(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
