@@ -133,7 +133,14 @@ func (b *Broker) commitOpen() {
 // commit writes bt in one transaction and tells its callers. locked says
 // whether the caller holds b.mu.
 func (b *Broker) commit(bt *batch, locked bool) {
-	err := b.db.Update(func(tx *bolt.Tx) error { return apply(tx, bt.writes) })
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		if b.beforeCommit != nil {
+			if err := b.beforeCommit(len(bt.writes)); err != nil {
+				return err
+			}
+		}
+		return apply(tx, bt.writes)
+	})
 	if err == nil {
 		close(bt.done)
 		return

@@ -80,6 +80,9 @@ type Broker struct {
 	// perOp commits each call's writes in its own transaction under mu,
 	// as the broker did before group commit; for benchmarks.
 	perOp bool
+	// beforeCommit, when set (by tests), runs in each commit's
+	// transaction before its writes; an error fails the commit.
+	beforeCommit func(writes int) error
 
 	// The committer: kick wakes it, stop ends it after a last commit,
 	// loopDone tells Close it has.
