@@ -3,6 +3,7 @@ package embedded
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -103,18 +104,31 @@ func await(bt *batch) error {
 	return bt.err
 }
 
-// commitLoop commits the open batch whenever it has writes, until stop is
-// closed; then it commits what is left and returns.
+// commitLoop commits the open batch whenever it has writes, at most once
+// per commitInterval, until stop is closed; then it commits what is left
+// and returns. The interval is counted from the start of the previous
+// commit, so a call after a quiet spell is committed at once, and under
+// load the calls of one interval share a commit.
 func (b *Broker) commitLoop() {
 	defer close(b.loopDone)
+	var last time.Time
 	for {
 		select {
 		case <-b.kick:
-			b.commitOpen()
 		case <-b.stop:
 			b.commitOpen()
 			return
 		}
+		if wait := b.interval - time.Since(last); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-b.stop:
+				t.Stop()
+			}
+		}
+		last = time.Now()
+		b.commitOpen()
 	}
 }
 

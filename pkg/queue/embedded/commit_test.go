@@ -165,3 +165,26 @@ func depth(t testing.TB, q queue.Queue) queue.Stats {
 	}
 	return s
 }
+
+// TestCommitIntervalSparesAQuietCall: a call after a quiet spell is
+// committed at once; one right behind it waits for the interval to end
+// (synctest: virtual time, so the wait is exact).
+func TestCommitIntervalSparesAQuietCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := openDisk(t)
+		q := b.Queue("results")
+		start := time.Now()
+		if _, err := send1(t, q, "g", "first"); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("first send waited %v, want 0", waited)
+		}
+		if _, err := send1(t, q, "g", "second"); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited != DefaultCommitInterval {
+			t.Fatalf("second send returned after %v, want %v", waited, DefaultCommitInterval)
+		}
+	})
+}

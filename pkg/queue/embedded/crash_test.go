@@ -44,7 +44,7 @@ func TestCrashChild(t *testing.T) {
 	}
 	ctx := context.Background()
 	var wg sync.WaitGroup
-	for w := range 8 {
+	for w := range 16 {
 		wg.Go(func() {
 			for n := 0; ; n++ {
 				in := make([]queue.SendInput, 5)
@@ -121,7 +121,7 @@ func TestSIGKILLLosesNoAcknowledgedCall(t *testing.T) {
 		default:
 			continue // the test framework's own lines
 		}
-		if !killed && len(sends) >= 4000 && len(deleted) >= 500 {
+		if !killed && len(sends) >= 1500 && len(deleted) >= 300 {
 			// Lines already in the pipe were acknowledged too: read on
 			// until the pipe closes.
 			if err := cmd.Process.Kill(); err != nil {
@@ -135,7 +135,8 @@ func TestSIGKILLLosesNoAcknowledgedCall(t *testing.T) {
 		t.Fatalf("the child ended before the kill (%d sends, %d deletes acknowledged)", len(sends), len(deleted))
 	}
 
-	b, err := embedded.Open(dir, queue.StageConfigs(), embedded.Options{Clock: clock.Real{}})
+	// Checking reads one call after another: no interval between commits.
+	b, err := embedded.Open(dir, queue.StageConfigs(), embedded.Options{Clock: clock.Real{}, CommitInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,10 @@ func TestCloseWithoutDeleteKeepsConcurrentSendsAndCounts(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b = open(t, dir, clk)
+	b, err := embedded.Open(dir, queue.StageConfigs(), embedded.Options{Clock: clk, CommitInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer b.Close()
 	q = b.Queue("results")
 	found := map[string]int{}

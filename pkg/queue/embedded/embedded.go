@@ -69,7 +69,21 @@ type Options struct {
 	// deadline by real time. Set it when Clock can jump (a test advancing
 	// a fake clock); leave it zero with the real clock.
 	PollInterval time.Duration
+	// CommitInterval is the least time between the starts of two commits
+	// to the data file: calls that arrive meanwhile wait and share the
+	// next one. Each commit costs two fdatasyncs whatever it carries, so
+	// under load a longer interval buys CPU with latency; a call after a
+	// quiet spell is committed at once. Default DefaultCommitInterval;
+	// negative: commit whenever the previous commit is done.
+	CommitInterval time.Duration
 }
+
+// DefaultCommitInterval is Options.CommitInterval's default. In the fleet
+// load (2,000 endpoints every 10 s, ~200 probes/s) a commit takes about
+// 10 ms on a loaded two-core box, so commits ran back to back anyway; 25 ms
+// cut the pipeline's CPU per probe by a sixth without moving the probe →
+// verdict delay, which is counted in seconds.
+const DefaultCommitInterval = 25 * time.Millisecond
 
 // Broker owns the stage queues and their dead-letter queues.
 type Broker struct {
@@ -80,6 +94,8 @@ type Broker struct {
 	// perOp commits each call's writes in its own transaction under mu,
 	// as the broker did before group commit; for benchmarks.
 	perOp bool
+	// interval is Options.CommitInterval.
+	interval time.Duration
 	// beforeCommit, when set (by tests), runs in each commit's
 	// transaction before its writes; an error fails the commit.
 	beforeCommit func(writes int) error
@@ -153,12 +169,16 @@ func Open(dir string, cfgs []queue.Config, opts Options) (*Broker, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.CommitInterval == 0 {
+		opts.CommitInterval = DefaultCommitInterval
+	}
 	b := &Broker{
-		clock:  opts.Clock,
-		poll:   opts.PollInterval,
-		logger: opts.Logger.With("component", "queue"),
-		queues: map[string]*fifo{},
-		done:   make(chan struct{}),
+		interval: opts.CommitInterval,
+		clock:    opts.Clock,
+		poll:     opts.PollInterval,
+		logger:   opts.Logger.With("component", "queue"),
+		queues:   map[string]*fifo{},
+		done:     make(chan struct{}),
 	}
 	for _, cfg := range cfgs {
 		if cfg.Name == "" {
