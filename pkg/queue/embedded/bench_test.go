@@ -14,7 +14,8 @@ import (
 
 // BenchmarkCommit runs N concurrent workers, each sending a message,
 // receiving one and deleting it, on a broker with a data directory: group
-// commit, with no interval and with the default 25 ms between commits,
+// commit (the default: no interval) and group commit with 25 ms between
+// commits,
 // against the old one transaction per call under the lock (per-op).
 // It reports messages per second, process CPU per message and bbolt commits
 // per message.
@@ -27,8 +28,8 @@ func BenchmarkCommit(b *testing.B) {
 		interval time.Duration
 	}{
 		{"per-op", true, 0},
-		{"group", false, -1},
-		{"group-25ms", false, DefaultCommitInterval},
+		{"group", false, 0},
+		{"group-25ms", false, 25 * time.Millisecond},
 	}
 	for _, mode := range modes {
 		for _, workers := range []int{1, 16, 64} {

@@ -171,7 +171,12 @@ func depth(t testing.TB, q queue.Queue) queue.Stats {
 // (synctest: virtual time, so the wait is exact).
 func TestCommitIntervalSparesAQuietCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := openDisk(t)
+		const interval = 25 * time.Millisecond
+		b, err := Open(t.TempDir(), queue.StageConfigs(), Options{CommitInterval: interval})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
 		q := b.Queue("results")
 		start := time.Now()
 		if _, err := send1(t, q, "g", "first"); err != nil {
@@ -183,8 +188,8 @@ func TestCommitIntervalSparesAQuietCall(t *testing.T) {
 		if _, err := send1(t, q, "g", "second"); err != nil {
 			t.Fatal(err)
 		}
-		if waited := time.Since(start); waited != DefaultCommitInterval {
-			t.Fatalf("second send returned after %v, want %v", waited, DefaultCommitInterval)
+		if waited := time.Since(start); waited != interval {
+			t.Fatalf("second send returned after %v, want %v", waited, interval)
 		}
 	})
 }

@@ -135,8 +135,7 @@ func TestSIGKILLLosesNoAcknowledgedCall(t *testing.T) {
 		t.Fatalf("the child ended before the kill (%d sends, %d deletes acknowledged)", len(sends), len(deleted))
 	}
 
-	// Checking reads one call after another: no interval between commits.
-	b, err := embedded.Open(dir, queue.StageConfigs(), embedded.Options{Clock: clock.Real{}, CommitInterval: -1})
+	b, err := embedded.Open(dir, queue.StageConfigs(), embedded.Options{Clock: clock.Real{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,10 +241,7 @@ func TestCloseWithoutDeleteKeepsConcurrentSendsAndCounts(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := embedded.Open(dir, queue.StageConfigs(), embedded.Options{Clock: clk, CommitInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b = open(t, dir, clk)
 	defer b.Close()
 	q = b.Queue("results")
 	found := map[string]int{}
