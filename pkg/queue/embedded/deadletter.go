@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/mcpmon/mcpmon/pkg/queue"
 )
 
@@ -19,37 +17,32 @@ func (b *Broker) RecordFailure(ctx context.Context, queueName, messageID, reason
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	reason = queue.TruncateReason(queue.ScrubReason(reason))
 	q, err := (&handle{b: b, name: queueName}).lookup()
 	if err != nil {
 		return err
 	}
-	defer b.mu.Unlock()
+	var bt *batch
 	// Linear: a failing message is in flight, near the head of the queue.
 	for _, m := range q.msgs {
-		if m == nil || m.ID != messageID {
-			continue
+		if m != nil && m.ID == messageID {
+			m.Reason = reason
+			b.putMsg(q, m)
+			bt = b.barrier()
+			break
 		}
-		c := *m
-		c.Reason = queue.TruncateReason(queue.ScrubReason(reason))
-		if err := b.persist(func(tx *bolt.Tx) error {
-			bk, err := tx.CreateBucketIfNotExists(bucketName(q.cfg.Name))
-			if err != nil {
-				return err
-			}
-			return putMsg(bk, &c)
-		}); err != nil {
-			return fmt.Errorf("embedded queue %s: persist failure reason: %w", queueName, err)
-		}
-		m.Reason = c.Reason
-		return nil
+	}
+	b.mu.Unlock()
+	if err := await(bt); err != nil {
+		return fmt.Errorf("embedded queue %s: persist failure reason: %w", queueName, err)
 	}
 	return nil
 }
 
 // DeadLetters returns the operator's view of the dead-letter queue of the
 // stage queue stage: peek, redrive and purge, each one step under the
-// broker's lock and one bbolt transaction, so a crash moves a message
-// entirely or not at all.
+// broker's lock whose writes commit in one bbolt transaction, so a crash
+// moves a message entirely or not at all.
 func (b *Broker) DeadLetters(stage string) *DeadLetters {
 	return &DeadLetters{b: b, stage: stage}
 }
@@ -89,7 +82,6 @@ func (d *DeadLetters) Peek(ctx context.Context, max int) ([]queue.DeadLetter, er
 	if err != nil {
 		return nil, err
 	}
-	defer d.b.mu.Unlock()
 	var out []queue.DeadLetter
 	for _, m := range dlq.msgs {
 		if len(out) == max {
@@ -100,6 +92,13 @@ func (d *DeadLetters) Peek(ctx context.Context, max int) ([]queue.DeadLetter, er
 		}
 		out = append(out, queue.DeadLetter{ID: m.ID, GroupID: m.GroupID, DedupID: m.DedupID, Body: append([]byte(nil), m.Body...),
 			SentAt: m.SentAt, ReceiveCount: m.Receives, Reason: m.Reason})
+	}
+	// Show only what is on disk: a dead letter being moved in the batch
+	// now committing could still vanish in a crash.
+	bt := d.b.barrier()
+	d.b.mu.Unlock()
+	if err := await(bt); err != nil {
+		return nil, fmt.Errorf("embedded queue %s: %w", dlq.cfg.Name, err)
 	}
 	return out, nil
 }
@@ -117,7 +116,19 @@ func (d *DeadLetters) Redrive(ctx context.Context, ids []string) (queue.RedriveR
 	if err != nil {
 		return queue.RedriveResult{}, err
 	}
-	defer d.b.mu.Unlock()
+	res, bt := d.redrive(src, dlq, ids)
+	d.b.mu.Unlock()
+	if err := await(bt); err != nil {
+		return queue.RedriveResult{}, fmt.Errorf("embedded queue %s: persist redrive: %w", dlq.cfg.Name, err)
+	}
+	if res.Moved > 0 {
+		d.b.logger.Info("dead letters redriven", "queue", src.cfg.Name, "dlq", dlq.cfg.Name, "messages", res.Moved)
+	}
+	return res, nil
+}
+
+// redrive moves the dead letters with b.mu held.
+func (d *DeadLetters) redrive(src, dlq *fifo, ids []string) (queue.RedriveResult, *batch) {
 	want := map[string]bool{}
 	for _, id := range ids {
 		want[id] = true
@@ -138,36 +149,17 @@ func (d *DeadLetters) Redrive(ctx context.Context, ids []string) (queue.RedriveR
 		return res, nil
 	}
 	now := d.b.clock.Now()
-	moved := make([]*message, len(take))
-	for i, m := range take {
-		moved[i] = &message{Seq: src.nextSeq + uint64(i), ID: m.ID, GroupID: m.GroupID, DedupID: m.DedupID, Body: m.Body, SentAt: now}
-	}
-	if err := d.b.persist(func(tx *bolt.Tx) error {
-		if err := deleteMsgs(tx, dlq.cfg.Name, take); err != nil {
-			return err
-		}
-		sk, err := tx.CreateBucketIfNotExists(bucketName(src.cfg.Name))
-		if err != nil {
-			return err
-		}
-		for _, m := range moved {
-			if err := putMsg(sk, m); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		return queue.RedriveResult{}, fmt.Errorf("embedded queue %s: persist redrive: %w", dlq.cfg.Name, err)
-	}
-	for i, m := range take {
-		dlq.remove(m)
+	for _, m := range take {
+		moved := &message{Seq: src.nextSeq, ID: m.ID, GroupID: m.GroupID, DedupID: m.DedupID, Body: m.Body, SentAt: now}
 		src.nextSeq++
-		src.append(moved[i])
+		d.b.delMsg(dlq, m)
+		d.b.putMsg(src, moved)
+		dlq.remove(m)
+		src.append(moved)
 	}
 	src.notify()
 	dlq.notify()
-	d.b.logger.Info("dead letters redriven", "queue", src.cfg.Name, "dlq", dlq.cfg.Name, "messages", len(take))
-	return res, nil
+	return res, d.b.barrier()
 }
 
 // Purge deletes every dead letter and returns how many there were.
@@ -179,7 +171,6 @@ func (d *DeadLetters) Purge(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer d.b.mu.Unlock()
 	var gone []*message
 	for _, m := range dlq.msgs {
 		if m != nil {
@@ -187,15 +178,19 @@ func (d *DeadLetters) Purge(ctx context.Context) (int, error) {
 		}
 	}
 	if len(gone) == 0 {
+		d.b.mu.Unlock()
 		return 0, nil
 	}
-	if err := d.b.persist(func(tx *bolt.Tx) error { return deleteMsgs(tx, dlq.cfg.Name, gone) }); err != nil {
-		return 0, fmt.Errorf("embedded queue %s: persist purge: %w", dlq.cfg.Name, err)
-	}
 	for _, m := range gone {
+		d.b.delMsg(dlq, m)
 		dlq.remove(m)
 	}
 	dlq.notify()
+	bt := d.b.barrier()
+	d.b.mu.Unlock()
+	if err := await(bt); err != nil {
+		return 0, fmt.Errorf("embedded queue %s: persist purge: %w", dlq.cfg.Name, err)
+	}
 	d.b.logger.Warn("dead-letter queue purged", "dlq", dlq.cfg.Name, "messages", len(gone))
 	return len(gone), nil
 }

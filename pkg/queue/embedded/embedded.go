@@ -14,11 +14,14 @@
 // deduplication scope.
 //
 // With a data directory every accepted message, dedup record, receive count
-// and visibility deadline is written to a bbolt file (dir/queue.db) before the
-// call returns, so a crash loses nothing the broker acknowledged. The file is
-// locked to one process, so a message in flight when the broker opens was
-// held by a process that is gone: it is visible again at once, with its
-// receive count kept, rather than blocking its group until its deadline.
+// and delete is written to a bbolt file (dir/queue.db) before the call
+// returns, so a crash loses nothing the broker acknowledged. Concurrent calls
+// share one transaction (group commit, see commit.go), committed outside the
+// broker's lock. The file is locked to one process, so a message in flight
+// when the broker opens was held by a process that is gone: it is visible
+// again at once, with its receive count kept, rather than blocking its group
+// until its deadline. That is also why a visibility change is not written:
+// a restart releases every in-flight message whatever its deadline.
 // Time comes only from Options.Clock; long-poll waits use real timers
 // bounded by the requested wait (with Options.PollInterval a long poll
 // re-checks that often, so a test advancing a fake clock releases it).
@@ -66,6 +69,18 @@ type Options struct {
 	// deadline by real time. Set it when Clock can jump (a test advancing
 	// a fake clock); leave it zero with the real clock.
 	PollInterval time.Duration
+	// CommitInterval is the least time between the starts of two commits
+	// to the data file: calls that arrive meanwhile wait and share the
+	// next one; a call after a quiet spell is committed at once. Zero (the
+	// default) commits whenever the previous commit is done, which already
+	// groups every call that arrived during it. Each commit costs two
+	// fdatasyncs whatever it carries, so an interval buys CPU with latency:
+	// 25 ms took 5–17 % off the fleet load's CPU per probe (2,000 endpoints
+	// every 10 s), but the aggregator publishes each verdict and waits, so
+	// at 10,000 endpoints it decided fewer windows and the probe → verdict
+	// delay tripled (12–14 s to 35–42 s). Worth it only where no caller
+	// waits on the queue one message at a time.
+	CommitInterval time.Duration
 }
 
 // Broker owns the stage queues and their dead-letter queues.
@@ -74,11 +89,30 @@ type Broker struct {
 	poll   time.Duration // Options.PollInterval
 	logger *slog.Logger
 	db     *bolt.DB // nil when in-memory
+	// perOp commits each call's writes in its own transaction under mu,
+	// as the broker did before group commit; for benchmarks.
+	perOp bool
+	// interval is Options.CommitInterval.
+	interval time.Duration
+	// beforeCommit, when set (by tests), runs in each commit's
+	// transaction before its writes; an error fails the commit.
+	beforeCommit func(writes int) error
+
+	// The committer: kick wakes it, stop ends it after a last commit,
+	// loopDone tells Close it has.
+	kick     chan struct{}
+	stop     chan struct{}
+	loopDone chan struct{}
 
 	mu     sync.Mutex
 	closed bool
+	// failed is set when a commit failed and the file could not be read
+	// back: every call fails with it.
+	failed error
 	queues map[string]*fifo
 	done   chan struct{}
+	open   *batch // the batch calls append their writes to
+	last   *batch // the latest batch with a write, or nil
 }
 
 // fifo is one queue's state; every field is guarded by Broker.mu.
@@ -134,11 +168,12 @@ func Open(dir string, cfgs []queue.Config, opts Options) (*Broker, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	b := &Broker{
-		clock:  opts.Clock,
-		poll:   opts.PollInterval,
-		logger: opts.Logger.With("component", "queue"),
-		queues: map[string]*fifo{},
-		done:   make(chan struct{}),
+		interval: opts.CommitInterval,
+		clock:    opts.Clock,
+		poll:     opts.PollInterval,
+		logger:   opts.Logger.With("component", "queue"),
+		queues:   map[string]*fifo{},
+		done:     make(chan struct{}),
 	}
 	for _, cfg := range cfgs {
 		if cfg.Name == "" {
@@ -174,6 +209,11 @@ func Open(dir string, cfgs []queue.Config, opts Options) (*Broker, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("embedded queue: load %s: %w", path, err)
 	}
+	b.open = newBatch()
+	b.kick = make(chan struct{}, 1)
+	b.stop = make(chan struct{})
+	b.loopDone = make(chan struct{})
+	go b.commitLoop()
 	return b, nil
 }
 
@@ -191,16 +231,21 @@ func newFIFO(cfg queue.Config) *fifo {
 // queue.ErrClosed and pending long polls return.
 func (b *Broker) Close() error {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.closed {
+		b.mu.Unlock()
 		return nil
 	}
 	b.closed = true
 	close(b.done)
-	if b.db != nil {
-		return b.db.Close()
+	b.mu.Unlock()
+	if b.db == nil {
+		return nil
 	}
-	return nil
+	// Calls that wrote before closed was set are waiting for their
+	// batch: commit it, then release the file.
+	close(b.stop)
+	<-b.loopDone
+	return b.db.Close()
 }
 
 // Queue returns the named stage queue. An unknown name yields a queue whose
@@ -229,6 +274,10 @@ func (h *handle) lookup() (*fifo, error) {
 	if h.b.closed {
 		h.b.mu.Unlock()
 		return nil, fmt.Errorf("embedded queue %s: %w", h.name, queue.ErrClosed)
+	}
+	if h.b.failed != nil {
+		h.b.mu.Unlock()
+		return nil, fmt.Errorf("embedded queue %s: %w", h.name, h.b.failed)
 	}
 	q, ok := h.b.queues[h.name]
 	if !ok {
@@ -259,16 +308,26 @@ func (h *handle) Send(ctx context.Context, in []queue.SendInput) ([]queue.SendRe
 	if err != nil {
 		return nil, err
 	}
-	defer h.b.mu.Unlock()
-	now := h.b.clock.Now()
+	out, bt := h.b.send(q, in)
+	h.b.mu.Unlock()
+	if err := await(bt); err != nil {
+		return nil, fmt.Errorf("embedded queue %s: persist send: %w", h.name, err)
+	}
+	return out, nil
+}
+
+// send accepts in with b.mu held and returns the batch to wait for before
+// the results may be given out: the new messages' batch, or for a duplicate
+// the one that may still hold the original.
+func (b *Broker) send(q *fifo, in []queue.SendInput) ([]queue.SendResult, *batch) {
+	now := b.clock.Now()
 	q.expireDedup(now)
 
 	out := make([]queue.SendResult, len(in))
-	var added []*message
-	var newDedup []dedupEntry
+	added := 0
 	for i, m := range in {
 		if err := validate(q.cfg, m); err != nil {
-			out[i].Err = fmt.Errorf("embedded queue %s: entry %d: %w", h.name, i, err)
+			out[i].Err = fmt.Errorf("embedded queue %s: entry %d: %w", q.cfg.Name, i, err)
 			continue
 		}
 		dedupID := m.DedupID
@@ -290,52 +349,26 @@ func (h *handle) Send(ctx context.Context, in []queue.SendInput) ([]queue.SendRe
 			SentAt:  now,
 		}
 		q.nextSeq++
-		q.dedup[key] = dedupRecord{ID: msg.ID, At: now}
-		newDedup = append(newDedup, dedupEntry{key: key, at: now})
-		added = append(added, msg)
+		if added == 0 {
+			// Expired records go with the first write that follows.
+			for _, k := range q.stale {
+				b.enqueue(write{queue: q.cfg.Name, sub: dedupBucket, key: []byte(k)})
+			}
+			q.stale = q.stale[:0]
+		}
+		added++
+		rec := dedupRecord{ID: msg.ID, At: now}
+		q.dedup[key] = rec
+		q.dedupQ = append(q.dedupQ, dedupEntry{key: key, at: now})
+		b.putMsg(q, msg)
+		b.enqueue(write{queue: q.cfg.Name, sub: dedupBucket, key: []byte(key), val: encodeJSON(rec)})
+		q.append(msg)
 		out[i].MessageID = msg.ID
 	}
-	if len(added) == 0 {
-		return out, nil
+	if added > 0 {
+		q.notify()
 	}
-	if err := h.b.persist(func(tx *bolt.Tx) error {
-		bk, err := tx.CreateBucketIfNotExists(bucketName(q.cfg.Name))
-		if err != nil {
-			return err
-		}
-		for _, m := range added {
-			if err := putMsg(bk, m); err != nil {
-				return err
-			}
-		}
-		if dk := bk.Bucket(dedupBucket); dk != nil {
-			for _, k := range q.stale {
-				if err := dk.Delete([]byte(k)); err != nil {
-					return err
-				}
-			}
-		}
-		for _, d := range newDedup {
-			if err := putDedup(bk, d.key, q.dedup[d.key]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		// Nothing was acknowledged: undo the in-memory acceptance.
-		for _, d := range newDedup {
-			delete(q.dedup, d.key)
-		}
-		q.nextSeq -= uint64(len(added))
-		return nil, fmt.Errorf("embedded queue %s: persist send: %w", h.name, err)
-	}
-	for _, m := range added {
-		q.append(m)
-	}
-	q.stale = q.stale[:0]
-	q.dedupQ = append(q.dedupQ, newDedup...)
-	q.notify()
-	return out, nil
+	return out, b.barrier()
 }
 
 func validate(cfg queue.Config, m queue.SendInput) error {
@@ -395,11 +428,14 @@ func (h *handle) Receive(ctx context.Context, in queue.ReceiveInput) ([]queue.Me
 		if err != nil {
 			return nil, err
 		}
-		msgs, next, err := h.b.receive(q, n, in.Visibility)
+		msgs, next, bt := h.b.receive(q, n, in.Visibility)
 		wake := q.wake
 		h.b.mu.Unlock()
-		if err != nil || len(msgs) > 0 || deadline == nil {
-			return msgs, err
+		if err := await(bt); err != nil {
+			return nil, fmt.Errorf("embedded queue %s: persist receive: %w", h.name, err)
+		}
+		if len(msgs) > 0 || deadline == nil {
+			return msgs, nil
 		}
 		// Sleep until a send/visibility change, the next visibility expiry
 		// (real time, so a fake clock only shortens nothing), the wait's
@@ -436,8 +472,16 @@ func (h *handle) Receive(ctx context.Context, in queue.ReceiveInput) ([]queue.Me
 
 // receive takes up to limit messages with b.mu held. It also applies
 // retention and redrive. next is how long until the earliest in-flight
-// message becomes visible (0 if none).
-func (b *Broker) receive(q *fifo, limit int, visibility time.Duration) ([]queue.Message, time.Duration, error) {
+// message becomes visible (0 if none); bt is the batch to wait for before
+// the messages are handed out.
+//
+// The raised receive count must be on disk before a message is handed out:
+// a message whose handler crashes the process would otherwise come back
+// after every restart with the same count and never reach
+// MaxReceiveCount, the dead-letter queue or an operator. Its visibility
+// deadline is written with it but matters little: a restart releases
+// in-flight messages at once.
+func (b *Broker) receive(q *fifo, limit int, visibility time.Duration) ([]queue.Message, time.Duration, *batch) {
 	now := b.clock.Now()
 	if visibility <= 0 {
 		visibility = q.cfg.VisibilityTimeout
@@ -476,83 +520,43 @@ func (b *Broker) receive(q *fifo, limit int, visibility time.Duration) ([]queue.
 	if len(taken)+len(expired)+len(redriven) == 0 {
 		return nil, next, nil
 	}
-	// Build the new states, persist, then apply.
-	type upd struct {
-		m        *message
-		rc       int
-		received time.Time
-		visible  time.Time
-	}
-	updates := make([]upd, len(taken))
-	for i, m := range taken {
-		updates[i] = upd{m: m, rc: m.ReceiveCount + 1, received: now, visible: now.Add(visibility)}
-	}
-	moved := make([]*message, len(redriven))
-	for i, m := range redriven {
-		// SQS keeps the message ID, resets the receive count and the
-		// enqueue time on a FIFO redrive.
-		moved[i] = &message{Seq: q.dlq.nextSeq + uint64(i), ID: m.ID, GroupID: m.GroupID, DedupID: m.DedupID, Body: m.Body, SentAt: now,
-			Reason: m.Reason, Receives: m.ReceiveCount}
-	}
-	err := b.persist(func(tx *bolt.Tx) error {
-		bk, err := tx.CreateBucketIfNotExists(bucketName(q.cfg.Name))
-		if err != nil {
-			return err
-		}
-		for _, u := range updates {
-			c := *u.m
-			c.ReceiveCount, c.ReceivedAt, c.VisibleAt = u.rc, u.received, u.visible
-			if err := putMsg(bk, &c); err != nil {
-				return err
-			}
-		}
-		for _, m := range append(expired, redriven...) {
-			if err := bk.Bucket(msgsBucket).Delete(seqKey(m.Seq)); err != nil {
-				return err
-			}
-		}
-		if len(moved) > 0 {
-			dk, err := tx.CreateBucketIfNotExists(bucketName(q.dlq.cfg.Name))
-			if err != nil {
-				return err
-			}
-			for _, m := range moved {
-				if err := putMsg(dk, m); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("embedded queue %s: persist receive: %w", q.cfg.Name, err)
-	}
 	for _, m := range expired {
+		b.delMsg(q, m)
 		q.remove(m)
 		b.logger.Warn("message expired unconsumed", "queue", q.cfg.Name, "group", m.GroupID, "message_id", m.ID)
 	}
-	for i, m := range redriven {
-		q.remove(m)
+	for _, m := range redriven {
+		// SQS keeps the message ID, resets the receive count and the
+		// enqueue time on a FIFO redrive.
+		moved := &message{Seq: q.dlq.nextSeq, ID: m.ID, GroupID: m.GroupID, DedupID: m.DedupID, Body: m.Body, SentAt: now,
+			Reason: m.Reason, Receives: m.ReceiveCount}
 		q.dlq.nextSeq++
-		q.dlq.append(moved[i])
-		q.dlq.notify()
+		b.delMsg(q, m)
+		b.putMsg(q.dlq, moved)
+		q.remove(m)
+		q.dlq.append(moved)
 		b.logger.Warn("message moved to dead-letter queue", "queue", q.cfg.Name, "dlq", q.dlq.cfg.Name,
 			"group", m.GroupID, "message_id", m.ID, "receive_count", m.ReceiveCount)
 	}
-	out := make([]queue.Message, len(updates))
-	for i, u := range updates {
-		u.m.ReceiveCount, u.m.ReceivedAt, u.m.VisibleAt = u.rc, u.received, u.visible
+	if len(redriven) > 0 {
+		q.dlq.notify()
+	}
+	out := make([]queue.Message, len(taken))
+	for i, m := range taken {
+		m.ReceiveCount++
+		m.ReceivedAt, m.VisibleAt = now, now.Add(visibility)
+		b.putMsg(q, m)
 		out[i] = queue.Message{
-			ID:            u.m.ID,
-			ReceiptHandle: receipt(u.m),
-			GroupID:       u.m.GroupID,
-			DedupID:       u.m.DedupID,
-			Body:          append([]byte(nil), u.m.Body...),
-			ReceiveCount:  u.m.ReceiveCount,
-			SentAt:        u.m.SentAt,
+			ID:            m.ID,
+			ReceiptHandle: receipt(m),
+			GroupID:       m.GroupID,
+			DedupID:       m.DedupID,
+			Body:          append([]byte(nil), m.Body...),
+			ReceiveCount:  m.ReceiveCount,
+			SentAt:        m.SentAt,
 		}
 	}
-	return out, next, nil
+	return out, next, b.barrier()
 }
 
 // A receipt names one receive of one message: "<seq>.<receiveCount>". A
@@ -582,38 +586,47 @@ func (h *handle) Delete(ctx context.Context, receipts ...string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	q, err := h.lookup()
-	if err != nil {
-		return err
+	type parsed struct {
+		seq uint64
+		rc  int
 	}
-	defer h.b.mu.Unlock()
-	var del []*message
-	for _, r := range receipts {
+	ps := make([]parsed, len(receipts))
+	for i, r := range receipts {
 		seq, rc, ok := parseReceipt(r)
 		if !ok {
 			return fmt.Errorf("embedded queue %s: receipt %q: %w", h.name, r, queue.ErrInvalidReceipt)
 		}
-		if m := q.bySeq[seq]; m != nil && m.ReceiveCount == rc {
-			del = append(del, m)
+		ps[i] = parsed{seq, rc}
+	}
+	q, err := h.lookup()
+	if err != nil {
+		return err
+	}
+	deleted := false
+	for _, p := range ps {
+		if m := q.bySeq[p.seq]; m != nil && m.ReceiveCount == p.rc {
+			h.b.delMsg(q, m)
+			q.remove(m)
+			deleted = true
 		}
 	}
-	if len(del) == 0 {
+	if !deleted {
+		h.b.mu.Unlock()
 		return nil
 	}
-	if err := h.b.persist(func(tx *bolt.Tx) error { return deleteMsgs(tx, q.cfg.Name, del) }); err != nil {
+	q.notify()
+	bt := h.b.barrier()
+	h.b.mu.Unlock()
+	if err := await(bt); err != nil {
 		return fmt.Errorf("embedded queue %s: persist delete: %w", h.name, err)
 	}
-	for _, m := range del {
-		q.remove(m)
-	}
-	q.notify()
 	return nil
 }
 
 // ChangeVisibility sets the remaining visibility of an in-flight message. It
 // fails with queue.ErrInvalidReceipt when the receipt is stale or the message
 // is no longer in flight, and with queue.ErrVisibilityCap past 12 hours from
-// the receive.
+// the receive. The new deadline is kept in memory only.
 func (h *handle) ChangeVisibility(ctx context.Context, r string, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -639,17 +652,8 @@ func (h *handle) ChangeVisibility(ctx context.Context, r string, d time.Duration
 	if visible.After(m.ReceivedAt.Add(queue.MaxVisibility)) {
 		return fmt.Errorf("embedded queue %s: message %s: %w", h.name, m.ID, queue.ErrVisibilityCap)
 	}
-	c := *m
-	c.VisibleAt = visible
-	if err := h.b.persist(func(tx *bolt.Tx) error {
-		bk, err := tx.CreateBucketIfNotExists(bucketName(q.cfg.Name))
-		if err != nil {
-			return err
-		}
-		return putMsg(bk, &c)
-	}); err != nil {
-		return fmt.Errorf("embedded queue %s: persist visibility: %w", h.name, err)
-	}
+	// Not written: a restart releases in-flight messages whatever their
+	// deadline (see load), so a heartbeat costs no transaction.
 	m.VisibleAt = visible
 	if d == 0 {
 		q.notify()
@@ -768,124 +772,162 @@ func seqKey(seq uint64) []byte {
 	return k[:]
 }
 
-func putMsg(bk *bolt.Bucket, m *message) error {
-	mb, err := bk.CreateBucketIfNotExists(msgsBucket)
-	if err != nil {
-		return err
-	}
-	v, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	return mb.Put(seqKey(m.Seq), v)
-}
-
-// deleteMsgs removes msgs from queue's stored messages.
-func deleteMsgs(tx *bolt.Tx, queue string, msgs []*message) error {
-	bk, err := tx.CreateBucketIfNotExists(bucketName(queue))
-	if err != nil {
-		return err
-	}
-	mb, err := bk.CreateBucketIfNotExists(msgsBucket)
-	if err != nil {
-		return err
-	}
-	for _, m := range msgs {
-		if err := mb.Delete(seqKey(m.Seq)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func putDedup(bk *bolt.Bucket, key string, rec dedupRecord) error {
-	db, err := bk.CreateBucketIfNotExists(dedupBucket)
-	if err != nil {
-		return err
-	}
-	v, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	return db.Put([]byte(key), v)
-}
-
-// persist runs fn in a bbolt write transaction (a no-op in memory). Called
-// with b.mu held.
-func (b *Broker) persist(fn func(tx *bolt.Tx) error) error {
+// putMsg writes m's current state to q's stored messages, in the open
+// batch. Called with b.mu held.
+func (b *Broker) putMsg(q *fifo, m *message) {
 	if b.db == nil {
-		return nil
+		return
 	}
-	return b.db.Update(fn)
+	b.enqueue(write{queue: q.cfg.Name, sub: msgsBucket, key: seqKey(m.Seq), val: encodeJSON(m)})
+}
+
+// delMsg removes m from q's stored messages, in the open batch.
+func (b *Broker) delMsg(q *fifo, m *message) {
+	if b.db == nil {
+		return
+	}
+	b.enqueue(write{queue: q.cfg.Name, sub: msgsBucket, key: seqKey(m.Seq)})
+}
+
+// encodeJSON encodes a message or dedup record. It cannot fail: their
+// fields are strings, numbers, bytes and times from the clock.
+func encodeJSON(v any) []byte {
+	out, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("embedded queue: encode %T: %v", v, err))
+	}
+	return out
 }
 
 // load restores every configured queue from the file and prunes expired
-// dedup records.
+// dedup records. A message in flight is released: whoever held it died
+// with the process that last had the file.
 func (b *Broker) load() error {
-	now := b.clock.Now()
 	return b.db.Update(func(tx *bolt.Tx) error {
 		for name, q := range b.queues {
-			bk, err := tx.CreateBucketIfNotExists(bucketName(name))
-			if err != nil {
+			if err := b.loadQueue(tx, name, q, nil); err != nil {
 				return err
-			}
-			mb, err := bk.CreateBucketIfNotExists(msgsBucket)
-			if err != nil {
-				return err
-			}
-			inflight := 0
-			err = mb.ForEach(func(k, v []byte) error {
-				var m message
-				if err := json.Unmarshal(v, &m); err != nil {
-					return fmt.Errorf("queue %s message %x: %w", name, k, err)
-				}
-				if m.VisibleAt.After(now) {
-					// The file is locked to one process, so whoever held
-					// this message died with the last one: waiting out its
-					// visibility would only block the group.
-					m.VisibleAt = time.Time{}
-					inflight++
-				}
-				q.append(&m)
-				if m.Seq >= q.nextSeq {
-					q.nextSeq = m.Seq + 1
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			db, err := bk.CreateBucketIfNotExists(dedupBucket)
-			if err != nil {
-				return err
-			}
-			var stale [][]byte
-			err = db.ForEach(func(k, v []byte) error {
-				var rec dedupRecord
-				if err := json.Unmarshal(v, &rec); err != nil {
-					return fmt.Errorf("queue %s dedup %q: %w", name, k, err)
-				}
-				if now.Sub(rec.At) >= queue.DedupWindow {
-					stale = append(stale, append([]byte(nil), k...))
-					return nil
-				}
-				q.dedup[string(k)] = rec
-				q.dedupQ = append(q.dedupQ, dedupEntry{key: string(k), at: rec.At})
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			for _, k := range stale {
-				if err := db.Delete(k); err != nil {
-					return err
-				}
-			}
-			sort.Slice(q.dedupQ, func(i, j int) bool { return q.dedupQ[i].at.Before(q.dedupQ[j].at) })
-			if q.live > 0 {
-				b.logger.Info("queue restored", "queue", name, "messages", q.live, "released_in_flight", inflight, "dedup_records", len(q.dedup))
 			}
 		}
 		return nil
 	})
+}
+
+// reload replaces the in-memory state with the file's after a failed
+// commit. Messages the file and memory agree were received the same number
+// of times keep their in-memory visibility: their receivers are alive. Called
+// with b.mu held.
+func (b *Broker) reload() error {
+	err := b.db.View(func(tx *bolt.Tx) error {
+		for name, q := range b.queues {
+			old := q.bySeq
+			q.reset()
+			if err := b.loadQueue(tx, name, q, old); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, q := range b.queues {
+		q.notify()
+	}
+	return err
+}
+
+// reset empties q's state, keeping its configuration and waiters.
+func (q *fifo) reset() {
+	q.nextSeq, q.live = 1, 0
+	q.msgs, q.dedupQ, q.stale = nil, nil, nil
+	q.bySeq, q.dedup = map[uint64]*message{}, map[string]dedupRecord{}
+}
+
+// loadQueue reads queue name into q. With kept nil (at open) in-flight
+// messages are released and expired dedup records deleted (tx is
+// writable); otherwise in-flight state is taken from kept and expired
+// records are left for the next send to delete.
+func (b *Broker) loadQueue(tx *bolt.Tx, name string, q *fifo, kept map[uint64]*message) error {
+	now := b.clock.Now()
+	bk := tx.Bucket(bucketName(name))
+	if bk == nil && tx.Writable() {
+		var err error
+		if bk, err = tx.CreateBucketIfNotExists(bucketName(name)); err != nil {
+			return err
+		}
+	}
+	if bk == nil {
+		return nil
+	}
+	var mb, db *bolt.Bucket
+	if tx.Writable() {
+		var err error
+		if mb, err = bk.CreateBucketIfNotExists(msgsBucket); err != nil {
+			return err
+		}
+		if db, err = bk.CreateBucketIfNotExists(dedupBucket); err != nil {
+			return err
+		}
+	} else {
+		mb, db = bk.Bucket(msgsBucket), bk.Bucket(dedupBucket)
+	}
+	inflight := 0
+	if mb != nil {
+		err := mb.ForEach(func(k, v []byte) error {
+			var m message
+			if err := json.Unmarshal(v, &m); err != nil {
+				return fmt.Errorf("queue %s message %x: %w", name, k, err)
+			}
+			switch old := kept[m.Seq]; {
+			case old != nil && old.ReceiveCount == m.ReceiveCount:
+				m.ReceivedAt, m.VisibleAt = old.ReceivedAt, old.VisibleAt
+			case m.VisibleAt.After(now):
+				// The file is locked to one process, so whoever held
+				// this message died with the last one (or, on a reload,
+				// never got it): waiting out its visibility would only
+				// block the group.
+				m.VisibleAt = time.Time{}
+				inflight++
+			}
+			q.append(&m)
+			if m.Seq >= q.nextSeq {
+				q.nextSeq = m.Seq + 1
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	var stale [][]byte
+	if db != nil {
+		err := db.ForEach(func(k, v []byte) error {
+			var rec dedupRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("queue %s dedup %q: %w", name, k, err)
+			}
+			if now.Sub(rec.At) >= queue.DedupWindow {
+				stale = append(stale, append([]byte(nil), k...))
+				return nil
+			}
+			q.dedup[string(k)] = rec
+			q.dedupQ = append(q.dedupQ, dedupEntry{key: string(k), at: rec.At})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, k := range stale {
+		if !tx.Writable() {
+			q.stale = append(q.stale, string(k))
+			continue
+		}
+		if err := db.Delete(k); err != nil {
+			return err
+		}
+	}
+	sort.Slice(q.dedupQ, func(i, j int) bool { return q.dedupQ[i].at.Before(q.dedupQ[j].at) })
+	if q.live > 0 && kept == nil {
+		b.logger.Info("queue restored", "queue", name, "messages", q.live, "released_in_flight", inflight, "dedup_records", len(q.dedup))
+	}
+	return nil
 }

@@ -1,0 +1,273 @@
+package embedded_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/queue/embedded"
+)
+
+// crashDirEnv tells TestCrashChild, run as a child process, where its queue
+// file is.
+const crashDirEnv = "MCPMON_QUEUE_CRASH_DIR"
+
+// TestCrashChild is the process TestSIGKILLLosesNoAcknowledgedCall kills:
+// senders and consumers on one broker, printing each acknowledgement
+// ("sent <group> <dedup> <id>", "deleted <id>") only after the call
+// returned. It does nothing in a normal test run.
+func TestCrashChild(t *testing.T) {
+	dir := os.Getenv(crashDirEnv)
+	if dir == "" {
+		t.Skip("run by TestSIGKILLLosesNoAcknowledgedCall")
+	}
+	b, err := embedded.Open(dir, queue.StageConfigs(), embedded.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := b.Queue("results")
+	var out sync.Mutex
+	say := func(format string, args ...any) {
+		out.Lock()
+		defer out.Unlock()
+		// One write per line, unbuffered: a line exists only once the
+		// call it reports returned.
+		_, _ = os.Stdout.WriteString(fmt.Sprintf(format, args...) + "\n")
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				in := make([]queue.SendInput, 5)
+				for i := range in {
+					in[i] = queue.SendInput{GroupID: fmt.Sprint("g", w), DedupID: fmt.Sprintf("w%d-%08d", w, 5*n+i), Body: []byte("payload")}
+				}
+				res, err := q.Send(ctx, in)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for i, r := range res {
+					say("sent %s %s %s", in[i].GroupID, in[i].DedupID, r.MessageID)
+				}
+			}
+		})
+	}
+	for range 4 {
+		wg.Go(func() {
+			for {
+				ms, err := q.Receive(ctx, queue.ReceiveInput{Max: 10, Wait: time.Second, Visibility: time.Minute})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				rs := make([]string, len(ms))
+				for i, m := range ms {
+					rs[i] = m.ReceiptHandle
+				}
+				if err := q.Delete(ctx, rs...); err != nil {
+					t.Error(err)
+					return
+				}
+				for _, m := range ms {
+					say("deleted %s", m.ID)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestSIGKILLLosesNoAcknowledgedCall kills a process in the middle of
+// concurrent batched sends, receives and deletes, and reopens its file:
+// every acknowledged send is there (or was acknowledged deleted), in its
+// group's order, and still deduplicated; no acknowledged delete comes back.
+func TestSIGKILLLosesNoAcknowledgedCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child process")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	type sent struct{ group, dedup, id string }
+	var sends []sent
+	deleted := map[string]bool{}
+	sc := bufio.NewScanner(stdout)
+	killed := false
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) == 4 && f[0] == "sent":
+			sends = append(sends, sent{f[1], f[2], f[3]})
+		case len(f) == 2 && f[0] == "deleted":
+			deleted[f[1]] = true
+		default:
+			continue // the test framework's own lines
+		}
+		if !killed && len(sends) >= 1500 && len(deleted) >= 300 {
+			// Lines already in the pipe were acknowledged too: read on
+			// until the pipe closes.
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			killed = true
+		}
+	}
+	_ = cmd.Wait()
+	if !killed {
+		t.Fatalf("the child ended before the kill (%d sends, %d deletes acknowledged)", len(sends), len(deleted))
+	}
+
+	b, err := embedded.Open(dir, queue.StageConfigs(), embedded.Options{Clock: clock.Real{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	q := b.Queue("results")
+	left := map[string]queue.Message{}
+	lastDedup := map[string]string{}
+	for {
+		ms, err := q.Receive(t.Context(), queue.ReceiveInput{Max: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) == 0 {
+			break
+		}
+		var rs []string
+		for _, m := range ms {
+			if deleted[m.ID] {
+				t.Errorf("message %s came back after its delete was acknowledged", m.ID)
+			}
+			if m.DedupID <= lastDedup[m.GroupID] {
+				t.Errorf("group %s: %s after %s", m.GroupID, m.DedupID, lastDedup[m.GroupID])
+			}
+			lastDedup[m.GroupID] = m.DedupID
+			left[m.ID] = m
+			rs = append(rs, m.ReceiptHandle)
+		}
+		if err := q.Delete(t.Context(), rs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lost := 0
+	for _, s := range sends {
+		if !deleted[s.id] {
+			if _, ok := left[s.id]; !ok {
+				lost++
+				if lost <= 5 {
+					t.Errorf("acknowledged send %s/%s (%s) lost", s.group, s.dedup, s.id)
+				}
+			}
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d acknowledged sends lost", lost, len(sends))
+	}
+	for _, s := range sends[len(sends)-50:] {
+		res, err := q.Send(t.Context(), []queue.SendInput{{GroupID: s.group, DedupID: s.dedup, Body: []byte("payload")}})
+		if err != nil || !res[0].Duplicate || res[0].MessageID != s.id {
+			t.Fatalf("resend of %s/%s after the crash = %+v, %v; want a duplicate of %s", s.group, s.dedup, res, err, s.id)
+		}
+	}
+	t.Logf("killed after %d sends and %d deletes were acknowledged; %d messages left, none lost", len(sends), len(deleted), len(left))
+}
+
+// TestCloseWithoutDeleteKeepsConcurrentSendsAndCounts: sends and receives
+// made concurrently (so they share commits) and never deleted are all in the
+// file after close and reopen, with their receive counts.
+func TestCloseWithoutDeleteKeepsConcurrentSendsAndCounts(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewFake(epoch)
+	b := open(t, dir, clk)
+	q := b.Queue("results")
+	var mu sync.Mutex
+	ids := map[string]bool{}   // sends acknowledged
+	counts := map[string]int{} // receives acknowledged, by message ID
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Go(func() {
+			for n := range 10 {
+				res, err := q.Send(t.Context(), []queue.SendInput{
+					{GroupID: fmt.Sprint("g", w), DedupID: fmt.Sprintf("w%d-%d-a", w, n), Body: []byte("a")},
+					{GroupID: fmt.Sprint("h", w), DedupID: fmt.Sprintf("w%d-%d-b", w, n), Body: []byte("b")},
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, r := range res {
+					ids[r.MessageID] = true
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for range 4 {
+		wg.Go(func() {
+			for range 10 {
+				ms, err := q.Receive(t.Context(), queue.ReceiveInput{Max: 10, Visibility: time.Hour})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, m := range ms {
+					counts[m.ID] = m.ReceiveCount
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = open(t, dir, clk)
+	defer b.Close()
+	q = b.Queue("results")
+	found := map[string]int{}
+	for {
+		ms, err := q.Receive(t.Context(), queue.ReceiveInput{Max: 10, Visibility: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) == 0 {
+			break
+		}
+		var rs []string
+		for _, m := range ms {
+			found[m.ID] = m.ReceiveCount
+			rs = append(rs, m.ReceiptHandle)
+		}
+		if err := q.Delete(t.Context(), rs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(found) != len(ids) || len(ids) != 320 {
+		t.Fatalf("after reopen %d messages, want the %d acknowledged (320 sent)", len(found), len(ids))
+	}
+	for id := range ids {
+		if rc := counts[id]; found[id] != rc+1 {
+			t.Errorf("message %s: receive count %d after reopen, want %d (the %d acknowledged before close, plus this one)", id, found[id], rc+1, rc)
+		}
+	}
+}
