@@ -463,6 +463,16 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 	}
 	if d.role.has(RoleAggregator) {
 		rm := aggregator.NewRegionMetrics(reg, o.Regions)
+		mem, err := d.aggregatorMembership() // heartbeat.go
+		if err != nil {
+			return fmt.Errorf("aggregator membership: %w", err)
+		}
+		var members aggregator.Members
+		var memberTTL time.Duration
+		if mem != nil {
+			members, memberTTL = mem, mem.TTL()
+			d.loop(ctx, "aggregator heartbeat", mem.Run)
+		}
 		agg, err := aggregator.New(aggregator.Options{
 			Store:         d.st,
 			Publisher:     d.publisher(msg.QueueVerdicts, qm),
@@ -471,6 +481,9 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Regions:       o.Regions,
 			Live:          d.liveRegions(rm), // heartbeat.go
 			RegionMetrics: rm,
+			Members:       members,
+			Replica:       o.ReplicaID,
+			MemberTTL:     memberTTL,
 			Clock:         d.clk,
 			Logger:        d.log,
 			Metrics:       forgetting(&d.prune, aggregator.NewMetrics(reg, d.pipelineDelay())),
