@@ -9,7 +9,10 @@
 // window, publishes the Verdict to the verdicts queue (group = endpoint ID,
 // dedup = verdict-<endpointId>-<minute>) and records it in the store. The
 // store's open-window set is the only durable state; an aggregator restarted
-// on the same store carries on where it stopped.
+// on the same store carries on where it stopped. Replicas on one store
+// split the decisions: each decides the windows of the endpoints it owns
+// among the live replicas (owner.go), and any window whose owner let it
+// pass its decision time by the takeover margin.
 //
 // # no_data
 //
@@ -68,8 +71,11 @@
 // window (one with a just-arrived result, one without) can publish different
 // bodies under one dedup ID: the queue keeps the first published, the store
 // the first recorded, and the two can differ (the alerter saw no_data, the
-// history says down). The probe timeout in the candidate's deadline confines
-// that race to results later than a probe can take.
+// history says down). Ownership (owner.go) confines that race to windows
+// two replicas decide at once: while their views of the members differ (one
+// listing interval after a replica joins) or by takeover, past the owner's
+// deadline; the probe timeout in the candidate's deadline confines it
+// further to results later than a probe can take.
 package aggregator
 
 import (
