@@ -152,6 +152,7 @@ type Daemon struct {
 	delay      *metrics.PipelineDelay
 	wrap       func(queueName string, h queue.Handler) queue.Handler // Deps.wrapHandler
 	proberOpts func(region string, o *prober.Options)                // Deps.proberOptions
+	aggID      string                                                // aggregatorReplicaID
 }
 
 // Start opens the backends, builds the role's components and starts them.
@@ -482,7 +483,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Live:          d.liveRegions(rm), // heartbeat.go
 			RegionMetrics: rm,
 			Members:       members,
-			Replica:       o.ReplicaID,
+			Replica:       d.aggregatorReplicaID(),
 			MemberTTL:     memberTTL,
 			Clock:         d.clk,
 			Logger:        d.log,

@@ -3,6 +3,9 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -159,9 +162,25 @@ func (d *Daemon) aggregatorMembership() (*membership.Membership, error) {
 	return membership.New(membership.Options{
 		Store:    d.st,
 		Kind:     AggregatorHeartbeatKind,
-		ID:       d.opts.ReplicaID,
+		ID:       d.aggregatorReplicaID(),
 		Interval: min(max(window/6, time.Second), membership.DefaultInterval),
 		Clock:    d.clk,
 		Logger:   d.log,
 	})
+}
+
+// aggregatorReplicaID is this aggregator's member ID: --replica-id (host-pid
+// by default), or, for options built without config.Parse (tests, the load
+// harness's daemons in one process), host-pid plus a random suffix, so two
+// aggregators of one process are two members. Two replicas given the same
+// ID own the same share: duplicate decisions, never a window without one.
+func (d *Daemon) aggregatorReplicaID() string {
+	if d.opts.ReplicaID != "" {
+		return d.opts.ReplicaID
+	}
+	if d.aggID == "" {
+		host, _ := os.Hostname()
+		d.aggID = fmt.Sprintf("%s-%d-%08x", host, os.Getpid(), rand.Uint32())
+	}
+	return d.aggID
 }
