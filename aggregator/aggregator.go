@@ -9,7 +9,10 @@
 // window, publishes the Verdict to the verdicts queue (group = endpoint ID,
 // dedup = verdict-<endpointId>-<minute>) and records it in the store. The
 // store's open-window set is the only durable state; an aggregator restarted
-// on the same store carries on where it stopped.
+// on the same store carries on where it stopped. Replicas on one store
+// split the decisions: each decides the windows of the endpoints it owns
+// among the live replicas (owner.go), and any window whose owner let it
+// pass its decision time by the takeover margin.
 //
 // # no_data
 //
@@ -68,8 +71,11 @@
 // window (one with a just-arrived result, one without) can publish different
 // bodies under one dedup ID: the queue keeps the first published, the store
 // the first recorded, and the two can differ (the alerter saw no_data, the
-// history says down). The probe timeout in the candidate's deadline confines
-// that race to results later than a probe can take.
+// history says down). Ownership (owner.go) confines that race to windows
+// two replicas decide at once: while their views of the members differ (one
+// listing interval after a replica joins) or by takeover, past the owner's
+// deadline; the probe timeout in the candidate's deadline confines it
+// further to results later than a probe can take.
 package aggregator
 
 import (
@@ -148,9 +154,21 @@ type Options struct {
 	Live LiveRegions
 	// RegionMetrics count each region's window states (nil: none).
 	RegionMetrics *RegionMetrics
-	Clock         clock.Clock
-	Logger        *slog.Logger
-	Metrics       *Metrics
+	// Members, when set, partitions decisions across the live aggregator
+	// replicas (owner.go): this replica, Replica, decides the windows of
+	// the endpoints it owns, and the others' only by takeover. nil: it
+	// decides every window (one process with the embedded store).
+	Members Members
+	// Replica is this replica's member ID; required with Members.
+	Replica string
+	// MemberTTL is how long a killed replica still counts as live in the
+	// others' views (default DefaultMemberTTL). A window still open
+	// MemberTTL + 2×TickInterval after its decision time is decided by
+	// any replica.
+	MemberTTL time.Duration
+	Clock     clock.Clock
+	Logger    *slog.Logger
+	Metrics   *Metrics
 
 	// CertWarning is how long before its certificate expires an endpoint
 	// gets a certificate_expiry event (default DefaultCertWarning, 14 days).
@@ -191,6 +209,10 @@ type Aggregator struct {
 	// events records change events (events.go); nil when the store keeps
 	// none.
 	events EventStore
+
+	// takeover is how long past its decision time a window of an endpoint
+	// this replica does not own waits before it decides it (owner.go).
+	takeover time.Duration
 }
 
 // New returns an Aggregator.
@@ -229,6 +251,12 @@ func New(opts Options) (*Aggregator, error) {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil, nil)
 	}
+	if opts.Members != nil && opts.Replica == "" {
+		return nil, errors.New("aggregator: Options.Replica is required with Options.Members")
+	}
+	if opts.MemberTTL <= 0 {
+		opts.MemberTTL = DefaultMemberTTL
+	}
 	a := &Aggregator{
 		opts:  opts,
 		st:    opts.Store,
@@ -241,6 +269,7 @@ func New(opts Options) (*Aggregator, error) {
 		startedAt: opts.Clock.Now().UTC(),
 		nd:        newNoDataState(),
 		slots:     slotCache{m: map[string]cachedSlots{}, log: opts.Logger},
+		takeover:  opts.MemberTTL + 2*opts.TickInterval,
 	}
 	a.events, _ = opts.Store.(EventStore)
 	return a, nil
@@ -317,9 +346,10 @@ func (a *Aggregator) Run(ctx context.Context) error {
 	}
 }
 
-// Tick decides every open window whose end plus grace has passed. It is
-// Run's body, exported so tests and a one-shot runner can drive it with a
-// fake clock.
+// Tick decides every open window whose end plus grace has passed and whose
+// endpoint this replica owns, and any other whose decision time is
+// Takeover past (owner.go). It is Run's body, exported so tests and a
+// one-shot runner can drive it with a fake clock.
 func (a *Aggregator) Tick(ctx context.Context) error {
 	now := a.clk.Now()
 	// A window starting at w closes at w+Window; decide it once now >=
@@ -353,6 +383,7 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 		}
 	}
 	a.mu.Unlock()
+	own := a.ownershipView(ctx)
 
 	var (
 		wg     sync.WaitGroup
@@ -363,6 +394,13 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 	)
 	for id, ws := range byEndpoint {
 		slices.SortFunc(ws, func(x, y store.WindowRef) int { return x.Window.Compare(y.Window) })
+		owned := own.owns(id)
+		if !owned && now.Before(ws[0].Window.Add(a.opts.Window+a.opts.Grace+a.takeover)) {
+			// Another replica's, and not even its oldest window can be
+			// due for takeover (decision time is at least end + grace):
+			// skipped without reading the endpoint.
+			continue
+		}
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -371,7 +409,7 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := a.decideEndpoint(ctx, now, id, ws); err != nil {
+			if err := a.decideEndpoint(ctx, now, id, ws, owned); err != nil {
 				emu.Lock()
 				errs = append(errs, err)
 				failed[id] = true
@@ -382,7 +420,7 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 	wg.Wait()
 	// After the normal decisions, so that a no_data verdict never overtakes
 	// an earlier window still being decided.
-	if err := a.noData(ctx, now, byEndpoint, failed); err != nil {
+	if err := a.noData(ctx, now, own, byEndpoint, failed); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -406,10 +444,10 @@ func (a *Aggregator) storeAvailable() {
 }
 
 // decideEndpoint decides, oldest first, the closed windows ws of endpoint id
-// whose decision time has come, and stops at the first that must wait or
-// fails: deciding a later window first would make it older than the last
-// verdict.
-func (a *Aggregator) decideEndpoint(ctx context.Context, now time.Time, id string, ws []store.WindowRef) error {
+// whose decision time has come — plus the takeover margin when this replica
+// does not own id — and stops at the first that must wait or fails:
+// deciding a later window first would make it older than the last verdict.
+func (a *Aggregator) decideEndpoint(ctx context.Context, now time.Time, id string, ws []store.WindowRef, owned bool) error {
 	ep, err := a.st.GetEndpoint(ctx, id)
 	switch {
 	case err == nil:
@@ -421,10 +459,14 @@ func (a *Aggregator) decideEndpoint(ctx context.Context, now time.Time, id strin
 		return fmt.Errorf("aggregator: endpoint %s: %w", id, err)
 	}
 	for _, ref := range ws {
-		if now.Before(a.decisionTime(ep, ref.Window)) {
-			return nil // a probe of this window may still be running
+		due := a.decisionTime(ep, ref.Window)
+		if !owned {
+			due = due.Add(a.takeover)
 		}
-		if err := a.decide(ctx, ref, ep); err != nil {
+		if now.Before(due) {
+			return nil // a probe of this window may still be running, or its owner deciding it
+		}
+		if err := a.decide(ctx, ref, ep, !owned); err != nil {
 			return err
 		}
 	}
@@ -449,7 +491,9 @@ func (a *Aggregator) decisionTime(ep store.Endpoint, w time.Time) time.Time {
 	return due
 }
 
-func (a *Aggregator) decide(ctx context.Context, ref store.WindowRef, ep store.Endpoint) error {
+// decide decides one window; takeover marks a window of an endpoint this
+// replica does not own (counted when its verdict is the one applied).
+func (a *Aggregator) decide(ctx context.Context, ref store.WindowRef, ep store.Endpoint, takeover bool) error {
 	a.mu.Lock()
 	skip := a.stuck[ref]
 	a.mu.Unlock()
@@ -489,12 +533,16 @@ func (a *Aggregator) decide(ctx context.Context, ref store.WindowRef, ep store.E
 	if err := a.recordDivergence(ctx, ep, ref, results); err != nil {
 		return err
 	}
-	return a.emit(ctx, a.annotate(ctx, ep, v, results))
+	applied, err := a.emit(ctx, a.annotate(ctx, ep, v, results))
+	if applied && takeover {
+		a.m.Takeovers.Inc()
+	}
+	return err
 }
 
 // emit publishes v and records it: the one path for every verdict, no_data
-// included.
-func (a *Aggregator) emit(ctx context.Context, v msg.Verdict) error {
+// included. applied is false when another replica recorded it first.
+func (a *Aggregator) emit(ctx context.Context, v msg.Verdict) (applied bool, err error) {
 	v.EmittedAt = a.clk.Now().UTC()
 
 	// Publish first, record second. A crash between the two leaves the
@@ -506,18 +554,18 @@ func (a *Aggregator) emit(ctx context.Context, v msg.Verdict) error {
 	// between: the window is closed and its results dropped, and an outage
 	// could go unalerted.
 	if _, err := a.pub.Publish(ctx, queue.SendInput{GroupID: v.GroupID(), DedupID: v.DedupID(), Body: v.Body()}); err != nil {
-		return fmt.Errorf("aggregator: publish verdict %s: %w", v.DedupID(), err)
+		return false, fmt.Errorf("aggregator: publish verdict %s: %w", v.DedupID(), err)
 	}
-	applied, err := a.st.RecordVerdict(ctx, v)
+	applied, err = a.st.RecordVerdict(ctx, v)
 	if err != nil {
-		return fmt.Errorf("aggregator: record verdict %s: %w", v.DedupID(), err)
+		return false, fmt.Errorf("aggregator: record verdict %s: %w", v.DedupID(), err)
 	}
 	if !applied {
 		// Another aggregator recorded this window or a later one first; it
 		// published the same dedup ID, so ours collapsed with it or will be
 		// dropped by the alerter's window check.
 		a.log.Debug("verdict already recorded", "verdict", v.DedupID())
-		return nil
+		return false, nil
 	}
 	a.m.Verdicts.WithLabelValues(string(v.State)).Inc()
 	a.m.setState(v.EndpointID, v.State)
@@ -526,7 +574,7 @@ func (a *Aggregator) emit(ctx context.Context, v msg.Verdict) error {
 		a.m.probeToVerdict.Observe(v.EmittedAt.Sub(v.FirstProbeAt).Seconds())
 	}
 	a.log.Debug("verdict", "endpoint", v.EndpointID, "window", v.Window, "state", v.State, "results", v.Results)
-	return nil
+	return true, nil
 }
 
 // Decide folds one window's results into a verdict, with no region set:

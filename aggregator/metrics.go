@@ -17,7 +17,15 @@ type Metrics struct {
 	ResultsLate      prometheus.Counter
 	// Events counts change events recorded, by kind: each change once,
 	// however many results or replicas reported it.
-	Events         *prometheus.CounterVec
+	Events *prometheus.CounterVec
+	// Members is the number of live aggregator replicas in this
+	// replica's view (itself included); 0 without a view, when it decides
+	// every window.
+	Members prometheus.Gauge
+	// Takeovers counts verdicts (no_data included) this replica applied
+	// for an endpoint another replica owns: its owner missed the window's
+	// decision time by the takeover margin (killed, stuck, or a backlog).
+	Takeovers      prometheus.Counter
 	probeToVerdict prometheus.Observer
 }
 
@@ -50,6 +58,14 @@ func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metric
 			Namespace: "mcpmon", Name: "events_total",
 			Help: "Change events recorded (catalog, version, certificate and credential expiry), by kind; each change once.",
 		}, []string{"kind"}),
+		Members: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: "mcpmon", Name: "aggregator_members",
+			Help: "Live aggregator replicas in this replica's view, itself included (heartbeats in the store); 0 without a view, when it decides every window.",
+		}),
+		Takeovers: f.NewCounter(prometheus.CounterOpts{
+			Namespace: "mcpmon", Name: "aggregator_takeovers_total",
+			Help: "Verdicts applied for an endpoint another aggregator replica owns, after its decision time plus the takeover margin had passed.",
+		}),
 		probeToVerdict: delay.ProbeToVerdict,
 	}
 	for _, k := range store.EventKinds() {

@@ -143,10 +143,13 @@ func newNoDataState() noDataState {
 }
 
 // noData runs once per Tick after the normal decisions: it lists endpoints
-// when a new window has closed, then decides the candidates that are due.
+// when a new window has closed, then decides the candidates that are due —
+// at their due time when this replica owns the endpoint, Takeover later
+// when another does (owner.go). Candidates of every endpoint are kept, so
+// ownership is judged when one comes due, not when it was listed.
 // open holds this tick's undecided windows by endpoint; failed the endpoints
 // whose normal decision failed this tick (their candidates wait).
-func (a *Aggregator) noData(ctx context.Context, now time.Time, open map[string][]store.WindowRef, failed map[string]bool) error {
+func (a *Aggregator) noData(ctx context.Context, now time.Time, own ownership, open map[string][]store.WindowRef, failed map[string]bool) error {
 	nd := &a.nd
 	nd.mu.Lock()
 	defer nd.mu.Unlock()
@@ -160,14 +163,20 @@ func (a *Aggregator) noData(ctx context.Context, now time.Time, open map[string]
 	}
 
 	type job struct {
-		id     string
-		window time.Time
+		id       string
+		window   time.Time
+		takeover bool
 	}
 	var jobs []job
 	for id, cs := range nd.pending {
+		owned := own.owns(id)
 		i := -1
 		for k, c := range cs {
-			if !c.due.After(now) {
+			due := c.due
+			if !owned {
+				due = due.Add(a.takeover)
+			}
+			if !due.After(now) {
 				i = k
 			}
 		}
@@ -182,7 +191,7 @@ func (a *Aggregator) noData(ctx context.Context, now time.Time, open map[string]
 		if failed[id] {
 			continue // an earlier window is still undecided; retry next tick
 		}
-		jobs = append(jobs, job{id, cs[i].window})
+		jobs = append(jobs, job{id, cs[i].window, !owned})
 	}
 
 	var (
@@ -202,7 +211,7 @@ loop:
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			emitted, err := a.decideNoData(ctx, j.id, j.window, open[j.id])
+			emitted, err := a.decideNoData(ctx, j.id, j.window, open[j.id], j.takeover)
 			emu.Lock()
 			defer emu.Unlock()
 			if err != nil {
@@ -259,8 +268,18 @@ func (a *Aggregator) listNoData(ctx context.Context, w time.Time, open map[strin
 
 // decideNoData publishes and records a no_data verdict for endpoint id and
 // window w unless something since the listing rules it out. emitted is
-// false when the candidate was dropped; either way it is done.
-func (a *Aggregator) decideNoData(ctx context.Context, id string, w time.Time, open []store.WindowRef) (emitted bool, err error) {
+// false when the candidate was dropped; either way it is done. The last
+// verdict is read first: for another replica's endpoint (takeover) its
+// owner has almost always decided the window, and that one read drops it.
+func (a *Aggregator) decideNoData(ctx context.Context, id string, w time.Time, open []store.WindowRef, takeover bool) (emitted bool, err error) {
+	last, err := a.st.LastVerdict(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return false, fmt.Errorf("aggregator: last verdict of endpoint %s: %w", id, err)
+	case !last.Window.Before(w):
+		return false, nil // decided normally, or by another replica
+	}
 	ep, err := a.st.GetEndpoint(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -271,16 +290,12 @@ func (a *Aggregator) decideNoData(ctx context.Context, id string, w time.Time, o
 	if !a.noDataEligible(ep, w) || hasWindow(open, w) {
 		return false, nil // paused or changed since; or results came and the normal path decides
 	}
-	last, err := a.st.LastVerdict(ctx, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return false, fmt.Errorf("aggregator: last verdict of endpoint %s: %w", id, err)
-	case !last.Window.Before(w):
-		return false, nil // decided normally, or by another replica
-	}
-	if err := a.emit(ctx, a.annotate(ctx, ep, Decide(id, w, a.opts.Window, nil, 0), nil)); err != nil {
+	applied, err := a.emit(ctx, a.annotate(ctx, ep, Decide(id, w, a.opts.Window, nil, 0), nil))
+	if err != nil {
 		return false, err
+	}
+	if applied && takeover {
+		a.m.Takeovers.Inc()
 	}
 	return true, nil
 }

@@ -38,7 +38,7 @@ func TestVerdictsFeedRollups(t *testing.T) {
 	}
 	// A replica re-emitting the same verdicts (its listing raced ours).
 	for _, v := range vs {
-		if err := e.newAggregator().emit(e.ctx, v); err != nil {
+		if _, err := e.newAggregator().emit(e.ctx, v); err != nil {
 			t.Fatal(err)
 		}
 	}

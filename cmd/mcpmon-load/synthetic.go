@@ -7,10 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/daemon"
@@ -32,7 +35,9 @@ const synthWindow = time.Minute
 // spread over the next window, so none is late — and only then starts the
 // aggregators, so the backlog is drained as fast as they can fold it:
 // results folded/s is results / time to drain. When that window has closed,
-// the verdicts the aggregators apply are timed the same way. Embedded: one
+// the verdicts the aggregators apply are timed the same way, and the
+// verdict publishes counted (more than one per verdict: windows decided
+// by more than one replica). Embedded: one
 // `mcpmon run` (bbolt, the in-process queue); SQS: o.aggregators aggregator
 // processes' worth of daemons in this process plus one alerter, on Redis.
 func runSynthetic(ctx context.Context, o options, stdout, stderr io.Writer) error {
@@ -196,6 +201,7 @@ func runSynthetic(ctx context.Context, o options, stdout, stderr io.Writer) erro
 	}
 	first := time.Now()
 	start = first
+	cmds0, cmdsErr := redisCommands(ctx, cfg)
 	decided, err := waitFor("verdicts", float64(o.endpoints), func() (float64, error) {
 		return sum("mcpmon_verdicts_total", "", "")
 	}, 10*time.Minute)
@@ -206,13 +212,61 @@ func runSynthetic(ctx context.Context, o options, stdout, stderr io.Writer) erro
 	if cfg.Queue == config.QueueSQS {
 		aggs = max(o.aggregators, 1)
 	}
+	// Verdict publishes by every aggregator, duplicates included (SQS
+	// accepts a duplicate send and drops it silently): the share of the
+	// windows decided more than once. Read after two ticks more, so a
+	// replica still deciding a window another has applied is counted.
+	if err := sleep(ctx, 10*time.Second); err != nil {
+		return err
+	}
+	publishes, err := sum("mcpmon_queue_sends_total", "queue", msg.QueueVerdicts)
+	if err != nil {
+		return err
+	}
+	takeovers, err := sum("mcpmon_aggregator_takeovers_total", "", "")
+	if err != nil {
+		return err
+	}
+	cmds1, err := redisCommands(ctx, cfg)
+	cmdsErr = errors.Join(cmdsErr, err)
 	fmt.Fprintln(stdout, "| measure | value |")
 	fmt.Fprintln(stdout, "|---|---|")
 	fmt.Fprintf(stdout, "| queue / store, aggregators | %s / %s, %d |\n", cfg.Queue, cfg.Store, aggs)
 	fmt.Fprintf(stdout, "| results (endpoints × per endpoint) | %d (%d × %d) |\n", len(results), o.endpoints, perEndpoint)
 	fmt.Fprintf(stdout, "| results folded/s (backlog drained) | **%.0f** (%s; %.0f late) |\n", float64(len(results))/folded.Seconds(), folded.Round(time.Millisecond), late)
 	fmt.Fprintf(stdout, "| verdicts applied/s (after the window closed) | %.0f (%d in %s) |\n", float64(o.endpoints)/decided.Seconds(), o.endpoints, decided.Round(time.Millisecond))
+	fmt.Fprintf(stdout, "| verdict publishes per verdict, all aggregators (1.00: each window decided once) | %.2f (%.0f; %.0f by takeover) |\n", publishes/float64(o.endpoints), publishes, takeovers)
+	if cfg.Store == config.StoreRedis && cmdsErr == nil {
+		// The CPU-independent cost of a verdict: what every replica's
+		// decisions (and skips of windows another decided) ask of Redis,
+		// the alerter's verdict handling included.
+		fmt.Fprintf(stdout, "| Redis commands per verdict (window closed → verdicts applied + 10 s, all roles) | %.1f |\n", float64(cmds1-cmds0)/float64(o.endpoints))
+	}
 	return nil
+}
+
+// redisCommands reads the Redis server's total_commands_processed (0 and
+// no error off Redis).
+func redisCommands(ctx context.Context, cfg config.Options) (int64, error) {
+	if cfg.Store != config.StoreRedis {
+		return 0, nil
+	}
+	opt, err := goredis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return 0, err
+	}
+	c := goredis.NewClient(opt)
+	defer c.Close()
+	info, err := c.Info(ctx, "stats").Result()
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_commands_processed:"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, errors.New("redis INFO stats: no total_commands_processed")
 }
 
 // publishResults sends results into the results queue as the probers

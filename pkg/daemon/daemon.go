@@ -152,6 +152,7 @@ type Daemon struct {
 	delay      *metrics.PipelineDelay
 	wrap       func(queueName string, h queue.Handler) queue.Handler // Deps.wrapHandler
 	proberOpts func(region string, o *prober.Options)                // Deps.proberOptions
+	aggID      string                                                // aggregatorReplicaID
 }
 
 // Start opens the backends, builds the role's components and starts them.
@@ -466,6 +467,16 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 	}
 	if d.role.has(RoleAggregator) {
 		rm := aggregator.NewRegionMetrics(reg, o.Regions)
+		mem, err := d.aggregatorMembership() // heartbeat.go
+		if err != nil {
+			return fmt.Errorf("aggregator membership: %w", err)
+		}
+		var members aggregator.Members
+		var memberTTL time.Duration
+		if mem != nil {
+			members, memberTTL = mem, mem.TTL()
+			d.loop(ctx, "aggregator heartbeat", mem.Run)
+		}
 		agg, err := aggregator.New(aggregator.Options{
 			Store:         d.st,
 			Publisher:     d.publisher(msg.QueueVerdicts, qm),
@@ -474,6 +485,9 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Regions:       o.Regions,
 			Live:          d.liveRegions(rm), // heartbeat.go
 			RegionMetrics: rm,
+			Members:       members,
+			Replica:       d.aggregatorReplicaID(),
+			MemberTTL:     memberTTL,
 			Clock:         d.clk,
 			Logger:        d.log,
 			Metrics:       forgetting(&d.prune, aggregator.NewMetrics(reg, d.pipelineDelay())),

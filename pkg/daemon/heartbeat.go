@@ -3,12 +3,17 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/mcpmon/mcpmon/aggregator"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/membership"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -132,4 +137,50 @@ func (d *Daemon) liveRegions(m *aggregator.RegionMetrics) aggregator.LiveRegions
 		return nil
 	}
 	return &heartbeats{st: d.st, clk: d.clk, m: m}
+}
+
+// AggregatorHeartbeatKind is the store object kind of aggregator replicas'
+// membership heartbeats (pkg/membership), by which they split the windows
+// they decide (aggregator owner.go).
+const AggregatorHeartbeatKind = "aggregator-heartbeat"
+
+// aggregatorMembership is this aggregator replica's membership, or nil with
+// the embedded store: only one process can open it, so there is one
+// aggregator and nothing to split (it decides every window, as it always
+// did). The heartbeat interval follows the window — a sixth of it, between
+// 1s and 10s — so a killed replica's endpoints wait about half a window
+// (TTL = 3 intervals) before the survivors own them, not half a minute of
+// 2-second windows.
+func (d *Daemon) aggregatorMembership() (*membership.Membership, error) {
+	if d.opts.Store == config.StoreEmbedded {
+		return nil, nil
+	}
+	window := d.opts.Window
+	if window <= 0 {
+		window = aggregator.DefaultWindow
+	}
+	return membership.New(membership.Options{
+		Store:    d.st,
+		Kind:     AggregatorHeartbeatKind,
+		ID:       d.aggregatorReplicaID(),
+		Interval: min(max(window/6, time.Second), membership.DefaultInterval),
+		Clock:    d.clk,
+		Logger:   d.log,
+	})
+}
+
+// aggregatorReplicaID is this aggregator's member ID: --replica-id (host-pid
+// by default), or, for options built without config.Parse (tests, the load
+// harness's daemons in one process), host-pid plus a random suffix, so two
+// aggregators of one process are two members. Two replicas given the same
+// ID own the same share: duplicate decisions, never a window without one.
+func (d *Daemon) aggregatorReplicaID() string {
+	if d.opts.ReplicaID != "" {
+		return d.opts.ReplicaID
+	}
+	if d.aggID == "" {
+		host, _ := os.Hostname()
+		d.aggID = fmt.Sprintf("%s-%d-%08x", host, os.Getpid(), rand.Uint32())
+	}
+	return d.aggID
 }

@@ -2,12 +2,14 @@ package daemon
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/config"
 )
 
 func TestLiveRegions(t *testing.T) {
@@ -79,5 +81,66 @@ func TestProberRegionMustBeInTheSet(t *testing.T) {
 	_, err := Start(t.Context(), RoleProber, o, Deps{})
 	if !IsUsage(err) || !strings.Contains(err.Error(), "--region") {
 		t.Fatalf("Start = %v, want a usage error naming --region", err)
+	}
+}
+
+// TestAggregatorReplicasSeeEachOther: two aggregator processes on SQS and
+// Redis heartbeat under their replica IDs and count each other; one that
+// stops cleanly deletes its heartbeat, and the other counts itself alone.
+// With the embedded store there is no membership: one aggregator decides
+// everything, as before.
+func TestAggregatorReplicasSeeEachOther(t *testing.T) {
+	o := fastOptions(t) // 1s windows: heartbeats every second, TTL 3s
+	o.Auth = config.AuthNone
+	setupSQS(t, &o)
+	setupRedis(t, &o)
+	start := func(id string) *Daemon {
+		t.Helper()
+		ro := o
+		ro.ReplicaID = id
+		d, err := Start(t.Context(), RoleAggregator, ro, Deps{Logger: testLogger(t)})
+		if err != nil {
+			t.Fatalf("start aggregator %s: %v", id, err)
+		}
+		t.Cleanup(func() { d.Stop(); _ = d.Wait() })
+		return d
+	}
+	members := func(d *Daemon) float64 {
+		mfs, err := d.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "mcpmon_aggregator_members" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	a, b := start("agg-a"), start("agg-b")
+	eventually(t, 10*time.Second, "both replicas counting two members", func() bool { return members(a) == 2 && members(b) == 2 })
+	st := a.Store()
+	b.Stop()
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	docs, err := st.ListObjects(t.Context(), AggregatorHeartbeatKind)
+	if err != nil || docs["agg-b"] != nil || docs["agg-a"] == nil {
+		t.Fatalf("heartbeats after b stopped: %v %v, want only agg-a's", slices.Collect(maps.Keys(docs)), err)
+	}
+	eventually(t, 10*time.Second, "a counting itself alone", func() bool { return members(a) == 1 })
+
+	e := fastOptions(t)
+	e.Auth = config.AuthNone
+	d, err := Start(t.Context(), RoleAll, e, Deps{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Stop(); _ = d.Wait() })
+	if docs, err := d.Store().ListObjects(t.Context(), AggregatorHeartbeatKind); err != nil || len(docs) != 0 {
+		t.Fatalf("embedded store heartbeats %v %v, want none", docs, err)
+	}
+	if got := members(d); got != 0 {
+		t.Fatalf("embedded members gauge = %v, want 0 (no view: decides every window)", got)
 	}
 }

@@ -61,6 +61,8 @@ func Catalog() []Family {
 		{"mcpmon_events_total", Counter, []string{"kind"}, "aggregator", "6 change-event kinds"},
 		{"mcpmon_region_windows_total", Counter, []string{"region", "state"}, "aggregator", "configured regions (--regions) × 4 states"},
 		{"mcpmon_region_prober_live", Gauge, []string{"region"}, "aggregator", "configured regions (--regions)"},
+		{"mcpmon_aggregator_members", Gauge, nil, "aggregator", "1"},
+		{"mcpmon_aggregator_takeovers_total", Counter, nil, "aggregator", "1"},
 		{"mcpmon_pipeline_delay_seconds", Histogram, []string{"stage"}, "aggregator, alerter", "2 stages × buckets"},
 		// Alerter.
 		{"mcpmon_incidents_open", Gauge, nil, "alerter", "1"},

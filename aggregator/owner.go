@@ -1,0 +1,123 @@
+package aggregator
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// Partitioning verdict decisions across replicas.
+//
+// Each aggregator replica heartbeats its membership in the store
+// (pkg/membership) and decides only the windows of the endpoints it owns:
+// the owner of an endpoint is the live member with the highest rendezvous
+// weight for it (Owner). Every replica still folds every result (Handle is
+// the queue's to spread) and still lists every open window (one read), but
+// the decisions — reads, a publish and a commit per window — are split, so
+// verdicts/s grows with replicas instead of being repeated by each.
+//
+// The rules, in the order they apply to a window of endpoint e:
+//
+//   - No view (Members nil: one process with the embedded store; or no
+//     listing of the heartbeats ever succeeded; or nobody's heartbeat is
+//     live, not even this replica's): this replica owns everything. It
+//     must not go silent because it cannot see the others, and deciding a
+//     window twice is safe (the dedup ID and RecordVerdict's idempotence
+//     collapse the copies): that is how every replica behaved before
+//     partitioning.
+//   - A view: the members listed live, plus this replica itself (it is
+//     alive whatever its last write did). This replica owns e when
+//     Owner(members, e) is itself. Two replicas whose views differ (one
+//     has not listed a newcomer yet) can both own e — a duplicate, safe —
+//     but a window has no owner only if its owner in every view is dead:
+//   - Takeover: a window still open Takeover after its decision time is
+//     decided by any replica, owner or not. Takeover is the members' TTL
+//     plus two ticks: by then a live owner has had two ticks to decide it,
+//     and a killed owner's heartbeat has expired, so the survivors own its
+//     endpoints from their next listing on. Until then takeover covers the
+//     windows that came due while it was dying, so nothing is lost; the
+//     copies a takeover races with a slow owner collapse by dedup ID.
+//   - no_data follows the same rule: an owned candidate is decided when due,
+//     another replica's at due plus Takeover, after checking that no
+//     verdict for the window (or a later one) was recorded meanwhile.
+//
+// Which replica decides also settles the race of two replicas publishing
+// different bodies (no_data and down) under one dedup ID: with a shared
+// view only the owner decides a window until Takeover has passed.
+
+// Members reports the live aggregator replicas (pkg/membership). ok is
+// false when it cannot tell.
+type Members interface {
+	Live(ctx context.Context) (ids []string, ok bool)
+}
+
+// DefaultMemberTTL is the member TTL assumed when Options.MemberTTL is unset.
+const DefaultMemberTTL = 30 * time.Second
+
+// Owner returns the member that owns endpointID: the one with the highest
+// rendezvous (highest-random-weight) weight for it, ties to the smaller ID.
+// Adding a member moves to it only the endpoints it now wins (about 1/N);
+// removing one moves only the endpoints it owned. "" when members is empty.
+func Owner(members []string, endpointID string) string {
+	var best string
+	var bestW uint64
+	for _, m := range members {
+		w := weight(m, endpointID)
+		if best == "" || w > bestW || (w == bestW && m < best) {
+			best, bestW = m, w
+		}
+	}
+	return best
+}
+
+// weight is the rendezvous weight of member for endpoint: FNV-1a over both
+// (with a separator, so "ab"+"c" and "a"+"bc" differ), finished with
+// murmur3's 64-bit mixer so that weights of similar IDs are independent.
+// Every replica must compute the same weights: no per-process seed.
+func weight(member, endpoint string) uint64 {
+	const prime = 1099511628211
+	x := uint64(14695981039346656037) // FNV-1a, inlined: no allocation
+	for i := 0; i < len(member); i++ {
+		x = (x ^ uint64(member[i])) * prime
+	}
+	x *= prime // the separator, a zero byte
+	for i := 0; i < len(endpoint); i++ {
+		x = (x ^ uint64(endpoint[i])) * prime
+	}
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
+
+// ownership is one tick's answer to "does this replica own e?".
+type ownership struct {
+	self    string
+	members []string // nil: owns everything
+}
+
+// owns reports whether the replica owns endpoint id.
+func (o ownership) owns(id string) bool {
+	return o.members == nil || Owner(o.members, id) == o.self
+}
+
+// ownershipView reads the members (at most once per their interval, the
+// reader's business) into this tick's ownership, and sets the members
+// gauge.
+func (a *Aggregator) ownershipView(ctx context.Context) ownership {
+	if a.opts.Members == nil {
+		return ownership{}
+	}
+	live, ok := a.opts.Members.Live(ctx)
+	if !ok || len(live) == 0 {
+		a.m.Members.Set(0)
+		return ownership{}
+	}
+	if !slices.Contains(live, a.opts.Replica) {
+		live = append(slices.Clone(live), a.opts.Replica)
+	}
+	a.m.Members.Set(float64(len(live)))
+	return ownership{self: a.opts.Replica, members: live}
+}
