@@ -40,8 +40,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	f := promauto.With(reg)
 	return &Metrics{
 		probes: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "mcpmon", Name: "probes_total", Help: "Probes run, by endpoint and outcome class.",
-		}, []string{"endpoint", "class"}),
+			Namespace: "mcpmon", Name: "probes_total", Help: "Probes run, by endpoint, outcome class and the prober's region.",
+		}, []string{"endpoint", "class", "region"}),
 		phase: f.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "mcpmon", Name: "probe_phase_seconds", Help: "Duration of each probe phase.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
@@ -60,20 +60,23 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "mcpmon", Name: "tool_catalog_changes_total", Help: "Tool catalog drift events, by severity (breaking|info).",
 		}, []string{"endpoint", "severity"}),
 		up: f.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "mcpmon", Name: "probe_up", Help: "1 if the last probe's status was up or degraded, else 0.",
-		}, []string{"endpoint"}),
+			Namespace: "mcpmon", Name: "probe_up", Help: "1 if the region's last probe's status was up or degraded, else 0.",
+		}, []string{"endpoint", "region"}),
 		seen: map[string]bool{},
 	}
 }
 
-func (m *Metrics) precreate(ep string) {
+// precreate makes the endpoint's series exist at zero from its first probe
+// in region (probes_total per region, so a region's first failure is a
+// visible increase).
+func (m *Metrics) precreate(ep, region string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.probes.WithLabelValues(ep, ClassOK, region)
 	if m.seen[ep] {
 		return
 	}
 	m.seen[ep] = true
-	m.probes.WithLabelValues(ep, ClassOK)
 	m.catalogChanges.WithLabelValues(ep, "breaking")
 	m.catalogChanges.WithLabelValues(ep, "info")
 	for _, p := range msg.Phases() {
@@ -86,8 +89,8 @@ func (m *Metrics) observe(res *msg.ProbeResult) {
 		return
 	}
 	ep := res.EndpointID
-	m.precreate(ep)
-	m.probes.WithLabelValues(ep, res.Class).Inc()
+	m.precreate(ep, res.Region)
+	m.probes.WithLabelValues(ep, res.Class, res.Region).Inc()
 	for p, s := range res.Phases {
 		m.phase.WithLabelValues(ep, p).Observe(s)
 	}
@@ -112,7 +115,7 @@ func (m *Metrics) observe(res *msg.ProbeResult) {
 	if res.Status != msg.StatusDown {
 		v = 1
 	}
-	m.up.WithLabelValues(ep).Set(v)
+	m.up.WithLabelValues(ep, res.Region).Set(v)
 }
 
 // credentialExpiry sets the endpoint's credential expiry; a zero exp (no

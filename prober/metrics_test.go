@@ -40,7 +40,7 @@ func TestMetricsAndCertExpiry(t *testing.T) {
 	cert, x := genCert(t, time.Now().Add(-time.Hour), notAfter)
 	ts := tlsServe(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdkServer() }, nil), cert)
 	reg := newRegistry()
-	p := testProber(t, func(o *Options) { trust(x)(o); o.Metrics = NewMetrics(reg) })
+	p := testProber(t, func(o *Options) { trust(x)(o); o.Metrics = NewMetrics(reg); o.Region = "eu" })
 	res := p.Probe(context.Background(), endpoint(ts.URL), cmd())
 	if res.Class != ClassOK {
 		t.Fatalf("class %s: %s", res.Class, res.Error)
@@ -55,13 +55,13 @@ func TestMetricsAndCertExpiry(t *testing.T) {
 		t.Errorf("no tls phase: %v", res.Phases)
 	}
 	m := p.opts.Metrics
-	if got := testutil.ToFloat64(m.probes.WithLabelValues("ep1", ClassOK)); got != 1 {
+	if got := testutil.ToFloat64(m.probes.WithLabelValues("ep1", ClassOK, "eu")); got != 1 {
 		t.Errorf("probes_total{ok} = %v", got)
 	}
 	if got := testutil.ToFloat64(m.certExpiry.WithLabelValues("ep1")); got != float64(notAfter.Unix()) {
 		t.Errorf("cert expiry gauge = %v", got)
 	}
-	if got := testutil.ToFloat64(m.up.WithLabelValues("ep1")); got != 1 {
+	if got := testutil.ToFloat64(m.up.WithLabelValues("ep1", "eu")); got != 1 {
 		t.Errorf("probe_up = %v", got)
 	}
 	if got := testutil.ToFloat64(m.protocolInfo.WithLabelValues("ep1", Version20251125, TransportStreamableHTTP)); got != 1 {

@@ -234,7 +234,7 @@ func TestPruneAfterDeleteEmbedded(t *testing.T) {
 	gone := register(t, d.Addr(), ep)
 	ep["name"] = "kept"
 	kept := register(t, d.Addr(), ep)
-	upSeries := func(id string) string { return `mcpmon_probe_up{endpoint="` + id + `"}` }
+	upSeries := func(id string) string { return `mcpmon_probe_up{endpoint="` + id + `"` }
 	stateSeries := func(id string) string { return `mcpmon_verdict_state{endpoint="` + id + `"` }
 	eventually(t, 20*time.Second, "probe and verdict series of both endpoints", func() bool {
 		body := get(t, d.Addr(), "/metrics")
@@ -333,7 +333,7 @@ func TestPruneDistributedDelete(t *testing.T) {
 
 	gone := register(t, apiD.Addr(), map[string]any{"name": "gone", "url": srv.url(), "schedule": "@every 1s", "timeout": "1s"})
 	eventually(t, 30*time.Second, "probe series in the prober and verdict series in the aggregator", func() bool {
-		return strings.Contains(get(t, probeD.Addr(), "/metrics"), `mcpmon_probe_up{endpoint="`+gone+`"}`) &&
+		return strings.Contains(get(t, probeD.Addr(), "/metrics"), `mcpmon_probe_up{endpoint="`+gone+`"`) &&
 			strings.Contains(get(t, aggD.Addr(), "/metrics"), `mcpmon_verdict_state{endpoint="`+gone+`"`)
 	})
 	if forgot, err := apiD.PruneMetrics(t.Context()); err != nil || len(forgot) != 0 {

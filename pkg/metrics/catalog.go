@@ -39,13 +39,13 @@ func Catalog() []Family {
 	)
 	return []Family{
 		// Prober.
-		{"mcpmon_probes_total", Counter, []string{"class", "endpoint"}, "prober", "endpoints × 23 classes"},
+		{"mcpmon_probes_total", Counter, []string{"class", "endpoint", "region"}, "prober", "endpoints × 23 classes × regions"},
 		{"mcpmon_probe_phase_seconds", Histogram, []string{"endpoint", "phase"}, "prober", "endpoints × phases × buckets"},
 		{"mcpmon_probe_cert_expiry_timestamp_seconds", Gauge, []string{"endpoint"}, "prober", "https endpoints"},
 		{"mcpmon_probe_credential_expiry_timestamp_seconds", Gauge, []string{"endpoint"}, "prober", "endpoints whose Authorization header is a JWT"},
 		{"mcpmon_probe_protocol_info", Gauge, []string{"endpoint", "transport", "version"}, "prober", "endpoints (one current version/transport each)"},
 		{"mcpmon_tool_catalog_changes_total", Counter, []string{"endpoint", "severity"}, "prober", "endpoints × 2 severities"},
-		{"mcpmon_probe_up", Gauge, []string{"endpoint"}, "prober", perEndpoint},
+		{"mcpmon_probe_up", Gauge, []string{"endpoint", "region"}, "prober", "endpoints × regions (series of deleted ones pruned within 5m)"},
 		{"mcpmon_probe_commands_skipped_total", Counter, []string{"reason"}, "prober", "1 reason"},
 		// Scheduler.
 		{"mcpmon_scheduler_endpoints", Gauge, nil, "api", "1"},

@@ -184,7 +184,7 @@ func TestLint(t *testing.T) {
 	}{
 		{"catalog metrics pass", func(reg *prometheus.Registry) {
 			f := promauto.With(reg)
-			f.NewCounterVec(prometheus.CounterOpts{Name: "mcpmon_probes_total", Help: "h"}, []string{"endpoint", "class"}).WithLabelValues("e", "ok")
+			f.NewCounterVec(prometheus.CounterOpts{Name: "mcpmon_probes_total", Help: "h"}, []string{"endpoint", "class", "region"}).WithLabelValues("e", "ok", "eu")
 			f.NewHistogramVec(prometheus.HistogramOpts{Name: "mcpmon_pipeline_delay_seconds", Help: "h"}, []string{"stage"}).WithLabelValues("probe_to_verdict")
 			f.NewGauge(prometheus.GaugeOpts{Name: "mcpmon_incidents_open", Help: "h"})
 			f.NewCounter(prometheus.CounterOpts{Name: "other_total", Help: "not ours"})
