@@ -52,21 +52,8 @@ func foldRegional(rt *regionalTrack, v msg.Verdict, r rules) (open, resolve bool
 	if n := len(rt.Recent) - r.openWindow; n > 0 {
 		rt.Recent = rt.Recent[n:]
 	}
-	if v.State == msg.StateUp {
-		rt.ConsecutiveUp++
-	} else {
-		rt.ConsecutiveUp = 0
-	}
-	if rt.OpenIncidentID == "" {
-		n := 0
-		for _, s := range rt.Recent {
-			if s == msg.StateRegional {
-				n++
-			}
-		}
-		return v.State == msg.StateRegional && n >= r.openAfter, false
-	}
-	return false, rt.ConsecutiveUp >= r.resolveAfter
+	rt.ConsecutiveUp = upRun(rt.ConsecutiveUp, v.State)
+	return incidentRule(rt.Recent, rt.ConsecutiveUp, rt.OpenIncidentID != "", v.State, msg.StateRegional, r)
 }
 
 // regionalStep is transition's regional half, as pure: it folds v into

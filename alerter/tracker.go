@@ -164,21 +164,33 @@ func fold(t *store.Tracker, d *trackerData, v msg.Verdict, r rules) (open bool, 
 			d.Windows = slices.Clone(d.Windows[n:])
 		}
 	}
-	if v.State == msg.StateUp {
-		t.ConsecutiveUp++
-	} else {
-		t.ConsecutiveUp = 0
+	t.ConsecutiveUp = upRun(t.ConsecutiveUp, v.State)
+	return incidentRule(t.Recent, t.ConsecutiveUp, t.OpenIncidentID != "", v.State, msg.StateDown, r)
+}
+
+// upRun is the run of up windows after a verdict in state st.
+func upRun(run int, st msg.State) int {
+	if st == msg.StateUp {
+		return run + 1
 	}
-	if t.OpenIncidentID == "" {
-		downs := 0
-		for _, s := range t.Recent {
-			if s == msg.StateDown {
-				downs++
-			}
+	return 0
+}
+
+// incidentRule is the rule both incident kinds follow, over a fold's
+// recent states (newest last, at most openWindow): with none open, open
+// when the verdict is failing and at least openAfter recent states are;
+// with one open, resolve after resolveAfter up windows in a row.
+func incidentRule(recent []msg.State, upRun int, isOpen bool, st, failing msg.State, r rules) (open, resolve bool) {
+	if isOpen {
+		return false, upRun >= r.resolveAfter
+	}
+	n := 0
+	for _, s := range recent {
+		if s == failing {
+			n++
 		}
-		return v.State == msg.StateDown && downs >= r.openAfter, false
 	}
-	return false, t.ConsecutiveUp >= r.resolveAfter
+	return st == failing && n >= r.openAfter, false
 }
 
 // firstFailure is the window of the earliest down verdict still folded.

@@ -868,11 +868,7 @@ func (s *server) listVerdicts(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, s.storeProblem(r, err, "verdicts of endpoint "+id))
 		return
 	}
-	next := ""
-	if len(vs) > limit {
-		vs = vs[:limit]
-		next = encodeCursor(cursor{Kind: cursorVerdicts, At: vs[limit-1].Window})
-	}
+	vs, next := cutPage(vs, limit, func(v store.VerdictRecord) cursor { return cursor{Kind: cursorVerdicts, At: v.Window} })
 	out := make([]VerdictView, 0, len(vs))
 	for _, v := range vs {
 		out = append(out, verdictView(v))

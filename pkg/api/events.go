@@ -87,11 +87,7 @@ func (s *server) listEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	next := ""
-	if len(evs) > limit {
-		evs = evs[:limit]
-		next = encodeCursor(cursor{Kind: cursorEvents, ID: evs[limit-1].ID})
-	}
+	evs, next := cutPage(evs, limit, func(e store.ChangeEvent) cursor { return cursor{Kind: cursorEvents, ID: e.ID} })
 	out := make([]EventView, 0, len(evs))
 	for _, e := range evs {
 		out = append(out, eventView(e))

@@ -117,12 +117,9 @@ func (s *server) listIncidents(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, s.storeProblem(r, err, "incidents"))
 		return
 	}
-	next := ""
-	if len(incs) > limit {
-		incs = incs[:limit]
-		last := incs[limit-1]
-		next = encodeCursor(cursor{Kind: cursorIncidents, At: last.OpenedWindow, ID: last.ID})
-	}
+	incs, next := cutPage(incs, limit, func(last store.Incident) cursor {
+		return cursor{Kind: cursorIncidents, At: last.OpenedWindow, ID: last.ID}
+	})
 	out := make([]IncidentView, 0, len(incs))
 	for _, inc := range incs {
 		out = append(out, incidentView(inc))

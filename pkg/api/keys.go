@@ -149,11 +149,7 @@ func (s *server) listKeys(w http.ResponseWriter, r *http.Request) {
 		}
 		keys = keys[i:]
 	}
-	next := ""
-	if len(keys) > limit {
-		keys = keys[:limit]
-		next = encodeCursor(cursor{Kind: cursorKeys, ID: keys[limit-1].ID})
-	}
+	keys, next := cutPage(keys, limit, func(k auth.Key) cursor { return cursor{Kind: cursorKeys, ID: k.ID} })
 	now := s.clock.Now()
 	out := make([]KeyView, len(keys))
 	for i, k := range keys {

@@ -52,6 +52,17 @@ func encodeCursor(c cursor) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// cutPage keeps the first limit items of a list read as limit+1 (one more
+// means another page) and returns the next page's cursor, made from the
+// last item kept; "" on the last page.
+func cutPage[T any](items []T, limit int, at func(last T) cursor) ([]T, string) {
+	if len(items) <= limit {
+		return items, ""
+	}
+	items = items[:limit]
+	return items, encodeCursor(at(items[limit-1]))
+}
+
 // pageParams reads ?limit= and ?cursor= for a list of the given kind. A
 // cursor that is not one this list issued is a 400 naming `cursor`.
 func pageParams(r *http.Request, kind string) (limit int, c *cursor, p *Problem) {
