@@ -2,7 +2,7 @@
 GO ?= go
 ARGS ?=
 
-.PHONY: run test lint bench build tidy chaos
+.PHONY: run test lint bench build tidy chaos fuzz
 
 run: ## the whole pipeline in one process on embedded defaults
 	$(GO) run ./cmd/mcpmon run $(ARGS)
@@ -35,6 +35,12 @@ chaos: ## chaos test: kill replicas and Redis mid-run; every outage must page ex
 	$(GO) run ./cmd/mcpmon-chaos --mode fleet --endpoints 50 --outages 8 $(CHAOS_ARGS) || rc=1; \
 	$(GO) run ./cmd/mcpmon-chaos --mode embedded --endpoints 50 --outages 8 $(CHAOS_ARGS) || rc=1; \
 	exit $$rc
+
+# `make fuzz` runs every fuzz target (Go's native fuzzing) for FUZZTIME each;
+# `make test` runs only their seed corpora. FUZZ='FuzzSSE|FuzzBody' narrows it.
+FUZZTIME ?= 30s
+fuzz: ## coverage-guided fuzzing of every parser of hostile input, FUZZTIME each
+	FUZZTIME=$(FUZZTIME) bash .ci/fuzz.sh
 
 tidy:
 	$(GO) mod tidy
