@@ -1,0 +1,166 @@
+package daemon
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/metrics"
+	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/prober"
+)
+
+// The reference pages under docs/reference are checked against the code
+// they describe: a flag, class, metric family or event kind added without
+// its row fails here.
+
+const repoRoot = "../.."
+
+func readDoc(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestDocsConfigurationDocumentsEveryFlag keeps the configuration table true.
+func TestDocsConfigurationDocumentsEveryFlag(t *testing.T) {
+	doc := readDoc(t, "docs/reference/configuration.md")
+	o := config.Defaults()
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.Register(fs)
+	fs.VisitAll(func(f *flag.Flag) {
+		if !strings.Contains(doc, "| `--"+f.Name+"` |") {
+			t.Errorf("docs/reference/configuration.md has no row for --%s", f.Name)
+		}
+	})
+}
+
+// TestDocsClassTable keeps the failure-class table equal to prober.Classes,
+// the table the prober and the aggregator use.
+func TestDocsClassTable(t *testing.T) {
+	doc := readDoc(t, "docs/reference/failure-classes.md")
+	for _, c := range prober.Classes() {
+		row := fmt.Sprintf("| `%s` | %s | %s |", c.Class, c.Status, c.Doc)
+		if !strings.Contains(doc, row) {
+			t.Errorf("docs/reference/failure-classes.md lacks the class row %s", row)
+		}
+	}
+}
+
+// TestDocsMetricsCatalog keeps the metrics page's table equal to the catalog.
+func TestDocsMetricsCatalog(t *testing.T) {
+	doc := readDoc(t, "docs/reference/metrics.md")
+	for _, f := range metrics.Catalog() {
+		labels := "—"
+		if len(f.Labels) > 0 {
+			labels = "`" + strings.Join(f.Labels, "`, `") + "`"
+		}
+		row := fmt.Sprintf("| `%s` | %s | %s | %s | %s |", f.Name, f.Type, labels, f.Owner, f.Cardinality)
+		if !strings.Contains(doc, row) {
+			t.Errorf("docs/reference/metrics.md lacks the row %s", row)
+		}
+	}
+}
+
+// TestDocsEventKinds keeps the events page naming every change-event kind.
+func TestDocsEventKinds(t *testing.T) {
+	doc := readDoc(t, "docs/reference/events.md")
+	for _, k := range store.EventKinds() {
+		if !strings.Contains(doc, "| `"+k+"` |") {
+			t.Errorf("docs/reference/events.md has no row for the event kind %s", k)
+		}
+	}
+}
+
+// TestREADMEIsTheFrontDoor keeps the README short: what, why, the two
+// commands, a first try and links; everything else is a docs/ page.
+func TestREADMEIsTheFrontDoor(t *testing.T) {
+	if n := strings.Count(readDoc(t, "README.md"), "\n"); n > 200 {
+		t.Errorf("README.md has %d lines; move detail to a docs/ page (at most 200)", n)
+	}
+}
+
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// TestDocsLinksResolve checks every relative link of the README and the docs
+// pages: the file exists, and a #fragment into a Markdown file names one of
+// its headings.
+func TestDocsLinksResolve(t *testing.T) {
+	pages := []string{"README.md", "deploy/README.md", "alerter/sinks/README.md"}
+	_ = filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
+			rel, _ := filepath.Rel(repoRoot, p)
+			pages = append(pages, rel)
+		}
+		return nil
+	})
+	for _, page := range pages {
+		for _, m := range mdLink.FindAllStringSubmatch(stripCode(readDoc(t, page)), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, frag, _ := strings.Cut(target, "#")
+			path := page
+			if file != "" {
+				path = filepath.Join(filepath.Dir(page), file)
+			}
+			if _, err := os.Stat(filepath.Join(repoRoot, path)); err != nil {
+				t.Errorf("%s links to %s, which does not exist", page, target)
+				continue
+			}
+			if frag != "" && strings.HasSuffix(path, ".md") && !hasAnchor(readDoc(t, path), frag) {
+				t.Errorf("%s links to %s: %s has no heading #%s", page, target, path, frag)
+			}
+		}
+	}
+}
+
+// stripCode drops fenced code blocks, whose brackets are not links.
+func stripCode(s string) string {
+	var b strings.Builder
+	fence := false
+	for _, line := range strings.Split(s, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fence = !fence
+			continue
+		}
+		if !fence {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
+// hasAnchor reports whether doc has a heading whose GitHub anchor is frag.
+func hasAnchor(doc, frag string) bool {
+	for _, line := range strings.Split(stripCode(doc), "\n") {
+		h := strings.TrimLeft(line, "#")
+		if len(h) == len(line) || !strings.HasPrefix(h, " ") {
+			continue
+		}
+		var a strings.Builder
+		for _, r := range strings.ToLower(strings.TrimSpace(h)) {
+			switch {
+			case r == ' ':
+				a.WriteRune('-')
+			case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+				a.WriteRune(r)
+			}
+		}
+		if a.String() == frag {
+			return true
+		}
+	}
+	return false
+}
