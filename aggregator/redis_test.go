@@ -1,29 +1,19 @@
 package aggregator
 
 import (
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/redis"
-	"github.com/mcpmon/mcpmon/pkg/testpeers"
+	"github.com/mcpmon/mcpmon/pkg/store/redis/redistest"
 )
 
 var _ Store = (*redis.Store)(nil)
 
 func newRedisAenv(t *testing.T) *aenv {
-	url := testpeers.RedisURL(t)
 	return newAenvWith(t, func(clk clock.Clock) store.Store {
-		st, err := redis.New(t.Context(), url, redis.Options{
-			Prefix: fmt.Sprintf("mcpmon-test:%s:%d:", t.Name(), time.Now().UnixNano()),
-			Clock:  clk, LeasesOnClock: true,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
+		return redistest.Open(t, redis.Options{Clock: clk, LeasesOnClock: true})
 	})
 }
 

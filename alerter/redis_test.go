@@ -1,30 +1,20 @@
 package alerter
 
 import (
-	"fmt"
 	"testing"
-	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/redis"
-	"github.com/mcpmon/mcpmon/pkg/testpeers"
+	"github.com/mcpmon/mcpmon/pkg/store/redis/redistest"
 )
 
 var _ Store = (*redis.Store)(nil)
 
 // newRedisEnv is newEnv on a real redis-server, under a prefix of its own.
 func newRedisEnv(t *testing.T) *env {
-	url := testpeers.RedisURL(t)
 	return newEnvWith(t, func(clk clock.Clock) store.Store {
-		st, err := redis.New(t.Context(), url, redis.Options{
-			Prefix: fmt.Sprintf("mcpmon-test:%s:%d:", t.Name(), time.Now().UnixNano()),
-			Clock:  clk, LeasesOnClock: true,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
+		return redistest.Open(t, redis.Options{Clock: clk, LeasesOnClock: true})
 	})
 }
 

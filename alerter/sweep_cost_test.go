@@ -17,7 +17,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 	"github.com/mcpmon/mcpmon/pkg/store/redis"
-	"github.com/mcpmon/mcpmon/pkg/testpeers"
+	"github.com/mcpmon/mcpmon/pkg/store/redis/redistest"
 )
 
 // countingStore counts the store reads the alerter makes: one per call, and
@@ -171,16 +171,7 @@ func openBolt(tb testing.TB, clk *clock.Fake) store.Store {
 }
 
 func openRedis(tb testing.TB, clk *clock.Fake) store.Store {
-	url := testpeers.RedisURL(tb)
-	st, err := redis.New(context.Background(), url, redis.Options{
-		Prefix: fmt.Sprintf("mcpmon-test:%s:%d:", tb.Name(), time.Now().UnixNano()),
-		Clock:  clk, LeasesOnClock: true,
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { st.Close() })
-	return st
+	return redistest.Open(tb, redis.Options{Clock: clk, LeasesOnClock: true})
 }
 
 // BenchmarkSweep times one alerter sweep over a deployment with 100 and

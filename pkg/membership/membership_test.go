@@ -13,7 +13,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 	"github.com/mcpmon/mcpmon/pkg/store/redis"
-	"github.com/mcpmon/mcpmon/pkg/testpeers"
+	"github.com/mcpmon/mcpmon/pkg/store/redis/redistest"
 )
 
 var (
@@ -55,13 +55,7 @@ func openStores(t *testing.T, clk clock.Clock) map[string]Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bs.Close() })
-	rs, err := redis.New(t.Context(), testpeers.RedisURL(t), redis.Options{
-		Prefix: fmt.Sprintf("mcpmon-test:%s:%d:", t.Name(), time.Now().UnixNano()), Clock: clk,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rs.Close() })
+	rs := redistest.Open(t, redis.Options{Clock: clk})
 	return map[string]Store{"bolt": bs, "redis": rs}
 }
 
