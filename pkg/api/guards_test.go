@@ -126,8 +126,8 @@ func TestHostAllowList(t *testing.T) {
 	}
 }
 
-// TestValidationGaps: inputs found from outside that used to be stored.
-// Each is a 400 problem naming the field, and the store does not change.
+// TestValidationGaps: inputs an attacker sends from outside. Each is a 400
+// problem naming the field, and the store does not change.
 func TestValidationGaps(t *testing.T) {
 	h := newHarness(t, func(o *api.Options) { o.TargetValidator = netguard.Guard{}.CheckTarget })
 	ep := h.create(`{"name":"existing","url":"https://a.example/mcp"}`)

@@ -43,7 +43,7 @@ func importers(t *testing.T, pkg string) []string {
 	return who
 }
 
-// TestLayering keeps the rooms of the tree where issue 12 put them: the
+// TestLayering states the architecture's import rules: the
 // schedule rule is a leaf, the alerter does not reach into the aggregator,
 // the SSRF guard is not the prober's, and only the process assembly (and
 // the harnesses that start probers) import the prober.

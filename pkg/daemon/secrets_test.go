@@ -71,9 +71,9 @@ func patch(t *testing.T, c apiClient, id, body string) (int, map[string]any) {
 	return resp.StatusCode, out
 }
 
-// TestPatchToAnotherOriginDoesNotSendTheOldCredentials is the exfiltration
-// regression: a PATCH that changes only `url` to another host:port used to
-// keep the stored Authorization header, and the prober sent it there.
+// TestPatchToAnotherOriginDoesNotSendTheOldCredentials: a PATCH that changes
+// only `url` to another host:port must not keep the stored Authorization
+// header, or the prober would send it there.
 func TestPatchToAnotherOriginDoesNotSendTheOldCredentials(t *testing.T) {
 	const secret = "sk-live-EXFIL-4242"
 	a, b := newHeaderServer(t), newHeaderServer(t)

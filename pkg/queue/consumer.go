@@ -54,7 +54,7 @@ type ConsumerOptions struct {
 	// dependency logs its own outage; the consumer only at debug.
 	Transient func(error) bool
 	// TransientBackoff is the first wait before a transient failure is
-	// retried (default 1 s; it doubles up to 30 s).
+	// retried (default 1 s); it doubles up to TransientMaxBackoff.
 	TransientBackoff time.Duration
 	// TransientMaxBackoff caps that wait (default 5 s), so messages held
 	// through an outage are handled within seconds of its end: the

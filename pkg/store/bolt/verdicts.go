@@ -24,7 +24,7 @@ func (s *Store) RecordVerdict(ctx context.Context, v msg.Verdict) (bool, error) 
 	applied := false
 	now := s.clk.Now()
 	// Batched (see batch): the aggregator decides endpoints concurrently,
-	// and each verdict's commit used to cost two fsyncs of its own.
+	// and concurrent verdicts share one commit instead of an fsync each.
 	err := s.batch(ctx, func(tx *bbolt.Tx) error {
 		applied = false
 		lb := tx.Bucket(bLastVerdict)
