@@ -15,31 +15,26 @@
 // intersection would be wrong: a bucket's counters no longer say which of
 // its seconds were up and which down. The consequence, stated in the README:
 // a maintenance window created after the fact does not rewrite rollups.
-// The list is read at most once per verdict window per replica and cached.
+// Only the endpoint's tenant's windows are read, decoded once per change
+// of their stamp (alert.Windows).
 
 package aggregator
 
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-// objectLister is the part of the store the maintenance lookup needs; a
-// Store without it (test fakes) has no maintenance windows.
-type objectLister interface {
-	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
-}
-
-// maintCache holds the maintenance windows read at most once per window.
+// maintCache holds the decoded maintenance windows, made on first use; a
+// Store without alert.WindowSource (test fakes) has no maintenance
+// windows.
 type maintCache struct {
-	mu     sync.Mutex
-	readAt time.Time
-	ms     []alert.Maintenance
+	once    sync.Once
+	windows *alert.Windows
 }
 
 // annotate adds to v what its rollups need: the latency of results (the
@@ -47,7 +42,7 @@ type maintCache struct {
 func (a *Aggregator) annotate(ctx context.Context, ep store.Endpoint, v msg.Verdict, results []msg.ProbeResult) msg.Verdict {
 	v.Latency = latencyOf(results)
 	ref := alert.EndpointRef{ID: v.EndpointID, Tenant: ep.Tenant, Labels: ep.Labels}
-	for _, m := range a.maintenance(ctx) {
+	for _, m := range a.maintenance(ctx, ep.Tenant) {
 		if m.ActiveAt(v.Window, ref) {
 			v.Maintenance = true
 			break
@@ -56,35 +51,23 @@ func (a *Aggregator) annotate(ctx context.Context, ep store.Endpoint, v msg.Verd
 	return v
 }
 
-func (a *Aggregator) maintenance(ctx context.Context) []alert.Maintenance {
-	ol, ok := a.st.(objectLister)
-	if !ok {
+func (a *Aggregator) maintenance(ctx context.Context, tenant string) []alert.Maintenance {
+	c := &a.maint
+	c.once.Do(func() {
+		if src, ok := a.st.(alert.WindowSource); ok {
+			c.windows = alert.NewWindows(src, a.log)
+		}
+	})
+	if c.windows == nil {
 		return nil
 	}
-	c := &a.maint
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := a.clk.Now()
-	if !c.readAt.IsZero() && now.Sub(c.readAt) < a.opts.Window && !now.Before(c.readAt) {
-		return c.ms
-	}
-	docs, err := ol.ListObjects(ctx, alert.MaintenanceKind)
+	ms, err := c.windows.Of(ctx, tenant)
 	if err != nil {
 		// The verdict matters more than its rollup: go on with the last
-		// list read, and try again for the next verdict.
+		// windows read (Of returns them with the error), and try again for
+		// the next verdict.
 		a.log.Debug("reading maintenance windows for rollups", "err", err)
-		return c.ms
 	}
-	ms := make([]alert.Maintenance, 0, len(docs))
-	for id, doc := range docs {
-		m, err := alert.DecodeMaintenance(doc)
-		if err != nil {
-			a.log.Warn("maintenance window unreadable; ignored for rollups", "id", id, "err", err)
-			continue
-		}
-		ms = append(ms, m)
-	}
-	c.ms, c.readAt = ms, now
 	return ms
 }
 

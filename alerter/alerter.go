@@ -87,10 +87,13 @@ type Store interface {
 	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
 	Ledger
 	DeliveryRecorder
-	// ListObjects reads maintenance windows; with DeleteObject it also
-	// empties the outbox index of releases before the store kept one.
+	// ListObjects with DeleteObject empties the outbox index of releases
+	// before the store kept one.
 	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
 	DeleteObject(ctx context.Context, kind, id string) error
+	// The endpoint's tenant's maintenance windows, decoded once per change
+	// of its stamp (alert.Windows).
+	alert.WindowSource
 }
 
 // Options configure an Alerter. Store is required.
@@ -158,6 +161,8 @@ type Alerter struct {
 	// eventsMu serialises NotifyEvents in this process: with one Owner the
 	// ledger would let two concurrent claims of a key through.
 	eventsMu sync.Mutex
+	// windows are the maintenance windows the gate reads (outbox.go).
+	windows *alert.Windows
 }
 
 // New returns an Alerter.
@@ -216,6 +221,7 @@ func New(opts Options) (*Alerter, error) {
 		sleep: sleepCtx,
 	}
 	a.rec = recorder{st: a.st, log: a.log}
+	a.windows = alert.NewWindows(a.st, a.log)
 	for _, s := range opts.Sinks {
 		a.m.sink(alert.MetricLabel(s))
 	}

@@ -66,9 +66,11 @@ func gate(p pending, inc store.Incident, idata incidentData, active, openLeft bo
 }
 
 // maintenanceEnd reports whether a maintenance window silences ep at now,
-// and when the last of the active ones ends.
+// and when the last of the active ones ends. It reads ep's tenant's
+// windows only, decoded once per change (a.windows): a decision costs a
+// stamp read, not a decode of every window.
 func (a *Alerter) maintenanceEnd(ctx context.Context, ep store.Endpoint, now time.Time) (bool, time.Time, error) {
-	docs, err := a.st.ListObjects(ctx, alert.MaintenanceKind)
+	ms, err := a.windows.Of(ctx, ep.Tenant)
 	if err != nil {
 		return false, time.Time{}, fmt.Errorf("alerter: list maintenance windows: %w", err)
 	}
@@ -79,12 +81,7 @@ func (a *Alerter) maintenanceEnd(ctx context.Context, ep store.Endpoint, now tim
 		active bool
 		end    time.Time
 	)
-	for id, doc := range docs {
-		mw, err := alert.DecodeMaintenance(doc)
-		if err != nil {
-			a.log.Warn("unreadable maintenance window skipped", "maintenance", id, "err", err)
-			continue
-		}
+	for _, mw := range ms {
 		if !mw.Matches(ref) {
 			continue
 		}

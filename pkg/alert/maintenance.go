@@ -1,10 +1,15 @@
 package alert
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"slices"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/schedule"
@@ -180,6 +185,86 @@ func (m Maintenance) Window(t time.Time) (start, end time.Time, ok bool) {
 	return first, end, true
 }
 
+// The caps of one maintenance window. A window is decoded by every
+// decision about its tenant's endpoints, so its size is bounded where it
+// enters (the API refuses a larger one with the field and the limit); the
+// store's per-tenant index keeps it from costing any other tenant.
+const (
+	MaxWindowEndpointIDs = 1000 // endpointIds entries
+	MaxWindowIDLen       = 64   // bytes of one endpointIds entry
+	MaxWindowSelector    = 32   // selector labels
+	MaxWindowLabelKeyLen = 63   // bytes of a selector label name
+	MaxWindowLabelValLen = 255  // bytes of a selector label value
+	MaxWindowNameLen     = 200  // bytes of the name
+	MaxWindowCronLen     = 200  // bytes of the cron spec
+	// MaxWindowBytes bounds a window's request body and its stored
+	// document: above what the field caps allow together, every character
+	// JSON-escaped (about 140 KiB).
+	MaxWindowBytes = 256 << 10
+)
+
+// Bounds returns the first field of m past its cap, as a JSON pointer into
+// the window's wire form with a detail naming the limit; "" when m is
+// within every cap. An endpointIds entry must also look like an endpoint
+// ID (letters, digits, '.', '_', '-'), which keeps its stored form as
+// short as its length. It reads lengths and bytes only, so it is cheap on
+// any input.
+func (m Maintenance) Bounds() (pointer, detail string) {
+	switch {
+	case len(m.Name) > MaxWindowNameLen:
+		return "#/name", fmt.Sprintf("must be at most %d bytes", MaxWindowNameLen)
+	case len(m.Cron) > MaxWindowCronLen:
+		return "#/cron", fmt.Sprintf("must be at most %d bytes", MaxWindowCronLen)
+	case len(m.EndpointIDs) > MaxWindowEndpointIDs:
+		return "#/endpointIds", fmt.Sprintf("at most %d endpoint IDs per window (got %d); use a label selector for more", MaxWindowEndpointIDs, len(m.EndpointIDs))
+	case len(m.Selector) > MaxWindowSelector:
+		return "#/selector", fmt.Sprintf("at most %d labels (got %d)", MaxWindowSelector, len(m.Selector))
+	}
+	for i, id := range m.EndpointIDs {
+		if len(id) > MaxWindowIDLen {
+			return "#/endpointIds/" + strconv.Itoa(i), fmt.Sprintf("must be at most %d bytes", MaxWindowIDLen)
+		}
+		if !idLike(id) {
+			return "#/endpointIds/" + strconv.Itoa(i), "must be an endpoint ID: letters, digits, '.', '_' or '-'"
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.Selector)) {
+		switch {
+		case len(k) > MaxWindowLabelKeyLen:
+			return "#/selector", fmt.Sprintf("label names must be at most %d bytes", MaxWindowLabelKeyLen)
+		case len(m.Selector[k]) > MaxWindowLabelValLen:
+			return "#/selector/" + escapePointer(k), fmt.Sprintf("must be at most %d bytes", MaxWindowLabelValLen)
+		}
+	}
+	return "", ""
+}
+
+func idLike(id string) bool {
+	for i := range len(id) {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// escapePointer escapes a JSON pointer reference token (RFC 6901).
+func escapePointer(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := range len(s) {
+		switch s[i] {
+		case '~':
+			out = append(out, '~', '0')
+		case '/':
+			out = append(out, '~', '1')
+		default:
+			out = append(out, s[i])
+		}
+	}
+	return string(out)
+}
+
 // DecodeMaintenance reads a stored maintenance document.
 func DecodeMaintenance(doc []byte) (Maintenance, error) {
 	var m Maintenance
@@ -187,4 +272,80 @@ func DecodeMaintenance(doc []byte) (Maintenance, error) {
 		return Maintenance{}, fmt.Errorf("decode maintenance window: %w", err)
 	}
 	return m, nil
+}
+
+// WindowSource is the part of a store the window cache reads: a tenant's
+// maintenance documents (store.Objects.ListObjectsOf) and the stamp that
+// changes with each write of them (store.Objects.ObjectsStamp).
+type WindowSource interface {
+	ListObjectsOf(ctx context.Context, kind, tenant string) (map[string][]byte, error)
+	ObjectsStamp(ctx context.Context, kind, tenant string) (uint64, error)
+}
+
+// Windows keeps each tenant's maintenance windows decoded, re-reading a
+// tenant's documents only when its stamp has moved: a decision costs one
+// stamp read, and a change costs one decode of that tenant's windows, never
+// another tenant's. The alerter's gate and the aggregator's rollups each
+// hold one.
+type Windows struct {
+	src WindowSource
+	log *slog.Logger
+
+	mu       sync.Mutex
+	byTenant map[string]tenantWindows
+}
+
+type tenantWindows struct {
+	stamp uint64
+	ms    []Maintenance
+}
+
+// NewWindows returns a cache over src; log receives the windows that do
+// not decode (skipped).
+func NewWindows(src WindowSource, log *slog.Logger) *Windows {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Windows{src: src, log: log, byTenant: map[string]tenantWindows{}}
+}
+
+// Of returns tenant's windows ("" is DefaultTenant), ordered by ID. The
+// slice is shared: callers must not modify it. When the store cannot be
+// read it returns the tenant's last decoded windows (nil if none) with
+// the error, for a caller that would rather go on with them. The stamp is
+// read before
+// the documents, so a write between the two reads leaves the cache one
+// stamp behind and the next call reads again; it never keeps an old list
+// under a new stamp.
+func (w *Windows) Of(ctx context.Context, tenant string) ([]Maintenance, error) {
+	if tenant == "" {
+		tenant = DefaultTenant
+	}
+	w.mu.Lock()
+	c, ok := w.byTenant[tenant]
+	w.mu.Unlock()
+	stamp, err := w.src.ObjectsStamp(ctx, MaintenanceKind, tenant)
+	if err != nil {
+		return c.ms, fmt.Errorf("maintenance windows of tenant %s: %w", tenant, err)
+	}
+	if ok && c.stamp == stamp {
+		return c.ms, nil
+	}
+	docs, err := w.src.ListObjectsOf(ctx, MaintenanceKind, tenant)
+	if err != nil {
+		return c.ms, fmt.Errorf("maintenance windows of tenant %s: %w", tenant, err)
+	}
+	ms := make([]Maintenance, 0, len(docs))
+	for _, id := range slices.Sorted(maps.Keys(docs)) {
+		m, err := DecodeMaintenance(docs[id])
+		if err != nil {
+			w.log.Warn("unreadable maintenance window skipped", "maintenance", id, "err", err)
+			continue
+		}
+		ms = append(ms, m)
+	}
+	w.mu.Lock()
+	w.byTenant[tenant] = tenantWindows{stamp: stamp, ms: ms}
+	w.mu.Unlock()
+	return ms, nil
 }

@@ -38,7 +38,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -56,6 +55,9 @@ type Store interface {
 	CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error)
 	UpdateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error)
 	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
+	// The owned reads (tenants.go): ownership from the per-tenant index
+	// before the record is read.
+	GetEndpointOf(ctx context.Context, tenant, id string) (store.Endpoint, error)
 	ListEndpoints(ctx context.Context) ([]store.Endpoint, error)
 	DeleteEndpoint(ctx context.Context, id string) error
 	// The per-tenant index (tenants.go): a tenant's list and its quota.
@@ -70,6 +72,7 @@ type Store interface {
 	ListVerdictsBefore(ctx context.Context, endpointID string, before time.Time, limit int) ([]msg.Verdict, error)
 
 	GetIncident(ctx context.Context, id string) (store.Incident, error)
+	GetIncidentOf(ctx context.Context, tenant, id string) (store.Incident, error)
 	UpdateIncident(ctx context.Context, inc store.Incident) (store.Incident, error)
 	ListIncidents(ctx context.Context, f store.IncidentFilter) ([]store.Incident, error)
 	Deliveries(ctx context.Context, incidentID string) ([]store.Delivery, error)
@@ -78,6 +81,11 @@ type Store interface {
 	GetObject(ctx context.Context, kind, id string) ([]byte, error)
 	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
 	DeleteObject(ctx context.Context, kind, id string) error
+	// Maintenance windows by tenant (maintenance.go): the tenant's index,
+	// and the quota counted in the write's transaction.
+	GetObjectOf(ctx context.Context, kind, tenant, id string) ([]byte, error)
+	ListObjectsOf(ctx context.Context, kind, tenant string) (map[string][]byte, error)
+	PutObjectWithin(ctx context.Context, kind, id string, doc []byte, limit int) error
 }
 
 // Scheduler learns about endpoint changes. *scheduler.Scheduler implements it.
@@ -172,9 +180,6 @@ type server struct {
 	limiter   *rateLimiter // nil: no rate limit
 	dlq       map[string]queue.DeadLetterQueue
 	regions   []string
-	// maintMu makes a maintenance window's quota count and its write one
-	// step on this replica (tenants.go).
-	maintMu sync.Mutex
 }
 
 // New returns the /v1 API handler. It panics if opts.Store is nil: that is a

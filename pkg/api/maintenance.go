@@ -54,8 +54,9 @@ func maintenanceView(m alert.Maintenance) MaintenanceView {
 	return v
 }
 
-// toMaintenance validates in with alert.Maintenance.Validate, the same check
-// the alerter relies on.
+// toMaintenance validates in: the caps first (alert.Maintenance.Bounds,
+// lengths only), then alert.Maintenance.Validate, the same check the
+// alerter relies on.
 func toMaintenance(in MaintenanceInput) (alert.Maintenance, *Problem) {
 	m := alert.Maintenance{
 		Name: strings.TrimSpace(in.Name), EndpointIDs: in.EndpointIDs, Selector: in.Selector,
@@ -67,15 +68,15 @@ func toMaintenance(in MaintenanceInput) (alert.Maintenance, *Problem) {
 	if in.End.IsZero() {
 		m.End = time.Time{}
 	}
+	if ptr, detail := m.Bounds(); ptr != "" {
+		return m, invalid(FieldError{Pointer: ptr, Detail: detail})
+	}
 	if in.Duration != "" {
 		d, err := time.ParseDuration(in.Duration)
 		if err != nil || d <= 0 {
 			return m, invalid(FieldError{Pointer: "#/duration", Detail: "must be a positive Go duration such as \"2h\""})
 		}
 		m.Duration = d
-	}
-	if len(m.Name) > maxNameLen {
-		return m, invalid(FieldError{Pointer: "#/name", Detail: "must be at most 200 characters"})
 	}
 	if detail := textProblem(m.Name); detail != "" {
 		return m, invalid(FieldError{Pointer: "#/name", Detail: detail})
@@ -92,17 +93,17 @@ func toMaintenance(in MaintenanceInput) (alert.Maintenance, *Problem) {
 	return m, nil
 }
 
-// listMaintenance serves one page of the tenant's windows in ID order.
-// The store has no per-tenant index of windows: the page is cut from
-// ListObjects, so a request holds every tenant's window documents (bounded
-// by --max-maintenance-per-tenant per tenant) but answers with one page.
+// listMaintenance serves one page of the tenant's windows in ID order,
+// from the store's per-tenant index: the request reads and decodes the
+// tenant's windows (at most --max-maintenance-per-tenant, each within the
+// caps), never another tenant's.
 func (s *server) listMaintenance(w http.ResponseWriter, r *http.Request) {
 	limit, cur, p := pageParams(r, cursorMaintenance)
 	if p != nil {
 		writeProblem(w, r, p)
 		return
 	}
-	docs, err := s.store.ListObjects(r.Context(), alert.MaintenanceKind)
+	docs, err := s.store.ListObjectsOf(r.Context(), alert.MaintenanceKind, auth.TenantFrom(r.Context()))
 	if err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "maintenance windows"))
 		return
@@ -117,17 +118,14 @@ func (s *server) listMaintenance(w http.ResponseWriter, r *http.Request) {
 	out := make([]MaintenanceView, 0, min(limit, len(ids)))
 	next := ""
 	for _, id := range ids {
+		if len(out) == limit {
+			next = encodeCursor(cursor{Kind: cursorMaintenance, ID: out[limit-1].ID})
+			break
+		}
 		m, err := alert.DecodeMaintenance(docs[id])
 		if err != nil {
 			s.log.Error("skipping undecodable maintenance window", "id", id, "err", err)
 			continue
-		}
-		if !ownMaintenance(r, m) {
-			continue
-		}
-		if len(out) == limit {
-			next = encodeCursor(cursor{Kind: cursorMaintenance, ID: out[limit-1].ID})
-			break
 		}
 		out = append(out, maintenanceView(m))
 	}
@@ -148,9 +146,10 @@ func (s *server) getMaintenance(w http.ResponseWriter, r *http.Request) {
 }
 
 // loadMaintenance reads window id if it is the request's tenant's; another
-// tenant's is the same 404 as a missing one.
+// tenant's is the same 404 as a missing one, decided from the store's
+// tenant index before the document is read.
 func (s *server) loadMaintenance(r *http.Request, id string) (alert.Maintenance, *Problem) {
-	doc, err := s.store.GetObject(r.Context(), alert.MaintenanceKind, id)
+	doc, err := s.store.GetObjectOf(r.Context(), alert.MaintenanceKind, auth.TenantFrom(r.Context()), id)
 	if err != nil {
 		return alert.Maintenance{}, s.storeProblem(r, err, "maintenance window "+id)
 	}
@@ -158,9 +157,6 @@ func (s *server) loadMaintenance(r *http.Request, id string) (alert.Maintenance,
 	if err != nil {
 		s.log.Error("undecodable maintenance window", "id", id, "err", err)
 		return alert.Maintenance{}, problemf(http.StatusInternalServerError, "", "maintenance window %s is unreadable", id)
-	}
-	if !ownMaintenance(r, m) {
-		return alert.Maintenance{}, s.storeProblem(r, store.ErrNotFound, "maintenance window "+id)
 	}
 	return m, nil
 }
@@ -174,7 +170,7 @@ func (s *server) createMaintenance(w http.ResponseWriter, r *http.Request) {
 	m.ID = s.newID()
 	m.Tenant = auth.TenantFrom(r.Context())
 	m.CreatedAt = s.clock.Now().UTC()
-	if p := s.createWithinQuota(r, m); p != nil {
+	if p := s.saveMaintenance(r, m, true); p != nil {
 		writeProblem(w, r, p)
 		return
 	}
@@ -196,14 +192,17 @@ func (s *server) putMaintenance(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.ID, m.Tenant, m.CreatedAt = id, old.Tenant, old.CreatedAt
-	if p := s.saveMaintenance(r, m); p != nil {
+	if p := s.saveMaintenance(r, m, false); p != nil {
 		writeProblem(w, r, p)
 		return
 	}
 	writeJSON(w, http.StatusOK, maintenanceView(m))
 }
 
+// readMaintenance reads a window's body, at most alert.MaxWindowBytes of
+// it (413 beyond), before anything decodes it.
 func (s *server) readMaintenance(w http.ResponseWriter, r *http.Request) (alert.Maintenance, *Problem) {
+	r.Body = http.MaxBytesReader(w, r.Body, alert.MaxWindowBytes)
 	body, p := s.readBody(w, r, false)
 	if p != nil {
 		return alert.Maintenance{}, p
@@ -215,36 +214,29 @@ func (s *server) readMaintenance(w http.ResponseWriter, r *http.Request) (alert.
 	return toMaintenance(in)
 }
 
-func (s *server) saveMaintenance(r *http.Request, m alert.Maintenance) *Problem {
+// saveMaintenance stores m; a new window only while its tenant holds fewer
+// than the quota, counted by the store in the write's own transaction.
+func (s *server) saveMaintenance(r *http.Request, m alert.Maintenance, create bool) *Problem {
 	doc, err := json.Marshal(m)
 	if err != nil {
 		s.log.Error("encode maintenance window", "id", m.ID, "err", err)
 		return problemf(http.StatusInternalServerError, "", "encoding maintenance window failed")
 	}
-	if err := s.store.PutObject(r.Context(), alert.MaintenanceKind, m.ID, doc); err != nil {
+	if len(doc) > alert.MaxWindowBytes {
+		return problemf(http.StatusRequestEntityTooLarge, "", "a maintenance window may be at most %d bytes stored", alert.MaxWindowBytes)
+	}
+	limit := 0
+	if create {
+		limit = s.quotas.MaxMaintenance
+	}
+	err = s.store.PutObjectWithin(r.Context(), alert.MaintenanceKind, m.ID, doc, limit)
+	if isQuota(err) {
+		return quotaProblem("maintenance windows", "--max-maintenance-per-tenant", s.quotas.MaxMaintenance)
+	}
+	if err != nil {
 		return s.storeProblem(r, err, "maintenance window "+m.ID)
 	}
 	return nil
-}
-
-// createWithinQuota saves a new window unless its tenant is at the limit.
-// The count and the write hold maintMu, so two creates on this replica
-// cannot both pass at the limit; replicas do not share it (Quotas says
-// what that costs).
-func (s *server) createWithinQuota(r *http.Request, m alert.Maintenance) *Problem {
-	if s.quotas.MaxMaintenance <= 0 {
-		return s.saveMaintenance(r, m)
-	}
-	s.maintMu.Lock()
-	defer s.maintMu.Unlock()
-	n, err := s.countMaintenance(r)
-	if err != nil {
-		return s.storeProblem(r, err, "maintenance windows")
-	}
-	if n >= s.quotas.MaxMaintenance {
-		return quotaProblem("maintenance windows", "--max-maintenance-per-tenant", s.quotas.MaxMaintenance)
-	}
-	return s.saveMaintenance(r, m)
 }
 
 func (s *server) deleteMaintenance(w http.ResponseWriter, r *http.Request) {

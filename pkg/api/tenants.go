@@ -10,7 +10,6 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -31,9 +30,9 @@ type Quotas struct {
 	// MaxEndpoints per tenant. Counted by the store in the create's own
 	// transaction (CreateEndpointWithin), so it holds across replicas.
 	MaxEndpoints int
-	// MaxMaintenance windows per tenant. Counted under a lock of this
-	// process before the write: exact on one replica; N API replicas
-	// creating at once can pass it by at most N-1.
+	// MaxMaintenance windows per tenant. Counted by the store in the
+	// create's own transaction (PutObjectWithin), so it holds across
+	// replicas.
 	MaxMaintenance int
 	// RatePerSecond is each tenant's sustained request rate on /v1 and
 	// Burst how many requests it may make at once; beyond them the API
@@ -66,12 +65,11 @@ func quotaProblem(noun, flag string, limit int) *Problem {
 }
 
 // endpointOf loads endpoint id if it is the request's tenant's; another
-// tenant's is the same 404 as a missing one.
+// tenant's is the same 404 as a missing one, and costs what a missing one
+// does: the store decides ownership from its index before it reads (or
+// the sealed store opens) the record.
 func (s *server) endpointOf(r *http.Request, id string) (store.Endpoint, *Problem) {
-	e, err := s.store.GetEndpoint(r.Context(), id)
-	if err == nil && store.TenantOf(e.Tenant) != auth.TenantFrom(r.Context()) {
-		err = store.ErrNotFound
-	}
+	e, err := s.store.GetEndpointOf(r.Context(), auth.TenantFrom(r.Context()), id)
 	if err != nil {
 		return store.Endpoint{}, s.storeProblem(r, err, "endpoint "+id)
 	}
@@ -79,35 +77,14 @@ func (s *server) endpointOf(r *http.Request, id string) (store.Endpoint, *Proble
 }
 
 // incidentOf loads incident id if it is the request's tenant's (the
-// tenant its endpoint had when it opened); otherwise 404 as if missing.
+// tenant its endpoint had when it opened); otherwise 404 as if missing,
+// decided from the store's tenant index before the record is read.
 func (s *server) incidentOf(r *http.Request, id string) (store.Incident, *Problem) {
-	inc, err := s.store.GetIncident(r.Context(), id)
-	if err == nil && store.TenantOf(inc.Tenant) != auth.TenantFrom(r.Context()) {
-		err = store.ErrNotFound
-	}
+	inc, err := s.store.GetIncidentOf(r.Context(), auth.TenantFrom(r.Context()), id)
 	if err != nil {
 		return store.Incident{}, s.storeProblem(r, err, "incident "+id)
 	}
 	return inc, nil
-}
-
-func ownMaintenance(r *http.Request, m alert.Maintenance) bool {
-	return alert.SameTenant(m.Tenant, auth.TenantFrom(r.Context()))
-}
-
-// countMaintenance counts the request tenant's maintenance windows.
-func (s *server) countMaintenance(r *http.Request) (int, error) {
-	docs, err := s.store.ListObjects(r.Context(), alert.MaintenanceKind)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, doc := range docs {
-		if m, err := alert.DecodeMaintenance(doc); err == nil && ownMaintenance(r, m) {
-			n++
-		}
-	}
-	return n, nil
 }
 
 // isQuota reports whether err is a store quota refusal.

@@ -9,6 +9,7 @@ package store
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
@@ -158,3 +160,31 @@ func ValidDelivery(incidentID string, d Delivery) error {
 	}
 	return nil
 }
+
+// ---- Tenant-owned objects
+
+// TenantKinds returns the Objects kinds whose documents belong to a tenant
+// and are indexed by it: maintenance windows.
+func TenantKinds() [1]string { return [1]string{alert.MaintenanceKind} }
+
+// IsTenantKind reports whether kind is one of TenantKinds.
+func IsTenantKind(kind string) bool {
+	kinds := TenantKinds()
+	return slices.Contains(kinds[:], kind)
+}
+
+// ObjectTenant returns the tenant a document of a TenantKinds kind belongs
+// to: TenantOf its top-level "tenant" field.
+func ObjectTenant(doc []byte) (string, error) {
+	var d struct {
+		Tenant string `json:"tenant"`
+	}
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return "", fmt.Errorf("read the tenant of a document: %w", err)
+	}
+	return TenantOf(d.Tenant), nil
+}
+
+// ErrNotTenantKind is returned by the tenant-scoped Objects methods for a
+// kind that is not one of TenantKinds.
+var ErrNotTenantKind = errors.New("object kind is not indexed by tenant")

@@ -334,6 +334,11 @@ type Endpoints interface {
 	// and Tenant kept and UpdatedAt set to now.
 	UpdateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
 	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
+	// GetEndpointOf is GetEndpoint for the tenant's endpoint only:
+	// ErrNotFound when id is absent or another tenant's, decided from the
+	// per-tenant index before the record is read, so another tenant's ID
+	// costs what a missing one does (no record read, decoded or unsealed).
+	GetEndpointOf(ctx context.Context, tenant, id string) (Endpoint, error)
 	ListEndpoints(ctx context.Context) ([]Endpoint, error) // ordered by ID
 	// ListEndpointsOf returns the tenant's endpoints ordered by ID. It reads
 	// the per-tenant index the writes below keep in their own transaction,
@@ -408,11 +413,13 @@ type Verdicts interface {
 	ListVerdictsBefore(ctx context.Context, endpointID string, before time.Time, limit int) ([]msg.Verdict, error)
 }
 
-// Incidents keeps incidents and the alerter's trackers, with two indexes
-// the store maintains inside the transaction that writes them (no caller
-// keeps them in step): the endpoints whose outbox holds notifications, and
-// the incidents not yet resolved. Both cost what they hold, not the
-// deployment's history.
+// Incidents keeps incidents and the alerter's trackers, with indexes the
+// store maintains inside the transaction that writes them (no caller keeps
+// them in step): the endpoints whose outbox holds notifications, the
+// incidents not yet resolved, and each tenant's incidents (by opening
+// window, and by ID for ownership). Each costs what it holds, not the
+// deployment's history. Incidents stored before the tenant index existed
+// are indexed when the backend opens.
 type Incidents interface {
 	GetTracker(ctx context.Context, endpointID string) (Tracker, error) // zero Tracker (Version 0) if none
 	// SaveTracker atomically writes t (compare-and-set on t.Version; 0 means
@@ -424,13 +431,19 @@ type Incidents interface {
 	// differs; nothing is written then, indexes included.
 	SaveTracker(ctx context.Context, t Tracker, incidents ...Incident) error
 	GetIncident(ctx context.Context, id string) (Incident, error)
+	// GetIncidentOf is GetIncident for the tenant's incident only
+	// (TenantOf(Incident.Tenant)): ErrNotFound when id is absent or another
+	// tenant's, decided from the tenant index before the record is read.
+	GetIncidentOf(ctx context.Context, tenant, id string) (Incident, error)
 	// UpdateIncident compare-and-sets one existing incident (acknowledge over
 	// the API), keeping the open-incident index in the same transaction:
 	// ErrNotFound if absent, ErrConflict on a version mismatch.
 	UpdateIncident(ctx context.Context, inc Incident) (Incident, error)
 	// ListIncidents returns matching incidents, newest OpenedWindow first
-	// (ties by ID, descending). It reads the whole history (filtered by
-	// endpoint if named): for the API, not for periodic work.
+	// (ties by ID, descending). It walks the endpoint's index when the
+	// filter names one, else the tenant's when it names one (so a tenant's
+	// list costs the tenant's incidents, not the deployment's), else the
+	// whole history: for the API, not for periodic work.
 	ListIncidents(ctx context.Context, f IncidentFilter) ([]Incident, error)
 	// PendingOutboxes returns, ordered by ID, the endpoints whose tracker
 	// was last saved with Pending > 0 (empty, not nil, if none).
@@ -477,11 +490,41 @@ type Ledger interface {
 
 // Objects is a small versionless document store for configuration that has
 // no query needs: maintenance windows, global sink settings, tool catalogs.
+//
+// Documents of a TenantKinds kind belong to a tenant (ObjectTenant reads
+// it from the document): PutObject and DeleteObject keep, in the same
+// transaction as the document, the tenant's index of that kind (its IDs,
+// and each ID's tenant) and the tenant's ObjectsStamp. PutObject refuses a
+// document of such a kind whose tenant does not decode. Documents stored
+// before the index existed are indexed when the backend opens.
 type Objects interface {
 	PutObject(ctx context.Context, kind, id string, doc []byte) error
 	GetObject(ctx context.Context, kind, id string) ([]byte, error) // ErrNotFound
 	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
 	DeleteObject(ctx context.Context, kind, id string) error // ErrNotFound
+
+	// PutObjectWithin is PutObject that refuses with ErrQuota a document
+	// new to its tenant when the tenant already holds limit documents of
+	// kind, counted in the write's own transaction (so concurrent creates,
+	// from any replica, cannot pass it together). limit <= 0: no limit.
+	// Only for TenantKinds.
+	PutObjectWithin(ctx context.Context, kind, id string, doc []byte, limit int) error
+	// GetObjectOf returns the tenant's document of kind: ErrNotFound when
+	// id is absent or another tenant's, decided from the index before the
+	// document is read. Only for TenantKinds.
+	GetObjectOf(ctx context.Context, kind, tenant, id string) ([]byte, error)
+	// ListObjectsOf returns the tenant's documents of kind by ID (empty map
+	// if none), reading the tenant's index: it costs the tenant's
+	// documents, never another tenant's. Only for TenantKinds.
+	ListObjectsOf(ctx context.Context, kind, tenant string) (map[string][]byte, error)
+	// CountObjectsOf returns how many documents of kind the tenant holds,
+	// from the index alone. Only for TenantKinds.
+	CountObjectsOf(ctx context.Context, kind, tenant string) (int, error)
+	// ObjectsStamp returns a number that changes whenever one of the
+	// tenant's documents of kind is put or deleted (bumped in the same
+	// transaction), so a reader that decodes them can keep the decoded
+	// form while the stamp stays the same. Only for TenantKinds.
+	ObjectsStamp(ctx context.Context, kind, tenant string) (uint64, error)
 }
 
 // Audit is the audit log: who changed what over the API, per tenant, kept

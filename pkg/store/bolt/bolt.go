@@ -141,7 +141,13 @@ func Open(path string, opts Options) (*Store, error) {
 				return err
 			}
 		}
-		return indexTenants(tx) // endpoints.go
+		if err := indexTenants(tx); err != nil { // endpoints.go
+			return err
+		}
+		if err := indexIncidentTenants(tx); err != nil { // incidents.go
+			return err
+		}
+		return indexObjects(tx) // objects.go
 	})
 	if err != nil {
 		_ = db.Close()

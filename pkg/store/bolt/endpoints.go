@@ -132,6 +132,26 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, err
 	return getOne[store.Endpoint](ctx, s, bEndpoints, id, "endpoint "+id)
 }
 
+// GetEndpointOf returns the tenant's endpoint: the record is read only
+// when the tenant's index lists id.
+func (s *Store) GetEndpointOf(ctx context.Context, tenant, id string) (store.Endpoint, error) {
+	var e store.Endpoint
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		ok := false
+		if tx.Bucket(bEPByTenant).Get(tenantKey(tenant, id)) != nil {
+			var err error
+			if e, ok, err = get[store.Endpoint](tx.Bucket(bEndpoints), []byte(id)); err != nil {
+				return err
+			}
+		}
+		if !ok {
+			return fmt.Errorf("endpoint %s: %w", id, store.ErrNotFound)
+		}
+		return nil
+	})
+	return e, err
+}
+
 // ListEndpoints returns every endpoint ordered by ID.
 func (s *Store) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 	out := []store.Endpoint{}

@@ -1,11 +1,13 @@
 // Trackers, incidents and the indexes written in their transaction: by
-// opened window (global and per endpoint), open incidents, pending outboxes.
+// opened window (global, per endpoint and per tenant), each incident's
+// tenant, open incidents, pending outboxes.
 
 package bolt
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -13,6 +15,45 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
+
+// The per-tenant incident index: incByTenant (tenant 0 openedWindow id →
+// nil) is a tenant's list in ListIncidents order, incTenants (id → tenant)
+// answers GetIncidentOf without reading the record. putIncident writes
+// both with the incident. They are not in allBuckets: indexIncidentTenants
+// creates them and, the first time, fills them from the incidents already
+// stored.
+var (
+	bIncByTenant = []byte("incByTenant")
+	bIncTenants  = []byte("incTenants")
+)
+
+func indexIncidentTenants(tx *bbolt.Tx) error {
+	if tx.Bucket(bIncByTenant) != nil {
+		return nil
+	}
+	byTenant, err := tx.CreateBucket(bIncByTenant)
+	if err != nil {
+		return err
+	}
+	owners, err := tx.CreateBucketIfNotExists(bIncTenants)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bIncidents).ForEach(func(k, v []byte) error {
+		var inc store.Incident
+		if err := json.Unmarshal(v, &inc); err != nil {
+			return fmt.Errorf("index incident %s by tenant: %w", k, err)
+		}
+		if err := owners.Put(bytes.Clone(k), []byte(store.TenantOf(inc.Tenant))); err != nil {
+			return err
+		}
+		return byTenant.Put(incTenantKey(inc), nil)
+	})
+}
+
+func incTenantKey(inc store.Incident) []byte {
+	return append(tenantKey(inc.Tenant, ""), incIndexKey(inc)...)
+}
 
 // GetTracker returns the endpoint's tracker, or a zero Tracker (Version 0)
 // for the endpoint if none was saved.
@@ -110,12 +151,15 @@ func putIncident(tx *bbolt.Tx, inc store.Incident, create bool) error {
 	case ok && cur.Version != inc.Version:
 		return fmt.Errorf("incident %s: have version %d, stored %d: %w", inc.ID, inc.Version, cur.Version, store.ErrConflict)
 	}
-	idx, byEP := tx.Bucket(bIncByOpened), tx.Bucket(bIncByEP)
+	idx, byEP, byTenant := tx.Bucket(bIncByOpened), tx.Bucket(bIncByEP), tx.Bucket(bIncByTenant)
 	if ok {
 		if err := idx.Delete(incIndexKey(cur)); err != nil {
 			return err
 		}
 		if err := byEP.Delete(incEPKey(cur)); err != nil {
+			return err
+		}
+		if err := byTenant.Delete(incTenantKey(cur)); err != nil {
 			return err
 		}
 	}
@@ -124,6 +168,12 @@ func putIncident(tx *bbolt.Tx, inc store.Incident, create bool) error {
 		return err
 	}
 	if err := byEP.Put(incEPKey(inc), nil); err != nil {
+		return err
+	}
+	if err := byTenant.Put(incTenantKey(inc), nil); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bIncTenants).Put([]byte(inc.ID), []byte(store.TenantOf(inc.Tenant))); err != nil {
 		return err
 	}
 	if inc.Unresolved() {
@@ -150,6 +200,26 @@ func (s *Store) GetIncident(ctx context.Context, id string) (store.Incident, err
 	return getOne[store.Incident](ctx, s, bIncidents, id, "incident "+id)
 }
 
+// GetIncidentOf returns the tenant's incident: the record is read only
+// when incTenants names the tenant.
+func (s *Store) GetIncidentOf(ctx context.Context, tenant, id string) (store.Incident, error) {
+	var inc store.Incident
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		ok := false
+		if owner := tx.Bucket(bIncTenants).Get([]byte(id)); owner != nil && string(owner) == store.TenantOf(tenant) {
+			var err error
+			if inc, ok, err = get[store.Incident](tx.Bucket(bIncidents), []byte(id)); err != nil {
+				return err
+			}
+		}
+		if !ok {
+			return fmt.Errorf("incident %s: %w", id, store.ErrNotFound)
+		}
+		return nil
+	})
+	return inc, err
+}
+
 // UpdateIncident compare-and-sets an existing incident; ErrNotFound if absent.
 func (s *Store) UpdateIncident(ctx context.Context, inc store.Incident) (store.Incident, error) {
 	err := s.update(ctx, func(tx *bbolt.Tx) error { return putIncident(tx, inc, false) })
@@ -162,16 +232,21 @@ func (s *Store) UpdateIncident(ctx context.Context, inc store.Incident) (store.I
 
 // ListIncidents returns matching incidents ordered by OpenedWindow, newest
 // first (ties by ID, descending). It walks the endpoint's index when the
-// filter names one, the global index otherwise.
+// filter names one, else the tenant's when it names one, else the global
+// index.
 func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]store.Incident, error) {
 	out := []store.Incident{}
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bIncidents)
 		var prefix []byte
 		c := tx.Bucket(bIncByOpened).Cursor()
-		if f.EndpointID != "" {
+		switch {
+		case f.EndpointID != "":
 			prefix = idPrefix(f.EndpointID)
 			c = tx.Bucket(bIncByEP).Cursor()
+		case f.Tenant != "":
+			prefix = tenantKey(f.Tenant, "")
+			c = tx.Bucket(bIncByTenant).Cursor()
 		}
 		// Start at the last key before the cursor (or the prefix's end):
 		// a later page costs what it reads, not what earlier pages did.

@@ -1,11 +1,14 @@
 package bolt_test
 
 import (
+	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
 	"go.etcd.io/bbolt"
 
+	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
@@ -51,5 +54,134 @@ func TestEndpointsFromBeforeTenantsJoinTheDefaultTenant(t *testing.T) {
 	}
 	if eps, _ := s.ListEndpointsOf(t.Context(), store.DefaultTenant); len(eps) != 0 {
 		t.Fatalf("after delete the default tenant lists %+v", eps)
+	}
+}
+
+// TestForeignRecordsAreNotRead: the owned reads decide ownership from the
+// tenant index before touching a record. Records that do not decode are
+// reported as such to their own tenant and are a plain ErrNotFound to any
+// other (so they were never decoded), and a tenant's lists succeed beside
+// another tenant's undecodable records (so they were never read).
+func TestForeignRecordsAreNotRead(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, filepath.Join(t.TempDir(), "store.db"), clock.NewFake(storetest.Start))
+	if _, err := s.CreateEndpoint(ctx, store.Endpoint{ID: "eb", Tenant: "b", Schedule: "@every 1m"}); err != nil {
+		t.Fatal(err)
+	}
+	inc := store.Incident{ID: "ib", EndpointID: "eb", Tenant: "b", State: store.IncidentOpen, OpenedWindow: storetest.Start}
+	if err := s.SaveTracker(ctx, store.Tracker{EndpointID: "eb"}, inc); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutObject(ctx, alert.MaintenanceKind, "wb", []byte(`{"tenant":"b"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutObject(ctx, alert.MaintenanceKind, "wa", []byte(`{"tenant":"a"}`)); err != nil {
+		t.Fatal(err)
+	}
+	err := s.DB().Update(func(tx *bbolt.Tx) error {
+		if err := tx.Bucket([]byte("endpoints")).Put([]byte("eb"), []byte("{broken")); err != nil {
+			return err
+		}
+		if err := tx.Bucket([]byte("incidents")).Put([]byte("ib"), []byte("{broken")); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte("objects")).Bucket([]byte(alert.MaintenanceKind)).Put([]byte("wb"), []byte("{broken"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		name string
+		read func(tenant string) error
+	}{
+		{"endpoint", func(tenant string) error { _, err := s.GetEndpointOf(ctx, tenant, "eb"); return err }},
+		{"incident", func(tenant string) error { _, err := s.GetIncidentOf(ctx, tenant, "ib"); return err }},
+		{"window", func(tenant string) error {
+			doc, err := s.GetObjectOf(ctx, alert.MaintenanceKind, tenant, "wb")
+			if err == nil && string(doc) == "{broken" {
+				err = errors.New("read the broken document")
+			}
+			return err
+		}},
+	} {
+		if err := c.read("a"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s of tenant b read as tenant a: err = %v, want ErrNotFound without reading it", c.name, err)
+		}
+		if err := c.read("b"); err == nil || errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s read by its own tenant: err = %v, want the decode error (the record is broken)", c.name, err)
+		}
+	}
+	if docs, err := s.ListObjectsOf(ctx, alert.MaintenanceKind, "a"); err != nil || len(docs) != 1 {
+		t.Errorf("tenant a's windows = %v, %v", docs, err)
+	}
+	if incs, err := s.ListIncidents(ctx, store.IncidentFilter{Tenant: "a"}); err != nil || len(incs) != 0 {
+		t.Errorf("tenant a's incidents = %v, %v; want none, without decoding tenant b's", incs, err)
+	}
+	if eps, err := s.ListEndpointsOf(ctx, "a"); err != nil || len(eps) != 0 {
+		t.Errorf("tenant a's endpoints = %v, %v", eps, err)
+	}
+}
+
+// TestIncidentsAndWindowsFromBeforeTheIndexAreIndexedAtOpen: a file
+// written before the tenant indexes of incidents and maintenance windows
+// existed gets them at Open, each record under its own tenant.
+func TestIncidentsAndWindowsFromBeforeTheIndexAreIndexedAtOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := bolt.Open(path, bolt.Options{Clock: clock.NewFake(storetest.Start)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		for _, b := range []string{"incByTenant", "incTenants", "objectsByTenant", "objectTenants", "objectStamps"} {
+			if err := tx.DeleteBucket([]byte(b)); err != nil {
+				return fmt.Errorf("%s: %w", b, err)
+			}
+		}
+		if err := tx.Bucket([]byte("incidents")).Put([]byte("old"), []byte(`{"id":"old","endpointId":"e","state":"open","openedWindow":"2026-03-01T12:00:00Z","version":1}`)); err != nil {
+			return err
+		}
+		if err := tx.Bucket([]byte("incidents")).Put([]byte("new"), []byte(`{"id":"new","endpointId":"e","tenant":"t","state":"open","openedWindow":"2026-03-01T12:01:00Z","version":1}`)); err != nil {
+			return err
+		}
+		mb, err := tx.Bucket([]byte("objects")).CreateBucketIfNotExists([]byte(alert.MaintenanceKind))
+		if err != nil {
+			return err
+		}
+		if err := mb.Put([]byte("w-old"), []byte(`{"id":"w-old"}`)); err != nil {
+			return err
+		}
+		return mb.Put([]byte("w-t"), []byte(`{"id":"w-t","tenant":"t"}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx := t.Context()
+	s = open(t, path, clock.NewFake(storetest.Start))
+	for tenant, want := range map[string]string{store.DefaultTenant: "old", "t": "new"} {
+		incs, err := s.ListIncidents(ctx, store.IncidentFilter{Tenant: tenant})
+		if err != nil || len(incs) != 1 || incs[0].ID != want {
+			t.Errorf("tenant %s's incidents = %+v, %v; want %s", tenant, incs, err, want)
+		}
+		if _, err := s.GetIncidentOf(ctx, tenant, want); err != nil {
+			t.Errorf("GetIncidentOf(%s, %s): %v", tenant, want, err)
+		}
+	}
+	for tenant, want := range map[string]string{store.DefaultTenant: "w-old", "t": "w-t"} {
+		docs, err := s.ListObjectsOf(ctx, alert.MaintenanceKind, tenant)
+		if err != nil || len(docs) != 1 || docs[want] == nil {
+			t.Errorf("tenant %s's windows = %v, %v; want %s", tenant, docs, err, want)
+		}
 	}
 }

@@ -1,5 +1,6 @@
 // Trackers, incidents and the indexes their scripts write in the same step:
-// incidents_by_opened, incidents_by_endpoint:<ep>, incidents_open and
+// incidents_by_opened, incidents_by_endpoint:<ep>, incident_tenants,
+// incidents_by_tenant:<tenant> (tenants.go), incidents_open and
 // outboxes_pending.
 
 package redis
@@ -37,10 +38,12 @@ func (s *Store) GetTracker(ctx context.Context, endpointID string) (store.Tracke
 // so they never disagree with the tracker and incidents they index.
 //
 // KEYS: trackers, tracker_versions, incidents, incident_versions,
-// incidents_by_opened, outboxes_pending, incidents_open, then
-// incidents_by_endpoint:<ep> per incident.
+// incidents_by_opened, outboxes_pending, incidents_open, incident_tenants,
+// then incidents_by_endpoint:<ep> and incidents_by_tenant:<tenant> per
+// incident.
 // ARGV: tracker id, expected version, json, pending (1 or 0), n, then per
-// incident id, expected version, json, opened ms, open (1 unless resolved).
+// incident id, expected version, json, opened ms, open (1 unless resolved),
+// tenant.
 // Returns 0 on success, 1 for a tracker conflict, 1+i for incident i.
 var saveTracker = goredis.NewScript(`
 local function ver(h, id)
@@ -51,7 +54,7 @@ end
 if ver(KEYS[2], ARGV[1]) ~= tonumber(ARGV[2]) then return 1 end
 local n = tonumber(ARGV[5])
 for i = 0, n - 1 do
-  local b = 6 + i * 5
+  local b = 6 + i * 6
   if ver(KEYS[4], ARGV[b]) ~= tonumber(ARGV[b + 1]) then return 2 + i end
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
@@ -62,11 +65,13 @@ else
   redis.call('SREM', KEYS[6], ARGV[1])
 end
 for i = 0, n - 1 do
-  local b = 6 + i * 5
+  local b = 6 + i * 6
   redis.call('HSET', KEYS[3], ARGV[b], ARGV[b + 2])
   redis.call('HSET', KEYS[4], ARGV[b], tonumber(ARGV[b + 1]) + 1)
   redis.call('ZADD', KEYS[5], ARGV[b + 3], ARGV[b])
-  redis.call('ZADD', KEYS[8 + i], ARGV[b + 3], ARGV[b])
+  redis.call('ZADD', KEYS[9 + 2 * i], ARGV[b + 3], ARGV[b])
+  redis.call('ZADD', KEYS[10 + 2 * i], ARGV[b + 3], ARGV[b])
+  redis.call('HSET', KEYS[8], ARGV[b], ARGV[b + 5])
   if ARGV[b + 4] == '1' then
     redis.call('SADD', KEYS[7], ARGV[b])
   else
@@ -87,7 +92,7 @@ func (s *Store) SaveTracker(ctx context.Context, t store.Tracker, incidents ...s
 		return err
 	}
 	keys := []string{s.k("trackers"), s.k("tracker_versions"), s.k("incidents"), s.k("incident_versions"),
-		s.k("incidents_by_opened"), s.k("outboxes_pending"), s.k("incidents_open")}
+		s.k("incidents_by_opened"), s.k("outboxes_pending"), s.k("incidents_open"), s.k("incident_tenants")}
 	args := []any{t.EndpointID, expected, traw, flag(t.Pending > 0), len(incidents)}
 	for _, inc := range incidents {
 		if inc.ID == "" {
@@ -99,8 +104,8 @@ func (s *Store) SaveTracker(ctx context.Context, t store.Tracker, incidents ...s
 		if err != nil {
 			return err
 		}
-		keys = append(keys, s.k("incidents_by_endpoint", inc.EndpointID))
-		args = append(args, inc.ID, v, raw, ms(inc.OpenedWindow), flag(inc.Unresolved()))
+		keys = append(keys, s.k("incidents_by_endpoint", inc.EndpointID), s.tenantIncidents(inc.Tenant))
+		args = append(args, inc.ID, v, raw, ms(inc.OpenedWindow), flag(inc.Unresolved()), store.TenantOf(inc.Tenant))
 	}
 	n, err := saveTracker.Run(ctx, s.rdb, keys, args...).Int()
 	if err := s.done("save tracker of "+t.EndpointID, err); err != nil {
@@ -146,8 +151,8 @@ func (s *Store) GetIncident(ctx context.Context, id string) (store.Incident, err
 
 // updateIncident: -1 absent, 0 conflict, 1 written. KEYS: incidents,
 // incident_versions, incidents_by_opened, incidents_by_endpoint:<ep>,
-// incidents_open. ARGV: id, expected version, json, opened ms, open (1
-// unless resolved).
+// incidents_open, incident_tenants, incidents_by_tenant:<tenant>. ARGV:
+// id, expected version, json, opened ms, open (1 unless resolved), tenant.
 var updateIncident = goredis.NewScript(`
 local v = redis.call('HGET', KEYS[2], ARGV[1])
 if not v then return -1 end
@@ -156,6 +161,8 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[1], tonumber(ARGV[2]) + 1)
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
+redis.call('ZADD', KEYS[7], ARGV[4], ARGV[1])
+redis.call('HSET', KEYS[6], ARGV[1], ARGV[6])
 if ARGV[5] == '1' then
   redis.call('SADD', KEYS[5], ARGV[1])
 else
@@ -172,8 +179,9 @@ func (s *Store) UpdateIncident(ctx context.Context, inc store.Incident) (store.I
 		return store.Incident{}, err
 	}
 	n, err := updateIncident.Run(ctx, s.rdb,
-		[]string{s.k("incidents"), s.k("incident_versions"), s.k("incidents_by_opened"), s.k("incidents_by_endpoint", inc.EndpointID), s.k("incidents_open")},
-		inc.ID, expected, raw, ms(inc.OpenedWindow), flag(inc.Unresolved())).Int()
+		[]string{s.k("incidents"), s.k("incident_versions"), s.k("incidents_by_opened"), s.k("incidents_by_endpoint", inc.EndpointID), s.k("incidents_open"),
+			s.k("incident_tenants"), s.tenantIncidents(inc.Tenant)},
+		inc.ID, expected, raw, ms(inc.OpenedWindow), flag(inc.Unresolved()), store.TenantOf(inc.Tenant)).Int()
 	if err := s.done("update incident "+inc.ID, err); err != nil {
 		return store.Incident{}, err
 	}
@@ -188,11 +196,15 @@ func (s *Store) UpdateIncident(ctx context.Context, inc store.Incident) (store.I
 
 // ListIncidents returns matching incidents ordered by OpenedWindow, newest
 // first (ties by ID, descending). It walks the per-endpoint index when the
-// filter names an endpoint, the global one otherwise, a page at a time.
+// filter names an endpoint, else the tenant's when it names one, else the
+// global one, a page at a time.
 func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]store.Incident, error) {
 	index := s.k("incidents_by_opened")
-	if f.EndpointID != "" {
+	switch {
+	case f.EndpointID != "":
 		index = s.k("incidents_by_endpoint", f.EndpointID)
+	case f.Tenant != "":
+		index = s.tenantIncidents(f.Tenant)
 	}
 	const page = 200
 	out := []store.Incident{}

@@ -2,7 +2,9 @@
 // A prober document of a region (store.ProberObjectID "<endpoint>@<region>",
 // a kind of store.ProberObjectKinds) also adds the region to the set
 // object_regions:<endpoint>, in the same transaction: DeleteEndpoint reads
-// it to find the endpoint's regional fields without scanning the hash.
+// it to find the endpoint's regional fields without scanning the hash. A
+// document of a tenant kind (store.TenantKinds) is written and deleted by
+// the scripts in tenants.go, which keep its tenant's index.
 
 package redis
 
@@ -21,6 +23,9 @@ import (
 func (s *Store) PutObject(ctx context.Context, kind, id string, doc []byte) error {
 	if kind == "" || id == "" {
 		return errors.New("redis store: put object: kind and id are required")
+	}
+	if store.IsTenantKind(kind) {
+		return s.PutObjectWithin(ctx, kind, id, doc, 0)
 	}
 	ep, region := store.SplitProberObjectID(id)
 	if kinds := store.ProberObjectKinds(); region == "" || !slices.Contains(kinds[:], kind) {
@@ -66,7 +71,14 @@ func (s *Store) ListObjects(ctx context.Context, kind string) (map[string][]byte
 
 // DeleteObject removes the document; ErrNotFound if absent.
 func (s *Store) DeleteObject(ctx context.Context, kind, id string) error {
-	n, err := s.rdb.HDel(ctx, s.k("objects", kind), id).Result()
+	var n int64
+	var err error
+	if store.IsTenantKind(kind) {
+		n, err = deleteTenantObject.Run(ctx, s.rdb, []string{s.k("objects", kind), s.objectOwners(kind)},
+			id, s.tenantObjectsPrefix(kind), s.objectsStampPrefix(kind)).Int64()
+	} else {
+		n, err = s.rdb.HDel(ctx, s.k("objects", kind), id).Result()
+	}
 	if err := s.done("delete object "+kind+"/"+id, err); err != nil {
 		return err
 	}

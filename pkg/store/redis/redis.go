@@ -195,6 +195,14 @@ func New(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	} else if n > 0 {
 		s.log.Info("endpoints from before tenants listed in the default tenant", "endpoints", n)
 	}
+	// Incidents and maintenance windows from before their tenant index
+	// join it; a failure here only delays that to the next start (until
+	// then a tenant does not see them).
+	if n, err := s.IndexOwners(ctx); err != nil {
+		s.log.Warn("indexing incidents and maintenance windows by tenant failed; retried at the next start", "err", err)
+	} else if n > 0 {
+		s.log.Info("incidents and maintenance windows listed in their tenant's index", "records", n)
+	}
 	return s, nil
 }
 

@@ -1,10 +1,12 @@
 package redis_test
 
 import (
+	"errors"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/redis"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
@@ -104,5 +106,97 @@ func TestEndpointPagesAfterAnUpgrade(t *testing.T) {
 	}
 	if n, _ := rdb.Get(ctx, prefix+"endpoint_ids_indexed").Int(); n != 2 {
 		t.Fatalf("indexed count = %d after a delete, want 2", n)
+	}
+}
+
+// TestIncidentsAndWindowsFromBeforeTheIndexJoinIt: incidents and
+// maintenance windows written before their tenant index (or by a replica
+// of an older version) are listed under their own tenant by IndexOwners,
+// which New runs; a second run finds nothing to do. Their tenant's
+// foreign reads stay a plain not-found.
+func TestIncidentsAndWindowsFromBeforeTheIndexJoinIt(t *testing.T) {
+	url := testpeers.RedisURL(t)
+	prefix := randomPrefix()
+	s := open(t, url, redis.Options{Prefix: prefix})
+	ctx := t.Context()
+	opts, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := goredis.NewClient(opts)
+	defer rdb.Close()
+	for _, kv := range [][3]string{
+		{"incidents", "old", `{"id":"old","endpointId":"e","state":"open","openedWindow":"2026-03-01T12:00:00Z","version":1}`},
+		{"incidents", "new", `{"id":"new","endpointId":"e","tenant":"t","state":"open","openedWindow":"2026-03-01T12:01:00Z","version":1}`},
+		{"objects:" + alert.MaintenanceKind, "w-old", `{"id":"w-old"}`},
+		{"objects:" + alert.MaintenanceKind, "w-t", `{"id":"w-t","tenant":"t"}`},
+	} {
+		if err := rdb.HSet(ctx, prefix+kv[0], kv[1], kv[2]).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if incs, _ := s.ListIncidents(ctx, store.IncidentFilter{Tenant: "t"}); len(incs) != 0 {
+		t.Fatalf("before indexing tenant t lists %+v", incs)
+	}
+	for _, want := range []int{4, 0} {
+		n, err := s.IndexOwners(ctx)
+		if err != nil || n != want {
+			t.Fatalf("IndexOwners = %d, %v; want %d", n, err, want)
+		}
+	}
+	for tenant, want := range map[string]string{store.DefaultTenant: "old", "t": "new"} {
+		incs, err := s.ListIncidents(ctx, store.IncidentFilter{Tenant: tenant})
+		if err != nil || len(incs) != 1 || incs[0].ID != want {
+			t.Errorf("tenant %s's incidents = %+v, %v; want %s", tenant, incs, err, want)
+		}
+	}
+	for tenant, want := range map[string]string{store.DefaultTenant: "w-old", "t": "w-t"} {
+		docs, err := s.ListObjectsOf(ctx, alert.MaintenanceKind, tenant)
+		if err != nil || len(docs) != 1 || docs[want] == nil {
+			t.Errorf("tenant %s's windows = %v, %v; want %s", tenant, docs, err, want)
+		}
+	}
+	if _, err := s.GetObjectOf(ctx, alert.MaintenanceKind, "t", "w-old"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the default tenant's window read as tenant t: %v", err)
+	}
+}
+
+// TestForeignRecordsAreNotRead: ownership is decided from the owners hash
+// before the record: another tenant's undecodable record is a plain
+// not-found, and the tenant's own lists never read it.
+func TestForeignRecordsAreNotRead(t *testing.T) {
+	url := testpeers.RedisURL(t)
+	prefix := randomPrefix()
+	s := open(t, url, redis.Options{Prefix: prefix})
+	ctx := t.Context()
+	if _, err := s.CreateEndpoint(ctx, store.Endpoint{ID: "eb", Tenant: "b", Schedule: "@every 1m"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveTracker(ctx, store.Tracker{EndpointID: "eb"}, store.Incident{ID: "ib", EndpointID: "eb", Tenant: "b", State: store.IncidentOpen}); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := goredis.NewClient(opts)
+	defer rdb.Close()
+	if err := rdb.HSet(ctx, prefix+"endpoints", "eb", "{broken").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctx, prefix+"incidents", "ib", "{broken").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetEndpointOf(ctx, "a", "eb"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("tenant b's endpoint read as a: %v, want ErrNotFound without decoding it", err)
+	}
+	if _, err := s.GetEndpointOf(ctx, "b", "eb"); err == nil || errors.Is(err, store.ErrNotFound) {
+		t.Errorf("tenant b's broken endpoint read as b: %v, want the decode error", err)
+	}
+	if _, err := s.GetIncidentOf(ctx, "a", "ib"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("tenant b's incident read as a: %v, want ErrNotFound without decoding it", err)
+	}
+	if incs, err := s.ListIncidents(ctx, store.IncidentFilter{Tenant: "a"}); err != nil || len(incs) != 0 {
+		t.Errorf("tenant a's incidents = %v, %v; want none, without decoding tenant b's", incs, err)
 	}
 }

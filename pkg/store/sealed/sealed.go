@@ -7,8 +7,9 @@
 // and pkg/store/redis only ever hold ciphertext and need not know.
 //
 // Endpoints enter sealed through CreateEndpoint and UpdateEndpoint and leave
-// opened through GetEndpoint and the endpoint lists (and the returns of the
-// first two); every other Store method passes straight through. A record
+// opened through GetEndpoint, GetEndpointOf and the endpoint lists (and the
+// returns of the first two); every other Store method passes straight
+// through. A record
 // written before sealing existed reads as it is and is sealed on its next
 // write or by Reseal. SealEndpoint and OpenEndpoint are the pure functions
 // underneath.
@@ -84,6 +85,17 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e store.Endpoint) (store.End
 // GetEndpoint returns the endpoint with its secrets opened.
 func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
 	e, err := s.Store.GetEndpoint(ctx, id)
+	if err != nil {
+		return store.Endpoint{}, err
+	}
+	return OpenEndpoint(s.keys, e)
+}
+
+// GetEndpointOf returns the tenant's endpoint with its secrets opened. The
+// backend decides ownership from its index first, so another tenant's ID
+// is never read, let alone opened.
+func (s *Store) GetEndpointOf(ctx context.Context, tenant, id string) (store.Endpoint, error) {
+	e, err := s.Store.GetEndpointOf(ctx, tenant, id)
 	if err != nil {
 		return store.Endpoint{}, err
 	}

@@ -53,6 +53,9 @@ func Run(t *testing.T, newStore Factory) {
 		{"EndpointsByTenant", testEndpointsByTenant},               // tenants.go
 		{"EndpointQuotaConcurrent", testEndpointQuotaConcurrent},   // tenants.go
 		{"IncidentsByTenant", testIncidentsByTenant},               // tenants.go
+		{"ObjectsByTenant", testObjectsByTenant},                   // owners.go
+		{"ObjectQuotaConcurrent", testObjectQuotaConcurrent},       // owners.go
+		{"OwnedReads", testOwnedReads},                             // owners.go
 		{"EndpointPagesExactlyOnce", testEndpointPagesExactlyOnce}, // pages.go
 		{"VerdictPages", testVerdictPages},
 		{"IncidentPages", testIncidentPages},
