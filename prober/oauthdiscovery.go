@@ -230,7 +230,7 @@ func parseAuthServerMetadata(b []byte, issuer string, httpsOnly bool) (string, e
 
 // decodeMetadata decodes one JSON object into v.
 func decodeMetadata(b []byte, v any) error {
-	b = bytes.TrimSpace(b)
+	b = bytes.TrimLeft(b, " \t\r\n") // JSON's whitespace only
 	if len(b) == 0 || b[0] != '{' || json.Unmarshal(b, v) != nil {
 		return errors.New("invalid JSON")
 	}
