@@ -139,7 +139,7 @@ func (c *authChange) event(s scrubber) msg.Event {
 		return map[string]string{"issuer": clean(s.scrub(a.Issuer)), "tokenEndpoint": clean(s.scrub(a.TokenEndpoint))}
 	}
 	return msg.Event{
-		Kind: EventAuthServerChanged, Severity: "security",
+		Kind: EventAuthServerChanged, Severity: "critical",
 		Message: fmt.Sprintf("OAuth authorization server changed: the endpoint's metadata names token endpoint %s, not the pinned %s; not followed (the client secret was not sent)",
 			clean(s.scrub(c.named.TokenEndpoint)), clean(s.scrub(c.pinned.TokenEndpoint))),
 		Details:     map[string]any{"pinned": side(c.pinned), "named": side(c.named)},

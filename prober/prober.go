@@ -292,10 +292,10 @@ func (p *Prober) ProbeAfter(ctx context.Context, ep store.Endpoint, cmd msg.Prob
 }
 
 // Memory is what a probe learnt that later probes compare with: the tool
-// catalog, the server identity and the OAuth pin, each nil when unchanged. Run returns it
-// instead of storing it, so the caller stores it only after the result is
-// safely published: stored first, a failed publish would make the
-// redelivered command's probe find the change already remembered and
+// catalog, the server identity and the OAuth pin, each nil when unchanged.
+// Run returns it instead of storing it, so the caller stores it only after
+// the result is safely published: stored first, a failed publish would make
+// the redelivered command's probe find the change already remembered and
 // report no event.
 type Memory struct {
 	endpointID string
