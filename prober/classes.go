@@ -32,6 +32,9 @@ const (
 	ClassBlockedTarget     = "blocked_target"     // SSRF guard refused the address (loopback, private, metadata, ...)
 	ClassToolFailed        = "tool_failed"        // the endpoint's tool check failed: tool missing, isError, error or unexpected result
 	ClassAuthTokenFailed   = "auth_token_failed"  // the OAuth client-credentials token could not be obtained
+	// Discovery named another authorization server than the pinned one,
+	// which the probe did not follow (oauthpin.go).
+	ClassAuthServerChanged = "auth_server_changed"
 )
 
 // ClassInfo is one outcome class: its name, the status it maps to and the
@@ -54,6 +57,7 @@ var classes = [...]ClassInfo{
 	{ClassAuthRejected, msg.StatusDown, "401 although a credential header is configured (Authorization, Cookie, an API key or token header): wrong or expired"},
 	{ClassAuthMisconfigured, msg.StatusDown, "bare 401, or a Bearer challenge that leads to no usable metadata or token endpoint"},
 	{ClassAuthTokenFailed, msg.StatusDown, "the endpoint's OAuth client-credentials token could not be obtained (token endpoint refused the client, unreachable, blocked or malformed answer); the message names the token URL's host and the OAuth error code"},
+	{ClassAuthServerChanged, msg.StatusDown, "the endpoint's OAuth token URL is discovered, and its metadata names another authorization server or token endpoint than the one pinned at the first discovery: the client secret is not sent there and no token is fetched (an `auth_server_changed` event names both); to accept the change, set `oauth.tokenUrl` or change the OAuth client"},
 	{ClassForbidden, msg.StatusDown, "HTTP 403"},
 	{ClassNotFound, msg.StatusDown, "HTTP 404/405/501 for every transport tried"},
 	{ClassNotMCP, msg.StatusDown, "2xx with HTML or no content type"},

@@ -389,6 +389,14 @@ func TestFailureClasses(t *testing.T) {
 			srv := newProtectedMCP(t, issuer, clock.Real{})
 			return oauthEndpoint(srv.URL, issuer, "not-the-secret"), nil
 		}},
+		{name: "oauth authorization server changed", class: ClassAuthServerChanged, substr: "not followed", setup: func(t *testing.T) (store.Endpoint, func(*Options)) {
+			// Pinned to one server; the target's metadata names another.
+			other := newFakeAS(t, false, claimSelf)
+			ep := discoveringEndpoint(newPRMTarget(t, false, other.URL, nil).URL + "/mcp")
+			pin, _ := json.Marshal(authPin{Client: pinClient(ep), Server: authServer{Issuer: "https://pinned.example", TokenEndpoint: "https://pinned.example/token"}})
+			objs := &objectsFake{m: map[string][]byte{AuthServerKind + "/" + ep.ID: pin}}
+			return ep, func(o *Options) { o.Catalogs = objs }
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

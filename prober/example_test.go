@@ -19,6 +19,7 @@ func ExampleStatusOf() {
 	// auth_rejected      down
 	// auth_misconfigured down
 	// auth_token_failed  down
+	// auth_server_changed down
 	// forbidden          down
 	// not_found          down
 	// not_mcp            down

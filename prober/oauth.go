@@ -19,6 +19,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -116,9 +117,21 @@ func oauthConf(endpointURL string, o *store.OAuthClient) [32]byte {
 	return sha256.Sum256([]byte(strings.Join([]string{endpointURL, o.TokenURL, o.ClientID, o.ClientSecret, strings.Join(o.Scopes, " "), o.Audience}, "\x00")))
 }
 
-// token returns ep's bearer token, from the cache or the token URL;
-// fetched reports the time a fetch took (0: cached).
-func (p *Prober) token(ctx context.Context, ep store.Endpoint) (tok string, fetched time.Duration, pe *probeError) {
+// tokenResult is what obtaining an endpoint's token came to.
+type tokenResult struct {
+	token string
+	// fetched is the time a fetch took (0: cached).
+	fetched time.Duration
+	err     *probeError
+	// pin is a new pin (oauthpin.go) for Memory; nil: unchanged.
+	pin []byte
+	// changed is set when discovery named another server than the pin.
+	changed *authChange
+}
+
+// token returns ep's bearer token, from the cache or the token URL. The
+// client secret goes only to the token endpoint decidePin allows.
+func (p *Prober) token(ctx context.Context, ep store.Endpoint) tokenResult {
 	o := ep.OAuth
 	now := p.clock.Now()
 	e := p.tokens.entry(ep.ID, now)
@@ -126,24 +139,41 @@ func (p *Prober) token(ctx context.Context, ep store.Endpoint) (tok string, fetc
 	defer e.mu.Unlock()
 	conf := oauthConf(ep.URL, o)
 	if e.token != "" && e.conf == conf && now.Before(e.refresh) {
-		return e.token, 0, nil
+		return tokenResult{token: e.token}
 	}
+	e.token = ""
 	start := time.Now()
-	oc := *o
-	var err error
-	if oc.TokenURL == "" {
+	took := func() time.Duration { return max(time.Since(start), time.Nanosecond) }
+	found := authServer{TokenEndpoint: o.TokenURL}
+	if o.TokenURL == "" {
 		// No token URL configured: the endpoint's authorization server
 		// names it (oauthdiscovery.go), looked up again with each fetch.
-		if oc.TokenURL, err = p.discoverTokenURL(ctx, ep.URL); err != nil {
-			e.token = ""
-			return "", max(time.Since(start), time.Nanosecond), failf(ClassAuthTokenFailed, 0, "OAuth token URL discovery for %s failed: %v", redactURL(ep.URL), err)
+		var err error
+		if found, err = p.discoverAuthServer(ctx, ep.URL); err != nil {
+			return tokenResult{fetched: took(), err: failf(ClassAuthTokenFailed, 0, "OAuth token URL discovery for %s failed: %v", redactURL(ep.URL), err)}
 		}
 	}
-	t, err := p.fetchToken(ctx, &oc)
-	fetched = max(time.Since(start), time.Nanosecond)
+	stored, err := p.loadPin(ctx, ep.ID)
 	if err != nil {
-		e.token = ""
-		return "", fetched, tokenFailure(ctx, oc.TokenURL, err)
+		return tokenResult{fetched: took(), err: failf(ClassAuthTokenFailed, 0, "OAuth token request not sent: the pinned authorization server could not be read: %v", err)}
+	}
+	d := decidePin(stored, pinClient(ep), found, p.clock.Now())
+	var res tokenResult
+	if d.Pin != nil {
+		res.pin, _ = json.Marshal(d.Pin)
+	}
+	if d.Changed {
+		res.changed = &authChange{pinned: stored.Server, named: found}
+		res.fetched, res.err = took(), res.changed.failure()
+		return res
+	}
+	oc := *o
+	oc.TokenURL = d.TokenURL
+	t, err := p.fetchToken(ctx, &oc)
+	res.fetched = took()
+	if err != nil {
+		res.err = tokenFailure(ctx, oc.TokenURL, err)
+		return res
 	}
 	lifetime := maxTokenLifetime
 	switch {
@@ -154,7 +184,8 @@ func (p *Prober) token(ctx context.Context, ep store.Endpoint) (tok string, fetc
 	}
 	e.token, e.conf = t.AccessToken, conf
 	e.refresh = p.clock.Now().Add(lifetime - min(tokenRefreshMargin, lifetime/10))
-	return e.token, fetched, nil
+	res.token = e.token
+	return res
 }
 
 // fetchToken asks the token URL for a token through the guarded client.
@@ -188,6 +219,9 @@ func (p *Prober) fetchToken(ctx context.Context, o *store.OAuthClient) (*oauth2.
 	return t, nil
 }
 
+// errTokenRedirect is a token endpoint that answered with a redirect.
+var errTokenRedirect = errors.New("the token endpoint redirected; the client secret is not sent on")
+
 // newTokenClient is the HTTP client for token URLs: guarded dials,
 // guarded and bounded redirects, no idle connections kept (a token is
 // fetched rarely; a kept connection would be a goroutine per token host).
@@ -202,6 +236,13 @@ func newTokenClient(p *Prober) *http.Client {
 			MaxResponseHeaderBytes: headerBudget,
 		},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if via[0].Method == http.MethodPost {
+				// A token request carries the client secret: it goes to
+				// the token endpoint only, never where that redirects
+				// (another port or plain http on the same host would get
+				// the Authorization header too).
+				return errTokenRedirect
+			}
 			if len(via) > DefaultMaxRedirects {
 				return fmt.Errorf("stopped after %d redirects", len(via))
 			}

@@ -281,11 +281,11 @@ func TestOAuthTokenURLDiscovered(t *testing.T) {
 	issuer, st := startOP(t, clk, time.Hour)
 	protected := newProtectedMCP(t, issuer, clk)
 	mux := http.NewServeMux()
+	srv := serve(t, mux)
 	mux.Handle("/.well-known/oauth-protected-resource/mcp", mcpauth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-		Resource: "http://resource.example/mcp", AuthorizationServers: []string{issuer},
+		Resource: srv.URL + "/mcp", AuthorizationServers: []string{issuer},
 	}))
 	mux.Handle("/mcp", protected.Config.Handler)
-	srv := serve(t, mux)
 
 	p := testProber(t, func(o *Options) { o.Clock = clk })
 	ep := oauthEndpoint(srv.URL+"/mcp", issuer, opClientSecret)

@@ -1,7 +1,8 @@
 package prober
 
-// oauthdiscovery.go finds the token URL of an endpoint whose OAuth client
-// names none, the way an MCP client finds its authorization server:
+// oauthdiscovery.go finds the authorization server and token URL of an
+// endpoint whose OAuth client names none, the way an MCP client finds its
+// authorization server:
 //
 //  1. the endpoint's protected-resource metadata (RFC 9728) at its
 //     well-known URLs (path-specific first) names the authorization server;
@@ -13,11 +14,30 @@ package prober
 //  3. a 2025-03-26 server with no metadata at all uses the default /token
 //     at its origin.
 //
-// Every URL is fetched through the token client, so the SSRF guard checks
-// each one, every connection and every redirect. Discovery runs only when a
-// token is fetched (once per token lifetime), never on a cached token.
+// The client secret goes where this points, and the target wrote the
+// first document, so every document is checked before it is used, and a
+// document that fails a check ends discovery (no later candidate, no
+// fallback to /token):
+//
+//   - its body is capped (maxMetadataBytes) before it is decoded;
+//   - the protected-resource metadata's resource is the endpoint's
+//     (RFC 9728 §3.3): the URL the well-known path was inserted into, or
+//     the endpoint URL itself;
+//   - the authorization server metadata's issuer is the issuer it was
+//     fetched for (RFC 8414 §3.3, OpenID Connect Discovery §4.3);
+//   - without --allow-private-targets every URL is https: the endpoint
+//     whose metadata names the server, the issuer, each document's final
+//     URL after redirects, and the token endpoint.
+//
+// What discovery finds is then held to the endpoint's pin (oauthpin.go):
+// the secret goes only to the token endpoint pinned at the first
+// discovery. Every URL is fetched through the token client, so the SSRF
+// guard checks each one, every connection and every redirect. Discovery
+// runs only when a token is fetched (once per token lifetime), never on a
+// cached token.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,32 +48,51 @@ import (
 	"strings"
 )
 
-// errNoTokenEndpoint is a discovery that found no token URL.
-var errNoTokenEndpoint = errors.New("no token endpoint discovered")
+// maxMetadataBytes caps a metadata document before it is decoded: real
+// ones are a few KB.
+const maxMetadataBytes = 64 << 10
 
-// discoverTokenURL returns the token URL of endpointURL's authorization
-// server.
-func (p *Prober) discoverTokenURL(ctx context.Context, endpointURL string) (string, error) {
+var (
+	// errNoTokenEndpoint is a discovery that found no token URL.
+	errNoTokenEndpoint = errors.New("no token endpoint discovered")
+	// errMetadataRefused is a metadata document that failed a check: its
+	// data is not used (RFC 8414 §3.3, RFC 9728 §3.3).
+	errMetadataRefused = errors.New("metadata refused")
+)
+
+// authServer is the authorization server an endpoint's client secret goes
+// to: its issuer and token endpoint. Issuer is empty for a token URL the
+// endpoint configures.
+type authServer struct {
+	Issuer        string `json:"issuer,omitempty"`
+	TokenEndpoint string `json:"tokenEndpoint"`
+}
+
+// discoverAuthServer returns endpointURL's authorization server.
+func (p *Prober) discoverAuthServer(ctx context.Context, endpointURL string) (authServer, error) {
 	u, err := url.Parse(endpointURL)
 	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("%w: the endpoint URL is not a URL", errNoTokenEndpoint)
+		return authServer{}, fmt.Errorf("%w: the endpoint URL is not a URL", errNoTokenEndpoint)
+	}
+	httpsOnly := !p.opts.AllowPrivateTargets
+	if err := checkScheme("the endpoint", u, httpsOnly); err != nil {
+		return authServer{}, fmt.Errorf("%w: %v", errNoTokenEndpoint, err)
 	}
 	origin := url.URL{Scheme: u.Scheme, Host: u.Host}
 	issuer := ""
 	var why []string
 	for _, c := range resourceMetadataURLs(u) {
-		var md struct {
-			AuthorizationServers []string `json:"authorization_servers"`
+		b, err := p.getMetadata(ctx, c.url, httpsOnly)
+		if err == nil {
+			issuer, err = parseResourceMetadata(b, c.resource, resourceURL(u))
 		}
-		if err := p.getJSON(ctx, c, &md); err != nil {
-			why = append(why, err.Error())
+		if errors.Is(err, errMetadataRefused) {
+			return authServer{}, fmt.Errorf("GET %s: %w", pathOf(c.url), err)
+		}
+		if err != nil {
+			why = append(why, "GET "+pathOf(c.url)+": "+err.Error())
 			continue
 		}
-		if len(md.AuthorizationServers) == 0 {
-			why = append(why, "GET "+pathOf(c)+": no authorization_servers")
-			continue
-		}
-		issuer = md.AuthorizationServers[0]
 		break
 	}
 	legacy := issuer == ""
@@ -62,39 +101,55 @@ func (p *Prober) discoverTokenURL(ctx context.Context, endpointURL string) (stri
 	}
 	iss, err := url.Parse(issuer)
 	if err != nil || iss.Host == "" || (iss.Scheme != "https" && iss.Scheme != "http") {
-		return "", fmt.Errorf("%w: the authorization server %q is not an http(s) URL", errNoTokenEndpoint, clean(issuer))
+		return authServer{}, fmt.Errorf("%w: the authorization server %s is not an http(s) URL", errNoTokenEndpoint, named(issuer))
+	}
+	if err := checkScheme("the authorization server "+named(issuer), iss, httpsOnly); err != nil {
+		return authServer{}, fmt.Errorf("%w: %v", errNoTokenEndpoint, err)
 	}
 	for _, c := range authServerMetadataURLs(iss) {
-		var md struct {
-			TokenEndpoint string `json:"token_endpoint"`
+		b, err := p.getMetadata(ctx, c, httpsOnly)
+		var token string
+		if err == nil {
+			token, err = parseAuthServerMetadata(b, issuer, httpsOnly)
 		}
-		if err := p.getJSON(ctx, c, &md); err != nil {
-			why = append(why, err.Error())
+		if errors.Is(err, errMetadataRefused) {
+			return authServer{}, fmt.Errorf("GET %s at %s: %w", pathOf(c), iss.Host, err)
+		}
+		if err != nil {
+			why = append(why, "GET "+pathOf(c)+": "+err.Error())
 			continue
 		}
-		if md.TokenEndpoint == "" {
-			why = append(why, "GET "+pathOf(c)+": no token_endpoint")
-			continue
-		}
-		return md.TokenEndpoint, nil
+		return authServer{Issuer: issuer, TokenEndpoint: token}, nil
 	}
 	if legacy {
-		return origin.JoinPath("token").String(), nil
+		return authServer{Issuer: issuer, TokenEndpoint: origin.JoinPath("token").String()}, nil
 	}
-	return "", fmt.Errorf("%w at %s: %s", errNoTokenEndpoint, iss.Host, strings.Join(why, "; "))
+	return authServer{}, fmt.Errorf("%w at %s: %s", errNoTokenEndpoint, iss.Host, strings.Join(why, "; "))
 }
+
+// metadataCandidate is a well-known URL of protected-resource metadata and
+// the resource identifier it was built from (RFC 9728 §3.1).
+type metadataCandidate struct{ url, resource string }
 
 // resourceMetadataURLs are RFC 9728's well-known URLs of u: path-specific
 // first, then the origin's.
-func resourceMetadataURLs(u *url.URL) []string {
+func resourceMetadataURLs(u *url.URL) []metadataCandidate {
 	base := url.URL{Scheme: u.Scheme, Host: u.Host}
-	var out []string
+	origin := base.String()
+	var out []metadataCandidate
 	if p := strings.TrimSuffix(u.Path, "/"); p != "" {
 		base.Path = "/.well-known/oauth-protected-resource" + p
-		out = append(out, base.String())
+		out = append(out, metadataCandidate{base.String(), resourceURL(u)})
 	}
 	base.Path = "/.well-known/oauth-protected-resource"
-	return append(out, base.String())
+	return append(out, metadataCandidate{base.String(), origin})
+}
+
+// resourceURL is the endpoint's resource identifier: its URL without
+// query or fragment (RFC 9728 §1.2).
+func resourceURL(u *url.URL) string {
+	r := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	return r.String()
 }
 
 // authServerMetadataURLs are the metadata URLs of issuer iss, in the order
@@ -113,6 +168,116 @@ func authServerMetadataURLs(iss *url.URL) []string {
 	}
 }
 
+// parseResourceMetadata decodes protected-resource metadata (RFC 9728)
+// and returns its first authorization server. The document's resource
+// must be one of resources; otherwise, or when the document is over
+// maxMetadataBytes, the error is errMetadataRefused.
+func parseResourceMetadata(b []byte, resources ...string) (string, error) {
+	if len(b) > maxMetadataBytes {
+		return "", fmt.Errorf("%w: over %d bytes", errMetadataRefused, maxMetadataBytes)
+	}
+	var md struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	if err := decodeMetadata(b, &md); err != nil {
+		return "", err
+	}
+	matched := false
+	for _, r := range resources {
+		matched = matched || sameIdentifier(md.Resource, r)
+	}
+	if !matched {
+		return "", fmt.Errorf("%w: its resource %s is not the endpoint's (RFC 9728 §3.3)", errMetadataRefused, named(md.Resource))
+	}
+	if len(md.AuthorizationServers) == 0 || md.AuthorizationServers[0] == "" {
+		return "", errors.New("no authorization_servers")
+	}
+	return md.AuthorizationServers[0], nil
+}
+
+// parseAuthServerMetadata decodes authorization server metadata (RFC 8414,
+// or an OpenID Connect discovery document) fetched for issuer and returns
+// its token endpoint. An issuer other than the one it was fetched for, a
+// token endpoint that is not an absolute http(s) URL (https with
+// httpsOnly), or a document over maxMetadataBytes is errMetadataRefused.
+func parseAuthServerMetadata(b []byte, issuer string, httpsOnly bool) (string, error) {
+	if len(b) > maxMetadataBytes {
+		return "", fmt.Errorf("%w: over %d bytes", errMetadataRefused, maxMetadataBytes)
+	}
+	var md struct {
+		Issuer        string `json:"issuer"`
+		TokenEndpoint string `json:"token_endpoint"`
+	}
+	if err := decodeMetadata(b, &md); err != nil {
+		return "", err
+	}
+	if !sameIdentifier(md.Issuer, issuer) {
+		return "", fmt.Errorf("%w: its issuer %s is not %s, the issuer it was fetched for (RFC 8414 §3.3)", errMetadataRefused, named(md.Issuer), named(issuer))
+	}
+	if md.TokenEndpoint == "" {
+		return "", errors.New("no token_endpoint")
+	}
+	t, err := url.Parse(md.TokenEndpoint)
+	if err != nil || t.Host == "" || (t.Scheme != "https" && t.Scheme != "http") || t.User != nil || t.Fragment != "" {
+		return "", fmt.Errorf("%w: its token_endpoint is not an absolute http(s) URL", errMetadataRefused)
+	}
+	if err := checkScheme("its token_endpoint", t, httpsOnly); err != nil {
+		return "", fmt.Errorf("%w: %v", errMetadataRefused, err)
+	}
+	return md.TokenEndpoint, nil
+}
+
+// decodeMetadata decodes one JSON object into v.
+func decodeMetadata(b []byte, v any) error {
+	b = bytes.TrimLeft(b, " \t\r\n") // JSON's whitespace only
+	if len(b) == 0 || b[0] != '{' || json.Unmarshal(b, v) != nil {
+		return errors.New("invalid JSON")
+	}
+	return nil
+}
+
+// sameIdentifier reports whether got names the same issuer or resource as
+// want: the identical string (RFC 8414 §3.3), or both URLs of one origin
+// whose paths are "" and "/", which RFC 3986 §6.2.3 makes equivalent (a
+// 2025-03-26 server's issuer is its origin, written either way).
+func sameIdentifier(got, want string) bool {
+	if got == "" || want == "" {
+		return false
+	}
+	if got == want {
+		return true
+	}
+	g, err1 := url.Parse(got)
+	w, err2 := url.Parse(want)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return bareOrigin(g) && bareOrigin(w) && strings.TrimSuffix(got, "/") == strings.TrimSuffix(want, "/")
+}
+
+// bareOrigin: u is scheme://host with an empty or "/" path and nothing else.
+func bareOrigin(u *url.URL) bool {
+	return u.Host != "" && (u.Path == "" || u.Path == "/") && u.RawPath == "" && u.RawQuery == "" && !u.ForceQuery &&
+		u.Fragment == "" && u.User == nil
+}
+
+// checkScheme refuses a plain-http URL named what when httpsOnly.
+func checkScheme(what string, u *url.URL, httpsOnly bool) error {
+	if httpsOnly && u.Scheme != "https" {
+		return fmt.Errorf("%s is not https (the client secret goes only over https; --allow-private-targets lifts this for tests)", what)
+	}
+	return nil
+}
+
+// named is a target's string for a message: cleaned, "(none)" when empty.
+func named(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return clean(s)
+}
+
 func pathOf(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
 		return u.Path
@@ -120,18 +285,20 @@ func pathOf(raw string) string {
 	return raw
 }
 
-// getJSON GETs a metadata document through the token client into v.
-func (p *Prober) getJSON(ctx context.Context, raw string, v any) error {
+// getMetadata GETs a metadata document through the token client and
+// returns its body, at most maxMetadataBytes of it; with httpsOnly the
+// document must come from an https URL after any redirect.
+func (p *Prober) getMetadata(ctx context.Context, raw string, httpsOnly bool) ([]byte, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("%s is not a URL", clean(raw))
+		return nil, fmt.Errorf("%s is not a URL", clean(raw))
 	}
 	if err := p.guard.CheckURL(u); err != nil {
-		return err
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := p.tokenClient.Do(req)
@@ -140,21 +307,17 @@ func (p *Prober) getJSON(ctx context.Context, raw string, v any) error {
 		if errors.As(err, &ue) {
 			err = ue.Err // the url.Error repeats the URL
 		}
-		return fmt.Errorf("GET %s: %v", u.Path, classify(ctx, err))
+		return nil, classify(ctx, err)
 	}
 	defer resp.Body.Close()
+	if err := checkScheme("the document's final URL", resp.Request.URL, httpsOnly); err != nil {
+		return nil, err
+	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: HTTP %d", u.Path, resp.StatusCode)
+		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
-		return fmt.Errorf("GET %s: content type %q, want application/json", u.Path, clean(mt))
+		return nil, fmt.Errorf("content type %q, want application/json", clean(mt))
 	}
-	b, err := readCapped(resp.Body, 64<<10)
-	if err != nil {
-		return fmt.Errorf("GET %s: %v", u.Path, err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("GET %s: invalid JSON", u.Path)
-	}
-	return nil
+	return readCapped(resp.Body, maxMetadataBytes)
 }

@@ -292,10 +292,10 @@ func (p *Prober) ProbeAfter(ctx context.Context, ep store.Endpoint, cmd msg.Prob
 }
 
 // Memory is what a probe learnt that later probes compare with: the tool
-// catalog and the server identity, each nil when unchanged. Run returns it
-// instead of storing it, so the caller stores it only after the result is
-// safely published: stored first, a failed publish would make the
-// redelivered command's probe find the change already remembered and
+// catalog, the server identity and the OAuth pin, each nil when unchanged.
+// Run returns it instead of storing it, so the caller stores it only after
+// the result is safely published: stored first, a failed publish would make
+// the redelivered command's probe find the change already remembered and
 // report no event.
 type Memory struct {
 	endpointID string
@@ -303,6 +303,9 @@ type Memory struct {
 	objectID string
 	catalog  []byte
 	identity []byte
+	// authServer is a new OAuth pin (oauthpin.go), kept under the
+	// endpoint's own ID whatever the region.
+	authServer []byte
 }
 
 // objectID is the ID of this prober's documents of an endpoint. With
@@ -351,6 +354,11 @@ func (p *Prober) Remember(ctx context.Context, m Memory) error {
 			errs = append(errs, fmt.Errorf("store server identity of %s: %w", m.endpointID, err))
 		}
 	}
+	if m.authServer != nil {
+		if err := p.opts.Catalogs.PutObject(ctx, AuthServerKind, m.endpointID, m.authServer); err != nil {
+			errs = append(errs, fmt.Errorf("store pinned OAuth authorization server of %s: %w", m.endpointID, err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -382,11 +390,12 @@ func (p *Prober) Run(ctx context.Context, ep store.Endpoint, cmd msg.ProbeComman
 	// token URL's latency is not the MCP server's (it has its own phase).
 	var tokenTime time.Duration
 	var tokenErr *probeError
+	var authChanged *authChange
 	if ep.OAuth != nil {
-		var tok string
-		tok, tokenTime, tokenErr = p.token(pctx, ep)
+		tr := p.token(pctx, ep)
+		tokenTime, tokenErr, authChanged, mem.authServer = tr.fetched, tr.err, tr.changed, tr.pin
 		if tokenErr == nil {
-			ep.Headers = withBearer(ep.Headers, tok)
+			ep.Headers = withBearer(ep.Headers, tr.token)
 		}
 	}
 
@@ -432,6 +441,9 @@ func (p *Prober) Run(ctx context.Context, ep store.Endpoint, cmd msg.ProbeComman
 		}
 	}
 
+	if authChanged != nil {
+		res.Events = append(res.Events, authChanged.event(secrets))
+	}
 	if ev := p.certEvent(&res); ev != nil {
 		res.Events = append(res.Events, *ev)
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // catalogServer is a go-sdk server listing the named tools, as server
@@ -121,7 +120,9 @@ func TestRegionInheritsTheRegionlessDocuments(t *testing.T) {
 				t.Fatalf("seeding probe: %s %q", res.Class, res.Error)
 			}
 			legacy := map[string]string{}
-			for _, kind := range store.ProberObjectKinds() {
+			// The kinds every probe stores (an OAuth pin needs an OAuth client).
+			kinds := []string{CatalogKind, IdentityKind}
+			for _, kind := range kinds {
 				legacy[kind] = string(objs.m[kind+"/ep1"])
 			}
 
@@ -131,7 +132,7 @@ func TestRegionInheritsTheRegionlessDocuments(t *testing.T) {
 			if got := eventKinds(res); len(got) != len(c.wantEvents) || (len(got) > 0 && (got[0] != c.wantEvents[0] || got[len(got)-1] != c.wantEvents[len(c.wantEvents)-1])) {
 				t.Fatalf("events %v, want %v (%+v)", got, c.wantEvents, res.Events)
 			}
-			for _, kind := range store.ProberObjectKinds() {
+			for _, kind := range kinds {
 				if _, ok := objs.m[kind+"/"+c.wantID]; !ok {
 					t.Fatalf("no %s stored under %s", kind, c.wantID)
 				}

@@ -21,7 +21,7 @@ const NotifyIncidents = "incidents"
 // store.EventKinds; this leaf does not import the store, and a test keeps
 // the two lists equal).
 func EventKinds() []string {
-	return []string{"catalog_breaking", "catalog_info", "catalog_security", "version", "certificate_expiry", "credential_expiry", "catalog_divergent"}
+	return []string{"catalog_breaking", "catalog_info", "catalog_security", "version", "certificate_expiry", "credential_expiry", "catalog_divergent", "auth_server_changed"}
 }
 
 // NotifyKinds are the values a sink's notify list may hold.

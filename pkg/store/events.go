@@ -54,12 +54,18 @@ const (
 	// cache, a partial rollout). Raised by the aggregator, which sees
 	// every region's result of a window; once per set of catalogs.
 	EventCatalogDivergent = "catalog_divergent"
+	// EventAuthServerChanged: an endpoint whose OAuth token URL is
+	// discovered named another authorization server or token endpoint than
+	// the one pinned for it (raised by the prober, which did not follow it:
+	// the client secret goes to the pinned token endpoint only). Once per
+	// pinned and named pair.
+	EventAuthServerChanged = "auth_server_changed"
 )
 
 // EventKinds lists every change-event kind, for validation and metric
 // label values.
 func EventKinds() []string {
-	return []string{EventCatalogBreaking, EventCatalogInfo, EventCatalogSecurity, EventVersion, EventCertificateExpiry, EventCredentialExpiry, EventCatalogDivergent}
+	return []string{EventCatalogBreaking, EventCatalogInfo, EventCatalogSecurity, EventVersion, EventCertificateExpiry, EventCredentialExpiry, EventCatalogDivergent, EventAuthServerChanged}
 }
 
 // IsEventKind reports whether k is a change-event kind.

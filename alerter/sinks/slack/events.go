@@ -29,6 +29,8 @@ var eventHeadlines = map[string][2]string{
 	"certificate_expiry": {"🔒", "TLS certificate expires soon"},
 	"credential_expiry":  {"🔑", "probe credential expires soon"},
 	"catalog_divergent":  {"🌐", "regions disagree on the tool catalog"},
+
+	"auth_server_changed": {"🚨", "OAuth authorization server changed (not followed)"},
 }
 
 // NewEventMessage renders a change event as Block Kit: a header, the

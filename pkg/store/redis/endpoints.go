@@ -257,8 +257,9 @@ func (s *Store) ListEndpointsPage(ctx context.Context, tenant, after string, lim
 // deleteEndpoint removes the endpoint, its latest result, every undecided
 // window (the per-endpoint results hash and its members of the global
 // "windows" set, found from the hash's "<windowMs>|..." fields) and the
-// prober's documents of it (tool catalog, server identity), its own and
-// every region's (the regions listed in KEYS[14], see PutObject; ARGV[3] is
+// prober's documents of it (tool catalog, server identity, pinned OAuth
+// authorization server: KEYS[7], KEYS[8], KEYS[15]), its own and every
+// region's (the regions listed in KEYS[14], see PutObject; ARGV[3] is
 // store.RegionSeparator). 1: the endpoint existed.
 // KEYS[10] is the set of ARGV[2], the tenant the caller read from
 // KEYS[9]; -1 if that changed since (the ID was deleted and created again in
@@ -286,9 +287,11 @@ end
 redis.call('DEL', KEYS[5])
 redis.call('HDEL', KEYS[7], ARGV[1])
 redis.call('HDEL', KEYS[8], ARGV[1])
+redis.call('HDEL', KEYS[15], ARGV[1])
 for _, r in ipairs(redis.call('SMEMBERS', KEYS[14])) do
   redis.call('HDEL', KEYS[7], ARGV[1] .. ARGV[3] .. r)
   redis.call('HDEL', KEYS[8], ARGV[1] .. ARGV[3] .. r)
+  redis.call('HDEL', KEYS[15], ARGV[1] .. ARGV[3] .. r)
 end
 redis.call('DEL', KEYS[14])
 if n == 1 then redis.call('INCR', KEYS[13]) end
@@ -316,7 +319,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 			s.k("window_results", id), s.k("windows"),
 			s.k("objects", store.KindCatalog), s.k("objects", store.KindServerIdentity),
 			s.k("endpoint_tenants"), s.tenantSet(tenant), s.tenantIDs(tenant), s.k("endpoint_ids_indexed"), s.k("endpoints_stamp"),
-			s.objectRegions(id),
+			s.objectRegions(id), s.k("objects", store.KindAuthServer),
 		}, id, tenant, store.RegionSeparator).Int()
 		if err := s.done("delete endpoint "+id, err); err != nil {
 			return err

@@ -1140,11 +1140,11 @@ func seedEndpoint(t *testing.T, s store.Store, ep string) store.Incident {
 		}
 	}
 	must(t, s.PutLatestResult(ctx, result(ep, w2, "eu", msg.StatusUp)))
-	must(t, s.PutObject(ctx, "catalog", ep, []byte(`{"tools":[]}`)))
-	must(t, s.PutObject(ctx, "server", ep, []byte(`{"protocolVersion":"2025-11-25"}`)))
-	for _, region := range []string{"eu", "us"} {
-		must(t, s.PutObject(ctx, "catalog", store.ProberObjectID(ep, region), []byte(`{"tools":[]}`)))
-		must(t, s.PutObject(ctx, "server", store.ProberObjectID(ep, region), []byte(`{"protocolVersion":"2025-11-25"}`)))
+	for _, kind := range store.ProberObjectKinds() {
+		must(t, s.PutObject(ctx, kind, ep, []byte(`{"seeded":true}`)))
+		for _, region := range []string{"eu", "us"} {
+			must(t, s.PutObject(ctx, kind, store.ProberObjectID(ep, region), []byte(`{"seeded":true}`)))
+		}
 	}
 	must(t, s.PutObject(ctx, "maintenance", ep, []byte(`{"m":1}`)))
 	must(t, s.PutObject(ctx, "maintenance", store.ProberObjectID(ep, "eu"), []byte(`{"m":1}`)))
@@ -1176,6 +1176,8 @@ func testDeleteEndpointCleanup(t *testing.T, s store.Store, _ *clock.Fake) {
 	_, err = s.GetObject(ctx, "server", "ep-gone")
 	wantErr(t, err, store.ErrNotFound)
 	for _, kind := range store.ProberObjectKinds() {
+		_, err = s.GetObject(ctx, kind, "ep-gone")
+		wantErr(t, err, store.ErrNotFound)
 		for _, region := range []string{"eu", "us"} {
 			_, err = s.GetObject(ctx, kind, store.ProberObjectID("ep-gone", region))
 			wantErr(t, err, store.ErrNotFound)
