@@ -4,7 +4,8 @@
 //
 // Everything here is pure: Load reads files into Desired endpoints,
 // Resolve fills in `${env:NAME}` and `${file:PATH}` references (through
-// injected lookups) and refuses literal secrets, MakePlan compares the
+// injected lookups, confined to the variables the operator allows and the
+// file's own directory) and refuses literal secrets, MakePlan compares the
 // desired endpoints with the server's (pkg/api views) and returns the
 // creates, updates (as JSON merge patches) and deletes that make them
 // equal, and Export turns views into the document. The effects — reading
@@ -43,7 +44,7 @@ import (
 //	    url: https://mcp.example.com/mcp
 //	    schedule: "@every 1m"
 //	    headers:
-//	      Authorization: Bearer ${env:SEARCH_TOKEN}
+//	      Authorization: Bearer ${env:MCPMON_APPLY_SEARCH_TOKEN}
 //	    labels: {team: search}
 type Document struct {
 	Endpoints []api.EndpointInput `json:"endpoints"`
