@@ -48,6 +48,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"strings"
@@ -131,6 +132,11 @@ type Options struct {
 	// SweepInterval is how often Run drains outboxes (default 30s): the
 	// latency of a maintenance window's deferred alert after its end.
 	SweepInterval time.Duration
+	// GiveUpAfter is how long a sink may keep failing one notification
+	// (incident or change event) before the alerter gives up on it for
+	// that sink (default 24h); until then later drains retry it with
+	// backoff (redelivery.go).
+	GiveUpAfter time.Duration
 }
 
 // Alerter folds verdicts into incidents and dispatches their notifications.
@@ -149,6 +155,13 @@ type Alerter struct {
 	// aborts processing as a crash would.
 	hook  func(point string) error
 	sleep func(ctx context.Context, d time.Duration) error
+	// redeliver decides when a failing sink is called again; jitter
+	// places each wait inside its range.
+	redeliver redelivery
+	jitter    func() float64
+	// eventRetries is the redelivery state of change events (guarded by
+	// eventsMu), keyed by ledger key.
+	eventRetries map[string]sinkRetry
 
 	// drainLocks serialise drains of one endpoint inside this process. The
 	// sweep and a queue handler may drain the same outbox at once, and with
@@ -219,6 +232,10 @@ func New(opts Options) (*Alerter, error) {
 		m:     opts.Metrics,
 		hook:  func(string) error { return nil },
 		sleep: sleepCtx,
+
+		redeliver:    newRedelivery(opts.GiveUpAfter),
+		jitter:       rand.Float64,
+		eventRetries: map[string]sinkRetry{},
 	}
 	a.rec = recorder{st: a.st, log: a.log}
 	a.windows = alert.NewWindows(a.st, a.log)

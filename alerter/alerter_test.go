@@ -187,7 +187,7 @@ func TestPermanentFailureIsNotRetried(t *testing.T) {
 	if e.rcv.hits != 1 {
 		t.Fatalf("sink called %d times, want 1: a permanent failure is not retried", e.rcv.hits)
 	}
-	if d := e.delivery(e.incidents("ep1")[0].ID); d.Outcome != store.DeliveryFailed || !strings.Contains(d.LastError, "given up") || !strings.Contains(d.LastError, alert.ErrPermanent.Error()) {
+	if d := e.delivery(e.incidents("ep1")[0].ID); d.Outcome != store.DeliveryGaveUp || !strings.Contains(d.LastError, "given up") || !strings.Contains(d.LastError, alert.ErrPermanent.Error()) {
 		t.Fatalf("record %+v, want failed, given up, with the reason", d)
 	}
 }

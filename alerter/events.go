@@ -61,6 +61,14 @@ func (a *Alerter) NotifyEvents(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("alerter: pending change events: %w", err)
 	}
+	now := a.clk.Now()
+	for k, st := range a.eventRetries {
+		// Settled elsewhere (another replica, a deleted endpoint) or
+		// past any give-up: the state can only be stale.
+		if !now.Before(st.FirstFailedAt.Add(a.redeliver.giveUp + a.redeliver.max)) {
+			delete(a.eventRetries, k)
+		}
+	}
 	var errs []error
 	// A sink that failed (or whose claim another replica holds) is held
 	// back for the rest of this run, as in an incident drain: one broken
@@ -122,6 +130,13 @@ func (a *Alerter) deliverEvent(ctx context.Context, ep store.Endpoint, e store.C
 			continue
 		}
 		n := eventNotification(ep, e, s.Name())
+		if st, ok := a.eventRetries[n.Key]; ok && !a.redeliver.due(st, a.clk.Now()) {
+			// Backing off after failing e: nor, to keep its order, the
+			// events after it in this run.
+			settled = false
+			blocked[s.Name()] = true
+			continue
+		}
 		outcome, err := a.sendEvent(ctx, s, n)
 		if outcome != "" {
 			a.m.EventNotifications.WithLabelValues(alert.MetricLabel(s), e.Kind, outcome).Inc()
@@ -138,7 +153,8 @@ func (a *Alerter) deliverEvent(ctx context.Context, ep store.Endpoint, e store.C
 			}
 			a.log.Warn("change event not delivered; it stays pending for the next sweep", "sink", s.Name(), "endpoint", e.EndpointID, "kind", e.Kind, "err", redact(err))
 		case outcome == OutcomeAbandoned:
-			a.log.Warn("change event failed permanently; given up for this sink, not retried", "sink", s.Name(), "endpoint", e.EndpointID, "kind", e.Kind)
+			a.m.givenUp(alert.MetricLabel(s))
+			a.log.Warn("change event given up for this sink (failed permanently, or failing past the give-up age); not retried", "sink", s.Name(), "endpoint", e.EndpointID, "kind", e.Kind)
 		case outcome == OutcomeSent:
 			a.log.Info("change event notified", "sink", s.Name(), "endpoint", e.EndpointID, "kind", e.Kind, "fingerprint", e.Fingerprint)
 		}
@@ -167,8 +183,23 @@ func (a *Alerter) sendEvent(ctx context.Context, s alert.Sink, n alert.EventNoti
 	d := &Delivery{Notification: alert.Notification{Key: n.Key, EndpointID: n.EndpointID}, Sink: eventCall{Sink: s, n: n}}
 	sendErr := a.eventRetry().Exec(ctx, d)
 	outcome = OutcomeSent
+	gaveUp := false
+	if sendErr != nil && !errors.Is(sendErr, alert.ErrPermanent) && d.Attempts > 0 {
+		// The same rule as an incident's: the event's age is its
+		// origin, so a restart (which forgets the state) never extends it.
+		var st sinkRetry
+		st, gaveUp = a.redeliver.afterFailure(a.eventRetries[n.Key], n.ObservedAt, a.clk.Now(), a.jitter())
+		if gaveUp {
+			delete(a.eventRetries, n.Key)
+		} else {
+			a.eventRetries[n.Key] = st
+		}
+	}
+	if sendErr == nil {
+		delete(a.eventRetries, n.Key)
+	}
 	if sendErr != nil {
-		if !errors.Is(sendErr, alert.ErrPermanent) {
+		if !errors.Is(sendErr, alert.ErrPermanent) && !gaveUp {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
 			defer cancel()
 			if rerr := a.st.Release(rctx, n.Key, a.opts.Owner); rerr != nil {

@@ -177,6 +177,11 @@ func (e *env) alerter(owner string, mut ...func(*Options)) *Alerter {
 		e.t.Fatal(err)
 	}
 	a.sleep = func(ctx context.Context, d time.Duration) error { e.clk.Advance(d); return nil }
+	if opts.GiveUpAfter == 0 {
+		// No wait between drains: these tests are about what one drain
+		// or sweep does; redelivery_test.go tests the backoff itself.
+		a.redeliver = redelivery{giveUp: DefaultGiveUpAfter}
+	}
 	return a
 }
 

@@ -25,6 +25,9 @@ type Metrics struct {
 	// EventNotifications counts change-event notifications per sink,
 	// event kind and outcome (events.go).
 	EventNotifications *prometheus.CounterVec
+	// GivenUp counts the notifications (incident or change event) given
+	// up for a sink: failed permanently, or failing past the give-up age.
+	GivenUp *prometheus.CounterVec // sink
 
 	mu        sync.Mutex
 	seenSinks map[string]bool
@@ -65,6 +68,10 @@ func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metric
 			Namespace: "mcpmon", Name: "event_notifications_total",
 			Help: "Change-event notifications per sink and event kind by outcome: sent, failed (retried by the next sweep), abandoned (failed permanently; not retried), duplicate (already in the ledger).",
 		}, []string{"sink", "kind", "outcome"}),
+		GivenUp: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "mcpmon", Name: "deliveries_given_up_total",
+			Help: "Notifications (incident or change event) given up for a sink, never to be retried: failed permanently, or still failing after --sink-give-up-after.",
+		}, []string{"sink"}),
 		seenSinks: map[string]bool{},
 	}
 	for _, e := range []string{"opened", "resolved", "acknowledged"} {
@@ -85,6 +92,7 @@ func (m *Metrics) sink(name string) {
 		return
 	}
 	m.seenSinks[name] = true
+	m.GivenUp.WithLabelValues(name)
 	for _, k := range []alert.Kind{alert.KindOpen, alert.KindResolve, alert.KindReminder} {
 		for _, o := range []string{OutcomeSent, OutcomeFailed, OutcomeAbandoned, OutcomeSuppressed, OutcomeDuplicate} {
 			m.Alerts.WithLabelValues(name, string(k), o)
@@ -95,6 +103,11 @@ func (m *Metrics) sink(name string) {
 func (m *Metrics) alert(sink string, kind alert.Kind, outcome string) {
 	m.sink(sink)
 	m.Alerts.WithLabelValues(sink, string(kind), outcome).Inc()
+}
+
+func (m *Metrics) givenUp(sink string) {
+	m.sink(sink)
+	m.GivenUp.WithLabelValues(sink).Inc()
 }
 
 func (m *Metrics) claims(s store.ClaimState) { m.LedgerClaims.WithLabelValues(s.String()).Inc() }

@@ -256,6 +256,11 @@ func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc sto
 		case slices.Contains(p.GaveUp, s.Name()):
 		case run.blocked[s.Name()]:
 			held++
+		case !a.redeliver.due(p.Retry[s.Name()], now):
+			// Backing off after failing p: it takes neither p nor, to
+			// keep its order, anything after p in this drain.
+			run.blocked[s.Name()] = true
+			held++
 		default:
 			targets = append(targets, s)
 		}
@@ -275,12 +280,21 @@ func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc sto
 			return msg.LedgerKey(run.endpointID, inc.ID, p.Kind, sink)
 		})
 		var gaveUp []string
+		var retry []*Delivery
 		var err error
-		failed, gaveUp, err = a.outcomes(run, p, n, ds)
+		failed, gaveUp, retry, err = a.outcomes(run, p, n, ds)
 		if err != nil {
 			return err
 		}
 		q.GaveUp = append(slices.Clone(p.GaveUp), gaveUp...)
+		var aged []string
+		q.Retry, aged = a.backOff(ctx, p, n, retry, now)
+		if len(aged) > 0 {
+			q.GaveUp = append(q.GaveUp, aged...)
+			failed = slices.DeleteFunc(failed, func(err error) bool {
+				return slices.ContainsFunc(aged, func(s string) bool { return errors.Is(err, sinkFailed(s)) })
+			})
+		}
 	}
 	if len(failed) > 0 {
 		if isOpen {
@@ -296,8 +310,9 @@ func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc sto
 	}
 	if held > 0 {
 		// Delivered to the sinks not held back; the rest get it once
-		// they have taken what precedes it. Sinks given up on are
-		// remembered, so they are not called again for p.
+		// they have taken what precedes it (or their backoff ends).
+		// Sinks given up on are remembered, so they are not called
+		// again for p.
 		if len(q.GaveUp) > len(p.GaveUp) {
 			if rerr := a.rewrite(ctx, run.endpointID, p, &q, nil); rerr != nil {
 				a.log.Debug("record sinks given up", "err", rerr)
@@ -321,9 +336,10 @@ func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc sto
 
 // outcomes counts each sink's delivery of n and holds back the sinks that
 // did not take it. It returns their errors, redacted; the sinks that
-// failed permanently (given up on, not held back); and an injected crash
-// as err (a crashed process settles nothing).
-func (a *Alerter) outcomes(run *drainRun, p pending, n alert.Notification, ds []*Delivery) (failed []error, gaveUp []string, err error) {
+// failed permanently (given up on, not held back); the deliveries that
+// called their sink and failed, for the redelivery backoff; and an
+// injected crash as err (a crashed process settles nothing).
+func (a *Alerter) outcomes(run *drainRun, p pending, n alert.Notification, ds []*Delivery) (failed []error, gaveUp []string, retry []*Delivery, err error) {
 	for _, dl := range ds {
 		switch {
 		case dl.Err == nil:
@@ -332,7 +348,7 @@ func (a *Alerter) outcomes(run *drainRun, p pending, n alert.Notification, ds []
 				a.m.VerdictToAlert.Observe(a.clk.Now().Sub(p.VerdictEmittedAt).Seconds())
 			}
 		case errors.Is(dl.Err, errInjectedCrash):
-			return nil, nil, dl.Err
+			return nil, nil, nil, dl.Err
 		case errors.Is(dl.Err, ErrClaimHeld):
 			run.blocked[dl.Sink.Name()] = true
 			failed = append(failed, dl.Err)
@@ -341,6 +357,7 @@ func (a *Alerter) outcomes(run *drainRun, p pending, n alert.Notification, ds []
 			// address is one the SSRF guard refuses): the record stage has
 			// written the reason to the incident; say it once here too.
 			a.m.alert(alert.MetricLabel(dl.Sink), n.Kind, OutcomeAbandoned)
+			a.m.givenUp(alert.MetricLabel(dl.Sink))
 			a.log.Warn("notification failed permanently; given up for this sink, not retried (see the incident's notifications)", "sink", dl.Sink.Name(), "incident", n.IncidentID, "kind", p.Kind, "err", redact(dl.Err))
 			gaveUp = append(gaveUp, dl.Sink.Name())
 		default:
@@ -349,10 +366,55 @@ func (a *Alerter) outcomes(run *drainRun, p pending, n alert.Notification, ds []
 			}
 			a.log.Warn("notification not delivered; it stays in the outbox for the next drain", "sink", dl.Sink.Name(), "incident", n.IncidentID, "kind", p.Kind, "err", redact(dl.Err))
 			run.blocked[dl.Sink.Name()] = true
-			failed = append(failed, redactedError{msg: redact(dl.Err), err: dl.Err})
+			failed = append(failed, redactedError{msg: redact(dl.Err), err: errors.Join(dl.Err, sinkFailed(dl.Sink.Name()))})
+			if dl.Attempts > 0 {
+				retry = append(retry, dl)
+			}
 		}
 	}
-	return failed, gaveUp, nil
+	return failed, gaveUp, retry, nil
+}
+
+// sinkFailed tags a delivery error with its sink, so backOff can take a
+// sink given up on out of the errors that keep p pending.
+type sinkFailed string
+
+func (s sinkFailed) Error() string { return "" }
+
+func (s sinkFailed) Is(target error) bool { t, ok := target.(sinkFailed); return ok && t == s }
+
+// backOff folds this dispatch's failures into p's redelivery state. It
+// returns the new state and the sinks whose failures outlived the give-up
+// age: those are recorded as gave_up on the incident, counted, and (by
+// the caller) added to GaveUp.
+func (a *Alerter) backOff(ctx context.Context, p pending, n alert.Notification, retry []*Delivery, now time.Time) (map[string]sinkRetry, []string) {
+	if len(retry) == 0 {
+		return p.Retry, nil
+	}
+	out := make(map[string]sinkRetry, len(p.Retry)+len(retry))
+	for k, v := range p.Retry {
+		out[k] = v
+	}
+	var aged []string
+	for _, dl := range retry {
+		name := dl.Sink.Name()
+		st, gaveUp := a.redeliver.afterFailure(out[name], dl.FirstAttemptAt, now, a.jitter())
+		if !gaveUp {
+			out[name] = st
+			continue
+		}
+		delete(out, name)
+		aged = append(aged, name)
+		a.m.givenUp(alert.MetricLabel(dl.Sink))
+		a.rec.record(ctx, p.IncidentID, store.Delivery{Kind: p.Kind, Sink: name, Outcome: store.DeliveryGaveUp,
+			LastError: alert.Truncate(fmt.Sprintf("given up after failing for %s (%d dispatches)", now.Sub(st.FirstFailedAt).Round(time.Second), st.Failures), 512)})
+		a.log.Warn("notification given up for this sink: it kept failing past the give-up age", "sink", name, "incident", n.IncidentID, "kind", p.Kind,
+			"failing_since", st.FirstFailedAt, "dispatches", st.Failures, "err", redact(dl.Err))
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	return out, aged
 }
 
 // rewrite replaces (q != nil) or removes (q == nil) pending notification p in

@@ -88,6 +88,7 @@ func deliveryRecord(d *Delivery, err error) (store.Delivery, bool) {
 	if d.LastErr != nil {
 		rec.LastError = alert.Truncate(redact(d.LastErr), 512)
 		if rec.Outcome == store.DeliveryFailed && errors.Is(d.LastErr, alert.ErrPermanent) {
+			rec.Outcome = store.DeliveryGaveUp
 			rec.LastError = alert.Truncate("given up, not retried: "+redact(d.LastErr), 512)
 		}
 	}

@@ -74,7 +74,7 @@ func testDeliveryRecord(t *testing.T, newEnv func(*testing.T) *env) {
 	}{
 		{"retried then delivered", []int{503}, store.DeliveryDelivered, 2, 2, "HTTP 503", false},
 		{"failed past the retry budget", []int{503, 503, 503, 503}, store.DeliveryFailed, 4, 5, "HTTP 503", false},
-		{"rejected", []int{400}, store.DeliveryFailed, 1, 1, "HTTP 400", true},
+		{"rejected", []int{400}, store.DeliveryGaveUp, 1, 1, "HTTP 400", true},
 		{"first time", nil, store.DeliveryDelivered, 1, 1, "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -108,7 +108,7 @@ func testDeliveryRecord(t *testing.T, newEnv func(*testing.T) *env) {
 				t.Fatal(err)
 			}
 			if c.givenUp {
-				if d := e.delivery(inc); d.Outcome != store.DeliveryFailed || d.Attempts != c.afterSweep || hook.ok != 0 || !strings.HasPrefix(d.LastError, "given up, not retried: ") {
+				if d := e.delivery(inc); d.Outcome != store.DeliveryGaveUp || d.Attempts != c.afterSweep || hook.ok != 0 || !strings.HasPrefix(d.LastError, "given up, not retried: ") {
 					t.Fatalf("after the sweep: record %+v, %d accepted, want the permanent failure left as it was", d, hook.ok)
 				}
 				return

@@ -76,6 +76,10 @@ type pending struct {
 	// failure is recorded once on the incident, and the notification leaves
 	// the outbox once every other sink has it.
 	GaveUp []string `json:"gaveUp,omitempty"`
+	// Retry is each failing sink's redelivery state (redelivery.go): when
+	// it may be called again for this notification, and since when it
+	// fails.
+	Retry map[string]sinkRetry `json:"retry,omitempty"`
 }
 
 func (p pending) same(o pending) bool { return p.IncidentID == o.IncidentID && p.Kind == o.Kind }

@@ -14,6 +14,7 @@ func (a *app) applyCmd() *cobra.Command {
 	var path string
 	var o declarative.Options
 	var dry bool
+	var allowEnv []string
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE|DIR [--prune] [--dry-run] [--force-secrets]",
 		Short: "Make the tenant's endpoints match YAML files, matched by name",
@@ -24,13 +25,20 @@ the files and on the server.
 
 Secrets — header values, credential-like URL query parameters, sink URLs,
 keys and passwords — are written only as references, ${env:NAME} or
-${file:PATH} (relative to the YAML file); a literal secret is an error.
+${file:PATH}; a literal secret is an error. The files are treated as
+untrusted (a pull request may have written them): ${file:} reads only
+files inside the YAML file's directory (after resolving symbolic links),
+and ${env:} reads only the variables --allow-env names, by default those
+starting with MCPMON_APPLY_ (what export writes). Variables that configure
+mcpmon itself (MCPMON_TOKEN, MCPMON_SERVER and every other MCPMON_*) are
+never read.
 The server never returns secrets, so the diff compares header names and
 redacted sinks, not secret values: a rotated token alone is no change. Use
 --force-secrets to re-send every endpoint's headers and sinks.`,
 		Example: `  mcpmon apply -f endpoints.yaml --dry-run
   mcpmon apply -f config/ --prune
-  SEARCH_TOKEN=... mcpmon apply -f endpoints.yaml --force-secrets
+  MCPMON_APPLY_SEARCH_TOKEN=... mcpmon apply -f endpoints.yaml --force-secrets
+  mcpmon apply -f endpoints.yaml --allow-env CI_SECRET_ --allow-env ONCALL_HOOK
 
   # endpoints.yaml
   endpoints:
@@ -38,10 +46,10 @@ redacted sinks, not secret values: a rotated token alone is no change. Use
       url: https://mcp.example.com/mcp
       schedule: "@every 1m"
       headers:
-        Authorization: Bearer ${env:SEARCH_TOKEN}
+        Authorization: Bearer ${env:MCPMON_APPLY_SEARCH_TOKEN}
       labels: {team: search}
       sinks:
-        - {name: oncall, type: webhook, url: "${env:ONCALL_HOOK}"}`,
+        - {name: oncall, type: webhook, url: "${env:MCPMON_APPLY_ONCALL_HOOK}"}`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if path == "" {
@@ -52,7 +60,7 @@ redacted sinks, not secret values: a rotated token alone is no change. Use
 			if err != nil {
 				return err
 			}
-			desired, err := a.resolver().Resolve(ds)
+			desired, err := a.applyResolver(allowEnv).Resolve(ds)
 			if err != nil {
 				return err
 			}
@@ -104,9 +112,19 @@ redacted sinks, not secret values: a rotated token alone is no change. Use
 	fl.StringVarP(&path, "filename", "f", "", "YAML file, or directory of *.yaml/*.yml files")
 	fl.BoolVar(&o.Prune, "prune", false, "delete the tenant's endpoints that no file declares")
 	fl.BoolVar(&dry, "dry-run", false, "print the changes, make none")
+	fl.StringArrayVar(&allowEnv, "allow-env", nil, "an environment variable ${env:} may read, or a prefix ending in _ (repeatable; default MCPMON_APPLY_)")
 	fl.BoolVar(&o.ForceSecrets, "force-secrets", false, "re-send every endpoint's headers and sinks (a changed secret value is not a diff otherwise)")
 	_ = cmd.MarkFlagFilename("filename", "yaml", "yml")
 	return cmd
+}
+
+// applyResolver confines the files' references to their own directories
+// and to the variables allow names (none given: declarative.DefaultAllowEnv).
+func (a *app) applyResolver(allow []string) declarative.Resolver {
+	r := a.resolver()
+	r.Trusted = false
+	r.AllowEnv = allow
+	return r
 }
 
 // printPlan writes one line per change: + create, ~ update with each field

@@ -208,7 +208,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	t.Cleanup(hook.Close)
 	dataDir := t.TempDir()
 	h := &harness{t: t, hc: apispec.Client(t), env: map[string]string{
-		"ALPHA_TOKEN": "alpha-secret", "BETA_TOKEN": "beta-secret", "HOOK_URL": hook.URL + "/hook/t0k",
+		"ALPHA_TOKEN": "alpha-secret", "MCPMON_APPLY_BETA_TOKEN": "beta-secret", "MCPMON_APPLY_HOOK_URL": hook.URL + "/hook/t0k",
 	}}
 
 	// Offline bootstrap: the first admin key, straight into the store.
@@ -436,14 +436,14 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
     url: %s
     schedule: "@every 5s"
     headers:
-      Authorization: Bearer ${env:BETA_TOKEN}
-      X-Key: ${file:../key.txt}
+      Authorization: Bearer ${env:MCPMON_APPLY_BETA_TOKEN}
+      X-Key: ${file:key.txt}
     labels: {team: b}
     rules: {openAfter: 2}
     sinks:
-      - {name: hook, type: webhook, url: "${env:HOOK_URL}"}
+      - {name: hook, type: webhook, url: "${env:MCPMON_APPLY_HOOK_URL}"}
 `, mcpURL))
-	write("key.txt", "file-secret\n")
+	write("cfg/key.txt", "file-secret\n")
 	write("cfg/gamma.yml", fmt.Sprintf("endpoints:\n  - name: gamma\n    url: %s\n    paused: true\n", mcpURL))
 
 	var plan declarative.Plan
@@ -466,7 +466,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 		t.Fatalf("apply --dry-run of a converged file:\n%s", out)
 	}
 	// A rotated secret alone is no diff; --force-secrets re-sends it.
-	h.setenv("BETA_TOKEN", "beta-secret-2")
+	h.setenv("MCPMON_APPLY_BETA_TOKEN", "beta-secret-2")
 	h.json(&plan, "apply", "-f", cfg, "--dry-run")
 	if !plan.Empty() {
 		t.Fatalf("a changed secret value planned %+v, want no diff", plan)
@@ -482,16 +482,16 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if strings.Contains(exported, "-secret") || strings.Contains(exported, "t0k") || strings.Contains(exported, api.Redacted) {
 		t.Fatalf("export leaks a secret or a placeholder:\n%s", exported)
 	}
-	for _, want := range []string{"name: beta", "${env:MCPMON_BETA_AUTHORIZATION}", "${env:MCPMON_BETA_SINK_HOOK_URL}"} {
+	for _, want := range []string{"name: beta", "${env:MCPMON_APPLY_BETA_AUTHORIZATION}", "${env:MCPMON_APPLY_BETA_SINK_HOOK_URL}"} {
 		if !strings.Contains(exported, want) {
 			t.Fatalf("export lacks %q:\n%s", want, exported)
 		}
 	}
 	exportFile := write("export.yaml", exported)
 	for _, k := range []string{"BETA_AUTHORIZATION", "BETA_X_KEY", "ALPHA_AUTHORIZATION"} {
-		h.setenv("MCPMON_"+k, "from-env")
+		h.setenv("MCPMON_APPLY_"+k, "from-env")
 	}
-	h.setenv("MCPMON_BETA_SINK_HOOK_URL", hook.URL+"/hook/other")
+	h.setenv("MCPMON_APPLY_BETA_SINK_HOOK_URL", hook.URL+"/hook/other")
 	h.json(&plan, "apply", "-f", exportFile, "--dry-run", "--prune")
 	if !plan.Empty() {
 		t.Fatalf("apply --dry-run --prune of the export plans %+v\n%s", plan, exported)

@@ -208,8 +208,11 @@ func (a *app) resolvedInput(f *endpointFlags) (api.EndpointInput, error) {
 	return out[0], nil
 }
 
+// resolver reads the references of the operator's own command line
+// (endpoints add/edit, probe): trusted, unlike apply's files (applyResolver).
 func (a *app) resolver() declarative.Resolver {
 	return declarative.Resolver{
+		Trusted: true,
 		Env: func(k string) (string, bool) {
 			v := a.io.Getenv(k)
 			return v, v != ""

@@ -87,6 +87,9 @@ type Options struct {
 	// ClaimLease is how long an alert claim blocks other replicas; a
 	// crashed holder's claim is taken over after it.
 	ClaimLease time.Duration
+	// SinkGiveUpAfter is how long a sink may keep failing one
+	// notification before the alerter gives up on it for that sink.
+	SinkGiveUpAfter time.Duration
 	// Visibility is the consumers' visibility timeout (default 5s, see
 	// queue.DefaultVisibility); handlers still running extend it by
 	// heartbeat, so it bounds how long a killed replica's message is held.
@@ -168,6 +171,7 @@ func Defaults() Options {
 		Region:           "local",
 		ProbeConcurrency: 16,
 		ClaimLease:       2 * time.Minute,
+		SinkGiveUpAfter:  24 * time.Hour,
 		Visibility:       queue.DefaultVisibility,
 		MaxReceiveCount:  queue.DefaultMaxReceiveCount,
 		HTTPReadTimeout:  DefaultHTTPReadTimeout,
@@ -211,6 +215,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	str(&o.WebhookSecret, "webhook-secret", "HMAC-SHA256 secret to sign webhook alerts")
 	str(&o.SinksFile, "sinks-file", "JSON file of alert sinks (webhook, slack, pagerduty, opsgenie, email)")
 	dur(&o.ClaimLease, "claim-lease", "how long an alert claim blocks other alerter replicas before a crashed holder's claim is taken over")
+	dur(&o.SinkGiveUpAfter, "sink-give-up-after", "how long a sink may keep failing one notification (retried with backoff) before it is given up for that sink and recorded as gave_up")
 	dur(&o.Visibility, "visibility-timeout", "consumers' visibility timeout: how soon a killed replica's message returns; running handlers extend it by heartbeat")
 	str(&o.SecretsKeyFile, "secrets-key-file", "file of base64 keys sealing endpoint secrets at rest, the first current (default <data-dir>/secrets.key with the embedded store; MCPMON_SECRETS_KEY holds keys inline)")
 	str(&o.ReplicaID, "replica-id", "identity of this replica in ledger claims (default host-pid; \"embedded\" with the embedded store)")
@@ -365,6 +370,9 @@ func (o Options) Validate() error {
 	}
 	if o.AuditTTL < time.Hour || o.AuditTTL > MaxAuditTTL {
 		errs = append(errs, fmt.Errorf("--audit-ttl %s: must be between 1h and 2y (17520h)", o.AuditTTL))
+	}
+	if o.SinkGiveUpAfter < time.Second || o.SinkGiveUpAfter > 30*24*time.Hour {
+		errs = append(errs, fmt.Errorf("--sink-give-up-after %s: must be between 1s and 720h", o.SinkGiveUpAfter))
 	}
 	if o.ClaimLease < time.Second || o.ClaimLease > time.Hour {
 		errs = append(errs, fmt.Errorf("--claim-lease %s: must be between 1s and 1h", o.ClaimLease))

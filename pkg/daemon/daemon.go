@@ -504,14 +504,15 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			return usageError{err}
 		}
 		al, err := alerter.New(alerter.Options{
-			Store:    d.st,
-			Sinks:    sinks.global,
-			SinksFor: sinks.forEndpoint,
-			Clock:    d.clk,
-			Logger:   d.log,
-			Metrics:  alerter.NewMetrics(reg, d.pipelineDelay()),
-			Owner:    o.ReplicaID,
-			Lease:    o.ClaimLease,
+			Store:       d.st,
+			Sinks:       sinks.global,
+			SinksFor:    sinks.forEndpoint,
+			Clock:       d.clk,
+			Logger:      d.log,
+			Metrics:     alerter.NewMetrics(reg, d.pipelineDelay()),
+			Owner:       o.ReplicaID,
+			Lease:       o.ClaimLease,
+			GiveUpAfter: o.SinkGiveUpAfter,
 		})
 		if err != nil {
 			return fmt.Errorf("alerter: %w", err)

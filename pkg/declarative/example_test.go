@@ -17,7 +17,7 @@ endpoints:
   - name: search
     url: https://search.example.com/mcp
     schedule: "@every 1m"
-    headers: {Authorization: "Bearer ${env:SEARCH_TOKEN}"}
+    headers: {Authorization: "Bearer ${env:MCPMON_APPLY_SEARCH_TOKEN}"}
   - name: billing
     url: https://billing.example.com/mcp
 `))

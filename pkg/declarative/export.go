@@ -54,11 +54,12 @@ func Export(views []api.EndpointView) Document {
 }
 
 // PlaceholderName is the environment variable an exported file reads a
-// secret from: MCPMON_<ENDPOINT>_<FIELD...>, upper case, every character
-// outside [A-Z0-9] an underscore. For the header Authorization of endpoint
-// "search-api": MCPMON_SEARCH_API_AUTHORIZATION.
+// secret from: MCPMON_APPLY_<ENDPOINT>_<FIELD...>, upper case, every
+// character outside [A-Z0-9] an underscore. For the header Authorization of
+// endpoint "search-api": MCPMON_APPLY_SEARCH_API_AUTHORIZATION. The prefix
+// is DefaultAllowEnv's, so an exported file applies without --allow-env.
 func PlaceholderName(parts ...string) string {
-	s := strings.ToUpper("MCPMON_" + strings.Join(parts, "_"))
+	s := strings.ToUpper(DefaultAllowEnv[0] + strings.Join(parts, "_"))
 	return strings.Map(func(r rune) rune {
 		if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
 			return r

@@ -4,7 +4,8 @@
 //
 // Everything here is pure: Load reads files into Desired endpoints,
 // Resolve fills in `${env:NAME}` and `${file:PATH}` references (through
-// injected lookups) and refuses literal secrets, MakePlan compares the
+// injected lookups, confined to the variables the operator allows and the
+// file's own directory) and refuses literal secrets, MakePlan compares the
 // desired endpoints with the server's (pkg/api views) and returns the
 // creates, updates (as JSON merge patches) and deletes that make them
 // equal, and Export turns views into the document. The effects — reading
@@ -21,6 +22,7 @@ package declarative
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -43,7 +45,7 @@ import (
 //	    url: https://mcp.example.com/mcp
 //	    schedule: "@every 1m"
 //	    headers:
-//	      Authorization: Bearer ${env:SEARCH_TOKEN}
+//	      Authorization: Bearer ${env:MCPMON_APPLY_SEARCH_TOKEN}
 //	    labels: {team: search}
 type Document struct {
 	Endpoints []api.EndpointInput `json:"endpoints"`
@@ -103,12 +105,35 @@ func Load(fsys fs.FS, path string) ([]Desired, error) {
 	return out, nil
 }
 
+// Bounds on one YAML document, checked before it is interpreted: its
+// size, then the nesting depth and the node count it expands to (aliases
+// counted as the nodes they stand for, so an alias bomb — "billion laughs"
+// — is refused for what it would become, at the cost of what it is).
+const (
+	MaxDocumentBytes = 4 << 20
+	MaxDocumentDepth = 64
+	MaxDocumentNodes = 200_000
+)
+
+// ErrTooLarge: a document over one of the bounds.
+var ErrTooLarge = errors.New("document too large")
+
 // Parse decodes one YAML document. Unknown members are refused, so a typo
 // is an error rather than a silently ignored setting.
 func Parse(b []byte) (Document, error) {
 	var doc Document
+	if len(b) > MaxDocumentBytes {
+		return doc, fmt.Errorf("%w: %d bytes, more than %d", ErrTooLarge, len(b), MaxDocumentBytes)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return doc, err
+	}
+	if err := bounded(&root); err != nil {
+		return doc, err
+	}
 	var generic any
-	if err := yaml.Unmarshal(b, &generic); err != nil {
+	if err := root.Decode(&generic); err != nil {
 		return doc, err
 	}
 	if generic == nil {
@@ -132,6 +157,51 @@ func Parse(b []byte) (Document, error) {
 		doc.Endpoints[i].Name = strings.TrimSpace(in.Name)
 	}
 	return doc, nil
+}
+
+// bounded checks the node tree's depth and expanded size. Each node's
+// figures are computed once (aliases share their anchor's), so the check
+// costs the tree as written.
+func bounded(root *yaml.Node) error {
+	type figures struct{ depth, nodes int }
+	memo := map[*yaml.Node]figures{}
+	var walk func(n *yaml.Node, level int) (figures, error)
+	walk = func(n *yaml.Node, level int) (figures, error) {
+		if level > MaxDocumentDepth {
+			return figures{}, fmt.Errorf("%w: nested deeper than %d levels", ErrTooLarge, MaxDocumentDepth)
+		}
+		if f, ok := memo[n]; ok {
+			if f.nodes < 0 {
+				return figures{}, fmt.Errorf("%w: an alias refers to a node that contains it", ErrTooLarge)
+			}
+			return f, nil
+		}
+		memo[n] = figures{nodes: -1}
+		f := figures{depth: 1, nodes: 1}
+		children := n.Content
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			children = []*yaml.Node{n.Alias}
+			f = figures{}
+		}
+		for _, c := range children {
+			cf, err := walk(c, level+1)
+			if err != nil {
+				return figures{}, err
+			}
+			f.depth = max(f.depth, cf.depth+1)
+			f.nodes += cf.nodes
+			if f.nodes > MaxDocumentNodes {
+				return figures{}, fmt.Errorf("%w: more than %d values once aliases are expanded", ErrTooLarge, MaxDocumentNodes)
+			}
+		}
+		if level+f.depth-1 > MaxDocumentDepth {
+			return figures{}, fmt.Errorf("%w: nested deeper than %d levels", ErrTooLarge, MaxDocumentDepth)
+		}
+		memo[n] = f
+		return f, nil
+	}
+	_, err := walk(root, 0)
+	return err
 }
 
 // OSFS is the file system Load reads from the process's working directory

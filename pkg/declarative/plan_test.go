@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -167,9 +168,11 @@ func TestParseRefusesUnknownFields(t *testing.T) {
 func TestResolveRefusesLiteralSecrets(t *testing.T) {
 	env := map[string]string{"TOKEN": "s3cret", "HOOK": "https://hooks.example.com/T0K"}
 	r := Resolver{
-		Env: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		Env:          func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		AllowEnv:     []string{"TOKEN", "HOOK", "NOPE"},
+		EvalSymlinks: func(p string) (string, error) { return p, nil },
 		ReadFile: func(p string) ([]byte, error) {
-			if p == "dir/key.txt" {
+			if abs, _ := filepath.Abs("dir/key.txt"); p == abs {
 				return []byte("filekey\n"), nil
 			}
 			return nil, os.ErrNotExist
@@ -254,8 +257,8 @@ func TestExportPlansNoChange(t *testing.T) {
 		t.Fatalf("export does not parse: %v\n%s", err, out)
 	}
 	env := map[string]string{
-		"MCPMON_A_AUTHORIZATION": "tok",
-		"MCPMON_A_SINK_HOOK_URL": "https://hooks.example.com/secret",
+		"MCPMON_APPLY_A_AUTHORIZATION": "tok",
+		"MCPMON_APPLY_A_SINK_HOOK_URL": "https://hooks.example.com/secret",
 	}
 	r := Resolver{Env: func(k string) (string, bool) { v, ok := env[k]; return v, ok }, ReadFile: func(string) ([]byte, error) { return nil, errors.New("no files") }}
 	ds := make([]Desired, len(doc.Endpoints))

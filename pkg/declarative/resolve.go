@@ -3,6 +3,7 @@ package declarative
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -19,14 +20,114 @@ var refRE = regexp.MustCompile(`\$\{(env|file):([^}]+)\}`)
 
 // Resolver fills in references. Env looks up an environment variable
 // (ok false: unset; nil: every variable is unset); ReadFile reads a file
-// (nil: os.ReadFile). Both are injected so the pure part stays testable.
+// (nil: os.ReadFile); EvalSymlinks resolves a path's symbolic links (nil:
+// filepath.EvalSymlinks). They are injected so the pure part stays
+// testable.
+//
+// The files Resolve reads are untrusted input (a GitOps pull request is
+// applied with an admin key), so unless Trusted is set their references
+// are confined (ConfineRef): ${env:NAME} reads only the variables AllowEnv
+// names, and ${file:PATH} only files inside the declaring file's directory.
 type Resolver struct {
-	Env      func(name string) (string, bool)
-	ReadFile func(path string) ([]byte, error)
+	Env          func(name string) (string, bool)
+	ReadFile     func(path string) ([]byte, error)
+	EvalSymlinks func(path string) (string, error)
 	// RedactSinks is the server's sinks redactor (the daemon wires
 	// alerter/sinks.RedactEndpointSinks): a sink member it hides is a
 	// secret and must come from a reference. Nil uses api.RedactSinks.
 	RedactSinks func(json.RawMessage) json.RawMessage
+	// AllowEnv are the variables a confined ${env:} may read: exact names,
+	// or prefixes ending in "_" (nil: DefaultAllowEnv).
+	AllowEnv []string
+	// Trusted lifts the confinement: the references come from the
+	// operator's own command line (endpoints add, probe), not a file
+	// someone else may have written.
+	Trusted bool
+}
+
+// DefaultAllowEnv is what a confined ${env:} reads when the operator
+// allows nothing else: the variables export names (PlaceholderName).
+var DefaultAllowEnv = []string{"MCPMON_APPLY_"}
+
+// selfPrefix names the variables that configure mcpmon itself: the CLI's
+// credentials (MCPMON_TOKEN, MCPMON_SERVER) and every server flag
+// (MCPMON_SECRETS_KEY, MCPMON_WEBHOOK_SECRET, …). A confined reference
+// never reads one, whatever AllowEnv says, except under DefaultAllowEnv's
+// prefix, which is apply's own.
+const selfPrefix = "MCPMON_"
+
+// envAllowed decides whether a confined ${env:name} may be read.
+func envAllowed(name string, allow []string) error {
+	if allow == nil {
+		allow = DefaultAllowEnv
+	}
+	if strings.HasPrefix(name, selfPrefix) && !strings.HasPrefix(name, DefaultAllowEnv[0]) {
+		return fmt.Errorf("${env:%s}: variables named %s* configure mcpmon itself (its API key, its flags) and apply never reads them; give the secret its own variable, e.g. %s%s", name, selfPrefix, DefaultAllowEnv[0], strings.TrimPrefix(name, selfPrefix))
+	}
+	for _, a := range allow {
+		if name == a || (strings.HasSuffix(a, "_") && strings.HasPrefix(name, a)) {
+			return nil
+		}
+	}
+	return fmt.Errorf("${env:%s}: apply reads only the variables --allow-env names (now: %s); pass --allow-env %s if this file may read it", name, strings.Join(allowList(allow), ", "), name)
+}
+
+func allowList(allow []string) []string {
+	out := make([]string, len(allow))
+	for i, a := range allow {
+		if strings.HasSuffix(a, "_") {
+			a += "*"
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// ErrRefOutside: a confined ${file:} points outside the directory of the
+// file that declares it.
+var ErrRefOutside = errors.New("outside the directory of the file that declares it")
+
+// ConfineRef decides which file a confined ${file:arg} declared in a file
+// of directory base reads: arg (relative to base, or absolute) must name a
+// file inside base once cleaned, and still once every symbolic link of
+// both is resolved (eval). It returns the resolved path to read.
+func ConfineRef(base, arg string, eval func(string) (string, error)) (string, error) {
+	if eval == nil {
+		eval = filepath.EvalSymlinks
+	}
+	absBase, err := filepath.Abs(base)
+	if err != nil {
+		return "", fmt.Errorf("${file:%s}: %w", arg, err)
+	}
+	p := arg
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(absBase, p)
+	}
+	p = filepath.Clean(p)
+	refuse := func() error {
+		return fmt.Errorf("${file:%s}: %w (%s); keep the secret's file beside the YAML file or below it", arg, ErrRefOutside, base)
+	}
+	if !within(absBase, p) {
+		return "", refuse()
+	}
+	realBase, err := eval(absBase)
+	if err != nil {
+		return "", fmt.Errorf("${file:%s}: %w", arg, err)
+	}
+	real, err := eval(p)
+	if err != nil {
+		return "", fmt.Errorf("${file:%s}: %w", arg, err)
+	}
+	if !within(realBase, real) {
+		return "", refuse()
+	}
+	return real, nil
+}
+
+// within reports whether clean absolute path p is dir or below it.
+func within(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // hasRef reports whether s contains a reference.
@@ -43,6 +144,14 @@ func (r Resolver) expand(s, base string) (string, error) {
 		case "env":
 			var v string
 			ok := false
+			if !r.Trusted {
+				if err := envAllowed(arg, r.AllowEnv); err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+					return ""
+				}
+			}
 			if r.Env != nil {
 				v, ok = r.Env(arg)
 			}
@@ -54,6 +163,15 @@ func (r Resolver) expand(s, base string) (string, error) {
 			p := arg
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(base, p)
+			}
+			if !r.Trusted {
+				var err error
+				if p, err = ConfineRef(base, arg, r.EvalSymlinks); err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+					return ""
+				}
 			}
 			read := r.ReadFile
 			if read == nil {
@@ -77,6 +195,7 @@ func (r Resolver) Secret(field, value string) (string, error) {
 	if !hasRef(value) {
 		return "", fmt.Errorf("%s: a secret must come from ${env:NAME} or ${file:PATH}, not be written on the command line", field)
 	}
+	r.Trusted = true // the operator's own command line
 	v, err := r.expand(value, ".")
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", field, err)

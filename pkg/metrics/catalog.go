@@ -70,6 +70,7 @@ func Catalog() []Family {
 		{"mcpmon_alerts_total", Counter, []string{"kind", "outcome", "sink"}, "alerter", "(global sink names + 5 endpoint:<type> labels) × kinds × 5 outcomes"},
 		{"mcpmon_ledger_claims_total", Counter, []string{"result"}, "alerter", "3 results"},
 		{"mcpmon_alert_unmarked_seconds", Histogram, nil, "alerter", "buckets"},
+		{"mcpmon_deliveries_given_up_total", Counter, []string{"sink"}, "alerter", "global sink names + 5 endpoint:<type> labels"},
 		{"mcpmon_event_notifications_total", Counter, []string{"kind", "outcome", "sink"}, "alerter", "(global sink names + 5 endpoint:<type> labels) × 6 event kinds × 5 outcomes"},
 		// Queue plumbing (every role that sends or consumes).
 		{"mcpmon_queue_sends_total", Counter, []string{"queue"}, "queue", perQueue},

@@ -320,8 +320,16 @@ func (c *Client) page(ctx context.Context, u string) (ServerList, error) {
 	if resp.StatusCode != http.StatusOK {
 		return list, statusError{status: resp.StatusCode, body: snippet(body)}
 	}
-	if int64(len(body)) > c.maxPageBytes {
-		return list, fmt.Errorf("%w: response larger than %d bytes", ErrNotRegistry, c.maxPageBytes)
+	return DecodePage(body, c.maxPageBytes)
+}
+
+// DecodePage decodes one page body of GET /v0.1/servers, bounded first:
+// a body over maxBytes, or one that is not a JSON object with a "servers"
+// array (or null: an empty page), is ErrNotRegistry.
+func DecodePage(body []byte, maxBytes int64) (ServerList, error) {
+	var list ServerList
+	if int64(len(body)) > maxBytes {
+		return list, fmt.Errorf("%w: response larger than %d bytes", ErrNotRegistry, maxBytes)
 	}
 	var probe struct {
 		Servers json.RawMessage `json:"servers"`

@@ -303,6 +303,10 @@ const (
 	// DeliverySkipped: the ledger already had the notification done (another
 	// replica, or an earlier attempt, delivered it).
 	DeliverySkipped DeliveryOutcome = "skipped"
+	// DeliveryGaveUp: the alerter stopped trying this sink for the
+	// notification: it failed permanently, or kept failing past the
+	// give-up age. LastError says which.
+	DeliveryGaveUp DeliveryOutcome = "gave_up"
 )
 
 // Delivery is what happened to one notification of an incident at one sink:

@@ -32,6 +32,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpmon/mcpmon/alerter/sinks/post"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 )
@@ -247,7 +248,7 @@ func (e *tlsError) Unwrap() error { return e.err }
 // certificate problems are permanent (retrying cannot fix them), 4xx replies
 // and network errors are retryable.
 func (s *Sink) classify(err error) error {
-	msg := err.Error()
+	msg := post.ScrubNetwork(err.Error(), err)
 	for _, secret := range []string{s.o.Password} {
 		if secret != "" {
 			msg = strings.ReplaceAll(msg, secret, "<redacted>")

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -104,7 +105,60 @@ func transportError(r Request, err error) error {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return &sinkError{sink: r.Sink, msg: "request failed: " + Scrub(err.Error(), r.URL, r.Secrets), cause: err}
+	return &sinkError{sink: r.Sink, msg: "request failed: " + Scrub(ScrubNetwork(err.Error(), err), r.URL, r.Secrets), cause: err}
+}
+
+// ScrubNetwork removes from s, the text of err or of an error wrapping it,
+// the network facts err carries that are not the sink owner's to see: the
+// resolver's address of a *net.DNSError ("lookup x on 10.0.0.2:53: …") and
+// the local and remote socket addresses of a *net.OpError ("dial tcp
+// 10.1.2.3:443: …"). Sink errors are stored on deliveries that tenants
+// read; what is left (the host from the sink's own URL, the operation, the
+// cause) is what an owner can act on.
+func ScrubNetwork(s string, err error) string {
+	for e := range errorTree(err) {
+		switch t := e.(type) {
+		case *net.DNSError:
+			if t.Server != "" {
+				s = strings.ReplaceAll(s, " on "+t.Server, "")
+			}
+		case *net.OpError:
+			if t.Source != nil {
+				s = strings.ReplaceAll(s, " "+t.Source.String()+"->", " ")
+			}
+			if t.Addr != nil {
+				s = strings.ReplaceAll(s, " "+t.Addr.String()+":", ":")
+			}
+		}
+	}
+	return s
+}
+
+// errorTree yields err and every error it wraps, depth first.
+func errorTree(err error) func(yield func(error) bool) {
+	return func(yield func(error) bool) {
+		var walk func(error) bool
+		walk = func(e error) bool {
+			if e == nil {
+				return true
+			}
+			if !yield(e) {
+				return false
+			}
+			switch u := e.(type) {
+			case interface{ Unwrap() error }:
+				return walk(u.Unwrap())
+			case interface{ Unwrap() []error }:
+				for _, c := range u.Unwrap() {
+					if !walk(c) {
+						return false
+					}
+				}
+			}
+			return true
+		}
+		walk(err)
+	}
 }
 
 // sinkError carries a scrubbed message but unwraps to the original cause so

@@ -76,5 +76,5 @@ func NewEventMessage(n alert.EventNotification) Message {
 	}
 	blocks = append(blocks, Block{Type: "context", Elements: []Text{mrkdwn(alert.Truncate(
 		"mcpmon · endpoint `"+escape(n.EndpointID)+"` · event `"+escape(n.Fingerprint)+"`", MaxFieldText))}})
-	return Message{Text: alert.Truncate(headline+": "+n.Message, MaxFallbackText), Blocks: blocks}
+	return Message{Text: fallbackText(headline + ": " + n.Message), Blocks: blocks}
 }

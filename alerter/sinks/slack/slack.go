@@ -197,7 +197,7 @@ func NewMessage(n alert.Notification) Message {
 	fallback += " (incident " + n.IncidentID + ")"
 
 	return Message{
-		Text: alert.Truncate(fallback, MaxFallbackText),
+		Text: fallbackText(fallback),
 		Blocks: []Block{
 			{Type: "header", Text: &Text{Type: "plain_text", Text: alert.Truncate(emoji+" "+headline, MaxHeaderText), Emoji: true}},
 			{Type: "section", Text: ptr(mrkdwn(alert.Truncate(why, MaxSectionText))), Fields: fields},
@@ -221,6 +221,12 @@ func orDash(s string) string {
 func escape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
+
+// fallbackText is the message's `text`: Slack parses it as mrkdwn and puts
+// it in the channel notification, so the name and the target's error in it
+// are escaped like the blocks' (escaped before the cut: a cut entity is
+// harmless, a cut escape is not).
+func fallbackText(s string) string { return alert.Truncate(escape(s), MaxFallbackText) }
 
 // escapeURL keeps a URL usable inside <url|text>: '|' and '>' would end it.
 func escapeURL(s string) string {
