@@ -50,19 +50,10 @@ type OAuthInput struct {
 	Audience     string   `json:"audience,omitempty"`
 }
 
-// Deep-check bounds.
+// Credential warning bounds; the size caps are in caps.go.
 const (
-	maxToolNameLen     = 128
-	maxToolArgsBytes   = 16 << 10
-	maxExpectContains  = 1024
-	maxExpectEquals    = 4 << 10
-	maxClientIDLen     = 256
-	maxClientSecretLen = 4 << 10
-	maxScopes          = 32
-	maxScopeLen        = 256
-	maxAudienceLen     = 512
-	minCredentialWarn  = time.Minute
-	maxCredentialWarn  = 365 * 24 * time.Hour
+	minCredentialWarn = time.Minute
+	maxCredentialWarn = 365 * 24 * time.Hour
 )
 
 // deepChecks validates in's deep-check fields into e, reporting through bad.
@@ -79,6 +70,8 @@ func (s *server) deepChecks(in EndpointInput, e *store.Endpoint, bad func(ptr, f
 	if in.CredentialWarning != "" {
 		d, err := time.ParseDuration(in.CredentialWarning)
 		switch {
+		case len(in.CredentialWarning) > maxDurationLen:
+			bad("#/credentialWarning", "must be at most %d characters", maxDurationLen)
 		case err != nil:
 			bad("#/credentialWarning", "must be a Go duration such as \"72h\"")
 		case d < minCredentialWarn || d > maxCredentialWarn:
@@ -102,9 +95,9 @@ func toolCheck(in *ToolCheckInput, bad func(ptr, format string, args ...any)) *s
 	}
 	if args := bytes.TrimSpace(in.Arguments); len(args) > 0 && !bytes.Equal(args, []byte("null")) {
 		var obj map[string]any
-		switch {
-		case len(args) > maxToolArgsBytes:
-			bad("#/toolCheck/arguments", "must be at most %d bytes", maxToolArgsBytes)
+		switch detail := toolArgsCapProblem(args); {
+		case detail != "":
+			bad("#/toolCheck/arguments", "%s", detail)
 		case json.Unmarshal(args, &obj) != nil || obj == nil:
 			bad("#/toolCheck/arguments", "must be a JSON object")
 		case hasPlaceholder(obj):
@@ -118,7 +111,9 @@ func toolCheck(in *ToolCheckInput, bad func(ptr, format string, args ...any)) *s
 		if len(x.Contains) > maxExpectContains || !utf8.ValidString(x.Contains) {
 			bad("#/toolCheck/expect/contains", "must be valid UTF-8 of at most %d bytes", maxExpectContains)
 		}
-		if x.JSONPath != "" {
+		if len(x.JSONPath) > maxJSONPathLen {
+			bad("#/toolCheck/expect/jsonPath", "must be at most %d bytes", maxJSONPathLen)
+		} else if x.JSONPath != "" {
 			if _, err := jsonpath.Parse(x.JSONPath); err != nil {
 				bad("#/toolCheck/expect/jsonPath", "%v (the dialect: $ then .name, [\"name\"] or [index] steps)", err)
 			}

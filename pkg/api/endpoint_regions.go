@@ -16,7 +16,13 @@ func endpointRegions(in, known []string) ([]string, string) {
 	if len(known) == 0 {
 		return nil, "this deployment has no region set (--regions): every probe comes from one commands queue; leave regions out"
 	}
+	if len(in) > maxRegions {
+		return nil, fmt.Sprintf("at most %d regions", maxRegions)
+	}
 	for _, r := range in {
+		if len(r) > maxRegionLen {
+			return nil, fmt.Sprintf("region names are at most %d characters", maxRegionLen)
+		}
 		if !slices.Contains(known, r) {
 			return nil, fmt.Sprintf("%q is not a region of this deployment; known regions: %s", r, strings.Join(known, ", "))
 		}

@@ -34,13 +34,6 @@ const (
 	// MinRepeatInterval bounds reminder spam.
 	MinRepeatInterval = time.Minute
 
-	maxNameLen      = 200
-	maxURLLen       = 2048
-	maxHeaders      = 32
-	maxHeaderValue  = 8 << 10
-	maxLabels       = 32
-	maxLabelKeyLen  = 63
-	maxLabelValLen  = 255
 	maxRuleCount    = 100
 	patchMaxRetries = 3
 )
@@ -359,7 +352,9 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 		e.Schedule = DefaultSchedule
 	}
 	var interval time.Duration // shortest time between two slots; 0 if unknown
-	if sl, err := schedule.New("", e.Schedule); err != nil {
+	if len(e.Schedule) > maxScheduleLen {
+		bad("#/schedule", "must be at most %d characters", maxScheduleLen)
+	} else if sl, err := schedule.New("", e.Schedule); err != nil {
 		bad("#/schedule", "%v", errors.Unwrap(err))
 	} else {
 		interval = sl.ShortestInterval(s.clock.Now())
@@ -374,7 +369,9 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 		e.Timeout = max(min(DefaultTimeout, interval), MinTimeout)
 	}
 	if in.Timeout != "" {
-		if d, err := time.ParseDuration(in.Timeout); err != nil {
+		if len(in.Timeout) > maxDurationLen {
+			bad("#/timeout", "must be at most %d characters", maxDurationLen)
+		} else if d, err := time.ParseDuration(in.Timeout); err != nil {
 			bad("#/timeout", "must be a Go duration such as \"10s\"")
 		} else if d < MinTimeout || d > MaxTimeout {
 			bad("#/timeout", "must be between %s and %s", MinTimeout, MaxTimeout)
@@ -385,7 +382,9 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 		}
 	}
 	if in.LatencyThreshold != "" {
-		if d, err := time.ParseDuration(in.LatencyThreshold); err != nil {
+		if len(in.LatencyThreshold) > maxDurationLen {
+			bad("#/latencyThreshold", "must be at most %d characters", maxDurationLen)
+		} else if d, err := time.ParseDuration(in.LatencyThreshold); err != nil {
 			bad("#/latencyThreshold", "must be a Go duration such as \"2s\"")
 		} else if d <= 0 || d > e.Timeout {
 			bad("#/latencyThreshold", "must be positive and at most the timeout (%s)", e.Timeout)
@@ -403,6 +402,8 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 			canon := http.CanonicalHeaderKey(name)
 			ptr := "#/headers/" + pointerEscape(name)
 			switch {
+			case len(name) > maxHeaderNameLen:
+				bad(ptr, "header names are at most %d characters", maxHeaderNameLen)
 			case !validHeaderName(name):
 				bad(ptr, "is not a valid HTTP header name")
 			case reservedHeaders[canon]:
@@ -457,7 +458,9 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 			bad("#/rules/openWindow", "must be at least openAfter (%d)", r.OpenAfter)
 		}
 		if in.Rules.RepeatInterval != "" {
-			if d, err := time.ParseDuration(in.Rules.RepeatInterval); err != nil {
+			if len(in.Rules.RepeatInterval) > maxDurationLen {
+				bad("#/rules/repeatInterval", "must be at most %d characters", maxDurationLen)
+			} else if d, err := time.ParseDuration(in.Rules.RepeatInterval); err != nil {
 				bad("#/rules/repeatInterval", "must be a Go duration such as \"4h\"")
 			} else if d < MinRepeatInterval {
 				bad("#/rules/repeatInterval", "must be at least %s", MinRepeatInterval)
@@ -471,7 +474,9 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 	}
 
 	if sinks := bytes.TrimSpace(in.Sinks); len(sinks) > 0 && !bytes.Equal(sinks, []byte("null")) {
-		if bytes.Contains(sinks, []byte(Redacted)) || bytes.Contains(sinks, []byte(`\u003credacted\u003e`)) {
+		if detail := sinksCapProblem(sinks); detail != "" {
+			bad("#/sinks", "%s", detail)
+		} else if bytes.Contains(sinks, []byte(Redacted)) || bytes.Contains(sinks, []byte(`\u003credacted\u003e`)) {
 			bad("#/sinks", "contains the redaction placeholder; send the real values, or in a PATCH omit the members to keep them")
 		} else if s.validSink != nil {
 			if err := s.validSink(json.RawMessage(sinks)); err != nil {
@@ -702,8 +707,15 @@ func (s *server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 			s.log.Error("merge patch", "endpoint", id, "err", err)
 			return
 		}
+		// The merged document is the server's own encoding, checked all
+		// the same: the stored half was accepted under other caps.
+		checked, p := checkJSON(merged)
+		if p != nil {
+			writeProblem(w, r, p)
+			return
+		}
 		var in EndpointInput
-		if p := decodeStrict(merged, &in); p != nil {
+		if p := decodeStrict(checked, &in); p != nil {
 			writeProblem(w, r, p)
 			return
 		}
@@ -762,10 +774,11 @@ func lookupHeader(h map[string]string, name string) (string, bool) {
 	return v, ok
 }
 
-// decodePatch reads a merge patch: one JSON object. Header names in it are
-// canonicalized like stored ones, so {"headers": {"authorization": null}}
-// removes the stored "Authorization".
-func decodePatch(body []byte) (map[string]any, *Problem) {
+// decodePatch reads a merge patch: one JSON object (checkJSON has refused
+// duplicate keys and deep nesting). Header names in it are canonicalized
+// like stored ones, so {"headers": {"authorization": null}} removes the
+// stored "Authorization".
+func decodePatch(body checkedJSON) (map[string]any, *Problem) {
 	var patch map[string]any
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -777,9 +790,6 @@ func decodePatch(body []byte) (map[string]any, *Problem) {
 	}
 	if patch == nil {
 		return nil, invalid(FieldError{Pointer: "#", Detail: "a merge patch must be a JSON object"})
-	}
-	if ptr := duplicateKey(body); ptr != "" {
-		return nil, invalid(FieldError{Pointer: ptr, Detail: "duplicate key: each member may appear once"})
 	}
 	if hs, ok := patch["headers"].(map[string]any); ok {
 		canon := make(map[string]any, len(hs))

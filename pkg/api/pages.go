@@ -40,8 +40,6 @@ const (
 	cursorAudit       = "audit"
 )
 
-const maxCursorLen = 512
-
 // cursorIDRE accepts the IDs the API hands out (RandomID, incident and
 // audit IDs) and the ones tests and older versions chose.
 var cursorIDRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,200}$`)
@@ -82,8 +80,12 @@ func pageParams(r *http.Request, kind string) (limit int, c *cursor, p *Problem)
 	if err != nil {
 		return 0, nil, bad
 	}
+	checked, cp := checkJSON(b)
+	if cp != nil {
+		return 0, nil, bad
+	}
 	var got cursor
-	if decodeStrict(b, &got) != nil || got.V != 1 || got.Kind != kind || (got.ID != "" && !cursorIDRE.MatchString(got.ID)) {
+	if decodeStrict(checked, &got) != nil || got.V != 1 || got.Kind != kind || (got.ID != "" && !cursorIDRE.MatchString(got.ID)) {
 		return 0, nil, bad
 	}
 	switch kind {
@@ -129,8 +131,6 @@ func (s selector) matches(labels map[string]string) bool {
 
 var setRE = regexp.MustCompile(`^([^\s=!(),]+)\s+(in|notin)\s+\(([^()]*)\)$`)
 
-const maxSelectorTerms = 32
-
 // parseSelector reads ?selector=: comma-joined terms k=v, k==v, k!=v,
 // k in (a,b) and k notin (a,b). Label names and values follow the rules
 // of endpoint labels.
@@ -142,6 +142,9 @@ func parseSelector(r *http.Request) (selector, *Problem) {
 	bad := func(format string, args ...any) *Problem {
 		return invalid(FieldError{Pointer: "?selector", Detail: fmt.Sprintf(format, args...) +
 			`; a selector is comma-joined terms such as "team=search,env!=dev,tier in (a,b)"`})
+	}
+	if len(raw) > maxSelectorLen {
+		return nil, bad("at most %d bytes", maxSelectorLen)
 	}
 	var terms []string
 	depth, start := 0, 0
@@ -175,6 +178,9 @@ func parseSelector(r *http.Request) (selector, *Problem) {
 		if m := setRE.FindStringSubmatch(term); m != nil {
 			req = requirement{key: m[1], not: m[2] == "notin"}
 			for v := range strings.SplitSeq(m[3], ",") {
+				if len(req.values) == maxSelectorInValues {
+					return nil, bad("term %d: at most %d values in a set", len(sel)+1, maxSelectorInValues)
+				}
 				req.values = append(req.values, strings.TrimSpace(v))
 			}
 		} else if k, v, ok := strings.Cut(term, "!="); ok {

@@ -100,8 +100,10 @@ func (s *server) storeProblem(r *http.Request, err error, what string) *Problem 
 }
 
 // readBody reads a JSON request body up to the size cap, enforcing the
-// content type. An empty body returns nil when allowEmpty.
-func (s *server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty bool) ([]byte, *Problem) {
+// content type, and passes it through checkJSON (bodycheck.go) before
+// anything else reads it: every handler that takes a body comes through
+// here. An empty body returns nil when allowEmpty.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty bool) (checkedJSON, *Problem) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
 	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
@@ -118,7 +120,7 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty boo
 	if p := checkJSONContentType(r); p != nil {
 		return nil, p
 	}
-	return body, nil
+	return checkJSON(body)
 }
 
 // checkJSONContentType accepts application/json and any +json type
@@ -136,9 +138,9 @@ func checkJSONContentType(r *http.Request) *Problem {
 }
 
 // decodeStrict decodes exactly one JSON value into dst, refusing unknown
-// fields, duplicate keys and trailing data. Problems never quote values from the body: they
-// may be secrets.
-func decodeStrict(body []byte, dst any) *Problem {
+// fields and trailing data; checkJSON has refused duplicate keys and deep
+// nesting. Problems never quote values from the body: they may be secrets.
+func decodeStrict(body checkedJSON, dst any) *Problem {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -146,9 +148,6 @@ func decodeStrict(body []byte, dst any) *Problem {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return invalid(FieldError{Pointer: "#", Detail: "unexpected data after the JSON value"})
-	}
-	if ptr := duplicateKey(body); ptr != "" {
-		return invalid(FieldError{Pointer: ptr, Detail: "duplicate key: each member may appear once"})
 	}
 	return nil
 }

@@ -1,12 +1,7 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"strconv"
 	"unicode"
 	"unicode/utf8"
 )
@@ -67,64 +62,4 @@ func validHeaderValue(v string) bool {
 		}
 	}
 	return true
-}
-
-// duplicateKey returns the JSON pointer of the first object member whose
-// name repeats an earlier member of the same object, or "" if none does or
-// body is not valid JSON (the decoder reports that). encoding/json keeps
-// the last of two duplicates silently, so {"url":"https://ok","url":
-// "http://internal"} would be checked by one reader and used by another.
-func duplicateKey(body []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if ptr, err := dupValue(dec, "#"); errors.Is(err, errDuplicate) {
-		return ptr
-	}
-	return ""
-}
-
-// errDuplicate stops the walk at the first duplicate.
-var errDuplicate = errors.New("duplicate key")
-
-// dupValue walks one JSON value; ptr is its pointer. It returns the
-// duplicate's pointer with errDuplicate, or a syntax error.
-func dupValue(dec *json.Decoder, ptr string) (string, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return "", err
-	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return "", nil
-	}
-	switch d {
-	case '{':
-		seen := map[string]bool{}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return "", err
-			}
-			k, _ := kt.(string)
-			kp := ptr + "/" + pointerEscape(k)
-			if seen[k] {
-				return kp, errDuplicate
-			}
-			seen[k] = true
-			if p, err := dupValue(dec, kp); err != nil {
-				return p, err
-			}
-		}
-	case '[':
-		for i := 0; dec.More(); i++ {
-			if p, err := dupValue(dec, ptr+"/"+strconv.Itoa(i)); err != nil {
-				return p, err
-			}
-		}
-	}
-	_, err = dec.Token() // the closing delimiter
-	if errors.Is(err, io.EOF) {
-		err = io.ErrUnexpectedEOF
-	}
-	return "", err
 }

@@ -1,0 +1,135 @@
+package api
+
+// caps.go is the one home of the API's size caps on what a request may
+// make the service store or parse: every collection and free-text field
+// of an endpoint, the label selector and the cursor. A tenant's stored
+// endpoint is read by every probe, every list and every alert, so what it
+// may hold is bounded here, at the door, rather than by the body limit
+// alone. The OpenAPI document states the same numbers (maxLength,
+// maxItems, maxProperties); TestCapsMatchOpenAPI walks capTable against
+// it so the two cannot drift.
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Request bodies.
+const (
+	// maxBodyDepth bounds the nesting of any JSON request body (bodycheck.go).
+	// The deepest document the API accepts (a tool check's arguments inside
+	// an endpoint) needs far fewer levels.
+	maxBodyDepth = 64
+)
+
+// Endpoint fields.
+const (
+	maxNameLen         = 200 // characters
+	maxURLLen          = 2048
+	maxScheduleLen     = 256
+	maxDurationLen     = 32 // timeout, latencyThreshold, credentialWarning, repeatInterval
+	maxHeaders         = 32
+	maxHeaderNameLen   = 256
+	maxHeaderValue     = 8 << 10
+	maxLabels          = 32
+	maxLabelKeyLen     = 63
+	maxLabelValLen     = 255
+	maxSinks           = 16
+	maxSinksBytes      = 16 << 10
+	maxRegions         = 32
+	maxRegionLen       = 64
+	maxToolNameLen     = 128
+	maxToolArgsBytes   = 16 << 10
+	maxToolArgsDepth   = 16 // levels inside the arguments object
+	maxToolArgMembers  = 256
+	maxExpectContains  = 1024
+	maxJSONPathLen     = 512
+	maxExpectEquals    = 4 << 10
+	maxClientIDLen     = 256
+	maxClientSecretLen = 4 << 10
+	maxScopes          = 32
+	maxScopeLen        = 256
+	maxAudienceLen     = 512
+)
+
+// Query parameters.
+const (
+	maxCursorLen        = 512
+	maxSelectorLen      = 4 << 10
+	maxSelectorTerms    = 32
+	maxSelectorInValues = 32 // values of one `k in (...)` term
+)
+
+// capRow is one cap as openapi.yaml states it: the keyword (maxLength,
+// maxItems, maxProperties) at a path of the document, which must equal
+// Limit. Path is a list of YAML keys from the document's root.
+type capRow struct {
+	Path    []string
+	Keyword string
+	Limit   int
+}
+
+// schemaProp is the path of a property of a component schema.
+func schemaProp(schema string, props ...string) []string {
+	p := []string{"components", "schemas", schema}
+	for _, pr := range props {
+		p = append(p, "properties", pr)
+	}
+	return p
+}
+
+// capTable lists every cap the document states.
+var capTable = []capRow{
+	{schemaProp("EndpointInput", "name"), "maxLength", maxNameLen},
+	{schemaProp("EndpointInput", "url"), "maxLength", maxURLLen},
+	{schemaProp("EndpointInput", "schedule"), "maxLength", maxScheduleLen},
+	{schemaProp("EndpointInput", "timeout"), "maxLength", maxDurationLen},
+	{schemaProp("EndpointInput", "latencyThreshold"), "maxLength", maxDurationLen},
+	{schemaProp("EndpointInput", "credentialWarning"), "maxLength", maxDurationLen},
+	{schemaProp("EndpointInput", "headers"), "maxProperties", maxHeaders},
+	{append(schemaProp("EndpointInput", "headers"), "propertyNames"), "maxLength", maxHeaderNameLen},
+	{append(schemaProp("EndpointInput", "headers"), "additionalProperties"), "maxLength", maxHeaderValue},
+	{schemaProp("EndpointInput", "regions"), "maxItems", maxRegions},
+	{append(schemaProp("EndpointInput", "regions"), "items"), "maxLength", maxRegionLen},
+	{schemaProp("Labels"), "maxProperties", maxLabels},
+	{append(schemaProp("Labels"), "propertyNames"), "maxLength", maxLabelKeyLen},
+	{append(schemaProp("Labels"), "additionalProperties"), "maxLength", maxLabelValLen},
+	{schemaProp("Rules", "repeatInterval"), "maxLength", maxDurationLen},
+	{schemaProp("ToolCheck", "name"), "maxLength", maxToolNameLen},
+	{schemaProp("ToolCheck", "arguments"), "maxProperties", maxToolArgMembers},
+	{schemaProp("ToolCheck", "expect", "contains"), "maxLength", maxExpectContains},
+	{schemaProp("ToolCheck", "expect", "jsonPath"), "maxLength", maxJSONPathLen},
+	{schemaProp("OAuth", "tokenUrl"), "maxLength", maxURLLen},
+	{schemaProp("OAuth", "clientId"), "maxLength", maxClientIDLen},
+	{schemaProp("OAuth", "clientSecret"), "maxLength", maxClientSecretLen},
+	{schemaProp("OAuth", "scopes"), "maxItems", maxScopes},
+	{append(schemaProp("OAuth", "scopes"), "items"), "maxLength", maxScopeLen},
+	{schemaProp("OAuth", "audience"), "maxLength", maxAudienceLen},
+	{[]string{"components", "parameters", "cursor", "schema"}, "maxLength", maxCursorLen},
+	{[]string{"components", "parameters", "selector", "schema"}, "maxLength", maxSelectorLen},
+}
+
+// sinksCapProblem says why a sinks document is over its cap, or "".
+func sinksCapProblem(sinks []byte) string {
+	if len(sinks) > maxSinksBytes {
+		return fmt.Sprintf("must be at most %d bytes", maxSinksBytes)
+	}
+	return ""
+}
+
+// toolArgsCapProblem says why a tool check's arguments are over their
+// caps, or "": size, nesting (the object itself is the first level) and
+// top-level members.
+func toolArgsCapProblem(args []byte) string {
+	switch {
+	case len(args) > maxToolArgsBytes:
+		return fmt.Sprintf("must be at most %d bytes", maxToolArgsBytes)
+	case nestingExceeds(args, maxToolArgsDepth):
+		return fmt.Sprintf("must be nested at most %d levels deep", maxToolArgsDepth)
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(args, &members) == nil && len(members) > maxToolArgMembers {
+		return fmt.Sprintf("at most %d members", maxToolArgMembers)
+	}
+	return ""
+}
