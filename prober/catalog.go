@@ -444,7 +444,12 @@ func (d CatalogDiff) message() string {
 	if d.More > 0 {
 		parts = append(parts, fmt.Sprintf("… and %d more", d.More))
 	}
-	s := fmt.Sprintf("tool catalog changed (%s): %s", d.Severity, strings.Join(parts, "; "))
+	head := d.Severity
+	if d.More > 0 {
+		// Up front: the list may be cut to 4 KiB below.
+		head = fmt.Sprintf("%s; %d more tools than listed", d.Severity, d.More)
+	}
+	s := fmt.Sprintf("tool catalog changed (%s): %s", head, strings.Join(parts, "; "))
 	if len(descs) > 0 {
 		s += fmt.Sprintf(". SECURITY: the description of %s changed; tool descriptions are instructions to the model, and a silent change can mean a server swapping instructions under its users (tool poisoning): review it", strings.Join(descs, ", "))
 	}

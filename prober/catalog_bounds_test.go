@@ -120,6 +120,7 @@ func TestBuildCatalogBounds(t *testing.T) {
 		more          bool
 		wantTools     int
 		wantTruncated bool
+		bytes         int // overrides small.bytes
 		check         func(t *testing.T, c Catalog)
 	}{
 		{name: "within limits", raw: many(10), wantTools: 10},
@@ -135,9 +136,9 @@ func TestBuildCatalogBounds(t *testing.T) {
 				raw = append(raw, tool(fmt.Sprintf("t%d", i), strings.Repeat("x", 30), `{"type":"object","description":"`+strings.Repeat("y", 200)+`"}`))
 			}
 			return raw
-		}(), wantTruncated: true, check: func(t *testing.T, c Catalog) {
-			if n := len(canonJSON(c.Tools)); n > small.bytes || len(c.Tools) == 0 || len(c.Tools) == 8 {
-				t.Errorf("%d tools in %d bytes, want some but not all, within %d", len(c.Tools), n, small.bytes)
+		}(), bytes: 1024, wantTruncated: true, check: func(t *testing.T, c Catalog) {
+			if n := len(canonJSON(c.Tools)); n > 1024 || len(c.Tools) == 0 || len(c.Tools) == 8 {
+				t.Errorf("%d tools in %d bytes, want some but not all, within 1024", len(c.Tools), n)
 			}
 		}},
 		{name: "description", raw: []json.RawMessage{tool("t", strings.Repeat("é", 40), `{}`)}, wantTools: 1, wantTruncated: true, check: func(t *testing.T, c Catalog) {
@@ -165,7 +166,11 @@ func TestBuildCatalogBounds(t *testing.T) {
 		{name: "not a tool", raw: []json.RawMessage{json.RawMessage(`"nope"`), tool("t", "d", `{}`)}, wantTools: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := buildCatalog(tc.raw, nil, small, tc.more)
+			lim := small
+			if tc.bytes > 0 {
+				lim.bytes = tc.bytes
+			}
+			c := buildCatalog(tc.raw, nil, lim, tc.more)
 			if tc.wantTools > 0 && len(c.Tools) != tc.wantTools || c.Truncated != tc.wantTruncated {
 				t.Fatalf("%d tools, truncated=%v; want %d, %v", len(c.Tools), c.Truncated, tc.wantTools, tc.wantTruncated)
 			}
@@ -174,7 +179,7 @@ func TestBuildCatalogBounds(t *testing.T) {
 			}
 			rev := slices.Clone(tc.raw)
 			slices.Reverse(rev)
-			if again := buildCatalog(rev, nil, small, tc.more); again.Fingerprint != c.Fingerprint || again.Truncated != c.Truncated {
+			if again := buildCatalog(rev, nil, lim, tc.more); again.Fingerprint != c.Fingerprint || again.Truncated != c.Truncated {
 				t.Fatalf("the same tools in another order cut to another catalog: %s vs %s", again.Fingerprint, c.Fingerprint)
 			}
 			if c.Fingerprint != fingerprint(c.Tools) {
@@ -211,7 +216,7 @@ func TestCatalogDiffIsCapped(t *testing.T) {
 			if n := len(canonJSON(d)); n > tc.bytes+1024 {
 				t.Fatalf("diff is %d bytes, want about %d", n, tc.bytes)
 			}
-			if m := d.message(); !strings.Contains(m, fmt.Sprintf("… and %d more", d.More)) || len(m) > 4096+len("…") {
+			if m := d.message(); !strings.Contains(m, fmt.Sprintf("%d more", d.More)) || len(m) > 4096+len("…") {
 				t.Fatalf("message %q: want the rest counted, within 4 KiB", m)
 			}
 		})

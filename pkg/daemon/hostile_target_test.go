@@ -149,7 +149,7 @@ func TestEchoedSecretsStayOutOfCatalogAndStore(t *testing.T) {
 	dataDir := t.TempDir()
 	d := startEmbedded(t, func(o *config.Options) { o.DataDir = dataDir })
 	id := register(t, d.Addr(), map[string]any{
-		"name": "echoer", "url": target, "schedule": "@every 1s", "timeout": "2s",
+		"name": "echoer", "url": target, "schedule": "@every 1s", "timeout": "1s",
 		"headers": map[string]string{"Authorization": "Bearer " + token, "X-Tenant-Secret": custom},
 	})
 	catalog := func() string { return get(t, d.Addr(), "/v1/endpoints/"+id+"/catalog") }
@@ -243,7 +243,7 @@ func TestHugeCatalogStaysBounded(t *testing.T) {
 	})
 
 	d := startEmbedded(t, nil)
-	id := register(t, d.Addr(), map[string]any{"name": "huge", "url": target, "schedule": "@every 1s", "timeout": "5s"})
+	id := register(t, d.Addr(), map[string]any{"name": "huge", "url": target, "schedule": "@every 2s", "timeout": "2s"})
 	eventually(t, 30*time.Second, "a first catalog", func() bool {
 		return strings.Contains(get(t, d.Addr(), "/v1/endpoints/"+id+"/catalog"), `"fingerprint"`)
 	})
@@ -356,7 +356,7 @@ func TestRefusedTargetNamesNoAddress(t *testing.T) {
 
 	// Dial time: the name passes registration, resolves to loopback, and
 	// the stored result says the sentence only.
-	id := register(t, d.Addr(), map[string]any{"name": "rebind", "url": "http://rebind.mcpmon.test:" + u.Port() + "/mcp", "schedule": "@every 1s", "timeout": "2s"})
+	id := register(t, d.Addr(), map[string]any{"name": "rebind", "url": "http://rebind.mcpmon.test:" + u.Port() + "/mcp", "schedule": "@every 1s", "timeout": "1s"})
 	var ep struct {
 		Latest struct {
 			Class string `json:"class"`
