@@ -48,20 +48,81 @@ type EventStore interface {
 	AppendEvents(ctx context.Context, evs ...store.ChangeEvent) ([]store.ChangeEvent, error)
 }
 
-// catalogDiff is the part of the prober's catalog diff (prober.CatalogDiff)
-// the kinds are decided from. The whole diff is kept as the prober wrote it.
+// catalogDiff is the prober's catalog diff (prober.CatalogDiff), read to
+// decide the kinds. The diff is kept as the prober wrote it unless it is
+// over maxEventDiffBytes (boundedDiff).
 type catalogDiff struct {
-	Severity string   `json:"severity"`
-	Added    []string `json:"added"`
-	Removed  []string `json:"removed"`
-	Changed  []struct {
-		Name               string   `json:"name"`
-		DescriptionChanged bool     `json:"descriptionChanged"`
-		Breaking           []string `json:"breaking"`
-		Info               []string `json:"info"`
-	} `json:"changed"`
-	OldFingerprint string `json:"oldFingerprint"`
-	NewFingerprint string `json:"newFingerprint"`
+	Severity       string        `json:"severity"`
+	Added          []string      `json:"added,omitempty"`
+	Removed        []string      `json:"removed,omitempty"`
+	Changed        []changedTool `json:"changed,omitempty"`
+	More           int           `json:"more,omitempty"`
+	OldFingerprint string        `json:"oldFingerprint"`
+	NewFingerprint string        `json:"newFingerprint"`
+}
+
+type changedTool struct {
+	Name               string   `json:"name"`
+	DescriptionChanged bool     `json:"descriptionChanged,omitempty"`
+	Breaking           []string `json:"breaking,omitempty"`
+	Info               []string `json:"info,omitempty"`
+}
+
+// A change event is kept in the history and sent to sinks, so what a
+// target's catalog churn puts in one is bounded: its message names at most
+// maxEventNames tools, its diff holds at most maxEventDiffBytes, and the
+// tools beyond either are counted ("… and N more").
+const (
+	maxEventNames     = 20
+	maxEventDiffBytes = 32 << 10
+)
+
+// nameList joins names, the ones beyond maxEventNames counted.
+func nameList(names []string) string {
+	if len(names) <= maxEventNames {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s … and %d more", strings.Join(names[:maxEventNames], ", "), len(names)-maxEventNames)
+}
+
+// boundedDiff is details when it fits maxEventDiffBytes; otherwise d with
+// the reasons dropped and only the tool names that fit, removed first,
+// then changed, then added, the rest counted in More.
+func boundedDiff(details json.RawMessage, d catalogDiff) json.RawMessage {
+	if len(details) <= maxEventDiffBytes {
+		return details
+	}
+	budget := maxEventDiffBytes - 512 // the fingerprints, severity and field names
+	fits := func(name string) bool {
+		if budget -= len(name) + 64; budget < 0 {
+			d.More++
+			return false
+		}
+		return true
+	}
+	keep := func(names []string) []string {
+		var out []string
+		for _, n := range names {
+			if fits(n) {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	d.Removed = keep(d.Removed)
+	var changed []changedTool
+	for _, c := range d.Changed {
+		if fits(c.Name) {
+			changed = append(changed, changedTool{Name: c.Name, DescriptionChanged: c.DescriptionChanged})
+		}
+	}
+	d.Changed = changed
+	d.Added = keep(d.Added)
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // ChangeEvents returns the durable events result r shows: a catalog drift
@@ -142,7 +203,7 @@ func catalogEvents(e store.ChangeEvent, details json.RawMessage) []store.ChangeE
 	if json.Unmarshal(details, &d) != nil {
 		return nil
 	}
-	e.Before, e.After, e.Diff = d.OldFingerprint, d.NewFingerprint, details
+	e.Before, e.After, e.Diff = d.OldFingerprint, d.NewFingerprint, boundedDiff(details, d)
 	fp := func(kind string) string {
 		return store.EventFingerprint(e.EndpointID, kind, d.OldFingerprint, d.NewFingerprint)
 	}
@@ -169,7 +230,7 @@ func catalogEvents(e store.ChangeEvent, details json.RawMessage) []store.ChangeE
 	if len(described) > 0 {
 		s := e
 		s.Kind, s.Severity, s.Fingerprint = store.EventCatalogSecurity, "security", fp(store.EventCatalogSecurity)
-		s.Message = fmt.Sprintf("the description of %s changed: tool descriptions are instructions to the model, and a silent change is how tool poisoning looks; review it", strings.Join(described, ", "))
+		s.Message = fmt.Sprintf("the description of %s changed: tool descriptions are instructions to the model, and a silent change is how tool poisoning looks; review it", nameList(described))
 		out = append(out, s)
 	}
 	return out

@@ -46,13 +46,13 @@ func TestFingerprintIsCanonical(t *testing.T) {
 		json.RawMessage(`{"inputSchema":{"type":"object"},"description":"A","name":"a"}`),
 		json.RawMessage("{ \"description\" : \"B\", \"name\":\"b\", \"inputSchema\":{\"properties\":{\"x\":{\"maximum\":1.50,\"type\":\"number\"}},\"type\":\"object\"}}"),
 	}
-	fa, fb := fingerprint(canonicalTools(a)), fingerprint(canonicalTools(b))
+	fa, fb := buildCatalog(a, nil, defaultCatalogLimits, false).Fingerprint, buildCatalog(b, nil, defaultCatalogLimits, false).Fingerprint
 	if fa != fb {
 		t.Fatalf("same catalog, different fingerprints: %s %s", fa, fb)
 	}
 	c := append([]json.RawMessage{}, a...)
 	c[1] = json.RawMessage(`{"name":"a","description":"A!","inputSchema":{"type":"object"}}`)
-	if fingerprint(canonicalTools(c)) == fa {
+	if buildCatalog(c, nil, defaultCatalogLimits, false).Fingerprint == fa {
 		t.Fatal("description change kept the fingerprint")
 	}
 }
@@ -148,7 +148,7 @@ func TestCatalogDrift(t *testing.T) {
 
 func TestDiffCatalogsTypeChange(t *testing.T) {
 	mk := func(typ string) Catalog {
-		return Catalog{Tools: canonicalTools([]json.RawMessage{json.RawMessage(`{"name":"t","inputSchema":{"type":"object","properties":{"n":{"type":"` + typ + `"}}}}`)})}
+		return Catalog{Tools: buildCatalog([]json.RawMessage{json.RawMessage(`{"name":"t","inputSchema":{"type":"object","properties":{"n":{"type":"` + typ + `"}}}}`)}, nil, defaultCatalogLimits, false).Tools}
 	}
 	d := DiffCatalogs(mk("string"), mk("integer"))
 	if d.Severity != "breaking" || len(d.Changed) != 1 || len(d.Changed[0].Breaking) != 1 {

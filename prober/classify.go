@@ -30,6 +30,10 @@ type probeError struct {
 	rpc    *rpcError
 	format string
 	args   []any
+	// cause is the error the failure was classified from, when its text
+	// may not be shown to tenants (a refusal's address): for the
+	// operator's log only, never rendered.
+	cause error
 }
 
 func (e *probeError) Error() string { return fmt.Sprintf(e.format, e.args...) }
@@ -43,6 +47,35 @@ func (e *probeError) prefixed(prefix string) *probeError {
 	e.format = "%s" + e.format
 	e.args = append([]any{prefix}, e.args...)
 	return e
+}
+
+// blocked is an SSRF guard refusal as a probe failure. Its message is
+// netguard.ErrBlocked's alone: the transport's error text names the
+// address dialed, which is the operator's to know, not the tenant's. err
+// stays behind as the cause (blockedDetail).
+func blocked(status int, err error) *probeError {
+	pe := failf(ClassBlockedTarget, status, "%v", netguard.ErrBlocked)
+	pe.cause = err
+	return pe
+}
+
+// blockedDetail is the full refusal behind e (the address and its blocked
+// range), or "" when e is no refusal: for the operator's log.
+func (e *probeError) blockedDetail() string {
+	if e == nil {
+		return ""
+	}
+	if d := netguard.Detail(e.cause); d != "" {
+		return d
+	}
+	for _, a := range e.args {
+		if sub, ok := a.(*probeError); ok {
+			if d := sub.blockedDetail(); d != "" {
+				return d
+			}
+		}
+	}
+	return ""
 }
 
 func classOf(err error) string {
@@ -146,7 +179,7 @@ func classify(ctx context.Context, err error) *probeError {
 	var netErr net.Error
 	switch {
 	case errors.Is(err, netguard.ErrBlocked):
-		return failf(ClassBlockedTarget, 0, "%v", err)
+		return blocked(0, err)
 	case errors.As(err, &dnsErr):
 		return failf(ClassDNS, 0, "DNS lookup of %s failed: %s", dnsErr.Name, dnsErr.Err)
 	case errors.Is(err, syscall.ECONNREFUSED):

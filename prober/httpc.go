@@ -329,7 +329,9 @@ func (h *httpClient) follow(req *http.Request, resp *http.Response) (*http.Respo
 			return nil, failf(ClassProtocolError, resp.StatusCode, "redirect Location is not a URL")
 		}
 		if err := h.r.p.guard.CheckURL(u); err != nil {
-			return nil, failf(ClassBlockedTarget, resp.StatusCode, "redirect to %s refused: %v", fromTarget(u.Host), err)
+			pe := failf(ClassBlockedTarget, resp.StatusCode, "redirect to %s refused: %v", fromTarget(u.Host), err)
+			pe.cause = err // what was refused, for the operator's log (blockedDetail)
+			return nil, pe
 		}
 		method := req.Method
 		var body io.ReadCloser

@@ -226,7 +226,7 @@ func TestOAuthTokenFailures(t *testing.T) {
 	}{
 		{"wrong secret", oauthEndpoint(srv.URL, issuer, "wrong-SECRET-123"), false, []string{"OAuth token request to " + host, "invalid_client"}},
 		{"token URL refuses connections", oauthEndpoint(srv.URL, deadURL, opClientSecret), false, []string{"connection refused"}},
-		{"token URL on a blocked address", oauthEndpoint("https://mcp.example.com/mcp", issuer, opClientSecret), true, []string{"refused", "not allowed"}},
+		{"token URL on a blocked address", oauthEndpoint("https://mcp.example.com/mcp", issuer, opClientSecret), true, []string{"refused", "private or reserved address"}},
 		{"not a token endpoint", func() store.Endpoint {
 			ep := oauthEndpoint(srv.URL, issuer, opClientSecret)
 			ep.OAuth.TokenURL = issuer + "/keys"

@@ -423,7 +423,13 @@ func (p *Prober) Run(ctx context.Context, ep store.Endpoint, cmd msg.ProbeComman
 
 	secrets := newScrubber(ep.Headers, endpointSecrets(ep)...)
 	redactIdentity(&res, secrets)
-	p.conclude(&res, ep, r, outcome(pctx, err, expired), total, secrets)
+	pe := outcome(pctx, err, expired)
+	if d := pe.blockedDetail(); d != "" {
+		// The result says only that the guard refused; what it refused is
+		// the operator's network, told here.
+		p.log.Info("SSRF guard refused the target", "endpoint", ep.ID, "url", redactURL(ep.URL), "refused", d)
+	}
+	p.conclude(&res, ep, r, pe, total, secrets)
 	res.Status = StatusOf(res.Class)
 	if ep.OAuth != nil && res.Class == ClassAuthRejected {
 		// The target refused the token (revoked, or expired early): the
@@ -451,7 +457,11 @@ func (p *Prober) Run(ctx context.Context, ep store.Endpoint, cmd msg.ProbeComman
 	res.Events = append(res.Events, evs...)
 	mem.identity = identity
 	if r.tools != nil {
-		ev, catalog := p.catalogDrift(ctx, ep.ID, r.tools, secrets)
+		// Built after the probe, with the scrubber: the fingerprint in the
+		// result covers the catalog as stored, never a secret it echoed.
+		cat := buildCatalog(r.tools, secrets, defaultCatalogLimits, r.toolsMore)
+		res.ToolCount, res.CatalogFingerprint, res.CatalogTruncated = len(cat.Tools), cat.Fingerprint, cat.Truncated
+		ev, catalog := p.catalogDrift(ctx, ep.ID, cat, secrets)
 		if ev != nil {
 			res.Events = append(res.Events, *ev)
 		}

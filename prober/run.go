@@ -55,8 +55,9 @@ type run struct {
 	hbuf          []hfield
 	numBuf        [20]byte
 
-	tools    []json.RawMessage // nil when tools/list was not read
-	degraded *probeError       // why an alive server is degraded (tools/list failing)
+	tools     []json.RawMessage // nil when tools/list was not read
+	toolsMore bool              // tools/list had pages beyond those read (catalogLimits.full)
+	degraded  *probeError       // why an alive server is degraded (tools/list failing)
 }
 
 func newRun(p *Prober, ep store.Endpoint, res *msg.ProbeResult) *run {
@@ -119,7 +120,7 @@ func (r *run) probe(ctx context.Context, prev *msg.ProbeResult) error {
 	r.u = u
 	if err := r.p.guard.CheckURL(u); err != nil {
 		if errors.Is(err, netguard.ErrBlocked) {
-			return failf(ClassBlockedTarget, 0, "%v", err)
+			return blocked(0, err)
 		}
 		return failf(ClassProtocolError, 0, "%v", err)
 	}

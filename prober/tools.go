@@ -7,12 +7,16 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
-// listTools reads every tools/list page; a failure marks the probe degraded.
+// listTools reads tools/list pages until the last one, or until the pages
+// hold enough to fill a catalog (catalogLimits.full: the rest would be cut
+// away, so it is not fetched and r.toolsMore says so); a failure marks the
+// probe degraded.
 func (r *run) listTools(ctx context.Context) {
 	if !r.hasTools {
 		return
 	}
 	var tools []json.RawMessage
+	rawBytes, more := 0, false
 	cursor := ""
 	err := r.timed(msg.PhaseToolsList, func() error {
 		for page := 0; ; page++ {
@@ -35,7 +39,12 @@ func (r *run) listTools(ctx context.Context) {
 				return failf(ClassDegraded, 0, "malformed result: %v", err)
 			}
 			tools = append(tools, lr.Tools...)
+			rawBytes += len(res)
 			if lr.NextCursor == "" {
+				return nil
+			}
+			if defaultCatalogLimits.full(len(tools), rawBytes) {
+				more = true
 				return nil
 			}
 			if lr.NextCursor == cursor {
@@ -52,6 +61,5 @@ func (r *run) listTools(ctx context.Context) {
 	if tools == nil {
 		r.tools = []json.RawMessage{}
 	}
-	r.res.ToolCount = len(tools)
-	r.res.CatalogFingerprint = fingerprint(canonicalTools(tools))
+	r.toolsMore = more
 }

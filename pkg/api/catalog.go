@@ -24,6 +24,8 @@ type CatalogView struct {
 	// change (absent before the first successful tools/list).
 	Fingerprint string            `json:"fingerprint,omitempty"`
 	Tools       []json.RawMessage `json:"tools"`
+	// Truncated says the target listed more than a stored catalog keeps.
+	Truncated bool `json:"truncated,omitempty"`
 	// Drift holds the catalog_changed events of the latest probe result
 	// only, when that result is the region's. The durable history of every
 	// change, which sinks can opt into, is GET /v1/endpoints/{id}/events
@@ -42,6 +44,7 @@ type CatalogView struct {
 type storedCatalog struct {
 	Fingerprint string            `json:"fingerprint"`
 	Tools       []json.RawMessage `json:"tools"`
+	Truncated   bool              `json:"truncated"`
 }
 
 // getCatalog serves one region's catalog: ?region= names it (one of the
@@ -85,7 +88,7 @@ func (s *server) getCatalog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ok {
-		view.Fingerprint = c.Fingerprint
+		view.Fingerprint, view.Truncated = c.Fingerprint, c.Truncated
 		if c.Tools != nil {
 			view.Tools = c.Tools
 		}

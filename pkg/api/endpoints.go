@@ -162,6 +162,7 @@ type ResultView struct {
 	CertExpiry         *time.Time        `json:"certExpiry,omitempty"`
 	ToolCount          int               `json:"toolCount,omitempty"`
 	CatalogFingerprint string            `json:"catalogFingerprint,omitempty"`
+	CatalogTruncated   bool              `json:"catalogTruncated,omitempty"`
 	Events             []msg.Event       `json:"events,omitempty"`
 }
 
@@ -270,7 +271,8 @@ func resultView(r msg.ProbeResult) *ResultView {
 		ProbeRunID: r.ProbeRunID, Slot: r.Slot, Region: r.Region, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		Status: r.Status, Class: r.Class, Error: r.Error, HTTPStatus: r.HTTPStatus, Transport: r.Transport,
 		ProtocolVersion: r.ProtocolVersion, ServerName: r.ServerName, ServerVersion: r.ServerVersion,
-		CertExpiry: r.CertExpiry, ToolCount: r.ToolCount, CatalogFingerprint: r.CatalogFingerprint, Events: r.Events,
+		CertExpiry: r.CertExpiry, ToolCount: r.ToolCount, CatalogFingerprint: r.CatalogFingerprint,
+		CatalogTruncated: r.CatalogTruncated, Events: r.Events,
 	}
 	if len(r.Phases) > 0 {
 		v.Phases = make(map[string]string, len(r.Phases))

@@ -165,6 +165,10 @@ type ProbeResult struct {
 	CertExpiry         *time.Time `json:"certExpiry,omitempty"`
 	ToolCount          int        `json:"toolCount,omitempty"`
 	CatalogFingerprint string     `json:"catalogFingerprint,omitempty"`
+	// CatalogTruncated says the target listed more than the prober keeps
+	// of a catalog (prober.MaxCatalogTools and its siblings): ToolCount and
+	// the fingerprint cover the tools kept.
+	CatalogTruncated bool `json:"catalogTruncated,omitempty"`
 	// Events are notable changes seen by this probe (protocol version change,
 	// tool catalog drift, certificate near expiry).
 	Events []Event `json:"events,omitempty"`

@@ -4,7 +4,11 @@
 // CGNAT, unique-local, multicast or unspecified addresses.
 //
 // Data enters as a URL, a host or a dial address and leaves as nil or an
-// error wrapping ErrBlocked or ErrInvalidURL. The check comes in two halves:
+// error wrapping ErrBlocked or ErrInvalidURL. A refusal's message is
+// ErrBlocked's alone: the address a name resolved to and the range it fell
+// in are facts of the operator's network, so they travel only inside
+// BlockedError, for the operator's log (Detail), never in the text a
+// tenant is shown. The check comes in two halves:
 // CheckTarget and CheckHost vet what a caller registers, early and with a
 // clear error; Control and DialContext run after DNS resolution, before
 // connect(2), on every connection, and are the authoritative half, because
@@ -25,9 +29,47 @@ import (
 	"time"
 )
 
-// ErrBlocked is returned (wrapped, with the refused address) when the guard
-// refuses a target.
-var ErrBlocked = errors.New("target address not allowed: loopback, private, link-local, CGNAT, unique-local, multicast and unspecified addresses are refused (run with --allow-private-targets for private deployments)")
+// ErrBlocked is what every refusal says (as a *BlockedError).
+var ErrBlocked = errors.New("the target resolves to a private or reserved address; mcpmon refuses those (an operator may set --allow-private-targets)")
+
+// BlockedError is a refusal. Its Error is ErrBlocked's text whatever was
+// refused; Detail names what and why, for the operator's log only.
+type BlockedError struct {
+	// Addr is the refused address (invalid when a name was refused).
+	Addr netip.Addr
+	// Range is the blocked range Addr is in (invalid when none applies).
+	Range netip.Prefix
+	// Reason says why, when it is not Range (a localhost name, an
+	// address spelled non-canonically, an unparsable dial address).
+	Reason string
+}
+
+func (e *BlockedError) Error() string { return ErrBlocked.Error() }
+func (e *BlockedError) Unwrap() error { return ErrBlocked }
+
+// Detail is the refusal in full: the address and its range, or the reason.
+func (e *BlockedError) Detail() string {
+	var parts []string
+	if e.Addr.IsValid() {
+		parts = append(parts, e.Addr.String())
+	}
+	if e.Range.IsValid() {
+		parts = append(parts, "is in "+e.Range.String())
+	}
+	if e.Reason != "" {
+		parts = append(parts, e.Reason)
+	}
+	return strings.Join(parts, " ")
+}
+
+// Detail is err's refusal in full when err is (or wraps) a *BlockedError,
+// and "" otherwise: what the operator's log may record of a refusal.
+func Detail(err error) string {
+	if be, ok := errors.AsType[*BlockedError](err); ok {
+		return be.Detail()
+	}
+	return ""
+}
 
 // ErrInvalidURL reports a target URL nothing may connect to at all.
 var ErrInvalidURL = errors.New("invalid target URL")
@@ -46,6 +88,7 @@ var blockedPrefixes = func() []netip.Prefix {
 		"192.0.0.0/24",    // IETF protocol assignments
 		"192.0.2.0/24",    // TEST-NET-1
 		"192.168.0.0/16",  // RFC 1918
+		"192.88.99.0/24",  // 6to4 relay anycast (RFC 7526)
 		"198.18.0.0/15",   // benchmarking
 		"198.51.100.0/24", // TEST-NET-2
 		"203.0.113.0/24",  // TEST-NET-3
@@ -55,7 +98,9 @@ var blockedPrefixes = func() []netip.Prefix {
 		"::1/128",         // loopback
 		"::/96",           // IPv4-compatible IPv6 (deprecated): [::127.0.0.1] is ::7f00:1
 		"64:ff9b::/96",    // NAT64 can reach IPv4 private space
-		"64:ff9b:1::/48",  // local-use NAT64
+		"64:ff9b:1::/48",  // local-use NAT64 (RFC 8215)
+		"::ffff:0:0:0/96", // IPv4-translated (RFC 2765): ::ffff:0:a.b.c.d
+		"2001::/32",       // Teredo: the client's IPv4 address travels inside
 		"100::/64",        // discard
 		"2001:db8::/32",   // documentation
 		"fc00::/7",        // unique local
@@ -92,7 +137,7 @@ func (g Guard) CheckAddr(ip netip.Addr) error {
 	}
 	for _, p := range blockedPrefixes {
 		if p.Contains(ip) {
-			return fmt.Errorf("%w: %s is in %s", ErrBlocked, ip, p)
+			return &BlockedError{Addr: ip, Range: p}
 		}
 	}
 	return nil
@@ -117,14 +162,14 @@ func (g Guard) CheckHost(host string) error {
 		case err != nil:
 			return fmt.Errorf("%w: host %q looks numeric but is not an IPv4 address", ErrInvalidURL, host)
 		case g.CheckAddr(ip) != nil:
-			return fmt.Errorf("%w: %s is a non-canonical form of %s", ErrBlocked, host, ip)
+			return &BlockedError{Addr: ip, Reason: fmt.Sprintf("(spelled %q, a non-canonical form)", host)}
 		default:
 			return fmt.Errorf("%w: host %q is a non-canonical IPv4 form; write it as %s", ErrInvalidURL, host, ip)
 		}
 	}
 	h := strings.ToLower(strings.TrimSuffix(host, "."))
 	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		return fmt.Errorf("%w: %s names the loopback interface", ErrBlocked, host)
+		return &BlockedError{Reason: fmt.Sprintf("%s names the loopback interface", host)}
 	}
 	return nil
 }
@@ -166,7 +211,7 @@ func (g Guard) CheckTarget(rawURL string) error {
 func (g Guard) Control(_, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return fmt.Errorf("%w: cannot parse dial address %q", ErrBlocked, address)
+		return &BlockedError{Reason: fmt.Sprintf("cannot parse dial address %q", address)}
 	}
 	return g.CheckAddr(ap.Addr())
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -168,5 +169,92 @@ func TestNonCanonicalIPv4RefusedAtRegistration(t *testing.T) {
 	// The dial-time half refuses the IPv4-compatible form too.
 	if err := (Guard{}).CheckAddr(netip.MustParseAddr("::127.0.0.1")); !errors.Is(err, ErrBlocked) {
 		t.Errorf("CheckAddr(::127.0.0.1) = %v, want ErrBlocked", err)
+	}
+}
+
+// TestTranslationPrefixesAreBlocked: the IPv6 ranges that carry an IPv4
+// address (IPv4-translated, Teredo, local-use NAT64) and the 6to4 relay
+// anycast range are refused, whatever IPv4 address they embed, as are
+// the ranges' edges; the public neighbours stay allowed.
+func TestTranslationPrefixesAreBlocked(t *testing.T) {
+	for _, tc := range []struct {
+		addr    string
+		blocked bool
+	}{
+		{"::ffff:0:7f00:1", true},                      // IPv4-translated 127.0.0.1
+		{"::ffff:0:a9fe:a9fe", true},                   // IPv4-translated 169.254.169.254
+		{"::ffff:0:a00:1", true},                       // IPv4-translated 10.0.0.1
+		{"::ffff:0:808:808", true},                     // IPv4-translated public 8.8.8.8: still a translation
+		{"::ffff:0:0:0", true},                         // the range's first address
+		{"::ffff:0:ffff:ffff", true},                   // and its last
+		{"2001::1", true},                              // Teredo
+		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", true}, // Teredo, RFC 4380's example (client 192.0.2.45)
+		{"2001:0:ffff:ffff:ffff:ffff:ffff:ffff", true}, // Teredo's last address
+		{"2001:1::1", false},                           // just past Teredo
+		{"192.88.99.1", true},                          // 6to4 relay anycast
+		{"192.88.99.255", true},
+		{"192.88.98.1", false},
+		{"192.88.100.1", false},
+		{"64:ff9b:1::7f00:1", true},  // local-use NAT64 with loopback
+		{"64:ff9b:1::a00:1", true},   // local-use NAT64 with 10.0.0.1
+		{"64:ff9b:1:ffff::1", true},  // the /48's last subnet
+		{"64:ff9b:2::1", false},      // past the /48
+		{"::ffff:192.88.99.1", true}, // 6to4 relay, IPv4-mapped
+		{"::ffff:8.8.8.8", false},    // mapped public IPv4
+	} {
+		err := Guard{}.CheckAddr(netip.MustParseAddr(tc.addr))
+		if tc.blocked != errors.Is(err, ErrBlocked) {
+			t.Errorf("CheckAddr(%s) = %v, want blocked=%v", tc.addr, err, tc.blocked)
+		}
+		if tc.blocked {
+			if err := (Guard{AllowPrivate: true}).CheckAddr(netip.MustParseAddr(tc.addr)); err != nil {
+				t.Errorf("AllowPrivate still blocks %s: %v", tc.addr, err)
+			}
+		}
+	}
+	for _, u := range []string{"http://[::ffff:0:7f00:1]/mcp", "http://[2001::a9fe:a9fe]/mcp", "http://192.88.99.1/mcp", "http://[64:ff9b:1::a9fe:a9fe]/mcp"} {
+		if err := (Guard{}).CheckTarget(u); !errors.Is(err, ErrBlocked) {
+			t.Errorf("CheckTarget(%s) = %v, want ErrBlocked", u, err)
+		}
+	}
+}
+
+// TestRefusalNamesNeitherAddressNorRange: what a refusal says (its Error,
+// shown to tenants) is the same sentence whatever was refused; the address
+// and range are in Detail only, for the operator's log.
+func TestRefusalNamesNeitherAddressNorRange(t *testing.T) {
+	const want = "the target resolves to a private or reserved address; mcpmon refuses those (an operator may set --allow-private-targets)"
+	for _, tc := range []struct {
+		name       string
+		err        error
+		detail     []string
+		notInError []string
+	}{
+		{"address", Guard{}.CheckAddr(netip.MustParseAddr("10.1.2.3")), []string{"10.1.2.3", "10.0.0.0/8"}, []string{"10.1.2.3", "10.0.0.0"}},
+		{"mapped metadata", Guard{}.CheckAddr(netip.MustParseAddr("::ffff:169.254.169.254")), []string{"169.254.169.254", "169.254.0.0/16"}, []string{"169.254"}},
+		{"non-canonical host", Guard{}.CheckHost("0x7f000001"), []string{"127.0.0.1", "0x7f000001"}, []string{"127.0.0.1", "0x7f"}},
+		{"localhost", Guard{}.CheckTarget("http://db.localhost/"), []string{"db.localhost"}, []string{"db.localhost"}},
+		{"dial address", Guard{}.Control("tcp", "nonsense", nil), []string{"nonsense"}, []string{"nonsense"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !errors.Is(tc.err, ErrBlocked) || tc.err.Error() != want {
+				t.Fatalf("error %q, want ErrBlocked saying %q", tc.err, want)
+			}
+			for _, s := range tc.notInError {
+				if strings.Contains(tc.err.Error(), s) {
+					t.Errorf("error %q names %q", tc.err, s)
+				}
+			}
+			wrapped := &net.OpError{Op: "dial", Net: "tcp", Err: tc.err}
+			d := Detail(wrapped)
+			for _, s := range tc.detail {
+				if !strings.Contains(d, s) {
+					t.Errorf("Detail = %q, want it to name %q", d, s)
+				}
+			}
+		})
+	}
+	if d := Detail(errors.New("connection refused")); d != "" {
+		t.Errorf("Detail of a non-refusal = %q, want empty", d)
 	}
 }
