@@ -128,7 +128,8 @@ type Options struct {
 	// HTTP server hardening (the listener every role serves).
 	//
 	// APIHosts, when set, are the only Host header values the REST API
-	// answers (host or host:port), against DNS rebinding.
+	// answers (host or host:port), against DNS rebinding. Empty under
+	// AuthNone, the daemon pins the loopback names on the bound port.
 	APIHosts []string
 	// TLSCert and TLSKey (both or neither) are PEM files: the listener
 	// serves HTTPS with them.
@@ -249,7 +250,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	dur(&o.Visibility, "visibility-timeout", "consumers' visibility timeout: how soon a killed replica's message returns; running handlers extend it by heartbeat")
 	str(&o.SecretsKeyFile, "secrets-key-file", "file of base64 keys sealing endpoint secrets at rest, the first current (default <data-dir>/secrets.key with the embedded store; MCPMON_SECRETS_KEY holds keys inline)")
 	str(&o.ReplicaID, "replica-id", "identity of this replica in ledger claims (default host-pid; \"embedded\" with the embedded store)")
-	fs.Var((*listValue)(&o.APIHosts), "api-hosts", "comma-separated Host header values the REST API answers (host or host:port; default any), against DNS rebinding"+envHint("api-hosts"))
+	fs.Var((*listValue)(&o.APIHosts), "api-hosts", "comma-separated Host header values the REST API answers (host or host:port; default any, with --auth none the loopback names on the bound port), against DNS rebinding"+envHint("api-hosts"))
 	str(&o.TLSCert, "tls-cert", "PEM certificate (chain) file: serve HTTPS (with --tls-key)")
 	str(&o.TLSKey, "tls-key", "PEM private key file for --tls-cert")
 	dur(&o.HTTPReadTimeout, "http-read-timeout", "longest time to read one request, headers and body")
