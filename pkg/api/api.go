@@ -43,6 +43,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
@@ -135,6 +136,13 @@ type Options struct {
 	// Authenticator, when set, requires an API key on every /v1 request
 	// (auth.go); nil serves /v1 without keys.
 	Authenticator Authenticator
+	// AuthFailures limits failed authentications per client address
+	// (auth.go); nil: auth.NewFailureLimiter's defaults.
+	AuthFailures *auth.FailureLimiter
+	// OperatorSinks name the operator's global sinks: another tenant's
+	// incident shows how many notifications went to them, never their
+	// names or outcomes (incidents.go).
+	OperatorSinks []string
 	// Keys serves /v1/keys (admin); nil answers it with 404.
 	Keys KeyManager
 	// Audit records every successful state change and serves /v1/audit
@@ -173,6 +181,9 @@ type server struct {
 	newID     func() string
 	maxBody   int64
 	authn     Authenticator
+	failures  *auth.FailureLimiter
+	refusals  refusalLog // refusals.go
+	opSinks   map[string]bool
 	keys      KeyManager
 	audit     AuditLog
 	metrics   *Metrics
@@ -201,6 +212,8 @@ func New(opts Options) http.Handler {
 		newID:     opts.NewID,
 		maxBody:   opts.MaxBodyBytes,
 		authn:     opts.Authenticator,
+		failures:  opts.AuthFailures,
+		opSinks:   map[string]bool{},
 		keys:      opts.Keys,
 		audit:     opts.Audit,
 		metrics:   opts.Metrics,
@@ -209,6 +222,12 @@ func New(opts Options) http.Handler {
 	}
 	if s.redact == nil {
 		s.redact = RedactSinks
+	}
+	if s.failures == nil {
+		s.failures = auth.NewFailureLimiter(auth.FailureLimits{})
+	}
+	for _, n := range opts.OperatorSinks {
+		s.opSinks[n] = true
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/mcpmon/mcpmon/pkg/auth"
@@ -14,7 +16,8 @@ import (
 // tests that are not about it, and `--auth none` on a loopback listener).
 type Authenticator interface {
 	// Authenticate returns the key's principal, or auth.ErrInvalidKey,
-	// auth.ErrExpired or auth.ErrRevoked (401), or a store error (503/500).
+	// auth.ErrExpired or auth.ErrRevoked (one 401 for all three), or a
+	// store error (503/500).
 	Authenticate(ctx context.Context, key string) (auth.Principal, error)
 }
 
@@ -41,34 +44,53 @@ func RequiredScope(method string) auth.Scope {
 // the key's principal (tenant, scope) into the context. It runs before
 // routing inside /v1, so without a key even an unknown path is a 401: the
 // API does not tell strangers which routes or objects exist.
+//
+// A refused key is one answer whether it was unknown, expired or revoked:
+// the difference tells a holder of a leaked key whether it ever worked.
+// The reason goes to the log and the audit log (refusals.go) only. A
+// client address over its failed-authentication budget
+// (auth.FailureLimiter) is refused with 429 before its key is looked at.
 func (s *server) authenticate(next http.Handler) http.Handler {
 	if s.authn == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		client := auth.ClientAddress(r.RemoteAddr)
+		if wait, blocked := s.failures.Blocked(client, s.clock.Now()); blocked {
+			secs := max(1, int(math.Ceil(wait.Seconds())))
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			writeProblem(w, r, problemf(http.StatusTooManyRequests, TypeRateLimited,
+				"too many requests from this address failed to authenticate; retry in %d s", secs))
+			s.refused(r, client, http.StatusTooManyRequests, refusalThrottled, auth.Principal{})
+			return
+		}
 		key, ok := bearerToken(r)
 		if !ok {
 			unauthorized(w, r, `Bearer realm="mcpmon"`, "this API needs a key: send Authorization: Bearer mcpmon_… (`mcpmon keys create` makes one)")
+			s.refused(r, client, http.StatusUnauthorized, refusalNoKey, auth.Principal{})
 			return
 		}
 		p, err := s.authn.Authenticate(r.Context(), key)
 		if err != nil {
-			detail := "the API key is not valid"
+			reason := refusalUnknownKey
 			switch {
 			case errors.Is(err, auth.ErrExpired):
-				detail = "the API key has expired"
+				reason = refusalExpiredKey
 			case errors.Is(err, auth.ErrRevoked):
-				detail = "the API key was revoked"
+				reason = refusalRevokedKey
 			case errors.Is(err, auth.ErrInvalidKey):
 			default:
 				writeProblem(w, r, s.storeProblem(r, err, "API keys"))
 				return
 			}
-			unauthorized(w, r, `Bearer realm="mcpmon", error="invalid_token"`, detail)
+			s.failures.Failed(client, s.clock.Now())
+			unauthorized(w, r, `Bearer realm="mcpmon", error="invalid_token"`, "the API key is not valid")
+			s.refused(r, client, http.StatusUnauthorized, reason, auth.Principal{})
 			return
 		}
 		if need := RequiredScope(r.Method); !p.Scope.Allows(need) {
 			forbidden(w, r, need, p.Scope)
+			s.refused(r, client, http.StatusForbidden, refusalScope, p)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), p)))
@@ -85,6 +107,7 @@ func (s *server) requireScope(need auth.Scope) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if p, ok := auth.FromContext(r.Context()); !ok || !p.Scope.Allows(need) {
 				forbidden(w, r, need, p.Scope)
+				s.refused(r, auth.ClientAddress(r.RemoteAddr), http.StatusForbidden, refusalScope, p)
 				return
 			}
 			next.ServeHTTP(w, r)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -66,7 +67,54 @@ type IncidentDetail struct {
 	// Notifications has one entry per notification kind (open,
 	// reminder-N, resolve) and sink, in that order (store.SortDeliveries).
 	// Errors come redacted from the alerter: no sink URL, token or secret.
+	// A tenant other than the operator's sees only its endpoint's own
+	// sinks here (tenantDeliveries).
 	Notifications []store.Delivery `json:"notifications"`
+	// OperatorNotifications counts the notifications left out of
+	// Notifications: those to sinks the tenant does not configure (the
+	// operator's global sinks), whose names, receivers and errors are the
+	// operator's network, not the tenant's.
+	OperatorNotifications int `json:"operatorNotifications,omitempty"`
+}
+
+// tenantDeliveries is what a tenant is shown of an incident's deliveries.
+// The operator (DefaultTenant, which configures the global sinks) sees
+// them all. Another tenant sees those to a sink its endpoint configures
+// (own: the endpoint's sink names) that is not an operator sink (a global
+// sink shadows an endpoint sink of the same name, so that delivery was the
+// operator's); the rest are only counted.
+func tenantDeliveries(ds []store.Delivery, tenant string, own, operator map[string]bool) ([]store.Delivery, int) {
+	out := []store.Delivery{}
+	if tenant == auth.DefaultTenant {
+		return append(out, ds...), 0
+	}
+	hidden := 0
+	for _, d := range ds {
+		if own[d.Sink] && !operator[d.Sink] {
+			out = append(out, d)
+			continue
+		}
+		hidden++
+	}
+	return out, hidden
+}
+
+// endpointSinkNames names the sinks an endpoint's sinks document
+// configures (an array of objects with a name; anything else names none).
+func endpointSinkNames(raw json.RawMessage) map[string]bool {
+	var cfgs []struct {
+		Name string `json:"name"`
+	}
+	names := map[string]bool{}
+	if len(raw) == 0 || json.Unmarshal(raw, &cfgs) != nil {
+		return names
+	}
+	for _, c := range cfgs {
+		if c.Name != "" {
+			names[c.Name] = true
+		}
+	}
+	return names
 }
 
 // AckInput is the optional body of POST /v1/incidents/{id}/ack.
@@ -142,10 +190,22 @@ func (s *server) getIncident(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, s.storeProblem(r, err, "notifications of incident "+id))
 		return
 	}
-	if ds == nil {
-		ds = []store.Delivery{}
+	tenant := auth.TenantFrom(r.Context())
+	own := map[string]bool{}
+	if tenant != auth.DefaultTenant {
+		// The endpoint may be gone (its incidents stay): then it names
+		// no sink, and every delivery is only counted.
+		e, err := s.store.GetEndpoint(r.Context(), inc.EndpointID)
+		switch {
+		case err == nil && store.TenantOf(e.Tenant) == tenant:
+			own = endpointSinkNames(e.Sinks)
+		case err != nil && !errors.Is(err, store.ErrNotFound):
+			writeProblem(w, r, s.storeProblem(r, err, "endpoint of incident "+id))
+			return
+		}
 	}
-	writeJSON(w, http.StatusOK, IncidentDetail{IncidentView: incidentView(inc), Notifications: ds})
+	shown, hidden := tenantDeliveries(ds, tenant, own, s.opSinks)
+	writeJSON(w, http.StatusOK, IncidentDetail{IncidentView: incidentView(inc), Notifications: shown, OperatorNotifications: hidden})
 }
 
 // ackIncident moves an open incident to acknowledged and records the

@@ -1,9 +1,9 @@
 // Slugs name an endpoint's public status page, JSON and badge
 // (/status/{slug}, /badge/{slug}.svg, served by pkg/status). The public
-// URLs carry no tenant, so a slug is unique across the deployment, not
-// only within its tenant: another tenant's slug is a 409 like one's own
-// (which tells the asker only that the name is in use, as any public URL
-// already does).
+// URLs carry no tenant, so a public endpoint's slug is unique across the
+// deployment, not only within its tenant: another tenant's public slug is
+// a 409 like one's own (which tells the asker only what the public URL
+// already does). A private endpoint's slug reserves nothing.
 
 package api
 
@@ -40,26 +40,39 @@ func slugProblem(slug string, public bool) string {
 	return ""
 }
 
-// slugTaken answers 409 when another endpoint of any tenant holds e's
-// slug. The check reads the registry before the write, not inside it: two
+// slugTaken answers 409 when e is public and another public endpoint, of
+// any tenant, holds its slug. Only public slugs are reserved: a private
+// endpoint's slug serves nothing, so reserving it would let any tenant
+// learn (by a 409) and squat another's names before they are published.
+// Making an endpoint public is when its slug is checked.
+//
+// The check reads the registry before the write, not inside it: two
 // concurrent writes of one new slug can both pass. pkg/status then serves
 // the slug's oldest holder (a deterministic choice), so the race costs the
 // second owner a page that does not show, never a page showing the wrong
 // endpoint's data to the first.
 func (s *server) slugTaken(r *http.Request, e store.Endpoint) *Problem {
-	if e.Slug == "" {
+	if e.Slug == "" || !e.Public {
 		return nil
 	}
 	all, err := s.store.ListEndpoints(r.Context())
 	if err != nil {
 		return s.storeProblem(r, err, "endpoints (slug check)")
 	}
-	for _, o := range all {
-		if o.Slug == e.Slug && o.ID != e.ID {
-			p := problemf(http.StatusConflict, TypeInvalidRequest, "slug %q is already in use", e.Slug)
-			p.Errors = []FieldError{{Pointer: "#/slug", Detail: "is already in use; slugs are unique across the deployment"}}
-			return p
-		}
+	if slugHeld(all, e) {
+		p := problemf(http.StatusConflict, TypeInvalidRequest, "slug %q is already in use", e.Slug)
+		p.Errors = []FieldError{{Pointer: "#/slug", Detail: "is already in use by a public status page; slugs of public endpoints are unique across the deployment"}}
+		return p
 	}
 	return nil
+}
+
+// slugHeld reports whether another public endpoint than e holds e's slug.
+func slugHeld(all []store.Endpoint, e store.Endpoint) bool {
+	for _, o := range all {
+		if o.Public && o.Slug == e.Slug && o.ID != e.ID {
+			return true
+		}
+	}
+	return false
 }

@@ -8,8 +8,10 @@ import (
 )
 
 // TestSlugsAreValidatedAndUniqueAcrossTheDeployment: public needs a slug,
-// a slug is [a-z0-9-] of 3 to 63, and a second endpoint cannot take one in
-// use (on create or by PATCH); the owner can keep its own.
+// a slug is [a-z0-9-] of 3 to 63, and a second public endpoint cannot take
+// one a public endpoint holds (on create or by PATCH); a private endpoint
+// may name it (it serves nothing) but not be made public with it; the
+// owner can keep its own.
 func TestSlugsAreValidatedAndUniqueAcrossTheDeployment(t *testing.T) {
 	h := newHarness(t)
 	const url = `"url": "https://mcp.example.com/mcp"`
@@ -26,9 +28,11 @@ func TestSlugsAreValidatedAndUniqueAcrossTheDeployment(t *testing.T) {
 	if !first.Public || first.Slug != "acme-mcp" {
 		t.Fatalf("created %+v", first)
 	}
-	h.mustJSON(http.MethodPost, "/v1/endpoints", `{"name": "b", `+url+`, "slug": "acme-mcp"}`, http.StatusConflict, nil)
-	second := h.create(`{"name": "b", ` + url + `}`)
-	h.mustJSON(http.MethodPatch, "/v1/endpoints/"+second.ID, `{"slug": "acme-mcp"}`, http.StatusConflict, nil)
+	h.mustJSON(http.MethodPost, "/v1/endpoints", `{"name": "b", `+url+`, "public": true, "slug": "acme-mcp"}`, http.StatusConflict, nil)
+	private := h.create(`{"name": "b", ` + url + `, "slug": "acme-mcp"}`)
+	h.mustJSON(http.MethodPatch, "/v1/endpoints/"+private.ID, `{"public": true}`, http.StatusConflict, nil)
+	second := h.create(`{"name": "c", ` + url + `}`)
+	h.mustJSON(http.MethodPatch, "/v1/endpoints/"+second.ID, `{"slug": "acme-mcp", "public": true}`, http.StatusConflict, nil)
 	var v api.EndpointView
 	h.mustJSON(http.MethodPatch, "/v1/endpoints/"+first.ID, `{"name": "renamed"}`, http.StatusOK, &v)
 	if v.Slug != "acme-mcp" || !v.Public {

@@ -34,10 +34,13 @@ const (
 	// DefaultFlushEvery is how often last-used times are written: at most
 	// one store write per key per interval.
 	DefaultFlushEvery = time.Minute
-	// DefaultMaxCacheEntries bounds the cache. Malformed keys never reach
-	// it; well-formed unknown ones do (as negative entries), so a client
-	// spraying random keys is what this caps.
+	// DefaultMaxCacheEntries bounds the cache of keys the store holds;
+	// DefaultMaxUnknownKeys the separate one of well-formed keys it does
+	// not (malformed keys reach neither). Each evicts its least recently
+	// used entry, and they are apart so that a client spraying random keys
+	// pushes out only other random keys, never a live key in use.
 	DefaultMaxCacheEntries = 10000
+	DefaultMaxUnknownKeys  = 10000
 )
 
 // Options configure a Keyring. Zero values take the defaults.
@@ -46,6 +49,7 @@ type Options struct {
 	CacheTTL        time.Duration
 	FlushEvery      time.Duration
 	MaxCacheEntries int
+	MaxUnknownKeys  int
 	Logger          *slog.Logger
 }
 
@@ -57,17 +61,16 @@ type Keyring struct {
 	clk        clock.Clock
 	ttl        time.Duration
 	flushEvery time.Duration
-	maxCache   int
 	log        *slog.Logger
 
-	mu    sync.Mutex
-	cache map[string]cacheEntry // hash → lookup result
-	used  map[string]*usage     // hash → last use seen by this process
+	mu      sync.Mutex
+	known   *lru[string, cacheEntry] // hash → record the store holds
+	unknown *lru[string, time.Time]  // hash → until when it is known not to exist
+	used    map[string]*usage        // hash → last use seen by this process
 }
 
 type cacheEntry struct {
 	key   Key
-	err   error // ErrInvalidKey for a key the store does not have
 	until time.Time
 }
 
@@ -92,10 +95,15 @@ type useRecord struct {
 
 // NewKeyring returns a keyring over st.
 func NewKeyring(st Store, opts Options) *Keyring {
-	k := &Keyring{
-		st: st, clk: opts.Clock, ttl: opts.CacheTTL, flushEvery: opts.FlushEvery, maxCache: opts.MaxCacheEntries, log: opts.Logger,
-		cache: map[string]cacheEntry{}, used: map[string]*usage{},
+	k := &Keyring{st: st, clk: opts.Clock, ttl: opts.CacheTTL, flushEvery: opts.FlushEvery, log: opts.Logger, used: map[string]*usage{}}
+	maxKnown, maxUnknown := opts.MaxCacheEntries, opts.MaxUnknownKeys
+	if maxKnown <= 0 {
+		maxKnown = DefaultMaxCacheEntries
 	}
+	if maxUnknown <= 0 {
+		maxUnknown = DefaultMaxUnknownKeys
+	}
+	k.known, k.unknown = newLRU[string, cacheEntry](maxKnown), newLRU[string, time.Time](maxUnknown)
 	if k.clk == nil {
 		k.clk = clock.Real{}
 	}
@@ -104,9 +112,6 @@ func NewKeyring(st Store, opts Options) *Keyring {
 	}
 	if k.flushEvery <= 0 {
 		k.flushEvery = DefaultFlushEvery
-	}
-	if k.maxCache <= 0 {
-		k.maxCache = DefaultMaxCacheEntries
 	}
 	if k.log == nil {
 		k.log = slog.New(slog.DiscardHandler)
@@ -125,16 +130,17 @@ func (k *Keyring) Authenticate(ctx context.Context, key string) (Principal, erro
 	h := Hash(key)
 	now := k.clk.Now()
 	k.mu.Lock()
-	e, ok := k.cache[h]
+	e, ok := k.known.get(h)
+	until, absent := k.unknown.get(h)
 	k.mu.Unlock()
+	if absent && now.Before(until) {
+		return Principal{}, ErrInvalidKey
+	}
 	if !ok || !now.Before(e.until) {
 		var err error
 		if e, err = k.load(ctx, h, now); err != nil {
 			return Principal{}, err
 		}
-	}
-	if e.err != nil {
-		return Principal{}, e.err
 	}
 	switch e.key.Status(now) {
 	case "revoked":
@@ -155,24 +161,27 @@ func (k *Keyring) Authenticate(ctx context.Context, key string) (Principal, erro
 	return e.key.Principal(), nil
 }
 
+// load reads a key's record and caches the answer for the TTL: a record
+// in known, an absent key in unknown (ErrInvalidKey).
 func (k *Keyring) load(ctx context.Context, h string, now time.Time) (cacheEntry, error) {
 	e := cacheEntry{until: now.Add(k.ttl)}
 	doc, err := k.st.GetObject(ctx, KindKey, h)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		e.err = ErrInvalidKey
+		k.mu.Lock()
+		k.known.remove(h)
+		k.unknown.put(h, e.until)
+		k.mu.Unlock()
+		return cacheEntry{}, ErrInvalidKey
 	case err != nil:
 		return cacheEntry{}, fmt.Errorf("look up API key: %w", err)
-	default:
-		if e.key, err = decodeKey(h, doc); err != nil {
-			return cacheEntry{}, err
-		}
+	}
+	if e.key, err = decodeKey(h, doc); err != nil {
+		return cacheEntry{}, err
 	}
 	k.mu.Lock()
-	if len(k.cache) >= k.maxCache {
-		clear(k.cache) // crude but bounded; live keys reload in one lookup each
-	}
-	k.cache[h] = e
+	k.unknown.remove(h)
+	k.known.put(h, e)
 	k.mu.Unlock()
 	return e, nil
 }
@@ -194,7 +203,8 @@ func (k *Keyring) put(ctx context.Context, key Key) error {
 		return fmt.Errorf("store API key %s: %w", key.ID, err)
 	}
 	k.mu.Lock()
-	delete(k.cache, key.hash) // this replica sees the change at once
+	k.known.remove(key.hash) // this replica sees the change at once
+	k.unknown.remove(key.hash)
 	k.mu.Unlock()
 	return nil
 }

@@ -69,9 +69,37 @@ type Options struct {
 	AllowPrivateTargets bool
 	ProbeConcurrency    int
 
-	WebhookURL    string
-	WebhookSecret string
-	SinksFile     string
+	// WebhookURL and WebhookSecret are the global webhook sink. Each can
+	// come from its flag, its MCPMON_* variable or a file
+	// (--webhook-url-file, --webhook-secret-file, read by Parse): a value on
+	// the command line shows in ps to every user of the host, so Parse
+	// warns about it (Warnings).
+	WebhookURL        string
+	WebhookSecret     string
+	WebhookURLFile    string
+	WebhookSecretFile string
+	SinksFile         string
+
+	// MetricsListen, when set, is a second listener that serves /metrics
+	// (with /healthz and /readyz); the main listener then serves no
+	// /metrics, so the API's port can face tenants while the scrape port
+	// stays on an internal network.
+	MetricsListen string
+	// MetricsTokenFile holds the bearer token a scrape of /metrics must
+	// send; MetricsToken is its content, read by Parse. Empty: /metrics
+	// needs no token.
+	MetricsTokenFile string
+	MetricsToken     string
+
+	// BootstrapKey turns on the admin key a first start creates in a store
+	// without keys; BootstrapKeyFile, when set, receives it (mode 0600)
+	// instead of the banner.
+	BootstrapKey     bool
+	BootstrapKeyFile string
+
+	// Warnings are what Parse accepted but an operator should change (a
+	// secret given as a command-line flag); the daemon logs them at start.
+	Warnings []string
 
 	// SecretsKeyFile holds the keys that seal endpoint header values and
 	// sinks at rest (pkg/seal: base64 keys, one a line, the first seals).
@@ -103,7 +131,8 @@ type Options struct {
 	// HTTP server hardening (the listener every role serves).
 	//
 	// APIHosts, when set, are the only Host header values the REST API
-	// answers (host or host:port), against DNS rebinding.
+	// answers (host or host:port), against DNS rebinding. Empty under
+	// AuthNone, the daemon pins the loopback names on the bound port.
 	APIHosts []string
 	// TLSCert and TLSKey (both or neither) are PEM files: the listener
 	// serves HTTPS with them.
@@ -182,6 +211,7 @@ func Defaults() Options {
 		MaxMaintenancePerTenant: DefaultMaxMaintenancePerTenant,
 		RateLimit:               DefaultRateLimit,
 		RateBurst:               DefaultRateBurst,
+		BootstrapKey:            true,
 	}
 }
 
@@ -211,15 +241,21 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.Var((*listValue)(&o.Regions), "regions", "comma-separated region set: one commands queue per region (<prefix>commands-<region>.fifo); `run` starts one prober per region; empty: one commands queue"+envHint("regions"))
 	boolean(&o.AllowPrivateTargets, "allow-private-targets", "allow probing loopback, private and link-local addresses (tests, private deployments)")
 	fs.IntVar(&o.ProbeConcurrency, "probe-concurrency", o.ProbeConcurrency, "probes run in parallel per prober"+envHint("probe-concurrency"))
-	str(&o.WebhookURL, "webhook-url", "send alerts to this webhook (secret: never logged)")
-	str(&o.WebhookSecret, "webhook-secret", "HMAC-SHA256 secret to sign webhook alerts")
+	str(&o.WebhookURL, "webhook-url", "send alerts to this webhook (secret: never logged; a command line shows in ps, prefer --webhook-url-file or the environment)")
+	str(&o.WebhookSecret, "webhook-secret", "HMAC-SHA256 secret to sign webhook alerts (prefer --webhook-secret-file or the environment)")
+	str(&o.WebhookURLFile, "webhook-url-file", "file holding the --webhook-url value (kept out of ps)")
+	str(&o.WebhookSecretFile, "webhook-secret-file", "file holding the --webhook-secret value (kept out of ps)")
+	str(&o.MetricsListen, "metrics-listen", "address of a separate listener for /metrics, /healthz and /readyz; when set, the main listener serves no /metrics")
+	str(&o.MetricsTokenFile, "metrics-token-file", "file holding a bearer token every /metrics scrape must send (Authorization: Bearer <token>)")
+	boolean(&o.BootstrapKey, "bootstrap-key", "create an admin API key on the first start of a store without keys")
+	str(&o.BootstrapKeyFile, "bootstrap-key-file", "write the first start's admin API key to this file (mode 0600) instead of printing it")
 	str(&o.SinksFile, "sinks-file", "JSON file of alert sinks (webhook, slack, pagerduty, opsgenie, email)")
 	dur(&o.ClaimLease, "claim-lease", "how long an alert claim blocks other alerter replicas before a crashed holder's claim is taken over")
 	dur(&o.SinkGiveUpAfter, "sink-give-up-after", "how long a sink may keep failing one notification (retried with backoff) before it is given up for that sink and recorded as gave_up")
 	dur(&o.Visibility, "visibility-timeout", "consumers' visibility timeout: how soon a killed replica's message returns; running handlers extend it by heartbeat")
 	str(&o.SecretsKeyFile, "secrets-key-file", "file of base64 keys sealing endpoint secrets at rest, the first current (default <data-dir>/secrets.key with the embedded store; MCPMON_SECRETS_KEY holds keys inline)")
 	str(&o.ReplicaID, "replica-id", "identity of this replica in ledger claims (default host-pid; \"embedded\" with the embedded store)")
-	fs.Var((*listValue)(&o.APIHosts), "api-hosts", "comma-separated Host header values the REST API answers (host or host:port; default any), against DNS rebinding"+envHint("api-hosts"))
+	fs.Var((*listValue)(&o.APIHosts), "api-hosts", "comma-separated Host header values the REST API answers (host or host:port; default any, with --auth none the loopback names on the bound port), against DNS rebinding"+envHint("api-hosts"))
 	str(&o.TLSCert, "tls-cert", "PEM certificate (chain) file: serve HTTPS (with --tls-key)")
 	str(&o.TLSKey, "tls-key", "PEM private key file for --tls-cert")
 	dur(&o.HTTPReadTimeout, "http-read-timeout", "longest time to read one request, headers and body")
@@ -291,7 +327,76 @@ func Parse(name string, args []string, env func(string) string, stderr io.Writer
 		o.ReplicaID = defaultReplicaID(o.Store)
 	}
 	o.SecretsKey = env(EnvSecretsKey)
+	fs.Visit(func(f *flag.Flag) {
+		if secretFlags[f.Name] {
+			o.Warnings = append(o.Warnings, fmt.Sprintf("--%s on the command line shows in ps to every user of this host; use --%s-file or %s", f.Name, f.Name, EnvName(f.Name)))
+		}
+	})
+	if err := o.readSecretFiles(); err != nil {
+		return o, err
+	}
 	return o, o.Validate()
+}
+
+// secretFlags are the flags whose values are secrets: given on the command
+// line, Parse warns.
+var secretFlags = map[string]bool{"webhook-url": true, "webhook-secret": true}
+
+// MaxSecretFileBytes bounds a secret file Parse reads: a token or a URL, not
+// a document.
+const MaxSecretFileBytes = 8 << 10
+
+// readSecretFiles fills the values the *-file flags name. A file and its
+// value flag together are refused: which one wins would be a guess.
+func (o *Options) readSecretFiles() error {
+	for _, f := range []struct {
+		flag, path string
+		dst        *string
+	}{
+		{"--webhook-url-file", o.WebhookURLFile, &o.WebhookURL},
+		{"--webhook-secret-file", o.WebhookSecretFile, &o.WebhookSecret},
+		{"--metrics-token-file", o.MetricsTokenFile, &o.MetricsToken},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if *f.dst != "" {
+			return fmt.Errorf("%s and %s are both set: give one", f.flag, strings.TrimSuffix(f.flag, "-file"))
+		}
+		v, err := ReadSecretFile(f.path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.flag, err)
+		}
+		*f.dst = v
+	}
+	return nil
+}
+
+// ReadSecretFile returns the content of a one-value secret file without
+// surrounding white space (a trailing newline is what editors leave). An
+// empty file is refused: an empty token would admit anyone. Errors never
+// quote the content.
+func ReadSecretFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxSecretFileBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(b) > MaxSecretFileBytes {
+		return "", fmt.Errorf("%s is larger than %d bytes: want one value", path, MaxSecretFileBytes)
+	}
+	v := strings.TrimSpace(string(b))
+	if v == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	if strings.ContainsAny(v, "\r\n") {
+		return "", fmt.Errorf("%s holds more than one line: want one value", path)
+	}
+	return v, nil
 }
 
 // EnvSecretsKey holds the secrets keys inline (base64, comma-separated, the
@@ -391,6 +496,16 @@ func (o Options) Validate() error {
 			// Never echo the URL: it may embed a token.
 			errs = append(errs, errors.New("--webhook-url: want an http(s) URL with a host"))
 		}
+	}
+	if o.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(o.MetricsListen); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-listen %q: want host:port, e.g. 127.0.0.1:9090", o.MetricsListen))
+		} else if o.MetricsListen == o.Listen {
+			errs = append(errs, fmt.Errorf("--metrics-listen %q: must differ from --listen", o.MetricsListen))
+		}
+	}
+	if o.BootstrapKeyFile != "" && !o.BootstrapKey {
+		errs = append(errs, errors.New("--bootstrap-key-file with --bootstrap-key=false: no key would be written; drop one"))
 	}
 	for _, h := range o.APIHosts {
 		if err := checkAPIHost(h); err != nil {

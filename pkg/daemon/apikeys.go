@@ -30,8 +30,12 @@ import (
 type apiKeys struct {
 	ring *auth.Keyring
 	// fresh is the admin key this start created; authBanner prints it once
-	// and forgets it.
+	// and forgets it. Empty when it went to --bootstrap-key-file.
 	fresh string
+	// wroteFile is the --bootstrap-key-file this start wrote the key to.
+	wroteFile string
+	// none: the store has no key and --bootstrap-key=false made none.
+	none bool
 }
 
 // bootstrapClaim is the ledger key that lets one API replica of many create
@@ -49,10 +53,26 @@ func (d *Daemon) setupAPIKeys(ctx context.Context) (api.Authenticator, api.KeyMa
 	kr := auth.NewKeyring(d.st, auth.Options{Clock: d.clk, Logger: d.log})
 	d.keys.ring = kr
 	d.loop(ctx, "API key last-used flush", kr.Run)
+	if !d.opts.BootstrapKey {
+		exists, err := kr.Any(ctx)
+		d.keys.none = err == nil && !exists
+		return kr, kr, nil
+	}
 	owner := d.opts.ReplicaID
 	if owner == "" { // Start called without config.Parse (tests, the load harness)
 		host, _ := os.Hostname()
 		owner = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	var out *keyFile
+	if d.opts.BootstrapKeyFile != "" {
+		// Opened before the key is made: a path that cannot be written
+		// fails the start before a key exists that nobody could read.
+		f, err := createKeyFile(d.opts.BootstrapKeyFile)
+		if err != nil {
+			return nil, nil, usageError{fmt.Errorf("--bootstrap-key-file: %w", err)}
+		}
+		defer f.discard()
+		out = f
 	}
 	key, err := bootstrapAdminKey(ctx, d.st, kr, owner)
 	switch {
@@ -64,8 +84,58 @@ func (d *Daemon) setupAPIKeys(ctx context.Context) (api.Authenticator, api.KeyMa
 	case err != nil:
 		return nil, nil, fmt.Errorf("create the first admin API key: %w", err)
 	}
+	if key != "" && out != nil {
+		if err := out.commit(key); err != nil {
+			return nil, nil, fmt.Errorf("write the first admin API key to --bootstrap-key-file (the key exists but is lost: make another with `mcpmon keys create --local`): %w", err)
+		}
+		d.keys.wroteFile = d.opts.BootstrapKeyFile
+		return kr, kr, nil
+	}
 	d.keys.fresh = key
 	return kr, kr, nil
+}
+
+// keyFile writes the bootstrap key: a temporary file beside the target,
+// created mode 0600 (os.CreateTemp), renamed over the target only once the
+// key is in it, so the target is never seen half written or readable by
+// others.
+type keyFile struct {
+	f      *os.File
+	target string
+	done   bool
+}
+
+func createKeyFile(target string) (*keyFile, error) {
+	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*")
+	if err != nil {
+		return nil, err
+	}
+	return &keyFile{f: f, target: target}, nil
+}
+
+func (k *keyFile) commit(key string) error {
+	if _, err := k.f.WriteString(key + "\n"); err != nil {
+		return err
+	}
+	if err := k.f.Sync(); err != nil {
+		return err
+	}
+	if err := k.f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(k.f.Name(), k.target); err != nil {
+		return err
+	}
+	k.done = true
+	return nil
+}
+
+// discard removes the temporary file unless commit renamed it.
+func (k *keyFile) discard() {
+	if !k.done {
+		_ = k.f.Close()
+		_ = os.Remove(k.f.Name())
+	}
 }
 
 // bootstrapStore is what the bootstrap needs from the store.
@@ -123,6 +193,10 @@ func (d *Daemon) authBanner(w io.Writer) {
 	case d.keys.fresh != "":
 		fmt.Fprintf(w, "admin API key (tenant %q), shown this once: mcpmon keeps only its hash\n  export MCPMON_TOKEN=%s\n", auth.DefaultTenant, d.keys.fresh)
 		d.keys.fresh = ""
+	case d.keys.wroteFile != "":
+		fmt.Fprintf(w, "admin API key (tenant %q) written to %s (mode 0600); mcpmon keeps only its hash\n  export MCPMON_TOKEN=$(cat %s)\n", auth.DefaultTenant, d.keys.wroteFile, d.keys.wroteFile)
+	case d.keys.none:
+		fmt.Fprintln(w, "no API key exists and --bootstrap-key=false made none: every /v1 request is refused until you run `mcpmon keys create --local --name NAME --scope admin`")
 	default:
 		fmt.Fprintln(w, "every /v1 request needs Authorization: Bearer <API key>; lost the admin key printed at the first start? stop mcpmon and run `mcpmon keys create --local --name NAME --scope admin`")
 	}

@@ -124,17 +124,21 @@ type Deps struct {
 
 // Daemon is a running mcpmon process.
 type Daemon struct {
-	role   Role
-	opts   config.Options
-	log    *slog.Logger
-	clk    clock.Clock
-	reg    *prometheus.Registry
-	st     store.Store
-	qs     *queues
-	ln     net.Listener
-	srv    *http.Server
-	tls    *tls.Config // nil: plain HTTP
-	cancel context.CancelFunc
+	role Role
+	opts config.Options
+	log  *slog.Logger
+	clk  clock.Clock
+	reg  *prometheus.Registry
+	st   store.Store
+	qs   *queues
+	ln   net.Listener
+	srv  *http.Server
+	// metricsLn and metricsSrv serve /metrics apart from the API
+	// (--metrics-listen); nil without it.
+	metricsLn  net.Listener
+	metricsSrv *http.Server
+	tls        *tls.Config // nil: plain HTTP
+	cancel     context.CancelFunc
 	// drain is the context message handlers run on: it outlives the process
 	// context by DrainTimeout so a handler that has already started (a probe,
 	// an alert in flight) finishes and is acknowledged instead of being cut
@@ -181,6 +185,11 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 			d.drainCancel()
 			d.wg.Wait() // loops started before the failure stop before their backends close
 			d.closeBackends()
+			for _, ln := range []net.Listener{d.ln, d.metricsLn} {
+				if ln != nil {
+					_ = ln.Close()
+				}
+			}
 		}
 	}()
 
@@ -198,26 +207,29 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 		return nil, err
 	}
 	d.qs.keepReasonsIn(d.st, d.clk) // backends_remote.go
+	for _, w := range o.Warnings {
+		d.log.Warn(w)
+	}
+	// Bound before the API is built: under --auth none its default Host
+	// allow-list carries the port actually bound.
+	if d.ln, err = net.Listen("tcp", o.Listen); err != nil {
+		return nil, fmt.Errorf("listen on %s (is another process using it? pick another with --listen): %w", o.Listen, err)
+	}
+	if o.MetricsListen != "" {
+		if d.metricsLn, err = net.Listen("tcp", o.MetricsListen); err != nil {
+			return nil, fmt.Errorf("listen on %s (is another process using it? pick another with --metrics-listen): %w", o.MetricsListen, err)
+		}
+	}
 	mux := http.NewServeMux()
 	if err := d.build(ctx, mux, qm); err != nil {
 		return nil, err
 	}
-	mux.Handle("/", metrics.OpsHandler(reg, d.ready))
+	mux.Handle("/", metrics.OpsHandlerWith(reg, d.ready, metrics.OpsOptions{NoMetrics: d.metricsLn != nil, Token: o.MetricsToken}))
 
-	d.ln, err = net.Listen("tcp", o.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s (is another process using it? pick another with --listen): %w", o.Listen, err)
+	d.srv = d.serve(d.ln, mux, "http server")
+	if d.metricsLn != nil {
+		d.metricsSrv = d.serve(d.metricsLn, metrics.OpsHandlerWith(reg, d.ready, metrics.OpsOptions{Token: o.MetricsToken}), "metrics server")
 	}
-	d.srv = newHTTPServer(mux, o, d.tls, d.log)
-	go func() {
-		serve := d.srv.Serve
-		if d.tls != nil {
-			serve = func(ln net.Listener) error { return d.srv.ServeTLS(ln, "", "") }
-		}
-		if err := serve(d.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.fail(fmt.Errorf("http server: %w", err))
-		}
-	}()
 	if d.role.has(RoleAPI) && d.tls == nil && !isLoopback(d.ln.Addr()) {
 		d.log.Warn("the REST API listens on a non-loopback address without TLS: requests, and any credentials in them, cross the network in clear text; serve HTTPS with --tls-cert/--tls-key, put it behind a TLS proxy, or listen on 127.0.0.1", "addr", d.Addr())
 	}
@@ -227,7 +239,39 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 	return d, nil
 }
 
-// newHTTPServer is the one listener's server, with limits so that no client
+// serve starts an HTTP server on ln; a serve error stops the process.
+func (d *Daemon) serve(ln net.Listener, h http.Handler, name string) *http.Server {
+	srv := newHTTPServer(h, d.opts, d.tls, d.log)
+	go func() {
+		serve := srv.Serve
+		if d.tls != nil {
+			serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+		}
+		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.fail(fmt.Errorf("%s: %w", name, err))
+		}
+	}()
+	return srv
+}
+
+// apiHosts are the Host values the API answers: --api-hosts, or under
+// --auth none the loopback names on the bound port. An open API on
+// loopback is reachable from any web page the operator visits by DNS
+// rebinding (the page's own name resolving to 127.0.0.1); the page's
+// requests carry that name as Host, so pinning the loopback names refuses
+// them.
+func apiHosts(o config.Options, bound net.Addr) []string {
+	if len(o.APIHosts) > 0 || o.Auth != config.AuthNone {
+		return o.APIHosts
+	}
+	_, port, err := net.SplitHostPort(bound.String())
+	if err != nil {
+		return []string{"localhost", "127.0.0.1", "[::1]"}
+	}
+	return []string{net.JoinHostPort("localhost", port), net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("::1", port)}
+}
+
+// newHTTPServer is a listener's server, with limits so that no client
 // holds a connection or memory for long: a slow or dripped request is cut
 // off by the read timeouts, a slow reader of the response by the write
 // timeout, a silent keep-alive connection by the idle timeout, and a
@@ -276,6 +320,14 @@ func isLoopback(addr net.Addr) bool {
 // Addr is the bound listen address (useful with --listen 127.0.0.1:0).
 func (d *Daemon) Addr() string { return d.ln.Addr().String() }
 
+// MetricsAddr is the bound --metrics-listen address, or "" without one.
+func (d *Daemon) MetricsAddr() string {
+	if d.metricsLn == nil {
+		return ""
+	}
+	return d.metricsLn.Addr().String()
+}
+
 // Store exposes the process's store (tests).
 func (d *Daemon) Store() store.Store { return d.st }
 
@@ -317,6 +369,9 @@ func (d *Daemon) shutdownOnDone(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = d.srv.Shutdown(sctx)
+	if d.metricsSrv != nil {
+		_ = d.metricsSrv.Shutdown(sctx)
+	}
 	drainTimer := time.AfterFunc(DrainTimeout, d.drainCancel)
 	d.wg.Wait()
 	drainTimer.Stop()
@@ -444,7 +499,8 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Regions:           o.Regions,
 			Logger:            d.log,
 			Clock:             d.clk,
-			AllowedHosts:      o.APIHosts,
+			AllowedHosts:      apiHosts(o, d.ln.Addr()),
+			OperatorSinks:     sinkNames(o),
 			Quotas: api.Quotas{
 				MaxEndpoints: o.MaxEndpointsPerTenant, MaxMaintenance: o.MaxMaintenancePerTenant,
 				RatePerSecond: o.RateLimit, Burst: o.RateBurst,
@@ -539,8 +595,12 @@ func (d *Daemon) banner(w io.Writer) {
 		where = ", every interface"
 		host = net.JoinHostPort("127.0.0.1", strconv.Itoa(ta.Port))
 	}
+	metricsAt := host
+	if d.metricsLn != nil {
+		metricsAt = d.metricsLn.Addr().String()
+	}
 	if !d.role.has(RoleAPI) {
-		fmt.Fprintf(w, "mcpmon %s %s: listening on %s (%s%s): metrics on %s://%s/metrics\n", d.role, Version, addr, proto, where, scheme, host)
+		fmt.Fprintf(w, "mcpmon %s %s: listening on %s (%s%s): metrics on %s://%s/metrics\n", d.role, Version, addr, proto, where, scheme, metricsAt)
 		return
 	}
 	fmt.Fprintf(w, `mcpmon %s (%s): listening on %s (%s%s)
@@ -548,8 +608,26 @@ API on %s://%s/v1  metrics on %s://%s/metrics
 register an MCP endpoint:
   curl -sS -X POST %s://%s/v1/endpoints -H "Authorization: Bearer $MCPMON_TOKEN" -H 'Content-Type: application/json' \
     -d '{"name":"example","url":"https://mcp.example.com/mcp","schedule":"@every 30s"}'
-`, Version, d.role, addr, proto, where, scheme, host, scheme, host, scheme, host)
+`, Version, d.role, addr, proto, where, scheme, host, scheme, metricsAt, scheme, host)
 }
 
 // Gather scrapes the process's registry (the load harness reads it).
 func (d *Daemon) Gather() ([]*dto.MetricFamily, error) { return d.reg.Gather() }
+
+// sinkNames names the operator's global sinks (--webhook-url, --sinks-file)
+// for the API, which shows another tenant's incidents without them. A
+// sinks file that does not load is the alerter's error to report; here it
+// only names no sink.
+func sinkNames(o config.Options) []string {
+	cfgs := sinks.FromFlags(o.WebhookURL, o.WebhookSecret)
+	if o.SinksFile != "" {
+		if more, err := sinks.LoadFile(o.SinksFile); err == nil {
+			cfgs = append(cfgs, more...)
+		}
+	}
+	names := make([]string, 0, len(cfgs))
+	for _, c := range cfgs {
+		names = append(names, c.Name)
+	}
+	return names
+}

@@ -13,8 +13,11 @@ package metrics
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,12 +74,31 @@ type ReadyFunc func(ctx context.Context) error
 // ready may be nil (always ready). Any other path is 404, so the handler can
 // be mounted at the root of a dedicated ops listener or under a router.
 func OpsHandler(reg prometheus.Gatherer, ready ReadyFunc) http.Handler {
+	return OpsHandlerWith(reg, ready, OpsOptions{})
+}
+
+// OpsOptions say who may read /metrics. The exposition labels every
+// tenant's endpoint IDs, states and failure classes, so a multi-tenant
+// deployment either serves it on a listener only the scraper reaches
+// (NoMetrics on the tenant-facing one) or asks for a token.
+type OpsOptions struct {
+	// NoMetrics leaves /metrics out (404): it is served on another listener.
+	NoMetrics bool
+	// Token, when not empty, is the bearer token a scrape must send
+	// (Authorization: Bearer <token>); without it /metrics is 401.
+	Token string
+}
+
+// OpsHandlerWith is OpsHandler with /metrics restricted by o.
+func OpsHandlerWith(reg prometheus.Gatherer, ready ReadyFunc, o OpsOptions) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET "+PathMetrics, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		// A collector error should still expose what could be gathered
-		// rather than blank the whole scrape.
-		ErrorHandling: promhttp.ContinueOnError,
-	}))
+	if !o.NoMetrics {
+		mux.Handle("GET "+PathMetrics, requireBearer(o.Token, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+			// A collector error should still expose what could be gathered
+			// rather than blank the whole scrape.
+			ErrorHandling: promhttp.ContinueOnError,
+		})))
+	}
 	mux.HandleFunc("GET "+PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
@@ -102,4 +124,26 @@ func OpsHandler(reg prometheus.Gatherer, ready ReadyFunc) http.Handler {
 type readyBody struct {
 	Status string `json:"status"`
 	Reason string `json:"reason,omitempty"`
+}
+
+// requireBearer admits a request whose Authorization is "Bearer <token>".
+// The comparison is of the two SHA-256 digests in constant time, so neither
+// the token's bytes nor its length show in the answer's timing.
+func requireBearer(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpmon metrics"`)
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte("/metrics needs Authorization: Bearer <token> (--metrics-token-file)\n"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
