@@ -275,7 +275,11 @@ func tokenFailure(ctx context.Context, tokenURL string, err error) *probeError {
 		}
 		return failf(ClassAuthTokenFailed, 0, "OAuth token request to %s failed: HTTP %d, %s", host, status, fromTarget(code))
 	case errors.Is(err, netguard.ErrBlocked):
-		return failf(ClassAuthTokenFailed, 0, "OAuth token request to %s refused: %v", host, err)
+		// The dial error names the resolved address; the tenant reads only
+		// the guard's sentence (the detail is for the operator's log).
+		pe := failf(ClassAuthTokenFailed, 0, "OAuth token request to %s refused: %v", host, netguard.ErrBlocked)
+		pe.cause = err
+		return pe
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
