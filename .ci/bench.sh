@@ -30,6 +30,11 @@ go test -run '^$' -bench 'GetEndpoint|AuthOverhead' -benchmem -benchtime "${API_
   | grep -E '^(Benchmark|ok|FAIL|---)' || true
 
 echo
+echo "==> API body check: depth and duplicate keys in one pass vs the old recursive walk, same bodies (target: linear in size)" >&2
+go test -run '^$' -bench 'BodyCheck' -benchmem -benchtime "${BODY_BENCHTIME:-20x}" ./pkg/api/ 2>&1 \
+  | grep -E '^(Benchmark|ok|FAIL|---)' || true
+
+echo
 echo "==> pagination: peak heap of listing 10,000 endpoints, page by page vs one read (target: paged < 20 MB above idle)" >&2
 go test -run '^$' -bench 'ListEndpoints10k' -benchtime "${PAGES_BENCHTIME:-3x}" ./pkg/api/ 2>&1 \
   | grep -E '^(Benchmark|ok|FAIL|---)' || true
