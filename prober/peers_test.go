@@ -1,14 +1,13 @@
 package prober
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/binary"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 	"io"
 	"log"
 	"math/big"
@@ -16,7 +15,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 )
@@ -58,78 +56,9 @@ func tlsServe(t testing.TB, h http.Handler, cert tls.Certificate) *httptest.Serv
 	return ts
 }
 
-// dnsServer is a minimal DNS responder on 127.0.0.1 UDP: A queries for
-// names in answers get that address; every other name is NXDOMAIN.
+// dnsServer is the shared loopback DNS responder (testpeers.DNSServer).
 func dnsServer(t testing.TB, answers map[string]netip.Addr) *net.Resolver {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { pc.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 1500)
-		for {
-			n, addr, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if resp := dnsAnswer(buf[:n], answers); resp != nil {
-				_, _ = pc.WriteTo(resp, addr)
-			}
-		}
-	}()
-	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
-	}}
-}
-
-func dnsAnswer(q []byte, answers map[string]netip.Addr) []byte {
-	if len(q) < 12 {
-		return nil
-	}
-	var labels []string
-	i := 12
-	for i < len(q) && q[i] != 0 {
-		l := int(q[i])
-		if i+1+l > len(q) {
-			return nil
-		}
-		labels = append(labels, string(q[i+1:i+1+l]))
-		i += 1 + l
-	}
-	if i+5 > len(q) {
-		return nil
-	}
-	qtype := binary.BigEndian.Uint16(q[i+1:])
-	qend := i + 5
-	name := strings.ToLower(strings.Join(labels, "."))
-	ip, known := answers[name]
-	resp := make([]byte, 0, 512)
-	resp = append(resp, q[0], q[1])
-	flags := uint16(0x8180)
-	if !known {
-		flags |= 3 // NXDOMAIN
-	}
-	ancount := uint16(0)
-	if known && qtype == 1 && ip.Is4() {
-		ancount = 1
-	}
-	resp = binary.BigEndian.AppendUint16(resp, flags)
-	resp = binary.BigEndian.AppendUint16(resp, 1)
-	resp = binary.BigEndian.AppendUint16(resp, ancount)
-	resp = binary.BigEndian.AppendUint16(resp, 0)
-	resp = binary.BigEndian.AppendUint16(resp, 0)
-	resp = append(resp, q[12:qend]...)
-	if ancount == 1 {
-		resp = append(resp, 0xC0, 0x0C, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4)
-		a := ip.As4()
-		resp = append(resp, a[:]...)
-	}
-	return resp
+	return testpeers.DNSServer(t, answers)
 }
 
 type x509Cert = x509.Certificate

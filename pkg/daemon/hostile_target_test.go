@@ -7,9 +7,7 @@ package daemon
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,6 +26,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 	"github.com/mcpmon/mcpmon/prober"
 )
 
@@ -327,7 +326,7 @@ func TestRefusedTargetNamesNoAddress(t *testing.T) {
 	const sentence = "the target resolves to a private or reserved address; mcpmon refuses those (an operator may set --allow-private-targets)"
 	target := rawMCP(t, func(*http.Request, string, json.RawMessage) any { return map[string]any{} })
 	u, _ := url.Parse(target)
-	resolver := fakeDNS(t, map[string]netip.Addr{"rebind.mcpmon.test": netip.MustParseAddr("127.0.0.1")})
+	resolver := testpeers.DNSServer(t, map[string]netip.Addr{"rebind.mcpmon.test": netip.MustParseAddr("127.0.0.1")})
 	o := fastOptions(t)
 	o.Auth, o.AllowPrivateTargets = config.AuthNone, false
 	logs := &lockedBuffer{}
@@ -380,72 +379,4 @@ func TestRefusedTargetNamesNoAddress(t *testing.T) {
 	if l := logs.String(); !strings.Contains(l, "127.0.0.1") || !strings.Contains(l, "127.0.0.0/8") {
 		t.Errorf("the operator's log lacks the refused address and range:\n%s", l)
 	}
-}
-
-// fakeDNS is a resolver answering A queries for names from answers (and
-// NXDOMAIN for the rest) from a UDP server on loopback.
-func fakeDNS(t *testing.T, answers map[string]netip.Addr) *net.Resolver {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { pc.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 1500)
-		for {
-			n, addr, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if resp := dnsReply(buf[:n], answers); resp != nil {
-				_, _ = pc.WriteTo(resp, addr)
-			}
-		}
-	}()
-	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
-	}}
-}
-
-func dnsReply(q []byte, answers map[string]netip.Addr) []byte {
-	if len(q) < 12 {
-		return nil
-	}
-	var labels []string
-	i := 12
-	for i < len(q) && q[i] != 0 {
-		l := int(q[i])
-		if i+1+l > len(q) {
-			return nil
-		}
-		labels = append(labels, string(q[i+1:i+1+l]))
-		i += 1 + l
-	}
-	if i+5 > len(q) {
-		return nil
-	}
-	qtype := binary.BigEndian.Uint16(q[i+1:])
-	ip, known := answers[strings.ToLower(strings.Join(labels, "."))]
-	flags := uint16(0x8180)
-	if !known {
-		flags |= 3 // NXDOMAIN
-	}
-	ancount := uint16(0)
-	if known && qtype == 1 && ip.Is4() {
-		ancount = 1
-	}
-	resp := append(make([]byte, 0, 512), q[0], q[1])
-	for _, v := range []uint16{flags, 1, ancount, 0, 0} {
-		resp = binary.BigEndian.AppendUint16(resp, v)
-	}
-	resp = append(resp, q[12:i+5]...)
-	if ancount == 1 {
-		a := ip.As4()
-		resp = append(append(resp, 0xC0, 0x0C, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4), a[:]...)
-	}
-	return resp
 }

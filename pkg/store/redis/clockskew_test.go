@@ -7,6 +7,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/redis"
+	"github.com/mcpmon/mcpmon/pkg/store/redis/redistest"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
@@ -25,7 +26,7 @@ func (c hostClock) Now() time.Time { return time.Now().Add(c.skew) }
 // the Redis server's.
 func TestLedgerLeaseIgnoresReplicaClockSkew(t *testing.T) {
 	url := testpeers.RedisURL(t)
-	prefix := randomPrefix()
+	prefix := redistest.RandomPrefix()
 	for _, skew := range []time.Duration{3 * time.Minute, -3 * time.Minute} {
 		t.Run(skew.String(), func(t *testing.T) {
 			ctx := t.Context()

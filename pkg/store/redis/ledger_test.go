@@ -8,6 +8,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/mcpmon/mcpmon/pkg/store/redis"
+	"github.com/mcpmon/mcpmon/pkg/store/redis/redistest"
 	"github.com/mcpmon/mcpmon/pkg/store/storetest"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
@@ -17,7 +18,7 @@ import (
 // lease+TTL.
 func TestLedgerKeysExpireInRedis(t *testing.T) {
 	url := testpeers.RedisURL(t)
-	prefix := randomPrefix()
+	prefix := redistest.RandomPrefix()
 	s := open(t, url, redis.Options{Prefix: prefix, LedgerTTL: time.Hour})
 	ctx := t.Context()
 	if _, err := s.Claim(ctx, "claimed", "a", time.Minute); err != nil {
@@ -47,12 +48,12 @@ func TestLedgerKeysExpireInRedis(t *testing.T) {
 // complete script) against the test Redis.
 func BenchmarkClaimComplete(b *testing.B) {
 	url := testpeers.RedisURL(b)
-	prefix := randomPrefix()
+	prefix := redistest.RandomPrefix()
 	s, err := redis.New(context.Background(), url, redis.Options{Prefix: prefix})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer flushPrefix(b, url, prefix)
+	defer redistest.Flush(b, url, prefix)
 	defer s.Close()
 	storetest.BenchClaimComplete(b, s)
 }

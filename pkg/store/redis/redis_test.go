@@ -1,9 +1,6 @@
 package redis_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"log/slog"
 	"os"
@@ -16,6 +13,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/redis"
+	"github.com/mcpmon/mcpmon/pkg/store/redis/redistest"
 	"github.com/mcpmon/mcpmon/pkg/store/storetest"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
@@ -27,39 +25,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// randomPrefix gives each test its own key space in the shared test Redis.
-func randomPrefix() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return "mcpmontest:" + hex.EncodeToString(b) + ":"
-}
-
-// flushPrefix deletes only keys under prefix (never FLUSHDB: other packages'
-// tests share this Redis).
-func flushPrefix(t testing.TB, url, prefix string) {
-	o, err := goredis.ParseURL(url)
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	c := goredis.NewClient(o)
-	defer c.Close()
-	ctx := context.Background()
-	iter := c.Scan(ctx, 0, prefix+"*", 500).Iterator()
-	for iter.Next(ctx) {
-		c.Del(ctx, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		t.Errorf("flush %s*: %v", prefix, err)
-	}
-}
-
 // open connects a store on its own prefix and removes the prefix's keys
 // when the test ends.
 func open(t *testing.T, url string, opts redis.Options) *redis.Store {
 	t.Helper()
 	if opts.Prefix == "" {
-		opts.Prefix = randomPrefix()
+		opts.Prefix = redistest.RandomPrefix()
 	}
 	s, err := redis.New(t.Context(), url, opts)
 	if err != nil {
@@ -67,7 +38,7 @@ func open(t *testing.T, url string, opts redis.Options) *redis.Store {
 	}
 	t.Cleanup(func() {
 		_ = s.Close()
-		flushPrefix(t, url, opts.Prefix)
+		redistest.Flush(t, url, opts.Prefix)
 	})
 	return s
 }
@@ -87,7 +58,7 @@ func TestConformance(t *testing.T) {
 // TestKeysUnderPrefix: nothing is written outside the configured prefix.
 func TestKeysUnderPrefix(t *testing.T) {
 	url := testpeers.RedisURL(t)
-	prefix := randomPrefix()
+	prefix := redistest.RandomPrefix()
 	s := open(t, url, redis.Options{Prefix: prefix})
 	ctx := t.Context()
 	if _, err := s.CreateEndpoint(ctx, store.Endpoint{ID: "ep"}); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/store/redis"
+	"github.com/mcpmon/mcpmon/pkg/store/redis/redistest"
 	"github.com/mcpmon/mcpmon/pkg/store/storetest"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
@@ -26,7 +27,7 @@ func BenchmarkRollupBytesPerEndpointDay(b *testing.B) {
 	defer c.Close()
 	var size int64
 	for b.Loop() {
-		prefix := randomPrefix()
+		prefix := redistest.RandomPrefix()
 		clk := clock.NewFake(day)
 		s, err := redis.New(b.Context(), url, redis.Options{Prefix: prefix, Clock: clk, LeasesOnClock: true})
 		if err != nil {
@@ -51,7 +52,7 @@ func BenchmarkRollupBytesPerEndpointDay(b *testing.B) {
 			size += n
 		}
 		_ = s.Close()
-		flushPrefix(b, url, prefix)
+		redistest.Flush(b, url, prefix)
 	}
 	b.ReportMetric(float64(size), "rollup-B/endpoint/day")
 }

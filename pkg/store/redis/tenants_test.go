@@ -9,6 +9,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/redis"
+	"github.com/mcpmon/mcpmon/pkg/store/redis/redistest"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
@@ -18,7 +19,7 @@ import (
 // run finds nothing to do.
 func TestEndpointsFromBeforeTenantsJoinTheDefaultTenant(t *testing.T) {
 	url := testpeers.RedisURL(t)
-	prefix := randomPrefix()
+	prefix := redistest.RandomPrefix()
 	s := open(t, url, redis.Options{Prefix: prefix})
 	ctx := t.Context()
 	if _, err := s.CreateEndpoint(ctx, store.Endpoint{ID: "new", Tenant: "a", Schedule: "@every 1m"}); err != nil {
@@ -65,7 +66,7 @@ func TestEndpointsFromBeforeTenantsJoinTheDefaultTenant(t *testing.T) {
 // which New runs, has filled it; a second run finds nothing to do.
 func TestEndpointPagesAfterAnUpgrade(t *testing.T) {
 	url := testpeers.RedisURL(t)
-	prefix := randomPrefix()
+	prefix := redistest.RandomPrefix()
 	s := open(t, url, redis.Options{Prefix: prefix})
 	ctx := t.Context()
 	for _, id := range []string{"a1", "a2", "a3"} {
@@ -116,7 +117,7 @@ func TestEndpointPagesAfterAnUpgrade(t *testing.T) {
 // foreign reads stay a plain not-found.
 func TestIncidentsAndWindowsFromBeforeTheIndexJoinIt(t *testing.T) {
 	url := testpeers.RedisURL(t)
-	prefix := randomPrefix()
+	prefix := redistest.RandomPrefix()
 	s := open(t, url, redis.Options{Prefix: prefix})
 	ctx := t.Context()
 	opts, err := goredis.ParseURL(url)
@@ -166,7 +167,7 @@ func TestIncidentsAndWindowsFromBeforeTheIndexJoinIt(t *testing.T) {
 // not-found, and the tenant's own lists never read it.
 func TestForeignRecordsAreNotRead(t *testing.T) {
 	url := testpeers.RedisURL(t)
-	prefix := randomPrefix()
+	prefix := redistest.RandomPrefix()
 	s := open(t, url, redis.Options{Prefix: prefix})
 	ctx := t.Context()
 	if _, err := s.CreateEndpoint(ctx, store.Endpoint{ID: "eb", Tenant: "b", Schedule: "@every 1m"}); err != nil {
