@@ -15,9 +15,9 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/mcpmon/mcpmon/pkg/jsonpath"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
-	"github.com/mcpmon/mcpmon/prober/jsonpath"
 )
 
 // checkTool runs the endpoint's tool check, if it has one.

@@ -16,8 +16,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcpmon/mcpmon/pkg/jsonpath"
 	"github.com/mcpmon/mcpmon/pkg/store"
-	"github.com/mcpmon/mcpmon/prober/jsonpath"
 )
 
 // ToolCheckInput names a read-only tool the probe calls after the

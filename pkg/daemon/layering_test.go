@@ -59,10 +59,31 @@ func TestLayering(t *testing.T) {
 			t.Errorf("%s depends on %v; it must not reach the aggregator or the prober", p, d)
 		}
 	}
+	if d := deps(t, "pkg/jsonpath"); len(d) != 0 {
+		t.Errorf("pkg/jsonpath imports %v; the tool check's path rule is a leaf (the API validates with it, the prober selects)", d)
+	}
 	allowed := []string{"pkg/daemon", "cmd/mcpmon-load"}
 	for _, who := range importers(t, "prober") {
 		if !slices.Contains(allowed, who) {
 			t.Errorf("%s imports prober; only %v may (to probe)", who, allowed)
+		}
+	}
+	// Nor any package under prober/: what others need of it is a leaf
+	// under pkg/.
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		who := strings.TrimPrefix(f[0], module)
+		if who == "prober" || strings.HasPrefix(who, "prober/") || slices.Contains(allowed, who) {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if strings.HasPrefix(imp, module+"prober/") {
+				t.Errorf("%s imports %s; only the prober and %v may import prober/...", who, strings.TrimPrefix(imp, module), allowed)
+			}
 		}
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/mcpmon/mcpmon/prober/jsonpath"
+	"github.com/mcpmon/mcpmon/pkg/jsonpath"
 )
 
 func TestSelect(t *testing.T) {

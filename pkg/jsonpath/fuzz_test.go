@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/mcpmon/mcpmon/prober/jsonpath"
+	"github.com/mcpmon/mcpmon/pkg/jsonpath"
 )
 
 // FuzzJSONPath: Parse never panics, refuses what is over MaxLen or not a
