@@ -164,3 +164,43 @@ func hasAnchor(doc, frag string) bool {
 	}
 	return false
 }
+
+// TestEventKindsHaveOneDefinition: the change-event kinds are spelled once,
+// in pkg/alert; every other package names them through its constants.
+// (Comments may quote them, and a failure class may share a name.)
+func TestEventKindsHaveOneDefinition(t *testing.T) {
+	home := filepath.Join("pkg", "alert", "event.go")
+	err := filepath.WalkDir(repoRoot, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != repoRoot && (d.Name() == "node_modules" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, _ := filepath.Rel(repoRoot, p)
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || rel == home {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if l := strings.TrimSpace(line); strings.HasPrefix(l, "//") || strings.Contains(l, "Class") {
+				continue
+			}
+			for _, k := range store.EventKinds() {
+				if k != "version" && strings.Contains(line, `"`+k+`"`) { // "version" is too common a word
+					t.Errorf("%s:%d spells the event kind %q; name it through pkg/alert's constant", rel, i+1, k)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -186,15 +186,6 @@ type Event struct {
 	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
-// Event kinds about credentials. EventCredentialExpiry warns that a probe
-// credential (a JWT bearer token configured as the Authorization header)
-// expires soon or has expired; its Details carry a stable "fingerprint"
-// (a hash of the token's exp, iss and sub, never the token) so that one
-// expiry is one event however many probes report it.
-const (
-	EventCredentialExpiry = "credential_expiry"
-)
-
 // DedupID is the results-queue deduplication ID: <endpointId>-<probeRunId>,
 // with -<region> appended when the result has a region. The probe run ID
 // is the same in every region (it is the slot's), and with a region set

@@ -26,49 +26,27 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/alert"
 )
 
-// Change-event kinds. A sink opts into them by name (see alert.NotifyKinds).
+// Change-event kinds: their one definition is in pkg/alert (the leaf sinks
+// opt into them from); the store records exactly those.
 const (
-	// EventCatalogBreaking: a tool removed, a required input added, an
-	// input removed or its type changed.
-	EventCatalogBreaking = "catalog_breaking"
-	// EventCatalogInfo: a compatible catalog change (a tool added, an
-	// optional input added, a schema reworded).
-	EventCatalogInfo = "catalog_info"
-	// EventCatalogSecurity: a tool's description changed. Descriptions are
-	// instructions to the model; a silent change is how tool poisoning
-	// looks.
-	EventCatalogSecurity = "catalog_security"
-	// EventVersion: the negotiated protocol version, or the server's name
-	// or version, changed.
-	EventVersion = "version"
-	// EventCertificateExpiry: the TLS certificate expires within the
-	// warning period (once per certificate).
-	EventCertificateExpiry = "certificate_expiry"
-	// EventCredentialExpiry: a probe credential expires soon (raised by
-	// the prober as a result event of this kind).
-	EventCredentialExpiry = "credential_expiry"
-	// EventCatalogDivergent: the regions that listed an endpoint's tools
-	// successfully in one window saw different catalogs (a stale edge
-	// cache, a partial rollout). Raised by the aggregator, which sees
-	// every region's result of a window; once per set of catalogs.
-	EventCatalogDivergent = "catalog_divergent"
-	// EventAuthServerChanged: an endpoint whose OAuth token URL is
-	// discovered named another authorization server or token endpoint than
-	// the one pinned for it (raised by the prober, which did not follow it:
-	// the client secret goes to the pinned token endpoint only). Once per
-	// pinned and named pair.
-	EventAuthServerChanged = "auth_server_changed"
+	EventCatalogBreaking   = alert.EventCatalogBreaking
+	EventCatalogInfo       = alert.EventCatalogInfo
+	EventCatalogSecurity   = alert.EventCatalogSecurity
+	EventVersion           = alert.EventVersion
+	EventCertificateExpiry = alert.EventCertificateExpiry
+	EventCredentialExpiry  = alert.EventCredentialExpiry
+	EventCatalogDivergent  = alert.EventCatalogDivergent
+	EventAuthServerChanged = alert.EventAuthServerChanged
 )
 
 // EventKinds lists every change-event kind, for validation and metric
-// label values.
-func EventKinds() []string {
-	return []string{EventCatalogBreaking, EventCatalogInfo, EventCatalogSecurity, EventVersion, EventCertificateExpiry, EventCredentialExpiry, EventCatalogDivergent, EventAuthServerChanged}
-}
+// label values (alert.EventKinds).
+func EventKinds() []string { return alert.EventKinds() }
 
-// IsEventKind reports whether k is a change-event kind.
 func IsEventKind(k string) bool { return slices.Contains(EventKinds(), k) }
 
 // MaxEventList bounds one ListEvents answer.

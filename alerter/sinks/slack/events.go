@@ -22,15 +22,14 @@ func (s *Sink) NotifyEvent(ctx context.Context, n alert.EventNotification) error
 
 // eventHeadlines: emoji and wording per change-event kind.
 var eventHeadlines = map[string][2]string{
-	"catalog_breaking":   {"💥", "tool catalog changed (breaking)"},
-	"catalog_info":       {"🧩", "tool catalog changed"},
-	"catalog_security":   {"🛡️", "tool description changed (security)"},
-	"version":            {"🔀", "version changed"},
-	"certificate_expiry": {"🔒", "TLS certificate expires soon"},
-	"credential_expiry":  {"🔑", "probe credential expires soon"},
-	"catalog_divergent":  {"🌐", "regions disagree on the tool catalog"},
-
-	"auth_server_changed": {"🚨", "OAuth authorization server changed (not followed)"},
+	alert.EventCatalogBreaking:   {"💥", "tool catalog changed (breaking)"},
+	alert.EventCatalogInfo:       {"🧩", "tool catalog changed"},
+	alert.EventCatalogSecurity:   {"🛡️", "tool description changed (security)"},
+	alert.EventVersion:           {"🔀", "version changed"},
+	alert.EventCertificateExpiry: {"🔒", "TLS certificate expires soon"},
+	alert.EventCredentialExpiry:  {"🔑", "probe credential expires soon"},
+	alert.EventCatalogDivergent:  {"🌐", "regions disagree on the tool catalog"},
+	alert.EventAuthServerChanged: {"🚨", "OAuth authorization server changed (not followed)"},
 }
 
 // NewEventMessage renders a change event as Block Kit: a header, the
