@@ -160,6 +160,7 @@ func TestOAuthForeignIssuerGetsNoSecretEndToEnd(t *testing.T) {
 // holds exactly one auth_server_changed event however many probes see the
 // change.
 func TestOAuthAuthServerChangeIsNotFollowedEndToEnd(t *testing.T) {
+	t.Parallel() // waits on windows: overlapped with the other long end-to-end tests
 	pinned, other := newAuthPeer(t, honestClaim), newAuthPeer(t, honestClaim)
 	var as atomic.Pointer[string]
 	as.Store(&pinned.url)

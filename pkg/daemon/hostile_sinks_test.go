@@ -83,6 +83,7 @@ func deadTarget(t *testing.T) string {
 // running server posts has no raw mention or link in its fallback `text`
 // (what Slack puts in the channel notification), as in its blocks.
 func TestSlackFallbackTextEscapedEndToEnd(t *testing.T) {
+	t.Parallel() // waits on windows: overlapped with the other long end-to-end tests
 	slack := newBodySink(t, http.StatusOK)
 	_, c := startSinkDaemon(t, nil)
 	c.register(t, map[string]any{
@@ -138,6 +139,7 @@ func (c apiClient) deliveries(t *testing.T, endpointID string) []delivery {
 // resolve fails; the error stored on the incident's delivery and shown to
 // the tenant names the host, never the resolver's address.
 func TestSinkErrorsDoNotNameTheResolver(t *testing.T) {
+	t.Parallel() // waits on windows: overlapped with the other long end-to-end tests
 	_, c := startSinkDaemon(t, nil)
 	id := c.register(t, map[string]any{
 		"name": "db", "url": deadTarget(t), "schedule": "@every 1s", "timeout": "1s",
@@ -192,6 +194,7 @@ func (c apiClient) sinkOutcome(t *testing.T, id, sink string) delivery {
 // back the sink off (30s first) instead of calling it again on every
 // verdict.
 func TestFailingSinkIsNotRetriedEveryDrain(t *testing.T) {
+	t.Parallel() // waits on windows: overlapped with the other long end-to-end tests
 	hook := newBodySink(t, http.StatusInternalServerError)
 	_, c := startSinkDaemon(t, nil)
 	id := c.register(t, map[string]any{
@@ -212,6 +215,7 @@ func TestFailingSinkIsNotRetriedEveryDrain(t *testing.T) {
 // that keeps failing is given up: GET /v1/incidents/{id} shows gave_up on
 // its delivery, /metrics counts it, and the sink is not called again.
 func TestFailingSinkGivenUpEndToEnd(t *testing.T) {
+	t.Parallel() // waits on windows: overlapped with the other long end-to-end tests
 	hook := newBodySink(t, http.StatusInternalServerError)
 	d, c := startSinkDaemon(t, func(o *config.Options) { o.SinkGiveUpAfter = 3 * time.Second })
 	id := c.register(t, map[string]any{

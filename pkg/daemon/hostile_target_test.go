@@ -202,6 +202,7 @@ func TestEchoedSecretsStayOutOfCatalogAndStore(t *testing.T) {
 // flags it, and every catalog_changed event's details stay small however
 // many tools changed.
 func TestHugeCatalogStaysBounded(t *testing.T) {
+	t.Parallel() // waits on windows: overlapped with the other long end-to-end tests
 	const pages, perPage = 20, 1000
 	var probes, pagesServed atomic.Int64
 	var mu sync.Mutex
