@@ -137,7 +137,10 @@ func duplicateKey(body []byte) string {
 		case '[':
 			stack = append(stack, dupFrame{})
 		case '}', ']':
+			// An empty object leaves expectKey set: clear it, or the next
+			// string of the enclosing array would count as a member name.
 			stack = stack[:len(stack)-1]
+			expectKey = false
 		case ',':
 			if top := &stack[len(stack)-1]; top.obj {
 				expectKey = true

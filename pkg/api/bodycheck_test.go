@@ -39,6 +39,9 @@ func TestCheckJSON(t *testing.T) {
 		{"same name in sibling objects", `{"a":{"x":1},"b":{"x":1}}`, "", ""},
 		{"same name at two depths", `{"x":{"x":{"x":1}}}`, "", ""},
 		{"name equal to a value", `{"a":"b","b":"a"}`, "", ""},
+		{"strings after empty objects in an array are values", `[{},"a",{},"a"]`, "", ""},
+		{"strings after empty objects in a member", `{"s":[{},"x",{},"x"],"t":1}`, "", ""},
+		{"duplicate after an empty object", `{"a":{},"b":1,"b":2}`, "#/b", "duplicate key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, p := checkJSON([]byte(tc.body))
