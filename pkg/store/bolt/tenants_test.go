@@ -19,32 +19,14 @@ import (
 // before the per-tenant index existed (its endpoints carry no tenant) gets
 // the index at Open, every endpoint in the default tenant.
 func TestEndpointsFromBeforeTenantsJoinTheDefaultTenant(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "store.db")
-	s, err := bolt.Open(path, bolt.Options{Clock: clock.NewFake(storetest.Start)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bbolt.Tx) error {
+	path := oldFile(t, func(tx *bbolt.Tx) error {
 		if err := tx.DeleteBucket([]byte("endpointsByTenant")); err != nil {
 			return err
 		}
 		return tx.Bucket([]byte("endpoints")).Put([]byte("old"), []byte(`{"id":"old","name":"old","schedule":"@every 1m","version":1}`))
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
 
-	s = open(t, path, clock.NewFake(storetest.Start))
+	s := open(t, path, clock.NewFake(storetest.Start))
 	eps, err := s.ListEndpointsOf(t.Context(), store.DefaultTenant)
 	if err != nil || len(eps) != 1 || eps[0].ID != "old" {
 		t.Fatalf("default tenant lists %+v, %v; want the endpoint from before tenants", eps, err)
@@ -127,19 +109,7 @@ func TestForeignRecordsAreNotRead(t *testing.T) {
 // written before the tenant indexes of incidents and maintenance windows
 // existed gets them at Open, each record under its own tenant.
 func TestIncidentsAndWindowsFromBeforeTheIndexAreIndexedAtOpen(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "store.db")
-	s, err := bolt.Open(path, bolt.Options{Clock: clock.NewFake(storetest.Start)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bbolt.Tx) error {
+	path := oldFile(t, func(tx *bbolt.Tx) error {
 		for _, b := range []string{"incByTenant", "incTenants", "objectsByTenant", "objectTenants", "objectStamps"} {
 			if err := tx.DeleteBucket([]byte(b)); err != nil {
 				return fmt.Errorf("%s: %w", b, err)
@@ -160,15 +130,9 @@ func TestIncidentsAndWindowsFromBeforeTheIndexAreIndexedAtOpen(t *testing.T) {
 		}
 		return mb.Put([]byte("w-t"), []byte(`{"id":"w-t","tenant":"t"}`))
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
 
 	ctx := t.Context()
-	s = open(t, path, clock.NewFake(storetest.Start))
+	s := open(t, path, clock.NewFake(storetest.Start))
 	for tenant, want := range map[string]string{store.DefaultTenant: "old", "t": "new"} {
 		incs, err := s.ListIncidents(ctx, store.IncidentFilter{Tenant: tenant})
 		if err != nil || len(incs) != 1 || incs[0].ID != want {
@@ -184,4 +148,29 @@ func TestIncidentsAndWindowsFromBeforeTheIndexAreIndexedAtOpen(t *testing.T) {
 			t.Errorf("tenant %s's windows = %v, %v; want %s", tenant, docs, err, want)
 		}
 	}
+}
+
+// oldFile makes a store file as an older release left it: a new file, then
+// old(tx) removes or writes what that release did not have or had.
+func oldFile(t *testing.T, old func(tx *bbolt.Tx) error) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := bolt.Open(path, bolt.Options{Clock: clock.NewFake(storetest.Start)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(old); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
