@@ -86,16 +86,27 @@ func buildCatalog(raw []json.RawMessage, secrets scrubber, lim catalogLimits, mo
 	}
 	sortTools(tools)
 	c := Catalog{Tools: tools, Truncated: more}
+	// Each kept tool is encoded once, for the size cut and the fingerprint:
+	// the hash of "[" + the tools' encodings joined by "," + "]" is
+	// fingerprint(c.Tools), byte for byte.
+	h := sha256.New()
+	h.Write([]byte("["))
 	size := 2 // []
 	for i, t := range tools {
-		size += len(canonJSON(t)) + 1
+		enc := canonJSON(t)
+		size += len(enc) + 1
 		if i >= lim.tools || size > lim.bytes {
 			c.Tools, c.Truncated = tools[:i:i], true
 			break
 		}
+		if i > 0 {
+			h.Write([]byte(","))
+		}
+		h.Write(enc)
 		c.Truncated = c.Truncated || t.Truncated
 	}
-	c.Fingerprint = fingerprint(c.Tools)
+	h.Write([]byte("]"))
+	c.Fingerprint = "sha256:" + hex.EncodeToString(h.Sum(nil))
 	return c
 }
 
