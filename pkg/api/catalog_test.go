@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -17,7 +18,7 @@ import (
 func TestCatalogPerRegion(t *testing.T) {
 	h := newHarness(t, func(o *api.Options) { o.Regions = []string{"eu", "us", "ap"} })
 	ctx := t.Context()
-	if _, err := h.store.CreateEndpoint(ctx, store.Endpoint{ID: "ep", Schedule: "@every 1m", Regions: []string{"eu", "us"}}); err != nil {
+	if _, err := h.store.CreateEndpoint(ctx, model.Endpoint{ID: "ep", Schedule: "@every 1m", Regions: []string{"eu", "us"}}); err != nil {
 		t.Fatal(err)
 	}
 	put := func(id, doc string) {
@@ -68,7 +69,7 @@ func TestCatalogPerRegion(t *testing.T) {
 func TestCatalogWithoutRegionSet(t *testing.T) {
 	h := newHarness(t)
 	ctx := t.Context()
-	if _, err := h.store.CreateEndpoint(ctx, store.Endpoint{ID: "ep", Schedule: "@every 1m"}); err != nil {
+	if _, err := h.store.CreateEndpoint(ctx, model.Endpoint{ID: "ep", Schedule: "@every 1m"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.store.PutObject(ctx, store.KindCatalog, "ep", []byte(`{"fingerprint":"own","tools":[]}`)); err != nil {

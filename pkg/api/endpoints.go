@@ -19,6 +19,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/mcpmon/mcpmon/pkg/auth"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -181,9 +182,9 @@ type VerdictView struct {
 	EmittedAt    time.Time            `json:"emittedAt,omitzero"`
 }
 
-func (s *server) endpointView(e store.Endpoint) EndpointView {
+func (s *server) endpointView(e model.Endpoint) EndpointView {
 	v := EndpointView{
-		ID: e.ID, Tenant: store.TenantOf(e.Tenant), Name: e.Name, URL: RedactURL(e.URL), Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
+		ID: e.ID, Tenant: model.TenantOf(e.Tenant), Name: e.Name, URL: RedactURL(e.URL), Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
 		Schedule: e.Schedule, Timeout: e.Timeout.String(), Labels: e.Labels, Paused: e.Paused,
 		Public: e.Public, Slug: e.Slug, Regions: e.Regions, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Version: e.Version,
 	}
@@ -215,7 +216,7 @@ func (s *server) endpointView(e store.Endpoint) EndpointView {
 
 // setState fills State and StateWindow from the endpoint and its last
 // verdict (found false when it has none yet).
-func (v *EndpointView) setState(e store.Endpoint, last msg.Verdict, found bool) {
+func (v *EndpointView) setState(e model.Endpoint, last msg.Verdict, found bool) {
 	switch {
 	case e.Paused:
 		v.State = StatePaused
@@ -236,7 +237,7 @@ const (
 	StatePending = "pending" // registered, no verdict yet
 )
 
-func rulesInput(r *store.Rules) *RulesInput {
+func rulesInput(r *model.Rules) *RulesInput {
 	if r == nil {
 		return nil
 	}
@@ -249,7 +250,7 @@ func rulesInput(r *store.Rules) *RulesInput {
 
 // input is the stored endpoint as an EndpointInput (with real header values:
 // server-side only), the base a PATCH merges into.
-func input(e store.Endpoint) EndpointInput {
+func input(e model.Endpoint) EndpointInput {
 	in := EndpointInput{
 		Name: e.Name, URL: e.URL, Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
 		Schedule: e.Schedule, Headers: e.Headers, Labels: e.Labels,
@@ -296,12 +297,12 @@ func verdictView(v msg.Verdict) VerdictView {
 // quote header values. checkTarget runs the TargetValidator: a PATCH that
 // leaves the URL alone skips it, so pausing or renaming an endpoint registered
 // under a since-tightened target policy still works.
-func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint, []FieldError) {
+func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (model.Endpoint, []FieldError) {
 	var errs []FieldError
 	bad := func(ptr, format string, args ...any) {
 		errs = append(errs, FieldError{Pointer: ptr, Detail: fmt.Sprintf(format, args...)})
 	}
-	e := store.Endpoint{
+	e := model.Endpoint{
 		Name: strings.TrimSpace(in.Name), URL: strings.TrimSpace(in.URL), Transport: in.Transport,
 		ProtocolVersion: in.ProtocolVersion, Schedule: strings.TrimSpace(in.Schedule), Paused: in.Paused,
 		Public: in.Public, Slug: in.Slug,
@@ -446,7 +447,7 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 	}
 
 	if in.Rules != nil {
-		r := &store.Rules{OpenAfter: in.Rules.OpenAfter, OpenWindow: in.Rules.OpenWindow, ResolveAfter: in.Rules.ResolveAfter, RegionQuorum: in.Rules.RegionQuorum}
+		r := &model.Rules{OpenAfter: in.Rules.OpenAfter, OpenWindow: in.Rules.OpenWindow, ResolveAfter: in.Rules.ResolveAfter, RegionQuorum: in.Rules.RegionQuorum}
 		// A slice, not a map: problems come out in the same order every time.
 		for _, f := range []struct {
 			ptr string
@@ -470,7 +471,7 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 				r.RepeatInterval = d
 			}
 		}
-		if *r != (store.Rules{}) {
+		if *r != (model.Rules{}) {
 			e.Rules = r
 		}
 	}
@@ -629,7 +630,7 @@ func (s *server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		}
 		v := s.endpointView(e)
 		last, err := s.store.LastVerdict(r.Context(), e.ID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err != nil && !errors.Is(err, model.ErrNotFound) {
 			writeProblem(w, r, s.storeProblem(r, err, "last verdict of endpoint "+e.ID))
 			return
 		}
@@ -655,7 +656,7 @@ func (s *server) getEndpoint(w http.ResponseWriter, r *http.Request) {
 	v := s.endpointView(e)
 	if res, err := s.store.LatestResult(r.Context(), id); err == nil {
 		v.LatestResult = resultView(res)
-	} else if !errors.Is(err, store.ErrNotFound) {
+	} else if !errors.Is(err, model.ErrNotFound) {
 		writeProblem(w, r, s.storeProblem(r, err, "latest result of endpoint "+id))
 		return
 	}
@@ -664,7 +665,7 @@ func (s *server) getEndpoint(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 		vv := verdictView(vd)
 		v.LastVerdict = &vv
-	case !errors.Is(err, store.ErrNotFound):
+	case !errors.Is(err, model.ErrNotFound):
 		writeProblem(w, r, s.storeProblem(r, err, "last verdict of endpoint "+id))
 		return
 	}
@@ -893,7 +894,7 @@ func (s *server) listVerdicts(w http.ResponseWriter, r *http.Request) {
 
 // schedule tells the scheduler about a stored endpoint. The store is the
 // source of truth: a failure here is logged, and the periodic Sync repairs it.
-func (s *server) schedule(e store.Endpoint) {
+func (s *server) schedule(e model.Endpoint) {
 	if s.sched == nil {
 		return
 	}

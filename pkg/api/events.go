@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -24,7 +25,7 @@ const cursorEvents = "events"
 
 // EventLister is the part of the store the event list reads.
 type EventLister interface {
-	ListEvents(ctx context.Context, endpointID string, f store.EventFilter) ([]store.ChangeEvent, error)
+	ListEvents(ctx context.Context, endpointID string, f store.EventFilter) ([]model.ChangeEvent, error)
 }
 
 // EventView is a change event as the API shows it.
@@ -46,7 +47,7 @@ type EventView struct {
 	Details     json.RawMessage `json:"details,omitempty"`
 }
 
-func eventView(e store.ChangeEvent) EventView {
+func eventView(e model.ChangeEvent) EventView {
 	return EventView{
 		ID: e.ID, EndpointID: e.EndpointID, Kind: e.Kind, Fingerprint: e.Fingerprint,
 		ObservedAt: e.ObservedAt, RecordedAt: e.RecordedAt, Region: e.Region, ProbeRunID: e.ProbeRunID,
@@ -63,8 +64,8 @@ func (s *server) listEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	kind := r.URL.Query().Get("kind")
-	if kind != "" && !store.IsEventKind(kind) {
-		writeProblem(w, r, invalid(FieldError{Pointer: "?kind", Detail: "must be one of " + strings.Join(store.EventKinds(), ", ")}))
+	if kind != "" && !model.IsEventKind(kind) {
+		writeProblem(w, r, invalid(FieldError{Pointer: "?kind", Detail: "must be one of " + strings.Join(model.EventKinds(), ", ")}))
 		return
 	}
 	if _, p := s.endpointOf(r, id); p != nil {
@@ -79,7 +80,7 @@ func (s *server) listEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Before = cur.ID
 	}
-	var evs []store.ChangeEvent
+	var evs []model.ChangeEvent
 	if el, ok := s.store.(EventLister); ok {
 		var err error
 		if evs, err = el.ListEvents(r.Context(), id, f); err != nil {
@@ -87,7 +88,7 @@ func (s *server) listEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	evs, next := cutPage(evs, limit, func(e store.ChangeEvent) cursor { return cursor{Kind: cursorEvents, ID: e.ID} })
+	evs, next := cutPage(evs, limit, func(e model.ChangeEvent) cursor { return cursor{Kind: cursorEvents, ID: e.ID} })
 	out := make([]EventView, 0, len(evs))
 	for _, e := range evs {
 		out = append(out, eventView(e))

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // TestStateChangesRequireJSON: a POST, PUT or PATCH without a JSON content
@@ -23,7 +23,7 @@ import (
 // still answer 404.
 func TestStateChangesRequireJSON(t *testing.T) {
 	h := newHarness(t)
-	seedIncident(t, h, "inc", "ep-a", store.IncidentOpen)
+	seedIncident(t, h, "inc", "ep-a", model.IncidentOpen)
 	for _, tc := range []struct {
 		name, method, path, contentType, body string
 		want                                  int
@@ -49,7 +49,7 @@ func TestStateChangesRequireJSON(t *testing.T) {
 	// The same empty acknowledgement with a JSON content type is accepted.
 	var got api.IncidentView
 	h.mustJSON("POST", "/v1/incidents/inc/ack", "", http.StatusOK, &got)
-	if got.State != store.IncidentAcknowledged {
+	if got.State != model.IncidentAcknowledged {
 		t.Fatalf("JSON ack: %+v", got)
 	}
 }
@@ -132,7 +132,7 @@ func TestValidationGaps(t *testing.T) {
 	h := newHarness(t, func(o *api.Options) { o.TargetValidator = netguard.Guard{}.CheckTarget })
 	ep := h.create(`{"name":"existing","url":"https://a.example/mcp"}`)
 	epPath := "/v1/endpoints/" + ep.ID
-	seedIncident(t, h, "inc-open", ep.ID, store.IncidentOpen)
+	seedIncident(t, h, "inc-open", ep.ID, model.IncidentOpen)
 	valid := func(extra string) string { return `{"name":"n","url":"https://b.example/mcp"` + extra + `}` }
 	url := func(u string) string { return `{"name":"n","url":"` + u + `"}` }
 	name := func(n string) string { return `{"name":"` + n + `","url":"https://b.example/mcp"}` }

@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/mcpmon/mcpmon/pkg/auth"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -29,10 +30,10 @@ type IncidentView struct {
 	EndpointID string `json:"endpointId"`
 	// Kind is global or regional (some regions, fewer than the quorum,
 	// failing: Regions names them); Severity critical or warning.
-	Kind           store.IncidentKind  `json:"kind"`
+	Kind           model.IncidentKind  `json:"kind"`
 	Severity       string              `json:"severity"`
 	Regions        []string            `json:"regions,omitempty"`
-	State          store.IncidentState `json:"state"`
+	State          model.IncidentState `json:"state"`
 	OpenedWindow   time.Time           `json:"openedWindow"`
 	OpenedAt       time.Time           `json:"openedAt"`
 	FirstFailure   time.Time           `json:"firstFailure"`
@@ -42,21 +43,21 @@ type IncidentView struct {
 	AckedBy        string              `json:"ackedBy,omitempty"`
 	ResolvedWindow *time.Time          `json:"resolvedWindow,omitempty"`
 	ResolvedAt     *time.Time          `json:"resolvedAt,omitempty"`
-	Transitions    []store.Transition  `json:"transitions"`
+	Transitions    []model.Transition  `json:"transitions"`
 	Version        int64               `json:"version"`
 }
 
-func incidentView(inc store.Incident) IncidentView {
+func incidentView(inc model.Incident) IncidentView {
 	tr := inc.Transitions
 	if tr == nil {
-		tr = []store.Transition{}
+		tr = []model.Transition{}
 	}
 	return IncidentView{
 		ID: inc.ID, EndpointID: inc.EndpointID, State: inc.State, OpenedWindow: inc.OpenedWindow,
 		OpenedAt: inc.OpenedAt, FirstFailure: inc.FirstFailure, Class: inc.Class, Reason: inc.Reason,
 		AckedAt: inc.AckedAt, AckedBy: inc.AckedBy, ResolvedWindow: inc.ResolvedWindow,
 		ResolvedAt: inc.ResolvedAt, Transitions: tr, Version: inc.Version,
-		Kind: cmp.Or(inc.Kind, store.IncidentGlobal), Severity: store.IncidentSeverity(inc.Kind), Regions: inc.Regions,
+		Kind: cmp.Or(inc.Kind, model.IncidentGlobal), Severity: model.IncidentSeverity(inc.Kind), Regions: inc.Regions,
 	}
 }
 
@@ -69,7 +70,7 @@ type IncidentDetail struct {
 	// Errors come redacted from the alerter: no sink URL, token or secret.
 	// A tenant other than the operator's sees only its endpoint's own
 	// sinks here (tenantDeliveries).
-	Notifications []store.Delivery `json:"notifications"`
+	Notifications []model.Delivery `json:"notifications"`
 	// OperatorNotifications counts the notifications left out of
 	// Notifications: those to sinks the tenant does not configure (the
 	// operator's global sinks), whose names, receivers and errors are the
@@ -83,8 +84,8 @@ type IncidentDetail struct {
 // (own: the endpoint's sink names) that is not an operator sink (a global
 // sink shadows an endpoint sink of the same name, so that delivery was the
 // operator's); the rest are only counted.
-func tenantDeliveries(ds []store.Delivery, tenant string, own, operator map[string]bool) ([]store.Delivery, int) {
-	out := []store.Delivery{}
+func tenantDeliveries(ds []model.Delivery, tenant string, own, operator map[string]bool) ([]model.Delivery, int) {
+	out := []model.Delivery{}
 	if tenant == auth.DefaultTenant {
 		return append(out, ds...), 0
 	}
@@ -150,12 +151,12 @@ func (s *server) listIncidents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	f := store.IncidentFilter{Tenant: auth.TenantFrom(r.Context()), EndpointID: q.Get("endpoint"), State: store.IncidentState(q.Get("state")), Limit: limit + 1}
+	f := store.IncidentFilter{Tenant: auth.TenantFrom(r.Context()), EndpointID: q.Get("endpoint"), State: model.IncidentState(q.Get("state")), Limit: limit + 1}
 	if cur != nil {
 		f.After = &store.IncidentKey{OpenedWindow: cur.At, ID: cur.ID}
 	}
 	switch f.State {
-	case "", store.IncidentOpen, store.IncidentAcknowledged, store.IncidentResolved:
+	case "", model.IncidentOpen, model.IncidentAcknowledged, model.IncidentResolved:
 	default:
 		writeProblem(w, r, invalid(FieldError{Pointer: "?state", Detail: "must be open, acknowledged or resolved"}))
 		return
@@ -165,7 +166,7 @@ func (s *server) listIncidents(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, s.storeProblem(r, err, "incidents"))
 		return
 	}
-	incs, next := cutPage(incs, limit, func(last store.Incident) cursor {
+	incs, next := cutPage(incs, limit, func(last model.Incident) cursor {
 		return cursor{Kind: cursorIncidents, At: last.OpenedWindow, ID: last.ID}
 	})
 	out := make([]IncidentView, 0, len(incs))
@@ -197,9 +198,9 @@ func (s *server) getIncident(w http.ResponseWriter, r *http.Request) {
 		// no sink, and every delivery is only counted.
 		e, err := s.store.GetEndpoint(r.Context(), inc.EndpointID)
 		switch {
-		case err == nil && store.TenantOf(e.Tenant) == tenant:
+		case err == nil && model.TenantOf(e.Tenant) == tenant:
 			own = endpointSinkNames(e.Sinks)
-		case err != nil && !errors.Is(err, store.ErrNotFound):
+		case err != nil && !errors.Is(err, model.ErrNotFound):
 			writeProblem(w, r, s.storeProblem(r, err, "endpoint of incident "+id))
 			return
 		}
@@ -250,10 +251,10 @@ func (s *server) ackIncident(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		switch inc.State {
-		case store.IncidentAcknowledged:
+		case model.IncidentAcknowledged:
 			writeJSON(w, http.StatusOK, incidentView(inc))
 			return
-		case store.IncidentResolved:
+		case model.IncidentResolved:
 			writeProblem(w, r, problemf(http.StatusConflict, TypeIncidentResolved, "incident %s is already resolved; only an open incident can be acknowledged", id))
 			return
 		}
@@ -265,8 +266,8 @@ func (s *server) ackIncident(w http.ResponseWriter, r *http.Request) {
 		if in.Reason != "" {
 			reason += ": " + in.Reason
 		}
-		inc.Transitions = append(inc.Transitions, store.Transition{At: now, From: inc.State, To: store.IncidentAcknowledged, Reason: reason})
-		inc.State = store.IncidentAcknowledged
+		inc.Transitions = append(inc.Transitions, model.Transition{At: now, From: inc.State, To: model.IncidentAcknowledged, Reason: reason})
+		inc.State = model.IncidentAcknowledged
 		inc.AckedAt = &now
 		inc.AckedBy = in.By
 		updated, err := s.store.UpdateIncident(r.Context(), inc)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/api/apispec"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 func loadSpec(t *testing.T) *apispec.Spec {
@@ -305,7 +305,7 @@ func TestDocsRenderEveryOperation(t *testing.T) {
 // not allow.
 func TestAnEndpointStoredWithoutTransportShowsAuto(t *testing.T) {
 	h := newHarness(t)
-	if _, err := h.store.CreateEndpoint(t.Context(), store.Endpoint{ID: "bare", Name: "bare", URL: "https://mcp.example.com/mcp", Schedule: "@every 1m", Timeout: time.Second}); err != nil {
+	if _, err := h.store.CreateEndpoint(t.Context(), model.Endpoint{ID: "bare", Name: "bare", URL: "https://mcp.example.com/mcp", Schedule: "@every 1m", Timeout: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	var v api.EndpointView

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -85,7 +86,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // should not see. what names the resource ("endpoint abc").
 func (s *server) storeProblem(r *http.Request, err error, what string) *Problem {
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, model.ErrNotFound):
 		return problemf(http.StatusNotFound, "", "%s not found", what)
 	case errors.Is(err, store.ErrConflict):
 		return problemf(http.StatusConflict, TypeVersionConflict, "%s was changed concurrently; reload it and retry", what)

@@ -15,6 +15,7 @@ import (
 	"github.com/DataDog/sketches-go/ddsketch"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -22,11 +23,11 @@ import (
 // RollupReader is what the uptime routes need beyond Store; both store
 // backends implement it. A Store without it answers those routes 501.
 type RollupReader interface {
-	Rollups(ctx context.Context, endpointID string, size time.Duration, from, to time.Time) ([]store.Rollup, error)
+	Rollups(ctx context.Context, endpointID string, size time.Duration, from, to time.Time) ([]model.Rollup, error)
 }
 
 // MaxHistoryDays bounds GET /history?days=: the daily rollups kept.
-const MaxHistoryDays = store.DailyBuckets
+const MaxHistoryDays = model.DailyBuckets
 
 // LatencyView is one phase's latency percentiles over a range, in seconds
 // (DDSketch, 1% relative accuracy); absent when no probe succeeded.
@@ -42,7 +43,7 @@ type UptimeView struct {
 	EndpointID string             `json:"endpointId"`
 	Range      string             `json:"range"`
 	Resolution string             `json:"resolution"` // hour | day
-	Uptime     store.UptimeReport `json:"uptime"`
+	Uptime     model.UptimeReport `json:"uptime"`
 	// Incidents opened by a window in the range.
 	Incidents int                    `json:"incidents"`
 	Latency   map[string]LatencyView `json:"latency"`
@@ -51,7 +52,7 @@ type UptimeView struct {
 // DayView is one bar of GET /v1/endpoints/{id}/history.
 type DayView struct {
 	Date      string             `json:"date"` // UTC, 2006-01-02
-	Uptime    store.UptimeReport `json:"uptime"`
+	Uptime    model.UptimeReport `json:"uptime"`
 	Incidents int                `json:"incidents"`
 }
 
@@ -82,7 +83,7 @@ func (s *server) getUptime(w http.ResponseWriter, r *http.Request) {
 		name = "24h"
 	}
 	now := s.clock.Now()
-	from, to, size, known := store.RangeBounds(name, now)
+	from, to, size, known := model.RangeBounds(name, now)
 	if name == "custom" {
 		f, err1 := time.Parse(time.RFC3339, q.Get("from"))
 		t, err2 := time.Parse(time.RFC3339, q.Get("to"))
@@ -90,7 +91,7 @@ func (s *server) getUptime(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, r, invalid(FieldError{Pointer: "?from", Detail: "range=custom needs from and to as RFC 3339 times, from before to"}))
 			return
 		}
-		from, to, size = store.CustomBounds(f, t, now)
+		from, to, size = model.CustomBounds(f, t, now)
 		known = true
 	}
 	if !known {
@@ -107,14 +108,14 @@ func (s *server) getUptime(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	total, initialize, err := store.MergeLatency(buckets, from, to)
+	total, initialize, err := model.MergeLatency(buckets, from, to)
 	if err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "latency of endpoint "+id))
 		return
 	}
 	view := UptimeView{
 		EndpointID: id, Range: name, Resolution: resolutionName(size),
-		Uptime: store.Uptime(buckets, from, to), Incidents: countIn(incidents, from, to),
+		Uptime: model.Uptime(buckets, from, to), Incidents: countIn(incidents, from, to),
 		Latency: map[string]LatencyView{},
 	}
 	for phase, sk := range map[string]*ddsketch.DDSketch{msg.PhaseTotal: total, msg.PhaseInitialize: initialize} {
@@ -139,9 +140,9 @@ func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
 		}
 		days = n
 	}
-	to := s.clock.Now().UTC().Truncate(store.Daily).Add(store.Daily)
-	from := to.Add(-time.Duration(days) * store.Daily)
-	buckets, err := rr.Rollups(r.Context(), id, store.Daily, from, to)
+	to := s.clock.Now().UTC().Truncate(model.Daily).Add(model.Daily)
+	from := to.Add(-time.Duration(days) * model.Daily)
+	buckets, err := rr.Rollups(r.Context(), id, model.Daily, from, to)
 	if err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "rollups of endpoint "+id))
 		return
@@ -152,9 +153,9 @@ func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := make([]DayView, 0, days)
-	for d := from; d.Before(to); d = d.Add(store.Daily) {
-		end := d.Add(store.Daily)
-		out = append(out, DayView{Date: d.Format(time.DateOnly), Uptime: store.Uptime(buckets, d, end), Incidents: countIn(incidents, d, end)})
+	for d := from; d.Before(to); d = d.Add(model.Daily) {
+		end := d.Add(model.Daily)
+		out = append(out, DayView{Date: d.Format(time.DateOnly), Uptime: model.Uptime(buckets, d, end), Incidents: countIn(incidents, d, end)})
 	}
 	writeJSON(w, http.StatusOK, struct {
 		EndpointID string    `json:"endpointId"`
@@ -187,7 +188,7 @@ func countIn(ts []time.Time, from, to time.Time) int {
 }
 
 func resolutionName(size time.Duration) string {
-	if size == store.Daily {
+	if size == model.Daily {
 		return "day"
 	}
 	return "hour"

@@ -87,3 +87,21 @@ func TestLayering(t *testing.T) {
 		}
 	}
 }
+
+// TestModelIsALeaf: the nouns depend on nothing that does I/O. pkg/model
+// imports only the leaf contracts (message IDs, schedule rules), and the
+// store's only mcpmon dependencies are the model and those contracts, so
+// every stage can name an Endpoint without linking a backend.
+func TestModelIsALeaf(t *testing.T) {
+	leaves := []string{"pkg/msg", "pkg/schedule"}
+	for _, d := range deps(t, "pkg/model") {
+		if !slices.Contains(leaves, d) {
+			t.Errorf("pkg/model imports %s; it may import only %v", d, leaves)
+		}
+	}
+	for _, d := range deps(t, "pkg/store") {
+		if d != "pkg/model" && !slices.Contains(leaves, d) {
+			t.Errorf("pkg/store imports %s; it may import only pkg/model and %v", d, leaves)
+		}
+	}
+}
