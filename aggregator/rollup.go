@@ -16,7 +16,7 @@
 // its seconds were up and which down. The consequence, stated in the README:
 // a maintenance window created after the fact does not rewrite rollups.
 // Only the endpoint's tenant's windows are read, decoded once per change
-// of their stamp (alert.Windows).
+// of their stamp (store.Windows).
 
 package aggregator
 
@@ -24,17 +24,17 @@ import (
 	"context"
 	"sync"
 
-	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // maintCache holds the decoded maintenance windows, made on first use; a
-// Store without alert.WindowSource (test fakes) has no maintenance
+// Store without store.WindowSource (test fakes) has no maintenance
 // windows.
 type maintCache struct {
 	once    sync.Once
-	windows *alert.Windows
+	windows *store.Windows
 }
 
 // annotate adds to v what its rollups need: the latency of results (the
@@ -54,8 +54,8 @@ func (a *Aggregator) annotate(ctx context.Context, ep model.Endpoint, v msg.Verd
 func (a *Aggregator) maintenance(ctx context.Context, tenant string) []model.Maintenance {
 	c := &a.maint
 	c.once.Do(func() {
-		if src, ok := a.st.(alert.WindowSource); ok {
-			c.windows = alert.NewWindows(src, a.log)
+		if src, ok := a.st.(store.WindowSource); ok {
+			c.windows = store.NewWindows(src, a.log)
 		}
 	})
 	if c.windows == nil {

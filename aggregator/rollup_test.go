@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // TestVerdictsFeedRollups: a decided window carries its successful probes'
@@ -15,7 +16,7 @@ import (
 func TestVerdictsFeedRollups(t *testing.T) {
 	e := newAenv(t)
 	m, _ := json.Marshal(model.Maintenance{ID: "m", EndpointIDs: []string{"ep"}, Start: w0.Add(time.Minute), End: w0.Add(2 * time.Minute)})
-	if err := e.st.PutObject(e.ctx, model.MaintenanceKind, "m", m); err != nil {
+	if err := e.st.PutObject(e.ctx, store.KindMaintenance, "m", m); err != nil {
 		t.Fatal(err)
 	}
 	for i, st := range []msg.Status{msg.StatusUp, msg.StatusDown, msg.StatusDegraded, msg.StatusDown} {

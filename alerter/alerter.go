@@ -94,8 +94,8 @@ type Store interface {
 	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
 	DeleteObject(ctx context.Context, kind, id string) error
 	// The endpoint's tenant's maintenance windows, decoded once per change
-	// of its stamp (alert.Windows).
-	alert.WindowSource
+	// of its stamp (store.Windows).
+	store.WindowSource
 }
 
 // Options configure an Alerter. Store is required.
@@ -176,7 +176,7 @@ type Alerter struct {
 	// ledger would let two concurrent claims of a key through.
 	eventsMu sync.Mutex
 	// windows are the maintenance windows the gate reads (outbox.go).
-	windows *alert.Windows
+	windows *store.Windows
 }
 
 // New returns an Alerter.
@@ -239,7 +239,7 @@ func New(opts Options) (*Alerter, error) {
 		eventRetries: map[string]sinkRetry{},
 	}
 	a.rec = recorder{st: a.st, log: a.log}
-	a.windows = alert.NewWindows(a.st, a.log)
+	a.windows = store.NewWindows(a.st, a.log)
 	for _, s := range opts.Sinks {
 		a.m.sink(alert.MetricLabel(s))
 	}

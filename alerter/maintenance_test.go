@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 func (e *env) maintenance(m model.Maintenance) {
@@ -16,7 +17,7 @@ func (e *env) maintenance(m model.Maintenance) {
 		e.t.Fatal(err)
 	}
 	doc, _ := json.Marshal(m)
-	if err := e.st.PutObject(e.ctx, model.MaintenanceKind, m.ID, doc); err != nil {
+	if err := e.st.PutObject(e.ctx, store.KindMaintenance, m.ID, doc); err != nil {
 		e.t.Fatal(err)
 	}
 }

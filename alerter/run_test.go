@@ -13,6 +13,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
 
@@ -54,7 +55,7 @@ func TestRunSweepsDeferredAtMaintenanceEnd(t *testing.T) {
 		}
 		start := time.Now()
 		doc, _ := json.Marshal(model.Maintenance{ID: "m", EndpointIDs: []string{"ep1"}, Start: start.Add(-time.Minute), End: start.Add(3 * time.Minute)})
-		if err := st.PutObject(ctx, model.MaintenanceKind, "m", doc); err != nil {
+		if err := st.PutObject(ctx, store.KindMaintenance, "m", doc); err != nil {
 			t.Fatal(err)
 		}
 		sink := &memSink{}

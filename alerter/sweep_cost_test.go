@@ -100,7 +100,7 @@ func sweepWorld(tb testing.TB, st store.Store, clk *clock.Fake, resolved int) (*
 		tb.Fatal(err)
 	}
 	doc, _ := json.Marshal(model.Maintenance{ID: "m1", EndpointIDs: []string{"ep1"}, Start: t0, End: t0.Add(24 * time.Hour)})
-	if err := st.PutObject(ctx, model.MaintenanceKind, "m1", doc); err != nil {
+	if err := st.PutObject(ctx, store.KindMaintenance, "m1", doc); err != nil {
 		tb.Fatal(err)
 	}
 	cs := &countingStore{Store: st}

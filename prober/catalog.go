@@ -17,9 +17,6 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-// CatalogKind is the store.Objects kind under which catalogs are kept.
-const CatalogKind = store.KindCatalog
-
 // Tool is one tool in canonical form: what the fingerprint covers.
 type Tool struct {
 	Name        string `json:"name"`
@@ -484,7 +481,7 @@ func (p *Prober) catalogDrift(ctx context.Context, endpointID string, cur Catalo
 	if p.opts.Catalogs == nil {
 		return nil, nil
 	}
-	doc, inherited, err := p.loadObject(ctx, CatalogKind, endpointID)
+	doc, inherited, err := p.loadObject(ctx, store.KindCatalog, endpointID)
 	var old Catalog
 	switch {
 	case errors.Is(err, model.ErrNotFound):

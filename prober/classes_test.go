@@ -20,6 +20,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 type classCase struct {
@@ -394,7 +395,7 @@ func TestFailureClasses(t *testing.T) {
 			other := newFakeAS(t, false, claimSelf)
 			ep := discoveringEndpoint(newPRMTarget(t, false, other.URL, nil).URL + "/mcp")
 			pin, _ := json.Marshal(authPin{Client: pinClient(ep), Server: authServer{Issuer: "https://pinned.example", TokenEndpoint: "https://pinned.example/token"}})
-			objs := &objectsFake{m: map[string][]byte{AuthServerKind + "/" + ep.ID: pin}}
+			objs := &objectsFake{m: map[string][]byte{store.KindAuthServer + "/" + ep.ID: pin}}
 			return ep, func(o *Options) { o.Catalogs = objs }
 		}},
 	}

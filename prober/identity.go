@@ -13,12 +13,6 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-// IdentityKind is the store.Objects kind (in Options.Catalogs) under which
-// the prober keeps, per endpoint and region, the identity of the last successful
-// probe: what a change is measured against, however many failed probes lie
-// between.
-const IdentityKind = store.KindServerIdentity
-
 // Identity is what a successful probe learnt about the server.
 type Identity struct {
 	Transport       string `json:"transport,omitempty"`
@@ -146,7 +140,7 @@ func (p *Prober) loadIdentity(ctx context.Context, endpointID string) (doc *iden
 	if p.opts.Catalogs == nil {
 		return nil, false
 	}
-	b, inherited, err := p.loadObject(ctx, IdentityKind, endpointID)
+	b, inherited, err := p.loadObject(ctx, store.KindServerIdentity, endpointID)
 	if err != nil {
 		if !errors.Is(err, model.ErrNotFound) {
 			p.log.Warn("read server identity failed; comparing with the previous result", "endpoint", endpointID, "err", err)

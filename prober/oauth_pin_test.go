@@ -15,6 +15,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // fakeAS is an authorization server written for the hostile cases: its
@@ -270,8 +271,8 @@ func TestOAuthAuthServerChangeIsNotFollowed(t *testing.T) {
 		t.Fatalf("first probe: class %s %q, %d tokens issued", res.Class, res.Error, st.issued.Load())
 	}
 	var pin authPin
-	if err := json.Unmarshal(objs.m[AuthServerKind+"/ep1"], &pin); err != nil || pin.Server != (authServer{Issuer: issuer, TokenEndpoint: issuer + "/oauth/token"}) {
-		t.Fatalf("pin %s (%v), want the OP's issuer and token endpoint", objs.m[AuthServerKind+"/ep1"], err)
+	if err := json.Unmarshal(objs.m[store.KindAuthServer+"/ep1"], &pin); err != nil || pin.Server != (authServer{Issuer: issuer, TokenEndpoint: issuer + "/oauth/token"}) {
+		t.Fatalf("pin %s (%v), want the OP's issuer and token endpoint", objs.m[store.KindAuthServer+"/ep1"], err)
 	}
 
 	target.as.Store(&other.URL)

@@ -45,10 +45,6 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-// AuthServerKind is the store.Objects kind (in Options.Catalogs) of the
-// pinned authorization servers.
-const AuthServerKind = store.KindAuthServer
-
 // EventAuthServerChanged is the result event of a discovery that named
 // another authorization server than the pinned one (the store's
 // model.EventAuthServerChanged, recorded as it is).
@@ -107,7 +103,7 @@ func (p *Prober) loadPin(ctx context.Context, endpointID string) (*authPin, erro
 	if p.opts.Catalogs == nil {
 		return nil, nil
 	}
-	b, err := p.opts.Catalogs.GetObject(ctx, AuthServerKind, endpointID)
+	b, err := p.opts.Catalogs.GetObject(ctx, store.KindAuthServer, endpointID)
 	if errors.Is(err, model.ErrNotFound) {
 		return nil, nil
 	}

@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"github.com/mcpmon/mcpmon/pkg/testpeers"
 	"io"
 	"log"
 	"math/big"
@@ -17,6 +16,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
 // genCert makes a self-signed CA-capable certificate for 127.0.0.1.

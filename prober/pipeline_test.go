@@ -11,6 +11,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/queue/embedded"
+	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
 
@@ -66,7 +67,7 @@ func TestWorkerRunOnEmbeddedQueue(t *testing.T) {
 	if err != nil || latest.ProbeRunID != c.ProbeRunID() {
 		t.Fatalf("latest result %+v %v", latest, err)
 	}
-	if _, err := st.GetObject(context.Background(), CatalogKind, ep.ID); err != nil {
+	if _, err := st.GetObject(context.Background(), store.KindCatalog, ep.ID); err != nil {
 		t.Fatalf("catalog not stored: %v", err)
 	}
 }

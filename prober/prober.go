@@ -346,17 +346,17 @@ func (p *Prober) Remember(ctx context.Context, m Memory) error {
 	}
 	var errs []error
 	if m.catalog != nil {
-		if err := p.opts.Catalogs.PutObject(ctx, CatalogKind, m.objectID, m.catalog); err != nil {
+		if err := p.opts.Catalogs.PutObject(ctx, store.KindCatalog, m.objectID, m.catalog); err != nil {
 			errs = append(errs, fmt.Errorf("store tool catalog of %s: %w", m.endpointID, err))
 		}
 	}
 	if m.identity != nil {
-		if err := p.opts.Catalogs.PutObject(ctx, IdentityKind, m.objectID, m.identity); err != nil {
+		if err := p.opts.Catalogs.PutObject(ctx, store.KindServerIdentity, m.objectID, m.identity); err != nil {
 			errs = append(errs, fmt.Errorf("store server identity of %s: %w", m.endpointID, err))
 		}
 	}
 	if m.authServer != nil {
-		if err := p.opts.Catalogs.PutObject(ctx, AuthServerKind, m.endpointID, m.authServer); err != nil {
+		if err := p.opts.Catalogs.PutObject(ctx, store.KindAuthServer, m.endpointID, m.authServer); err != nil {
 			errs = append(errs, fmt.Errorf("store pinned OAuth authorization server of %s: %w", m.endpointID, err))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // catalogServer is a go-sdk server listing the named tools, as server
@@ -65,14 +66,14 @@ func TestRegionsDiffAgainstTheirOwnCatalog(t *testing.T) {
 	}
 	for id, want := range map[string]string{"ep1@eu": euFP, "ep1@us": usFP} {
 		var c Catalog
-		if err := json.Unmarshal(objs.m[CatalogKind+"/"+id], &c); err != nil || c.Fingerprint != want {
-			t.Fatalf("catalog %s = %s (%v), want fingerprint %s", id, objs.m[CatalogKind+"/"+id], err, want)
+		if err := json.Unmarshal(objs.m[store.KindCatalog+"/"+id], &c); err != nil || c.Fingerprint != want {
+			t.Fatalf("catalog %s = %s (%v), want fingerprint %s", id, objs.m[store.KindCatalog+"/"+id], err, want)
 		}
-		if _, ok := objs.m[IdentityKind+"/"+id]; !ok {
+		if _, ok := objs.m[store.KindServerIdentity+"/"+id]; !ok {
 			t.Fatalf("no identity stored under %s", id)
 		}
 	}
-	if _, ok := objs.m[CatalogKind+"/ep1"]; ok {
+	if _, ok := objs.m[store.KindCatalog+"/ep1"]; ok {
 		t.Fatal("a regional prober wrote the endpoint's own catalog")
 	}
 
@@ -121,7 +122,7 @@ func TestRegionInheritsTheRegionlessDocuments(t *testing.T) {
 			}
 			legacy := map[string]string{}
 			// The kinds every probe stores (an OAuth pin needs an OAuth client).
-			kinds := []string{CatalogKind, IdentityKind}
+			kinds := []string{store.KindCatalog, store.KindServerIdentity}
 			for _, kind := range kinds {
 				legacy[kind] = string(objs.m[kind+"/ep1"])
 			}

@@ -1,8 +1,7 @@
 // Package alert is the contract between the alerter and its sinks: the
 // Notification for one incident event, the EventNotification for one change
 // event, the Sink interface every sink package implements (alerter/sinks/...)
-// with its optional severity and event opt-ins, and the per-tenant cache of
-// decoded maintenance windows (the windows themselves are model.Maintenance).
+// with its optional severity and event opt-ins.
 // It delivers nothing itself, so sinks, the alerter and the API can depend on
 // it without depending on each other.
 package alert

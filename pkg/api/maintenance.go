@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // MaintenanceInput is the body of POST /v1/maintenance and PUT
@@ -102,7 +103,7 @@ func (s *server) listMaintenance(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	docs, err := s.store.ListObjectsOf(r.Context(), model.MaintenanceKind, auth.TenantFrom(r.Context()))
+	docs, err := s.store.ListObjectsOf(r.Context(), store.KindMaintenance, auth.TenantFrom(r.Context()))
 	if err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "maintenance windows"))
 		return
@@ -148,7 +149,7 @@ func (s *server) getMaintenance(w http.ResponseWriter, r *http.Request) {
 // tenant's is the same 404 as a missing one, decided from the store's
 // tenant index before the document is read.
 func (s *server) loadMaintenance(r *http.Request, id string) (model.Maintenance, *Problem) {
-	doc, err := s.store.GetObjectOf(r.Context(), model.MaintenanceKind, auth.TenantFrom(r.Context()), id)
+	doc, err := s.store.GetObjectOf(r.Context(), store.KindMaintenance, auth.TenantFrom(r.Context()), id)
 	if err != nil {
 		return model.Maintenance{}, s.storeProblem(r, err, "maintenance window "+id)
 	}
@@ -228,7 +229,7 @@ func (s *server) saveMaintenance(r *http.Request, m model.Maintenance, create bo
 	if create {
 		limit = s.quotas.MaxMaintenance
 	}
-	err = s.store.PutObjectWithin(r.Context(), model.MaintenanceKind, m.ID, doc, limit)
+	err = s.store.PutObjectWithin(r.Context(), store.KindMaintenance, m.ID, doc, limit)
 	if isQuota(err) {
 		return quotaProblem("maintenance windows", "--max-maintenance-per-tenant", s.quotas.MaxMaintenance)
 	}
@@ -244,7 +245,7 @@ func (s *server) deleteMaintenance(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	if err := s.store.DeleteObject(r.Context(), model.MaintenanceKind, id); err != nil {
+	if err := s.store.DeleteObject(r.Context(), store.KindMaintenance, id); err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "maintenance window "+id))
 		return
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 func TestMaintenanceCRUD(t *testing.T) {
@@ -25,7 +26,7 @@ func TestMaintenanceCRUD(t *testing.T) {
 	}
 
 	// The alerter reads what the API stored, in its own type.
-	doc, err := h.store.GetObject(t.Context(), model.MaintenanceKind, recurring.ID)
+	doc, err := h.store.GetObject(t.Context(), store.KindMaintenance, recurring.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,15 +47,6 @@ var keyLen = len(Prefix) + keyEncoding.EncodedLen(keyBytes)
 // existed. It is the store's: records without a tenant belong to it.
 const DefaultTenant = model.DefaultTenant
 
-// Object kinds in the store.
-const (
-	// KindKey holds one Key record per key, id = Hash(key).
-	KindKey = "apikey"
-	// KindKeyUse holds a key's last-used time, id = Hash(key); kept apart
-	// from the record so flushing it never races a revocation.
-	KindKeyUse = "apikey-use"
-)
-
 // Errors. Every one of them means 401 to an API client: the middleware does
 // not tell a client whether its key was unknown, expired or revoked.
 var (

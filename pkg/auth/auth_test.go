@@ -119,7 +119,7 @@ func TestStoreHoldsOnlyTheHash(t *testing.T) {
 			t.Fatalf("the store holds the key in plaintext at %s: %s", id, doc)
 		}
 	}
-	if _, ok := st.docs[auth.KindKey+"/"+auth.Hash(secret)]; !ok {
+	if _, ok := st.docs[store.KindAPIKey+"/"+auth.Hash(secret)]; !ok {
 		t.Fatalf("no record under the key's hash: %v", st.docs)
 	}
 }
@@ -180,12 +180,12 @@ func TestAuthenticate(t *testing.T) {
 		{"empty", "", auth.ErrInvalidKey, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := st.count(st.gets, auth.KindKey)
+			before := st.count(st.gets, store.KindAPIKey)
 			p, err := k.Authenticate(t.Context(), tc.key)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
-			if got := st.count(st.gets, auth.KindKey) - before; got > tc.lookups {
+			if got := st.count(st.gets, store.KindAPIKey) - before; got > tc.lookups {
 				t.Fatalf("%d store lookups, want at most %d", got, tc.lookups)
 			}
 			if tc.want == nil && (p.Tenant != "acme" || p.Scope != auth.ScopeRead || p.Name != "live") {
@@ -211,7 +211,7 @@ func TestLookupIsCached(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := st.count(st.gets, auth.KindKey); n != 2 {
+	if n := st.count(st.gets, store.KindAPIKey); n != 2 {
 		t.Fatalf("%d lookups for 200 requests with two keys, want 2", n)
 	}
 	clk.Advance(5 * time.Second)
@@ -265,14 +265,14 @@ func TestLastUsedIsFlushedNotWrittenPerRequest(t *testing.T) {
 	a := auth.NewKeyring(st, auth.Options{Clock: clk})
 	b := auth.NewKeyring(st, auth.Options{Clock: clk})
 	secret, key := mustCreate(t, a, auth.NewKey{Name: "ci", Scope: auth.ScopeWrite})
-	writes := st.count(st.puts, auth.KindKey)
+	writes := st.count(st.puts, store.KindAPIKey)
 	for range 1000 {
 		clk.Advance(time.Millisecond)
 		if _, err := a.Authenticate(t.Context(), secret); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := st.count(st.puts, auth.KindKey) - writes + st.count(st.puts, auth.KindKeyUse); n != 0 {
+	if n := st.count(st.puts, store.KindAPIKey) - writes + st.count(st.puts, store.KindAPIKeyUse); n != 0 {
 		t.Fatalf("%d store writes for 1000 requests, want none before a flush", n)
 	}
 	lastUse := clk.Now()
@@ -285,7 +285,7 @@ func TestLastUsedIsFlushedNotWrittenPerRequest(t *testing.T) {
 	if err := a.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if n := st.count(st.puts, auth.KindKeyUse); n != 1 {
+	if n := st.count(st.puts, store.KindAPIKeyUse); n != 1 {
 		t.Fatalf("%d last-used writes after two flushes, want 1", n)
 	}
 	keys, err := b.List(t.Context(), "")

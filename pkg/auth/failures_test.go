@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // TestFailureBudgetPerAddress: an address may fail Burst times at once,
@@ -74,28 +75,28 @@ func TestRandomKeysNeverEvictLiveKeys(t *testing.T) {
 	if _, err := kr.Authenticate(t.Context(), secret); err != nil {
 		t.Fatal(err)
 	}
-	base := st.count(st.gets, auth.KindKey)
+	base := st.count(st.gets, store.KindAPIKey)
 	for range 100 {
 		if _, err := kr.Authenticate(t.Context(), auth.Generate()); !errors.Is(err, auth.ErrInvalidKey) {
 			t.Fatalf("random key: %v", err)
 		}
 	}
-	if got := st.count(st.gets, auth.KindKey) - base; got != 100 {
+	if got := st.count(st.gets, store.KindAPIKey) - base; got != 100 {
 		t.Fatalf("%d store reads for 100 random keys, want 100", got)
 	}
 	if _, err := kr.Authenticate(t.Context(), secret); err != nil {
 		t.Fatal(err)
 	}
-	if got := st.count(st.gets, auth.KindKey) - base; got != 100 {
+	if got := st.count(st.gets, store.KindAPIKey) - base; got != 100 {
 		t.Errorf("the live key was read from the store again after the spray (%d reads): the spray evicted it", got-100)
 	}
 	again := auth.Generate()
 	_, _ = kr.Authenticate(t.Context(), again)
-	before := st.count(st.gets, auth.KindKey)
+	before := st.count(st.gets, store.KindAPIKey)
 	for range 10 {
 		_, _ = kr.Authenticate(t.Context(), again)
 	}
-	if got := st.count(st.gets, auth.KindKey) - before; got != 0 {
+	if got := st.count(st.gets, store.KindAPIKey) - before; got != 0 {
 		t.Errorf("a repeated unknown key cost %d store reads within the TTL, want 0", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // FuzzAuthenticate: whatever a client presents as a key, Authenticate
@@ -30,7 +31,7 @@ func FuzzAuthenticate(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, key string) {
-		before := st.count(st.gets, auth.KindKey)
+		before := st.count(st.gets, store.KindAPIKey)
 		_, err := kr.Authenticate(t.Context(), key)
 		switch {
 		case key == live && err != nil:
@@ -40,7 +41,7 @@ func FuzzAuthenticate(f *testing.F) {
 		}
 		wellFormed := len(key) == len(live) && strings.HasPrefix(key, auth.Prefix) &&
 			strings.Trim(key[len(auth.Prefix):], "abcdefghijklmnopqrstuvwxyz234567") == ""
-		if reads := st.count(st.gets, auth.KindKey) - before; !wellFormed && reads != 0 {
+		if reads := st.count(st.gets, store.KindAPIKey) - before; !wellFormed && reads != 0 {
 			t.Fatalf("a malformed key %q cost %d store reads", key, reads)
 		}
 		if got := auth.ClientAddress(key); len(got) > len(key)+4 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // Store is the part of store.Objects the keyring uses. pkg/store/bolt and
@@ -165,7 +166,7 @@ func (k *Keyring) Authenticate(ctx context.Context, key string) (Principal, erro
 // in known, an absent key in unknown (ErrInvalidKey).
 func (k *Keyring) load(ctx context.Context, h string, now time.Time) (cacheEntry, error) {
 	e := cacheEntry{until: now.Add(k.ttl)}
-	doc, err := k.st.GetObject(ctx, KindKey, h)
+	doc, err := k.st.GetObject(ctx, store.KindAPIKey, h)
 	switch {
 	case errors.Is(err, model.ErrNotFound):
 		k.mu.Lock()
@@ -199,7 +200,7 @@ func (k *Keyring) put(ctx context.Context, key Key) error {
 	if err != nil {
 		return err
 	}
-	if err := k.st.PutObject(ctx, KindKey, key.hash, doc); err != nil {
+	if err := k.st.PutObject(ctx, store.KindAPIKey, key.hash, doc); err != nil {
 		return fmt.Errorf("store API key %s: %w", key.ID, err)
 	}
 	k.mu.Lock()
@@ -282,11 +283,11 @@ func (k *Keyring) Create(ctx context.Context, nk NewKey) (string, Key, error) {
 // their last-used times. Keys themselves are never returned: they are not
 // stored.
 func (k *Keyring) List(ctx context.Context, tenant string) ([]Key, error) {
-	docs, err := k.st.ListObjects(ctx, KindKey)
+	docs, err := k.st.ListObjects(ctx, store.KindAPIKey)
 	if err != nil {
 		return nil, fmt.Errorf("list API keys: %w", err)
 	}
-	uses, err := k.st.ListObjects(ctx, KindKeyUse)
+	uses, err := k.st.ListObjects(ctx, store.KindAPIKeyUse)
 	if err != nil {
 		return nil, fmt.Errorf("list API key use: %w", err)
 	}
@@ -319,7 +320,7 @@ func (k *Keyring) List(ctx context.Context, tenant string) ([]Key, error) {
 // Any reports whether the store holds any key record, live or not (the
 // daemon bootstraps an admin key only into a store that has none).
 func (k *Keyring) Any(ctx context.Context) (bool, error) {
-	docs, err := k.st.ListObjects(ctx, KindKey)
+	docs, err := k.st.ListObjects(ctx, store.KindAPIKey)
 	if err != nil {
 		return false, fmt.Errorf("list API keys: %w", err)
 	}
@@ -387,7 +388,7 @@ func (k *Keyring) Flush(ctx context.Context) error {
 	var errs []error
 	for _, p := range todo {
 		// Another replica may have written a later use; keep the latest.
-		if doc, err := k.st.GetObject(ctx, KindKeyUse, p.hash); err == nil {
+		if doc, err := k.st.GetObject(ctx, store.KindAPIKeyUse, p.hash); err == nil {
 			var u useRecord
 			if json.Unmarshal(doc, &u) == nil && !u.LastUsed.Before(p.last) {
 				k.markFlushed(p.hash, p.last)
@@ -395,7 +396,7 @@ func (k *Keyring) Flush(ctx context.Context) error {
 			}
 		}
 		doc, _ := json.Marshal(useRecord{LastUsed: p.last.UTC()})
-		if err := k.st.PutObject(ctx, KindKeyUse, p.hash, doc); err != nil {
+		if err := k.st.PutObject(ctx, store.KindAPIKeyUse, p.hash, doc); err != nil {
 			errs = append(errs, fmt.Errorf("store last use of API key %s: %w", idOf(p.hash), err))
 			continue
 		}

@@ -290,17 +290,17 @@ func TestPruneAfterDeleteEmbedded(t *testing.T) {
 }
 
 // TestDeleteEndpointRemovesProberCatalog: the catalog kind the stores clean
-// up on delete is the one the prober writes (prober.CatalogKind).
+// up on delete is the one the prober writes (store.KindCatalog).
 func TestDeleteEndpointRemovesProberCatalog(t *testing.T) {
 	st := openBolt(t)
 	createEndpoint(t, st, "ep")
-	if err := st.PutObject(t.Context(), prober.CatalogKind, "ep", []byte(`{}`)); err != nil {
+	if err := st.PutObject(t.Context(), store.KindCatalog, "ep", []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.DeleteEndpoint(t.Context(), "ep"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.GetObject(t.Context(), prober.CatalogKind, "ep"); !errors.Is(err, model.ErrNotFound) {
+	if _, err := st.GetObject(t.Context(), store.KindCatalog, "ep"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("tool catalog after delete: %v, want ErrNotFound", err)
 	}
 }

@@ -152,7 +152,7 @@ func TestForeignIDAnswersLikeAMissingOne(t *testing.T) {
 	if _, err := backend.UpdateEndpoint(ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	if err := backend.PutObject(ctx, model.MaintenanceKind, w.ID, []byte(`{"id":"`+w.ID+`","tenant":"ta","endpointIds":{"not":"a list"}}`)); err != nil {
+	if err := backend.PutObject(ctx, store.KindMaintenance, w.ID, []byte(`{"id":"`+w.ID+`","tenant":"ta","endpointIds":{"not":"a list"}}`)); err != nil {
 		t.Fatal(err)
 	}
 

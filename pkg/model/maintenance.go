@@ -12,10 +12,6 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/schedule"
 )
 
-// MaintenanceKind is the store.Objects kind under which maintenance windows
-// are stored, one JSON-encoded Maintenance per ID.
-const MaintenanceKind = "maintenance"
-
 // ErrInvalidMaintenance reports a maintenance window that cannot be applied.
 var ErrInvalidMaintenance = errors.New("invalid maintenance window")
 

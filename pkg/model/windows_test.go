@@ -1,7 +1,6 @@
 package model
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -73,33 +72,4 @@ func TestWindowAtEveryCapFitsTheDocumentCap(t *testing.T) {
 	if len(doc) > MaxWindowBytes {
 		t.Fatalf("a window at every cap encodes to %d bytes, over MaxWindowBytes %d", len(doc), MaxWindowBytes)
 	}
-}
-
-// fakeWindows is a WindowSource over documents per tenant that counts
-// list reads.
-type fakeWindows struct {
-	docs   map[string]map[string][]byte
-	stamps map[string]uint64
-	lists  map[string]int
-}
-
-func (f *fakeWindows) ListObjectsOf(_ context.Context, kind, tenant string) (map[string][]byte, error) {
-	if kind != MaintenanceKind {
-		return nil, fmt.Errorf("kind %s", kind)
-	}
-	f.lists[tenant]++
-	return f.docs[tenant], nil
-}
-
-func (f *fakeWindows) ObjectsStamp(_ context.Context, _, tenant string) (uint64, error) {
-	return f.stamps[tenant], nil
-}
-
-func (f *fakeWindows) put(tenant string, m Maintenance) {
-	doc, _ := json.Marshal(m)
-	if f.docs[tenant] == nil {
-		f.docs[tenant] = map[string][]byte{}
-	}
-	f.docs[tenant][m.ID] = doc
-	f.stamps[tenant]++
 }

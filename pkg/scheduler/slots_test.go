@@ -1,10 +1,11 @@
 package scheduler
 
 import (
-	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/schedule"
 )
 
 // schedule.Slots.In must count exactly the slots the running scheduler emits, window

@@ -158,16 +158,6 @@ func ValidDelivery(incidentID string, d model.Delivery) error {
 
 // ---- Tenant-owned objects
 
-// TenantKinds returns the Objects kinds whose documents belong to a tenant
-// and are indexed by it: maintenance windows.
-func TenantKinds() [1]string { return [1]string{model.MaintenanceKind} }
-
-// IsTenantKind reports whether kind is one of TenantKinds.
-func IsTenantKind(kind string) bool {
-	kinds := TenantKinds()
-	return slices.Contains(kinds[:], kind)
-}
-
 // ObjectTenant returns the tenant a document of a TenantKinds kind belongs
 // to: TenantOf its top-level "tenant" field.
 func ObjectTenant(doc []byte) (string, error) {

@@ -347,24 +347,6 @@ const (
 	DefaultLease = time.Minute
 )
 
-// Object kinds the prober keeps one document of per endpoint and region
-// (id = ProberObjectID): the tool catalog for drift events and the identity
-// (protocol version, server name and version) of the last successful probe.
-// KindAuthServer is the OAuth authorization server pinned for an endpoint
-// whose client has no token URL; there is one per endpoint (id = the
-// endpoint ID), shared by every region, since the client secret may go to
-// one token endpoint only.
-const (
-	KindCatalog        = "catalog"
-	KindServerIdentity = "server"
-	KindAuthServer     = "auth_server"
-)
-
-// ProberObjectKinds are removed with their endpoint by DeleteEndpoint.
-func ProberObjectKinds() [3]string {
-	return [3]string{KindCatalog, KindServerIdentity, KindAuthServer}
-}
-
 // RegionSeparator joins an endpoint ID and a region in a prober object ID.
 // Neither can contain it: endpoint IDs are [a-z0-9-] (api.RandomID, and
 // the API never takes one from a client), regions are [a-z0-9-]

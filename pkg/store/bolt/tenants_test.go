@@ -54,10 +54,10 @@ func TestForeignRecordsAreNotRead(t *testing.T) {
 	if err := s.SaveTracker(ctx, model.Tracker{EndpointID: "eb"}, inc); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutObject(ctx, model.MaintenanceKind, "wb", []byte(`{"tenant":"b"}`)); err != nil {
+	if err := s.PutObject(ctx, store.KindMaintenance, "wb", []byte(`{"tenant":"b"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutObject(ctx, model.MaintenanceKind, "wa", []byte(`{"tenant":"a"}`)); err != nil {
+	if err := s.PutObject(ctx, store.KindMaintenance, "wa", []byte(`{"tenant":"a"}`)); err != nil {
 		t.Fatal(err)
 	}
 	err := s.DB().Update(func(tx *bbolt.Tx) error {
@@ -67,7 +67,7 @@ func TestForeignRecordsAreNotRead(t *testing.T) {
 		if err := tx.Bucket([]byte("incidents")).Put([]byte("ib"), []byte("{broken")); err != nil {
 			return err
 		}
-		return tx.Bucket([]byte("objects")).Bucket([]byte(model.MaintenanceKind)).Put([]byte("wb"), []byte("{broken"))
+		return tx.Bucket([]byte("objects")).Bucket([]byte(store.KindMaintenance)).Put([]byte("wb"), []byte("{broken"))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestForeignRecordsAreNotRead(t *testing.T) {
 		{"endpoint", func(tenant string) error { _, err := s.GetEndpointOf(ctx, tenant, "eb"); return err }},
 		{"incident", func(tenant string) error { _, err := s.GetIncidentOf(ctx, tenant, "ib"); return err }},
 		{"window", func(tenant string) error {
-			doc, err := s.GetObjectOf(ctx, model.MaintenanceKind, tenant, "wb")
+			doc, err := s.GetObjectOf(ctx, store.KindMaintenance, tenant, "wb")
 			if err == nil && string(doc) == "{broken" {
 				err = errors.New("read the broken document")
 			}
@@ -94,7 +94,7 @@ func TestForeignRecordsAreNotRead(t *testing.T) {
 			t.Errorf("%s read by its own tenant: err = %v, want the decode error (the record is broken)", c.name, err)
 		}
 	}
-	if docs, err := s.ListObjectsOf(ctx, model.MaintenanceKind, "a"); err != nil || len(docs) != 1 {
+	if docs, err := s.ListObjectsOf(ctx, store.KindMaintenance, "a"); err != nil || len(docs) != 1 {
 		t.Errorf("tenant a's windows = %v, %v", docs, err)
 	}
 	if incs, err := s.ListIncidents(ctx, store.IncidentFilter{Tenant: "a"}); err != nil || len(incs) != 0 {
@@ -121,7 +121,7 @@ func TestIncidentsAndWindowsFromBeforeTheIndexAreIndexedAtOpen(t *testing.T) {
 		if err := tx.Bucket([]byte("incidents")).Put([]byte("new"), []byte(`{"id":"new","endpointId":"e","tenant":"t","state":"open","openedWindow":"2026-03-01T12:01:00Z","version":1}`)); err != nil {
 			return err
 		}
-		mb, err := tx.Bucket([]byte("objects")).CreateBucketIfNotExists([]byte(model.MaintenanceKind))
+		mb, err := tx.Bucket([]byte("objects")).CreateBucketIfNotExists([]byte(store.KindMaintenance))
 		if err != nil {
 			return err
 		}
@@ -143,7 +143,7 @@ func TestIncidentsAndWindowsFromBeforeTheIndexAreIndexedAtOpen(t *testing.T) {
 		}
 	}
 	for tenant, want := range map[string]string{model.DefaultTenant: "w-old", "t": "w-t"} {
-		docs, err := s.ListObjectsOf(ctx, model.MaintenanceKind, tenant)
+		docs, err := s.ListObjectsOf(ctx, store.KindMaintenance, tenant)
 		if err != nil || len(docs) != 1 || docs[want] == nil {
 			t.Errorf("tenant %s's windows = %v, %v; want %s", tenant, docs, err, want)
 		}

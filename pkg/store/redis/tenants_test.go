@@ -129,8 +129,8 @@ func TestIncidentsAndWindowsFromBeforeTheIndexJoinIt(t *testing.T) {
 	for _, kv := range [][3]string{
 		{"incidents", "old", `{"id":"old","endpointId":"e","state":"open","openedWindow":"2026-03-01T12:00:00Z","version":1}`},
 		{"incidents", "new", `{"id":"new","endpointId":"e","tenant":"t","state":"open","openedWindow":"2026-03-01T12:01:00Z","version":1}`},
-		{"objects:" + model.MaintenanceKind, "w-old", `{"id":"w-old"}`},
-		{"objects:" + model.MaintenanceKind, "w-t", `{"id":"w-t","tenant":"t"}`},
+		{"objects:" + store.KindMaintenance, "w-old", `{"id":"w-old"}`},
+		{"objects:" + store.KindMaintenance, "w-t", `{"id":"w-t","tenant":"t"}`},
 	} {
 		if err := rdb.HSet(ctx, prefix+kv[0], kv[1], kv[2]).Err(); err != nil {
 			t.Fatal(err)
@@ -152,12 +152,12 @@ func TestIncidentsAndWindowsFromBeforeTheIndexJoinIt(t *testing.T) {
 		}
 	}
 	for tenant, want := range map[string]string{model.DefaultTenant: "w-old", "t": "w-t"} {
-		docs, err := s.ListObjectsOf(ctx, model.MaintenanceKind, tenant)
+		docs, err := s.ListObjectsOf(ctx, store.KindMaintenance, tenant)
 		if err != nil || len(docs) != 1 || docs[want] == nil {
 			t.Errorf("tenant %s's windows = %v, %v; want %s", tenant, docs, err, want)
 		}
 	}
-	if _, err := s.GetObjectOf(ctx, model.MaintenanceKind, "t", "w-old"); !errors.Is(err, model.ErrNotFound) {
+	if _, err := s.GetObjectOf(ctx, store.KindMaintenance, "t", "w-old"); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("the default tenant's window read as tenant t: %v", err)
 	}
 }

@@ -28,7 +28,7 @@ func objectIDs(docs map[string][]byte) []string {
 // its own writes only.
 func testObjectsByTenant(t *testing.T, s store.Store, _ *clock.Fake) {
 	ctx := t.Context()
-	kind := model.MaintenanceKind
+	kind := store.KindMaintenance
 	docs, err := s.ListObjectsOf(ctx, kind, "a")
 	must(t, err)
 	sameJSON(t, objectIDs(docs), []string{})
@@ -125,7 +125,7 @@ func testObjectsByTenant(t *testing.T, s store.Store, _ *clock.Fake) {
 // other tenants are not counted, and a delete frees a place.
 func testObjectQuotaConcurrent(t *testing.T, s store.Store, _ *clock.Fake) {
 	ctx := t.Context()
-	kind := model.MaintenanceKind
+	kind := store.KindMaintenance
 	const limit, tries = 5, 24
 	must(t, s.PutObjectWithin(ctx, kind, "other", windowDoc("other", "b"), 1))
 	var wg sync.WaitGroup

@@ -1,4 +1,4 @@
-package alert
+package store
 
 import (
 	"context"
@@ -19,7 +19,7 @@ type fakeWindows struct {
 }
 
 func (f *fakeWindows) ListObjectsOf(_ context.Context, kind, tenant string) (map[string][]byte, error) {
-	if kind != model.MaintenanceKind {
+	if kind != KindMaintenance {
 		return nil, fmt.Errorf("kind %s", kind)
 	}
 	f.lists[tenant]++

@@ -1,4 +1,4 @@
-package alert
+package store
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 )
 
 // WindowSource is the part of a store the window cache reads: a tenant's
-// maintenance documents (store.Objects.ListObjectsOf) and the stamp that
-// changes with each write of them (store.Objects.ObjectsStamp).
+// maintenance documents (Objects.ListObjectsOf) and the stamp that
+// changes with each write of them (Objects.ObjectsStamp).
 type WindowSource interface {
 	ListObjectsOf(ctx context.Context, kind, tenant string) (map[string][]byte, error)
 	ObjectsStamp(ctx context.Context, kind, tenant string) (uint64, error)
@@ -61,14 +61,14 @@ func (w *Windows) Of(ctx context.Context, tenant string) ([]model.Maintenance, e
 	w.mu.Lock()
 	c, ok := w.byTenant[tenant]
 	w.mu.Unlock()
-	stamp, err := w.src.ObjectsStamp(ctx, model.MaintenanceKind, tenant)
+	stamp, err := w.src.ObjectsStamp(ctx, KindMaintenance, tenant)
 	if err != nil {
 		return c.ms, fmt.Errorf("maintenance windows of tenant %s: %w", tenant, err)
 	}
 	if ok && c.stamp == stamp {
 		return c.ms, nil
 	}
-	docs, err := w.src.ListObjectsOf(ctx, model.MaintenanceKind, tenant)
+	docs, err := w.src.ListObjectsOf(ctx, KindMaintenance, tenant)
 	if err != nil {
 		return c.ms, fmt.Errorf("maintenance windows of tenant %s: %w", tenant, err)
 	}

@@ -1,0 +1,44 @@
+// The kinds of Objects documents, the one list of them: every package that
+// keeps documents in the object store names its kind here, so a backend, a
+// migration or an operator reading a dump finds every kind in one place.
+
+package store
+
+import "slices"
+
+const (
+	// KindCatalog: the tool catalog a prober last saw, for drift events
+	// (id = ProberObjectID).
+	KindCatalog = "catalog"
+	// KindServerIdentity: the protocol version, server name and version of
+	// the last successful probe (id = ProberObjectID).
+	KindServerIdentity = "server"
+	// KindAuthServer: the OAuth authorization server pinned for an endpoint
+	// whose client has no token URL; one per endpoint (id = the endpoint
+	// ID), shared by every region, since the client secret may go to one
+	// token endpoint only.
+	KindAuthServer = "auth_server"
+	// KindMaintenance: one JSON-encoded model.Maintenance per window ID,
+	// indexed by tenant (TenantKinds).
+	KindMaintenance = "maintenance"
+	// KindAPIKey: one auth.Key record per API key, id = auth.Hash(key).
+	KindAPIKey = "apikey"
+	// KindAPIKeyUse: a key's last-used time, id = auth.Hash(key); kept
+	// apart from the record so flushing it never races a revocation.
+	KindAPIKeyUse = "apikey-use"
+)
+
+// ProberObjectKinds are removed with their endpoint by DeleteEndpoint.
+func ProberObjectKinds() [3]string {
+	return [3]string{KindCatalog, KindServerIdentity, KindAuthServer}
+}
+
+// TenantKinds returns the Objects kinds whose documents belong to a tenant
+// and are indexed by it: maintenance windows.
+func TenantKinds() [1]string { return [1]string{KindMaintenance} }
+
+// IsTenantKind reports whether kind is one of TenantKinds.
+func IsTenantKind(kind string) bool {
+	kinds := TenantKinds()
+	return slices.Contains(kinds[:], kind)
+}
