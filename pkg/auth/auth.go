@@ -12,7 +12,8 @@
 // written by another replica cannot be undone by a stale flush).
 //
 // Data enters through Keyring.Create (the API's /v1/keys, the `mcpmon keys`
-// command and the daemon's first-start bootstrap) and Keyring.Authenticate
+// command in pkg/auth/keys, and Keyring.Bootstrap: the first admin key of
+// an empty store, shown once or written to a KeyFile) and Keyring.Authenticate
 // (the API middleware); it leaves as Key records and, through NewContext, as
 // the request's Principal, which carries the tenant handlers scope by.
 package auth

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -10,14 +9,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/config"
-	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
@@ -99,44 +96,6 @@ func TestFirstStartPrintsAdminKeyOnce(t *testing.T) {
 	}
 	if resp := status(t, apiClient{addr: d.Addr(), key: key}, http.MethodGet, "/v1/endpoints"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("the first start's key after a restart = %d, want 200", resp.StatusCode)
-	}
-}
-
-// TestBootstrapCreatesOneKeyAmongReplicas: API replicas starting together on
-// one store create exactly one admin key.
-func TestBootstrapCreatesOneKeyAmongReplicas(t *testing.T) {
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "store.db"), bolt.Options{SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	var mu sync.Mutex
-	var printed []string
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Go(func() {
-			kr := auth.NewKeyring(st, auth.Options{})
-			key, err := bootstrapAdminKey(t.Context(), st, kr, fmt.Sprintf("replica-%d", i))
-			if err != nil {
-				t.Error(err)
-			}
-			if key != "" {
-				mu.Lock()
-				printed = append(printed, key)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	keys, err := auth.NewKeyring(st, auth.Options{}).List(t.Context(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(printed) != 1 || len(keys) != 1 || keys[0].Scope != auth.ScopeAdmin || keys[0].Tenant != auth.DefaultTenant {
-		t.Fatalf("%d replicas printed a key, the store has %+v: want one admin key of the default tenant", len(printed), keys)
-	}
-	if key, err := bootstrapAdminKey(t.Context(), st, auth.NewKeyring(st, auth.Options{}), "late"); key != "" || err != nil {
-		t.Fatalf("a later start bootstrapped again: %q, %v", key, err)
 	}
 }
 

@@ -156,7 +156,10 @@ type Daemon struct {
 	delay      *metrics.PipelineDelay
 	wrap       func(queueName string, h queue.Handler) queue.Handler // Deps.wrapHandler
 	proberOpts func(region string, o *prober.Options)                // Deps.proberOptions
-	aggID      string                                                // aggregatorReplicaID
+	replica    struct {                                              // replicaID
+		once sync.Once
+		id   string
+	}
 }
 
 // Start opens the backends, builds the role's components and starts them.
@@ -533,16 +536,20 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			members, memberTTL = mem, mem.TTL()
 			d.loop(ctx, "aggregator heartbeat", mem.Run)
 		}
+		live, err := d.liveRegions(rm) // heartbeat.go
+		if err != nil {
+			return fmt.Errorf("prober heartbeats: %w", err)
+		}
 		agg, err := aggregator.New(aggregator.Options{
 			Store:         d.st,
 			Publisher:     d.publisher(msg.QueueVerdicts, qm),
 			Window:        o.Window,
 			Grace:         o.Grace,
 			Regions:       o.Regions,
-			Live:          d.liveRegions(rm), // heartbeat.go
+			Live:          live,
 			RegionMetrics: rm,
 			Members:       members,
-			Replica:       d.aggregatorReplicaID(),
+			Replica:       d.replicaID(),
 			MemberTTL:     memberTTL,
 			Clock:         d.clk,
 			Logger:        d.log,

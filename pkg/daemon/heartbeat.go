@@ -2,19 +2,15 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/mcpmon/mcpmon/aggregator"
-	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/membership"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // Prober heartbeats: the optional, learned half of the region set. The
@@ -26,118 +22,56 @@ import (
 // A region that is live but silent for one endpoint stays due: that is
 // exactly the no_data case.
 //
-// Each prober writes {region, replica, lastSeen} to the store's objects
-// (kind HeartbeatKind, id region|replica) every heartbeatInterval; the
-// aggregator reads them at most once per interval. A region is live at t
-// when one of its heartbeats is at most heartbeatTTL older than t.
+// Each prober is a pkg/membership member of its region (kind
+// HeartbeatKind), beating every membership.DefaultInterval and keeping its
+// heartbeat on a clean stop, so a region restarting its only prober stays
+// live across the restart; the aggregator reads them with
+// membership.Regions.
 
 // HeartbeatKind is the store object kind of prober heartbeats.
 const HeartbeatKind = "prober-heartbeat"
 
-const (
-	heartbeatInterval = 10 * time.Second
-	// heartbeatTTL: three missed beats before a region is given up.
-	heartbeatTTL = 3 * heartbeatInterval
-	// heartbeatForget: a replica's beat older than this is deleted by a
-	// reader (replica IDs change with every restart).
-	heartbeatForget = 24 * time.Hour
-)
-
-type heartbeat struct {
-	Region   string    `json:"region"`
-	Replica  string    `json:"replica"`
-	LastSeen time.Time `json:"lastSeen"`
-}
-
-// liveRegions is the pure rule: the regions with a heartbeat at most ttl
-// older than t (or newer), sorted.
-func liveRegions(beats []heartbeat, t time.Time, ttl time.Duration) []string {
-	var out []string
-	for _, b := range beats {
-		if !b.LastSeen.Before(t.Add(-ttl)) && !slices.Contains(out, b.Region) {
-			out = append(out, b.Region)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// beat writes this prober's heartbeat every heartbeatInterval until ctx is
-// done. A failed write is retried at the next beat: a store outage makes
-// the region look dead only after the TTL, and then every region alike.
+// beat runs one membership per region this process probes from until ctx
+// is done.
 func (d *Daemon) beat(ctx context.Context, regions []string) error {
-	t := time.NewTicker(heartbeatInterval)
-	defer t.Stop()
-	for {
-		for _, r := range regions {
-			doc, _ := json.Marshal(heartbeat{Region: r, Replica: d.opts.ReplicaID, LastSeen: d.clk.Now().UTC()})
-			if err := d.st.PutObject(ctx, HeartbeatKind, r+"|"+d.opts.ReplicaID, doc); err != nil && ctx.Err() == nil {
-				d.log.Debug("prober heartbeat not written; retried at the next beat", "region", r, "err", err)
-			}
+	var members []*membership.Membership
+	for _, r := range regions {
+		m, err := membership.New(membership.Options{
+			Store:      d.st,
+			Kind:       HeartbeatKind,
+			ID:         d.replicaID(),
+			Region:     r,
+			KeepOnStop: true,
+			Clock:      d.clk,
+			Logger:     d.log,
+		})
+		if err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+		members = append(members, m)
 	}
-}
-
-// heartbeats reads the live regions for the aggregator
-// (aggregator.LiveRegions), listing the store at most once per
-// heartbeatInterval.
-type heartbeats struct {
-	st  store.Objects
-	clk clock.Clock
-	m   *aggregator.RegionMetrics
-
-	mu     sync.Mutex
-	beats  []heartbeat
-	listed time.Time
-	known  bool
-}
-
-var _ aggregator.LiveRegions = (*heartbeats)(nil)
-
-// LiveAt reports the regions live at t; ok is false when no heartbeat was
-// ever listed (probers of a release without heartbeats, or the store
-// failing before the first listing), and the configured set is used.
-func (h *heartbeats) LiveAt(ctx context.Context, t time.Time) ([]string, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	now := h.clk.Now()
-	if now.Sub(h.listed) >= heartbeatInterval {
-		if docs, err := h.st.ListObjects(ctx, HeartbeatKind); err == nil {
-			h.listed, h.beats = now, h.beats[:0]
-			for id, doc := range docs {
-				var b heartbeat
-				if json.Unmarshal(doc, &b) != nil {
-					continue
-				}
-				if now.Sub(b.LastSeen) > heartbeatForget {
-					_ = h.st.DeleteObject(ctx, HeartbeatKind, id)
-					continue
-				}
-				h.beats = append(h.beats, b)
-			}
-			h.known = len(h.beats) > 0
-			h.m.SetLive(liveRegions(h.beats, now, heartbeatTTL))
-		}
+	var wg sync.WaitGroup
+	for _, m := range members {
+		wg.Go(func() { _ = m.Run(ctx) }) // Run returns nil
 	}
-	if !h.known {
-		return nil, false
-	}
-	return liveRegions(h.beats, t, heartbeatTTL), true
+	wg.Wait()
+	return nil
 }
 
 // liveRegions is the aggregator's heartbeat reader, or nil without a
 // region set (nothing to narrow).
-func (d *Daemon) liveRegions(m *aggregator.RegionMetrics) aggregator.LiveRegions {
+func (d *Daemon) liveRegions(m *aggregator.RegionMetrics) (aggregator.LiveRegions, error) {
 	if len(d.opts.Regions) == 0 {
-		return nil
+		return nil, nil
 	}
-	return &heartbeats{st: d.st, clk: d.clk, m: m}
+	r, err := membership.NewRegions(membership.Options{Store: d.st, Kind: HeartbeatKind, Clock: d.clk, Logger: d.log}, m)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
+
+var _ aggregator.LiveRegions = (*membership.Regions)(nil)
 
 // AggregatorHeartbeatKind is the store object kind of aggregator replicas'
 // membership heartbeats (pkg/membership), by which they split the windows
@@ -162,25 +96,27 @@ func (d *Daemon) aggregatorMembership() (*membership.Membership, error) {
 	return membership.New(membership.Options{
 		Store:    d.st,
 		Kind:     AggregatorHeartbeatKind,
-		ID:       d.aggregatorReplicaID(),
+		ID:       d.replicaID(),
 		Interval: min(max(window/6, time.Second), membership.DefaultInterval),
 		Clock:    d.clk,
 		Logger:   d.log,
 	})
 }
 
-// aggregatorReplicaID is this aggregator's member ID: --replica-id (host-pid
-// by default), or, for options built without config.Parse (tests, the load
+// replicaID is this process's member ID: --replica-id (host-pid by
+// default), or, for options built without config.Parse (tests, the load
 // harness's daemons in one process), host-pid plus a random suffix, so two
-// aggregators of one process are two members. Two replicas given the same
+// daemons of one process are two members. Two aggregators given the same
 // ID own the same share: duplicate decisions, never a window without one.
-func (d *Daemon) aggregatorReplicaID() string {
+func (d *Daemon) replicaID() string {
 	if d.opts.ReplicaID != "" {
 		return d.opts.ReplicaID
 	}
-	if d.aggID == "" {
+	// Once: the aggregator and the prober heartbeat loop ask from
+	// different goroutines.
+	d.replica.once.Do(func() {
 		host, _ := os.Hostname()
-		d.aggID = fmt.Sprintf("%s-%d-%08x", host, os.Getpid(), rand.Uint32())
-	}
-	return d.aggID
+		d.replica.id = fmt.Sprintf("%s-%d-%08x", host, os.Getpid(), rand.Uint32())
+	})
+	return d.replica.id
 }

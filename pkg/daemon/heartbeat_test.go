@@ -3,72 +3,57 @@ package daemon
 import (
 	"encoding/json"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
 
-func TestLiveRegions(t *testing.T) {
-	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	beats := []heartbeat{
-		{Region: "eu", Replica: "a", LastSeen: t0},
-		{Region: "eu", Replica: "b", LastSeen: t0.Add(-time.Hour)},
-		{Region: "us", Replica: "c", LastSeen: t0.Add(-heartbeatTTL)},
-		{Region: "ap", Replica: "d", LastSeen: t0.Add(-heartbeatTTL - time.Second)},
+// TestProberHeartbeatsAreReadableByEveryRelease: `run --regions` beats once
+// per region under region|replica, in a document a reader of the release
+// before membership carried prober heartbeats ({region, replica, lastSeen})
+// still reads as its region's, so old aggregators beside new probers keep
+// their regions; a clean stop keeps the heartbeats, so the region stays
+// live across a restart.
+func TestProberHeartbeatsAreReadableByEveryRelease(t *testing.T) {
+	o := fastOptions(t)
+	o.Auth = config.AuthNone
+	o.Regions = threeRegions
+	o.ReplicaID = "r1"
+	d, err := Start(t.Context(), RoleAll, o, Deps{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	tests := []struct {
-		at   time.Time
-		want []string
-	}{
-		{t0, []string{"eu", "us"}},                         // ap's last beat is past the TTL
-		{t0.Add(-time.Minute), []string{"ap", "eu", "us"}}, // an older window: ap was live then
-		{t0.Add(2 * heartbeatTTL), nil},                    // nobody since
+	eventually(t, 10*time.Second, "a heartbeat per region", func() bool {
+		docs, err := d.Store().ListObjects(t.Context(), HeartbeatKind)
+		return err == nil && len(docs) == len(threeRegions)
+	})
+	d.Stop()
+	if err := d.Wait(); err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		if got := liveRegions(beats, tt.at, heartbeatTTL); !slices.Equal(got, tt.want) {
-			t.Errorf("liveRegions at %s = %v, want %v", tt.at, got, tt.want)
+	st, err := bolt.Open(filepath.Join(o.DataDir, "store.db"), bolt.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	docs, err := st.ListObjects(t.Context(), HeartbeatKind)
+	if err != nil || len(docs) != len(threeRegions) {
+		t.Fatalf("heartbeats after a clean stop: %d, %v; want one per region, kept", len(docs), err)
+	}
+	for _, r := range threeRegions {
+		var old struct {
+			Region   string    `json:"region"`
+			LastSeen time.Time `json:"lastSeen"`
 		}
-	}
-}
-
-// TestHeartbeatsNarrowDueRegions: heartbeats written to a real store are
-// read back as the live set, a region whose probers stopped beating drops
-// out after the TTL, stale replicas are forgotten, and with no heartbeat at
-// all the reader says it cannot tell.
-func TestHeartbeatsNarrowDueRegions(t *testing.T) {
-	st := openBolt(t)
-	clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
-	h := &heartbeats{st: st, clk: clk}
-	if _, ok := h.LiveAt(t.Context(), clk.Now()); ok {
-		t.Fatal("no heartbeat written, yet the reader claims to know the live set")
-	}
-	put := func(region, replica string, at time.Time) {
-		doc, _ := json.Marshal(heartbeat{Region: region, Replica: replica, LastSeen: at})
-		if err := st.PutObject(t.Context(), HeartbeatKind, region+"|"+replica, doc); err != nil {
-			t.Fatal(err)
+		doc := docs[r+"|r1"]
+		if err := json.Unmarshal(doc, &old); err != nil || old.Region != r || old.LastSeen.IsZero() {
+			t.Errorf("heartbeat %s|r1 = %s: an older reader sees region %q at %s (%v)", r, doc, old.Region, old.LastSeen, err)
 		}
-	}
-	put("eu", "a", clk.Now())
-	put("us", "b", clk.Now())
-	put("ap", "gone", clk.Now().Add(-48*time.Hour))
-	clk.Advance(heartbeatInterval)
-	live, ok := h.LiveAt(t.Context(), clk.Now())
-	if !ok || !slices.Equal(live, []string{"eu", "us"}) {
-		t.Fatalf("live = %v %v, want [eu us]", live, ok)
-	}
-	if _, err := st.GetObject(t.Context(), HeartbeatKind, "ap|gone"); err == nil {
-		t.Fatal("a replica's day-old heartbeat was kept")
-	}
-	// eu keeps beating; us stops.
-	clk.Advance(heartbeatTTL)
-	put("eu", "a", clk.Now())
-	live, ok = h.LiveAt(t.Context(), clk.Now())
-	if !ok || !slices.Equal(live, []string{"eu"}) {
-		t.Fatalf("live after us stopped = %v %v, want [eu]", live, ok)
 	}
 }
 
