@@ -11,6 +11,7 @@ import (
 	"github.com/mcpmon/mcpmon/aggregator"
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/membership"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // Prober heartbeats: the optional, learned half of the region set. The
@@ -23,13 +24,10 @@ import (
 // exactly the no_data case.
 //
 // Each prober is a pkg/membership member of its region (kind
-// HeartbeatKind), beating every membership.DefaultInterval and keeping its
+// store.KindProberHeartbeat), beating every membership.DefaultInterval and keeping its
 // heartbeat on a clean stop, so a region restarting its only prober stays
 // live across the restart; the aggregator reads them with
 // membership.Regions.
-
-// HeartbeatKind is the store object kind of prober heartbeats.
-const HeartbeatKind = "prober-heartbeat"
 
 // beat runs one membership per region this process probes from until ctx
 // is done.
@@ -38,7 +36,7 @@ func (d *Daemon) beat(ctx context.Context, regions []string) error {
 	for _, r := range regions {
 		m, err := membership.New(membership.Options{
 			Store:      d.st,
-			Kind:       HeartbeatKind,
+			Kind:       store.KindProberHeartbeat,
 			ID:         d.replicaID(),
 			Region:     r,
 			KeepOnStop: true,
@@ -64,7 +62,7 @@ func (d *Daemon) liveRegions(m *aggregator.RegionMetrics) (aggregator.LiveRegion
 	if len(d.opts.Regions) == 0 {
 		return nil, nil
 	}
-	r, err := membership.NewRegions(membership.Options{Store: d.st, Kind: HeartbeatKind, Clock: d.clk, Logger: d.log}, m)
+	r, err := membership.NewRegions(membership.Options{Store: d.st, Kind: store.KindProberHeartbeat, Clock: d.clk, Logger: d.log}, m)
 	if err != nil {
 		return nil, err
 	}
@@ -72,11 +70,6 @@ func (d *Daemon) liveRegions(m *aggregator.RegionMetrics) (aggregator.LiveRegion
 }
 
 var _ aggregator.LiveRegions = (*membership.Regions)(nil)
-
-// AggregatorHeartbeatKind is the store object kind of aggregator replicas'
-// membership heartbeats (pkg/membership), by which they split the windows
-// they decide (aggregator owner.go).
-const AggregatorHeartbeatKind = "aggregator-heartbeat"
 
 // aggregatorMembership is this aggregator replica's membership, or nil with
 // the embedded store: only one process can open it, so there is one
@@ -95,7 +88,7 @@ func (d *Daemon) aggregatorMembership() (*membership.Membership, error) {
 	}
 	return membership.New(membership.Options{
 		Store:    d.st,
-		Kind:     AggregatorHeartbeatKind,
+		Kind:     store.KindAggregatorHeartbeat,
 		ID:       d.replicaID(),
 		Interval: min(max(window/6, time.Second), membership.DefaultInterval),
 		Clock:    d.clk,

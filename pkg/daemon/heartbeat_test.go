@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
 
@@ -29,7 +30,7 @@ func TestProberHeartbeatsAreReadableByEveryRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "a heartbeat per region", func() bool {
-		docs, err := d.Store().ListObjects(t.Context(), HeartbeatKind)
+		docs, err := d.Store().ListObjects(t.Context(), store.KindProberHeartbeat)
 		return err == nil && len(docs) == len(threeRegions)
 	})
 	d.Stop()
@@ -41,7 +42,7 @@ func TestProberHeartbeatsAreReadableByEveryRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	docs, err := st.ListObjects(t.Context(), HeartbeatKind)
+	docs, err := st.ListObjects(t.Context(), store.KindProberHeartbeat)
 	if err != nil || len(docs) != len(threeRegions) {
 		t.Fatalf("heartbeats after a clean stop: %d, %v; want one per region, kept", len(docs), err)
 	}
@@ -109,7 +110,7 @@ func TestAggregatorReplicasSeeEachOther(t *testing.T) {
 	if err := b.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	docs, err := st.ListObjects(t.Context(), AggregatorHeartbeatKind)
+	docs, err := st.ListObjects(t.Context(), store.KindAggregatorHeartbeat)
 	if err != nil || docs["agg-b"] != nil || docs["agg-a"] == nil {
 		t.Fatalf("heartbeats after b stopped: %v %v, want only agg-a's", slices.Collect(maps.Keys(docs)), err)
 	}
@@ -122,7 +123,7 @@ func TestAggregatorReplicasSeeEachOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Stop(); _ = d.Wait() })
-	if docs, err := d.Store().ListObjects(t.Context(), AggregatorHeartbeatKind); err != nil || len(docs) != 0 {
+	if docs, err := d.Store().ListObjects(t.Context(), store.KindAggregatorHeartbeat); err != nil || len(docs) != 0 {
 		t.Fatalf("embedded store heartbeats %v %v, want none", docs, err)
 	}
 	if got := members(d); got != 0 {

@@ -26,6 +26,12 @@ const (
 	// KindAPIKeyUse: a key's last-used time, id = auth.Hash(key); kept
 	// apart from the record so flushing it never races a revocation.
 	KindAPIKeyUse = "apikey-use"
+	// KindProberHeartbeat: one pkg/membership beat per prober replica and
+	// region, id = "<region>|<replica>".
+	KindProberHeartbeat = "prober-heartbeat"
+	// KindAggregatorHeartbeat: one pkg/membership beat per aggregator
+	// replica, id = the replica ID.
+	KindAggregatorHeartbeat = "aggregator-heartbeat"
 )
 
 // ProberObjectKinds are removed with their endpoint by DeleteEndpoint.
