@@ -45,6 +45,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -166,8 +167,8 @@ type Options struct {
 // DefaultMaxBodyBytes is the default request body cap.
 const DefaultMaxBodyBytes = 1 << 20
 
-// Redacted replaces every secret value in responses.
-const Redacted = "<redacted>"
+// Redacted replaces every secret value in responses (model.Redacted).
+const Redacted = model.Redacted
 
 type server struct {
 	store     Store
