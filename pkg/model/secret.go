@@ -160,6 +160,34 @@ func IsSecretField(name string) bool {
 	return false
 }
 
+// credentialHeaderWords mark a credential header wherever they appear in
+// its name.
+var credentialHeaderWords = []string{"token", "secret", "auth", "password", "credential"}
+
+// IsCredentialHeader reports whether an HTTP header named name carries a
+// credential: Authorization, Proxy-Authorization or Cookie, one whose name
+// contains one of credentialHeaderWords (X-Auth-Token, X-Client-Secret), or
+// one with a part (split at - and _) that is or ends in "key" (X-Api-Key,
+// Api-Key, Apikey, Ocp-Apim-Subscription-Key). Case is ignored.
+func IsCredentialHeader(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "authorization", "proxy-authorization", "cookie":
+		return true
+	}
+	for _, word := range credentialHeaderWords {
+		if strings.Contains(n, word) {
+			return true
+		}
+	}
+	for _, part := range strings.FieldsFunc(n, func(r rune) bool { return r == '-' || r == '_' }) {
+		if strings.HasSuffix(part, "key") {
+			return true
+		}
+	}
+	return false
+}
+
 // RedactURL renders raw with its credentials hidden: the user info, if any,
 // and the value of every non-empty credential-like query parameter
 // (IsSecretParam) become Redacted. Everything else is kept byte for byte,

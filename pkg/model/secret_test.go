@@ -51,7 +51,11 @@ func TestSecretNeverRenders(t *testing.T) {
 			t.Errorf("%s rendering leaks the secret: %s", name, out)
 		}
 	}
-	if !strings.Contains(renderings["json"], `"s":"<redacted>"`) || !strings.Contains(renderings["slog"], model.Redacted) {
+	var back struct{ S, U string }
+	if err := json.Unmarshal(js, &back); err != nil || back.S != model.Redacted || back.U != "https://hooks.example/<redacted>?<redacted>" {
+		t.Errorf("JSON = %s (%v), want the marker", js, err)
+	}
+	if !strings.Contains(renderings["slog"], `"s":"<redacted>"`) || !strings.Contains(renderings["%v"], model.Redacted) {
 		t.Errorf("renderings do not show the marker: %v", renderings)
 	}
 	if got := fmt.Sprintf("%v|%s|%#v", model.Secret(""), model.SecretURL(""), model.Secret("")); got != `||model.Secret("")` {
@@ -126,6 +130,18 @@ func TestSecretFields(t *testing.T) {
 	} {
 		if got := model.IsSecretField(name); got != want {
 			t.Errorf("IsSecretField(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestCredentialHeaders(t *testing.T) {
+	for name, want := range map[string]bool{
+		"Authorization": true, "proxy-authorization": true, "Cookie": true, "X-Api-Key": true, "Apikey": true,
+		"Ocp-Apim-Subscription-Key": true, "X-Auth-Token": true, "X-Client-Secret": true, "X-Password": true,
+		"X-Trace-Id": false, "X-Tenant": false, "Accept": false, "X-Keyboard": false,
+	} {
+		if got := model.IsCredentialHeader(name); got != want {
+			t.Errorf("IsCredentialHeader(%q) = %v, want %v", name, got, want)
 		}
 	}
 }
