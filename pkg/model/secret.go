@@ -188,18 +188,18 @@ func IsCredentialHeader(name string) bool {
 	return false
 }
 
-// RedactURL renders raw with its credentials hidden: the user info, if any,
-// and the value of every non-empty credential-like query parameter
-// (IsSecretParam) become Redacted. Everything else is kept byte for byte,
-// so a client that sends the URL back unchanged can be matched to the
-// stored one (see MapSecretParams). raw need not parse.
+// RedactURL renders raw with its credentials hidden: the user info, if any
+// ("user:pw@"; a token alone is a user name), is dropped and the value of
+// every non-empty credential-like query parameter (IsSecretParam) becomes
+// Redacted. Everything else is kept byte for byte, so a client that sends
+// the URL back unchanged can be matched to the stored one (see
+// MapSecretParams). raw need not parse.
 func RedactURL(raw string) string {
-	return MapSecretParams(hideUserinfo(raw), func(string, string, int) (string, bool) { return Redacted, true })
+	return MapSecretParams(dropUserinfo(raw), func(string, string, int) (string, bool) { return Redacted, true })
 }
 
-// hideUserinfo replaces the user info of raw's authority ("user:pw@"; a
-// token alone is a user name) with Redacted.
-func hideUserinfo(raw string) string {
+// dropUserinfo removes the user info of raw's authority.
+func dropUserinfo(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return raw
@@ -212,7 +212,7 @@ func hideUserinfo(raw string) string {
 	if at < 0 {
 		return raw
 	}
-	return scheme + "://" + Redacted + rest[at:]
+	return scheme + "://" + rest[at+1:]
 }
 
 // MapSecretParams rewrites the values of raw's non-empty credential-like

@@ -86,8 +86,8 @@ func TestRedactURLHidesCredentialsOnly(t *testing.T) {
 		"https://x.example/mcp":                                 "https://x.example/mcp",
 		"https://x.example/mcp?tenant=a&api%5Fkey=k%2F1&sig=&b": "https://x.example/mcp?tenant=a&api%5Fkey=<redacted>&sig=&b",
 		"https://x.example/mcp?token=a&token=b#token=c":         "https://x.example/mcp?token=<redacted>&token=<redacted>#token=c",
-		"https://tok@x.example/p?q=1":                           "https://<redacted>@x.example/p?q=1",
-		"https://u:p@x.example":                                 "https://<redacted>@x.example",
+		"https://tok@x.example/p?q=1":                           "https://x.example/p?q=1",
+		"https://u:p@x.example?token=t":                         "https://x.example?token=<redacted>",
 		"https://x.example/a@b?X-Amz-Signature=s":               "https://x.example/a@b?X-Amz-Signature=<redacted>",
 		"%zz?key=v": "%zz?key=<redacted>",
 	} {
