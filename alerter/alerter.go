@@ -457,22 +457,17 @@ func (a *Alerter) decide(ctx context.Context, in transitionInput) (transitionRes
 	return transition(in)
 }
 
-// safeURL drops userinfo, query and fragment: they may carry credentials.
-func safeURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	u.User, u.RawQuery, u.Fragment, u.RawFragment = nil, "", "", ""
-	return u.String()
-}
+// safeURL is ep's URL as notifications show it: credentials hidden by the
+// one rule the API also applies (model.RedactURL).
+func safeURL(raw string) string { return model.RedactURL(raw) }
 
 // redact renders err without the URL a *url.Error carries: a sink's URL
-// (Slack webhook, PagerDuty relay) is itself a secret.
+// (Slack webhook, PagerDuty relay) is itself a secret, so it is shown as a
+// model.SecretURL (scheme and host).
 func redact(err error) string {
 	s := err.Error()
 	if ue, ok := errors.AsType[*url.Error](err); ok && ue.URL != "" {
-		s = strings.ReplaceAll(s, ue.URL, "<redacted-url>")
+		s = strings.ReplaceAll(s, ue.URL, model.SecretURL(ue.URL).String())
 	}
 	return s
 }

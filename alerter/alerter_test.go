@@ -68,7 +68,7 @@ func TestSteadyOutageOpensOnceResolvesOnce(t *testing.T) {
 		t.Fatalf("incident resolved at %v with transitions %+v, want window 6 and two transitions", inc.ResolvedWindow, inc.Transitions)
 	}
 	n := e.rcv.notifications()[0]
-	if n.Key != msg.LedgerKey("ep1", inc.ID, "open", "hook") || n.IncidentID != inc.ID || n.EndpointURL != "https://ep1.example/mcp" || n.Class != "refused" {
+	if n.Key != msg.LedgerKey("ep1", inc.ID, "open", "hook") || n.IncidentID != inc.ID || n.EndpointURL != "https://ep1.example/mcp?token=<redacted>" || n.Class != "refused" {
 		t.Fatalf("open notification %+v: wrong key, incident, class or unredacted URL", n)
 	}
 }

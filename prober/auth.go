@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // authError classifies a 401. With credentials configured it is a rejection.
@@ -94,34 +96,12 @@ func (r *run) resourceMetadataCandidates() []string {
 }
 
 // hasCredentials reports whether the endpoint's configured headers carry a
-// credential, so that a 401 means they were refused. Other headers (a trace
-// ID, a tenant) leave a 401 to mean "log in first". A credential header is
-// Authorization, Proxy-Authorization or Cookie, or one whose name has a
-// part (split at - and _) that is or ends in "key" (X-Api-Key, Api-Key,
-// Apikey, Ocp-Apim-Subscription-Key), or contains "token", "secret",
-// "auth", "password" or "credential" (X-Auth-Token, X-Client-Secret).
+// credential (model.IsCredentialHeader), so that a 401 means they were
+// refused. Other headers (a trace ID, a tenant) leave a 401 to mean "log in
+// first".
 func hasCredentials(headers map[string]string) bool {
 	for name := range headers {
-		if isCredentialHeader(name) {
-			return true
-		}
-	}
-	return false
-}
-
-func isCredentialHeader(name string) bool {
-	n := strings.ToLower(name)
-	switch n {
-	case "authorization", "proxy-authorization", "cookie":
-		return true
-	}
-	for _, word := range []string{"token", "secret", "auth", "password", "credential"} {
-		if strings.Contains(n, word) {
-			return true
-		}
-	}
-	for _, part := range strings.FieldsFunc(n, func(r rune) bool { return r == '-' || r == '_' }) {
-		if strings.HasSuffix(part, "key") {
+		if model.IsCredentialHeader(name) {
 			return true
 		}
 	}

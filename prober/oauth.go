@@ -150,7 +150,7 @@ func (p *Prober) token(ctx context.Context, ep model.Endpoint) tokenResult {
 		// names it (oauthdiscovery.go), looked up again with each fetch.
 		var err error
 		if found, err = p.discoverAuthServer(ctx, ep.URL); err != nil {
-			return tokenResult{fetched: took(), err: failf(ClassAuthTokenFailed, 0, "OAuth token URL discovery for %s failed: %v", redactURL(ep.URL), err)}
+			return tokenResult{fetched: took(), err: failf(ClassAuthTokenFailed, 0, "OAuth token URL discovery for %s failed: %v", model.RedactURL(ep.URL), err)}
 		}
 	}
 	stored, err := p.loadPin(ctx, ep.ID)

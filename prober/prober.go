@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -428,7 +427,7 @@ func (p *Prober) Run(ctx context.Context, ep model.Endpoint, cmd msg.ProbeComman
 	if d := pe.blockedDetail(); d != "" {
 		// The result says only that the guard refused; what it refused is
 		// the operator's network, told here.
-		p.log.Info("SSRF guard refused the target", "endpoint", ep.ID, "url", redactURL(ep.URL), "refused", d)
+		p.log.Info("SSRF guard refused the target", "endpoint", ep.ID, "url", model.RedactURL(ep.URL), "refused", d)
 	}
 	p.conclude(&res, ep, r, pe, total, secrets)
 	res.Status = StatusOf(res.Class)
@@ -476,7 +475,7 @@ func (p *Prober) Run(ctx context.Context, ep model.Endpoint, cmd msg.ProbeComman
 		lvl = slog.LevelInfo
 	}
 	if p.log.Enabled(ctx, lvl) {
-		p.log.Log(ctx, lvl, "probe finished", "endpoint", ep.ID, "slot", cmd.Slot, "url", redactURL(ep.URL), "status", res.Status,
+		p.log.Log(ctx, lvl, "probe finished", "endpoint", ep.ID, "slot", cmd.Slot, "url", model.RedactURL(ep.URL), "status", res.Status,
 			"class", res.Class, "error", res.Error, "version", res.ProtocolVersion, "duration", total)
 	}
 	return res, mem
@@ -562,23 +561,6 @@ func (p *Prober) certEvent(res *msg.ProbeResult) *msg.Event {
 		m = fmt.Sprintf("TLS certificate expired %s", res.CertExpiry.Format(time.RFC3339))
 	}
 	return &msg.Event{Kind: EventCertExpiring, Severity: "warning", Message: m}
-}
-
-// redactURL drops user info and query values from a URL for logs.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable URL)"
-	}
-	u.User = nil
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			q[k] = []string{"REDACTED"}
-		}
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
 }
 
 // timeoutOf is the probe timeout of ep: its own, else the prober's default,

@@ -23,6 +23,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // Sink types.
@@ -51,8 +53,8 @@ const (
 // MaxEndpointSinks bounds the sinks one endpoint may declare over REST.
 const MaxEndpointSinks = 10
 
-// Redacted replaces every secret in Config.Redacted.
-const Redacted = "<redacted>"
+// Redacted is the marker Config.Redacted writes (model.Redacted).
+const Redacted = model.Redacted
 
 // ErrInvalid wraps every configuration validation error.
 var ErrInvalid = errors.New("invalid sink configuration")
@@ -344,50 +346,30 @@ func checkURL(raw string) string {
 }
 
 // Redacted returns a copy safe to log or return over the API: secrets
-// become "<redacted>", receiver URLs keep only scheme and host.
+// become "<redacted>" (model.Secret), receiver URLs keep only scheme and
+// host (model.SecretURL).
 func (c Config) Redacted() Config {
 	r := c
 	r.Tags = slices.Clone(c.Tags)
 	r.To = slices.Clone(c.To)
 	r.Notify = slices.Clone(c.Notify)
 	for _, p := range []*string{&r.Secret, &r.RoutingKey, &r.APIKey, &r.SMTPPassword} {
-		if *p != "" {
-			*p = Redacted
-		}
+		*p = model.Secret(*p).String()
 	}
-	if r.URL != "" {
-		// pagerduty/opsgenie URLs are API endpoints without tokens; the
-		// path is kept so an EU or relay override stays visible.
-		r.URL = redactURL(r.URL, c.Type == TypePagerDuty || c.Type == TypeOpsgenie)
+	// pagerduty/opsgenie URLs are API endpoints without tokens: only their
+	// credentials are hidden, so an EU or relay override stays visible.
+	if c.Type == TypePagerDuty || c.Type == TypeOpsgenie {
+		r.URL = model.RedactURL(r.URL)
+	} else {
+		r.URL = model.SecretURL(r.URL).String()
 	}
-	if r.ClientURL != "" {
-		r.ClientURL = redactURL(r.ClientURL, true)
-	}
+	r.ClientURL = model.RedactURL(r.ClientURL)
 	return r
 }
 
-// RedactURL strips userinfo and replaces the path and query of raw with
-// "<redacted>", keeping scheme and host so an operator can still tell which
-// receiver is meant.
-func RedactURL(raw string) string { return redactURL(raw, false) }
-
-func redactURL(raw string, keepPath bool) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return Redacted
-	}
-	out := u.Scheme + "://" + u.Host
-	switch {
-	case keepPath:
-		out += u.EscapedPath()
-	case u.Path != "" && u.Path != "/":
-		out += "/" + Redacted
-	}
-	if u.RawQuery != "" {
-		out += "?" + Redacted
-	}
-	return out
-}
+// RedactURL is raw as a model.SecretURL renders it: scheme and host, with
+// a path and a query each shown as "<redacted>".
+func RedactURL(raw string) string { return model.SecretURL(raw).String() }
 
 // String is the redacted JSON form, so a Config printed by accident leaks
 // nothing.

@@ -182,7 +182,7 @@ func RedactEndpointSinks(raw json.RawMessage) json.RawMessage {
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		return json.RawMessage(`"<redacted>"`)
+		return json.RawMessage(`"` + Redacted + `"`)
 	}
 	return b
 }

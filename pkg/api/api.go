@@ -167,8 +167,8 @@ type Options struct {
 // DefaultMaxBodyBytes is the default request body cap.
 const DefaultMaxBodyBytes = 1 << 20
 
-// Redacted replaces every secret value in responses.
-const Redacted = "<redacted>"
+// Redacted replaces every secret value in responses (model.Redacted).
+const Redacted = model.Redacted
 
 type server struct {
 	store     Store

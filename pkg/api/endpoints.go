@@ -479,7 +479,7 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (model.Endpoint,
 	if sinks := bytes.TrimSpace(in.Sinks); len(sinks) > 0 && !bytes.Equal(sinks, []byte("null")) {
 		if detail := sinksCapProblem(sinks); detail != "" {
 			bad("#/sinks", "%s", detail)
-		} else if bytes.Contains(sinks, []byte(Redacted)) || bytes.Contains(sinks, []byte(`\u003credacted\u003e`)) {
+		} else if bytes.Contains(sinks, []byte(Redacted)) || bytes.Contains(sinks, escapedRedacted) {
 			bad("#/sinks", "contains the redaction placeholder; send the real values, or in a PATCH omit the members to keep them")
 		} else if s.validSink != nil {
 			if err := s.validSink(json.RawMessage(sinks)); err != nil {

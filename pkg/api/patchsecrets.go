@@ -63,11 +63,11 @@ func carrySecrets(in *EndpointInput, cur model.Endpoint, patch map[string]any) [
 // in cur, if there is one.
 func restoreURLSecrets(next, cur string) string {
 	stored := map[string][]string{}
-	mapSecretParams(cur, func(name, v string, _ int) (string, bool) {
+	model.MapSecretParams(cur, func(name, v string, _ int) (string, bool) {
 		stored[name] = append(stored[name], v)
 		return "", false
 	})
-	return mapSecretParams(next, func(name, v string, n int) (string, bool) {
+	return model.MapSecretParams(next, func(name, v string, n int) (string, bool) {
 		if !isPlaceholder(v) || n >= len(stored[name]) {
 			return "", false
 		}

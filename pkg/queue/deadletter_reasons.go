@@ -47,7 +47,7 @@ var (
 // side of hiding; the reason is for an operator, who has the logs' context.
 func ScrubReason(s string) string {
 	s = urlPattern.ReplaceAllStringFunc(s, scrubURL)
-	return credPattern.ReplaceAllString(s, "$1$2$3<redacted>")
+	return credPattern.ReplaceAllString(s, "$1$2$3"+model.Redacted)
 }
 
 // scrubURL cuts one URL to scheme://host, with "/…" for a dropped path or

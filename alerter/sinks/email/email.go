@@ -35,6 +35,7 @@ import (
 	"github.com/mcpmon/mcpmon/alerter/sinks/post"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // TLS modes.
@@ -248,12 +249,7 @@ func (e *tlsError) Unwrap() error { return e.err }
 // certificate problems are permanent (retrying cannot fix them), 4xx replies
 // and network errors are retryable.
 func (s *Sink) classify(err error) error {
-	msg := post.ScrubNetwork(err.Error(), err)
-	for _, secret := range []string{s.o.Password} {
-		if secret != "" {
-			msg = strings.ReplaceAll(msg, secret, "<redacted>")
-		}
-	}
+	msg := model.Scrub(post.ScrubNetwork(err.Error(), err), s.o.Password)
 	var tp *textproto.Error
 	var certErr *tls.CertificateVerificationError
 	var unknownAuth x509.UnknownAuthorityError

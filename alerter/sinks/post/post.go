@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 const (
@@ -226,7 +227,7 @@ func snippet(r Request, body []byte) string {
 }
 
 // Scrub replaces every secret, the whole URL, and the URL's path and query
-// (where tokens live) in s with "<redacted>".
+// (where tokens live) in s with "<redacted>" (model.Scrub).
 func Scrub(s, rawURL string, secrets []string) string {
 	candidates := append([]string(nil), secrets...)
 	if rawURL != "" {
@@ -257,12 +258,13 @@ func Scrub(s, rawURL string, secrets []string) string {
 			}
 		}
 	}
+	kept := candidates[:0]
 	for _, c := range candidates {
 		if len(c) >= 4 { // short strings would redact ordinary words
-			s = strings.ReplaceAll(s, c, "<redacted>")
+			kept = append(kept, c)
 		}
 	}
-	return s
+	return model.Scrub(s, kept...)
 }
 
 // Client returns a copy of c (a new client when c is nil) whose Timeout is

@@ -1,7 +1,7 @@
 // Package sealed keeps endpoint secrets encrypted at rest. It owns which
 // parts of a model.Endpoint are secret — every header value, the whole
 // per-endpoint sinks document, a URL carrying a credential-like query
-// parameter (see IsSecretParam), the tool check's arguments and the OAuth
+// parameter (see model.IsSecretParam), the tool check's arguments and the OAuth
 // client secret — and the Store decorator that seals them on
 // the way into any backend and opens them on the way out, so pkg/store/bolt
 // and pkg/store/redis only ever hold ciphertext and need not know.
@@ -353,50 +353,16 @@ func sealedSinks(doc json.RawMessage) (string, bool) {
 	return s, true
 }
 
-// secretParamExact and secretParamParts name credential-like query
-// parameters: exact names for short ones that are parts of ordinary words
-// ("sig" in "design"), parts for the rest. Case, '-' and '_' are ignored.
-var (
-	secretParamExact = map[string]bool{"sig": true, "code": true, "pwd": true, "pass": true, "jwt": true, "sas": true}
-	secretParamParts = []string{"key", "token", "secret", "passw", "auth", "credential", "signature", "session", "apikey"}
-)
-
-// IsSecretParam reports whether a URL query parameter's name looks like a
-// credential (key, token, api_key, access_token, sig, X-Amz-Signature, …).
-// It errs on the side of hiding.
-func IsSecretParam(name string) bool {
-	n := strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(name))
-	if secretParamExact[n] {
-		return true
-	}
-	for _, p := range secretParamParts {
-		if strings.Contains(n, p) {
-			return true
-		}
-	}
-	return false
-}
-
 // QuerySecrets returns the (decoded) values of rawURL's credential-like
 // query parameters, empty ones left out.
 func QuerySecrets(rawURL string) []string {
-	_, q, ok := strings.Cut(rawURL, "?")
-	if !ok {
-		return nil
-	}
-	q, _, _ = strings.Cut(q, "#")
 	var out []string
-	for _, pair := range strings.Split(q, "&") {
-		name, val, _ := strings.Cut(pair, "=")
-		if n, err := url.QueryUnescape(name); err == nil {
-			name = n
-		}
+	model.MapSecretParams(rawURL, func(_, val string, _ int) (string, bool) {
 		if v, err := url.QueryUnescape(val); err == nil {
 			val = v
 		}
-		if val != "" && IsSecretParam(name) {
-			out = append(out, val)
-		}
-	}
+		out = append(out, val)
+		return "", false
+	})
 	return out
 }

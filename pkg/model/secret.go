@@ -1,0 +1,262 @@
+package model
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+)
+
+// This file is the one redaction rule: the marker that stands for a hidden
+// secret, which names mark a secret, and how a secret value or URL renders.
+// Callers hide a secret by wrapping it in Secret or SecretURL, or by passing
+// a URL through RedactURL; none writes the marker or a name list itself
+// (TestRedactionHasOneHome checks).
+
+// Redacted stands for a hidden secret wherever one is rendered: API
+// responses, logs, errors, notifications. Clients send it back in a PATCH
+// to keep a stored value, so it is part of the API contract
+// (pkg/api/openapi.yaml).
+const Redacted = "<redacted>"
+
+// Secret is a value that must never be printed: a header value, a token, a
+// password, an HMAC key. Every rendering (fmt verbs, JSON, text, slog) is
+// Redacted, or "" for an empty Secret so that "not set" stays visible.
+// Reveal is the only way to the value, for the code that sends it.
+type Secret string
+
+// Reveal returns the secret itself, for the code that must send it.
+func (s Secret) Reveal() string { return string(s) }
+
+// String is Redacted, or "" for an empty secret.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return Redacted
+}
+
+// GoString keeps %#v redacted.
+func (s Secret) GoString() string { return "model.Secret(" + quote(s.String()) + ")" }
+
+// Format renders every verb from the redacted text, so %x or %q cannot
+// reach the value either.
+func (s Secret) Format(f fmt.State, verb rune) { format(f, verb, s.String(), s.GoString()) }
+
+// MarshalText is the redacted text.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// MarshalJSON is the redacted text as a JSON string.
+func (s Secret) MarshalJSON() ([]byte, error) { return []byte(quote(s.String())), nil }
+
+// LogValue makes slog print the redacted text.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// SecretURL is a URL that is itself a credential: a Slack or webhook URL
+// carries its key in the path or the query. It renders as scheme and host
+// only, so an operator can tell which receiver is meant, with a path and a
+// query each shown as Redacted; a URL without a host renders as Redacted.
+// Reveal is the only way to the URL, for the code that sends to it.
+type SecretURL string
+
+// Reveal returns the URL itself, for the code that must send to it.
+func (u SecretURL) Reveal() string { return string(u) }
+
+// String is the URL with everything but scheme and host hidden.
+func (u SecretURL) String() string {
+	if u == "" {
+		return ""
+	}
+	p, err := url.Parse(string(u))
+	if err != nil || p.Host == "" {
+		return Redacted
+	}
+	out := p.Scheme + "://" + p.Host
+	if p.Path != "" && p.Path != "/" {
+		out += "/" + Redacted
+	}
+	if p.RawQuery != "" {
+		out += "?" + Redacted
+	}
+	return out
+}
+
+// GoString keeps %#v redacted.
+func (u SecretURL) GoString() string { return "model.SecretURL(" + quote(u.String()) + ")" }
+
+// Format renders every verb from the redacted text.
+func (u SecretURL) Format(f fmt.State, verb rune) { format(f, verb, u.String(), u.GoString()) }
+
+// MarshalText is the redacted text.
+func (u SecretURL) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
+
+// MarshalJSON is the redacted text as a JSON string.
+func (u SecretURL) MarshalJSON() ([]byte, error) { return []byte(quote(u.String())), nil }
+
+// LogValue makes slog print the redacted text.
+func (u SecretURL) LogValue() slog.Value { return slog.StringValue(u.String()) }
+
+var (
+	_ fmt.Formatter  = Secret("")
+	_ fmt.GoStringer = Secret("")
+	_ slog.LogValuer = Secret("")
+	_ fmt.Formatter  = SecretURL("")
+	_ fmt.GoStringer = SecretURL("")
+	_ slog.LogValuer = SecretURL("")
+)
+
+func format(f fmt.State, verb rune, text, goText string) {
+	if verb == 'v' && f.Flag('#') {
+		fmt.Fprint(f, goText)
+		return
+	}
+	fmt.Fprintf(f, fmt.FormatString(f, verb), text)
+}
+
+// quote is a JSON string of s; the marker needs no escaping beyond
+// strconv's, and "<" and ">" stay readable (no HTML escaping).
+func quote(s string) string { return fmt.Sprintf("%q", s) }
+
+// secretParamExact and secretParamParts name credential-like URL query
+// parameters: exact names for short ones that are parts of ordinary words
+// ("sig" in "design"), parts for the rest. Case, '-' and '_' are ignored.
+var (
+	secretParamExact = map[string]bool{"sig": true, "code": true, "pwd": true, "pass": true, "jwt": true, "sas": true}
+	secretParamParts = []string{"key", "token", "secret", "passw", "auth", "credential", "signature", "session", "apikey"}
+)
+
+// IsSecretParam reports whether a URL query parameter's name looks like a
+// credential (key, token, api_key, access_token, sig, X-Amz-Signature, …).
+// It errs on the side of hiding.
+func IsSecretParam(name string) bool {
+	n := strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(name))
+	if secretParamExact[n] {
+		return true
+	}
+	for _, p := range secretParamParts {
+		if strings.Contains(n, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretFieldParts mark a sinks-document member whose string value is a
+// secret: tokens, passwords, routing and API keys, HMAC secrets, and URLs
+// (Slack and generic webhook URLs carry their credentials in the path or
+// query).
+var secretFieldParts = []string{"secret", "token", "password", "passwd", "key", "url", "webhook", "auth", "credential", "dsn"}
+
+// IsSecretField reports whether a member name of a JSON document of
+// receiver settings (a sinks document) names a secret: it contains one of
+// secretFieldParts, ignoring case. It errs on the side of hiding.
+func IsSecretField(name string) bool {
+	name = strings.ToLower(name)
+	for _, part := range secretFieldParts {
+		if strings.Contains(name, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// credentialHeaderWords mark a credential header wherever they appear in
+// its name.
+var credentialHeaderWords = []string{"token", "secret", "auth", "password", "credential"}
+
+// IsCredentialHeader reports whether an HTTP header named name carries a
+// credential: Authorization, Proxy-Authorization or Cookie, one whose name
+// contains one of credentialHeaderWords (X-Auth-Token, X-Client-Secret), or
+// one with a part (split at - and _) that is or ends in "key" (X-Api-Key,
+// Api-Key, Apikey, Ocp-Apim-Subscription-Key). Case is ignored.
+func IsCredentialHeader(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "authorization", "proxy-authorization", "cookie":
+		return true
+	}
+	for _, word := range credentialHeaderWords {
+		if strings.Contains(n, word) {
+			return true
+		}
+	}
+	for _, part := range strings.FieldsFunc(n, func(r rune) bool { return r == '-' || r == '_' }) {
+		if strings.HasSuffix(part, "key") {
+			return true
+		}
+	}
+	return false
+}
+
+// RedactURL renders raw with its credentials hidden: the user info, if any
+// ("user:pw@"; a token alone is a user name), is dropped and the value of
+// every non-empty credential-like query parameter (IsSecretParam) becomes
+// Redacted. Everything else is kept byte for byte, so a client that sends
+// the URL back unchanged can be matched to the stored one (see
+// MapSecretParams). raw need not parse.
+func RedactURL(raw string) string {
+	return MapSecretParams(dropUserinfo(raw), func(string, string, int) (string, bool) { return Redacted, true })
+}
+
+// dropUserinfo removes the user info of raw's authority.
+func dropUserinfo(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return raw
+	}
+	return scheme + "://" + rest[at+1:]
+}
+
+// MapSecretParams rewrites the values of raw's non-empty credential-like
+// query parameters with f(name, rawValue, n): name is decoded, rawValue is
+// as written, n counts earlier parameters of the same name. f returns false
+// to keep a value. Every other byte of raw is kept.
+func MapSecretParams(raw string, f func(name, rawValue string, n int) (string, bool)) string {
+	base, query, ok := strings.Cut(raw, "?")
+	if !ok {
+		return raw
+	}
+	query, frag, hasFrag := strings.Cut(query, "#")
+	pairs := strings.Split(query, "&")
+	seen := map[string]int{}
+	for i, pair := range pairs {
+		rawName, val, hasVal := strings.Cut(pair, "=")
+		name := rawName
+		if n, err := url.QueryUnescape(rawName); err == nil {
+			name = n
+		}
+		if !hasVal || val == "" || !IsSecretParam(name) {
+			continue
+		}
+		if v, ok := f(name, val, seen[name]); ok {
+			pairs[i] = rawName + "=" + v
+		}
+		seen[name]++
+	}
+	out := base + "?" + strings.Join(pairs, "&")
+	if hasFrag {
+		out += "#" + frag
+	}
+	return out
+}
+
+// Scrub replaces every occurrence in text of each non-empty secret, in the
+// order given, with Redacted: for error texts that may quote a value the
+// caller knows (a password, a receiver URL). Callers that fear matching
+// ordinary words leave short candidates out.
+func Scrub(text string, secrets ...string) string {
+	for _, s := range secrets {
+		if s != "" {
+			text = strings.ReplaceAll(text, s, Redacted)
+		}
+	}
+	return text
+}
