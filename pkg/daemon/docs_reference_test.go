@@ -27,7 +27,7 @@ var referenceChecks = map[string][]string{
 	"api.md":             {"TestDocsAPIListsEveryOperation", "TestDocsAPIPaginatedLists"},
 	"cli.md":             {"TestDocsCLINamesEveryCommandAndFlag"},
 	"configuration.md":   {"TestDocsConfigurationDocumentsEveryFlag"},
-	"deep-checks.md":     {"TestDocsDeepChecksDocumentEveryField"},
+	"deep-checks.md":     {"TestDocsDeepChecksDocumentEveryField", "TestDocsDeepChecksBounds"},
 	"events.md":          {"TestDocsEventKinds"},
 	"failure-classes.md": {"TestDocsClassTable"},
 	"metrics.md":         {"TestDocsMetricsCatalog"},
@@ -193,6 +193,31 @@ func TestDocsProbingErasAndPhases(t *testing.T) {
 	if prober.RenegotiateEvery != time.Hour || !strings.Contains(doc, "within the hour") {
 		t.Errorf("docs/reference/probing.md says a new era is seen \"within the hour\"; prober.RenegotiateEvery is %s", prober.RenegotiateEvery)
 	}
+}
+
+// TestDocsDeepChecksBounds keeps the limits deep-checks.md quotes equal to
+// the prober's defaults.
+func TestDocsDeepChecksBounds(t *testing.T) {
+	doc := strings.Join(strings.Fields(readDoc(t, "docs/reference/deep-checks.md")), " ")
+	for what, want := range map[string]string{
+		"DefaultMaxBody":           fmt.Sprintf("%d MiB per response", prober.DefaultMaxBody>>20),
+		"DefaultMaxSSEEvents":      fmt.Sprintf("at most %d SSE events per answer", prober.DefaultMaxSSEEvents),
+		"DefaultMaxCachedTokens":   fmt.Sprintf("at most %s endpoints", thousands(prober.DefaultMaxCachedTokens)),
+		"DefaultCredentialWarning": fmt.Sprintf("default %s", strings.TrimSuffix(prober.DefaultCredentialWarning.String(), "0m0s")),
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/reference/deep-checks.md does not say %q (prober.%s)", want, what)
+		}
+	}
+}
+
+// thousands writes n with a comma every three digits, as the docs do.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // A place is a package directory and, optionally, a symbol declared in its
