@@ -1,0 +1,532 @@
+package daemon
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/scanner"
+	"go/token"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/prober"
+)
+
+// referenceChecks names, for every page under docs/reference, the tests
+// that hold it to the code it describes. A page added without a test fails
+// TestDocsEveryReferencePageIsChecked.
+var referenceChecks = map[string][]string{
+	"api.md":             {"TestDocsAPIListsEveryOperation", "TestDocsAPIPaginatedLists"},
+	"cli.md":             {"TestDocsCLINamesEveryCommandAndFlag"},
+	"configuration.md":   {"TestDocsConfigurationDocumentsEveryFlag"},
+	"deep-checks.md":     {"TestDocsDeepChecksDocumentEveryField", "TestDocsDeepChecksBounds"},
+	"events.md":          {"TestDocsEventKinds"},
+	"failure-classes.md": {"TestDocsClassTable"},
+	"metrics.md":         {"TestDocsMetricsCatalog"},
+	"probing.md":         {"TestDocsProbingErasAndPhases"},
+	"registry-import.md": {"TestDocsRegistryImportFlags", "TestDocsRegistryMembers"},
+	"status-pages.md":    {"TestDocsStatusPagesNameEveryRoute", "TestDocsStatusJSONShape", "TestDocsStatusHeaders"},
+}
+
+// TestDocsEveryReferencePageIsChecked: every reference page has a test
+// that checks it against the code, and every test named above exists.
+func TestDocsEveryReferencePageIsChecked(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join(repoRoot, "docs", "reference", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, p := range pages {
+		name := filepath.Base(p)
+		seen[name] = true
+		if len(referenceChecks[name]) == 0 {
+			t.Errorf("docs/reference/%s is checked by no test: add one that holds it to the code it describes, and list it in referenceChecks", name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(referenceChecks)) {
+		if !seen[name] {
+			t.Errorf("referenceChecks lists docs/reference/%s, which does not exist", name)
+		}
+	}
+	defined := testFuncs(t)
+	for page, tests := range referenceChecks {
+		for _, name := range tests {
+			if !defined[name] {
+				t.Errorf("referenceChecks: %s is checked by %s, which no _test.go file defines", page, name)
+			}
+		}
+	}
+}
+
+// testFuncs are the Test functions of every _test.go file of the module.
+func testFuncs(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	walkGo(t, true, func(rel string, src []byte) {
+		for _, m := range regexp.MustCompile(`(?m)^func (Test\w+)\(t \*testing\.T\)`).FindAllSubmatch(src, -1) {
+			out[string(m[1])] = true
+		}
+	})
+	return out
+}
+
+// walkGo calls fn with every .go file of the module outside testdata,
+// node_modules and dot directories: the _test.go files when tests, the
+// others otherwise.
+func walkGo(t *testing.T, tests bool, fn func(rel string, src []byte)) {
+	t.Helper()
+	err := filepath.WalkDir(repoRoot, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != repoRoot && (d.Name() == "node_modules" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") != tests {
+			return nil
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(repoRoot, p)
+		fn(filepath.ToSlash(rel), src)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+var docCodeRow = regexp.MustCompile("(?m)^\\| `([^`]+)` \\|")
+
+// tableKeys are the first cells of the rows of the table under heading.
+func tableKeys(doc, heading string) []string {
+	_, section, ok := strings.Cut("\n"+doc, "\n"+heading+"\n")
+	if !ok {
+		return nil
+	}
+	if i := strings.Index(section, "\n#"); i >= 0 {
+		section = section[:i]
+	}
+	var out []string
+	for _, m := range docCodeRow.FindAllStringSubmatch(section, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// msgPhases are the Phase* constants of pkg/msg, read from its source: a
+// phase added there without a row fails here even before it joins
+// msg.Phases().
+func msgPhases(t *testing.T) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(repoRoot, "pkg", "msg", "msg.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, s := range g.Specs {
+			vs := s.(*ast.ValueSpec)
+			for i, n := range vs.Names {
+				if !strings.HasPrefix(n.Name, "Phase") || i >= len(vs.Values) {
+					continue
+				}
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					v, _ := strconv.Unquote(lit.Value)
+					out = append(out, v)
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("pkg/msg/msg.go declares no Phase constant: have the phases moved?")
+	}
+	return out
+}
+
+// TestDocsProbingErasAndPhases keeps probing.md's protocol table equal to
+// prober.Versions() (in order), its phase table equal to pkg/msg's phases,
+// and its transports and renegotiation period equal to the prober's.
+func TestDocsProbingErasAndPhases(t *testing.T) {
+	doc := readDoc(t, "docs/reference/probing.md")
+	var versions []string
+	for _, k := range tableKeys(doc, "# Probing") {
+		if regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`).MatchString(k) {
+			versions = append(versions, k)
+		}
+	}
+	if want := prober.Versions(); !slices.Equal(versions, want) {
+		t.Errorf("docs/reference/probing.md's protocol table lists %v; the prober speaks %v (newest first)", versions, want)
+	}
+	phases, want := tableKeys(doc, "## Phases"), msgPhases(t)
+	for _, p := range want {
+		if !slices.Contains(phases, p) {
+			t.Errorf("docs/reference/probing.md's phase table has no row for %s (pkg/msg)", p)
+		}
+	}
+	for _, p := range phases {
+		if !slices.Contains(want, p) {
+			t.Errorf("docs/reference/probing.md's phase table has a row for %s, which pkg/msg does not define", p)
+		}
+	}
+	transports := fmt.Sprintf("`transport` is `%s`, `%s` or `%s`", prober.TransportAuto, prober.TransportStreamableHTTP, prober.TransportSSE)
+	if !strings.Contains(strings.Join(strings.Fields(doc), " "), transports) {
+		t.Errorf("docs/reference/probing.md does not say %q", transports)
+	}
+	if prober.RenegotiateEvery != time.Hour || !strings.Contains(doc, "within the hour") {
+		t.Errorf("docs/reference/probing.md says a new era is seen \"within the hour\"; prober.RenegotiateEvery is %s", prober.RenegotiateEvery)
+	}
+}
+
+// TestDocsDeepChecksBounds keeps the limits deep-checks.md quotes equal to
+// the prober's defaults.
+func TestDocsDeepChecksBounds(t *testing.T) {
+	doc := strings.Join(strings.Fields(readDoc(t, "docs/reference/deep-checks.md")), " ")
+	for what, want := range map[string]string{
+		"DefaultMaxBody":           fmt.Sprintf("%d MiB per response", prober.DefaultMaxBody>>20),
+		"DefaultMaxSSEEvents":      fmt.Sprintf("at most %d SSE events per answer", prober.DefaultMaxSSEEvents),
+		"DefaultMaxCachedTokens":   fmt.Sprintf("at most %s endpoints", thousands(prober.DefaultMaxCachedTokens)),
+		"DefaultCredentialWarning": fmt.Sprintf("default %s", strings.TrimSuffix(prober.DefaultCredentialWarning.String(), "0m0s")),
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/reference/deep-checks.md does not say %q (prober.%s)", want, what)
+		}
+	}
+}
+
+// thousands writes n with a comma every three digits, as the docs do.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// A place is a package directory and, optionally, a symbol declared in its
+// non-test files: `T`, `F`, or `T.M` for a method.
+type place struct{ dir, symbol string }
+
+func (p place) String() string { return strings.TrimSpace(p.dir + " " + p.symbol) }
+
+func parsePlace(s string) place {
+	dir, sym, _ := strings.Cut(s, " ")
+	return place{dir, sym}
+}
+
+// exists reports whether p's directory holds Go code declaring its symbol.
+func (p place) exists() (bool, error) {
+	entries, err := os.ReadDir(filepath.Join(repoRoot, p.dir))
+	if os.IsNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	fset := token.NewFileSet()
+	anyGo := false
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		anyGo = true
+		if p.symbol == "" {
+			return true, nil
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(repoRoot, p.dir, e.Name()), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return false, err
+		}
+		if declares(f, p.symbol) {
+			return true, nil
+		}
+	}
+	return anyGo && p.symbol == "", nil
+}
+
+// declares reports whether f declares sym at top level (`T.M`: a method M
+// of T).
+func declares(f *ast.File, sym string) bool {
+	recv, name, isMethod := strings.Cut(sym, ".")
+	if !isMethod {
+		name, recv = recv, ""
+	}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Name.Name != name || (d.Recv == nil) != (recv == "") {
+				continue
+			}
+			if recv == "" || receiverName(d.Recv.List[0].Type) == recv {
+				return true
+			}
+		case *ast.GenDecl:
+			if recv != "" {
+				continue
+			}
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.TypeSpec:
+					if s.Name.Name == name {
+						return true
+					}
+				case *ast.ValueSpec:
+					for _, n := range s.Names {
+						if n.Name == name {
+							return true
+						}
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+func receiverName(e ast.Expr) string {
+	for {
+		switch x := e.(type) {
+		case *ast.StarExpr:
+			e = x.X
+		case *ast.IndexExpr:
+			e = x.X
+		case *ast.IndexListExpr:
+			e = x.X
+		case *ast.Ident:
+			return x.Name
+		default:
+			return ""
+		}
+	}
+}
+
+// pendingHomes are the rows of the concept table whose home another
+// change of issue 21 is creating, each with the place the concept lives
+// until then. While that place exists the row's home may be missing; once
+// it is gone, the row must leave this list (and its home must exist).
+var pendingHomes = map[string]string{
+	"endpoint":                    "pkg/store Endpoint",
+	"endpoint validation":         "pkg/api server.toEndpoint",
+	"alert rules":                 "pkg/store Rules",
+	"tool check and OAuth client": "pkg/store ToolCheck",
+	"incident":                    "pkg/store Incident",
+	"tracker":                     "pkg/store Tracker",
+	"change event":                "pkg/store ChangeEvent",
+	"event kinds":                 "pkg/alert EventKinds",
+	"maintenance window":          "pkg/alert Maintenance",
+	"uptime maths":                "pkg/store Uptime",
+	"redaction":                   "pkg/api Redacted",
+	"notify pipeline":             "alerter Stage",
+	"membership":                  "pkg/daemon heartbeats",
+	"API types":                   "pkg/api EndpointView",
+	"key management":              "pkg/daemon ManageKeys",
+}
+
+var conceptRow = regexp.MustCompile("(?m)^\\| ([^|`]+?) \\| `([^`]+)`(?: `([^`]+)`)? \\|")
+
+// conceptHomes reads architecture.md's concept table: concept → home.
+func conceptHomes(t *testing.T) map[string]place {
+	t.Helper()
+	doc := readDoc(t, "docs/design/architecture.md")
+	_, section, ok := strings.Cut(doc, "\n## Concept → its one home\n")
+	if !ok {
+		t.Fatal("docs/design/architecture.md has no \"## Concept → its one home\" section")
+	}
+	if i := strings.Index(section, "\n#"); i >= 0 {
+		section = section[:i]
+	}
+	out := map[string]place{}
+	for _, m := range conceptRow.FindAllStringSubmatch(section, -1) {
+		if _, dup := out[m[1]]; dup {
+			t.Errorf("docs/design/architecture.md names the concept %q twice", m[1])
+		}
+		out[m[1]] = place{m[2], m[3]}
+	}
+	if len(out) == 0 {
+		t.Fatal("docs/design/architecture.md's concept table has no rows")
+	}
+	return out
+}
+
+// homeDrift checks every row's home exists, tolerating a pending row's
+// missing home while the concept's old place still exists.
+func homeDrift(homes map[string]place, pending map[string]string) ([]string, error) {
+	var msgs []string
+	for _, concept := range slices.Sorted(maps.Keys(homes)) {
+		home := homes[concept]
+		if old, ok := pending[concept]; ok {
+			there, err := parsePlace(old).exists()
+			if err != nil {
+				return nil, err
+			}
+			if !there {
+				msgs = append(msgs, fmt.Sprintf("%q has left %s: remove it from pendingHomes (its home %s must exist now)", concept, old, home))
+			}
+			continue
+		}
+		there, err := home.exists()
+		if err != nil {
+			return nil, err
+		}
+		if !there {
+			msgs = append(msgs, fmt.Sprintf("docs/design/architecture.md: the home of %q, %s, does not exist", concept, home))
+		}
+	}
+	for _, concept := range slices.Sorted(maps.Keys(pending)) {
+		if _, ok := homes[concept]; !ok {
+			msgs = append(msgs, fmt.Sprintf("pendingHomes lists %q, which is no row of the concept table", concept))
+		}
+	}
+	return msgs, nil
+}
+
+// TestArchitectureHomesExist: every concept's home in architecture.md
+// exists, except the pending ones while they are still where they were.
+func TestArchitectureHomesExist(t *testing.T) {
+	msgs, err := homeDrift(conceptHomes(t), pendingHomes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		t.Error(m)
+	}
+}
+
+// TestArchitectureHomeDriftIsReported proves the check fails for a home
+// that does not exist, a pending concept that has moved, and a pending
+// entry that names no row.
+func TestArchitectureHomeDriftIsReported(t *testing.T) {
+	homes := map[string]place{
+		"probe":   {"prober", "Prober.Probe"},
+		"widgets": {"pkg/widget", "Widget"},
+		"moved":   {"pkg/model", "Gadget"},
+	}
+	pending := map[string]string{"moved": "pkg/store Gadget", "ghost": "pkg/store Endpoint"}
+	msgs, err := homeDrift(homes, pending)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(msgs, "\n")
+	for _, want := range []string{
+		`the home of "widgets", pkg/widget Widget, does not exist`,
+		`"moved" has left pkg/store Gadget: remove it from pendingHomes`,
+		`pendingHomes lists "ghost", which is no row`,
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("drift messages lack %q:\n%s", want, joined)
+		}
+	}
+	if len(msgs) != 3 {
+		t.Errorf("got %d messages, want 3:\n%s", len(msgs), joined)
+	}
+}
+
+// redactionMarker matches a string literal that renders a hidden secret.
+var redactionMarker = regexp.MustCompile(`(?i)<redacted[^>]*>|\[redacted\]|^redacted$`)
+
+// stringLiterals are the values of the string literals of src (comments
+// are not literals).
+func stringLiterals(src []byte) []string {
+	var s scanner.Scanner
+	fset := token.NewFileSet()
+	s.Init(fset.AddFile("", fset.Base(), len(src)), src, nil, 0)
+	var out []string
+	for {
+		_, tok, lit := s.Scan()
+		if tok == token.EOF {
+			return out
+		}
+		if tok == token.STRING {
+			if v, err := strconv.Unquote(lit); err == nil {
+				out = append(out, v)
+			}
+		}
+	}
+}
+
+// filesDefining lists the non-test Go files with a string literal
+// matching any of match.
+func filesDefining(t *testing.T, match func(string) bool) []string {
+	t.Helper()
+	var out []string
+	walkGo(t, false, func(rel string, src []byte) {
+		if slices.ContainsFunc(stringLiterals(src), match) {
+			out = append(out, rel)
+		}
+	})
+	return out
+}
+
+// TestRedactionMarkerHasOneHome: the text that stands for a hidden secret
+// is spelled in one non-test file, the redaction row's home; everything
+// else renders secrets through it. While that row is pending the spellings
+// are only listed.
+func TestRedactionMarkerHasOneHome(t *testing.T) {
+	files := filesDefining(t, redactionMarker.MatchString)
+	if _, ok := pendingHomes["redaction"]; ok {
+		t.Skipf("the redaction row is pending; the marker is spelled in %d files: %s", len(files), strings.Join(files, ", "))
+	}
+	home := conceptHomes(t)["redaction"]
+	if len(files) != 1 || filepath.Dir(files[0]) != home.dir {
+		t.Errorf("the redaction marker is spelled in %v; want one file, in %s (docs/design/architecture.md)", files, home.dir)
+	}
+}
+
+// TestEventKindsAreDefinedInOneFile: the change-event kinds are string
+// constants of one non-test file, in the event-kinds row's home once that
+// row is no longer pending.
+func TestEventKindsAreDefinedInOneFile(t *testing.T) {
+	kinds := alert.EventKinds()
+	var files []string
+	walkGo(t, false, func(rel string, src []byte) {
+		f, err := parser.ParseFile(token.NewFileSet(), rel, src, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			g, ok := n.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				return true
+			}
+			for _, s := range g.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, v := range vs.Values {
+					lit, ok := v.(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING || i < len(vs.Names) && strings.HasPrefix(vs.Names[i].Name, "Class") {
+						continue // a failure class may share an event kind's name
+					}
+					if k, _ := strconv.Unquote(lit.Value); slices.Contains(kinds, k) && !slices.Contains(files, rel) {
+						files = append(files, rel)
+					}
+				}
+			}
+			return false
+		})
+	})
+	if len(files) != 1 {
+		t.Fatalf("the event kinds are constants of %v; want one file", files)
+	}
+	if _, ok := pendingHomes["event kinds"]; ok {
+		return
+	}
+	if home := conceptHomes(t)["event kinds"]; filepath.Dir(files[0]) != home.dir {
+		t.Errorf("the event kinds are constants of %s; docs/design/architecture.md puts them in %s", files[0], home.dir)
+	}
+}
