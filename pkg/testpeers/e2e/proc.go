@@ -28,14 +28,14 @@ type Proc struct {
 	Name string
 
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *Buffer
 	exited chan struct{} // closed once the process has exited and been reaped
 	err    error         // Wait's error, set before exited is closed
 }
 
 // Start runs spec's process and reaps it in the background.
 func Start(spec Spec) (*Proc, error) {
-	p := &Proc{Name: spec.Name, out: &syncBuffer{}, exited: make(chan struct{})}
+	p := &Proc{Name: spec.Name, out: &Buffer{}, exited: make(chan struct{})}
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Env = spec.Env
 	var w io.Writer = p.out
@@ -134,20 +134,20 @@ func HTTPReady(addr string) func(context.Context) error {
 	}
 }
 
-// syncBuffer is a bytes.Buffer a child writes from the reaping goroutine
-// while the test reads it.
-type syncBuffer struct {
+// Buffer is a bytes.Buffer that a child (or an in-process server) writes
+// from its own goroutines while the test reads it.
+type Buffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *Buffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
