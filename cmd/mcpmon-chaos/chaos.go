@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/seal"
+	"github.com/mcpmon/mcpmon/pkg/testpeers/e2e"
 )
 
 // Modes of the harness.
@@ -161,10 +162,9 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		}()
 	}
 	if h.bin = o.Mcpmon; h.bin == "" {
-		h.bin = filepath.Join(h.dir, "mcpmon")
 		fmt.Fprintf(out, "chaos: building mcpmon ...\n")
-		if b, err := exec.CommandContext(ctx, "go", "build", "-o", h.bin, "github.com/mcpmon/mcpmon/cmd/mcpmon").CombinedOutput(); err != nil {
-			return fmt.Errorf("go build ./cmd/mcpmon: %w\n%s", err, b)
+		if h.bin, err = e2e.Build(ctx, h.dir); err != nil {
+			return err
 		}
 	}
 	if h.targets, err = startTargets(o.Endpoints); err != nil {

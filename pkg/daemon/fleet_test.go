@@ -71,4 +71,3 @@ func TestFleet(t *testing.T) {
 		t.Fatalf("received %d alerts (%s), want exactly one open and one resolve", len(got), strings.Join(kinds, ", "))
 	}
 }
-

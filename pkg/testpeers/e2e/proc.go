@@ -18,8 +18,9 @@ type Spec struct {
 	Path string   // the executable
 	Args []string // its arguments
 	Env  []string // its whole environment (nil: this process's)
-	// Output also receives the child's stdout and stderr, beside the copy
-	// the Proc keeps (a log file, a Banner).
+	// Output receives the child's stdout and stderr (a log file, a
+	// Banner) instead of a Buffer the Proc keeps. An *os.File is handed to
+	// the child as it is, so a long run costs no memory here.
 	Output io.Writer
 }
 
@@ -28,21 +29,20 @@ type Proc struct {
 	Name string
 
 	cmd    *exec.Cmd
-	out    *Buffer
+	out    io.Writer
 	exited chan struct{} // closed once the process has exited and been reaped
 	err    error         // Wait's error, set before exited is closed
 }
 
 // Start runs spec's process and reaps it in the background.
 func Start(spec Spec) (*Proc, error) {
-	p := &Proc{Name: spec.Name, out: &Buffer{}, exited: make(chan struct{})}
+	p := &Proc{Name: spec.Name, out: spec.Output, exited: make(chan struct{})}
+	if p.out == nil {
+		p.out = &Buffer{}
+	}
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Env = spec.Env
-	var w io.Writer = p.out
-	if spec.Output != nil {
-		w = io.MultiWriter(p.out, spec.Output)
-	}
-	cmd.Stdout, cmd.Stderr = w, w
+	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
 	}
@@ -63,8 +63,14 @@ func (p *Proc) Err() error {
 	return p.err
 }
 
-// Output is everything the process has written to stdout and stderr.
-func (p *Proc) Output() string { return p.out.String() }
+// Output is everything the process has written to stdout and stderr, when
+// its Spec.Output can tell (a Buffer, a Banner); else "".
+func (p *Proc) Output() string {
+	if s, ok := p.out.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return ""
+}
 
 // Kill ends the process without warning, as a crashed node or an OOM kill
 // would, and returns once it is gone.
