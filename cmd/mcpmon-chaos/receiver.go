@@ -40,7 +40,7 @@ type receiver struct {
 func startReceiver(failRate float64, rng *rand.Rand) (*receiver, error) {
 	r := &receiver{failRate: failRate, rng: rng}
 	var err error
-	if r.Receiver, err = e2e.StartReceiver(http.HandlerFunc(r.answer)); err != nil {
+	if r.Receiver, err = e2e.StartReceiver(func(http.Handler) http.Handler { return http.HandlerFunc(r.answer) }); err != nil {
 		return nil, err
 	}
 	r.url = r.URL + "/hook"

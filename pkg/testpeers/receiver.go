@@ -17,10 +17,11 @@ type Receiver struct {
 }
 
 // NewReceiver starts a receiver that records every request and answers it
-// with handler, or (handler nil) with what Answer set: 204 until then.
-func NewReceiver(t testing.TB, handler http.Handler) *Receiver {
+// with what Answer set (204 until then), through middleware if not nil;
+// see e2e.Receiver.
+func NewReceiver(t testing.TB, middleware func(next http.Handler) http.Handler) *Receiver {
 	t.Helper()
-	r, err := e2e.StartReceiver(handler)
+	r, err := e2e.StartReceiver(middleware)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +30,8 @@ func NewReceiver(t testing.TB, handler http.Handler) *Receiver {
 }
 
 // Next returns the first request that Next has not returned yet, waiting
-// for it up to timeout before failing the test.
+// for it up to timeout before failing the test. Call it from the test's
+// goroutine.
 func (r *Receiver) Next(timeout time.Duration) e2e.Request {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(r.t.Context(), timeout)

@@ -27,14 +27,16 @@ type Request struct {
 
 // Receiver is an HTTP server on 127.0.0.1 that stands in for whatever an
 // alert sink or webhook talks to: it records every request, in arrival
-// order, then answers it — with its handler if it has one (which reads the
-// body again from the start), else with the answer set by Answer (204 with
-// no body until then).
+// order, with the status it answered. It answers with what Answer set (204
+// with no body until then), through a middleware if it has one: a stand-in
+// that checks the request (and may answer itself) in front of that answer,
+// or replaces it (an API stand-in with its own state). The middleware reads
+// the body again from the start.
 type Receiver struct {
 	URL string // http://127.0.0.1:PORT, without a trailing slash
 
 	srv     *http.Server
-	handler http.Handler
+	handler http.Handler // the middleware around reply
 
 	mu      sync.Mutex
 	reqs    []Request
@@ -45,13 +47,17 @@ type Receiver struct {
 }
 
 // StartReceiver listens on a free loopback port and serves until Close.
-// handler may be nil.
-func StartReceiver(handler http.Handler) (*Receiver, error) {
+// middleware may be nil.
+func StartReceiver(middleware func(next http.Handler) http.Handler) (*Receiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	r := &Receiver{URL: "http://" + ln.Addr().String(), handler: handler, status: http.StatusNoContent, arrived: make(chan struct{})}
+	r := &Receiver{URL: "http://" + ln.Addr().String(), status: http.StatusNoContent, arrived: make(chan struct{})}
+	r.handler = http.HandlerFunc(r.reply)
+	if middleware != nil {
+		r.handler = middleware(r.handler)
+	}
 	r.srv = &http.Server{Handler: http.HandlerFunc(r.serve), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = r.srv.Serve(ln) }()
 	return r, nil
@@ -60,7 +66,8 @@ func StartReceiver(handler http.Handler) (*Receiver, error) {
 // Close stops the server and ends requests in flight.
 func (r *Receiver) Close() { _ = r.srv.Close() }
 
-// Answer sets what later requests get when there is no handler.
+// Answer sets what later requests are answered (past a middleware that
+// passes them on).
 func (r *Receiver) Answer(status int, header http.Header, body string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -96,21 +103,21 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(req.Body, MaxReceivedBody))
 	got := Request{At: time.Now(), Method: req.Method, Path: req.URL.Path, RawQuery: req.URL.RawQuery,
 		Header: req.Header.Clone(), Body: body}
-	if r.handler != nil {
-		// Recorded once the handler has chosen its status; a handler that
-		// does not flush sends nothing before it returns.
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		r.handler.ServeHTTP(sw, req)
-		got.Status = sw.status
-		r.record(got)
-		return
-	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	r.handler.ServeHTTP(sw, req)
+	// Recorded before serve returns, which is before the answer is sent
+	// (unless a handler flushes): a client that has its answer finds its
+	// request in Requests.
+	got.Status = sw.status
+	r.record(got)
+}
+
+// reply answers with what Answer set.
+func (r *Receiver) reply(w http.ResponseWriter, _ *http.Request) {
 	r.mu.Lock()
 	status, header, answer := r.status, r.header, r.body
 	r.mu.Unlock()
-	got.Status = status
-	r.record(got)
 	for k, vs := range header {
 		w.Header()[k] = vs
 	}
