@@ -2,13 +2,11 @@ package slack
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
-	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
 // TestEventMessageShowsTheDiff: a change event is Block Kit with a header
@@ -22,8 +20,7 @@ func TestEventMessageShowsTheDiff(t *testing.T) {
 		Message: "the description of search changed", Before: "sha256:a", After: "sha256:b",
 		Diff: json.RawMessage(`{"changed":[{"name":"search","descriptionChanged":true}]}`),
 	}
-	rcv := testpeers.NewReceiver(t, nil)
-	rcv.Answer(http.StatusOK, nil, "")
+	rcv := newReceiver(t)
 	s, err := New(Options{Name: "slack", URL: rcv.URL})
 	if err != nil {
 		t.Fatal(err)
