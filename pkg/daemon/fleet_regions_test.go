@@ -3,12 +3,14 @@ package daemon
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
+	"github.com/mcpmon/mcpmon/pkg/testpeers/e2e"
 )
 
 // TestFleetThreeRegions runs the roles as separate processes on fauxqs and
@@ -29,17 +31,14 @@ func TestFleetThreeRegions(t *testing.T) {
 	}
 	prefix := fmt.Sprintf("regions%d-", time.Now().UnixNano())
 	rcv, hook := newReceiver(t)
-	f := testpeers.NewFleet(t, append(os.Environ(),
-		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1",
-		"MCPMON_QUEUE=sqs", "MCPMON_SQS_ENDPOINT="+sqsEndpoint, "MCPMON_SQS_PREFIX="+prefix, "MCPMON_SQS_REGION=us-east-1",
-		"MCPMON_STORE=redis", "MCPMON_REDIS_URL="+redisURL, "MCPMON_REDIS_PREFIX="+prefix+":",
-		"MCPMON_SECRETS_KEY="+testSecretsKey,
+	peers := e2e.Distributed{SQSEndpoint: sqsEndpoint, RedisURL: redisURL, Prefix: prefix, SecretsKey: testSecretsKey}
+	f := testpeers.NewFleet(t, slices.Concat(os.Environ(), peers.Env(), []string{
 		"MCPMON_WINDOW=2s", "MCPMON_GRACE=500ms", "MCPMON_ALLOW_PRIVATE_TARGETS=true",
-		"MCPMON_WEBHOOK_URL="+hook, "MCPMON_VISIBILITY_TIMEOUT=4s",
+		"MCPMON_WEBHOOK_URL=" + hook, "MCPMON_VISIBILITY_TIMEOUT=4s",
 		"MCPMON_REGIONS=eu,us,ap",
 		"MCPMON_LOG_LEVEL=debug",
 		"MCPMON_AUTH=none",
-	))
+	}))
 	out := f.Run("queues", "ensure")
 	for _, r := range threeRegions {
 		if !strings.Contains(out, prefix+"commands-"+r+".fifo") {

@@ -3,12 +3,14 @@ package daemon
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
+	"github.com/mcpmon/mcpmon/pkg/testpeers/e2e"
 )
 
 // TestFleet runs every role as its own process — two API/schedulers, two
@@ -23,16 +25,13 @@ func TestFleet(t *testing.T) {
 	}
 	prefix := fmt.Sprintf("fleet%d-", time.Now().UnixNano())
 	rcv, hook := newReceiver(t)
-	f := testpeers.NewFleet(t, append(os.Environ(),
-		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1",
-		"MCPMON_QUEUE=sqs", "MCPMON_SQS_ENDPOINT="+sqsEndpoint, "MCPMON_SQS_PREFIX="+prefix, "MCPMON_SQS_REGION=us-east-1",
-		"MCPMON_STORE=redis", "MCPMON_REDIS_URL="+redisURL, "MCPMON_REDIS_PREFIX="+prefix+":",
-		"MCPMON_SECRETS_KEY="+testSecretsKey,
+	peers := e2e.Distributed{SQSEndpoint: sqsEndpoint, RedisURL: redisURL, Prefix: prefix, SecretsKey: testSecretsKey}
+	f := testpeers.NewFleet(t, slices.Concat(os.Environ(), peers.Env(), []string{
 		"MCPMON_WINDOW=2s", "MCPMON_GRACE=500ms", "MCPMON_ALLOW_PRIVATE_TARGETS=true",
-		"MCPMON_WEBHOOK_URL="+hook, "MCPMON_CLAIM_LEASE=5s", "MCPMON_VISIBILITY_TIMEOUT=4s",
+		"MCPMON_WEBHOOK_URL=" + hook, "MCPMON_CLAIM_LEASE=5s", "MCPMON_VISIBILITY_TIMEOUT=4s",
 		"MCPMON_LOG_LEVEL=debug",
 		"MCPMON_AUTH=none", // every process listens on 127.0.0.1; API keys have their own tests
-	))
+	}))
 	f.Run("queues", "ensure")
 
 	api1 := f.Start("api-1", "api")

@@ -64,3 +64,25 @@ func Poll(ctx context.Context, interval time.Duration, cond func() error) error 
 		}
 	}
 }
+
+// Distributed says where the processes of one distributed run meet: an
+// SQS endpoint (fauxqs) and a Redis, both under Prefix so that runs sharing
+// the peers never see each other's queues or keys, and the key that seals
+// endpoint secrets in that Redis.
+type Distributed struct {
+	SQSEndpoint string // http://127.0.0.1:PORT
+	RedisURL    string // redis://127.0.0.1:PORT/0
+	Prefix      string
+	SecretsKey  string // seal.EncodeKey form
+}
+
+// Env is the environment that puts an mcpmon process on d: the SQS queue
+// (with the static credentials the emulator ignores) and the Redis store.
+func (d Distributed) Env() []string {
+	return []string{
+		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1",
+		"MCPMON_QUEUE=sqs", "MCPMON_SQS_ENDPOINT=" + d.SQSEndpoint, "MCPMON_SQS_PREFIX=" + d.Prefix, "MCPMON_SQS_REGION=us-east-1",
+		"MCPMON_STORE=redis", "MCPMON_REDIS_URL=" + d.RedisURL, "MCPMON_REDIS_PREFIX=" + d.Prefix + ":",
+		"MCPMON_SECRETS_KEY=" + d.SecretsKey,
+	}
+}
