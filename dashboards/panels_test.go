@@ -1,15 +1,12 @@
 package dashboards_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,11 +14,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +28,7 @@ import (
 	"github.com/mcpmon/mcpmon/dashboards"
 	"github.com/mcpmon/mcpmon/pkg/metrics"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
+	"github.com/mcpmon/mcpmon/pkg/testpeers/e2e"
 )
 
 // The panel-query test proves every dashboard panel against real data: it
@@ -68,7 +63,7 @@ func TestPanelQueriesReturnData(t *testing.T) {
 	dir := t.TempDir()
 	// Building is not part of the time budget: under `make test` it competes
 	// with every other package's compile.
-	bin := buildMcpmon(t, dir)
+	bin := testpeers.Mcpmon(t)
 	ctx, cancel := context.WithTimeout(t.Context(), deadline+30*time.Second)
 	defer cancel()
 
@@ -88,13 +83,7 @@ func TestPanelQueriesReturnData(t *testing.T) {
 		t.Fatal(err)
 	}
 	downURL := "http://" + closedPort(t) + "/mcp"
-	var alerts atomic.Int64
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		alerts.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer hook.Close()
+	hook := testpeers.NewReceiver(t, nil)
 
 	// 2. mcpmon, all roles in one process.
 	// Two regions (one in-process prober each), so the region panels are
@@ -120,13 +109,13 @@ func TestPanelQueriesReturnData(t *testing.T) {
 	} else {
 		t.Logf("%s not set: running on the embedded queue; SQS-only panels %v may be empty", testpeers.EnvSQSEndpoint, slices.Sorted(maps.Keys(sqsOnly)))
 	}
-	api := startMcpmon(t, ctx, bin, args, env)
+	api := testpeers.StartMcpmon(t, args, env)
 
 	upID := register(t, ctx, api, "fixture-up", up.URL+"/mcp")
 	downID := register(t, ctx, api, "fixture-down", downURL)
 
 	// 3. Prometheus scraping mcpmon every second.
-	prom := startPrometheus(t, ctx, promBin, dir, strings.TrimPrefix(api.url, "http://"))
+	prom := startPrometheus(t, ctx, promBin, dir, strings.TrimPrefix(api.URL, "http://"))
 
 	// 4. Wait until the pipeline has produced what the panels show: both
 	// verdicts, an alert delivered, and enough samples for rates.
@@ -225,7 +214,7 @@ func TestPanelQueriesReturnData(t *testing.T) {
 	// 7. What mcpmon exports matches the catalog the dashboards are built
 	// on: no unknown or mislabelled mcpmon_* family, and every catalog
 	// family present (SQS-only ones on SQS only).
-	mfs := scrape(t, ctx, api.url)
+	mfs := scrape(t, ctx, api.URL)
 	if err := metrics.Lint(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return mfs, nil })); err != nil {
 		t.Errorf("mcpmon's /metrics disagrees with the catalog:\n%v", err)
 	}
@@ -249,7 +238,7 @@ func TestPanelQueriesReturnData(t *testing.T) {
 			t.Errorf("catalog metric %s (owner %s) is not exported by mcpmon run", f.Name, f.Owner)
 		}
 	}
-	if alerts.Load() == 0 {
+	if len(hook.Requests()) == 0 {
 		t.Error("the webhook received no alert although the Prometheus counter says one was sent")
 	}
 }
@@ -291,137 +280,11 @@ func tool(t *testing.T, env, name string) string {
 
 func closedPort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := e2e.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	return addr
-}
-
-func buildMcpmon(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "mcpmon")
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin, "../cmd/mcpmon")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/mcpmon: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// lockedBuffer collects a child's output for the failure message.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// start runs cmd until the test ends, then stops it with SIGTERM (SIGKILL
-// after 10s) and, if the test failed, logs its output.
-func start(t *testing.T, name string, cmd *exec.Cmd, stdout io.Writer) {
-	t.Helper()
-	var logs lockedBuffer
-	cmd.Stderr = &logs
-	if stdout != nil {
-		cmd.Stdout = io.MultiWriter(stdout, &logs)
-	} else {
-		cmd.Stdout = &logs
-	}
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			out := logs.String()
-			if len(out) > 8000 {
-				out = "...\n" + out[len(out)-8000:]
-			}
-			t.Logf("%s output:\n%s", name, out)
-		}
-	})
-}
-
-var (
-	apiLine   = regexp.MustCompile(`API on (http://[0-9.]+:[0-9]+)/v1`)
-	tokenLine = regexp.MustCompile(`export MCPMON_TOKEN=(mcpmon_[a-z0-9]+)`)
-)
-
-// apiAccess is where the API listens and the admin key mcpmon printed at
-// its first start.
-type apiAccess struct{ url, token string }
-
-func startMcpmon(t *testing.T, ctx context.Context, bin string, args, env []string) apiAccess {
-	t.Helper()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = env
-	pr, pw := io.Pipe()
-	start(t, "mcpmon", cmd, pw)
-	found := make(chan apiAccess, 1)
-	go func() {
-		var a apiAccess
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if m := apiLine.FindStringSubmatch(sc.Text()); m != nil {
-				a.url = m[1]
-			}
-			if m := tokenLine.FindStringSubmatch(sc.Text()); m != nil {
-				a.token = m[1]
-			}
-			if a.url != "" && a.token != "" {
-				select {
-				case found <- a:
-				default:
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() { pw.Close() })
-	select {
-	case api := <-found:
-		waitFor(t, ctx, "mcpmon /readyz", func() error {
-			resp, err := httpGet(ctx, api.url+"/readyz")
-			if err != nil {
-				return err
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("/readyz %s", resp.Status)
-			}
-			return nil
-		})
-		return api
-	case <-time.After(30 * time.Second):
-		t.Fatal("mcpmon printed no API address and admin key within 30s")
-	case <-ctx.Done():
-		t.Fatal(ctx.Err())
-	}
-	return apiAccess{}
 }
 
 func httpGet(ctx context.Context, u string) (*http.Response, error) {
@@ -432,28 +295,13 @@ func httpGet(ctx context.Context, u string) (*http.Response, error) {
 	return http.DefaultClient.Do(req)
 }
 
-func register(t *testing.T, ctx context.Context, api apiAccess, name, target string) string {
+func register(t *testing.T, ctx context.Context, api e2e.API, name, target string) string {
 	t.Helper()
-	body, _ := json.Marshal(map[string]string{"name": name, "url": target, "schedule": "@every 1s", "timeout": "1s"})
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, api.url+"/v1/endpoints", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+api.token)
-	resp, err := http.DefaultClient.Do(req)
+	id, err := api.Register(ctx, map[string]any{"name": name, "url": target, "schedule": "@every 1s", "timeout": "1s"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("register %s: %s %s", name, resp.Status, b)
-	}
-	var ep struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(b, &ep); err != nil || ep.ID == "" {
-		t.Fatalf("register %s: %s (%v)", name, b, err)
-	}
-	return ep.ID
+	return id
 }
 
 type promAPI struct{ base string }
@@ -473,9 +321,8 @@ scrape_configs:
 		t.Fatal(err)
 	}
 	addr := closedPort(t)
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+cfgFile, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
-		"--web.listen-address="+addr, "--log.level=warn")
-	start(t, "prometheus", cmd, nil)
+	testpeers.StartProcess(t, e2e.Spec{Name: "prometheus", Path: bin, Args: []string{"--config.file=" + cfgFile,
+		"--storage.tsdb.path=" + filepath.Join(dir, "tsdb"), "--web.listen-address=" + addr, "--log.level=warn"}})
 	p := promAPI{base: "http://" + addr}
 	waitFor(t, ctx, "prometheus /-/ready", func() error {
 		resp, err := httpGet(ctx, p.base+"/-/ready")
@@ -574,17 +421,7 @@ func waitFor(t *testing.T, ctx context.Context, what string, f func() error) {
 	t.Helper()
 	wctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	var err error
-	for {
-		if err = f(); err == nil {
-			return
-		}
-		select {
-		case <-wctx.Done():
-			t.Fatalf("waiting for %s: %v", what, err)
-		case <-tick.C:
-		}
+	if err := e2e.Poll(wctx, 250*time.Millisecond, f); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/seal"
+	"github.com/mcpmon/mcpmon/pkg/testpeers/e2e"
 )
 
 // Modes of the harness.
@@ -161,10 +162,9 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		}()
 	}
 	if h.bin = o.Mcpmon; h.bin == "" {
-		h.bin = filepath.Join(h.dir, "mcpmon")
 		fmt.Fprintf(out, "chaos: building mcpmon ...\n")
-		if b, err := exec.CommandContext(ctx, "go", "build", "-o", h.bin, "github.com/mcpmon/mcpmon/cmd/mcpmon").CombinedOutput(); err != nil {
-			return fmt.Errorf("go build ./cmd/mcpmon: %w\n%s", err, b)
+		if h.bin, err = e2e.Build(ctx, h.dir); err != nil {
+			return err
 		}
 	}
 	if h.targets, err = startTargets(o.Endpoints); err != nil {
@@ -287,10 +287,8 @@ func (h *harness) startPipeline(ctx context.Context) error {
 		return err
 	}
 	prefix := fmt.Sprintf("chaos%d-", time.Now().UnixNano())
-	env := h.env("AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1",
-		"MCPMON_QUEUE=sqs", "MCPMON_SQS_ENDPOINT="+h.o.SQSEndpoint, "MCPMON_SQS_PREFIX="+prefix, "MCPMON_SQS_REGION=us-east-1",
-		"MCPMON_STORE=redis", "MCPMON_REDIS_URL=redis://"+h.redis.Addr()+"/0", "MCPMON_REDIS_PREFIX="+prefix+":",
-		"MCPMON_SECRETS_KEY="+seal.EncodeKey(seal.NewKey()))
+	env := h.env(e2e.Distributed{SQSEndpoint: h.o.SQSEndpoint, RedisURL: "redis://" + h.redis.Addr() + "/0",
+		Prefix: prefix, SecretsKey: seal.EncodeKey(seal.NewKey())}.Env()...)
 	ensure := exec.CommandContext(ctx, h.bin, "queues", "ensure")
 	ensure.Env = env
 	if b, err := ensure.CombinedOutput(); err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"math/rand/v2"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -22,10 +21,7 @@ func TestChaosEveryOutagePagesOnce(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server not in PATH: %v", err)
 	}
-	bin := filepath.Join(t.TempDir(), "mcpmon")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/mcpmon/mcpmon/cmd/mcpmon").CombinedOutput(); err != nil {
-		t.Fatalf("build mcpmon: %v\n%s", err, out)
-	}
+	bin := testpeers.Mcpmon(t)
 	for _, mode := range []string{ModeFleet, ModeEmbedded} {
 		t.Run(mode, func(t *testing.T) {
 			o := ciOptions(mode, sqsEndpoint, bin)

@@ -8,12 +8,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/testpeers/e2e"
 )
 
 // proc is one supervised child process (an mcpmon replica or the harness's
@@ -31,9 +31,8 @@ type proc struct {
 
 	mu         sync.Mutex
 	addr       string
-	cmd        *exec.Cmd
-	exited     chan struct{} // closed when the current cmd has exited
-	killed     bool          // the harness killed the current cmd
+	cur        *e2e.Proc     // the current run of the process
+	killed     bool          // the harness killed the current run
 	restartIn  time.Duration // after a harness kill
 	stopping   bool
 	starts     int
@@ -44,21 +43,12 @@ type proc struct {
 
 func newProc(name, path string, env []string, dir string, httpAddr bool, args func(addr string) []string) (*proc, error) {
 	p := &proc{name: name, path: path, args: args, env: env, logPath: filepath.Join(dir, name+".log"), httpAddr: httpAddr, quit: make(chan struct{}), done: make(chan struct{})}
-	addr, err := freeAddr()
+	addr, err := e2e.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
 	p.addr = addr
 	return p, nil
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // Addr is where the process listens now.
@@ -90,13 +80,11 @@ func (p *proc) launch() error {
 	defer f.Close() // the child keeps its own descriptor
 	p.starts++
 	fmt.Fprintf(f, "==== chaos: start #%d of %s at %s on %s ====\n", p.starts, p.name, time.Now().Format(time.RFC3339Nano), p.addr)
-	cmd := exec.Command(p.path, p.args(p.addr)...)
-	cmd.Env = p.env
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", p.name, err)
+	cur, err := e2e.Start(e2e.Spec{Name: p.name, Path: p.path, Args: p.args(p.addr), Env: p.env, Output: f})
+	if err != nil {
+		return err
 	}
-	p.cmd, p.killed, p.exited = cmd, false, make(chan struct{})
+	p.cur, p.killed = cur, false
 	return nil
 }
 
@@ -104,17 +92,16 @@ func (p *proc) supervise() {
 	defer close(p.done)
 	for {
 		p.mu.Lock()
-		cmd, exited := p.cmd, p.exited
+		cur := p.cur
 		p.mu.Unlock()
-		err := cmd.Wait()
-		close(exited)
+		err := cur.Err()
 		p.mu.Lock()
 		stopping, killed, pause := p.stopping, p.killed, p.restartIn
 		if !stopping && !killed {
 			p.unexpected = append(p.unexpected, fmt.Sprintf("%s %s exited on its own (%v): %s",
 				time.Now().Format("15:04:05.000"), p.name, err, lastLogLine(p.logPath)))
 			pause = time.Second
-			if a, aerr := freeAddr(); aerr == nil && p.httpAddr {
+			if a, aerr := e2e.FreeAddr(); aerr == nil && p.httpAddr {
 				p.addr = a // in case it died because its port was taken
 			}
 		}
@@ -144,38 +131,32 @@ func (p *proc) supervise() {
 // the supervisor restart it after pause. It waits until the process is gone.
 func (p *proc) kill(pause time.Duration) {
 	p.mu.Lock()
-	if p.stopping || p.cmd == nil {
+	if p.stopping || p.cur == nil {
 		p.mu.Unlock()
 		return
 	}
 	p.killed, p.restartIn = true, pause
-	cmd, exited := p.cmd, p.exited
+	cur := p.cur
 	p.mu.Unlock()
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	<-exited
+	cur.Kill()
 }
 
-// stop ends the process with SIGTERM (SIGKILL after grace) and its supervision.
+// stop ends the process with SIGTERM (SIGKILL after grace) and its
+// supervision. Once stopping is set no run starts, so the current one is
+// the last.
 func (p *proc) stop(grace time.Duration) {
 	p.mu.Lock()
 	if !p.stopping {
 		close(p.quit)
 	}
 	p.stopping = true
-	cmd := p.cmd
+	cur := p.cur
 	p.mu.Unlock()
-	if cmd != nil && cmd.Process != nil {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+	if cur == nil {
+		return // never started: nothing supervises it
 	}
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		p.mu.Lock()
-		cmd = p.cmd
-		p.mu.Unlock()
-		_ = cmd.Process.Kill()
-		<-p.done
-	}
+	cur.Stop(grace)
+	<-p.done
 }
 
 // Unexpected lists the process's exits the harness did not cause.
@@ -185,51 +166,44 @@ func (p *proc) Unexpected() []string {
 	return append([]string(nil), p.unexpected...)
 }
 
-// waitReady polls until ready answers true, the process is up, or the deadline.
-func (p *proc) waitReady(ctx context.Context, timeout time.Duration, ready func(addr string) bool) error {
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if ready(p.Addr()) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %s; last log line: %s", p.name, timeout, lastLogLine(p.logPath))
-		}
-		select {
-		case <-ctx.Done():
+// waitReady polls until ready answers nil for the process's current
+// address, or the deadline.
+func (p *proc) waitReady(ctx context.Context, timeout time.Duration, ready func(ctx context.Context, addr string) error) error {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := e2e.Poll(wctx, 100*time.Millisecond, func() error { return ready(wctx, p.Addr()) }); err != nil {
+		if ctx.Err() != nil {
 			return ctx.Err()
-		case <-tick.C:
 		}
+		return fmt.Errorf("%s not ready after %s (%w); last log line: %s", p.name, timeout, err, lastLogLine(p.logPath))
 	}
+	return nil
 }
 
 var pollClient = &http.Client{Timeout: 2 * time.Second}
 
-// httpReady is true when /readyz answers 200.
-func httpReady(addr string) bool {
-	resp, err := pollClient.Get("http://" + addr + "/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
+// httpReady is nil when /readyz answers 200.
+func httpReady(ctx context.Context, addr string) error { return e2e.HTTPReady(addr)(ctx) }
 
-// redisReady is true when a Redis at addr answers PING.
-func redisReady(addr string) bool {
+// redisReady is nil when a Redis at addr answers PING.
+func redisReady(_ context.Context, addr string) error {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
-		return false
+		return err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Second))
 	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return false
+		return err
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
-	return err == nil && strings.HasPrefix(line, "+PONG")
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return fmt.Errorf("redis at %s answered %q to PING", addr, strings.TrimSpace(line))
+	}
+	return nil
 }
 
 // lastLogLine is the last non-empty line of a log file, for reports.

@@ -1,15 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/mcpmon/mcpmon/alerter/sinks/webhook"
+	"github.com/mcpmon/mcpmon/pkg/testpeers/e2e"
 )
 
 // delivery is one webhook request the receiver got, with what it answered.
@@ -24,58 +25,71 @@ type delivery struct {
 
 func (d delivery) accepted() bool { return d.Status >= 200 && d.Status < 300 }
 
-// receiver is the alerters' webhook sink: it records every delivery and
-// answers 500 to a share of them at random (a flaky receiver), which the
-// alerters must retry without paging twice.
+// receiver is the alerters' webhook sink: the shared test receiver,
+// answering 500 to a share of the deliveries at random (a flaky receiver),
+// which the alerters must retry without paging twice.
 type receiver struct {
-	srv      *http.Server
+	*e2e.Receiver
 	url      string
 	failRate float64
 
-	mu         sync.Mutex
-	rng        *rand.Rand
-	deliveries []delivery
+	mu  sync.Mutex
+	rng *rand.Rand
 }
 
 func startReceiver(failRate float64, rng *rand.Rand) (*receiver, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	r := &receiver{failRate: failRate, rng: rng}
+	var err error
+	if r.Receiver, err = e2e.StartReceiver(func(http.Handler) http.Handler { return http.HandlerFunc(r.answer) }); err != nil {
 		return nil, err
 	}
-	r := &receiver{url: "http://" + ln.Addr().String() + "/hook", failRate: failRate, rng: rng}
-	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = r.srv.Serve(ln) }()
+	r.url = r.URL + "/hook"
 	return r, nil
 }
 
-func (r *receiver) close() { _ = r.srv.Close() }
+func (r *receiver) close() { r.Close() }
 
-func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
-	var p webhook.Payload
-	if err == nil {
-		err = json.Unmarshal(body, &p)
-	}
-	if err != nil {
+// answer refuses what is not a webhook payload and fails a share of the rest.
+func (r *receiver) answer(w http.ResponseWriter, req *http.Request) {
+	if _, ok := decode(req.Header, req.Body); !ok {
 		http.Error(w, "bad payload", http.StatusBadRequest)
 		return
 	}
-	d := delivery{At: time.Now(), Status: http.StatusNoContent, Key: req.Header.Get(webhook.HeaderIdempotency),
-		Kind: string(p.Kind), IncidentID: p.IncidentID, EndpointID: p.Endpoint.ID}
+	status := http.StatusNoContent
 	r.mu.Lock()
 	if r.rng.Float64() < r.failRate {
-		d.Status = http.StatusInternalServerError
+		status = http.StatusInternalServerError
 	}
-	r.deliveries = append(r.deliveries, d)
 	r.mu.Unlock()
-	w.WriteHeader(d.Status)
+	w.WriteHeader(status)
+}
+
+// decode reads one webhook delivery; ok is false for a body that is not a
+// payload.
+func decode(h http.Header, body io.Reader) (delivery, bool) {
+	var p webhook.Payload
+	b, err := io.ReadAll(io.LimitReader(body, 1<<20))
+	if err == nil {
+		err = json.Unmarshal(b, &p)
+	}
+	if err != nil {
+		return delivery{}, false
+	}
+	return delivery{Key: h.Get(webhook.HeaderIdempotency), Kind: string(p.Kind), IncidentID: p.IncidentID, EndpointID: p.Endpoint.ID}, true
 }
 
 // all returns every delivery so far, in arrival order.
 func (r *receiver) all() []delivery {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]delivery(nil), r.deliveries...)
+	var out []delivery
+	for _, req := range r.Requests() {
+		d, ok := decode(req.Header, bytes.NewReader(req.Body))
+		if !ok {
+			continue // answered 400, never counted as a delivery
+		}
+		d.At, d.Status = req.At, req.Status
+		out = append(out, d)
+	}
+	return out
 }
 
 // counts returns accepted opens, accepted resolves and 500-answered deliveries.

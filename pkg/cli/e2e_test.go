@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -23,31 +23,9 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/declarative"
 	"github.com/mcpmon/mcpmon/pkg/registry"
 	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
+	"github.com/mcpmon/mcpmon/pkg/testpeers/e2e"
 )
-
-// lockedBuffer is a bytes.Buffer the daemon writes from its goroutines
-// while the test reads it; notify gets a signal on every write.
-type lockedBuffer struct {
-	mu     sync.Mutex
-	b      bytes.Buffer
-	notify chan struct{}
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	select {
-	case l.notify <- struct{}{}:
-	default:
-	}
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // newMCPServer is a real go-sdk MCP server on 127.0.0.1; the test adds
 // tools to it while it is probed.
@@ -130,60 +108,40 @@ func (h *harness) json(v any, args ...string) {
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.After(within)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		case <-tick.C:
+	testpeers.Eventually(t, within, what, func() error {
+		if !cond() {
+			return errors.New("not yet")
 		}
-	}
+		return nil
+	})
 }
-
-var listenRE = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`)
 
 // startServer runs `mcpmon run` in-process through the command tree and
 // returns its address and a stop function that waits for a clean exit.
 func (h *harness) startServer(dataDir string) (addr string, stop func()) {
 	t := h.t
 	ctx, cancel := context.WithCancel(context.Background())
-	banner := &lockedBuffer{notify: make(chan struct{}, 1)}
-	var logs bytes.Buffer
-	var logsMu sync.Mutex
+	banner, logs := e2e.NewBanner(), &e2e.Buffer{}
 	done := make(chan int, 1)
+	exited := make(chan struct{})
 	go func() {
+		defer close(exited)
 		done <- Run(ctx, []string{"run", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--allow-private-targets",
 			"--window", "1s", "--grace", "300ms", "--rate-limit", "0", "--log-level", "warn"},
-			IO{Getenv: h.getenv, Stdout: banner, Stderr: writerFunc(func(p []byte) (int, error) {
-				logsMu.Lock()
-				defer logsMu.Unlock()
-				return logs.Write(p)
-			})})
+			IO{Getenv: h.getenv, Stdout: banner, Stderr: logs})
 	}()
-	deadline := time.After(30 * time.Second)
-	for addr == "" {
-		select {
-		case <-banner.notify:
-			if m := listenRE.FindStringSubmatch(banner.String()); m != nil {
-				addr = m[1]
-			}
-		case code := <-done:
-			cancel()
-			t.Fatalf("mcpmon run exited %d before listening:\n%s", code, logs.String())
-		case <-deadline:
-			cancel()
-			t.Fatalf("mcpmon run did not print its address:\n%s", banner.String())
-		}
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	addr, err := banner.Addr(wctx, exited)
+	wcancel()
+	if err != nil {
+		cancel()
+		t.Fatalf("mcpmon run: %v\n%s", err, logs.String())
 	}
 	return addr, func() {
 		cancel()
 		select {
 		case code := <-done:
 			if code != ExitOK {
-				logsMu.Lock()
-				defer logsMu.Unlock()
 				t.Errorf("mcpmon run exited %d:\n%s", code, logs.String())
 			}
 		case <-time.After(30 * time.Second):
@@ -191,10 +149,6 @@ func (h *harness) startServer(dataDir string) (addr string, stop func()) {
 		}
 	}
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // TestEveryCommandAgainstARealServer bootstraps an admin key offline,
 // starts a real `mcpmon run` with API keys on, and drives every command of
@@ -204,8 +158,8 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // against openapi.yaml on the way (apispec.Client).
 func TestEveryCommandAgainstARealServer(t *testing.T) {
 	mcpURL, mcpSrv := newMCPServer(t)
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	t.Cleanup(hook.Close)
+	hook := testpeers.NewReceiver(t, nil)
+	hook.Answer(http.StatusOK, nil, "")
 	dataDir := t.TempDir()
 	h := &harness{t: t, hc: apispec.Client(t), env: map[string]string{
 		"ALPHA_TOKEN": "alpha-secret", "MCPMON_APPLY_BETA_TOKEN": "beta-secret", "MCPMON_APPLY_HOOK_URL": hook.URL + "/hook/t0k",

@@ -3,13 +3,14 @@ package daemon
 import (
 	"fmt"
 	"os"
-	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
+	"github.com/mcpmon/mcpmon/pkg/testpeers/e2e"
 )
 
 // TestFleetThreeRegions runs the roles as separate processes on fauxqs and
@@ -28,50 +29,35 @@ func TestFleetThreeRegions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs six processes; skipped with -short")
 	}
-	f := &fleet{t: t, bin: buildBinary(t)}
 	prefix := fmt.Sprintf("regions%d-", time.Now().UnixNano())
 	rcv, hook := newReceiver(t)
-	f.env = append(os.Environ(),
-		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1",
-		"MCPMON_QUEUE=sqs", "MCPMON_SQS_ENDPOINT="+sqsEndpoint, "MCPMON_SQS_PREFIX="+prefix, "MCPMON_SQS_REGION=us-east-1",
-		"MCPMON_STORE=redis", "MCPMON_REDIS_URL="+redisURL, "MCPMON_REDIS_PREFIX="+prefix+":",
-		"MCPMON_SECRETS_KEY="+testSecretsKey,
+	peers := e2e.Distributed{SQSEndpoint: sqsEndpoint, RedisURL: redisURL, Prefix: prefix, SecretsKey: testSecretsKey}
+	f := testpeers.NewFleet(t, slices.Concat(os.Environ(), peers.Env(), []string{
 		"MCPMON_WINDOW=2s", "MCPMON_GRACE=500ms", "MCPMON_ALLOW_PRIVATE_TARGETS=true",
-		"MCPMON_WEBHOOK_URL="+hook, "MCPMON_VISIBILITY_TIMEOUT=4s",
+		"MCPMON_WEBHOOK_URL=" + hook, "MCPMON_VISIBILITY_TIMEOUT=4s",
 		"MCPMON_REGIONS=eu,us,ap",
 		"MCPMON_LOG_LEVEL=debug",
 		"MCPMON_AUTH=none",
-	)
-	defer func() {
-		if t.Failed() {
-			f.dumpLogs()
-		}
-		f.stopAll()
-	}()
-	ensure := exec.Command(f.bin, "queues", "ensure")
-	ensure.Env = f.env
-	out, err := ensure.CombinedOutput()
-	if err != nil {
-		t.Fatalf("mcpmon queues ensure: %v\n%s", err, out)
-	}
+	}))
+	out := f.Run("queues", "ensure")
 	for _, r := range threeRegions {
-		if !strings.Contains(string(out), prefix+"commands-"+r+".fifo") {
+		if !strings.Contains(out, prefix+"commands-"+r+".fifo") {
 			t.Fatalf("queues ensure did not make the commands queue of %s:\n%s", r, out)
 		}
 	}
 
-	api := f.start("api", "api")
-	probers := map[string]*proc{}
+	api := f.Start("api", "api")
+	probers := map[string]*testpeers.Member{}
 	for _, r := range threeRegions {
-		probers[r] = f.start("prober-"+r, "prober", "--region", r)
+		probers[r] = f.Start("prober-"+r, "prober", "--region", r)
 	}
-	f.start("aggregator", "aggregator")
-	f.start("alerter", "alerter", "--replica-id", "alerter-1")
+	f.Start("aggregator", "aggregator")
+	f.Start("alerter", "alerter", "--replica-id", "alerter-1")
 
 	srv := newMCPServer(t)
-	id := register(t, api.addr, map[string]any{"name": "fleet-regions", "url": srv.url(), "schedule": "@every 1s", "timeout": "1s"})
+	id := register(t, api.Addr, map[string]any{"name": "fleet-regions", "url": srv.url(), "schedule": "@every 1s", "timeout": "1s"})
 	allUp := func() bool {
-		v := lastVerdict(t, api.addr, id)
+		v := lastVerdict(t, api.Addr, id)
 		return v.State == msg.StateUp && len(v.RegionStates) == 3 &&
 			v.RegionStates["eu"] == msg.StateUp && v.RegionStates["us"] == msg.StateUp && v.RegionStates["ap"] == msg.StateUp
 	}
@@ -79,12 +65,12 @@ func TestFleetThreeRegions(t *testing.T) {
 
 	// restart replaces region r's prober: cut off from the target or not.
 	restart := func(r string, cutOff bool) {
-		f.kill(probers[r])
+		probers[r].Kill()
 		args := []string{"prober", "--region", r}
 		if cutOff {
 			args = append(args, "--allow-private-targets=false")
 		}
-		probers[r] = f.start("prober-"+r+map[bool]string{true: "-cut-off", false: "-healed"}[cutOff], args...)
+		probers[r] = f.Start("prober-"+r+map[bool]string{true: "-cut-off", false: "-healed"}[cutOff], args...)
 	}
 
 	restart("eu", true)
@@ -92,8 +78,8 @@ func TestFleetThreeRegions(t *testing.T) {
 	if open["kind"] != "open" || open["severity"] != "warning" || open["incidentKind"] != "regional" || fmt.Sprint(open["regions"]) != "[eu]" {
 		t.Fatalf("first alert = %v, want a regional open (warning) naming eu", open)
 	}
-	seen := verdictCount(t, api.addr, id)
-	eventually(t, 30*time.Second, "four more regional windows", func() bool { return regionalSince(t, api.addr, id, seen) >= 4 })
+	seen := verdictCount(t, api.Addr, id)
+	eventually(t, 30*time.Second, "four more regional windows", func() bool { return regionalSince(t, api.Addr, id, seen) >= 4 })
 	if got := rcv.all(); len(got) != 1 {
 		t.Fatalf("alerts while one region is cut off: %v, want only the regional open", got)
 	}
@@ -117,7 +103,7 @@ func TestFleetThreeRegions(t *testing.T) {
 	if resolved[open["incidentId"]] != 1 || resolved[global["incidentId"]] != 1 {
 		t.Fatalf("resolves %v, want one each for %v and %v", resolved, open["incidentId"], global["incidentId"])
 	}
-	f.stopAll()
+	f.StopAll()
 	if got := rcv.all(); len(got) != 4 {
 		t.Fatalf("%d alerts, want exactly four (regional open, global open, two resolves): %v", len(got), got)
 	}

@@ -2,7 +2,11 @@
 // are listening: a redis-server and the fauxqs SQS emulator, both on
 // 127.0.0.1. A test that needs a peer that is not configured is skipped with
 // the reason, or fails when MCPMON_REQUIRE_PEERS=1 (set by `make test`, so CI
-// can never pass by skipping).
+// can never pass by skipping). It also owns the end-to-end harness tests
+// share: a built mcpmon binary, a Fleet of its processes, a single
+// `mcpmon run` (StartMcpmon), Eventually, and the Receiver that stands in
+// for a sink's or webhook's server; their testing-free core is the e2e
+// subpackage, which cmd/mcpmon-chaos uses too.
 package testpeers
 
 import (

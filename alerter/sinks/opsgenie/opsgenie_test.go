@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
 const apiKey = "eb243592-faa2-4ba2-a551q-1afdf565c889"
@@ -64,13 +64,12 @@ type alertAPI struct {
 	alerts   map[string]*ogAlert
 	requests int
 	override int
-	srv      *httptest.Server
+	rcv      *testpeers.Receiver
 }
 
 func newAlertAPI(t *testing.T) *alertAPI {
 	a := &alertAPI{alerts: map[string]*ogAlert{}}
-	a.srv = httptest.NewServer(http.HandlerFunc(a.serve))
-	t.Cleanup(a.srv.Close)
+	a.rcv = testpeers.NewReceiver(t, func(http.Handler) http.Handler { return http.HandlerFunc(a.serve) })
 	return a
 }
 
@@ -179,7 +178,7 @@ func (a *alertAPI) newSink(t *testing.T, logs io.Writer) *Sink {
 	if logs == nil {
 		logs = io.Discard
 	}
-	s, err := New(Options{Name: "og", APIKey: apiKey, URL: a.srv.URL + "/", Tags: []string{"prod"},
+	s, err := New(Options{Name: "og", APIKey: apiKey, URL: a.rcv.URL + "/", Tags: []string{"prod"},
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +284,7 @@ func TestErrors(t *testing.T) {
 		t.Run(tc.want+http.StatusText(tc.status), func(t *testing.T) {
 			api := newAlertAPI(t)
 			api.override = tc.status
-			s, err := New(Options{Name: "og", APIKey: tc.key, URL: api.srv.URL})
+			s, err := New(Options{Name: "og", APIKey: tc.key, URL: api.rcv.URL})
 			if err != nil {
 				t.Fatal(err)
 			}

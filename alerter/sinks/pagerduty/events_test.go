@@ -2,14 +2,13 @@ package pagerduty
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
 func TestChangeURL(t *testing.T) {
@@ -29,15 +28,9 @@ func TestChangeURL(t *testing.T) {
 // change event — routing key, summary, source, timestamp, the diff in
 // custom_details — never as an alert (no event_action, no dedup_key).
 func TestEventIsAChangeEvent(t *testing.T) {
-	var path string
-	var body []byte
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		path, body = r.URL.Path, must(io.ReadAll(r.Body))
-		w.WriteHeader(http.StatusAccepted)
-		_, _ = w.Write([]byte(`{"status":"success","message":"Change event processed"}`))
-	}))
-	defer srv.Close()
-	s, err := New(Options{Name: "pd", RoutingKey: "R0UT1NGKEY", URL: srv.URL + "/v2/enqueue"})
+	rcv := testpeers.NewReceiver(t, nil)
+	rcv.Answer(http.StatusAccepted, nil, `{"status":"success","message":"Change event processed"}`)
+	s, err := New(Options{Name: "pd", RoutingKey: "R0UT1NGKEY", URL: rcv.URL + "/v2/enqueue"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +42,8 @@ func TestEventIsAChangeEvent(t *testing.T) {
 	if err := s.NotifyEvent(t.Context(), n); err != nil {
 		t.Fatal(err)
 	}
+	got := rcv.Requests()[0]
+	path, body := got.Path, got.Body
 	if path != "/v2/change/enqueue" {
 		t.Fatalf("posted to %s", path)
 	}

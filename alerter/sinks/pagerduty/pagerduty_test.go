@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
 const routingKey = "R0UT1NGK3Y0123456789abcdef012345" // 32 characters, like a real integration key
@@ -53,13 +54,12 @@ type eventsAPI struct {
 	events   []Event
 	raw      [][]byte
 	override int // answer this status instead of validating (0 = validate)
-	srv      *httptest.Server
+	rcv      *testpeers.Receiver
 }
 
 func newEventsAPI(t *testing.T) *eventsAPI {
 	a := &eventsAPI{}
-	a.srv = httptest.NewServer(http.HandlerFunc(a.serve))
-	t.Cleanup(a.srv.Close)
+	a.rcv = testpeers.NewReceiver(t, func(http.Handler) http.Handler { return http.HandlerFunc(a.serve) })
 	return a
 }
 
@@ -145,7 +145,7 @@ func (a *eventsAPI) newSink(t *testing.T, logs io.Writer) *Sink {
 	if logs == nil {
 		logs = io.Discard
 	}
-	s, err := New(Options{Name: "pd", RoutingKey: routingKey, URL: a.srv.URL + "/v2/enqueue", ClientURL: "https://mcpmon.example.com",
+	s, err := New(Options{Name: "pd", RoutingKey: routingKey, URL: a.rcv.URL + "/v2/enqueue", ClientURL: "https://mcpmon.example.com",
 		Clock: clock.NewFake(opened), Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)

@@ -2,9 +2,6 @@ package slack
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -24,16 +21,15 @@ func TestEventMessageShowsTheDiff(t *testing.T) {
 		Message: "the description of search changed", Before: "sha256:a", After: "sha256:b",
 		Diff: json.RawMessage(`{"changed":[{"name":"search","descriptionChanged":true}]}`),
 	}
-	var got []byte
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got, _ = io.ReadAll(r.Body) }))
-	defer srv.Close()
-	s, err := New(Options{Name: "slack", URL: srv.URL})
+	rcv := newReceiver(t)
+	s, err := New(Options{Name: "slack", URL: rcv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.NotifyEvent(t.Context(), n); err != nil {
 		t.Fatal(err)
 	}
+	got := rcv.Bodies()[0]
 	var m Message
 	if err := json.Unmarshal(got, &m); err != nil {
 		t.Fatal(err)

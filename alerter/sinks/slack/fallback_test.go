@@ -39,16 +39,14 @@ func TestFallbackTextCannotMentionOrLink(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := newReceiver(t)
-			s, err := New(Options{Name: "slack", URL: r.url()})
+			s, err := New(Options{Name: "slack", URL: hookURL(r)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := c.send(s); err != nil {
 				t.Fatal(err)
 			}
-			r.mu.Lock()
-			body := r.bodies[0]
-			r.mu.Unlock()
+			body := r.Bodies()[0]
 			var m Message
 			if err := json.Unmarshal(body, &m); err != nil {
 				t.Fatal(err)

@@ -5,18 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
 const hookToken = "XXXXSECRETXXXXtoken42"
@@ -52,40 +50,25 @@ func notification(kind alert.Kind) alert.Notification {
 	return n
 }
 
-// slackReceiver stands in for hooks.slack.com: it answers like Slack
-// ("ok", or an error code with a status) and keeps the raw bodies.
-type slackReceiver struct {
-	mu     sync.Mutex
-	bodies [][]byte
-	status int
-	answer string
-	header http.Header
-	srv    *httptest.Server
-}
-
-func newReceiver(t *testing.T) *slackReceiver {
-	r := &slackReceiver{status: 200, answer: "ok"}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method != http.MethodPost || !strings.HasPrefix(req.Header.Get("Content-Type"), "application/json") {
-			http.Error(w, "invalid_payload", http.StatusBadRequest)
-			return
-		}
-		b, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		r.bodies = append(r.bodies, b)
-		status, answer, hdr := r.status, r.answer, r.header
-		r.mu.Unlock()
-		for k, v := range hdr {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, answer)
-	}))
-	t.Cleanup(r.srv.Close)
+// newReceiver stands in for hooks.slack.com: it refuses what is not a JSON
+// POST as Slack does, answers "ok" (or the error code and status the test
+// sets) and keeps the raw bodies.
+func newReceiver(t *testing.T) *testpeers.Receiver {
+	r := testpeers.NewReceiver(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.Method != http.MethodPost || !strings.HasPrefix(req.Header.Get("Content-Type"), "application/json") {
+				http.Error(w, "invalid_payload", http.StatusBadRequest)
+				return
+			}
+			next.ServeHTTP(w, req)
+		})
+	})
+	r.Answer(http.StatusOK, nil, "ok")
 	return r
 }
 
-func (r *slackReceiver) url() string { return r.srv.URL + "/services/T000/B000/" + hookToken }
+// hookURL is the receiver's URL in Slack's shape, with the secret token.
+func hookURL(r *testpeers.Receiver) string { return r.URL + "/services/T000/B000/" + hookToken }
 
 // validateMessage checks a body against Slack's documented incoming-webhook
 // and Block Kit shape: only known keys, known block types, text objects of
@@ -174,7 +157,7 @@ func allText(m Message) string {
 func TestMessageShape(t *testing.T) {
 	rcv := newReceiver(t)
 	var logs bytes.Buffer
-	s, err := New(Options{Name: "slack-ops", URL: rcv.url(), Clock: clock.NewFake(resolved),
+	s, err := New(Options{Name: "slack-ops", URL: hookURL(rcv), Clock: clock.NewFake(resolved),
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
@@ -184,15 +167,15 @@ func TestMessageShape(t *testing.T) {
 			t.Fatalf("Notify(%s): %v", kind, err)
 		}
 	}
-	if len(rcv.bodies) != 3 {
-		t.Fatalf("got %d posts, want 3", len(rcv.bodies))
+	if len(rcv.Bodies()) != 3 {
+		t.Fatalf("got %d posts, want 3", len(rcv.Bodies()))
 	}
 	for i, want := range []struct{ header, fallback, body string }{
 		{"🔴 billing &lt;!channel&gt; &amp; co is down", "is down: http_5xx initialize answered 502", "*Reason:* `http_5xx` initialize answered 502 &lt;html&gt;"},
 		{"⏰ billing &lt;!channel&gt; &amp; co is still down (reminder 2)", "reminder 2", "`http_5xx`"},
 		{"✅ billing &lt;!channel&gt; &amp; co recovered", "recovered (incident ep1-20260304T050000Z)", "Back up after 30m0s"},
 	} {
-		m := validateMessage(t, rcv.bodies[i])
+		m := validateMessage(t, rcv.Bodies()[i])
 		// plain_text is not parsed for mentions, so the header is not
 		// escaped; everything mrkdwn is.
 		wantHeader := strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(want.header)
@@ -250,11 +233,12 @@ func TestSlackErrors(t *testing.T) {
 	} {
 		t.Run(tc.answer, func(t *testing.T) {
 			rcv := newReceiver(t)
-			rcv.status, rcv.answer = tc.status, tc.answer
+			var header http.Header
 			if tc.retryAfter != "" {
-				rcv.header = http.Header{"Retry-After": {tc.retryAfter}}
+				header = http.Header{"Retry-After": {tc.retryAfter}}
 			}
-			s, err := New(Options{Name: "slack-ops", URL: rcv.url()})
+			rcv.Answer(tc.status, header, tc.answer)
+			s, err := New(Options{Name: "slack-ops", URL: hookURL(rcv)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,9 +2,6 @@ package webhook
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -26,18 +23,9 @@ func changeEvent() alert.EventNotification {
 // EventPayload with the event kind in X-Mcpmon-Event, the ledger key as
 // Idempotency-Key, the diff as sent, and a signature the receiver verifies.
 func TestEventDeliverySignedWithKindAndDiff(t *testing.T) {
-	type got struct {
-		h    http.Header
-		body []byte
-	}
-	ch := make(chan got, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		ch <- got{r.Header.Clone(), b}
-	}))
-	defer srv.Close()
+	rcv := newReceiver(t)
 	now := time.Date(2026, 3, 1, 12, 0, 20, 0, time.UTC)
-	s, err := New(Options{Name: "hook", URL: srv.URL, Secret: "s3cret", Clock: clock.NewFake(now)})
+	s, err := New(Options{Name: "hook", URL: rcv.URL, Secret: "s3cret", Clock: clock.NewFake(now)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,26 +33,26 @@ func TestEventDeliverySignedWithKindAndDiff(t *testing.T) {
 	if err := s.NotifyEvent(t.Context(), n); err != nil {
 		t.Fatal(err)
 	}
-	g := <-ch
-	if g.h.Get(HeaderEvent) != "catalog_breaking" || g.h.Get(HeaderIdempotency) != n.Key {
-		t.Fatalf("headers %v", g.h)
+	g := rcv.Next(time.Second)
+	if g.Header.Get(HeaderEvent) != "catalog_breaking" || g.Header.Get(HeaderIdempotency) != n.Key {
+		t.Fatalf("headers %v", g.Header)
 	}
-	if err := Verify("s3cret", g.h.Get(HeaderTimestamp), g.body, g.h.Get(HeaderSignature), now, time.Minute); err != nil {
+	if err := Verify("s3cret", g.Header.Get(HeaderTimestamp), g.Body, g.Header.Get(HeaderSignature), now, time.Minute); err != nil {
 		t.Fatalf("signature: %v", err)
 	}
 	var p EventPayload
-	if err := json.Unmarshal(g.body, &p); err != nil {
+	if err := json.Unmarshal(g.Body, &p); err != nil {
 		t.Fatal(err)
 	}
 	if p.Type != "event" || p.Version != EventPayloadVersion || p.Kind != n.Kind || p.Fingerprint != "3f2a" || p.Endpoint.ID != "ep1" ||
 		string(p.Diff) != string(n.Diff) || p.Before != "sha256:a" || p.After != "sha256:b" || !p.ObservedAt.Equal(n.ObservedAt) {
-		t.Fatalf("payload %s", g.body)
+		t.Fatalf("payload %s", g.Body)
 	}
 	// A redelivery carries the same body.
 	if err := s.NotifyEvent(t.Context(), n); err != nil {
 		t.Fatal(err)
 	}
-	if again := <-ch; string(again.body) != string(g.body) {
-		t.Fatalf("redelivery body differs:\n%s\n%s", again.body, g.body)
+	if again := rcv.Next(time.Second); string(again.Body) != string(g.Body) {
+		t.Fatalf("redelivery body differs:\n%s\n%s", again.Body, g.Body)
 	}
 }

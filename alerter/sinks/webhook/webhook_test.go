@@ -11,12 +11,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
 var (
@@ -58,49 +58,17 @@ func resolveNotification() alert.Notification {
 	return n
 }
 
-type delivery struct {
-	method string
-	path   string
-	query  string
-	header http.Header
-	body   []byte
-}
-
-// receiver is a local webhook endpoint that records deliveries and answers
-// with the status (and headers) the test chooses.
-type receiver struct {
-	mu     sync.Mutex
-	got    []delivery
-	status int
-	header http.Header
-	body   string
-	srv    *httptest.Server
-}
-
-func newReceiver(t *testing.T) *receiver {
-	r := &receiver{status: http.StatusOK}
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		b, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		r.got = append(r.got, delivery{req.Method, req.URL.Path, req.URL.RawQuery, req.Header.Clone(), b})
-		status, hdr, body := r.status, r.header, r.body
-		r.mu.Unlock()
-		for k, vs := range hdr {
-			w.Header()[k] = vs
-		}
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, body)
-	}))
-	t.Cleanup(r.srv.Close)
+// newReceiver is a local webhook endpoint that records deliveries and
+// answers 200 until the test sets another answer.
+func newReceiver(t *testing.T) *testpeers.Receiver {
+	r := testpeers.NewReceiver(t, nil)
+	r.Answer(http.StatusOK, nil, "")
 	return r
 }
 
-func (r *receiver) url() string { return r.srv.URL + "/hooks/" + pathToken + "?token=" + queryToken }
-
-func (r *receiver) deliveries() []delivery {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]delivery(nil), r.got...)
+// hookURL is the receiver's URL with a secret in the path and the query.
+func hookURL(r *testpeers.Receiver) string {
+	return r.URL + "/hooks/" + pathToken + "?token=" + queryToken
 }
 
 func newSink(t *testing.T, url string, logs *bytes.Buffer) *Sink {
@@ -130,7 +98,7 @@ func assertNoSecrets(t *testing.T, what, s string) {
 func TestPayloadFields(t *testing.T) {
 	rcv := newReceiver(t)
 	var logs bytes.Buffer
-	s := newSink(t, rcv.url(), &logs)
+	s := newSink(t, hookURL(rcv), &logs)
 	ctx := context.Background()
 	if err := s.Notify(ctx, openNotification()); err != nil {
 		t.Fatalf("Notify(open): %v", err)
@@ -138,7 +106,7 @@ func TestPayloadFields(t *testing.T) {
 	if err := s.Notify(ctx, resolveNotification()); err != nil {
 		t.Fatalf("Notify(resolve): %v", err)
 	}
-	got := rcv.deliveries()
+	got := rcv.Requests()
 	if len(got) != 2 {
 		t.Fatalf("got %d deliveries, want 2", len(got))
 	}
@@ -172,34 +140,34 @@ func TestPayloadFields(t *testing.T) {
 	for i, want := range []map[string]any{wantOpen, wantResolve} {
 		d := got[i]
 		var body map[string]any
-		if err := json.Unmarshal(d.body, &body); err != nil {
+		if err := json.Unmarshal(d.Body, &body); err != nil {
 			t.Fatalf("delivery %d: body is not JSON: %v", i, err)
 		}
 		compareFields(t, "", body, want)
-		if d.method != http.MethodPost {
-			t.Errorf("method = %s, want POST", d.method)
+		if d.Method != http.MethodPost {
+			t.Errorf("method = %s, want POST", d.Method)
 		}
-		if d.path != "/hooks/"+pathToken || d.query != "token="+queryToken {
-			t.Errorf("delivered to %s?%s, want the configured URL", d.path, d.query)
+		if d.Path != "/hooks/"+pathToken || d.RawQuery != "token="+queryToken {
+			t.Errorf("delivered to %s?%s, want the configured URL", d.Path, d.RawQuery)
 		}
-		if ct := d.header.Get("Content-Type"); ct != "application/json" {
+		if ct := d.Header.Get("Content-Type"); ct != "application/json" {
 			t.Errorf("Content-Type = %q", ct)
 		}
-		if k := d.header.Get(HeaderIdempotency); k != want["key"] {
+		if k := d.Header.Get(HeaderIdempotency); k != want["key"] {
 			t.Errorf("Idempotency-Key = %q, want %q", k, want["key"])
 		}
-		if e := d.header.Get(HeaderEvent); e != want["kind"] {
+		if e := d.Header.Get(HeaderEvent); e != want["kind"] {
 			t.Errorf("%s = %q, want %q", HeaderEvent, e, want["kind"])
 		}
-		ts := d.header.Get(HeaderTimestamp)
+		ts := d.Header.Get(HeaderTimestamp)
 		if ts != "1772600767" { // t0 in Unix seconds
 			t.Errorf("%s = %q, want %d", HeaderTimestamp, ts, t0.Unix())
 		}
-		sig := d.header.Get(HeaderSignature)
-		if err := Verify(hmacSecret, ts, d.body, sig, t0.Add(time.Minute), DefaultTolerance); err != nil {
+		sig := d.Header.Get(HeaderSignature)
+		if err := Verify(hmacSecret, ts, d.Body, sig, t0.Add(time.Minute), DefaultTolerance); err != nil {
 			t.Errorf("receiver-side Verify of delivery %d: %v", i, err)
 		}
-		if err := Verify("other-secret", ts, d.body, sig, t0, DefaultTolerance); !errors.Is(err, ErrBadSignature) {
+		if err := Verify("other-secret", ts, d.Body, sig, t0, DefaultTolerance); !errors.Is(err, ErrBadSignature) {
 			t.Errorf("Verify with the wrong secret = %v, want ErrBadSignature", err)
 		}
 	}
@@ -242,7 +210,7 @@ func compareFields(t *testing.T, prefix string, got, want map[string]any) {
 func TestBodyIsDeterministic(t *testing.T) {
 	rcv := newReceiver(t)
 	fc := clock.NewFake(t0)
-	s, err := New(Options{Name: "hook", URL: rcv.url(), Secret: hmacSecret, Clock: fc})
+	s, err := New(Options{Name: "hook", URL: hookURL(rcv), Secret: hmacSecret, Clock: fc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,28 +221,28 @@ func TestBodyIsDeterministic(t *testing.T) {
 		}
 		fc.Advance(90 * time.Second)
 	}
-	got := rcv.deliveries()
-	if !bytes.Equal(got[0].body, got[1].body) {
-		t.Errorf("a redelivery changed the body:\n%s\n%s", got[0].body, got[1].body)
+	got := rcv.Requests()
+	if !bytes.Equal(got[0].Body, got[1].Body) {
+		t.Errorf("a redelivery changed the body:\n%s\n%s", got[0].Body, got[1].Body)
 	}
-	if got[0].header.Get(HeaderIdempotency) != got[1].header.Get(HeaderIdempotency) {
+	if got[0].Header.Get(HeaderIdempotency) != got[1].Header.Get(HeaderIdempotency) {
 		t.Error("a redelivery changed the Idempotency-Key")
 	}
-	if got[0].header.Get(HeaderTimestamp) == got[1].header.Get(HeaderTimestamp) {
+	if got[0].Header.Get(HeaderTimestamp) == got[1].Header.Get(HeaderTimestamp) {
 		t.Error("the timestamp header should be the attempt's time")
 	}
 }
 
 func TestNoSignatureWithoutSecret(t *testing.T) {
 	rcv := newReceiver(t)
-	s, err := New(Options{Name: "hook", URL: rcv.srv.URL})
+	s, err := New(Options{Name: "hook", URL: rcv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Notify(context.Background(), openNotification()); err != nil {
 		t.Fatal(err)
 	}
-	if sig := rcv.deliveries()[0].header.Get(HeaderSignature); sig != "" {
+	if sig := rcv.Requests()[0].Header.Get(HeaderSignature); sig != "" {
 		t.Errorf("unsigned sink sent %s: %q", HeaderSignature, sig)
 	}
 }
@@ -307,16 +275,16 @@ func TestStatusClassification(t *testing.T) {
 	} {
 		t.Run(http.StatusText(tc.status)+tc.retryAfter, func(t *testing.T) {
 			rcv := newReceiver(t)
-			rcv.status, rcv.body = tc.status, tc.body
-			rcv.header = http.Header{}
+			header := http.Header{}
 			if tc.status == 302 {
-				rcv.header.Set("Location", "http://127.0.0.1:1/elsewhere")
+				header.Set("Location", "http://127.0.0.1:1/elsewhere")
 			}
 			if tc.retryAfter != "" {
-				rcv.header.Set("Retry-After", tc.retryAfter)
+				header.Set("Retry-After", tc.retryAfter)
 			}
+			rcv.Answer(tc.status, header, tc.body)
 			var logs bytes.Buffer
-			err := newSink(t, rcv.url(), &logs).Notify(context.Background(), openNotification())
+			err := newSink(t, hookURL(rcv), &logs).Notify(context.Background(), openNotification())
 			var ra *alert.RetryAfterError
 			switch tc.want {
 			case "ok":
@@ -342,8 +310,8 @@ func TestStatusClassification(t *testing.T) {
 			}
 			assertNoSecrets(t, "error", err.Error())
 			assertNoSecrets(t, "logs", logs.String())
-			if len(rcv.deliveries()) != 1 {
-				t.Errorf("got %d requests, want exactly 1 (no redirect following, no hidden retry)", len(rcv.deliveries()))
+			if len(rcv.Requests()) != 1 {
+				t.Errorf("got %d requests, want exactly 1 (no redirect following, no hidden retry)", len(rcv.Requests()))
 			}
 		})
 	}
