@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
@@ -100,7 +101,7 @@ func base64Forms(enc *base64.Encoding, secret []byte) []string {
 }
 
 // scrub replaces every occurrence of every secret form, ignoring ASCII
-// case, with [REDACTED]. Overlapping matches merge into one replacement,
+// case, with model.ScrubbedText. Overlapping matches merge into one replacement,
 // so one form cannot break up another's match.
 func (s scrubber) scrub(text string) string {
 	if len(s) == 0 || text == "" {
@@ -132,7 +133,7 @@ func (s scrubber) scrub(text string) string {
 		}
 		if from >= last {
 			b.WriteString(text[last:from])
-			b.WriteString("[REDACTED]")
+			b.WriteString(model.ScrubbedText)
 			last = to
 		}
 	}

@@ -19,6 +19,13 @@ import (
 // (pkg/api/openapi.yaml).
 const Redacted = "<redacted>"
 
+// ScrubbedText stands for a secret found in text a target sent back (an
+// error message, a tool description) and cut out before the text is stored
+// or fingerprinted. It differs from Redacted on purpose and must not
+// change: stored catalog fingerprints contain it, so another marker would
+// make every endpoint report a catalog change after an upgrade.
+const ScrubbedText = "[REDACTED]"
+
 // Secret is a value that must never be printed: a header value, a token, a
 // password, an HMAC key. Every rendering (fmt verbs, JSON, text, slog) is
 // Redacted, or "" for an empty Secret so that "not set" stays visible.
