@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/mcpmon/mcpmon/alerter/sinks/webhook"
 	"github.com/mcpmon/mcpmon/pkg/alert"
@@ -161,38 +160,6 @@ type noRecords struct{ Store }
 
 func (noRecords) RecordDelivery(context.Context, string, store.Delivery) error {
 	return errors.New("records unavailable")
-}
-
-func TestDeliveryRecordDecision(t *testing.T) {
-	t1, t2 := t0.Add(time.Second), t0.Add(3*time.Second)
-	sink := httpSink{name: "hook"}
-	reminder := alert.Notification{Kind: alert.KindReminder, Sequence: 3, IncidentID: "i"}
-	for _, c := range []struct {
-		name string
-		d    Delivery
-		err  error
-		want store.Delivery
-		ok   bool
-	}{
-		{"sent", Delivery{Sink: sink, Notification: reminder, Outcome: OutcomeSent, Attempts: 2, FirstAttemptAt: t1, LastAttemptAt: t2, DeliveredAt: t2, LastErr: errors.New("HTTP 502")}, nil,
-			store.Delivery{Kind: "reminder-3", Sink: "hook", Outcome: store.DeliveryDelivered, Attempts: 2, FirstAttemptAt: t1, LastAttemptAt: t2, DeliveredAt: t2, LastError: "HTTP 502"}, true},
-		{"sent, mark failed", Delivery{Sink: sink, Notification: reminder, Attempts: 1, FirstAttemptAt: t1, LastAttemptAt: t1, DeliveredAt: t1}, errors.New("mark done: store down"),
-			store.Delivery{Kind: "reminder-3", Sink: "hook", Outcome: store.DeliveryDelivered, Attempts: 1, FirstAttemptAt: t1, LastAttemptAt: t1, DeliveredAt: t1}, true},
-		{"ledger done", Delivery{Sink: sink, Notification: reminder, Outcome: OutcomeDuplicate}, nil,
-			store.Delivery{Kind: "reminder-3", Sink: "hook", Outcome: store.DeliverySkipped}, true},
-		{"failed", Delivery{Sink: sink, Notification: reminder, Attempts: 4, FirstAttemptAt: t1, LastAttemptAt: t2, LastErr: errors.New("HTTP 503")}, ErrDelivery,
-			store.Delivery{Kind: "reminder-3", Sink: "hook", Outcome: store.DeliveryFailed, Attempts: 4, FirstAttemptAt: t1, LastAttemptAt: t2, LastError: "HTTP 503"}, true},
-		{"claim held elsewhere", Delivery{Sink: sink, Notification: reminder}, ErrClaimHeld, store.Delivery{}, false},
-		{"store down before the claim", Delivery{Sink: sink, Notification: reminder}, store.ErrUnavailable, store.Delivery{}, false},
-		{"crash after the send", Delivery{Sink: sink, Notification: reminder, Attempts: 1, DeliveredAt: t1}, errInjectedCrash, store.Delivery{}, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got, ok := deliveryRecord(&c.d, c.err)
-			if ok != c.ok || (ok && got != c.want) {
-				t.Fatalf("deliveryRecord = %+v, %v; want %+v, %v", got, ok, c.want, c.ok)
-			}
-		})
-	}
 }
 
 // delivery is the incident's only delivery record.
