@@ -89,14 +89,15 @@ func New(c Config) *Pipeline {
 		},
 	}
 	if c.Records != nil {
-		if c.Records.Log == nil {
-			c.Records.Log = slog.New(slog.DiscardHandler)
+		r := *c.Records
+		if r.Log == nil {
+			r.Log = slog.New(slog.DiscardHandler)
 		}
 		redact := c.Redact
 		if redact == nil {
 			redact = func(err error) string { return err.Error() }
 		}
-		s = recordStage{Records: *c.Records, redact: redact, next: s}
+		s = recordStage{Records: r, redact: redact, next: s}
 	}
 	return &Pipeline{stage: s}
 }
