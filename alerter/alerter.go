@@ -7,13 +7,16 @@
 // tracker.go) and written in one compare-and-set of the endpoint's Tracker:
 // the incident and the notifications it owes go into the tracker's outbox in
 // the same transaction, and the store lists the outbox as pending and the
-// incident as open in it too. The outbox (outbox.go) is then drained
-// through the dispatch pipeline — maintenance → ledger claim → send with
-// retry → ledger done → delivery record — and data leaves through the
-// alert.Sinks (and, for the API, the store's delivery records). Run sweeps
-// the outboxes the store lists as pending that no verdict drains (a
+// incident as open in it too. The outbox (outbox.go) is then drained: the
+// maintenance stage (maintenance.go: gate decides, mute writes) sends,
+// defers or drops each notification, and what it sends goes through the
+// notify pipeline (alerter/notify: fan-out → record → ledger claim → send
+// with retry → ledger done) out to the alert.Sinks and, for the API, the
+// store's delivery records. Change events (events.go) take the same notify
+// pipeline without the maintenance and record stages. Run sweeps the
+// outboxes the store lists as pending that no verdict drains (a
 // maintenance window ending, a crash after the state change, a sink that
-// came back).
+// came back). docs/design/architecture.md draws the stages.
 //
 // Once-only rests on three things: verdicts older than the tracker's last
 // window never change state; a notification exists durably before it is
@@ -53,9 +56,9 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/mcpmon/mcpmon/alerter/notify"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
@@ -87,12 +90,8 @@ type Store interface {
 	PendingOutboxes(ctx context.Context) ([]string, error)
 	CountOpenIncidents(ctx context.Context) (int, error)
 	GetEndpoint(ctx context.Context, id string) (model.Endpoint, error)
-	Ledger
-	DeliveryRecorder
-	// ListObjects with DeleteObject empties the outbox index of releases
-	// before the store kept one.
-	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
-	DeleteObject(ctx context.Context, kind, id string) error
+	notify.Ledger
+	notify.Recorder
 	// The endpoint's tenant's maintenance windows, decoded once per change
 	// of its stamp (store.Windows).
 	store.WindowSource
@@ -136,42 +135,41 @@ type Options struct {
 	// GiveUpAfter is how long a sink may keep failing one notification
 	// (incident or change event) before the alerter gives up on it for
 	// that sink (default 24h); until then later drains retry it with
-	// backoff (redelivery.go).
+	// backoff (notify.Redelivery).
 	GiveUpAfter time.Duration
 }
 
 // Alerter folds verdicts into incidents and dispatches their notifications.
 // Any number of Alerters (goroutines, replicas) may share one store.
 type Alerter struct {
-	opts   Options
-	st     Store
-	clk    clock.Clock
-	log    *slog.Logger
-	m      *Metrics
-	fanout func(sinks []alert.Sink) FanoutStage
-	rec    recorder
+	opts Options
+	st   Store
+	clk  clock.Clock
+	log  *slog.Logger
+	m    *Metrics
+	rec  notify.Records
+	// incidents and events are the notify pipelines (buildPipelines): one
+	// builder, with the record stage for incidents only.
+	incidents, events *notify.Pipeline
 
 	// hook is a fault-injection point for the crash tests: called at
-	// "received", "applied", "claimed", "sent", "marked" and "settled"; an error
-	// aborts processing as a crash would.
+	// "received", "applied", "claimed", "sent", "marked" and "settled"; an
+	// error wrapping notify.ErrCrash aborts processing as a crash would.
 	hook  func(point string) error
 	sleep func(ctx context.Context, d time.Duration) error
 	// redeliver decides when a failing sink is called again; jitter
 	// places each wait inside its range.
-	redeliver redelivery
+	redeliver notify.Redelivery
 	jitter    func() float64
 	// eventRetries is the redelivery state of change events (guarded by
 	// eventsMu), keyed by ledger key.
-	eventRetries map[string]sinkRetry
+	eventRetries map[string]notify.RetryState
 
 	// drainLocks serialise drains of one endpoint inside this process. The
 	// sweep and a queue handler may drain the same outbox at once, and with
 	// one Owner the ledger would let both claims through (a live claim is
 	// re-acquired by its owner); across processes the ledger separates them.
 	drainLocks [64]sync.Mutex
-	// legacyIndexed: the previous release's outbox index was moved (see
-	// indexLegacyOutboxes).
-	legacyIndexed atomic.Bool
 	// eventsMu serialises NotifyEvents in this process: with one Owner the
 	// ledger would let two concurrent claims of a key through.
 	eventsMu sync.Mutex
@@ -232,32 +230,41 @@ func New(opts Options) (*Alerter, error) {
 		log:   opts.Logger.With("component", "alerter"),
 		m:     opts.Metrics,
 		hook:  func(string) error { return nil },
-		sleep: sleepCtx,
+		sleep: notify.SleepCtx,
 
-		redeliver:    newRedelivery(opts.GiveUpAfter),
+		redeliver:    notify.NewRedelivery(opts.GiveUpAfter),
 		jitter:       rand.Float64,
-		eventRetries: map[string]sinkRetry{},
+		eventRetries: map[string]notify.RetryState{},
 	}
-	a.rec = recorder{st: a.st, log: a.log}
+	a.rec = notify.Records{Store: a.st, Log: a.log}
 	a.windows = store.NewWindows(a.st, a.log)
 	for _, s := range opts.Sinks {
 		a.m.sink(alert.MetricLabel(s))
 	}
-	unmarked := newKeySet()
-	a.fanout = func(sinks []alert.Sink) FanoutStage {
-		return FanoutStage{Sinks: sinks, Pipeline: recordStage{recorder: a.rec, next: ledgerStage{
-			ledger: a.st, owner: a.opts.Owner, lease: a.opts.Lease, m: a.m, now: a.clk.Now, hook: a.fault, unmarked: unmarked,
-			next: retryStage{
-				attempts: a.opts.RetryAttempts, budget: a.opts.RetryBudget,
-				initial: a.opts.BackoffInitial, limit: a.opts.BackoffMax, sendTimeout: a.opts.SendTimeout,
-				now: a.clk.Now, sleep: func(ctx context.Context, d time.Duration) error { return a.sleep(ctx, d) },
-			},
-		}}}
-	}
+	a.buildPipelines()
 	return a, nil
 }
 
-func (a *Alerter) fault(point string) error { return a.hook(point) }
+// buildPipelines builds the incident and change-event pipelines from the
+// options and the alerter's current clock, sleep, redelivery rule and hook
+// (tests replace those after New, then build again).
+func (a *Alerter) buildPipelines() {
+	c := notify.Config{
+		Ledger: a.st, Owner: a.opts.Owner, Lease: a.opts.Lease,
+		Attempts: a.opts.RetryAttempts, Budget: a.opts.RetryBudget,
+		BackoffInitial: a.opts.BackoffInitial, BackoffMax: a.opts.BackoffMax, SendTimeout: a.opts.SendTimeout,
+		Redelivery: a.redeliver,
+		Jitter:     func() float64 { return a.jitter() },
+		Clock:      a.clk,
+		Sleep:      func(ctx context.Context, d time.Duration) error { return a.sleep(ctx, d) },
+		Redact:     redact,
+		Metrics:    notify.Metrics{LedgerClaims: a.m.LedgerClaims, UnmarkedSeconds: a.m.UnmarkedSeconds},
+		Hook:       func(point string) error { return a.hook(point) },
+	}
+	a.events = notify.New(c)
+	c.Records = &a.rec
+	a.incidents = notify.New(c)
+}
 
 // Handle processes one verdicts-queue message: fold the verdict, then drain
 // the endpoint's outbox. It returns nil (delete the message) once the
@@ -288,8 +295,8 @@ func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
 	}
 	err := a.process(ctx, v)
 	switch {
-	case errors.As(err, new(drainError)) && !errors.Is(err, ErrClaimHeld) && !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, errInjectedCrash):
-		if errors.Is(err, ErrDelivery) {
+	case errors.As(err, new(drainError)) && !errors.Is(err, notify.ErrClaimHeld) && !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, notify.ErrCrash):
+		if errors.Is(err, notify.ErrDelivery) {
 			// drain logged each sink's failure.
 			a.log.Debug("verdict folded; undelivered notifications stay in the outbox for the sweep", "endpoint", v.EndpointID, "window", v.Window)
 		} else {
@@ -303,7 +310,7 @@ func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
 	case err != nil:
 		// The message stays queued; past maxReceiveCount it moves to the DLQ
 		// and the notification stays in the outbox for the sweep.
-		if !errors.Is(err, errInjectedCrash) {
+		if !errors.Is(err, notify.ErrCrash) {
 			a.log.Warn("verdict left for redelivery", "endpoint", v.EndpointID, "window", v.Window, "receive_count", m.ReceiveCount, "err", err)
 		}
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/mcpmon/mcpmon/alerter/notify"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
@@ -280,7 +281,7 @@ func TestSinkURLNeverLogged(t *testing.T) {
 	e.states("ep1", 0, down, down)
 	e.pump(a.Handle)
 	err := a.Sweep(e.ctx)
-	if !errors.Is(err, ErrDelivery) {
+	if !errors.Is(err, notify.ErrDelivery) {
 		t.Fatalf("sweep error %v, want the delivery failure", err)
 	}
 	tr, _ := e.st.GetTracker(e.ctx, "ep1")

@@ -2,11 +2,14 @@ package alerter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/mcpmon/mcpmon/alerter/notify"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
@@ -14,12 +17,31 @@ import (
 )
 
 // TestCrashAtEveryStep kills the alerter (an injected crash: processing stops
-// where it is, nothing is released, the message is not deleted, and a new
-// alerter with another identity takes over on the same store and queue) at
-// each step of handling the verdict that opens an incident.
+// where it is, nothing is released, and a new alerter with another identity
+// takes over on the same store) at each step of notifying an incident's open
+// and a change event. Both go through the one notify pipeline, so their
+// rows name the same ledger steps, and both have one duplicate window: a
+// crash between the sink's acceptance and the ledger mark.
 func TestCrashAtEveryStep(t *testing.T) { testCrashAtEveryStep(t, newEnv) }
 
 func testCrashAtEveryStep(t *testing.T, newEnv func(*testing.T) *env) {
+	testIncidentCrashAtEveryStep(t, newEnv)
+	for _, tt := range []struct {
+		point string
+		sends int
+	}{
+		{"claimed", 1}, // claim taken, before the send: the lease must lapse first
+		{"sent", 2},    // sink accepted, ledger not marked: THE duplicate window
+		{"marked", 1},  // ledger done, event not yet unlisted
+		{"settled", 1}, // event unlisted
+	} {
+		t.Run("event-"+tt.point, func(t *testing.T) { testEventCrashAt(t, newEnv(t), tt.point, tt.sends) })
+	}
+}
+
+// testIncidentCrashAtEveryStep crashes at each step of handling the verdict
+// that opens an incident; the verdict message is not deleted either.
+func testIncidentCrashAtEveryStep(t *testing.T, newEnv func(*testing.T) *env) {
 	tests := []struct {
 		point string
 		// sends is how many times the sink receives the open notification.
@@ -41,7 +63,7 @@ func testCrashAtEveryStep(t *testing.T, newEnv func(*testing.T) *env) {
 			dead.hook = func(p string) error {
 				if p == tt.point && !crashed && e.openingVerdict(t, p) {
 					crashed = true
-					return fmt.Errorf("at %s: %w", p, errInjectedCrash)
+					return fmt.Errorf("at %s: %w", p, notify.ErrCrash)
 				}
 				return nil
 			}
@@ -93,6 +115,55 @@ func testCrashAtEveryStep(t *testing.T, newEnv func(*testing.T) *env) {
 				t.Fatalf("after recovery: %v, want one resolve more", e.rcv.kinds())
 			}
 		})
+	}
+}
+
+// testEventCrashAt: a replica killed at point of a change event's
+// notification; another replica (after the dead one's lease) finishes it.
+func testEventCrashAt(t *testing.T, e *env, point string, sends int) {
+	e.endpoint("ep", nil, nil)
+	sink := &eventSink{name: "hook"}
+	sinks := []alert.Sink{alert.Subscribed(sink, []string{model.EventCatalogSecurity})}
+	dead := e.alerter("dead", func(o *Options) { o.Sinks = sinks })
+	dead.hook = func(p string) error {
+		if p == point {
+			return fmt.Errorf("at %s: %w", p, notify.ErrCrash)
+		}
+		return nil
+	}
+	e.changeEvent("ep", model.EventCatalogSecurity)
+	if err := dead.NotifyEvents(e.ctx); !errors.Is(err, notify.ErrCrash) {
+		t.Fatalf("crash at %s: err = %v", point, err)
+	}
+	pending := 1
+	if point == "settled" {
+		pending = 0
+	}
+	if n := e.pendingEvents(); n != pending {
+		t.Fatalf("after a crash at %s, %d events pending, want %d", point, n, pending)
+	}
+	before := map[string]int{"claimed": 0, "sent": 1, "marked": 1, "settled": 1}[point]
+	if got := len(sink.keys()); got != before {
+		t.Fatalf("before takeover: %d deliveries, want %d", got, before)
+	}
+	e.clk.Advance(DefaultLease + time.Second) // the dead replica's claim lapses
+	live := e.alerter("live", func(o *Options) { o.Sinks = sinks })
+	for range 3 {
+		if err := live.NotifyEvents(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := sink.keys()
+	if len(got) != sends {
+		t.Fatalf("crash at %s: sink got %d deliveries %v, want %d", point, len(got), got, sends)
+	}
+	for _, k := range got {
+		if k != got[0] {
+			t.Fatalf("a repeat carried another key: %v", got)
+		}
+	}
+	if n := e.pendingEvents(); n != 0 {
+		t.Fatalf("crash at %s: %d events still pending", point, n)
 	}
 }
 
@@ -246,7 +317,7 @@ func TestSweepAndHandlerInOneProcess(t *testing.T) {
 		// Make the opening verdict's state change durable without draining it.
 		a.hook = func(p string) error {
 			if p == "applied" && e.openingVerdict(t, p) {
-				return errInjectedCrash
+				return notify.ErrCrash
 			}
 			return nil
 		}

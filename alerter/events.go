@@ -1,16 +1,17 @@
 // Change-event notifications: each durable change event (store.Events,
 // recorded by the aggregator) is sent once to every sink that opted into
 // its kind (alert.Subscribes; a sink's notify list, incidents only by
-// default), through the same ledger as incidents.
+// default), through the same notify pipeline as incidents, without its
+// record stage.
 //
 // The store lists an event as pending in the transaction that appends it,
 // so an event never exists without its notification. NotifyEvents, run by
 // every sweep, takes the pending events oldest first and, per subscribed
 // sink, claims the ledger key alert.EventKey(endpoint, kind, fingerprint)
 // + ":" + sink, sends with the retry stage, and marks the key done; once
-// every subscribed sink has the event (sent, found done, or given up on
-// for a permanent failure) it unlists the event. What a crash between two
-// steps costs:
+// every subscribed sink has the event (sent, found done, or given up on:
+// failed permanently or past the give-up age, its key marked done too) it
+// unlists the event. What a crash between two steps costs:
 //   - before the claim, or after a claim whose send failed: nothing; the
 //     event is still pending and the next sweep (on any replica) sends it.
 //   - after the send, before the mark: the claim lapses with its lease and
@@ -33,6 +34,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpmon/mcpmon/alerter/notify"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -66,7 +68,7 @@ func (a *Alerter) NotifyEvents(ctx context.Context) error {
 	for k, st := range a.eventRetries {
 		// Settled elsewhere (another replica, a deleted endpoint) or
 		// past any give-up: the state can only be stale.
-		if !now.Before(st.FirstFailedAt.Add(a.redeliver.giveUp + a.redeliver.max)) {
+		if a.redeliver.Stale(st, now) {
 			delete(a.eventRetries, k)
 		}
 	}
@@ -89,17 +91,21 @@ func (a *Alerter) NotifyEvents(ctx context.Context) error {
 				continue
 			}
 			if settled, err = a.deliverEvent(ctx, ep, e, sinks, blocked); err != nil {
+				if errors.Is(err, notify.ErrCrash) {
+					return err
+				}
 				errs = append(errs, err)
 			}
 		}
 		if !settled {
 			continue
 		}
-		if err := a.hook("event-marked"); err != nil {
-			return err
-		}
 		if err := es.SettleEvent(ctx, store.EventRef{EndpointID: e.EndpointID, ID: e.ID}); err != nil {
 			errs = append(errs, fmt.Errorf("alerter: settle event %s of endpoint %s: %w", e.ID, e.EndpointID, err))
+			continue
+		}
+		if err := a.hook("settled"); err != nil {
+			return err
 		}
 	}
 	return errors.Join(errs...)
@@ -120,112 +126,83 @@ func (a *Alerter) eventSinks(ctx context.Context, ep model.Endpoint, kind string
 	}), func(x, y alert.Sink) bool { return x.Name() == y.Name() }), nil
 }
 
-// deliverEvent sends e to each sink; settled is true once every one has
-// it (or was given up on).
+// deliverEvent sends e to each sink through the notify pipeline; settled
+// is true once every one has it (or has given it up).
 func (a *Alerter) deliverEvent(ctx context.Context, ep model.Endpoint, e model.ChangeEvent, sinks []alert.Sink, blocked map[string]bool) (settled bool, err error) {
 	settled = true
-	var errs []error
+	now := a.clk.Now()
+	var (
+		ds  []*notify.Delivery
+		out []alert.Sink // ds[i] is for out[i]
+	)
 	for _, s := range sinks {
 		if blocked[s.Name()] {
 			settled = false
 			continue
 		}
 		n := eventNotification(ep, e, s.Name())
-		if st, ok := a.eventRetries[n.Key]; ok && !a.redeliver.due(st, a.clk.Now()) {
+		st, failing := a.eventRetries[n.Key]
+		if failing && !a.redeliver.Due(st, now) {
 			// Backing off after failing e: nor, to keep its order, the
 			// events after it in this run.
 			settled = false
 			blocked[s.Name()] = true
 			continue
 		}
-		outcome, err := a.sendEvent(ctx, s, n)
-		if outcome != "" {
+		ds = append(ds, &notify.Delivery{Notification: alert.Notification{Key: n.Key, EndpointID: n.EndpointID},
+			Sink: eventCall{Sink: s, n: n}, Retry: st, Origin: n.ObservedAt})
+		out = append(out, s)
+	}
+	a.events.Deliver(ctx, ds...)
+	var errs []error
+	for i, d := range ds {
+		s, key := out[i], d.Notification.Key
+		if errors.Is(d.Err, notify.ErrCrash) {
+			return false, d.Err
+		}
+		if outcome := eventOutcome(d); outcome != "" {
 			a.m.EventNotifications.WithLabelValues(alert.MetricLabel(s), e.Kind, outcome).Inc()
 		}
+		// The redelivery state is kept while the sink keeps failing e
+		// and forgotten once it has e or has given it up.
 		switch {
-		case errors.Is(err, errInjectedCrash):
-			return false, err
-		case err != nil:
+		case d.GaveUp || !d.DeliveredAt.IsZero() || d.Outcome == notify.OutcomeDuplicate:
+			delete(a.eventRetries, key)
+		case d.Err != nil && d.Attempts > 0:
+			a.eventRetries[key] = d.Retry
+		}
+		switch {
+		case d.Err != nil:
 			settled = false
 			blocked[s.Name()] = true
-			errs = append(errs, err)
-			if errors.Is(err, ErrClaimHeld) {
+			errs = append(errs, redactedError{msg: redact(d.Err), err: d.Err})
+			if errors.Is(d.Err, notify.ErrClaimHeld) {
 				continue // another replica is sending it
 			}
-			a.log.Warn("change event not delivered; it stays pending for the next sweep", "sink", s.Name(), "endpoint", e.EndpointID, "kind", e.Kind, "err", redact(err))
-		case outcome == OutcomeAbandoned:
+			a.log.Warn("change event not delivered; it stays pending for the next sweep", "sink", s.Name(), "endpoint", e.EndpointID, "kind", e.Kind, "err", redact(d.Err))
+		case d.GaveUp:
 			a.m.givenUp(alert.MetricLabel(s))
 			a.log.Warn("change event given up for this sink (failed permanently, or failing past the give-up age); not retried", "sink", s.Name(), "endpoint", e.EndpointID, "kind", e.Kind)
-		case outcome == OutcomeSent:
+		case d.Outcome == notify.OutcomeSent:
 			a.log.Info("change event notified", "sink", s.Name(), "endpoint", e.EndpointID, "kind", e.Kind, "fingerprint", e.Fingerprint)
 		}
 	}
 	return settled, errors.Join(errs...)
 }
 
-// sendEvent is the ledger stage for one event and sink: claim, send with
-// retries, mark. A permanent failure is marked done too (given up: never
-// retried) and reported as abandoned.
-func (a *Alerter) sendEvent(ctx context.Context, s alert.Sink, n alert.EventNotification) (outcome string, err error) {
-	st, err := a.st.Claim(ctx, n.Key, a.opts.Owner, a.opts.Lease)
-	if err != nil {
-		return "", fmt.Errorf("claim %s: %w", n.Key, err)
+// eventOutcome is d's value of event_notifications_total's outcome label,
+// "" when the pipeline never reached the sink (the claim failed or is held
+// elsewhere).
+func eventOutcome(d *notify.Delivery) string {
+	switch {
+	case d.Outcome != "":
+		return d.Outcome
+	case !d.DeliveredAt.IsZero():
+		return notify.OutcomeSent // delivered; the mark is what failed
+	case errors.Is(d.Err, notify.ErrDelivery):
+		return notify.OutcomeFailed
 	}
-	a.m.claims(st)
-	switch st {
-	case store.ClaimDone:
-		return OutcomeDuplicate, nil
-	case store.ClaimHeld:
-		return "", fmt.Errorf("%w: %s", ErrClaimHeld, n.Key)
-	}
-	if err := a.hook("event-claimed"); err != nil {
-		return "", err
-	}
-	d := &Delivery{Notification: alert.Notification{Key: n.Key, EndpointID: n.EndpointID}, Sink: eventCall{Sink: s, n: n}}
-	sendErr := a.eventRetry().Exec(ctx, d)
-	outcome = OutcomeSent
-	gaveUp := false
-	if sendErr != nil && !errors.Is(sendErr, alert.ErrPermanent) && d.Attempts > 0 {
-		// The same rule as an incident's: the event's age is its
-		// origin, so a restart (which forgets the state) never extends it.
-		var st sinkRetry
-		st, gaveUp = a.redeliver.afterFailure(a.eventRetries[n.Key], n.ObservedAt, a.clk.Now(), a.jitter())
-		if gaveUp {
-			delete(a.eventRetries, n.Key)
-		} else {
-			a.eventRetries[n.Key] = st
-		}
-	}
-	if sendErr == nil {
-		delete(a.eventRetries, n.Key)
-	}
-	if sendErr != nil {
-		if !errors.Is(sendErr, alert.ErrPermanent) && !gaveUp {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
-			defer cancel()
-			if rerr := a.st.Release(rctx, n.Key, a.opts.Owner); rerr != nil {
-				sendErr = errors.Join(sendErr, fmt.Errorf("release %s: %w", n.Key, rerr))
-			}
-			return OutcomeFailed, redactedError{msg: redact(sendErr), err: sendErr}
-		}
-		outcome = OutcomeAbandoned
-	} else if err := a.hook("event-sent"); err != nil {
-		return "", err
-	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
-	defer cancel()
-	if err := a.st.Complete(cctx, n.Key, a.opts.Owner); err != nil {
-		return outcome, fmt.Errorf("mark %s done: %w", n.Key, err)
-	}
-	return outcome, nil
-}
-
-func (a *Alerter) eventRetry() retryStage {
-	return retryStage{
-		attempts: a.opts.RetryAttempts, budget: a.opts.RetryBudget,
-		initial: a.opts.BackoffInitial, limit: a.opts.BackoffMax, sendTimeout: a.opts.SendTimeout,
-		now: a.clk.Now, sleep: func(ctx context.Context, d time.Duration) error { return a.sleep(ctx, d) },
-	}
+	return ""
 }
 
 // eventCall lets the retry stage, which calls Notify, deliver an event.
@@ -278,7 +255,7 @@ func (a *Alerter) RunEvents(ctx context.Context, interval time.Duration) error {
 		case err == nil || ctx.Err() != nil:
 		case errors.Is(err, store.ErrUnavailable):
 			a.log.Debug("change events wait for the store", "err", err)
-		case errors.Is(err, ErrDelivery) || errors.Is(err, ErrClaimHeld):
+		case errors.Is(err, notify.ErrDelivery) || errors.Is(err, notify.ErrClaimHeld):
 			// deliverEvent logged each failed sink; a held claim is
 			// another replica at work.
 		default:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/mcpmon/mcpmon/alerter/notify"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/model"
 )
@@ -81,7 +82,7 @@ func testEventNotifiedOncePerOptedInSink(t *testing.T, e *env) {
 	var wg sync.WaitGroup
 	for _, al := range []*Alerter{a, b, a, b} {
 		wg.Go(func() {
-			if err := al.NotifyEvents(e.ctx); err != nil && !errors.Is(err, ErrClaimHeld) {
+			if err := al.NotifyEvents(e.ctx); err != nil && !errors.Is(err, notify.ErrClaimHeld) {
 				t.Error(err)
 			}
 		})
@@ -108,69 +109,6 @@ func TestEventNotifiedOncePerOptedInSink(t *testing.T) {
 
 func TestEventNotifiedOncePerOptedInSinkRedis(t *testing.T) {
 	testEventNotifiedOncePerOptedInSink(t, newRedisEnv(t))
-}
-
-// TestEventCrashAtEveryStep: a replica killed at each step of an event's
-// notification; another replica (after the dead one's lease) finishes it.
-// The sink gets it once, except after a crash between its acceptance and
-// the ledger mark — the alerter's one duplicate window, with the same key.
-func TestEventCrashAtEveryStep(t *testing.T) {
-	for _, store := range []struct {
-		name string
-		env  func(t *testing.T) *env
-	}{{"bolt", newEnv}, {"redis", newRedisEnv}} {
-		t.Run(store.name, func(t *testing.T) {
-			for _, tt := range []struct {
-				point string
-				sends int
-			}{
-				{"event-claimed", 1},
-				{"event-sent", 2}, // sink accepted, ledger not marked: THE duplicate window
-				{"event-marked", 1},
-			} {
-				t.Run(tt.point, func(t *testing.T) { testEventCrashAt(t, store.env(t), tt.point, tt.sends) })
-			}
-		})
-	}
-}
-
-func testEventCrashAt(t *testing.T, e *env, point string, sends int) {
-	e.endpoint("ep", nil, nil)
-	sink := &eventSink{name: "hook"}
-	sinks := []alert.Sink{alert.Subscribed(sink, []string{model.EventCatalogSecurity})}
-	dead := e.alerter("dead", func(o *Options) { o.Sinks = sinks })
-	dead.hook = func(p string) error {
-		if p == point {
-			return fmt.Errorf("at %s: %w", p, errInjectedCrash)
-		}
-		return nil
-	}
-	e.changeEvent("ep", model.EventCatalogSecurity)
-	if err := dead.NotifyEvents(e.ctx); !errors.Is(err, errInjectedCrash) {
-		t.Fatalf("crash at %s: err = %v", point, err)
-	}
-	if n := e.pendingEvents(); n != 1 {
-		t.Fatalf("after a crash at %s, %d events pending, want 1", point, n)
-	}
-	e.clk.Advance(DefaultLease + time.Second) // the dead replica's claim lapses
-	live := e.alerter("live", func(o *Options) { o.Sinks = sinks })
-	for range 3 {
-		if err := live.NotifyEvents(e.ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := sink.keys()
-	if len(got) != sends {
-		t.Fatalf("crash at %s: sink got %d deliveries %v, want %d", point, len(got), got, sends)
-	}
-	for _, k := range got {
-		if k != got[0] {
-			t.Fatalf("a repeat carried another key: %v", got)
-		}
-	}
-	if n := e.pendingEvents(); n != 0 {
-		t.Fatalf("crash at %s: %d events still pending", point, n)
-	}
 }
 
 // TestEventFailuresRetriedOrGivenUp: a transient failure keeps the event
@@ -211,7 +149,7 @@ func TestEventFailuresRetriedOrGivenUp(t *testing.T) {
 	for _, c := range []struct {
 		sink, outcome string
 		want          float64
-	}{{"flaky", OutcomeFailed, 1}, {"flaky", OutcomeSent, 2}, {"refused", OutcomeAbandoned, 2}, {"refused", OutcomeSent, 0}} {
+	}{{"flaky", notify.OutcomeFailed, 1}, {"flaky", notify.OutcomeSent, 2}, {"refused", notify.OutcomeAbandoned, 2}, {"refused", notify.OutcomeSent, 0}} {
 		if got := testutil.ToFloat64(m.EventNotifications.WithLabelValues(c.sink, model.EventVersion, c.outcome)); got != c.want {
 			t.Errorf("mcpmon_event_notifications_total{sink=%s,outcome=%s} = %v, want %v", c.sink, c.outcome, got, c.want)
 		}

@@ -3,19 +3,23 @@ package alerter
 import (
 	"bytes"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/mcpmon/mcpmon/alerter/notify"
 	"github.com/mcpmon/mcpmon/alerter/sinks"
 	"github.com/mcpmon/mcpmon/alerter/sinks/webhook"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // TestSinkRefusedByGuardIsGivenUpOnce: a per-endpoint webhook whose
@@ -73,10 +77,10 @@ func TestSinkRefusedByGuardIsGivenUpOnce(t *testing.T) {
 		}
 	}
 	for _, kind := range []string{"open", "resolve"} {
-		if got := testutil.ToFloat64(a.m.Alerts.WithLabelValues("internal", kind, OutcomeAbandoned)); got != 1 {
+		if got := testutil.ToFloat64(a.m.Alerts.WithLabelValues("internal", kind, notify.OutcomeAbandoned)); got != 1 {
 			t.Errorf("alerts_total{sink=internal,kind=%s,outcome=abandoned} = %v, want 1", kind, got)
 		}
-		if got := testutil.ToFloat64(a.m.Alerts.WithLabelValues("internal", kind, OutcomeFailed)); got != 0 {
+		if got := testutil.ToFloat64(a.m.Alerts.WithLabelValues("internal", kind, notify.OutcomeFailed)); got != 0 {
 			t.Errorf("alerts_total{sink=internal,kind=%s,outcome=failed} = %v, want 0", kind, got)
 		}
 	}
@@ -101,4 +105,23 @@ func (l *lockedLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
+}
+
+// TestPermanentFailureMarksLedgerDone: a notification given up for a sink
+// that refused it has its ledger key marked done, for incidents as for
+// change events, so no replica or restart that lost the outbox's record of
+// it calls that sink for it again.
+func TestPermanentFailureMarksLedgerDone(t *testing.T) {
+	e := newEnv(t)
+	e.endpoint("ep1", nil, nil)
+	a := e.alerter("a")
+	e.rcv.failNext(http.StatusBadRequest)
+	e.states("ep1", 0, down, down)
+	if errs := e.pump(a.Handle); errs != nil {
+		t.Fatal(errs)
+	}
+	key := msg.LedgerKey("ep1", msg.IncidentID("ep1", win(1)), "open", "hook")
+	if st, err := e.st.Claim(e.ctx, key, "another-replica", time.Minute); err != nil || st != store.ClaimDone {
+		t.Fatalf("ledger claim of %s = %v %v, want done", key, st, err)
+	}
 }

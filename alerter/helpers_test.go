@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpmon/mcpmon/alerter/notify"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
@@ -181,7 +182,8 @@ func (e *env) alerter(owner string, mut ...func(*Options)) *Alerter {
 	if opts.GiveUpAfter == 0 {
 		// No wait between drains: these tests are about what one drain
 		// or sweep does; redelivery_test.go tests the backoff itself.
-		a.redeliver = redelivery{giveUp: DefaultGiveUpAfter}
+		a.redeliver = notify.Redelivery{GiveUpAfter: notify.DefaultGiveUpAfter}
+		a.buildPipelines()
 	}
 	return a
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpmon/mcpmon/alerter/notify"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 )
 
@@ -67,7 +68,7 @@ func testDeliveryEndsInsideTheLease(t *testing.T, newEnv func(*testing.T) *env) 
 			var a *Alerter
 			ws := &worstCaseSink{Sink: e.sink, a: func() *Alerter { return a }, clk: e.clk}
 			ws.during = func() {
-				if err := other.Sweep(e.ctx); err != nil && !errors.Is(err, ErrClaimHeld) {
+				if err := other.Sweep(e.ctx); err != nil && !errors.Is(err, notify.ErrClaimHeld) {
 					t.Error(err)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/mcpmon/mcpmon/alerter/notify"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/metrics"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -94,7 +95,7 @@ func (m *Metrics) sink(name string) {
 	m.seenSinks[name] = true
 	m.GivenUp.WithLabelValues(name)
 	for _, k := range []alert.Kind{alert.KindOpen, alert.KindResolve, alert.KindReminder} {
-		for _, o := range []string{OutcomeSent, OutcomeFailed, OutcomeAbandoned, OutcomeSuppressed, OutcomeDuplicate} {
+		for _, o := range []string{notify.OutcomeSent, notify.OutcomeFailed, notify.OutcomeAbandoned, notify.OutcomeSuppressed, notify.OutcomeDuplicate} {
 			m.Alerts.WithLabelValues(name, string(k), o)
 		}
 	}
@@ -109,5 +110,3 @@ func (m *Metrics) givenUp(sink string) {
 	m.sink(sink)
 	m.GivenUp.WithLabelValues(sink).Inc()
 }
-
-func (m *Metrics) claims(s store.ClaimState) { m.LedgerClaims.WithLabelValues(s.String()).Inc() }

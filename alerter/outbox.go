@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpmon/mcpmon/alerter/notify"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
@@ -23,76 +24,6 @@ import (
 // incident (open notified, reminder sent, dropped), so a crash between a
 // delivery and its removal costs a second drain, which the ledger turns
 // into a skip.
-
-type action int
-
-const (
-	actSend action = iota
-	actDefer
-	actDrop
-)
-
-// gate decides what maintenance and the incident's state do to one
-// pending notification: send, defer (to the window's end) or drop.
-// openLeft: the incident's open is still pending for some sinks; a resolve
-// then goes to the sinks that have the open (the drain holds it back from
-// the others) instead of being dropped as never notified.
-func gate(p pending, inc model.Incident, idata incidentData, active, openLeft bool) (action, string) {
-	switch p.Kind {
-	case string(alert.KindOpen):
-		if active {
-			return actDefer, "maintenance"
-		}
-		if p.Deferred && inc.State == model.IncidentResolved {
-			return actDrop, "opened and resolved during maintenance"
-		}
-		return actSend, ""
-	case string(alert.KindResolve):
-		if !idata.OpenNotified && !openLeft {
-			return actDrop, "open was never notified"
-		}
-		if active {
-			return actDefer, "maintenance"
-		}
-		return actSend, ""
-	default:
-		if active {
-			return actDrop, "maintenance"
-		}
-		if inc.State != model.IncidentOpen {
-			return actDrop, "incident " + string(inc.State)
-		}
-		return actSend, ""
-	}
-}
-
-// maintenanceEnd reports whether a maintenance window silences ep at now,
-// and when the last of the active ones ends. It reads ep's tenant's
-// windows only, decoded once per change (a.windows): a decision costs a
-// stamp read, not a decode of every window.
-func (a *Alerter) maintenanceEnd(ctx context.Context, ep model.Endpoint, now time.Time) (bool, time.Time, error) {
-	ms, err := a.windows.Of(ctx, ep.Tenant)
-	if err != nil {
-		return false, time.Time{}, fmt.Errorf("alerter: list maintenance windows: %w", err)
-	}
-	// A window silences its own tenant's endpoints only (Matches checks
-	// the tenant first): a tenant's selector never reaches another's.
-	ref := model.EndpointRef{ID: ep.ID, Tenant: ep.Tenant, Labels: ep.Labels}
-	var (
-		active bool
-		end    time.Time
-	)
-	for _, mw := range ms {
-		if !mw.Matches(ref) {
-			continue
-		}
-		if _, e, ok := mw.Window(now); ok {
-			active = true
-			end = maxTime(end, e)
-		}
-	}
-	return active, end, nil
-}
 
 // drain delivers the endpoint's pending notifications in order. Order is
 // kept per sink: a sink that has not taken a notification (failing, or its
@@ -191,61 +122,13 @@ func (a *Alerter) drainOne(ctx context.Context, run *drainRun, p pending) (next 
 	return true, a.deliver(ctx, run, p, inc, now)
 }
 
-// mute is the maintenance stage, ahead of the ledger and retry stages: it
-// decides p with gate and writes the decision to the outbox. A deferral is
-// recorded as muted the first time and kept with the window's end; a drop
-// removes p. actSend passes p on to the sinks.
-func (a *Alerter) mute(ctx context.Context, run *drainRun, p pending, inc model.Incident, idata incidentData, now time.Time) (action, error) {
-	active, end, err := a.maintenanceEnd(ctx, run.ep, now)
-	if err != nil {
-		return actDefer, err
-	}
-	act, why := gate(p, inc, idata, active, run.openLeft[p.IncidentID])
-	switch act {
-	case actDefer:
-		if p.Deferred && p.DeferredUntil.Equal(end) {
-			return act, nil
-		}
-		if !p.Deferred {
-			a.suppressed(run.sinks, p)
-			a.rec.muted(ctx, p, run.sinks)
-		}
-		q := p
-		q.Deferred, q.DeferredUntil = true, end
-		if err := a.rewrite(ctx, run.endpointID, p, &q, nil); err != nil {
-			return act, err
-		}
-		a.log.Info("notification deferred by maintenance", "incident", p.IncidentID, "kind", p.Kind, "until", end)
-	case actDrop:
-		a.suppressed(run.sinks, p)
-		a.log.Info("notification dropped", "incident", p.IncidentID, "kind", p.Kind, "reason", why)
-		if active || p.Deferred {
-			a.rec.muted(ctx, p, run.sinks)
-		}
-		return act, a.rewrite(ctx, run.endpointID, p, nil, func(_ *model.Incident, id *incidentData) {
-			if p.Kind == string(alert.KindOpen) {
-				id.OpenSuppressed = true
-			} else {
-				id.NotifiedAt = now
-			}
-		})
-	}
-	return act, nil
-}
-
-func (a *Alerter) suppressed(sinks []alert.Sink, p pending) {
-	for _, s := range sinks {
-		a.m.alert(alert.MetricLabel(s), p.alertKind(), OutcomeSuppressed)
-	}
-}
-
-// deliver sends p through the ledger, retry and record stages to every
-// sink not held back and not given up on, then settles it in the outbox:
-// removed once every sink has it or has failed it permanently; kept with
-// the attempt recorded if a sink failed, that sink held back for the rest
-// of the drain. A permanent failure is not a hold-back: the sink is added
-// to p.GaveUp (so no later drain or sweep calls it for p again) and takes
-// the endpoint's next notifications in order.
+// deliver sends p through the notify pipeline to every sink not held back
+// and not given up on, then settles it in the outbox: removed once every
+// sink has it or has given it up; kept with the attempt recorded if a sink
+// failed, that sink held back for the rest of the drain. A sink given up
+// on (failed permanently, or failing past the give-up age) is not a
+// hold-back: it is added to p.GaveUp (so no later drain or sweep calls it
+// for p again) and takes the endpoint's next notifications in order.
 func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc model.Incident, now time.Time) error {
 	var targets []alert.Sink
 	held := 0
@@ -257,7 +140,7 @@ func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc mod
 		case slices.Contains(p.GaveUp, s.Name()):
 		case run.blocked[s.Name()]:
 			held++
-		case !a.redeliver.due(p.Retry[s.Name()], now):
+		case !a.redeliver.Due(p.Retry[s.Name()], now):
 			// Backing off after failing p: it takes neither p nor, to
 			// keep its order, anything after p in this drain.
 			run.blocked[s.Name()] = true
@@ -277,25 +160,21 @@ func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc mod
 	var failed []error
 	if len(targets) > 0 {
 		n := notification(run.ep, inc, p)
-		ds := a.fanout(targets).execAll(ctx, n, func(sink string) string {
-			return msg.LedgerKey(run.endpointID, inc.ID, p.Kind, sink)
-		})
+		ds := make([]*notify.Delivery, len(targets))
+		for i, s := range targets {
+			nn := n
+			nn.Key = msg.LedgerKey(run.endpointID, inc.ID, p.Kind, s.Name())
+			ds[i] = &notify.Delivery{Notification: nn, Sink: s, Retry: p.Retry[s.Name()]}
+		}
+		a.incidents.Deliver(ctx, ds...)
 		var gaveUp []string
-		var retry []*Delivery
 		var err error
-		failed, gaveUp, retry, err = a.outcomes(run, p, n, ds)
+		failed, gaveUp, err = a.outcomes(ctx, run, p, n, ds)
 		if err != nil {
 			return err
 		}
 		q.GaveUp = append(slices.Clone(p.GaveUp), gaveUp...)
-		var aged []string
-		q.Retry, aged = a.backOff(ctx, p, n, retry, now)
-		if len(aged) > 0 {
-			q.GaveUp = append(q.GaveUp, aged...)
-			failed = slices.DeleteFunc(failed, func(err error) bool {
-				return slices.ContainsFunc(aged, func(s string) bool { return errors.Is(err, sinkFailed(s)) })
-			})
-		}
+		q.Retry = retryStates(p.Retry, ds)
 	}
 	if len(failed) > 0 {
 		if isOpen {
@@ -336,86 +215,75 @@ func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc mod
 }
 
 // outcomes counts each sink's delivery of n and holds back the sinks that
-// did not take it. It returns their errors, redacted; the sinks that
-// failed permanently (given up on, not held back); the deliveries that
-// called their sink and failed, for the redelivery backoff; and an
-// injected crash as err (a crashed process settles nothing).
-func (a *Alerter) outcomes(run *drainRun, p pending, n alert.Notification, ds []*Delivery) (failed []error, gaveUp []string, retry []*Delivery, err error) {
+// did not take it. It returns their errors, redacted; the sinks given up
+// on (not held back); and an injected crash as err (a crashed process
+// settles nothing).
+func (a *Alerter) outcomes(ctx context.Context, run *drainRun, p pending, n alert.Notification, ds []*notify.Delivery) (failed []error, gaveUp []string, err error) {
 	for _, dl := range ds {
+		label := alert.MetricLabel(dl.Sink)
 		switch {
+		case errors.Is(dl.Err, notify.ErrCrash):
+			return nil, nil, dl.Err
+		case dl.GaveUp:
+			// Given up whether or not the ledger mark that says so was
+			// written (dl.Err): p.GaveUp keeps the sink from p for good.
+			gaveUp = append(gaveUp, dl.Sink.Name())
+			a.m.givenUp(label)
+			if errors.Is(dl.LastErr, alert.ErrPermanent) {
+				// Retrying cannot help (the receiver refused the alert, or
+				// its address is one the SSRF guard refuses): the record
+				// stage has written the reason to the incident; say it
+				// once here too.
+				a.m.alert(label, n.Kind, notify.OutcomeAbandoned)
+				a.log.Warn("notification failed permanently; given up for this sink, not retried (see the incident's notifications)", "sink", dl.Sink.Name(), "incident", n.IncidentID, "kind", p.Kind, "err", redact(dl.LastErr))
+				continue
+			}
+			a.m.alert(label, n.Kind, notify.OutcomeFailed)
+			st, now := dl.Retry, a.clk.Now()
+			a.rec.Write(ctx, p.IncidentID, model.Delivery{Kind: p.Kind, Sink: dl.Sink.Name(), Outcome: model.DeliveryGaveUp,
+				LastError: alert.Truncate(fmt.Sprintf("given up after failing for %s (%d dispatches)", now.Sub(st.FirstFailedAt).Round(time.Second), st.Failures), 512)})
+			a.log.Warn("notification given up for this sink: it kept failing past the give-up age", "sink", dl.Sink.Name(), "incident", n.IncidentID, "kind", p.Kind,
+				"failing_since", st.FirstFailedAt, "dispatches", st.Failures, "err", redact(dl.LastErr))
 		case dl.Err == nil:
-			a.m.alert(alert.MetricLabel(dl.Sink), n.Kind, dl.Outcome)
-			if dl.Outcome == OutcomeSent && !p.VerdictEmittedAt.IsZero() {
+			a.m.alert(label, n.Kind, dl.Outcome)
+			if dl.Outcome == notify.OutcomeSent && !p.VerdictEmittedAt.IsZero() {
 				a.m.VerdictToAlert.Observe(a.clk.Now().Sub(p.VerdictEmittedAt).Seconds())
 			}
-		case errors.Is(dl.Err, errInjectedCrash):
-			return nil, nil, nil, dl.Err
-		case errors.Is(dl.Err, ErrClaimHeld):
+		case errors.Is(dl.Err, notify.ErrClaimHeld):
 			run.blocked[dl.Sink.Name()] = true
 			failed = append(failed, dl.Err)
-		case errors.Is(dl.Err, ErrDelivery) && errors.Is(dl.Err, alert.ErrPermanent):
-			// Retrying cannot help (the receiver refused the alert, or its
-			// address is one the SSRF guard refuses): the record stage has
-			// written the reason to the incident; say it once here too.
-			a.m.alert(alert.MetricLabel(dl.Sink), n.Kind, OutcomeAbandoned)
-			a.m.givenUp(alert.MetricLabel(dl.Sink))
-			a.log.Warn("notification failed permanently; given up for this sink, not retried (see the incident's notifications)", "sink", dl.Sink.Name(), "incident", n.IncidentID, "kind", p.Kind, "err", redact(dl.Err))
-			gaveUp = append(gaveUp, dl.Sink.Name())
 		default:
-			if errors.Is(dl.Err, ErrDelivery) {
-				a.m.alert(alert.MetricLabel(dl.Sink), n.Kind, OutcomeFailed)
+			if errors.Is(dl.Err, notify.ErrDelivery) {
+				a.m.alert(label, n.Kind, notify.OutcomeFailed)
 			}
 			a.log.Warn("notification not delivered; it stays in the outbox for the next drain", "sink", dl.Sink.Name(), "incident", n.IncidentID, "kind", p.Kind, "err", redact(dl.Err))
 			run.blocked[dl.Sink.Name()] = true
-			failed = append(failed, redactedError{msg: redact(dl.Err), err: errors.Join(dl.Err, sinkFailed(dl.Sink.Name()))})
-			if dl.Attempts > 0 {
-				retry = append(retry, dl)
-			}
+			failed = append(failed, redactedError{msg: redact(dl.Err), err: dl.Err})
 		}
 	}
-	return failed, gaveUp, retry, nil
+	return failed, gaveUp, nil
 }
 
-// sinkFailed tags a delivery error with its sink, so backOff can take a
-// sink given up on out of the errors that keep p pending.
-type sinkFailed string
-
-func (s sinkFailed) Error() string { return "" }
-
-func (s sinkFailed) Is(target error) bool { t, ok := target.(sinkFailed); return ok && t == s }
-
-// backOff folds this dispatch's failures into p's redelivery state. It
-// returns the new state and the sinks whose failures outlived the give-up
-// age: those are recorded as gave_up on the incident, counted, and (by
-// the caller) added to GaveUp.
-func (a *Alerter) backOff(ctx context.Context, p pending, n alert.Notification, retry []*Delivery, now time.Time) (map[string]sinkRetry, []string) {
-	if len(retry) == 0 {
-		return p.Retry, nil
-	}
-	out := make(map[string]sinkRetry, len(p.Retry)+len(retry))
-	for k, v := range p.Retry {
+// retryStates is p's redelivery state after this dispatch: the state the
+// ledger folded each failure into, kept for the sinks still failing and
+// dropped for those given up on.
+func retryStates(prev map[string]notify.RetryState, ds []*notify.Delivery) map[string]notify.RetryState {
+	out := make(map[string]notify.RetryState, len(prev)+len(ds))
+	for k, v := range prev {
 		out[k] = v
 	}
-	var aged []string
-	for _, dl := range retry {
-		name := dl.Sink.Name()
-		st, gaveUp := a.redeliver.afterFailure(out[name], dl.FirstAttemptAt, now, a.jitter())
-		if !gaveUp {
-			out[name] = st
-			continue
+	for _, dl := range ds {
+		switch name := dl.Sink.Name(); {
+		case dl.GaveUp:
+			delete(out, name)
+		case dl.Err != nil && dl.Attempts > 0:
+			out[name] = dl.Retry
 		}
-		delete(out, name)
-		aged = append(aged, name)
-		a.m.givenUp(alert.MetricLabel(dl.Sink))
-		a.rec.record(ctx, p.IncidentID, model.Delivery{Kind: p.Kind, Sink: name, Outcome: model.DeliveryGaveUp,
-			LastError: alert.Truncate(fmt.Sprintf("given up after failing for %s (%d dispatches)", now.Sub(st.FirstFailedAt).Round(time.Second), st.Failures), 512)})
-		a.log.Warn("notification given up for this sink: it kept failing past the give-up age", "sink", name, "incident", n.IncidentID, "kind", p.Kind,
-			"failing_since", st.FirstFailedAt, "dispatches", st.Failures, "err", redact(dl.Err))
 	}
 	if len(out) == 0 {
-		out = nil
+		return nil
 	}
-	return out, aged
+	return out
 }
 
 // rewrite replaces (q != nil) or removes (q == nil) pending notification p in
@@ -526,12 +394,6 @@ func (a *Alerter) Run(ctx context.Context) error {
 // incidents were resolved before. It is Run's body, exported for tests and
 // one-shot runners.
 func (a *Alerter) Sweep(ctx context.Context) error {
-	if !a.legacyIndexed.Load() {
-		if err := a.indexLegacyOutboxes(ctx); err != nil {
-			return err
-		}
-		a.legacyIndexed.Store(true)
-	}
 	ids, err := a.st.PendingOutboxes(ctx)
 	if err != nil {
 		return fmt.Errorf("alerter: list pending outboxes: %w", err)
@@ -539,7 +401,7 @@ func (a *Alerter) Sweep(ctx context.Context) error {
 	var errs []error
 	for _, id := range ids {
 		if err := a.drain(ctx, id); err != nil {
-			if errors.Is(err, ErrClaimHeld) {
+			if errors.Is(err, notify.ErrClaimHeld) {
 				a.log.Debug("sweep: claim held elsewhere", "endpoint", id)
 				continue
 			}
@@ -556,48 +418,4 @@ func (a *Alerter) Sweep(ctx context.Context) error {
 		a.m.IncidentsOpen.Set(float64(open))
 	}
 	return errors.Join(errs...)
-}
-
-// legacyOutboxKind is where releases before the store's pending-outbox index
-// kept their own: one empty object per endpoint with a pending outbox.
-const legacyOutboxKind = "alerter-outbox"
-
-// indexLegacyOutboxes moves what a store written by such a release lists
-// into the store's index, once per process: each tracker it names is saved
-// again with its pending count (a tracker saved by this release since needs
-// nothing), then the object is deleted. Without it a notification waiting in
-// an outbox across the upgrade (a sink down, a maintenance deferral) would
-// never be swept.
-func (a *Alerter) indexLegacyOutboxes(ctx context.Context) error {
-	docs, err := a.st.ListObjects(ctx, legacyOutboxKind)
-	if err != nil {
-		return fmt.Errorf("alerter: list legacy outbox index: %w", err)
-	}
-	for id := range docs {
-		t, err := a.st.GetTracker(ctx, id)
-		switch {
-		case errors.Is(err, model.ErrNotFound):
-		case err != nil:
-			return fmt.Errorf("alerter: tracker of endpoint %s: %w", id, err)
-		default:
-			d, err := decodeData[trackerData](t.Data, "tracker "+id)
-			if err != nil {
-				return err
-			}
-			if len(d.Outbox) > 0 && t.Pending == 0 {
-				setTrackerData(&t, d)
-				if err := a.st.SaveTracker(ctx, t); err != nil && !errors.Is(err, store.ErrConflict) {
-					// A conflict means this release saved it meanwhile.
-					return fmt.Errorf("alerter: index outbox of endpoint %s: %w", id, err)
-				}
-			}
-		}
-		if err := a.st.DeleteObject(ctx, legacyOutboxKind, id); err != nil && !errors.Is(err, model.ErrNotFound) {
-			return fmt.Errorf("alerter: delete legacy outbox index entry %s: %w", id, err)
-		}
-	}
-	if len(docs) > 0 {
-		a.log.Info("outboxes listed by the previous release's index moved to the store's index", "endpoints", len(docs))
-	}
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // interleavingStore runs between once, just before the first SaveTracker
@@ -75,9 +76,10 @@ func testDeferredOpenSurvivesConcurrentSweep(t *testing.T, e *env) {
 
 // TestOutboxListedByThePreviousReleaseIsSwept: a store written before the
 // store kept the pending-outbox index lists an outbox only in the alerter's
-// old index object. The sweep moves it into the store's index, so the
-// deferred open is still delivered after the upgrade, and the old object
-// is gone.
+// old index object. The migration run at start moves it into the store's
+// index, so the sweep still delivers the deferred open after the upgrade,
+// and the old object is gone. The migration leaves its marker, and a later
+// start does not run it again.
 func TestOutboxListedByThePreviousReleaseIsSwept(t *testing.T) {
 	e := newEnv(t)
 	e.endpoint("ep1", nil, nil)
@@ -92,7 +94,7 @@ func TestOutboxListedByThePreviousReleaseIsSwept(t *testing.T) {
 	if err := e.st.SaveTracker(e.ctx, tr); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.PutObject(e.ctx, legacyOutboxKind, "ep1", []byte("{}")); err != nil {
+	if err := e.st.PutObject(e.ctx, store.KindLegacyOutbox, "ep1", []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
 	if ids, _ := e.st.PendingOutboxes(e.ctx); len(ids) != 0 {
@@ -100,13 +102,30 @@ func TestOutboxListedByThePreviousReleaseIsSwept(t *testing.T) {
 	}
 
 	e.clk.Set(win(5).Add(time.Second))
+	if err := RunMigrations(e.ctx, e.st, nil, 0); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.alerter("new").Sweep(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open"}) {
 		t.Fatalf("alerts %v after the upgrade and the window's end, want [open]", got)
 	}
-	if docs, _ := e.st.ListObjects(e.ctx, legacyOutboxKind); len(docs) != 0 {
+	if docs, _ := e.st.ListObjects(e.ctx, store.KindLegacyOutbox); len(docs) != 0 {
 		t.Fatalf("old outbox index still has %v", docs)
+	}
+	if _, err := e.st.GetObject(e.ctx, store.KindMigrations, outboxIndexMigration); err != nil {
+		t.Fatalf("migration marker: %v, want it stored", err)
+	}
+	// A later start skips the migration: an object in the old index now
+	// (which no release of this store writes) is left alone.
+	if err := e.st.PutObject(e.ctx, store.KindLegacyOutbox, "ep2", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if err := MigrateOutboxIndex(e.ctx, e.st, nil); err != nil {
+		t.Fatal(err)
+	}
+	if docs, _ := e.st.ListObjects(e.ctx, store.KindLegacyOutbox); len(docs) != 1 {
+		t.Fatalf("old outbox index %v after a second start, want the migration skipped", docs)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcpmon/mcpmon/aggregator"
+	"github.com/mcpmon/mcpmon/alerter/notify"
 	"github.com/mcpmon/mcpmon/pkg/metrics"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
@@ -120,7 +121,7 @@ func testRegions(t *testing.T, p *pipeline) {
 	if err := metrics.Lint(p.reg); err != nil {
 		t.Fatal(err)
 	}
-	if got := testutil.ToFloat64(p.alr.m.Alerts.WithLabelValues("hook", "open", OutcomeSent)); got != 1 {
+	if got := testutil.ToFloat64(p.alr.m.Alerts.WithLabelValues("hook", "open", notify.OutcomeSent)); got != 1 {
 		t.Fatalf("alerts_total{sent} = %v, want 1", got)
 	}
 }

@@ -10,13 +10,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/mcpmon/mcpmon/alerter/sinks/webhook"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // hookToken is the secret path segment and query value of the test webhook
@@ -162,38 +160,6 @@ type noRecords struct{ Store }
 
 func (noRecords) RecordDelivery(context.Context, string, model.Delivery) error {
 	return errors.New("records unavailable")
-}
-
-func TestDeliveryRecordDecision(t *testing.T) {
-	t1, t2 := t0.Add(time.Second), t0.Add(3*time.Second)
-	sink := httpSink{name: "hook"}
-	reminder := alert.Notification{Kind: alert.KindReminder, Sequence: 3, IncidentID: "i"}
-	for _, c := range []struct {
-		name string
-		d    Delivery
-		err  error
-		want model.Delivery
-		ok   bool
-	}{
-		{"sent", Delivery{Sink: sink, Notification: reminder, Outcome: OutcomeSent, Attempts: 2, FirstAttemptAt: t1, LastAttemptAt: t2, DeliveredAt: t2, LastErr: errors.New("HTTP 502")}, nil,
-			model.Delivery{Kind: "reminder-3", Sink: "hook", Outcome: model.DeliveryDelivered, Attempts: 2, FirstAttemptAt: t1, LastAttemptAt: t2, DeliveredAt: t2, LastError: "HTTP 502"}, true},
-		{"sent, mark failed", Delivery{Sink: sink, Notification: reminder, Attempts: 1, FirstAttemptAt: t1, LastAttemptAt: t1, DeliveredAt: t1}, errors.New("mark done: store down"),
-			model.Delivery{Kind: "reminder-3", Sink: "hook", Outcome: model.DeliveryDelivered, Attempts: 1, FirstAttemptAt: t1, LastAttemptAt: t1, DeliveredAt: t1}, true},
-		{"ledger done", Delivery{Sink: sink, Notification: reminder, Outcome: OutcomeDuplicate}, nil,
-			model.Delivery{Kind: "reminder-3", Sink: "hook", Outcome: model.DeliverySkipped}, true},
-		{"failed", Delivery{Sink: sink, Notification: reminder, Attempts: 4, FirstAttemptAt: t1, LastAttemptAt: t2, LastErr: errors.New("HTTP 503")}, ErrDelivery,
-			model.Delivery{Kind: "reminder-3", Sink: "hook", Outcome: model.DeliveryFailed, Attempts: 4, FirstAttemptAt: t1, LastAttemptAt: t2, LastError: "HTTP 503"}, true},
-		{"claim held elsewhere", Delivery{Sink: sink, Notification: reminder}, ErrClaimHeld, model.Delivery{}, false},
-		{"store down before the claim", Delivery{Sink: sink, Notification: reminder}, store.ErrUnavailable, model.Delivery{}, false},
-		{"crash after the send", Delivery{Sink: sink, Notification: reminder, Attempts: 1, DeliveredAt: t1}, errInjectedCrash, model.Delivery{}, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got, ok := deliveryRecord(&c.d, c.err)
-			if ok != c.ok || (ok && got != c.want) {
-				t.Fatalf("deliveryRecord = %+v, %v; want %+v, %v", got, ok, c.want, c.ok)
-			}
-		})
-	}
 }
 
 // delivery is the incident's only delivery record.

@@ -133,3 +133,72 @@ func TestDrainFailureDoesNotDeadLetterVerdicts(t *testing.T) {
 		t.Fatalf("alerts %v, want [open resolve] once the sinks resolve", got)
 	}
 }
+
+// markOutageStore fails ledger marks while down is set, as a Redis
+// connection lost right after a send does.
+type markOutageStore struct {
+	store.Store
+	down atomic.Bool
+}
+
+func (s *markOutageStore) Complete(ctx context.Context, key, owner string) error {
+	if s.down.Load() {
+		return fmt.Errorf("redis store: complete: %w: connection refused", store.ErrUnavailable)
+	}
+	return s.Store.Complete(ctx, key, owner)
+}
+
+// TestStoreOutageAfterSendDoesNotResend: the store goes away between the
+// sink accepting a notification and the ledger mark. The process remembers
+// what it sent, so once the store is back it marks the notification
+// instead of sending it again: for an incident's open and for a change
+// event alike, as both go through the one notify pipeline.
+func TestStoreOutageAfterSendDoesNotResend(t *testing.T) {
+	t.Run("incident", func(t *testing.T) {
+		e := newEnv(t)
+		e.endpoint("ep1", nil, nil)
+		ms := &markOutageStore{Store: e.st}
+		a := e.alerter("a", func(o *Options) { o.Store = ms })
+		ms.down.Store(true)
+		e.states("ep1", 0, down, down)
+		e.pump(a.Handle)
+		if got := e.rcv.kinds(); !slices.Equal(got, []string{"open"}) {
+			t.Fatalf("alerts %v, want the open sent before the mark failed", got)
+		}
+		ms.down.Store(false)
+		if err := a.Sweep(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.rcv.kinds(); !slices.Equal(got, []string{"open"}) {
+			t.Fatalf("alerts %v after the store came back, want the open once", got)
+		}
+		if ids, err := e.st.PendingOutboxes(e.ctx); err != nil || len(ids) != 0 {
+			t.Fatalf("pending outboxes %v %v, want the open settled", ids, err)
+		}
+	})
+	t.Run("event", func(t *testing.T) {
+		e := newEnv(t)
+		e.endpoint("ep", nil, nil)
+		sink := &eventSink{name: "hook"}
+		ms := &markOutageStore{Store: e.st}
+		a := e.alerter("a", func(o *Options) {
+			o.Store = ms
+			o.Sinks = []alert.Sink{alert.Subscribed(sink, []string{model.EventCatalogSecurity})}
+		})
+		e.changeEvent("ep", model.EventCatalogSecurity)
+		ms.down.Store(true)
+		if err := a.NotifyEvents(e.ctx); !errors.Is(err, store.ErrUnavailable) {
+			t.Fatalf("err = %v, want the mark's outage", err)
+		}
+		ms.down.Store(false)
+		if err := a.NotifyEvents(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := sink.keys(); len(got) != 1 {
+			t.Fatalf("sink got %v, want the event once", got)
+		}
+		if n := e.pendingEvents(); n != 0 {
+			t.Fatalf("%d events pending, want it settled", n)
+		}
+	})
+}

@@ -55,12 +55,6 @@ func (s *countingStore) CountOpenIncidents(ctx context.Context) (int, error) {
 	return s.Store.CountOpenIncidents(ctx)
 }
 
-func (s *countingStore) ListObjects(ctx context.Context, kind string) (map[string][]byte, error) {
-	docs, err := s.Store.ListObjects(ctx, kind)
-	s.reads.Add(1 + int64(len(docs)))
-	return docs, err
-}
-
 func (s *countingStore) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]model.Incident, error) {
 	s.historyListings.Add(1)
 	incs, err := s.Store.ListIncidents(ctx, f)

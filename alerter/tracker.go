@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcpmon/mcpmon/alerter/notify"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
@@ -76,10 +77,10 @@ type pending struct {
 	// failure is recorded once on the incident, and the notification leaves
 	// the outbox once every other sink has it.
 	GaveUp []string `json:"gaveUp,omitempty"`
-	// Retry is each failing sink's redelivery state (redelivery.go): when
+	// Retry is each failing sink's redelivery state (notify.Redelivery): when
 	// it may be called again for this notification, and since when it
 	// fails.
-	Retry map[string]sinkRetry `json:"retry,omitempty"`
+	Retry map[string]notify.RetryState `json:"retry,omitempty"`
 }
 
 func (p pending) same(o pending) bool { return p.IncidentID == o.IncidentID && p.Kind == o.Kind }
@@ -94,7 +95,7 @@ func (p pending) alertKind() alert.Kind {
 	return alert.KindReminder
 }
 
-func reminderKind(n int) string { return fmt.Sprintf("%s-%d", alert.KindReminder, n) }
+func reminderKind(n int) string { return notify.ReminderKind(n) }
 
 // trackerData is the alerter-private part of model.Tracker.
 type trackerData struct {

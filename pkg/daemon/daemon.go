@@ -583,6 +583,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		d.consume(ctx, msg.QueueVerdicts, al.Handle, 8, qm)
 		d.loop(ctx, "alerter sweep", al.Run)
 		d.loop(ctx, "alerter events", func(ctx context.Context) error { return al.RunEvents(ctx, 0) })
+		d.loop(ctx, "alerter migrations", func(ctx context.Context) error { return alerter.RunMigrations(ctx, d.st, d.log, 0) })
 	}
 	d.loop(ctx, "metrics prune", d.pruneMetrics)
 	return nil

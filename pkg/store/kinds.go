@@ -32,6 +32,13 @@ const (
 	// KindAggregatorHeartbeat: one pkg/membership beat per aggregator
 	// replica, id = the replica ID.
 	KindAggregatorHeartbeat = "aggregator-heartbeat"
+	// KindLegacyOutbox: where releases before the pending-outbox index
+	// kept their own, one empty object per endpoint with a pending outbox;
+	// read and emptied once by the alerter's migration.
+	KindLegacyOutbox = "alerter-outbox"
+	// KindMigrations: one marker per migration that has run, id = the
+	// migration's name and version.
+	KindMigrations = "alerter-migrations"
 )
 
 // ProberObjectKinds are removed with their endpoint by DeleteEndpoint.
