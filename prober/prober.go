@@ -22,7 +22,6 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/pkg/store"
-	"github.com/mcpmon/mcpmon/pkg/store/sealed"
 )
 
 // Protocol revisions the probe speaks, newest first.
@@ -485,7 +484,7 @@ func (p *Prober) Run(ctx context.Context, ep model.Endpoint, cmd msg.ProbeComman
 // newScrubber takes whole): credential-like URL query values, the tool
 // check's argument values and the OAuth client secret.
 func endpointSecrets(ep model.Endpoint) []string {
-	out := append(sealed.QuerySecrets(ep.URL), toolSecrets(ep.ToolCheck)...)
+	out := append(model.QuerySecrets(ep.URL), toolSecrets(ep.ToolCheck)...)
 	if ep.OAuth != nil && ep.OAuth.ClientSecret != "" {
 		out = append(out, ep.OAuth.ClientSecret)
 	}

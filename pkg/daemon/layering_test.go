@@ -105,3 +105,29 @@ func TestModelIsALeaf(t *testing.T) {
 		}
 	}
 }
+
+// TestStagesImportOnlyTheModelAndContracts: a stage (prober, aggregator,
+// alerter) decides over model types and talks through the queue and the
+// store; besides those it may use only leaf utilities. Only the wiring
+// (pkg/daemon) assembles stages, so no stage imports another.
+func TestStagesImportOnlyTheModelAndContracts(t *testing.T) {
+	allowed := []string{
+		"pkg/model", "pkg/msg", "pkg/queue", "pkg/store", // the contracts
+		"pkg/alert", "pkg/clock", "pkg/metrics", "pkg/schedule", "pkg/netguard", "pkg/jsonpath", // leaves
+	}
+	for _, stage := range []string{"prober", "aggregator", "alerter"} {
+		for _, d := range deps(t, stage) {
+			if strings.HasPrefix(d, stage+"/") {
+				continue // its own subpackages (alerter/sinks, alerter/notify)
+			}
+			if !slices.Contains(allowed, d) {
+				t.Errorf("%s imports %s; a stage may import only %v", stage, d, allowed)
+			}
+		}
+		for _, who := range importers(t, stage) {
+			if who != "pkg/daemon" && !strings.HasPrefix(who, stage+"/") {
+				t.Errorf("%s imports the stage %s; only pkg/daemon assembles stages", who, stage)
+			}
+		}
+	}
+}

@@ -267,3 +267,17 @@ func Scrub(text string, secrets ...string) string {
 	}
 	return text
 }
+
+// QuerySecrets returns the (decoded) values of rawURL's credential-like
+// query parameters, empty ones left out.
+func QuerySecrets(rawURL string) []string {
+	var out []string
+	MapSecretParams(rawURL, func(_, val string, _ int) (string, bool) {
+		if v, err := url.QueryUnescape(val); err == nil {
+			val = v
+		}
+		out = append(out, val)
+		return "", false
+	})
+	return out
+}

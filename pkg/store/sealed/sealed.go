@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/mcpmon/mcpmon/pkg/model"
@@ -225,7 +224,7 @@ func SealEndpoint(k *seal.Keyring, e model.Endpoint) (model.Endpoint, error) {
 		}
 		e.Sinks = doc
 	}
-	if len(QuerySecrets(e.URL)) > 0 {
+	if len(model.QuerySecrets(e.URL)) > 0 {
 		e.URL = k.Seal([]byte(e.URL), urlAAD(e.ID))
 	}
 	if tc := e.ToolCheck; tc != nil && hasSinks(tc.Arguments) {
@@ -336,7 +335,7 @@ func NeedsReseal(k *seal.Keyring, e model.Endpoint) bool {
 	if seal.IsSealed(e.URL) {
 		return stale(e.URL)
 	}
-	return len(QuerySecrets(e.URL)) > 0
+	return len(model.QuerySecrets(e.URL)) > 0
 }
 
 func hasSinks(doc json.RawMessage) bool {
@@ -351,18 +350,4 @@ func sealedSinks(doc json.RawMessage) (string, bool) {
 		return "", false
 	}
 	return s, true
-}
-
-// QuerySecrets returns the (decoded) values of rawURL's credential-like
-// query parameters, empty ones left out.
-func QuerySecrets(rawURL string) []string {
-	var out []string
-	model.MapSecretParams(rawURL, func(_, val string, _ int) (string, bool) {
-		if v, err := url.QueryUnescape(val); err == nil {
-			val = v
-		}
-		out = append(out, val)
-		return "", false
-	})
-	return out
 }

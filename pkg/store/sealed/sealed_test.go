@@ -283,7 +283,7 @@ func TestCiphertextIsBoundToItsRecord(t *testing.T) {
 // TestQuerySecrets: which names are credential-like is model.IsSecretParam
 // (tested there); QuerySecrets returns their decoded, non-empty values.
 func TestQuerySecrets(t *testing.T) {
-	got := sealed.QuerySecrets("https://x.example/mcp?tenant=a&api%5Fkey=k%2F1&sig=&token=t#frag")
+	got := model.QuerySecrets("https://x.example/mcp?tenant=a&api%5Fkey=k%2F1&sig=&token=t#frag")
 	if strings.Join(got, ",") != "k/1,t" {
 		t.Fatalf("QuerySecrets = %q", got)
 	}
