@@ -43,6 +43,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/msg"
@@ -166,8 +167,9 @@ type Options struct {
 // DefaultMaxBodyBytes is the default request body cap.
 const DefaultMaxBodyBytes = 1 << 20
 
-// Redacted replaces every secret value in responses.
-const Redacted = "<redacted>"
+// Redacted is the contract's marker for a secret value (apiv1.Redacted),
+// under the name the server's redaction code uses.
+const Redacted = apiv1.Redacted
 
 type server struct {
 	store     Store

@@ -18,22 +18,16 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-// Endpoint defaults and bounds.
+// Endpoint bounds besides the contract's (apiv1.DefaultTimeout and
+// friends) and the size caps (caps.go).
 const (
-	DefaultTransport = "auto"
-	DefaultSchedule  = "@every 30s"
-	DefaultTimeout   = 10 * time.Second
-	MinTimeout       = time.Second
-	MaxTimeout       = 2 * time.Minute
-	// MinRepeatInterval bounds reminder spam.
-	MinRepeatInterval = time.Minute
-
 	maxRuleCount    = 100
 	patchMaxRetries = 3
 )
@@ -55,134 +49,8 @@ var (
 	labelKeyRE        = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./-]*$`)
 )
 
-// EndpointInput is the body of POST /v1/endpoints and, after a JSON merge
-// patch is applied to the stored endpoint, of PATCH. Empty fields take the
-// defaults.
-type EndpointInput struct {
-	Name      string `json:"name"`
-	URL       string `json:"url"`
-	Transport string `json:"transport,omitempty"` // auto (default) | streamable-http | sse
-	// ProtocolVersion pins a revision such as "2025-06-18"; empty negotiates.
-	ProtocolVersion  string `json:"protocolVersion,omitempty"`
-	Schedule         string `json:"schedule,omitempty"`         // default "@every 30s"
-	Timeout          string `json:"timeout,omitempty"`          // Go duration, default "10s", 1s..2m
-	LatencyThreshold string `json:"latencyThreshold,omitempty"` // Go duration ≤ timeout; empty = prober default
-	// Headers are sent with every probe; their values are secrets and never
-	// returned. In a PATCH, a value of "<redacted>" keeps the stored value.
-	Headers map[string]string `json:"headers,omitempty"`
-	Labels  map[string]string `json:"labels,omitempty"`
-	Rules   *RulesInput       `json:"rules,omitempty"`
-	Sinks   json.RawMessage   `json:"sinks,omitempty"`
-	Paused  bool              `json:"paused,omitempty"`
-	// Public publishes the endpoint's status page, JSON and badge under
-	// Slug (required then): /status/{slug}, /badge/{slug}.svg. Slugs are
-	// unique across the deployment.
-	Public bool   `json:"public,omitempty"`
-	Slug   string `json:"slug,omitempty"`
-	// ToolCheck, OAuth and CredentialWarning are the credentialed deep
-	// checks (deepcheck.go). Tool argument values and the client secret
-	// are secrets, never returned.
-	ToolCheck         *ToolCheckInput `json:"toolCheck,omitempty"`
-	OAuth             *OAuthInput     `json:"oauth,omitempty"`
-	CredentialWarning string          `json:"credentialWarning,omitempty"` // Go duration; empty = prober default (72h)
-	// Regions probe the endpoint, some of the deployment's --regions;
-	// empty: all of them (endpoint_regions.go).
-	Regions []string `json:"regions,omitempty"`
-}
-
-// RulesInput tunes verdicts and incidents; zero fields use the defaults.
-type RulesInput struct {
-	OpenAfter      int    `json:"openAfter,omitempty"`
-	OpenWindow     int    `json:"openWindow,omitempty"`
-	ResolveAfter   int    `json:"resolveAfter,omitempty"`
-	RegionQuorum   int    `json:"regionQuorum,omitempty"`
-	RepeatInterval string `json:"repeatInterval,omitempty"` // Go duration, ≥ 1m; empty = no reminders
-}
-
-// EndpointView is an endpoint as the API returns it.
-type EndpointView struct {
-	ID               string            `json:"id"`
-	Tenant           string            `json:"tenant"`
-	Name             string            `json:"name"`
-	URL              string            `json:"url"`
-	Transport        string            `json:"transport"`
-	ProtocolVersion  string            `json:"protocolVersion,omitempty"`
-	Schedule         string            `json:"schedule"`
-	Timeout          string            `json:"timeout"`
-	LatencyThreshold string            `json:"latencyThreshold,omitempty"`
-	Headers          map[string]string `json:"headers,omitempty"` // values are always "<redacted>"
-	Labels           map[string]string `json:"labels,omitempty"`
-	Rules            *RulesInput       `json:"rules,omitempty"`
-	Sinks            json.RawMessage   `json:"sinks,omitempty"` // secrets redacted
-	Paused           bool              `json:"paused"`
-	Public           bool              `json:"public,omitempty"`
-	Slug             string            `json:"slug,omitempty"`
-	Regions          []string          `json:"regions,omitempty"`
-	CreatedAt        time.Time         `json:"createdAt"`
-	UpdatedAt        time.Time         `json:"updatedAt"`
-	Version          int64             `json:"version"`
-
-	// State is the endpoint's current state: the last verdict's state (up,
-	// degraded, down, regional, no_data), "paused", or "pending" before
-	// its first verdict. StateWindow is the window that verdict decided.
-	State       string     `json:"state"`
-	StateWindow *time.Time `json:"stateWindow,omitempty"`
-
-	// Only on GET /v1/endpoints/{id}:
-	LatestResult *ResultView  `json:"latestResult,omitempty"`
-	LastVerdict  *VerdictView `json:"lastVerdict,omitempty"`
-
-	// Warnings, only on PATCH, say what the server did besides the patch:
-	// headers dropped because the URL moved to another origin.
-	Warnings []string `json:"warnings,omitempty"`
-
-	// Deep checks (deepcheck.go): argument values and the client secret
-	// are always "<redacted>".
-	ToolCheck         *ToolCheckInput `json:"toolCheck,omitempty"`
-	OAuth             *OAuthInput     `json:"oauth,omitempty"`
-	CredentialWarning string          `json:"credentialWarning,omitempty"`
-}
-
-// ResultView is the latest probe result of an endpoint.
-type ResultView struct {
-	ProbeRunID         string            `json:"probeRunId"`
-	Slot               time.Time         `json:"slot"`
-	Region             string            `json:"region,omitempty"`
-	StartedAt          time.Time         `json:"startedAt"`
-	FinishedAt         time.Time         `json:"finishedAt"`
-	Status             msg.Status        `json:"status"`
-	Class              string            `json:"class"`
-	Error              string            `json:"error,omitempty"`
-	HTTPStatus         int               `json:"httpStatus,omitempty"`
-	Transport          string            `json:"transport,omitempty"`
-	ProtocolVersion    string            `json:"protocolVersion,omitempty"`
-	ServerName         string            `json:"serverName,omitempty"`
-	ServerVersion      string            `json:"serverVersion,omitempty"`
-	Phases             map[string]string `json:"phases,omitempty"` // phase → Go duration
-	CertExpiry         *time.Time        `json:"certExpiry,omitempty"`
-	ToolCount          int               `json:"toolCount,omitempty"`
-	CatalogFingerprint string            `json:"catalogFingerprint,omitempty"`
-	CatalogTruncated   bool              `json:"catalogTruncated,omitempty"`
-	Events             []msg.Event       `json:"events,omitempty"`
-}
-
-// VerdictView is one verdict of an endpoint.
-type VerdictView struct {
-	Window         time.Time `json:"window"`
-	WindowLength   string    `json:"windowLength"`
-	State          msg.State `json:"state"`
-	Class          string    `json:"class,omitempty"`
-	Reason         string    `json:"reason,omitempty"`
-	Results        int       `json:"results"`
-	FailingRegions []string  `json:"failingRegions,omitempty"`
-	// RegionStates is each due region's state (no_data: due, silent).
-	RegionStates map[string]msg.State `json:"regionStates,omitempty"`
-	FirstProbeAt time.Time            `json:"firstProbeAt,omitzero"`
-	EmittedAt    time.Time            `json:"emittedAt,omitzero"`
-}
-
-func (s *server) endpointView(e store.Endpoint) EndpointView {
-	v := EndpointView{
+func (s *server) endpointView(e store.Endpoint) apiv1.EndpointView {
+	v := apiv1.EndpointView{
 		ID: e.ID, Tenant: store.TenantOf(e.Tenant), Name: e.Name, URL: RedactURL(e.URL), Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
 		Schedule: e.Schedule, Timeout: e.Timeout.String(), Labels: e.Labels, Paused: e.Paused,
 		Public: e.Public, Slug: e.Slug, Regions: e.Regions, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Version: e.Version,
@@ -190,7 +58,7 @@ func (s *server) endpointView(e store.Endpoint) EndpointView {
 	if v.Transport == "" {
 		// A record written without one (by an older version, or straight
 		// to the store) is probed as auto: say so, as the contract does.
-		v.Transport = DefaultTransport
+		v.Transport = apiv1.DefaultTransport
 	}
 	if e.LatencyThreshold > 0 {
 		v.LatencyThreshold = e.LatencyThreshold.String()
@@ -205,7 +73,7 @@ func (s *server) endpointView(e store.Endpoint) EndpointView {
 	if len(e.Sinks) > 0 {
 		v.Sinks = s.redact(e.Sinks)
 	}
-	v.setState(e, msg.Verdict{}, false)
+	setState(&v, e, msg.Verdict{}, false)
 	v.ToolCheck, v.OAuth = toolCheckView(e.ToolCheck), oauthView(e.OAuth)
 	if e.CredentialWarning > 0 {
 		v.CredentialWarning = e.CredentialWarning.String()
@@ -213,14 +81,14 @@ func (s *server) endpointView(e store.Endpoint) EndpointView {
 	return v
 }
 
-// setState fills State and StateWindow from the endpoint and its last
+// setState fills v's State and StateWindow from the endpoint and its last
 // verdict (found false when it has none yet).
-func (v *EndpointView) setState(e store.Endpoint, last msg.Verdict, found bool) {
+func setState(v *apiv1.EndpointView, e store.Endpoint, last msg.Verdict, found bool) {
 	switch {
 	case e.Paused:
-		v.State = StatePaused
+		v.State = apiv1.StatePaused
 	case !found:
-		v.State = StatePending
+		v.State = apiv1.StatePending
 	default:
 		v.State = string(last.State)
 	}
@@ -230,27 +98,21 @@ func (v *EndpointView) setState(e store.Endpoint, last msg.Verdict, found bool) 
 	}
 }
 
-// Endpoint states besides the verdict states.
-const (
-	StatePaused  = "paused"
-	StatePending = "pending" // registered, no verdict yet
-)
-
-func rulesInput(r *store.Rules) *RulesInput {
+func rulesInput(r *store.Rules) *apiv1.RulesInput {
 	if r == nil {
 		return nil
 	}
-	in := &RulesInput{OpenAfter: r.OpenAfter, OpenWindow: r.OpenWindow, ResolveAfter: r.ResolveAfter, RegionQuorum: r.RegionQuorum}
+	in := &apiv1.RulesInput{OpenAfter: r.OpenAfter, OpenWindow: r.OpenWindow, ResolveAfter: r.ResolveAfter, RegionQuorum: r.RegionQuorum}
 	if r.RepeatInterval > 0 {
 		in.RepeatInterval = r.RepeatInterval.String()
 	}
 	return in
 }
 
-// input is the stored endpoint as an EndpointInput (with real header values:
+// input is the stored endpoint as an apiv1.EndpointInput (with real header values:
 // server-side only), the base a PATCH merges into.
-func input(e store.Endpoint) EndpointInput {
-	in := EndpointInput{
+func input(e store.Endpoint) apiv1.EndpointInput {
+	in := apiv1.EndpointInput{
 		Name: e.Name, URL: e.URL, Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
 		Schedule: e.Schedule, Headers: e.Headers, Labels: e.Labels,
 		Rules: rulesInput(e.Rules), Sinks: e.Sinks, Paused: e.Paused,
@@ -266,8 +128,8 @@ func input(e store.Endpoint) EndpointInput {
 	return in
 }
 
-func resultView(r msg.ProbeResult) *ResultView {
-	v := &ResultView{
+func resultView(r msg.ProbeResult) *apiv1.ResultView {
+	v := &apiv1.ResultView{
 		ProbeRunID: r.ProbeRunID, Slot: r.Slot, Region: r.Region, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		Status: r.Status, Class: r.Class, Error: r.Error, HTTPStatus: r.HTTPStatus, Transport: r.Transport,
 		ProtocolVersion: r.ProtocolVersion, ServerName: r.ServerName, ServerVersion: r.ServerVersion,
@@ -283,8 +145,8 @@ func resultView(r msg.ProbeResult) *ResultView {
 	return v
 }
 
-func verdictView(v msg.Verdict) VerdictView {
-	return VerdictView{
+func verdictView(v msg.Verdict) apiv1.VerdictView {
+	return apiv1.VerdictView{
 		Window: v.Window, WindowLength: (time.Duration(v.WindowSecs) * time.Second).String(), State: v.State,
 		Class: v.Class, Reason: v.Reason, Results: v.Results, FailingRegions: v.FailingRegions, RegionStates: v.RegionStates,
 		FirstProbeAt: v.FirstProbeAt, EmittedAt: v.EmittedAt,
@@ -296,10 +158,10 @@ func verdictView(v msg.Verdict) VerdictView {
 // quote header values. checkTarget runs the TargetValidator: a PATCH that
 // leaves the URL alone skips it, so pausing or renaming an endpoint registered
 // under a since-tightened target policy still works.
-func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint, []FieldError) {
-	var errs []FieldError
+func (s *server) toEndpoint(in apiv1.EndpointInput, checkTarget bool) (store.Endpoint, []apiv1.FieldError) {
+	var errs []apiv1.FieldError
 	bad := func(ptr, format string, args ...any) {
-		errs = append(errs, FieldError{Pointer: ptr, Detail: fmt.Sprintf(format, args...)})
+		errs = append(errs, apiv1.FieldError{Pointer: ptr, Detail: fmt.Sprintf(format, args...)})
 	}
 	e := store.Endpoint{
 		Name: strings.TrimSpace(in.Name), URL: strings.TrimSpace(in.URL), Transport: in.Transport,
@@ -337,7 +199,7 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 	}
 
 	if e.Transport == "" {
-		e.Transport = DefaultTransport
+		e.Transport = apiv1.DefaultTransport
 	}
 	if !slices.Contains(transports, e.Transport) {
 		bad("#/transport", "must be one of %s", strings.Join(transports, ", "))
@@ -351,7 +213,7 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 	}
 
 	if e.Schedule == "" {
-		e.Schedule = DefaultSchedule
+		e.Schedule = apiv1.DefaultSchedule
 	}
 	var interval time.Duration // shortest time between two slots; 0 if unknown
 	if len(e.Schedule) > maxScheduleLen {
@@ -366,17 +228,17 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 	// or every slot queues behind a hung probe and reports too late for its
 	// window. An explicit timeout over the interval is refused; the default
 	// is clamped to it.
-	e.Timeout = DefaultTimeout
+	e.Timeout = apiv1.DefaultTimeout
 	if interval > 0 {
-		e.Timeout = max(min(DefaultTimeout, interval), MinTimeout)
+		e.Timeout = max(min(apiv1.DefaultTimeout, interval), apiv1.MinTimeout)
 	}
 	if in.Timeout != "" {
 		if len(in.Timeout) > maxDurationLen {
 			bad("#/timeout", "must be at most %d characters", maxDurationLen)
 		} else if d, err := time.ParseDuration(in.Timeout); err != nil {
 			bad("#/timeout", "must be a Go duration such as \"10s\"")
-		} else if d < MinTimeout || d > MaxTimeout {
-			bad("#/timeout", "must be between %s and %s", MinTimeout, MaxTimeout)
+		} else if d < apiv1.MinTimeout || d > apiv1.MaxTimeout {
+			bad("#/timeout", "must be between %s and %s", apiv1.MinTimeout, apiv1.MaxTimeout)
 		} else if interval > 0 && d > interval {
 			bad("#/timeout", "%s is longer than the schedule's shortest interval (%s): a probe must end before the next one is due; use a timeout of at most %s or a longer schedule", d, interval, interval)
 		} else {
@@ -464,8 +326,8 @@ func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (store.Endpoint,
 				bad("#/rules/repeatInterval", "must be at most %d characters", maxDurationLen)
 			} else if d, err := time.ParseDuration(in.Rules.RepeatInterval); err != nil {
 				bad("#/rules/repeatInterval", "must be a Go duration such as \"4h\"")
-			} else if d < MinRepeatInterval {
-				bad("#/rules/repeatInterval", "must be at least %s", MinRepeatInterval)
+			} else if d < apiv1.MinRepeatInterval {
+				bad("#/rules/repeatInterval", "must be at least %s", apiv1.MinRepeatInterval)
 			} else {
 				r.RepeatInterval = d
 			}
@@ -548,7 +410,7 @@ func (s *server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	var in EndpointInput
+	var in apiv1.EndpointInput
 	if p := decodeStrict(body, &in); p != nil {
 		writeProblem(w, r, p)
 		return
@@ -582,15 +444,7 @@ func (s *server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 // endpointStates are the values of ?state= on GET /v1/endpoints.
 var endpointStates = []string{
 	string(msg.StateUp), string(msg.StateDegraded), string(msg.StateDown), string(msg.StateRegional),
-	string(msg.StateNoData), StatePaused, StatePending,
-}
-
-// EndpointList is the body of GET /v1/endpoints.
-type EndpointList struct {
-	Endpoints []EndpointView `json:"endpoints"`
-	// NextCursor, when present, fetches the next page (?cursor=); absent on
-	// the last page.
-	NextCursor string `json:"nextCursor,omitempty"`
+	string(msg.StateNoData), apiv1.StatePaused, apiv1.StatePending,
 }
 
 // listEndpoints serves one page of the tenant's endpoints in ID order:
@@ -622,7 +476,7 @@ func (s *server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, s.storeProblem(r, err, "endpoints"))
 		return
 	}
-	out := EndpointList{Endpoints: make([]EndpointView, 0, len(page.Endpoints))}
+	out := apiv1.EndpointList{Endpoints: make([]apiv1.EndpointView, 0, len(page.Endpoints))}
 	for _, e := range page.Endpoints {
 		if !sel.matches(e.Labels) {
 			continue
@@ -633,7 +487,7 @@ func (s *server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, r, s.storeProblem(r, err, "last verdict of endpoint "+e.ID))
 			return
 		}
-		v.setState(e, last, err == nil)
+		setState(&v, e, last, err == nil)
 		if states != nil && !states[v.State] {
 			continue
 		}
@@ -668,7 +522,7 @@ func (s *server) getEndpoint(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, s.storeProblem(r, err, "last verdict of endpoint "+id))
 		return
 	}
-	v.setState(e, vd, err == nil)
+	setState(&v, e, vd, err == nil)
 	// The ETag names the configuration version (not the probe data), for
 	// If-Match on PATCH.
 	w.Header().Set("ETag", etag(e.Version))
@@ -698,7 +552,7 @@ func (s *server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if ifMatch != "" && !etagMatches(ifMatch, cur.Version) {
-			writeProblem(w, r, problemf(http.StatusPreconditionFailed, TypeVersionConflict,
+			writeProblem(w, r, problemf(http.StatusPreconditionFailed, apiv1.TypeVersionConflict,
 				"endpoint %s is at version %d, not the one in If-Match; GET it again and reapply the change", id, cur.Version))
 			return
 		}
@@ -716,7 +570,7 @@ func (s *server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, r, p)
 			return
 		}
-		var in EndpointInput
+		var in apiv1.EndpointInput
 		if p := decodeStrict(checked, &in); p != nil {
 			writeProblem(w, r, p)
 			return
@@ -780,7 +634,7 @@ func lookupHeader(h map[string]string, name string) (string, bool) {
 // duplicate keys and deep nesting). Header names in it are canonicalized
 // like stored ones, so {"headers": {"authorization": null}} removes the
 // stored "Authorization".
-func decodePatch(body checkedJSON) (map[string]any, *Problem) {
+func decodePatch(body checkedJSON) (map[string]any, *apiv1.Problem) {
 	var patch map[string]any
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -788,10 +642,10 @@ func decodePatch(body checkedJSON) (map[string]any, *Problem) {
 		return nil, jsonProblem(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, invalid(FieldError{Pointer: "#", Detail: "unexpected data after the JSON value"})
+		return nil, invalid(apiv1.FieldError{Pointer: "#", Detail: "unexpected data after the JSON value"})
 	}
 	if patch == nil {
-		return nil, invalid(FieldError{Pointer: "#", Detail: "a merge patch must be a JSON object"})
+		return nil, invalid(apiv1.FieldError{Pointer: "#", Detail: "a merge patch must be a JSON object"})
 	}
 	if hs, ok := patch["headers"].(map[string]any); ok {
 		canon := make(map[string]any, len(hs))
@@ -881,13 +735,13 @@ func (s *server) listVerdicts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	vs, next := cutPage(vs, limit, func(v store.VerdictRecord) cursor { return cursor{Kind: cursorVerdicts, At: v.Window} })
-	out := make([]VerdictView, 0, len(vs))
+	out := make([]apiv1.VerdictView, 0, len(vs))
 	for _, v := range vs {
 		out = append(out, verdictView(v))
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Verdicts   []VerdictView `json:"verdicts"`
-		NextCursor string        `json:"nextCursor,omitempty"`
+		Verdicts   []apiv1.VerdictView `json:"verdicts"`
+		NextCursor string              `json:"nextCursor,omitempty"`
 	}{out, next})
 }
 

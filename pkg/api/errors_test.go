@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -39,7 +40,7 @@ func TestClientErrors(t *testing.T) {
 	epPath := "/v1/endpoints/" + ep.ID
 	seedIncident(t, h, "inc-open", ep.ID, store.IncidentOpen)
 	seedIncident(t, h, "inc-resolved", ep.ID, store.IncidentResolved)
-	var mw api.MaintenanceView
+	var mw apiv1.MaintenanceView
 	h.mustJSON("POST", "/v1/maintenance", `{"endpointIds":["`+ep.ID+`"],"start":"2026-03-02T00:00:00Z","end":"2026-03-02T01:00:00Z"}`, http.StatusCreated, &mw)
 	mwPath := "/v1/maintenance/" + mw.ID
 
@@ -59,7 +60,7 @@ func TestClientErrors(t *testing.T) {
 		typ         string // expected problem type when set
 	}{
 		// Body framing.
-		{"invalid JSON", "POST", "/v1/endpoints", "", `{"name":`, 400, "#", api.TypeInvalidRequest},
+		{"invalid JSON", "POST", "/v1/endpoints", "", `{"name":`, 400, "#", apiv1.TypeInvalidRequest},
 		{"syntax error", "POST", "/v1/endpoints", "", `{"name" "x"}`, 400, "#", ""},
 		{"not an object", "POST", "/v1/endpoints", "", `["x"]`, 400, "#", ""},
 		{"unknown field", "POST", "/v1/endpoints", "", valid(`,"bogus":1`), 400, "#/bogus", ""},
@@ -135,7 +136,7 @@ func TestClientErrors(t *testing.T) {
 		// Incidents.
 		{"incident unknown", "GET", "/v1/incidents/nope", "", "", 404, "", ""},
 		{"ack unknown", "POST", "/v1/incidents/nope/ack", "", "", 404, "", ""},
-		{"ack resolved", "POST", "/v1/incidents/inc-resolved/ack", "", "", 409, "", api.TypeIncidentResolved},
+		{"ack resolved", "POST", "/v1/incidents/inc-resolved/ack", "", "", 409, "", apiv1.TypeIncidentResolved},
 		{"ack unknown field", "POST", "/v1/incidents/inc-open/ack", "", `{"who":"me"}`, 400, "#/who", ""},
 		{"ack wrong content type", "POST", "/v1/incidents/inc-open/ack", "text/plain", `by me`, 415, "", ""},
 
@@ -157,10 +158,10 @@ func TestClientErrors(t *testing.T) {
 			if resp.StatusCode != tc.status {
 				t.Fatalf("%s %s = %d %s, want %d", tc.method, tc.path, resp.StatusCode, truncate(b), tc.status)
 			}
-			if ct := resp.Header.Get("Content-Type"); ct != api.ProblemContentType {
-				t.Errorf("Content-Type = %q, want %s", ct, api.ProblemContentType)
+			if ct := resp.Header.Get("Content-Type"); ct != apiv1.ProblemContentType {
+				t.Errorf("Content-Type = %q, want %s", ct, apiv1.ProblemContentType)
 			}
-			var p api.Problem
+			var p apiv1.Problem
 			if err := json.Unmarshal(b, &p); err != nil {
 				t.Fatalf("problem body %s: %v", truncate(b), err)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -50,17 +51,9 @@ const (
 	DefaultRateBurst               = 40
 )
 
-// TypeQuotaExceeded is the problem type of a create refused by a tenant
-// quota (409: the tenant's state conflicts with the request — deleting one
-// frees a place; 403 in this API means the key's scope is too small).
-const TypeQuotaExceeded = "urn:mcpmon:problem:quota-exceeded"
-
-// TypeRateLimited is the problem type of a 429.
-const TypeRateLimited = "urn:mcpmon:problem:rate-limited"
-
 // quotaProblem names the quota, its limit and the flag that sets it.
-func quotaProblem(noun, flag string, limit int) *Problem {
-	return problemf(http.StatusConflict, TypeQuotaExceeded,
+func quotaProblem(noun, flag string, limit int) *apiv1.Problem {
+	return problemf(http.StatusConflict, apiv1.TypeQuotaExceeded,
 		"quota reached: this tenant may have at most %d %s (%s); delete one first", limit, noun, flag)
 }
 
@@ -68,7 +61,7 @@ func quotaProblem(noun, flag string, limit int) *Problem {
 // tenant's is the same 404 as a missing one, and costs what a missing one
 // does: the store decides ownership from its index before it reads (or
 // the sealed store opens) the record.
-func (s *server) endpointOf(r *http.Request, id string) (store.Endpoint, *Problem) {
+func (s *server) endpointOf(r *http.Request, id string) (store.Endpoint, *apiv1.Problem) {
 	e, err := s.store.GetEndpointOf(r.Context(), auth.TenantFrom(r.Context()), id)
 	if err != nil {
 		return store.Endpoint{}, s.storeProblem(r, err, "endpoint "+id)
@@ -79,7 +72,7 @@ func (s *server) endpointOf(r *http.Request, id string) (store.Endpoint, *Proble
 // incidentOf loads incident id if it is the request's tenant's (the
 // tenant its endpoint had when it opened); otherwise 404 as if missing,
 // decided from the store's tenant index before the record is read.
-func (s *server) incidentOf(r *http.Request, id string) (store.Incident, *Problem) {
+func (s *server) incidentOf(r *http.Request, id string) (store.Incident, *apiv1.Problem) {
 	inc, err := s.store.GetIncidentOf(r.Context(), auth.TenantFrom(r.Context()), id)
 	if err != nil {
 		return store.Incident{}, s.storeProblem(r, err, "incident "+id)
@@ -144,7 +137,7 @@ func (s *server) limitRate(next http.Handler) http.Handler {
 		if !ok {
 			secs := max(1, int(math.Ceil(wait.Seconds())))
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
-			writeProblem(w, r, problemf(http.StatusTooManyRequests, TypeRateLimited,
+			writeProblem(w, r, problemf(http.StatusTooManyRequests, apiv1.TypeRateLimited,
 				"this tenant is over its request rate (%g per second, bursts of %d; --rate-limit); retry in %d s", float64(s.limiter.limit), s.limiter.burst, secs))
 			return
 		}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // refRE matches a reference: ${env:NAME} or ${file:PATH}.
@@ -208,12 +209,12 @@ func (r Resolver) Secret(field, value string) (string, error) {
 // credential-like URL query parameters (key, token, sig, …) and the sink
 // members the server redacts. A literal secret is an error naming the
 // field, so secrets stay out of files that get committed.
-func (r Resolver) Resolve(ds []Desired) ([]api.EndpointInput, error) {
+func (r Resolver) Resolve(ds []Desired) ([]apiv1.EndpointInput, error) {
 	redact := r.RedactSinks
 	if redact == nil {
 		redact = api.RedactSinks
 	}
-	out := make([]api.EndpointInput, 0, len(ds))
+	out := make([]apiv1.EndpointInput, 0, len(ds))
 	for _, d := range ds {
 		in, err := r.resolveOne(d, redact)
 		if err != nil {
@@ -224,7 +225,7 @@ func (r Resolver) Resolve(ds []Desired) ([]api.EndpointInput, error) {
 	return out, nil
 }
 
-func (r Resolver) resolveOne(d Desired, redact func(json.RawMessage) json.RawMessage) (api.EndpointInput, error) {
+func (r Resolver) resolveOne(d Desired, redact func(json.RawMessage) json.RawMessage) (apiv1.EndpointInput, error) {
 	in := d.Input
 	base := filepath.Dir(d.Source)
 	var err error
@@ -346,7 +347,7 @@ func literalSecret(raw, red any, path string) string {
 			}
 		}
 	case string:
-		if rs, ok := red.(string); ok && strings.Contains(rs, api.Redacted) && !hasRef(t) {
+		if rs, ok := red.(string); ok && strings.Contains(rs, apiv1.Redacted) && !hasRef(t) {
 			return path
 		}
 	}

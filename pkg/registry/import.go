@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // Endpoints is what the importer needs from mcpmon; pkg/client.Client
 // implements it.
 type Endpoints interface {
-	ListEndpoints(ctx context.Context, selector string) ([]api.EndpointView, error) // every page
-	CreateEndpoint(ctx context.Context, in api.EndpointInput) (api.EndpointView, error)
-	PatchEndpoint(ctx context.Context, id string, patch any) (api.EndpointView, error) // JSON merge patch body
+	ListEndpoints(ctx context.Context, selector string) ([]apiv1.EndpointView, error) // every page
+	CreateEndpoint(ctx context.Context, in apiv1.EndpointInput) (apiv1.EndpointView, error)
+	PatchEndpoint(ctx context.Context, id string, patch any) (apiv1.EndpointView, error) // JSON merge patch body
 	DeleteEndpoint(ctx context.Context, id string) error
 }
 
