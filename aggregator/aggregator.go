@@ -90,6 +90,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -108,9 +109,9 @@ type Store interface {
 	OpenWindows(ctx context.Context, before time.Time) ([]store.WindowRef, error)
 	RecordVerdict(ctx context.Context, v msg.Verdict) (applied bool, err error)
 	LastVerdict(ctx context.Context, endpointID string) (msg.Verdict, error)
-	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
+	GetEndpoint(ctx context.Context, id string) (model.Endpoint, error)
 	// ListEndpoints is read once per window to find no_data windows.
-	ListEndpoints(ctx context.Context) ([]store.Endpoint, error)
+	ListEndpoints(ctx context.Context) ([]model.Endpoint, error)
 }
 
 // Publisher sends one message to the verdicts queue and blocks until the
@@ -451,10 +452,10 @@ func (a *Aggregator) decideEndpoint(ctx context.Context, now time.Time, id strin
 	ep, err := a.st.GetEndpoint(ctx, id)
 	switch {
 	case err == nil:
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, model.ErrNotFound):
 		// Deleted since it was probed: decide with the defaults so the
 		// window is closed; the alerter ignores unknown endpoints' noise.
-		ep = store.Endpoint{ID: id}
+		ep = model.Endpoint{ID: id}
 	default:
 		return fmt.Errorf("aggregator: endpoint %s: %w", id, err)
 	}
@@ -478,7 +479,7 @@ func (a *Aggregator) decideEndpoint(ctx context.Context, now time.Time, id strin
 // probing at its end, grace after that probe's deadline (slot + timeout, see
 // prober.ProbeDeadline). So a hung target's timeout result counts for its own
 // window instead of arriving after the window was decided without it.
-func (a *Aggregator) decisionTime(ep store.Endpoint, w time.Time) time.Time {
+func (a *Aggregator) decisionTime(ep model.Endpoint, w time.Time) time.Time {
 	end := w.Add(a.opts.Window)
 	due := end.Add(a.opts.Grace)
 	if ep.Schedule == "" {
@@ -493,7 +494,7 @@ func (a *Aggregator) decisionTime(ep store.Endpoint, w time.Time) time.Time {
 
 // decide decides one window; takeover marks a window of an endpoint this
 // replica does not own (counted when its verdict is the one applied).
-func (a *Aggregator) decide(ctx context.Context, ref store.WindowRef, ep store.Endpoint, takeover bool) error {
+func (a *Aggregator) decide(ctx context.Context, ref store.WindowRef, ep model.Endpoint, takeover bool) error {
 	a.mu.Lock()
 	skip := a.stuck[ref]
 	a.mu.Unlock()
@@ -502,7 +503,7 @@ func (a *Aggregator) decide(ctx context.Context, ref store.WindowRef, ep store.E
 	}
 	last, err := a.st.LastVerdict(ctx, ref.EndpointID)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, model.ErrNotFound):
 	case err != nil:
 		return fmt.Errorf("aggregator: last verdict of endpoint %s: %w", ref.EndpointID, err)
 	case !last.Window.Before(ref.Window):
@@ -524,7 +525,7 @@ func (a *Aggregator) decide(ctx context.Context, ref store.WindowRef, ep store.E
 	if err != nil {
 		return fmt.Errorf("aggregator: results of endpoint %s window %s: %w", ref.EndpointID, ref.Window.Format(time.RFC3339), err)
 	}
-	var rules store.Rules
+	var rules model.Rules
 	if ep.Rules != nil {
 		rules = *ep.Rules
 	}

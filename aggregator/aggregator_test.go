@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/metrics"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/queue/embedded"
@@ -88,7 +89,7 @@ func newAenvWith(t *testing.T, open func(clock.Clock) store.Store) *aenv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.CreateEndpoint(e.ctx, store.Endpoint{ID: "ep", URL: "https://ep.example/mcp", Schedule: "@every 30s"}); err != nil {
+	if _, err := st.CreateEndpoint(e.ctx, model.Endpoint{ID: "ep", URL: "https://ep.example/mcp", Schedule: "@every 30s"}); err != nil {
 		t.Fatal(err)
 	}
 	return e

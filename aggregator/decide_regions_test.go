@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/schedule"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 func TestDecideDueRegions(t *testing.T) {
@@ -108,7 +108,7 @@ func TestDueRegionsNarrowedToLiveProbers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := a.dueRegions(t.Context(), store.Endpoint{ID: "ep", Regions: tt.chosen}, w0); !slices.Equal(got, tt.want) {
+			if got := a.dueRegions(t.Context(), model.Endpoint{ID: "ep", Regions: tt.chosen}, w0); !slices.Equal(got, tt.want) {
 				t.Fatalf("due = %v, want %v", got, tt.want)
 			}
 		})

@@ -34,6 +34,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -109,7 +110,7 @@ type divergenceDetails struct {
 // names, where known (nil: the message names fingerprints only); it shapes
 // the message and details, never the fingerprint. It reads nothing but its
 // arguments.
-func CatalogDivergence(endpointID, endpointName string, window time.Time, results []msg.ProbeResult, tools map[string][]string) *store.ChangeEvent {
+func CatalogDivergence(endpointID, endpointName string, window time.Time, results []msg.ProbeResult, tools map[string][]string) *model.ChangeEvent {
 	cats := regionCatalogs(results)
 	if !diverges(cats) {
 		return nil
@@ -164,10 +165,10 @@ func CatalogDivergence(endpointID, endpointName string, window time.Time, result
 		message += " (" + strings.Join(notes, "; ") + ")"
 	}
 	details, _ := json.Marshal(d) // maps: keys sorted, a stable encoding
-	return &store.ChangeEvent{
+	return &model.ChangeEvent{
 		EndpointID:  endpointID,
-		Kind:        store.EventCatalogDivergent,
-		Fingerprint: store.EventFingerprint(endpointID, store.EventCatalogDivergent, fps...),
+		Kind:        model.EventCatalogDivergent,
+		Fingerprint: model.EventFingerprint(endpointID, model.EventCatalogDivergent, fps...),
 		ObservedAt:  window.UTC(),
 		Severity:    "warning",
 		Message:     truncate(message, 4096),
@@ -218,7 +219,7 @@ func truncate(s string, n int) string {
 // window is decided again later; an unreadable catalog only costs the
 // message its tool names; an event the store refuses is logged and
 // skipped, never holding the verdict back.
-func (a *Aggregator) recordDivergence(ctx context.Context, ep store.Endpoint, ref store.WindowRef, results []msg.ProbeResult) error {
+func (a *Aggregator) recordDivergence(ctx context.Context, ep model.Endpoint, ref store.WindowRef, results []msg.ProbeResult) error {
 	if a.events == nil || len(a.opts.Regions) == 0 {
 		// Without a region set probers take turns on one queue and share
 		// one catalog whatever their label: nothing per region to compare.
@@ -249,7 +250,7 @@ func (a *Aggregator) catalogTools(ctx context.Context, cr CatalogReader, endpoin
 		}
 		doc, err := cr.GetObject(ctx, store.KindCatalog, store.ProberObjectID(endpointID, reg))
 		if err != nil {
-			if !errors.Is(err, store.ErrNotFound) {
+			if !errors.Is(err, model.ErrNotFound) {
 				a.log.Debug("read a region's catalog for a divergence failed", "endpoint", endpointID, "region", reg, "err", err)
 			}
 			continue

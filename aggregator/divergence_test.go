@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -65,14 +66,14 @@ func TestCatalogDivergence(t *testing.T) {
 			if ev == nil {
 				t.Fatal("no event")
 			}
-			if err := store.ValidEvent(*ev); err != nil {
+			if err := model.ValidEvent(*ev); err != nil {
 				t.Fatal(err)
 			}
-			if ev.Kind != store.EventCatalogDivergent || !ev.ObservedAt.Equal(w0) || ev.Severity != "warning" {
+			if ev.Kind != model.EventCatalogDivergent || !ev.ObservedAt.Equal(w0) || ev.Severity != "warning" {
 				t.Fatalf("event %+v", ev)
 			}
 			// Sorted: the fingerprint names the set of catalogs.
-			if want := store.EventFingerprint("ep", store.EventCatalogDivergent, slices.Sorted(slices.Values(c.want))...); ev.Fingerprint != want {
+			if want := model.EventFingerprint("ep", model.EventCatalogDivergent, slices.Sorted(slices.Values(c.want))...); ev.Fingerprint != want {
 				t.Fatalf("fingerprint %s, want the digest of %v", ev.Fingerprint, c.want)
 			}
 			for _, part := range c.message {
@@ -145,13 +146,13 @@ func testDivergenceRecordedOnce(t *testing.T, e *aenv) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(evs) != 1 || evs[0].Kind != store.EventCatalogDivergent || !evs[0].ObservedAt.Equal(w0) {
+	if len(evs) != 1 || evs[0].Kind != model.EventCatalogDivergent || !evs[0].ObservedAt.Equal(w0) {
 		t.Fatalf("events %+v, want one catalog_divergent observed in the first window", evs)
 	}
 	if !strings.Contains(evs[0].Message, "eu lacks tools: fetch") {
 		t.Fatalf("message %q does not name the missing tool", evs[0].Message)
 	}
-	if got := testutil.ToFloat64(e.agg.Metrics().Events.WithLabelValues(store.EventCatalogDivergent)); got != 1 {
+	if got := testutil.ToFloat64(e.agg.Metrics().Events.WithLabelValues(model.EventCatalogDivergent)); got != 1 {
 		t.Fatalf("mcpmon_events_total{kind=catalog_divergent} = %v, want 1", got)
 	}
 }

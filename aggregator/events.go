@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -45,7 +46,7 @@ const (
 // EventStore is what recording events needs; the aggregator's store
 // provides it when it implements it (every store.Store does).
 type EventStore interface {
-	AppendEvents(ctx context.Context, evs ...store.ChangeEvent) ([]store.ChangeEvent, error)
+	AppendEvents(ctx context.Context, evs ...model.ChangeEvent) ([]model.ChangeEvent, error)
 }
 
 // catalogDiff is the prober's catalog diff (prober.CatalogDiff), read to
@@ -131,10 +132,10 @@ func boundedDiff(details json.RawMessage, d catalogDiff) json.RawMessage {
 // change as version; a certificate expiring within certWarning of the
 // probe as certificate_expiry (once per certificate: its expiry is the
 // fingerprint); and any result event whose kind is already one of
-// store.EventKinds (credential_expiry) as it is. Fingerprints cover what
+// model.EventKinds (credential_expiry) as it is. Fingerprints cover what
 // changed, never when or where it was seen, so every sighting of one change
 // maps to one event. It reads nothing but r.
-func ChangeEvents(r msg.ProbeResult, certWarning time.Duration) []store.ChangeEvent {
+func ChangeEvents(r msg.ProbeResult, certWarning time.Duration) []model.ChangeEvent {
 	if certWarning <= 0 {
 		certWarning = DefaultCertWarning
 	}
@@ -142,8 +143,8 @@ func ChangeEvents(r msg.ProbeResult, certWarning time.Duration) []store.ChangeEv
 	if observed.IsZero() {
 		observed = r.StartedAt
 	}
-	base := store.ChangeEvent{EndpointID: r.EndpointID, ObservedAt: observed.UTC(), ProbeRunID: r.ProbeRunID, Region: r.Region}
-	var out []store.ChangeEvent
+	base := model.ChangeEvent{EndpointID: r.EndpointID, ObservedAt: observed.UTC(), ProbeRunID: r.ProbeRunID, Region: r.Region}
+	var out []model.ChangeEvent
 	for _, ev := range r.Events {
 		details := rawJSON(ev.Details)
 		e := base
@@ -159,12 +160,12 @@ func ChangeEvents(r msg.ProbeResult, certWarning time.Duration) []store.ChangeEv
 			} else {
 				e.Before, e.After = strings.TrimSpace(d["fromName"]+" "+d["fromVersion"]), strings.TrimSpace(d["toName"]+" "+d["toVersion"])
 			}
-			e.Kind, e.Details = store.EventVersion, details
-			e.Fingerprint = store.EventFingerprint(r.EndpointID, e.Kind, ev.Kind, e.Before, e.After, string(details))
+			e.Kind, e.Details = model.EventVersion, details
+			e.Fingerprint = model.EventFingerprint(r.EndpointID, e.Kind, ev.Kind, e.Before, e.After, string(details))
 			out = append(out, e)
 		case ev.Kind == probeCertExpiring:
 			// Decided from r.CertExpiry below, with this package's period.
-		case store.IsEventKind(ev.Kind):
+		case model.IsEventKind(ev.Kind):
 			e.Kind, e.Details = ev.Kind, details
 			id := ev.Fingerprint
 			if id == "" {
@@ -175,14 +176,14 @@ func ChangeEvents(r msg.ProbeResult, certWarning time.Duration) []store.ChangeEv
 					id = ev.Message
 				}
 			}
-			e.Fingerprint = store.EventFingerprint(r.EndpointID, e.Kind, id)
+			e.Fingerprint = model.EventFingerprint(r.EndpointID, e.Kind, id)
 			out = append(out, e)
 		}
 	}
 	if r.CertExpiry != nil && r.CertExpiry.Sub(observed) < certWarning {
 		exp := r.CertExpiry.UTC()
 		e := base
-		e.Kind, e.Source, e.Severity = store.EventCertificateExpiry, probeCertExpiring, "warning"
+		e.Kind, e.Source, e.Severity = model.EventCertificateExpiry, probeCertExpiring, "warning"
 		e.After = exp.Format(time.RFC3339)
 		if left := exp.Sub(observed); left > 0 {
 			e.Message = fmt.Sprintf("TLS certificate expires %s (in %s)", e.After, left.Round(time.Hour))
@@ -190,7 +191,7 @@ func ChangeEvents(r msg.ProbeResult, certWarning time.Duration) []store.ChangeEv
 			e.Message = fmt.Sprintf("TLS certificate expired %s", e.After)
 		}
 		e.Details, _ = json.Marshal(map[string]any{"notAfter": exp, "warning": certWarning.String()})
-		e.Fingerprint = store.EventFingerprint(r.EndpointID, e.Kind, e.After)
+		e.Fingerprint = model.EventFingerprint(r.EndpointID, e.Kind, e.After)
 		out = append(out, e)
 	}
 	return out
@@ -198,14 +199,14 @@ func ChangeEvents(r msg.ProbeResult, certWarning time.Duration) []store.ChangeEv
 
 // catalogEvents splits one catalog drift into its kinds. Each keeps the
 // whole diff, so a reader of any of them sees everything that changed.
-func catalogEvents(e store.ChangeEvent, details json.RawMessage) []store.ChangeEvent {
+func catalogEvents(e model.ChangeEvent, details json.RawMessage) []model.ChangeEvent {
 	var d catalogDiff
 	if json.Unmarshal(details, &d) != nil {
 		return nil
 	}
 	e.Before, e.After, e.Diff = d.OldFingerprint, d.NewFingerprint, boundedDiff(details, d)
 	fp := func(kind string) string {
-		return store.EventFingerprint(e.EndpointID, kind, d.OldFingerprint, d.NewFingerprint)
+		return model.EventFingerprint(e.EndpointID, kind, d.OldFingerprint, d.NewFingerprint)
 	}
 	var described []string
 	breaking, info := d.Severity == "breaking" || len(d.Removed) > 0, len(d.Added) > 0
@@ -216,20 +217,20 @@ func catalogEvents(e store.ChangeEvent, details json.RawMessage) []store.ChangeE
 		breaking = breaking || len(c.Breaking) > 0
 		info = info || len(c.Info) > 0
 	}
-	var out []store.ChangeEvent
+	var out []model.ChangeEvent
 	switch {
 	case breaking:
 		b := e
-		b.Kind, b.Severity, b.Fingerprint = store.EventCatalogBreaking, "breaking", fp(store.EventCatalogBreaking)
+		b.Kind, b.Severity, b.Fingerprint = model.EventCatalogBreaking, "breaking", fp(model.EventCatalogBreaking)
 		out = append(out, b)
 	case info:
 		i := e
-		i.Kind, i.Severity, i.Fingerprint = store.EventCatalogInfo, "info", fp(store.EventCatalogInfo)
+		i.Kind, i.Severity, i.Fingerprint = model.EventCatalogInfo, "info", fp(model.EventCatalogInfo)
 		out = append(out, i)
 	}
 	if len(described) > 0 {
 		s := e
-		s.Kind, s.Severity, s.Fingerprint = store.EventCatalogSecurity, "security", fp(store.EventCatalogSecurity)
+		s.Kind, s.Severity, s.Fingerprint = model.EventCatalogSecurity, "security", fp(model.EventCatalogSecurity)
 		s.Message = fmt.Sprintf("the description of %s changed: tool descriptions are instructions to the model, and a silent change is how tool poisoning looks; review it", nameList(described))
 		out = append(out, s)
 	}
@@ -292,7 +293,7 @@ func (a *Aggregator) recordEvents(ctx context.Context, r msg.ProbeResult) error 
 // window is retried); an event the store refuses as invalid is logged and
 // skipped. Each event the store did not already hold is counted and logged
 // once.
-func (a *Aggregator) appendEvents(ctx context.Context, what string, evs ...store.ChangeEvent) error {
+func (a *Aggregator) appendEvents(ctx context.Context, what string, evs ...model.ChangeEvent) error {
 	added, err := a.events.AppendEvents(ctx, evs...)
 	switch {
 	case errors.Is(err, store.ErrUnavailable):

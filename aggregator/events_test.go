@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -20,7 +21,7 @@ func drift(severity string, added, removed []string, changed ...map[string]any) 
 	}}
 }
 
-func kinds(evs []store.ChangeEvent) []string {
+func kinds(evs []model.ChangeEvent) []string {
 	out := []string{}
 	for _, e := range evs {
 		out = append(out, e.Kind)
@@ -38,16 +39,16 @@ func TestChangeEventsKinds(t *testing.T) {
 		want   []string
 	}{
 		{"nothing changed", nil, &later, []string{}},
-		{"tool removed is breaking", []msg.Event{drift("breaking", nil, []string{"search"})}, nil, []string{store.EventCatalogBreaking}},
-		{"required input added is breaking", []msg.Event{drift("breaking", nil, nil, map[string]any{"name": "s", "breaking": []string{`required input "q" added`}})}, nil, []string{store.EventCatalogBreaking}},
-		{"tool added is info", []msg.Event{drift("info", []string{"fetch"}, nil)}, nil, []string{store.EventCatalogInfo}},
-		{"description alone is security only", []msg.Event{drift("info", nil, nil, map[string]any{"name": "s", "descriptionChanged": true})}, nil, []string{store.EventCatalogSecurity}},
+		{"tool removed is breaking", []msg.Event{drift("breaking", nil, []string{"search"})}, nil, []string{model.EventCatalogBreaking}},
+		{"required input added is breaking", []msg.Event{drift("breaking", nil, nil, map[string]any{"name": "s", "breaking": []string{`required input "q" added`}})}, nil, []string{model.EventCatalogBreaking}},
+		{"tool added is info", []msg.Event{drift("info", []string{"fetch"}, nil)}, nil, []string{model.EventCatalogInfo}},
+		{"description alone is security only", []msg.Event{drift("info", nil, nil, map[string]any{"name": "s", "descriptionChanged": true})}, nil, []string{model.EventCatalogSecurity}},
 		{"removal with a description change is both", []msg.Event{drift("breaking", nil, []string{"a"}, map[string]any{"name": "s", "descriptionChanged": true})}, nil,
-			[]string{store.EventCatalogBreaking, store.EventCatalogSecurity}},
-		{"protocol change is version", []msg.Event{{Kind: probeVersionChanged, Message: "m", Details: map[string]string{"from": "2025-06-18", "to": "2025-11-25"}}}, nil, []string{store.EventVersion}},
-		{"server change is version", []msg.Event{{Kind: probeServerChanged, Message: "m", Details: map[string]string{"fromName": "s", "fromVersion": "1", "toName": "s", "toVersion": "2"}}}, nil, []string{store.EventVersion}},
-		{"certificate near expiry", []msg.Event{{Kind: probeCertExpiring, Message: "in 3d"}}, &soon, []string{store.EventCertificateExpiry}},
-		{"credential expiry passes through", []msg.Event{{Kind: store.EventCredentialExpiry, Message: "expires in 70h", Details: map[string]any{"header": "Authorization", "exp": "2026-03-04T00:00:00Z"}}}, nil, []string{store.EventCredentialExpiry}},
+			[]string{model.EventCatalogBreaking, model.EventCatalogSecurity}},
+		{"protocol change is version", []msg.Event{{Kind: probeVersionChanged, Message: "m", Details: map[string]string{"from": "2025-06-18", "to": "2025-11-25"}}}, nil, []string{model.EventVersion}},
+		{"server change is version", []msg.Event{{Kind: probeServerChanged, Message: "m", Details: map[string]string{"fromName": "s", "fromVersion": "1", "toName": "s", "toVersion": "2"}}}, nil, []string{model.EventVersion}},
+		{"certificate near expiry", []msg.Event{{Kind: probeCertExpiring, Message: "in 3d"}}, &soon, []string{model.EventCertificateExpiry}},
+		{"credential expiry passes through", []msg.Event{{Kind: model.EventCredentialExpiry, Message: "expires in 70h", Details: map[string]any{"header": "Authorization", "exp": "2026-03-04T00:00:00Z"}}}, nil, []string{model.EventCredentialExpiry}},
 		{"unknown probe event ignored", []msg.Event{{Kind: "something_else", Message: "x"}}, nil, []string{}},
 	}
 	for _, c := range cases {
@@ -63,13 +64,13 @@ func TestChangeEventsKinds(t *testing.T) {
 				t.Fatalf("kinds = %v, want %v", kinds(evs), c.want)
 			}
 			for _, e := range evs {
-				if err := store.ValidEvent(e); err != nil {
+				if err := model.ValidEvent(e); err != nil {
 					t.Fatalf("%s: %v", e.Kind, err)
 				}
 				if !e.ObservedAt.Equal(slot) || e.Region != "eu" || e.ProbeRunID != "run" {
 					t.Fatalf("%s: provenance %+v", e.Kind, e)
 				}
-				if e.Kind != store.EventCertificateExpiry && e.Kind != store.EventCredentialExpiry && e.Kind != store.EventVersion && len(e.Diff) == 0 {
+				if e.Kind != model.EventCertificateExpiry && e.Kind != model.EventCredentialExpiry && e.Kind != model.EventVersion && len(e.Diff) == 0 {
 					t.Fatalf("%s: no diff kept", e.Kind)
 				}
 			}
@@ -83,10 +84,10 @@ func TestChangeEventsKinds(t *testing.T) {
 func TestChangeEventFingerprintIgnoresWhenAndWhere(t *testing.T) {
 	exp := w0.Add(5 * 24 * time.Hour)
 	a := msg.ProbeResult{EndpointID: "ep", ProbeRunID: "r1", Slot: w0, Region: "eu", CertExpiry: &exp,
-		Events: []msg.Event{drift("breaking", nil, []string{"search"}), {Kind: store.EventCredentialExpiry, Message: "expires in 70h", Details: map[string]any{"exp": "x", "hoursLeft": 70}}}}
+		Events: []msg.Event{drift("breaking", nil, []string{"search"}), {Kind: model.EventCredentialExpiry, Message: "expires in 70h", Details: map[string]any{"exp": "x", "hoursLeft": 70}}}}
 	b := a
 	b.ProbeRunID, b.Slot, b.Region = "r2", w0.Add(time.Hour), "us"
-	b.Events = []msg.Event{drift("breaking", nil, []string{"search"}), {Kind: store.EventCredentialExpiry, Message: "expires in 69h", Details: map[string]any{"exp": "x", "hoursLeft": 69}}}
+	b.Events = []msg.Event{drift("breaking", nil, []string{"search"}), {Kind: model.EventCredentialExpiry, Message: "expires in 69h", Details: map[string]any{"exp": "x", "hoursLeft": 69}}}
 	ea, eb := ChangeEvents(a, 0), ChangeEvents(b, 0)
 	if len(ea) != 3 || len(eb) != 3 {
 		t.Fatalf("events %v %v", kinds(ea), kinds(eb))
@@ -127,14 +128,14 @@ func testRedeliveredResultRecordsOneEvent(t *testing.T, e *aenv) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(evs) != 1 || evs[0].Kind != store.EventCatalogBreaking || evs[0].Before != "sha256:old" || evs[0].After != "sha256:new" {
+	if len(evs) != 1 || evs[0].Kind != model.EventCatalogBreaking || evs[0].Before != "sha256:old" || evs[0].After != "sha256:new" {
 		t.Fatalf("events = %+v, want one catalog_breaking", evs)
 	}
 	pend, err := e.st.PendingEvents(e.ctx, 0)
 	if err != nil || len(pend) != 1 {
 		t.Fatalf("pending = %v, %v; want the one event", pend, err)
 	}
-	if got := testutil.ToFloat64(e.agg.Metrics().Events.WithLabelValues(store.EventCatalogBreaking)); got != 1 {
+	if got := testutil.ToFloat64(e.agg.Metrics().Events.WithLabelValues(model.EventCatalogBreaking)); got != 1 {
 		t.Fatalf("mcpmon_events_total{kind=catalog_breaking} = %v, want 1", got)
 	}
 }

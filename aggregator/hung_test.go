@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // hungResult is endpoint id's result for slot, reported at slot + timeout
@@ -25,7 +25,7 @@ func hungResult(id string, slot time.Time, timeout time.Duration) msg.ProbeResul
 func TestHungServerIsDown(t *testing.T) {
 	e := newNoDataEnv(t)
 	const timeout = 2 * time.Second
-	e.create("hung", "@every 2s", func(ep *store.Endpoint) { ep.Timeout = timeout })
+	e.create("hung", "@every 2s", func(ep *model.Endpoint) { ep.Timeout = timeout })
 	ep, err := e.st.GetEndpoint(e.ctx, "hung")
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func TestHungServerIsDown(t *testing.T) {
 // the window is decided at end + grace as before.
 func TestWindowWithoutLateSlotDecidedAtGrace(t *testing.T) {
 	e := newNoDataEnv(t)
-	e.create("hourly", "5 * * * *", func(ep *store.Endpoint) { ep.Timeout = 10 * time.Second })
+	e.create("hourly", "5 * * * *", func(ep *model.Endpoint) { ep.Timeout = 10 * time.Second })
 	r := hungResult("hourly", w0.Add(5*time.Minute), 0)
 	r.Status, r.Class = msg.StatusUp, "ok"
 	e.clk.Set(w0.Add(5 * time.Minute))

@@ -5,8 +5,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/mcpmon/mcpmon/pkg/metrics"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // Metrics are the aggregator's Prometheus metrics (names from the catalog).
@@ -68,7 +68,7 @@ func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metric
 		}),
 		probeToVerdict: delay.ProbeToVerdict,
 	}
-	for _, k := range store.EventKinds() {
+	for _, k := range model.EventKinds() {
 		m.Events.WithLabelValues(k)
 	}
 	for _, s := range msg.States() {

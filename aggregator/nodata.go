@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -40,7 +41,7 @@ type slotCache struct {
 
 // get returns ep's slot placement; ok is false when its schedule does not
 // parse (the scheduler cannot schedule it either: never due).
-func (c *slotCache) get(ep store.Endpoint) (schedule.Slots, bool) {
+func (c *slotCache) get(ep model.Endpoint) (schedule.Slots, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cs, ok := c.m[ep.ID]; ok && cs.schedule == ep.Schedule {
@@ -91,13 +92,13 @@ type noDataView struct {
 	paused       bool
 }
 
-func viewOf(ep store.Endpoint) noDataView {
+func viewOf(ep model.Endpoint) noDataView {
 	return noDataView{id: ep.ID, schedule: ep.Schedule, created: ep.CreatedAt, updated: ep.UpdatedAt, timeout: ep.Timeout, paused: ep.Paused}
 }
 
-// endpoint is the view as the store.Endpoint the shared rules take.
-func (v noDataView) endpoint() store.Endpoint {
-	return store.Endpoint{ID: v.id, Schedule: v.schedule, CreatedAt: v.created, UpdatedAt: v.updated, Timeout: v.timeout, Paused: v.paused}
+// endpoint is the view as the model.Endpoint the shared rules take.
+func (v noDataView) endpoint() model.Endpoint {
+	return model.Endpoint{ID: v.id, Schedule: v.schedule, CreatedAt: v.created, UpdatedAt: v.updated, Timeout: v.timeout, Paused: v.paused}
 }
 
 // endpointStamper is the optional capability of a store that counts
@@ -274,7 +275,7 @@ func (a *Aggregator) listNoData(ctx context.Context, w time.Time, open map[strin
 func (a *Aggregator) decideNoData(ctx context.Context, id string, w time.Time, open []store.WindowRef, takeover bool) (emitted bool, err error) {
 	last, err := a.st.LastVerdict(ctx, id)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, model.ErrNotFound):
 	case err != nil:
 		return false, fmt.Errorf("aggregator: last verdict of endpoint %s: %w", id, err)
 	case !last.Window.Before(w):
@@ -282,7 +283,7 @@ func (a *Aggregator) decideNoData(ctx context.Context, id string, w time.Time, o
 	}
 	ep, err := a.st.GetEndpoint(ctx, id)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, model.ErrNotFound):
 		return false, nil // deleted
 	case err != nil:
 		return false, fmt.Errorf("aggregator: endpoint %s for no_data: %w", id, err)
@@ -302,7 +303,7 @@ func (a *Aggregator) decideNoData(ctx context.Context, id string, w time.Time, o
 
 // noDataEligible: ep is unpaused and was last created or changed before w
 // began, so the scheduler emitted its slots for the whole window.
-func (a *Aggregator) noDataEligible(ep store.Endpoint, w time.Time) bool {
+func (a *Aggregator) noDataEligible(ep model.Endpoint, w time.Time) bool {
 	changed := ep.CreatedAt
 	if ep.UpdatedAt.After(changed) {
 		changed = ep.UpdatedAt
@@ -310,7 +311,7 @@ func (a *Aggregator) noDataEligible(ep store.Endpoint, w time.Time) bool {
 	return !ep.Paused && changed.Before(w)
 }
 
-func probeTimeout(ep store.Endpoint) time.Duration {
+func probeTimeout(ep model.Endpoint) time.Duration {
 	if ep.Timeout > 0 {
 		return ep.Timeout
 	}

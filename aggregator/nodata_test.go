@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -27,9 +28,9 @@ func newNoDataEnv(t *testing.T) *aenv {
 }
 
 // create registers endpoint id, created an hour before w0 unless at is set.
-func (e *aenv) create(id, schedule string, mod ...func(*store.Endpoint)) {
+func (e *aenv) create(id, schedule string, mod ...func(*model.Endpoint)) {
 	e.t.Helper()
-	ep := store.Endpoint{ID: id, URL: "https://" + id + ".example/mcp", Schedule: schedule, CreatedAt: w0.Add(-time.Hour)}
+	ep := model.Endpoint{ID: id, URL: "https://" + id + ".example/mcp", Schedule: schedule, CreatedAt: w0.Add(-time.Hour)}
 	for _, m := range mod {
 		m(&ep)
 	}
@@ -144,7 +145,7 @@ func TestNoDataOnlyForWindowsWithSlots(t *testing.T) {
 func TestNoDataSkipsPausedAndDeletedEndpoints(t *testing.T) {
 	e := newNoDataEnv(t)
 	e.create("silent", "@every 10s") // control: proves the pass ran
-	e.create("paused", "@every 10s", func(ep *store.Endpoint) { ep.Paused = true })
+	e.create("paused", "@every 10s", func(ep *model.Endpoint) { ep.Paused = true })
 	e.create("deleted", "@every 10s")
 	e.create("gone", "@every 10s")
 	if err := e.st.DeleteEndpoint(e.ctx, "deleted"); err != nil {
@@ -168,7 +169,7 @@ func TestNoDataSkipsPausedAndDeletedEndpoints(t *testing.T) {
 // mid-window.
 func TestNoDataNotBeforeEndpointExisted(t *testing.T) {
 	e := newNoDataEnv(t)
-	e.create("new", "@every 10s", func(ep *store.Endpoint) { ep.CreatedAt = w0.Add(30 * time.Second) })
+	e.create("new", "@every 10s", func(ep *model.Endpoint) { ep.CreatedAt = w0.Add(30 * time.Second) })
 	e.tickAt(noDataDue(w0))
 	if vs := e.published(); len(vs) != 0 {
 		t.Fatalf("published %+v for the window the endpoint was created in, want nothing", vs)
@@ -333,7 +334,7 @@ type listCountingStore struct {
 	lists int
 }
 
-func (c *listCountingStore) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
+func (c *listCountingStore) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
 	c.lists++
 	return c.Store.ListEndpoints(ctx)
 }

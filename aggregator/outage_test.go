@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -39,13 +40,13 @@ func (o *outageStore) OpenWindows(ctx context.Context, before time.Time) ([]stor
 func TestStoreOutageHoldsDecisions(t *testing.T) {
 	e := newNoDataEnv(t)
 	const timeout = 2 * time.Second
-	e.create("ep", "@every 30s", func(ep *store.Endpoint) { ep.Timeout = timeout })
+	e.create("ep", "@every 30s", func(ep *model.Endpoint) { ep.Timeout = timeout })
 	st := &outageStore{Store: e.st}
 	agg, err := New(Options{Store: st, Publisher: e.pub, Window: time.Minute, Grace: 10 * time.Second, Settle: 15 * time.Second, Clock: e.clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sl, _ := agg.slots.get(store.Endpoint{ID: "ep", Schedule: "@every 30s"})
+	sl, _ := agg.slots.get(model.Endpoint{ID: "ep", Schedule: "@every 30s"})
 	first := sl.Next(w0.Add(-time.Nanosecond))
 	second := sl.Next(first)
 

@@ -11,9 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcpmon/mcpmon/pkg/membership"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // recorder publishes through the test world's sender and remembers what
@@ -108,7 +108,7 @@ func TestReplicasSplitWindowsAndTakeOverAKilledOne(t *testing.T) {
 		eps = append(eps, id)
 		// A 1s timeout: a window is decided at end + grace (+1s when a
 		// slot falls in its last second), no_data at end + grace + 1s.
-		e.create(id, "@every 30s", func(ep *store.Endpoint) { ep.Timeout = time.Second })
+		e.create(id, "@every 30s", func(ep *model.Endpoint) { ep.Timeout = time.Second })
 	}
 	report := func(w time.Time) {
 		for i, id := range eps {

@@ -8,9 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/schedule"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // LiveRegions reports the regions with a live prober at a time (prober
@@ -25,7 +25,7 @@ type LiveRegions interface {
 // window starting at w: its own choice within the configured set, narrowed
 // to the regions with a live prober during the window when heartbeats are
 // known. nil without a region set (the regions that reported are compared).
-func (a *Aggregator) dueRegions(ctx context.Context, ep store.Endpoint, w time.Time) []string {
+func (a *Aggregator) dueRegions(ctx context.Context, ep model.Endpoint, w time.Time) []string {
 	due := schedule.DueRegions(a.opts.Regions, ep.Regions)
 	if len(due) == 0 || a.opts.Live == nil {
 		return due

@@ -11,7 +11,7 @@
 //
 // Maintenance is decided here, when the verdict is, from the maintenance
 // windows in the store (the same rule the alerter applies at dispatch:
-// alert.Maintenance.ActiveAt, at the window's start). Read-time
+// model.Maintenance.ActiveAt, at the window's start). Read-time
 // intersection would be wrong: a bucket's counters no longer say which of
 // its seconds were up and which down. The consequence, stated in the README:
 // a maintenance window created after the fact does not rewrite rollups.
@@ -25,8 +25,8 @@ import (
 	"sync"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // maintCache holds the decoded maintenance windows, made on first use; a
@@ -39,9 +39,9 @@ type maintCache struct {
 
 // annotate adds to v what its rollups need: the latency of results (the
 // window's results, nil for no_data) and whether ep was in maintenance.
-func (a *Aggregator) annotate(ctx context.Context, ep store.Endpoint, v msg.Verdict, results []msg.ProbeResult) msg.Verdict {
+func (a *Aggregator) annotate(ctx context.Context, ep model.Endpoint, v msg.Verdict, results []msg.ProbeResult) msg.Verdict {
 	v.Latency = latencyOf(results)
-	ref := alert.EndpointRef{ID: v.EndpointID, Tenant: ep.Tenant, Labels: ep.Labels}
+	ref := model.EndpointRef{ID: v.EndpointID, Tenant: ep.Tenant, Labels: ep.Labels}
 	for _, m := range a.maintenance(ctx, ep.Tenant) {
 		if m.ActiveAt(v.Window, ref) {
 			v.Maintenance = true
@@ -51,7 +51,7 @@ func (a *Aggregator) annotate(ctx context.Context, ep store.Endpoint, v msg.Verd
 	return v
 }
 
-func (a *Aggregator) maintenance(ctx context.Context, tenant string) []alert.Maintenance {
+func (a *Aggregator) maintenance(ctx context.Context, tenant string) []model.Maintenance {
 	c := &a.maint
 	c.once.Do(func() {
 		if src, ok := a.st.(alert.WindowSource); ok {

@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // TestVerdictsFeedRollups: a decided window carries its successful probes'
@@ -15,8 +14,8 @@ import (
 // rollups hold them once, even when a second replica decides it again.
 func TestVerdictsFeedRollups(t *testing.T) {
 	e := newAenv(t)
-	m, _ := json.Marshal(alert.Maintenance{ID: "m", EndpointIDs: []string{"ep"}, Start: w0.Add(time.Minute), End: w0.Add(2 * time.Minute)})
-	if err := e.st.PutObject(e.ctx, alert.MaintenanceKind, "m", m); err != nil {
+	m, _ := json.Marshal(model.Maintenance{ID: "m", EndpointIDs: []string{"ep"}, Start: w0.Add(time.Minute), End: w0.Add(2 * time.Minute)})
+	if err := e.st.PutObject(e.ctx, model.MaintenanceKind, "m", m); err != nil {
 		t.Fatal(err)
 	}
 	for i, st := range []msg.Status{msg.StatusUp, msg.StatusDown, msg.StatusDegraded, msg.StatusDown} {
@@ -42,7 +41,7 @@ func TestVerdictsFeedRollups(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	days, err := e.st.Rollups(e.ctx, "ep", store.Daily, w0.Truncate(store.Daily), w0.Add(store.Daily))
+	days, err := e.st.Rollups(e.ctx, "ep", model.Daily, w0.Truncate(model.Daily), w0.Add(model.Daily))
 	if err != nil {
 		t.Fatal(err)
 	}

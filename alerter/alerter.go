@@ -58,6 +58,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -77,15 +78,15 @@ const (
 
 // Store is what the alerter needs from pkg/store.
 type Store interface {
-	GetTracker(ctx context.Context, endpointID string) (store.Tracker, error)
-	SaveTracker(ctx context.Context, t store.Tracker, incidents ...store.Incident) error
-	GetIncident(ctx context.Context, id string) (store.Incident, error)
+	GetTracker(ctx context.Context, endpointID string) (model.Tracker, error)
+	SaveTracker(ctx context.Context, t model.Tracker, incidents ...model.Incident) error
+	GetIncident(ctx context.Context, id string) (model.Incident, error)
 	// PendingOutboxes and CountOpenIncidents read the indexes SaveTracker
 	// keeps: the sweep's cost follows what is pending and open, not the
 	// deployment's age.
 	PendingOutboxes(ctx context.Context) ([]string, error)
 	CountOpenIncidents(ctx context.Context) (int, error)
-	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
+	GetEndpoint(ctx context.Context, id string) (model.Endpoint, error)
 	Ledger
 	DeliveryRecorder
 	// ListObjects with DeleteObject empties the outbox index of releases
@@ -103,11 +104,11 @@ type Options struct {
 	// Sinks receive every endpoint's notifications unless SinksFor is set.
 	Sinks []alert.Sink
 	// SinksFor, when set, picks the sinks for one endpoint (per-endpoint
-	// sinks from store.Endpoint.Sinks plus the global ones).
-	SinksFor func(ctx context.Context, ep store.Endpoint) ([]alert.Sink, error)
+	// sinks from model.Endpoint.Sinks plus the global ones).
+	SinksFor func(ctx context.Context, ep model.Endpoint) ([]alert.Sink, error)
 	// Rules override the package defaults for every endpoint; an endpoint's
-	// own store.Rules override these.
-	Rules  store.Rules
+	// own model.Rules override these.
+	Rules  model.Rules
 	Clock  clock.Clock
 	Logger *slog.Logger
 	// Metrics (nil: unregistered).
@@ -333,13 +334,13 @@ type drainError struct{ error }
 func (e drainError) Unwrap() error { return e.error }
 
 // endpoint loads the endpoint; a deleted one yields ok=false.
-func (a *Alerter) endpoint(ctx context.Context, id string) (store.Endpoint, bool, error) {
+func (a *Alerter) endpoint(ctx context.Context, id string) (model.Endpoint, bool, error) {
 	ep, err := a.st.GetEndpoint(ctx, id)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return store.Endpoint{ID: id}, false, nil
+	case errors.Is(err, model.ErrNotFound):
+		return model.Endpoint{ID: id}, false, nil
 	case err != nil:
-		return store.Endpoint{}, false, fmt.Errorf("alerter: endpoint %s: %w", id, err)
+		return model.Endpoint{}, false, fmt.Errorf("alerter: endpoint %s: %w", id, err)
 	}
 	return ep, true, nil
 }
@@ -369,7 +370,7 @@ func (a *Alerter) apply(ctx context.Context, v msg.Verdict) error {
 		if err != nil {
 			return err
 		}
-		in.Tenant = store.TenantOf(ep.Tenant)
+		in.Tenant = model.TenantOf(ep.Tenant)
 		if in.Tracker.Version > 0 && !v.Window.After(in.Tracker.LastWindow) {
 			a.log.Debug("stale verdict: state unchanged", "endpoint", v.EndpointID, "window", v.Window, "last", in.Tracker.LastWindow)
 			return nil
@@ -413,7 +414,7 @@ func (a *Alerter) transitionInput(ctx context.Context, v msg.Verdict, r rules) (
 		switch {
 		case err == nil:
 			in.Open = &inc
-		case !errors.Is(err, store.ErrNotFound):
+		case !errors.Is(err, model.ErrNotFound):
 			return in, fmt.Errorf("alerter: incident %s: %w", id, err)
 		}
 	}
@@ -430,7 +431,7 @@ func (a *Alerter) decide(ctx context.Context, in transitionInput) (transitionRes
 	}
 	stored := func(id string) (bool, error) {
 		switch _, err := a.st.GetIncident(ctx, id); {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, model.ErrNotFound):
 			return false, nil
 		case err != nil:
 			return false, fmt.Errorf("alerter: incident %s: %w", id, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -60,7 +61,7 @@ func TestSteadyOutageOpensOnceResolvesOnce(t *testing.T) {
 		t.Fatalf("%d incidents, want 1", len(incs))
 	}
 	inc := incs[0]
-	if inc.ID != msg.IncidentID("ep1", win(2)) || inc.State != store.IncidentResolved || !inc.FirstFailure.Equal(win(1)) {
+	if inc.ID != msg.IncidentID("ep1", win(2)) || inc.State != model.IncidentResolved || !inc.FirstFailure.Equal(win(1)) {
 		t.Fatalf("incident %+v: want ID opened at window 2, first failure window 1, resolved", inc)
 	}
 	if inc.ResolvedWindow == nil || !inc.ResolvedWindow.Equal(win(6)) || len(inc.Transitions) != 2 {
@@ -89,7 +90,7 @@ func TestFlappingOneIncidentOneAlert(t *testing.T) {
 	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open"}) {
 		t.Fatalf("alerts %v, want exactly one open", got)
 	}
-	if incs := e.incidents("ep1"); len(incs) != 1 || incs[0].State != store.IncidentOpen {
+	if incs := e.incidents("ep1"); len(incs) != 1 || incs[0].State != model.IncidentOpen {
 		t.Fatalf("incidents %+v, want one still open", incs)
 	}
 }
@@ -103,7 +104,7 @@ func TestStaleAndOutOfOrderVerdictsNeverFlip(t *testing.T) {
 	// Old ups arriving late (a DLQ replay, another aggregator) change nothing.
 	e.states("ep1", -5, up, up, up)
 	e.pump(a.Handle)
-	if incs := e.incidents("ep1"); len(incs) != 1 || incs[0].State != store.IncidentOpen {
+	if incs := e.incidents("ep1"); len(incs) != 1 || incs[0].State != model.IncidentOpen {
 		t.Fatalf("incidents %+v, want one still open", incs)
 	}
 	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open"}) {
@@ -122,7 +123,7 @@ func TestDegradedAndRegionalNeitherOpenNorResolve(t *testing.T) {
 	}
 	e.states("ep1", 4, down, down, up, msg.StateDegraded, up, msg.StateRegional, up)
 	e.pump(a.Handle)
-	if incs := e.incidents("ep1"); len(incs) != 1 || incs[0].State != store.IncidentOpen {
+	if incs := e.incidents("ep1"); len(incs) != 1 || incs[0].State != model.IncidentOpen {
 		t.Fatalf("incidents %+v: degraded/regional must break the run of ups", incs)
 	}
 	e.states("ep1", 11, up)
@@ -187,7 +188,7 @@ func TestPermanentFailureIsNotRetried(t *testing.T) {
 	if e.rcv.hits != 1 {
 		t.Fatalf("sink called %d times, want 1: a permanent failure is not retried", e.rcv.hits)
 	}
-	if d := e.delivery(e.incidents("ep1")[0].ID); d.Outcome != store.DeliveryGaveUp || !strings.Contains(d.LastError, "given up") || !strings.Contains(d.LastError, alert.ErrPermanent.Error()) {
+	if d := e.delivery(e.incidents("ep1")[0].ID); d.Outcome != model.DeliveryGaveUp || !strings.Contains(d.LastError, "given up") || !strings.Contains(d.LastError, alert.ErrPermanent.Error()) {
 		t.Fatalf("record %+v, want failed, given up, with the reason", d)
 	}
 }
@@ -213,7 +214,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 
 func TestReminders(t *testing.T) {
 	e := newEnv(t)
-	e.endpoint("ep1", &store.Rules{RepeatInterval: 5 * time.Minute}, nil)
+	e.endpoint("ep1", &model.Rules{RepeatInterval: 5 * time.Minute}, nil)
 	a := e.alerter("a")
 	// One down verdict per minute, the clock following the windows.
 	for i := range 12 {
@@ -233,8 +234,8 @@ func TestReminders(t *testing.T) {
 	// Acknowledged: no more reminders.
 	inc := e.incidents("ep1")[0]
 	now := e.clk.Now()
-	inc.State, inc.AckedAt, inc.AckedBy = store.IncidentAcknowledged, &now, "oncall"
-	inc.Transitions = append(inc.Transitions, store.Transition{At: now, From: store.IncidentOpen, To: store.IncidentAcknowledged, Reason: "ack"})
+	inc.State, inc.AckedAt, inc.AckedBy = model.IncidentAcknowledged, &now, "oncall"
+	inc.Transitions = append(inc.Transitions, model.Transition{At: now, From: model.IncidentOpen, To: model.IncidentAcknowledged, Reason: "ack"})
 	if _, err := e.st.UpdateIncident(e.ctx, inc); err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +249,7 @@ func TestReminders(t *testing.T) {
 	if got := e.rcv.kinds(); len(got) != 3 {
 		t.Fatalf("alerts %v after acknowledge, want no new reminders", got)
 	}
-	if got := e.incidents("ep1")[0].State; got != store.IncidentAcknowledged {
+	if got := e.incidents("ep1")[0].State; got != model.IncidentAcknowledged {
 		t.Fatalf("incident state %s, want acknowledged kept", got)
 	}
 	if got := testutil.ToFloat64(a.m.Incidents.WithLabelValues("acknowledged")); got != 1 {

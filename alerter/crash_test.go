@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // TestCrashAtEveryStep kills the alerter (an injected crash: processing stops
@@ -171,7 +171,7 @@ func testTwoAlertersRace(t *testing.T, e *env) {
 			t.Fatal(err)
 		}
 		for _, d := range ds {
-			if d.Outcome != store.DeliveryDelivered || d.Attempts != 1 {
+			if d.Outcome != model.DeliveryDelivered || d.Attempts != 1 {
 				t.Errorf("endpoint %s: record %+v, want delivered after 1 attempt", ep, d)
 			}
 		}

@@ -34,13 +34,14 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // EventStore is what notifying change events needs; the alerter's store
 // provides it when it implements it (every store.Store does).
 type EventStore interface {
-	PendingEvents(ctx context.Context, limit int) ([]store.ChangeEvent, error)
+	PendingEvents(ctx context.Context, limit int) ([]model.ChangeEvent, error)
 	SettleEvent(ctx context.Context, ref store.EventRef) error
 }
 
@@ -105,7 +106,7 @@ func (a *Alerter) NotifyEvents(ctx context.Context) error {
 }
 
 // eventSinks are the endpoint's sinks subscribed to kind, one per name.
-func (a *Alerter) eventSinks(ctx context.Context, ep store.Endpoint, kind string) ([]alert.Sink, error) {
+func (a *Alerter) eventSinks(ctx context.Context, ep model.Endpoint, kind string) ([]alert.Sink, error) {
 	sinks := a.opts.Sinks
 	if a.opts.SinksFor != nil {
 		var err error
@@ -121,7 +122,7 @@ func (a *Alerter) eventSinks(ctx context.Context, ep store.Endpoint, kind string
 
 // deliverEvent sends e to each sink; settled is true once every one has
 // it (or was given up on).
-func (a *Alerter) deliverEvent(ctx context.Context, ep store.Endpoint, e store.ChangeEvent, sinks []alert.Sink, blocked map[string]bool) (settled bool, err error) {
+func (a *Alerter) deliverEvent(ctx context.Context, ep model.Endpoint, e model.ChangeEvent, sinks []alert.Sink, blocked map[string]bool) (settled bool, err error) {
 	settled = true
 	var errs []error
 	for _, s := range sinks {
@@ -238,7 +239,7 @@ func (c eventCall) Notify(ctx context.Context, _ alert.Notification) error {
 }
 
 // eventNotification builds what sink receives for e.
-func eventNotification(ep store.Endpoint, e store.ChangeEvent, sink string) alert.EventNotification {
+func eventNotification(ep model.Endpoint, e model.ChangeEvent, sink string) alert.EventNotification {
 	return alert.EventNotification{
 		Key:          alert.EventKey(e.EndpointID, e.Kind, e.Fingerprint) + ":" + sink,
 		Kind:         e.Kind,

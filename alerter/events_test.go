@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // eventSink is a hand-written sink that carries change events: it records
@@ -44,9 +44,9 @@ func (s *eventSink) keys() []string {
 	return append([]string(nil), s.got...)
 }
 
-func (e *env) changeEvent(ep, kind string) store.ChangeEvent {
+func (e *env) changeEvent(ep, kind string) model.ChangeEvent {
 	e.t.Helper()
-	ev := store.ChangeEvent{EndpointID: ep, Kind: kind, Fingerprint: store.EventFingerprint(ep, kind, "old", "new"),
+	ev := model.ChangeEvent{EndpointID: ep, Kind: kind, Fingerprint: model.EventFingerprint(ep, kind, "old", "new"),
 		ObservedAt: e.clk.Now(), Message: "tool catalog changed", Before: "old", After: "new"}
 	added, err := e.st.AppendEvents(e.ctx, ev)
 	if err != nil || len(added) != 1 {
@@ -70,13 +70,13 @@ func testEventNotifiedOncePerOptedInSink(t *testing.T, e *env) {
 	security := &eventSink{name: "security"}
 	plain := &eventSink{name: "plain"} // carries events, opted into none
 	sinks := []alert.Sink{
-		alert.Subscribed(breaking, []string{alert.NotifyIncidents, store.EventCatalogBreaking}),
-		alert.Subscribed(security, []string{store.EventCatalogSecurity}),
+		alert.Subscribed(breaking, []string{alert.NotifyIncidents, model.EventCatalogBreaking}),
+		alert.Subscribed(security, []string{model.EventCatalogSecurity}),
 		plain,
 	}
 	a := e.alerter("a", func(o *Options) { o.Sinks = sinks })
 	b := e.alerter("b", func(o *Options) { o.Sinks = sinks })
-	ev := e.changeEvent("ep", store.EventCatalogBreaking)
+	ev := e.changeEvent("ep", model.EventCatalogBreaking)
 	// Every sweep of two replicas, concurrently and again.
 	var wg sync.WaitGroup
 	for _, al := range []*Alerter{a, b, a, b} {
@@ -90,7 +90,7 @@ func testEventNotifiedOncePerOptedInSink(t *testing.T, e *env) {
 	if err := a.Sweep(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	want := alert.EventKey("ep", store.EventCatalogBreaking, ev.Fingerprint) + ":breaking"
+	want := alert.EventKey("ep", model.EventCatalogBreaking, ev.Fingerprint) + ":breaking"
 	if got := breaking.keys(); len(got) != 1 || got[0] != want {
 		t.Fatalf("opted-in sink got %v, want exactly [%s]", got, want)
 	}
@@ -137,7 +137,7 @@ func TestEventCrashAtEveryStep(t *testing.T) {
 func testEventCrashAt(t *testing.T, e *env, point string, sends int) {
 	e.endpoint("ep", nil, nil)
 	sink := &eventSink{name: "hook"}
-	sinks := []alert.Sink{alert.Subscribed(sink, []string{store.EventCatalogSecurity})}
+	sinks := []alert.Sink{alert.Subscribed(sink, []string{model.EventCatalogSecurity})}
 	dead := e.alerter("dead", func(o *Options) { o.Sinks = sinks })
 	dead.hook = func(p string) error {
 		if p == point {
@@ -145,7 +145,7 @@ func testEventCrashAt(t *testing.T, e *env, point string, sends int) {
 		}
 		return nil
 	}
-	e.changeEvent("ep", store.EventCatalogSecurity)
+	e.changeEvent("ep", model.EventCatalogSecurity)
 	if err := dead.NotifyEvents(e.ctx); !errors.Is(err, errInjectedCrash) {
 		t.Fatalf("crash at %s: err = %v", point, err)
 	}
@@ -182,15 +182,15 @@ func TestEventFailuresRetriedOrGivenUp(t *testing.T) {
 	e.endpoint("ep", nil, nil)
 	flaky := &eventSink{name: "flaky", fail: []error{errors.New("503"), errors.New("503"), errors.New("503"), errors.New("503")}}
 	refused := &eventSink{name: "refused", fail: []error{fmt.Errorf("400: %w", alert.ErrPermanent), fmt.Errorf("400: %w", alert.ErrPermanent)}}
-	kinds := []string{store.EventVersion}
+	kinds := []string{model.EventVersion}
 	m := NewMetrics(nil, nil)
 	a := e.alerter("a", func(o *Options) {
 		o.Sinks = []alert.Sink{alert.Subscribed(flaky, kinds), alert.Subscribed(refused, kinds)}
 		o.Metrics = m
 	})
-	e.changeEvent("ep", store.EventVersion)
+	e.changeEvent("ep", model.EventVersion)
 	e.endpoint("ep2", nil, nil)
-	e.changeEvent("ep2", store.EventVersion)
+	e.changeEvent("ep2", model.EventVersion)
 	if err := a.NotifyEvents(e.ctx); err == nil {
 		t.Fatal("a failing sink reported no error")
 	}
@@ -212,7 +212,7 @@ func TestEventFailuresRetriedOrGivenUp(t *testing.T) {
 		sink, outcome string
 		want          float64
 	}{{"flaky", OutcomeFailed, 1}, {"flaky", OutcomeSent, 2}, {"refused", OutcomeAbandoned, 2}, {"refused", OutcomeSent, 0}} {
-		if got := testutil.ToFloat64(m.EventNotifications.WithLabelValues(c.sink, store.EventVersion, c.outcome)); got != c.want {
+		if got := testutil.ToFloat64(m.EventNotifications.WithLabelValues(c.sink, model.EventVersion, c.outcome)); got != c.want {
 			t.Errorf("mcpmon_event_notifications_total{sink=%s,outcome=%s} = %v, want %v", c.sink, c.outcome, got, c.want)
 		}
 	}
@@ -224,7 +224,7 @@ func TestSinkWithoutIncidentsGetsNoIncidents(t *testing.T) {
 	e := newEnv(t)
 	e.endpoint("ep", nil, nil)
 	a := e.alerter("a", func(o *Options) {
-		o.Sinks = []alert.Sink{e.sink, alert.Subscribed(httpSink{name: "changes-only", url: e.rcv.srv.URL}, []string{store.EventCatalogBreaking})}
+		o.Sinks = []alert.Sink{e.sink, alert.Subscribed(httpSink{name: "changes-only", url: e.rcv.srv.URL}, []string{model.EventCatalogBreaking})}
 	})
 	for i := range 2 {
 		if err := a.process(e.ctx, verdict("ep", t0.Add(time.Duration(i)*time.Minute), down)); err != nil {

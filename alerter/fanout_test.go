@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/queue"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // TestBrokenSinkDoesNotSilenceOthers: one sink of an endpoint fails
@@ -100,7 +100,7 @@ func testSinkOutageDoesNotDeadLetterLaterVerdicts(t *testing.T, e *env) {
 		t.Errorf("%d verdicts dead-lettered (%v), want none", len(dl), err)
 	}
 	incs := e.incidents("ep1")
-	if len(incs) != 1 || incs[0].State != store.IncidentResolved {
+	if len(incs) != 1 || incs[0].State != model.IncidentResolved {
 		t.Fatalf("incidents %+v, want one, resolved", incs)
 	}
 	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open", "resolve"}) {

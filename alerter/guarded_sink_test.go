@@ -13,9 +13,9 @@ import (
 	"github.com/mcpmon/mcpmon/alerter/sinks"
 	"github.com/mcpmon/mcpmon/alerter/sinks/webhook"
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // TestSinkRefusedByGuardIsGivenUpOnce: a per-endpoint webhook whose
@@ -62,12 +62,12 @@ func TestSinkRefusedByGuardIsGivenUpOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, kind := range []string{"open", "resolve"} {
-		i := slices.IndexFunc(ds, func(d store.Delivery) bool { return d.Kind == kind && d.Sink == "internal" })
+		i := slices.IndexFunc(ds, func(d model.Delivery) bool { return d.Kind == kind && d.Sink == "internal" })
 		if i < 0 {
 			t.Fatalf("no %s record for the guarded sink in %+v", kind, ds)
 		}
 		d := ds[i]
-		if d.Outcome != store.DeliveryGaveUp || d.Attempts != 1 || !strings.HasPrefix(d.LastError, "given up, not retried: ") ||
+		if d.Outcome != model.DeliveryGaveUp || d.Attempts != 1 || !strings.HasPrefix(d.LastError, "given up, not retried: ") ||
 			!strings.Contains(d.LastError, "private or reserved address") || strings.Contains(d.LastError, target.srv.URL) {
 			t.Errorf("%s record %+v: want gave_up once, with the guard's reason and no URL", kind, d)
 		}

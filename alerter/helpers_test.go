@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/queue/embedded"
@@ -159,9 +160,9 @@ func newEnvWith(t *testing.T, open func(clock.Clock) store.Store) *env {
 	return e
 }
 
-func (e *env) endpoint(id string, rules *store.Rules, labels map[string]string) {
+func (e *env) endpoint(id string, rules *model.Rules, labels map[string]string) {
 	e.t.Helper()
-	if _, err := e.st.CreateEndpoint(e.ctx, store.Endpoint{ID: id, Name: "mcp " + id, URL: "https://user:pw@" + id + ".example/mcp?token=x", Schedule: "@every 1m", Timeout: 5 * time.Second, Rules: rules, Labels: labels}); err != nil {
+	if _, err := e.st.CreateEndpoint(e.ctx, model.Endpoint{ID: id, Name: "mcp " + id, URL: "https://user:pw@" + id + ".example/mcp?token=x", Schedule: "@every 1m", Timeout: 5 * time.Second, Rules: rules, Labels: labels}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -245,7 +246,7 @@ func (e *env) pumpQ(q queue.Queue, h queue.Handler) []error {
 // redeliver lets in-flight messages' visibility run out.
 func (e *env) redeliver() { e.clk.Advance(61 * time.Second) }
 
-func (e *env) incidents(ep string) []store.Incident {
+func (e *env) incidents(ep string) []model.Incident {
 	e.t.Helper()
 	incs, err := e.st.ListIncidents(e.ctx, store.IncidentFilter{EndpointID: ep})
 	if err != nil {

@@ -6,18 +6,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-func (e *env) maintenance(m alert.Maintenance) {
+func (e *env) maintenance(m model.Maintenance) {
 	e.t.Helper()
 	if err := m.Validate(); err != nil {
 		e.t.Fatal(err)
 	}
 	doc, _ := json.Marshal(m)
-	if err := e.st.PutObject(e.ctx, alert.MaintenanceKind, m.ID, doc); err != nil {
+	if err := e.st.PutObject(e.ctx, model.MaintenanceKind, m.ID, doc); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -49,7 +48,7 @@ func TestMaintenanceAlertedBeforeIsNotReAlerted(t *testing.T) {
 	}
 	// Maintenance over windows 3..8; the incident stays open through it and
 	// after it: no second open, ever.
-	e.maintenance(alert.Maintenance{ID: "m1", EndpointIDs: []string{"ep1"}, Start: win(3), End: win(9)})
+	e.maintenance(model.Maintenance{ID: "m1", EndpointIDs: []string{"ep1"}, Start: win(3), End: win(9)})
 	e.step(a, "ep1", 2, down, down, down, down, down, down, down, down, down, down)
 	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open"}) {
 		t.Fatalf("alerts %v, want only the open from before maintenance", got)
@@ -65,7 +64,7 @@ func TestMaintenanceResolveDuringWindowSentAtEnd(t *testing.T) {
 	e.endpoint("ep1", nil, nil)
 	a := e.alerter("a")
 	e.step(a, "ep1", 0, down, down)
-	e.maintenance(alert.Maintenance{ID: "m1", EndpointIDs: []string{"ep1"}, Start: win(2), End: win(8)})
+	e.maintenance(model.Maintenance{ID: "m1", EndpointIDs: []string{"ep1"}, Start: win(2), End: win(8)})
 	e.step(a, "ep1", 2, down, up, up) // resolves at window 4, inside maintenance
 	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open"}) {
 		t.Fatalf("alerts %v, want the resolve held back during maintenance", got)
@@ -85,7 +84,7 @@ func TestMaintenanceOpenedDuringWindowAlertsOnceAtEnd(t *testing.T) {
 	e.endpoint("ep1", nil, map[string]string{"team": "payments"})
 	a := e.alerter("a")
 	// Recurring: every hour at :00 for 5 minutes, by label selector.
-	e.maintenance(alert.Maintenance{ID: "nightly", Selector: map[string]string{"team": "payments"}, Cron: "0 * * * *", Duration: 5 * time.Minute})
+	e.maintenance(model.Maintenance{ID: "nightly", Selector: map[string]string{"team": "payments"}, Cron: "0 * * * *", Duration: 5 * time.Minute})
 	e.step(a, "ep1", 0, down, down, down) // handled at 12:01:10 .. 12:03:10
 	if got := e.rcv.kinds(); len(got) != 0 {
 		t.Fatalf("alerts %v during maintenance, want none", got)
@@ -107,7 +106,7 @@ func TestMaintenanceOpenedAndResolvedInsideWindowNeverAlerts(t *testing.T) {
 	e := newEnv(t)
 	e.endpoint("ep1", nil, nil)
 	a := e.alerter("a")
-	e.maintenance(alert.Maintenance{ID: "m1", EndpointIDs: []string{"ep1"}, Start: t0, End: win(10)})
+	e.maintenance(model.Maintenance{ID: "m1", EndpointIDs: []string{"ep1"}, Start: t0, End: win(10)})
 	e.step(a, "ep1", 0, down, down, down, up, up, up)
 	e.clk.Set(win(11))
 	if err := a.Sweep(e.ctx); err != nil {
@@ -118,7 +117,7 @@ func TestMaintenanceOpenedAndResolvedInsideWindowNeverAlerts(t *testing.T) {
 		t.Fatalf("alerts %v, want none for an incident that began and ended in maintenance", got)
 	}
 	incs := e.incidents("ep1")
-	if len(incs) != 1 || incs[0].State != store.IncidentResolved {
+	if len(incs) != 1 || incs[0].State != model.IncidentResolved {
 		t.Fatalf("incidents %+v, want one resolved (recorded, not alerted)", incs)
 	}
 	// Nothing is left pending for the sweep.

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // The aggregator emits no_data for windows in which an endpoint was due but
@@ -38,7 +38,7 @@ func TestNoDataNeitherOpensNorResolves(t *testing.T) {
 	}
 	e.states("ep1", 10, noData, noData, noData, noData, noData, noData)
 	e.pump(a.Handle)
-	if incs := e.incidents("ep1"); len(incs) != 1 || incs[0].State != store.IncidentOpen {
+	if incs := e.incidents("ep1"); len(incs) != 1 || incs[0].State != model.IncidentOpen {
 		t.Fatalf("incidents %+v after no_data windows, want the one incident still open", incs)
 	}
 	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open"}) {

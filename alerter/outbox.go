@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -36,13 +37,13 @@ const (
 // openLeft: the incident's open is still pending for some sinks; a resolve
 // then goes to the sinks that have the open (the drain holds it back from
 // the others) instead of being dropped as never notified.
-func gate(p pending, inc store.Incident, idata incidentData, active, openLeft bool) (action, string) {
+func gate(p pending, inc model.Incident, idata incidentData, active, openLeft bool) (action, string) {
 	switch p.Kind {
 	case string(alert.KindOpen):
 		if active {
 			return actDefer, "maintenance"
 		}
-		if p.Deferred && inc.State == store.IncidentResolved {
+		if p.Deferred && inc.State == model.IncidentResolved {
 			return actDrop, "opened and resolved during maintenance"
 		}
 		return actSend, ""
@@ -58,7 +59,7 @@ func gate(p pending, inc store.Incident, idata incidentData, active, openLeft bo
 		if active {
 			return actDrop, "maintenance"
 		}
-		if inc.State != store.IncidentOpen {
+		if inc.State != model.IncidentOpen {
 			return actDrop, "incident " + string(inc.State)
 		}
 		return actSend, ""
@@ -69,14 +70,14 @@ func gate(p pending, inc store.Incident, idata incidentData, active, openLeft bo
 // and when the last of the active ones ends. It reads ep's tenant's
 // windows only, decoded once per change (a.windows): a decision costs a
 // stamp read, not a decode of every window.
-func (a *Alerter) maintenanceEnd(ctx context.Context, ep store.Endpoint, now time.Time) (bool, time.Time, error) {
+func (a *Alerter) maintenanceEnd(ctx context.Context, ep model.Endpoint, now time.Time) (bool, time.Time, error) {
 	ms, err := a.windows.Of(ctx, ep.Tenant)
 	if err != nil {
 		return false, time.Time{}, fmt.Errorf("alerter: list maintenance windows: %w", err)
 	}
 	// A window silences its own tenant's endpoints only (Matches checks
 	// the tenant first): a tenant's selector never reaches another's.
-	ref := alert.EndpointRef{ID: ep.ID, Tenant: ep.Tenant, Labels: ep.Labels}
+	ref := model.EndpointRef{ID: ep.ID, Tenant: ep.Tenant, Labels: ep.Labels}
 	var (
 		active bool
 		end    time.Time
@@ -132,7 +133,7 @@ func (a *Alerter) drain(ctx context.Context, endpointID string) error {
 // drainRun is one drain of one endpoint's outbox.
 type drainRun struct {
 	endpointID string
-	ep         store.Endpoint
+	ep         model.Endpoint
 	// sinks are the endpoint's sinks, one per name: the name is the ledger
 	// key's last part, and two sinks sharing it would share one claim (same
 	// owner: both sent).
@@ -171,7 +172,7 @@ func (a *Alerter) newDrainRun(ctx context.Context, endpointID string) (*drainRun
 // the drain.
 func (a *Alerter) drainOne(ctx context.Context, run *drainRun, p pending) (next bool, err error) {
 	inc, err := a.st.GetIncident(ctx, p.IncidentID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, model.ErrNotFound) {
 		a.log.Warn("pending notification for a missing incident dropped", "incident", p.IncidentID, "kind", p.Kind)
 		return true, a.rewrite(ctx, run.endpointID, p, nil, nil)
 	}
@@ -194,7 +195,7 @@ func (a *Alerter) drainOne(ctx context.Context, run *drainRun, p pending) (next 
 // decides p with gate and writes the decision to the outbox. A deferral is
 // recorded as muted the first time and kept with the window's end; a drop
 // removes p. actSend passes p on to the sinks.
-func (a *Alerter) mute(ctx context.Context, run *drainRun, p pending, inc store.Incident, idata incidentData, now time.Time) (action, error) {
+func (a *Alerter) mute(ctx context.Context, run *drainRun, p pending, inc model.Incident, idata incidentData, now time.Time) (action, error) {
 	active, end, err := a.maintenanceEnd(ctx, run.ep, now)
 	if err != nil {
 		return actDefer, err
@@ -221,7 +222,7 @@ func (a *Alerter) mute(ctx context.Context, run *drainRun, p pending, inc store.
 		if active || p.Deferred {
 			a.rec.muted(ctx, p, run.sinks)
 		}
-		return act, a.rewrite(ctx, run.endpointID, p, nil, func(_ *store.Incident, id *incidentData) {
+		return act, a.rewrite(ctx, run.endpointID, p, nil, func(_ *model.Incident, id *incidentData) {
 			if p.Kind == string(alert.KindOpen) {
 				id.OpenSuppressed = true
 			} else {
@@ -245,10 +246,10 @@ func (a *Alerter) suppressed(sinks []alert.Sink, p pending) {
 // of the drain. A permanent failure is not a hold-back: the sink is added
 // to p.GaveUp (so no later drain or sweep calls it for p again) and takes
 // the endpoint's next notifications in order.
-func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc store.Incident, now time.Time) error {
+func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc model.Incident, now time.Time) error {
 	var targets []alert.Sink
 	held := 0
-	severity := store.IncidentSeverity(inc.Kind)
+	severity := model.IncidentSeverity(inc.Kind)
 	for _, s := range run.sinks {
 		switch {
 		case !alert.Takes(s, severity):
@@ -320,7 +321,7 @@ func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc sto
 		}
 		return nil
 	}
-	err := a.rewrite(ctx, run.endpointID, p, nil, func(_ *store.Incident, id *incidentData) {
+	err := a.rewrite(ctx, run.endpointID, p, nil, func(_ *model.Incident, id *incidentData) {
 		switch p.alertKind() {
 		case alert.KindOpen:
 			id.OpenNotified, id.NotifiedAt = true, now
@@ -406,7 +407,7 @@ func (a *Alerter) backOff(ctx context.Context, p pending, n alert.Notification, 
 		delete(out, name)
 		aged = append(aged, name)
 		a.m.givenUp(alert.MetricLabel(dl.Sink))
-		a.rec.record(ctx, p.IncidentID, store.Delivery{Kind: p.Kind, Sink: name, Outcome: store.DeliveryGaveUp,
+		a.rec.record(ctx, p.IncidentID, model.Delivery{Kind: p.Kind, Sink: name, Outcome: model.DeliveryGaveUp,
 			LastError: alert.Truncate(fmt.Sprintf("given up after failing for %s (%d dispatches)", now.Sub(st.FirstFailedAt).Round(time.Second), st.Failures), 512)})
 		a.log.Warn("notification given up for this sink: it kept failing past the give-up age", "sink", name, "incident", n.IncidentID, "kind", p.Kind,
 			"failing_since", st.FirstFailedAt, "dispatches", st.Failures, "err", redact(dl.Err))
@@ -420,7 +421,7 @@ func (a *Alerter) backOff(ctx context.Context, p pending, n alert.Notification, 
 // rewrite replaces (q != nil) or removes (q == nil) pending notification p in
 // the endpoint's outbox and applies mut to its incident's data, in one
 // compare-and-set. A p already gone (settled by another replica) is a no-op.
-func (a *Alerter) rewrite(ctx context.Context, endpointID string, p pending, q *pending, mut func(*store.Incident, *incidentData)) error {
+func (a *Alerter) rewrite(ctx context.Context, endpointID string, p pending, q *pending, mut func(*model.Incident, *incidentData)) error {
 	for range maxCASAttempts {
 		t, err := a.st.GetTracker(ctx, endpointID)
 		if err != nil {
@@ -440,7 +441,7 @@ func (a *Alerter) rewrite(ctx context.Context, endpointID string, p pending, q *
 			d.Outbox = slices.Delete(d.Outbox, i, i+1)
 		}
 		setTrackerData(&t, d)
-		var incs []store.Incident
+		var incs []model.Incident
 		if mut != nil {
 			inc, err := a.st.GetIncident(ctx, p.IncidentID)
 			switch {
@@ -452,7 +453,7 @@ func (a *Alerter) rewrite(ctx context.Context, endpointID string, p pending, q *
 				mut(&inc, &idata)
 				inc.Data = encodeData(idata)
 				incs = append(incs, inc)
-			case !errors.Is(err, store.ErrNotFound):
+			case !errors.Is(err, model.ErrNotFound):
 				return fmt.Errorf("alerter: incident %s: %w", p.IncidentID, err)
 			}
 		}
@@ -469,13 +470,13 @@ func (a *Alerter) rewrite(ctx context.Context, endpointID string, p pending, q *
 }
 
 // notification builds what the sinks receive.
-func notification(ep store.Endpoint, inc store.Incident, p pending) alert.Notification {
+func notification(ep model.Endpoint, inc model.Incident, p pending) alert.Notification {
 	state := string(inc.State)
 	switch p.alertKind() {
 	case alert.KindOpen:
-		state = string(store.IncidentOpen)
+		state = string(model.IncidentOpen)
 	case alert.KindResolve:
-		state = string(store.IncidentResolved)
+		state = string(model.IncidentResolved)
 	}
 	return alert.Notification{
 		Kind:         p.alertKind(),
@@ -491,8 +492,8 @@ func notification(ep store.Endpoint, inc store.Incident, p pending) alert.Notifi
 		OpenedAt:     inc.OpenedAt,
 		ResolvedAt:   inc.ResolvedAt,
 		Sequence:     p.Seq,
-		Severity:     store.IncidentSeverity(inc.Kind),
-		IncidentKind: cmpOr(string(inc.Kind), string(store.IncidentGlobal)),
+		Severity:     model.IncidentSeverity(inc.Kind),
+		IncidentKind: cmpOr(string(inc.Kind), string(model.IncidentGlobal)),
 		Regions:      inc.Regions,
 	}
 }
@@ -575,7 +576,7 @@ func (a *Alerter) indexLegacyOutboxes(ctx context.Context) error {
 	for id := range docs {
 		t, err := a.st.GetTracker(ctx, id)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, model.ErrNotFound):
 		case err != nil:
 			return fmt.Errorf("alerter: tracker of endpoint %s: %w", id, err)
 		default:
@@ -591,7 +592,7 @@ func (a *Alerter) indexLegacyOutboxes(ctx context.Context) error {
 				}
 			}
 		}
-		if err := a.st.DeleteObject(ctx, legacyOutboxKind, id); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := a.st.DeleteObject(ctx, legacyOutboxKind, id); err != nil && !errors.Is(err, model.ErrNotFound) {
 			return fmt.Errorf("alerter: delete legacy outbox index entry %s: %w", id, err)
 		}
 	}

@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/alert"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // interleavingStore runs between once, just before the first SaveTracker
@@ -19,7 +18,7 @@ type interleavingStore struct {
 	between func()
 }
 
-func (s *interleavingStore) SaveTracker(ctx context.Context, t store.Tracker, incs ...store.Incident) error {
+func (s *interleavingStore) SaveTracker(ctx context.Context, t model.Tracker, incs ...model.Incident) error {
 	if t.Pending > 0 && s.between != nil {
 		f := s.between
 		s.between = nil
@@ -52,7 +51,7 @@ func testDeferredOpenSurvivesConcurrentSweep(t *testing.T, e *env) {
 			t.Error(err)
 		}
 	}
-	e.maintenance(alert.Maintenance{ID: "m1", EndpointIDs: []string{"ep1"}, Start: win(1), End: win(5)})
+	e.maintenance(model.Maintenance{ID: "m1", EndpointIDs: []string{"ep1"}, Start: win(1), End: win(5)})
 	e.step(a, "ep1", 0, down, down) // opens at window 1, inside maintenance
 	if got := e.rcv.kinds(); len(got) != 0 {
 		t.Fatalf("alerts %v during maintenance, want none", got)
@@ -82,7 +81,7 @@ func testDeferredOpenSurvivesConcurrentSweep(t *testing.T, e *env) {
 func TestOutboxListedByThePreviousReleaseIsSwept(t *testing.T) {
 	e := newEnv(t)
 	e.endpoint("ep1", nil, nil)
-	e.maintenance(alert.Maintenance{ID: "m1", EndpointIDs: []string{"ep1"}, Start: win(1), End: win(5)})
+	e.maintenance(model.Maintenance{ID: "m1", EndpointIDs: []string{"ep1"}, Start: win(1), End: win(5)})
 	e.step(e.alerter("old"), "ep1", 0, down, down) // opens inside maintenance: deferred
 	// What the previous release left: no pending count, an index object.
 	tr, err := e.st.GetTracker(e.ctx, "ep1")

@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // DeliveryRecorder is what the alerter needs from the store's delivery
 // records (store.Deliveries): it writes them, the API reads them.
 type DeliveryRecorder interface {
-	RecordDelivery(ctx context.Context, incidentID string, d store.Delivery) error
+	RecordDelivery(ctx context.Context, incidentID string, d model.Delivery) error
 }
 
 // recordTimeout bounds one record write. Records are for operators, not for
@@ -30,7 +30,7 @@ type recorder struct {
 	log *slog.Logger
 }
 
-func (r recorder) record(ctx context.Context, incidentID string, d store.Delivery) {
+func (r recorder) record(ctx context.Context, incidentID string, d model.Delivery) {
 	// Detached: a shutdown cancelling ctx right after a send must not lose
 	// the record of it.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
@@ -43,7 +43,7 @@ func (r recorder) record(ctx context.Context, incidentID string, d store.Deliver
 // muted records that maintenance held p back from every sink.
 func (r recorder) muted(ctx context.Context, p pending, sinks []alert.Sink) {
 	for _, s := range sinks {
-		r.record(ctx, p.IncidentID, store.Delivery{Kind: p.Kind, Sink: s.Name(), Outcome: store.DeliveryMuted})
+		r.record(ctx, p.IncidentID, model.Delivery{Kind: p.Kind, Sink: s.Name(), Outcome: model.DeliveryMuted})
 	}
 }
 
@@ -67,8 +67,8 @@ func (s recordStage) Exec(ctx context.Context, d *Delivery) error {
 // false when nothing happened worth recording (the claim is held by another
 // replica, which records its own; the store failed before any send) or the
 // process "crashed" (a crashed process records nothing).
-func deliveryRecord(d *Delivery, err error) (store.Delivery, bool) {
-	rec := store.Delivery{
+func deliveryRecord(d *Delivery, err error) (model.Delivery, bool) {
+	rec := model.Delivery{
 		Kind: ledgerKind(d.Notification), Sink: d.Sink.Name(), Attempts: d.Attempts,
 		FirstAttemptAt: d.FirstAttemptAt, LastAttemptAt: d.LastAttemptAt, DeliveredAt: d.DeliveredAt,
 	}
@@ -77,18 +77,18 @@ func deliveryRecord(d *Delivery, err error) (store.Delivery, bool) {
 		return rec, false
 	case !d.DeliveredAt.IsZero():
 		// Even if marking it done failed: the sink has it.
-		rec.Outcome = store.DeliveryDelivered
+		rec.Outcome = model.DeliveryDelivered
 	case d.Outcome == OutcomeDuplicate:
-		rec.Outcome = store.DeliverySkipped
+		rec.Outcome = model.DeliverySkipped
 	case d.Attempts > 0:
-		rec.Outcome = store.DeliveryFailed
+		rec.Outcome = model.DeliveryFailed
 	default:
 		return rec, false
 	}
 	if d.LastErr != nil {
 		rec.LastError = alert.Truncate(redact(d.LastErr), 512)
-		if rec.Outcome == store.DeliveryFailed && errors.Is(d.LastErr, alert.ErrPermanent) {
-			rec.Outcome = store.DeliveryGaveUp
+		if rec.Outcome == model.DeliveryFailed && errors.Is(d.LastErr, alert.ErrPermanent) {
+			rec.Outcome = model.DeliveryGaveUp
 			rec.LastError = alert.Truncate("given up, not retried: "+redact(d.LastErr), 512)
 		}
 	}

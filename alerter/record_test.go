@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/alerter/sinks/webhook"
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -66,16 +67,16 @@ func testDeliveryRecord(t *testing.T, newEnv func(*testing.T) *env) {
 	for _, c := range []struct {
 		name         string
 		fail         []int
-		want         store.DeliveryOutcome
+		want         model.DeliveryOutcome
 		attempts     int
 		afterSweep   int // attempts once the sweep retried the outbox
 		wantErrorHas string
 		givenUp      bool // a permanent failure: the sweep does not retry it
 	}{
-		{"retried then delivered", []int{503}, store.DeliveryDelivered, 2, 2, "HTTP 503", false},
-		{"failed past the retry budget", []int{503, 503, 503, 503}, store.DeliveryFailed, 4, 5, "HTTP 503", false},
-		{"rejected", []int{400}, store.DeliveryGaveUp, 1, 1, "HTTP 400", true},
-		{"first time", nil, store.DeliveryDelivered, 1, 1, "", false},
+		{"retried then delivered", []int{503}, model.DeliveryDelivered, 2, 2, "HTTP 503", false},
+		{"failed past the retry budget", []int{503, 503, 503, 503}, model.DeliveryFailed, 4, 5, "HTTP 503", false},
+		{"rejected", []int{400}, model.DeliveryGaveUp, 1, 1, "HTTP 400", true},
+		{"first time", nil, model.DeliveryDelivered, 1, 1, "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -96,7 +97,7 @@ func testDeliveryRecord(t *testing.T, newEnv func(*testing.T) *env) {
 			if !d.FirstAttemptAt.Equal(start) || !d.LastAttemptAt.Equal(e.clk.Now()) {
 				t.Fatalf("attempts at %s..%s, want %s..%s (after the backoffs)", d.FirstAttemptAt, d.LastAttemptAt, start, e.clk.Now())
 			}
-			if delivered := c.want == store.DeliveryDelivered; delivered == d.DeliveredAt.IsZero() || (delivered && !d.DeliveredAt.Equal(d.LastAttemptAt)) {
+			if delivered := c.want == model.DeliveryDelivered; delivered == d.DeliveredAt.IsZero() || (delivered && !d.DeliveredAt.Equal(d.LastAttemptAt)) {
 				t.Fatalf("delivered at %s, last attempt %s, outcome %s", d.DeliveredAt, d.LastAttemptAt, d.Outcome)
 			}
 			if !strings.Contains(d.LastError, c.wantErrorHas) || strings.Contains(d.LastError, hookToken) || strings.Contains(d.LastError, hook.srv.URL) {
@@ -108,12 +109,12 @@ func testDeliveryRecord(t *testing.T, newEnv func(*testing.T) *env) {
 				t.Fatal(err)
 			}
 			if c.givenUp {
-				if d := e.delivery(inc); d.Outcome != store.DeliveryGaveUp || d.Attempts != c.afterSweep || hook.ok != 0 || !strings.HasPrefix(d.LastError, "given up, not retried: ") {
+				if d := e.delivery(inc); d.Outcome != model.DeliveryGaveUp || d.Attempts != c.afterSweep || hook.ok != 0 || !strings.HasPrefix(d.LastError, "given up, not retried: ") {
 					t.Fatalf("after the sweep: record %+v, %d accepted, want the permanent failure left as it was", d, hook.ok)
 				}
 				return
 			}
-			if d := e.delivery(inc); d.Outcome != store.DeliveryDelivered || d.Attempts != c.afterSweep || hook.ok != 1 {
+			if d := e.delivery(inc); d.Outcome != model.DeliveryDelivered || d.Attempts != c.afterSweep || hook.ok != 1 {
 				t.Fatalf("after the sweep: record %+v, %d accepted, want delivered after %d attempts, accepted once", d, hook.ok, c.afterSweep)
 			}
 		})
@@ -124,14 +125,14 @@ func TestDeliveryRecordMutedByMaintenanceThenDelivered(t *testing.T) {
 	e := newEnv(t)
 	e.endpoint("ep1", nil, nil)
 	a := e.alerter("a")
-	e.maintenance(alert.Maintenance{ID: "m1", EndpointIDs: []string{"ep1"}, Start: win(0), End: win(4)})
+	e.maintenance(model.Maintenance{ID: "m1", EndpointIDs: []string{"ep1"}, Start: win(0), End: win(4)})
 	e.step(a, "ep1", 0, down, down)
 	inc := msg.IncidentID("ep1", win(1))
-	if d := e.delivery(inc); d.Outcome != store.DeliveryMuted || d.Attempts != 0 {
+	if d := e.delivery(inc); d.Outcome != model.DeliveryMuted || d.Attempts != 0 {
 		t.Fatalf("record during maintenance %+v, want muted, no attempts", d)
 	}
 	e.step(a, "ep1", 2, down, down, down)
-	if d := e.delivery(inc); d.Outcome != store.DeliveryDelivered || d.Attempts != 1 || !slices.Equal(e.rcv.kinds(), []string{"open"}) {
+	if d := e.delivery(inc); d.Outcome != model.DeliveryDelivered || d.Attempts != 1 || !slices.Equal(e.rcv.kinds(), []string{"open"}) {
 		t.Fatalf("record after maintenance %+v (alerts %v), want delivered once", d, e.rcv.kinds())
 	}
 }
@@ -159,7 +160,7 @@ func TestDeliveryRecordNeverBlocksDelivery(t *testing.T) {
 
 type noRecords struct{ Store }
 
-func (noRecords) RecordDelivery(context.Context, string, store.Delivery) error {
+func (noRecords) RecordDelivery(context.Context, string, model.Delivery) error {
 	return errors.New("records unavailable")
 }
 
@@ -171,20 +172,20 @@ func TestDeliveryRecordDecision(t *testing.T) {
 		name string
 		d    Delivery
 		err  error
-		want store.Delivery
+		want model.Delivery
 		ok   bool
 	}{
 		{"sent", Delivery{Sink: sink, Notification: reminder, Outcome: OutcomeSent, Attempts: 2, FirstAttemptAt: t1, LastAttemptAt: t2, DeliveredAt: t2, LastErr: errors.New("HTTP 502")}, nil,
-			store.Delivery{Kind: "reminder-3", Sink: "hook", Outcome: store.DeliveryDelivered, Attempts: 2, FirstAttemptAt: t1, LastAttemptAt: t2, DeliveredAt: t2, LastError: "HTTP 502"}, true},
+			model.Delivery{Kind: "reminder-3", Sink: "hook", Outcome: model.DeliveryDelivered, Attempts: 2, FirstAttemptAt: t1, LastAttemptAt: t2, DeliveredAt: t2, LastError: "HTTP 502"}, true},
 		{"sent, mark failed", Delivery{Sink: sink, Notification: reminder, Attempts: 1, FirstAttemptAt: t1, LastAttemptAt: t1, DeliveredAt: t1}, errors.New("mark done: store down"),
-			store.Delivery{Kind: "reminder-3", Sink: "hook", Outcome: store.DeliveryDelivered, Attempts: 1, FirstAttemptAt: t1, LastAttemptAt: t1, DeliveredAt: t1}, true},
+			model.Delivery{Kind: "reminder-3", Sink: "hook", Outcome: model.DeliveryDelivered, Attempts: 1, FirstAttemptAt: t1, LastAttemptAt: t1, DeliveredAt: t1}, true},
 		{"ledger done", Delivery{Sink: sink, Notification: reminder, Outcome: OutcomeDuplicate}, nil,
-			store.Delivery{Kind: "reminder-3", Sink: "hook", Outcome: store.DeliverySkipped}, true},
+			model.Delivery{Kind: "reminder-3", Sink: "hook", Outcome: model.DeliverySkipped}, true},
 		{"failed", Delivery{Sink: sink, Notification: reminder, Attempts: 4, FirstAttemptAt: t1, LastAttemptAt: t2, LastErr: errors.New("HTTP 503")}, ErrDelivery,
-			store.Delivery{Kind: "reminder-3", Sink: "hook", Outcome: store.DeliveryFailed, Attempts: 4, FirstAttemptAt: t1, LastAttemptAt: t2, LastError: "HTTP 503"}, true},
-		{"claim held elsewhere", Delivery{Sink: sink, Notification: reminder}, ErrClaimHeld, store.Delivery{}, false},
-		{"store down before the claim", Delivery{Sink: sink, Notification: reminder}, store.ErrUnavailable, store.Delivery{}, false},
-		{"crash after the send", Delivery{Sink: sink, Notification: reminder, Attempts: 1, DeliveredAt: t1}, errInjectedCrash, store.Delivery{}, false},
+			model.Delivery{Kind: "reminder-3", Sink: "hook", Outcome: model.DeliveryFailed, Attempts: 4, FirstAttemptAt: t1, LastAttemptAt: t2, LastError: "HTTP 503"}, true},
+		{"claim held elsewhere", Delivery{Sink: sink, Notification: reminder}, ErrClaimHeld, model.Delivery{}, false},
+		{"store down before the claim", Delivery{Sink: sink, Notification: reminder}, store.ErrUnavailable, model.Delivery{}, false},
+		{"crash after the send", Delivery{Sink: sink, Notification: reminder, Attempts: 1, DeliveredAt: t1}, errInjectedCrash, model.Delivery{}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, ok := deliveryRecord(&c.d, c.err)
@@ -196,7 +197,7 @@ func TestDeliveryRecordDecision(t *testing.T) {
 }
 
 // delivery is the incident's only delivery record.
-func (e *env) delivery(incidentID string) store.Delivery {
+func (e *env) delivery(incidentID string) model.Delivery {
 	e.t.Helper()
 	ds, err := e.st.Deliveries(e.ctx, incidentID)
 	if err != nil {

@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // TestRedeliveryRule: the wait doubles from the initial one to the cap,
@@ -101,7 +101,7 @@ func TestFailingSinkBacksOffThenGivesUp(t *testing.T) {
 	}
 	inc := msg.IncidentID("ep1", win(1))
 	sweeps := 0
-	for e.delivery(inc).Outcome != store.DeliveryGaveUp {
+	for e.delivery(inc).Outcome != model.DeliveryGaveUp {
 		if sweeps++; sweeps > 3000 {
 			t.Fatalf("no give-up after %d sweeps (%d calls)", sweeps, e.rcv.hits)
 		}
@@ -160,10 +160,10 @@ func TestFailingEventSinkBacksOffThenGivesUp(t *testing.T) {
 	s := &failingEventSink{eventSink{name: "down"}}
 	m := NewMetrics(nil, nil)
 	a := e.alerter("a", func(o *Options) {
-		o.Sinks = []alert.Sink{alert.Subscribed(s, []string{store.EventVersion})}
+		o.Sinks = []alert.Sink{alert.Subscribed(s, []string{model.EventVersion})}
 		o.Metrics, o.RetryAttempts, o.GiveUpAfter = m, 1, DefaultGiveUpAfter
 	})
-	e.changeEvent("ep", store.EventVersion)
+	e.changeEvent("ep", model.EventVersion)
 	runs := 0
 	for e.pendingEvents() > 0 {
 		if runs++; runs > 20000 {

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // Regional incidents. A regional verdict (some regions down, fewer than the
 // quorum) neither opens nor resolves the global incident; in a deployment
 // with a region set (the verdict carries RegionStates) it opens a
-// regional incident of its own: kind store.IncidentRegional, warning
+// regional incident of its own: kind model.IncidentRegional, warning
 // severity, IDs from msg.RegionalIncidentID (so its ledger keys never meet
 // the global incident's), delivered through the same outbox, to the sinks
 // that take warnings. The rules are the endpoint's:
@@ -60,7 +60,7 @@ func foldRegional(rt *regionalTrack, v msg.Verdict, r rules) (open, resolve bool
 // d.Regional and returns the regional incident opened or resolved, the
 // notification owed and the event. globalOpen: a global incident is open
 // after the global half.
-func regionalStep(in transitionInput, d *trackerData, globalOpen bool, now time.Time) ([]store.Incident, []pending, string) {
+func regionalStep(in transitionInput, d *trackerData, globalOpen bool, now time.Time) ([]model.Incident, []pending, string) {
 	v := in.Verdict
 	if len(v.RegionStates) == 0 && d.Regional == nil {
 		// Judged without a region set (no --regions): a regional state
@@ -73,12 +73,12 @@ func regionalStep(in transitionInput, d *trackerData, globalOpen bool, now time.
 		rt = *d.Regional
 	}
 	cur := in.RegionalOpen
-	if cur == nil || cur.State == store.IncidentResolved {
+	if cur == nil || cur.State == model.IncidentResolved {
 		cur, rt.OpenIncidentID = nil, ""
 	}
 	opened, resolved := foldRegional(&rt, v, in.Rules)
 	var (
-		incs  []store.Incident
+		incs  []model.Incident
 		owed  []pending
 		event string
 	)
@@ -90,16 +90,16 @@ func regionalStep(in transitionInput, d *trackerData, globalOpen bool, now time.
 		inc := regionalIncident(rt, v, now)
 		inc.Tenant = in.Tenant
 		rt.OpenIncidentID = inc.ID
-		incs, event = []store.Incident{inc}, eventOpened
+		incs, event = []model.Incident{inc}, eventOpened
 		owed = []pending{{IncidentID: inc.ID, Kind: string(alert.KindOpen), CreatedAt: now, VerdictEmittedAt: v.EmittedAt}}
 	case resolved && cur != nil:
 		w := v.Window.UTC()
 		inc := *cur
-		inc.Transitions = append(slices.Clone(inc.Transitions), store.Transition{At: now, From: inc.State, To: store.IncidentResolved,
+		inc.Transitions = append(slices.Clone(inc.Transitions), model.Transition{At: now, From: inc.State, To: model.IncidentResolved,
 			Reason: fmt.Sprintf("%d consecutive up windows in every region; window %s", rt.ConsecutiveUp, w.Format(time.RFC3339))})
-		inc.State, inc.ResolvedWindow, inc.ResolvedAt = store.IncidentResolved, &w, &now
+		inc.State, inc.ResolvedWindow, inc.ResolvedAt = model.IncidentResolved, &w, &now
 		rt = regionalTrack{}
-		incs, event = []store.Incident{inc}, eventResolved
+		incs, event = []model.Incident{inc}, eventResolved
 		owed = []pending{{IncidentID: inc.ID, Kind: string(alert.KindResolve), CreatedAt: now, VerdictEmittedAt: v.EmittedAt}}
 	}
 	d.Regional = &rt
@@ -110,7 +110,7 @@ func regionalStep(in transitionInput, d *trackerData, globalOpen bool, now time.
 }
 
 // regionalIncident is the regional incident verdict v opens.
-func regionalIncident(rt regionalTrack, v msg.Verdict, now time.Time) store.Incident {
+func regionalIncident(rt regionalTrack, v msg.Verdict, now time.Time) model.Incident {
 	w := v.Window.UTC()
 	n := 0
 	for _, s := range rt.Recent {
@@ -118,11 +118,11 @@ func regionalIncident(rt regionalTrack, v msg.Verdict, now time.Time) store.Inci
 			n++
 		}
 	}
-	return store.Incident{
+	return model.Incident{
 		ID: msg.RegionalIncidentID(v.EndpointID, v.Window), EndpointID: v.EndpointID,
-		Kind: store.IncidentRegional, Regions: slices.Clone(v.FailingRegions), State: store.IncidentOpen,
+		Kind: model.IncidentRegional, Regions: slices.Clone(v.FailingRegions), State: model.IncidentOpen,
 		OpenedWindow: w, OpenedAt: now, FirstFailure: w, Class: v.Class, Reason: v.Reason,
-		Transitions: []store.Transition{{At: now, To: store.IncidentOpen,
+		Transitions: []model.Transition{{At: now, To: model.IncidentOpen,
 			Reason: fmt.Sprintf("%d of the last %d windows down in some regions, fewer than the quorum; window %s: failing in %s: %s",
 				n, len(rt.Recent), w.Format(time.RFC3339), strings.Join(v.FailingRegions, ", "), cmpOr(v.Reason, v.Class))}},
 	}
@@ -138,7 +138,7 @@ func (a *Alerter) regionalInput(ctx context.Context, in *transitionInput) error 
 	switch {
 	case err == nil:
 		in.RegionalOpen = &inc
-	case !errors.Is(err, store.ErrNotFound):
+	case !errors.Is(err, model.ErrNotFound):
 		return fmt.Errorf("alerter: incident %s: %w", d.Regional.OpenIncidentID, err)
 	}
 	return nil

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // TestRegionalAndGlobalIncidents drives the pure transition through whole
@@ -51,9 +51,9 @@ func TestRegionalAndGlobalIncidents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := effectiveRules(store.Rules{}, nil)
-			var tr store.Tracker
-			stored := map[string]store.Incident{}
+			r := effectiveRules(model.Rules{}, nil)
+			var tr model.Tracker
+			stored := map[string]model.Incident{}
 			opened := map[string]int{}
 			for i, s := range tt.states {
 				v := verdict("ep1", win(i), s)
@@ -80,10 +80,10 @@ func TestRegionalAndGlobalIncidents(t *testing.T) {
 				var events []string
 				for _, inc := range out.Incidents {
 					kind := "global"
-					if inc.Kind == store.IncidentRegional {
+					if inc.Kind == model.IncidentRegional {
 						kind = "regional"
-						if !strings.Contains(inc.ID, "-regional-") || store.IncidentSeverity(inc.Kind) != "warning" {
-							t.Fatalf("regional incident %s, severity %s: want its own ID space and warning", inc.ID, store.IncidentSeverity(inc.Kind))
+						if !strings.Contains(inc.ID, "-regional-") || model.IncidentSeverity(inc.Kind) != "warning" {
+							t.Fatalf("regional incident %s, severity %s: want its own ID space and warning", inc.ID, model.IncidentSeverity(inc.Kind))
 						}
 						if !slices.Equal(inc.Regions, []string{"eu"}) {
 							t.Fatalf("regional incident regions %v, want [eu]", inc.Regions)
@@ -93,7 +93,7 @@ func TestRegionalAndGlobalIncidents(t *testing.T) {
 					case !ok:
 						events = append(events, "open:"+kind)
 						opened[inc.ID]++
-					case prev.State != store.IncidentResolved && inc.State == store.IncidentResolved:
+					case prev.State != model.IncidentResolved && inc.State == model.IncidentResolved:
 						events = append(events, "resolve:"+kind)
 					}
 					stored[inc.ID] = inc
@@ -119,8 +119,8 @@ func TestRegionalAndGlobalIncidents(t *testing.T) {
 // A regional incident whose open was stored by a verdict whose tracker
 // write was lost is pointed at again, not opened twice.
 func TestRegionalIncidentAlreadyStoredIsNotOpenedAgain(t *testing.T) {
-	r := effectiveRules(store.Rules{}, nil)
-	tr := store.Tracker{EndpointID: "ep1", Version: 1, LastWindow: win(0)}
+	r := effectiveRules(model.Rules{}, nil)
+	tr := model.Tracker{EndpointID: "ep1", Version: 1, LastWindow: win(0)}
 	setTrackerData(&tr, trackerData{Regional: &regionalTrack{Recent: []msg.State{msg.StateRegional}}})
 	in := transitionInput{Tracker: tr, Verdict: verdict("ep1", win(1), msg.StateRegional), Rules: r, Now: win(2), RegionalAlreadyOpened: true}
 	out, err := transition(in)

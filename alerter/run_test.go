@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
-	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
 
@@ -49,12 +49,12 @@ func TestRunSweepsDeferredAtMaintenanceEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		if _, err := st.CreateEndpoint(ctx, store.Endpoint{ID: "ep1", URL: "https://ep1.example/mcp"}); err != nil {
+		if _, err := st.CreateEndpoint(ctx, model.Endpoint{ID: "ep1", URL: "https://ep1.example/mcp"}); err != nil {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		doc, _ := json.Marshal(alert.Maintenance{ID: "m", EndpointIDs: []string{"ep1"}, Start: start.Add(-time.Minute), End: start.Add(3 * time.Minute)})
-		if err := st.PutObject(ctx, alert.MaintenanceKind, "m", doc); err != nil {
+		doc, _ := json.Marshal(model.Maintenance{ID: "m", EndpointIDs: []string{"ep1"}, Start: start.Add(-time.Minute), End: start.Add(3 * time.Minute)})
+		if err := st.PutObject(ctx, model.MaintenanceKind, "m", doc); err != nil {
 			t.Fatal(err)
 		}
 		sink := &memSink{}

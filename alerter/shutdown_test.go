@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -150,7 +151,7 @@ func testShutdownDuringSend(t *testing.T, e *env) {
 	if got := rcv.notifications(); len(got) != 1 {
 		t.Fatalf("receiver got %d notifications after the redelivery, want 1", len(got))
 	}
-	if incs := e.incidents("ep1"); len(incs) != 1 || incs[0].State != store.IncidentOpen {
+	if incs := e.incidents("ep1"); len(incs) != 1 || incs[0].State != model.IncidentOpen {
 		t.Fatalf("incidents %+v, want one open", incs)
 	}
 }

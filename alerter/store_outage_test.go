@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -31,16 +32,16 @@ func (s *outageStore) check(op string) error {
 	return nil
 }
 
-func (s *outageStore) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
+func (s *outageStore) GetEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
 	if err := s.check("get endpoint"); err != nil {
-		return store.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	return s.Store.GetEndpoint(ctx, id)
 }
 
-func (s *outageStore) GetTracker(ctx context.Context, id string) (store.Tracker, error) {
+func (s *outageStore) GetTracker(ctx context.Context, id string) (model.Tracker, error) {
 	if err := s.check("get tracker"); err != nil {
-		return store.Tracker{}, err
+		return model.Tracker{}, err
 	}
 	return s.Store.GetTracker(ctx, id)
 }
@@ -109,7 +110,7 @@ func TestDrainFailureDoesNotDeadLetterVerdicts(t *testing.T) {
 	e.endpoint("ep1", nil, nil)
 	fixed := t0.Add(20 * time.Minute)
 	a := e.alerter("a", func(o *Options) {
-		o.SinksFor = func(_ context.Context, ep store.Endpoint) ([]alert.Sink, error) {
+		o.SinksFor = func(_ context.Context, ep model.Endpoint) ([]alert.Sink, error) {
 			if e.clk.Now().Before(fixed) {
 				return nil, errors.New("sinks of endpoint " + ep.ID + ": unknown sink type")
 			}
@@ -125,7 +126,7 @@ func TestDrainFailureDoesNotDeadLetterVerdicts(t *testing.T) {
 	if dl, err := e.broker.DLQ("verdicts").Receive(e.ctx, queue.ReceiveInput{Max: queue.MaxBatch}); err != nil || len(dl) != 0 {
 		t.Errorf("%d verdicts dead-lettered (%v), want none", len(dl), err)
 	}
-	if incs := e.incidents("ep1"); len(incs) != 1 || incs[0].State != store.IncidentResolved {
+	if incs := e.incidents("ep1"); len(incs) != 1 || incs[0].State != model.IncidentResolved {
 		t.Fatalf("incidents %+v, want one, resolved", incs)
 	}
 	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open", "resolve"}) {

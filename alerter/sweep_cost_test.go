@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
@@ -28,17 +29,17 @@ type countingStore struct {
 	reads, historyListings atomic.Int64
 }
 
-func (s *countingStore) GetTracker(ctx context.Context, id string) (store.Tracker, error) {
+func (s *countingStore) GetTracker(ctx context.Context, id string) (model.Tracker, error) {
 	s.reads.Add(1)
 	return s.Store.GetTracker(ctx, id)
 }
 
-func (s *countingStore) GetIncident(ctx context.Context, id string) (store.Incident, error) {
+func (s *countingStore) GetIncident(ctx context.Context, id string) (model.Incident, error) {
 	s.reads.Add(1)
 	return s.Store.GetIncident(ctx, id)
 }
 
-func (s *countingStore) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
+func (s *countingStore) GetEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
 	s.reads.Add(1)
 	return s.Store.GetEndpoint(ctx, id)
 }
@@ -60,7 +61,7 @@ func (s *countingStore) ListObjects(ctx context.Context, kind string) (map[strin
 	return docs, err
 }
 
-func (s *countingStore) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]store.Incident, error) {
+func (s *countingStore) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]model.Incident, error) {
 	s.historyListings.Add(1)
 	incs, err := s.Store.ListIncidents(ctx, f)
 	s.reads.Add(1 + int64(len(incs)))
@@ -74,13 +75,13 @@ func seedResolved(tb testing.TB, ctx context.Context, st store.Store, n int) {
 	const batch = 1000
 	for k := 0; k*batch < n; k++ {
 		ep := fmt.Sprintf("old-%d", k)
-		var incs []store.Incident
+		var incs []model.Incident
 		for i := k * batch; i < min(n, (k+1)*batch); i++ {
 			w := t0.Add(-time.Duration(i+1) * time.Hour)
-			incs = append(incs, store.Incident{ID: msg.IncidentID(ep, w), EndpointID: ep, State: store.IncidentResolved,
+			incs = append(incs, model.Incident{ID: msg.IncidentID(ep, w), EndpointID: ep, State: model.IncidentResolved,
 				OpenedWindow: w, OpenedAt: w, ResolvedWindow: &w, ResolvedAt: &w})
 		}
-		if err := st.SaveTracker(ctx, store.Tracker{EndpointID: ep}, incs...); err != nil {
+		if err := st.SaveTracker(ctx, model.Tracker{EndpointID: ep}, incs...); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -95,11 +96,11 @@ func sweepWorld(tb testing.TB, st store.Store, clk *clock.Fake, resolved int) (*
 	tb.Helper()
 	ctx := context.Background()
 	seedResolved(tb, ctx, st, resolved)
-	if _, err := st.CreateEndpoint(ctx, store.Endpoint{ID: "ep1", Name: "mcp ep1", URL: "https://ep1.example/mcp", Schedule: "@every 1m", Timeout: 5 * time.Second}); err != nil {
+	if _, err := st.CreateEndpoint(ctx, model.Endpoint{ID: "ep1", Name: "mcp ep1", URL: "https://ep1.example/mcp", Schedule: "@every 1m", Timeout: 5 * time.Second}); err != nil {
 		tb.Fatal(err)
 	}
-	doc, _ := json.Marshal(alert.Maintenance{ID: "m1", EndpointIDs: []string{"ep1"}, Start: t0, End: t0.Add(24 * time.Hour)})
-	if err := st.PutObject(ctx, alert.MaintenanceKind, "m1", doc); err != nil {
+	doc, _ := json.Marshal(model.Maintenance{ID: "m1", EndpointIDs: []string{"ep1"}, Start: t0, End: t0.Add(24 * time.Hour)})
+	if err := st.PutObject(ctx, model.MaintenanceKind, "m1", doc); err != nil {
 		tb.Fatal(err)
 	}
 	cs := &countingStore{Store: st}

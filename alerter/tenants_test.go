@@ -5,14 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 func (e *env) tenantEndpoint(id, tenant string, labels map[string]string) {
 	e.t.Helper()
-	if _, err := e.st.CreateEndpoint(e.ctx, store.Endpoint{ID: id, Tenant: tenant, Name: "mcp " + id, URL: "https://" + id + ".example/mcp",
+	if _, err := e.st.CreateEndpoint(e.ctx, model.Endpoint{ID: id, Tenant: tenant, Name: "mcp " + id, URL: "https://" + id + ".example/mcp",
 		Schedule: "@every 1m", Timeout: 5 * time.Second, Labels: labels}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -22,14 +21,14 @@ func (e *env) tenantEndpoint(id, tenant string, labels map[string]string) {
 // endpoint by ID and matching its labels, silences a's endpoint and never
 // b's; the incidents opened carry their endpoint's tenant.
 func TestMaintenanceNeverCrossesTenants(t *testing.T) {
-	if alert.DefaultTenant != store.DefaultTenant {
-		t.Fatalf("alert.DefaultTenant %q differs from store.DefaultTenant %q", alert.DefaultTenant, store.DefaultTenant)
+	if model.DefaultTenant != model.DefaultTenant {
+		t.Fatalf("model.DefaultTenant %q differs from model.DefaultTenant %q", model.DefaultTenant, model.DefaultTenant)
 	}
 	e := newEnv(t)
 	labels := map[string]string{"team": "core"}
 	e.tenantEndpoint("a1", "a", labels)
 	e.tenantEndpoint("b1", "b", labels)
-	e.maintenance(alert.Maintenance{ID: "m-a", Tenant: "a", EndpointIDs: []string{"b1"}, Selector: labels, Start: t0, End: win(20)})
+	e.maintenance(model.Maintenance{ID: "m-a", Tenant: "a", EndpointIDs: []string{"b1"}, Selector: labels, Start: t0, End: win(20)})
 	a := e.alerter("a")
 	e.step(a, "a1", 0, down, down, down)
 	e.step(a, "b1", 3, down, down, down)
@@ -57,11 +56,11 @@ func TestMaintenanceWithoutTenantIsTheDefaultTenants(t *testing.T) {
 		window, endpoint string
 		match            bool
 	}{
-		{"", "", true}, {"", store.DefaultTenant, true}, {store.DefaultTenant, "", true},
+		{"", "", true}, {"", model.DefaultTenant, true}, {model.DefaultTenant, "", true},
 		{"", "b", false}, {"a", "", false}, {"a", "a", true}, {"a", "b", false},
 	} {
-		m := alert.Maintenance{Tenant: c.window, EndpointIDs: []string{"ep"}}
-		if got := m.Matches(alert.EndpointRef{ID: "ep", Tenant: c.endpoint}); got != c.match {
+		m := model.Maintenance{Tenant: c.window, EndpointIDs: []string{"ep"}}
+		if got := m.Matches(model.EndpointRef{ID: "ep", Tenant: c.endpoint}); got != c.match {
 			t.Errorf("window tenant %q, endpoint tenant %q: match %v, want %v", c.window, c.endpoint, got, c.match)
 		}
 	}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // Default rules: open after 2 of the last 3 windows are down, so a steady
@@ -21,15 +21,15 @@ const (
 	DefaultResolveAfter = 2
 )
 
-// rules are the effective, defaulted store.Rules for one endpoint.
+// rules are the effective, defaulted model.Rules for one endpoint.
 type rules struct {
 	openAfter, openWindow, resolveAfter int
 	repeat                              time.Duration
 }
 
-func effectiveRules(global store.Rules, ep *store.Rules) rules {
+func effectiveRules(global model.Rules, ep *model.Rules) rules {
 	r := rules{openAfter: DefaultOpenAfter, openWindow: DefaultOpenWindow, resolveAfter: DefaultResolveAfter}
-	for _, src := range []*store.Rules{&global, ep} {
+	for _, src := range []*model.Rules{&global, ep} {
 		if src == nil {
 			continue
 		}
@@ -96,7 +96,7 @@ func (p pending) alertKind() alert.Kind {
 
 func reminderKind(n int) string { return fmt.Sprintf("%s-%d", alert.KindReminder, n) }
 
-// trackerData is the alerter-private part of store.Tracker.
+// trackerData is the alerter-private part of model.Tracker.
 type trackerData struct {
 	// Windows parallels Tracker.Recent: the window of each folded verdict,
 	// so an incident knows its first failure.
@@ -106,7 +106,7 @@ type trackerData struct {
 	Regional *regionalTrack `json:"regional,omitempty"`
 }
 
-// incidentData is the alerter-private part of store.Incident.
+// incidentData is the alerter-private part of model.Incident.
 type incidentData struct {
 	// OpenNotified: the open notification reached every sink; only then is a
 	// resolve sent (an incident nobody heard of is not resolved to anyone).
@@ -123,7 +123,7 @@ type incidentData struct {
 
 // setTrackerData stores d in t, with the outbox's size in t.Pending: the
 // store lists the endpoint as pending from it, in the same transaction.
-func setTrackerData(t *store.Tracker, d trackerData) {
+func setTrackerData(t *model.Tracker, d trackerData) {
 	t.Data = encodeData(d)
 	t.Pending = len(d.Outbox)
 }
@@ -155,7 +155,7 @@ func encodeData(v any) json.RawMessage {
 // toward resolving; degraded and regional count as neither (they keep an
 // incident open and break a run of ups, but never open one); no_data is not
 // folded at all, so a sparse schedule cannot dilute N of M.
-func fold(t *store.Tracker, d *trackerData, v msg.Verdict, r rules) (open bool, resolve bool) {
+func fold(t *model.Tracker, d *trackerData, v msg.Verdict, r rules) (open bool, resolve bool) {
 	t.LastWindow = v.Window.UTC()
 	if v.State == msg.StateNoData {
 		return false, false
@@ -198,7 +198,7 @@ func incidentRule(recent []msg.State, upRun int, isOpen bool, st, failing msg.St
 }
 
 // firstFailure is the window of the earliest down verdict still folded.
-func firstFailure(t store.Tracker, d trackerData, fallback time.Time) time.Time {
+func firstFailure(t model.Tracker, d trackerData, fallback time.Time) time.Time {
 	for i, s := range t.Recent {
 		if s == msg.StateDown && i < len(d.Windows) {
 			return d.Windows[i]
@@ -218,10 +218,10 @@ const (
 // stored tracker and the incident it points at, the verdict, the rules and
 // the time.
 type transitionInput struct {
-	Tracker store.Tracker
+	Tracker model.Tracker
 	// Open is the incident the tracker points at as stored, nil if it points
 	// at none or at one that no longer exists.
-	Open *store.Incident
+	Open *model.Incident
 	// AlreadyOpened: the incident this verdict would open is already stored
 	// (the tracker that opened it was lost or rebuilt). Its notification
 	// exists; the tracker just points at it again.
@@ -234,7 +234,7 @@ type transitionInput struct {
 	Tenant string
 	// RegionalOpen and RegionalAlreadyOpened are Open and AlreadyOpened
 	// for the regional incident (regional.go).
-	RegionalOpen          *store.Incident
+	RegionalOpen          *model.Incident
 	RegionalAlreadyOpened bool
 }
 
@@ -243,10 +243,10 @@ type transitionInput struct {
 type transitionResult struct {
 	// Tracker is the folded tracker, its outbox (Data) holding Owed at the
 	// end and its Pending count set.
-	Tracker store.Tracker
+	Tracker model.Tracker
 	// Incidents are the incidents to write with the tracker (opened,
 	// resolved, or with alerter data updated).
-	Incidents []store.Incident
+	Incidents []model.Incident
 	// Owed are the notifications the transition adds to the outbox.
 	Owed []pending
 	// Event is eventOpened, eventResolved or "" (incidents_total).
@@ -273,7 +273,7 @@ func transition(in transitionInput) (transitionResult, error) {
 		return transitionResult{}, err
 	}
 	cur := in.Open
-	if cur == nil || cur.State == store.IncidentResolved {
+	if cur == nil || cur.State == model.IncidentResolved {
 		cur, t.OpenIncidentID = nil, "" // gone, or resolved elsewhere (API): start afresh
 	}
 	opened, resolved := fold(&t, &d, v, in.Rules)
@@ -285,14 +285,14 @@ func transition(in transitionInput) (transitionResult, error) {
 		inc := openedIncident(t, d, v, now)
 		inc.Tenant = in.Tenant
 		t.OpenIncidentID = inc.ID
-		out.Incidents, out.Event = []store.Incident{inc}, eventOpened
+		out.Incidents, out.Event = []model.Incident{inc}, eventOpened
 		out.Owed = []pending{{IncidentID: inc.ID, Kind: string(alert.KindOpen), CreatedAt: now, VerdictEmittedAt: v.EmittedAt}}
 	case resolved && cur != nil:
 		inc := resolvedIncident(*cur, t, v, now)
 		t.OpenIncidentID, t.Recent, t.ConsecutiveUp, d.Windows = "", nil, 0, nil
-		out.Incidents, out.Event = []store.Incident{inc}, eventResolved
+		out.Incidents, out.Event = []model.Incident{inc}, eventResolved
 		out.Owed = []pending{{IncidentID: inc.ID, Kind: string(alert.KindResolve), CreatedAt: now, VerdictEmittedAt: v.EmittedAt}}
-	case cur != nil && cur.State == store.IncidentAcknowledged:
+	case cur != nil && cur.State == model.IncidentAcknowledged:
 		// The API acknowledges; the alerter counts it once, on the next
 		// verdict, in the same compare-and-set as the tracker.
 		idata, err := decodeData[incidentData](cur.Data, "incident "+cur.ID)
@@ -301,9 +301,9 @@ func transition(in transitionInput) (transitionResult, error) {
 		}
 		if !idata.AckCounted {
 			idata.AckCounted, out.Acknowledged = true, true
-			out.Incidents = []store.Incident{withData(*cur, idata)}
+			out.Incidents = []model.Incident{withData(*cur, idata)}
 		}
-	case cur != nil && cur.State == store.IncidentOpen && in.Rules.repeat > 0:
+	case cur != nil && cur.State == model.IncidentOpen && in.Rules.repeat > 0:
 		// Reminders ride on verdicts, which keep coming every window while
 		// the endpoint is probed: no timer to lose.
 		inc, p, ok, err := reminder(*cur, d, in.Rules, v, now)
@@ -311,7 +311,7 @@ func transition(in transitionInput) (transitionResult, error) {
 			return transitionResult{}, err
 		}
 		if ok {
-			out.Incidents, out.Owed = []store.Incident{inc}, []pending{p}
+			out.Incidents, out.Owed = []model.Incident{inc}, []pending{p}
 		}
 	}
 	rincs, rowed, revent := regionalStep(in, &d, t.OpenIncidentID != "", now)
@@ -323,7 +323,7 @@ func transition(in transitionInput) (transitionResult, error) {
 }
 
 // openedIncident is the incident verdict v opens on folded tracker t.
-func openedIncident(t store.Tracker, d trackerData, v msg.Verdict, now time.Time) store.Incident {
+func openedIncident(t model.Tracker, d trackerData, v msg.Verdict, now time.Time) model.Incident {
 	w := v.Window.UTC()
 	downs := 0
 	for _, s := range t.Recent {
@@ -331,28 +331,28 @@ func openedIncident(t store.Tracker, d trackerData, v msg.Verdict, now time.Time
 			downs++
 		}
 	}
-	return store.Incident{
-		ID: msg.IncidentID(v.EndpointID, v.Window), EndpointID: v.EndpointID, State: store.IncidentOpen,
+	return model.Incident{
+		ID: msg.IncidentID(v.EndpointID, v.Window), EndpointID: v.EndpointID, State: model.IncidentOpen,
 		OpenedWindow: w, OpenedAt: now, FirstFailure: firstFailure(t, d, w),
 		Class: v.Class, Reason: v.Reason,
-		Transitions: []store.Transition{{At: now, To: store.IncidentOpen,
+		Transitions: []model.Transition{{At: now, To: model.IncidentOpen,
 			Reason: fmt.Sprintf("%d of the last %d windows down; window %s: %s", downs, len(t.Recent), w.Format(time.RFC3339), cmpOr(v.Reason, v.Class))}},
 	}
 }
 
 // resolvedIncident is inc resolved by verdict v on folded tracker t.
-func resolvedIncident(inc store.Incident, t store.Tracker, v msg.Verdict, now time.Time) store.Incident {
+func resolvedIncident(inc model.Incident, t model.Tracker, v msg.Verdict, now time.Time) model.Incident {
 	w := v.Window.UTC()
-	inc.Transitions = append(slices.Clone(inc.Transitions), store.Transition{At: now, From: inc.State, To: store.IncidentResolved,
+	inc.Transitions = append(slices.Clone(inc.Transitions), model.Transition{At: now, From: inc.State, To: model.IncidentResolved,
 		Reason: fmt.Sprintf("%d consecutive up windows; window %s", t.ConsecutiveUp, w.Format(time.RFC3339))})
-	inc.State, inc.ResolvedWindow, inc.ResolvedAt = store.IncidentResolved, &w, &now
+	inc.State, inc.ResolvedWindow, inc.ResolvedAt = model.IncidentResolved, &w, &now
 	return inc
 }
 
 // reminder returns the next reminder of open incident inc if one is due:
 // the open was notified, RepeatInterval has passed since the last
 // notification, and nothing of inc is still pending.
-func reminder(inc store.Incident, d trackerData, r rules, v msg.Verdict, now time.Time) (store.Incident, pending, bool, error) {
+func reminder(inc model.Incident, d trackerData, r rules, v msg.Verdict, now time.Time) (model.Incident, pending, bool, error) {
 	idata, err := decodeData[incidentData](inc.Data, "incident "+inc.ID)
 	if err != nil {
 		return inc, pending{}, false, err
@@ -367,7 +367,7 @@ func reminder(inc store.Incident, d trackerData, r rules, v msg.Verdict, now tim
 }
 
 // withData returns inc carrying idata as its alerter data.
-func withData(inc store.Incident, idata incidentData) store.Incident {
+func withData(inc model.Incident, idata incidentData) model.Incident {
 	inc.Data = encodeData(idata)
 	return inc
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // TestTransitionDecidesIncidentsAndOwedNotifications drives the pure
@@ -18,7 +18,7 @@ type transitionCase struct {
 	in            transitionInput
 	wantEvent     string
 	wantOwed      []string // kinds
-	wantIncidents []store.IncidentState
+	wantIncidents []model.IncidentState
 	wantOpenID    string
 	wantPending   int
 	wantAck       bool
@@ -26,8 +26,8 @@ type transitionCase struct {
 
 // trackerFolded is ep1's tracker after folding ss (windows 0..), pointing
 // at incident open, with outbox in its data.
-func trackerFolded(open string, outbox []pending, ss ...msg.State) store.Tracker {
-	tr := store.Tracker{EndpointID: "ep1", LastWindow: win(len(ss) - 1), Recent: ss, OpenIncidentID: open, Version: 1}
+func trackerFolded(open string, outbox []pending, ss ...msg.State) model.Tracker {
+	tr := model.Tracker{EndpointID: "ep1", LastWindow: win(len(ss) - 1), Recent: ss, OpenIncidentID: open, Version: 1}
 	for _, s := range ss {
 		if s == up {
 			tr.ConsecutiveUp++
@@ -40,54 +40,54 @@ func trackerFolded(open string, outbox []pending, ss ...msg.State) store.Tracker
 }
 
 // storedIncident is ep1's incident opened at window 1.
-func storedIncident(state store.IncidentState, d incidentData) *store.Incident {
-	return &store.Incident{ID: msg.IncidentID("ep1", win(1)), EndpointID: "ep1", State: state, OpenedWindow: win(1), Data: encodeData(d), Version: 1}
+func storedIncident(state model.IncidentState, d incidentData) *model.Incident {
+	return &model.Incident{ID: msg.IncidentID("ep1", win(1)), EndpointID: "ep1", State: state, OpenedWindow: win(1), Data: encodeData(d), Version: 1}
 }
 
 func TestTransitionDecidesIncidentsAndOwedNotifications(t *testing.T) {
 	now := win(10).Add(70 * time.Second)
 	openID := msg.IncidentID("ep1", win(1))
 	notified := incidentData{OpenNotified: true, NotifiedAt: now.Add(-time.Hour)}
-	defaults := effectiveRules(store.Rules{}, nil)
-	hourly := effectiveRules(store.Rules{RepeatInterval: time.Hour}, nil)
+	defaults := effectiveRules(model.Rules{}, nil)
+	hourly := effectiveRules(model.Rules{RepeatInterval: time.Hour}, nil)
 	tests := []transitionCase{
 		{name: "first down opens nothing",
 			in: transitionInput{Tracker: trackerFolded("", nil), Verdict: verdict("ep1", win(0), down), Rules: defaults}},
 		{name: "second down of three opens and owes the open",
 			in:        transitionInput{Tracker: trackerFolded("", nil, down), Verdict: verdict("ep1", win(1), down), Rules: defaults},
-			wantEvent: eventOpened, wantOwed: []string{"open"}, wantIncidents: []store.IncidentState{store.IncidentOpen},
+			wantEvent: eventOpened, wantOwed: []string{"open"}, wantIncidents: []model.IncidentState{model.IncidentOpen},
 			wantOpenID: openID, wantPending: 1},
 		{name: "an incident already stored is pointed at, not opened again",
 			in:         transitionInput{Tracker: trackerFolded("", nil, down), Verdict: verdict("ep1", win(1), down), Rules: defaults, AlreadyOpened: true},
 			wantOpenID: openID},
 		{name: "degraded neither opens nor resolves",
-			in:         transitionInput{Tracker: trackerFolded(openID, nil, down, down, up), Open: storedIncident(store.IncidentOpen, notified), Verdict: verdict("ep1", win(3), msg.StateDegraded), Rules: defaults},
+			in:         transitionInput{Tracker: trackerFolded(openID, nil, down, down, up), Open: storedIncident(model.IncidentOpen, notified), Verdict: verdict("ep1", win(3), msg.StateDegraded), Rules: defaults},
 			wantOpenID: openID},
 		{name: "second up resolves and owes the resolve",
-			in:        transitionInput{Tracker: trackerFolded(openID, nil, down, down, up), Open: storedIncident(store.IncidentOpen, notified), Verdict: verdict("ep1", win(3), up), Rules: defaults},
-			wantEvent: eventResolved, wantOwed: []string{"resolve"}, wantIncidents: []store.IncidentState{store.IncidentResolved}, wantPending: 1},
+			in:        transitionInput{Tracker: trackerFolded(openID, nil, down, down, up), Open: storedIncident(model.IncidentOpen, notified), Verdict: verdict("ep1", win(3), up), Rules: defaults},
+			wantEvent: eventResolved, wantOwed: []string{"resolve"}, wantIncidents: []model.IncidentState{model.IncidentResolved}, wantPending: 1},
 		{name: "a resolve queues behind a pending open",
-			in:        transitionInput{Tracker: trackerFolded(openID, []pending{{IncidentID: openID, Kind: "open"}}, down, down, up), Open: storedIncident(store.IncidentOpen, incidentData{}), Verdict: verdict("ep1", win(3), up), Rules: defaults},
-			wantEvent: eventResolved, wantOwed: []string{"resolve"}, wantIncidents: []store.IncidentState{store.IncidentResolved}, wantPending: 2},
+			in:        transitionInput{Tracker: trackerFolded(openID, []pending{{IncidentID: openID, Kind: "open"}}, down, down, up), Open: storedIncident(model.IncidentOpen, incidentData{}), Verdict: verdict("ep1", win(3), up), Rules: defaults},
+			wantEvent: eventResolved, wantOwed: []string{"resolve"}, wantIncidents: []model.IncidentState{model.IncidentResolved}, wantPending: 2},
 		{name: "an acknowledgement is counted once",
-			in:            transitionInput{Tracker: trackerFolded(openID, nil, down, down), Open: storedIncident(store.IncidentAcknowledged, notified), Verdict: verdict("ep1", win(2), down), Rules: defaults},
-			wantIncidents: []store.IncidentState{store.IncidentAcknowledged}, wantOpenID: openID, wantAck: true},
+			in:            transitionInput{Tracker: trackerFolded(openID, nil, down, down), Open: storedIncident(model.IncidentAcknowledged, notified), Verdict: verdict("ep1", win(2), down), Rules: defaults},
+			wantIncidents: []model.IncidentState{model.IncidentAcknowledged}, wantOpenID: openID, wantAck: true},
 		{name: "a counted acknowledgement writes nothing",
-			in:         transitionInput{Tracker: trackerFolded(openID, nil, down, down), Open: storedIncident(store.IncidentAcknowledged, incidentData{AckCounted: true}), Verdict: verdict("ep1", win(2), down), Rules: hourly},
+			in:         transitionInput{Tracker: trackerFolded(openID, nil, down, down), Open: storedIncident(model.IncidentAcknowledged, incidentData{AckCounted: true}), Verdict: verdict("ep1", win(2), down), Rules: hourly},
 			wantOpenID: openID},
 		{name: "a reminder is owed once the repeat interval has passed",
-			in:       transitionInput{Tracker: trackerFolded(openID, nil, down, down), Open: storedIncident(store.IncidentOpen, notified), Verdict: verdict("ep1", win(2), down), Rules: hourly},
-			wantOwed: []string{"reminder-1"}, wantIncidents: []store.IncidentState{store.IncidentOpen},
+			in:       transitionInput{Tracker: trackerFolded(openID, nil, down, down), Open: storedIncident(model.IncidentOpen, notified), Verdict: verdict("ep1", win(2), down), Rules: hourly},
+			wantOwed: []string{"reminder-1"}, wantIncidents: []model.IncidentState{model.IncidentOpen},
 			wantOpenID: openID, wantPending: 1},
 		{name: "no reminder while a notification of the incident is pending",
-			in:         transitionInput{Tracker: trackerFolded(openID, []pending{{IncidentID: openID, Kind: "reminder-1", Seq: 1}}, down, down), Open: storedIncident(store.IncidentOpen, notified), Verdict: verdict("ep1", win(2), down), Rules: hourly},
+			in:         transitionInput{Tracker: trackerFolded(openID, []pending{{IncidentID: openID, Kind: "reminder-1", Seq: 1}}, down, down), Open: storedIncident(model.IncidentOpen, notified), Verdict: verdict("ep1", win(2), down), Rules: hourly},
 			wantOpenID: openID, wantPending: 1},
 		{name: "an incident resolved over the API is let go; the next outage opens afresh",
-			in:        transitionInput{Tracker: trackerFolded(openID, nil, down, down), Open: storedIncident(store.IncidentResolved, notified), Verdict: verdict("ep1", win(2), down), Rules: defaults},
-			wantEvent: eventOpened, wantOwed: []string{"open"}, wantIncidents: []store.IncidentState{store.IncidentOpen},
+			in:        transitionInput{Tracker: trackerFolded(openID, nil, down, down), Open: storedIncident(model.IncidentResolved, notified), Verdict: verdict("ep1", win(2), down), Rules: defaults},
+			wantEvent: eventOpened, wantOwed: []string{"open"}, wantIncidents: []model.IncidentState{model.IncidentOpen},
 			wantOpenID: msg.IncidentID("ep1", win(2)), wantPending: 1},
 		{name: "no_data is not folded",
-			in:         transitionInput{Tracker: trackerFolded(openID, nil, down, down), Open: storedIncident(store.IncidentOpen, notified), Verdict: verdict("ep1", win(2), msg.StateNoData), Rules: defaults},
+			in:         transitionInput{Tracker: trackerFolded(openID, nil, down, down), Open: storedIncident(model.IncidentOpen, notified), Verdict: verdict("ep1", win(2), msg.StateNoData), Rules: defaults},
 			wantOpenID: openID},
 	}
 	for _, tt := range tests {
@@ -111,7 +111,7 @@ func checkTransition(t *testing.T, tt transitionCase) {
 	for _, p := range out.Owed {
 		owed = append(owed, p.Kind)
 	}
-	var states []store.IncidentState
+	var states []model.IncidentState
 	for _, inc := range out.Incidents {
 		states = append(states, inc.State)
 	}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -486,7 +487,7 @@ func (p *Prober) catalogDrift(ctx context.Context, endpointID string, cur Catalo
 	doc, inherited, err := p.loadObject(ctx, CatalogKind, endpointID)
 	var old Catalog
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, model.ErrNotFound):
 	case err != nil:
 		p.log.Warn("read tool catalog failed; drift not checked this probe", "endpoint", endpointID, "err", err)
 		return nil, nil

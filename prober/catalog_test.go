@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -23,7 +24,7 @@ func (o *objectsFake) GetObject(_ context.Context, kind, id string) ([]byte, err
 	defer o.mu.Unlock()
 	b, ok := o.m[kind+"/"+id]
 	if !ok {
-		return nil, store.ErrNotFound
+		return nil, model.ErrNotFound
 	}
 	return b, nil
 }

@@ -5,8 +5,8 @@ package prober
 // is read (parsed, not verified: the prober has no key and needs none to
 // know when the token stops working) and becomes the metric
 // mcpmon_probe_credential_expiry_timestamp_seconds and, within the warning
-// window (store.Endpoint.CredentialWarning, else Options.CredentialWarning,
-// default 72h) or once expired, a store.EventCredentialExpiry event. The
+// window (model.Endpoint.CredentialWarning, else Options.CredentialWarning,
+// default 72h) or once expired, a model.EventCredentialExpiry event. The
 // token itself is never logged, returned or put in the event; the event's
 // fingerprint is a hash of exp, iss and sub, stable for one token and new
 // for its replacement.
@@ -25,8 +25,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // DefaultCredentialWarning is how long before a JWT bearer token expires
@@ -118,5 +118,5 @@ func credentialEvent(header string, c jwtClaims, now time.Time, warn time.Durati
 	if d.Expired {
 		fp += "-expired"
 	}
-	return &msg.Event{Kind: store.EventCredentialExpiry, Severity: sev, Message: m, Details: d, Fingerprint: fp}
+	return &msg.Event{Kind: model.EventCredentialExpiry, Severity: sev, Message: m, Details: d, Fingerprint: fp}
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // jwtWith builds an unsigned-looking JWT (the watchdog never verifies) with
@@ -55,7 +55,7 @@ func TestCredentialEvent(t *testing.T) {
 				return
 			}
 			d := ev.Details.(CredentialExpiry)
-			if ev.Kind != store.EventCredentialExpiry || ev.Severity != tc.want || d.Expired != tc.expired || !d.ExpiresAt.Equal(c.exp) {
+			if ev.Kind != model.EventCredentialExpiry || ev.Severity != tc.want || d.Expired != tc.expired || !d.ExpiresAt.Equal(c.exp) {
 				t.Fatalf("event %+v", ev)
 			}
 			if d.Fingerprint != c.fingerprint() || len(d.Fingerprint) != 32 {
@@ -122,7 +122,7 @@ func TestCredentialExpiryWatchdog(t *testing.T) {
 	if got := testutil.ToFloat64(p.opts.Metrics.credExpiry.WithLabelValues("ep1")); got != float64(exp.Unix()) {
 		t.Fatalf("credential expiry metric %v, want %d", got, exp.Unix())
 	}
-	ev := findEvent(res.Events, store.EventCredentialExpiry)
+	ev := findEvent(res.Events, model.EventCredentialExpiry)
 	if ev == nil || ev.Severity != "warning" {
 		t.Fatalf("events %+v, want a credential_expiry warning", res.Events)
 	}
@@ -130,18 +130,18 @@ func TestCredentialExpiryWatchdog(t *testing.T) {
 
 	// The next probe reports the same expiry under the same fingerprint.
 	clk.Advance(time.Hour)
-	if ev := findEvent(p.Probe(t.Context(), ep, cmd()).Events, store.EventCredentialExpiry); ev == nil || ev.Details.(CredentialExpiry).Fingerprint != fp {
+	if ev := findEvent(p.Probe(t.Context(), ep, cmd()).Events, model.EventCredentialExpiry); ev == nil || ev.Details.(CredentialExpiry).Fingerprint != fp {
 		t.Fatalf("second probe's event %+v, want fingerprint %s", ev, fp)
 	}
 	// An endpoint that warns later says nothing yet.
 	ep.CredentialWarning = 24 * time.Hour
-	if ev := findEvent(p.Probe(t.Context(), ep, cmd()).Events, store.EventCredentialExpiry); ev != nil {
+	if ev := findEvent(p.Probe(t.Context(), ep, cmd()).Events, model.EventCredentialExpiry); ev != nil {
 		t.Fatalf("event %+v inside a 24h window 47h before expiry", ev)
 	}
 	// Expired: critical, and the probe still runs (the server decides).
 	clk.Advance(48 * time.Hour)
 	res = p.Probe(t.Context(), ep, cmd())
-	if ev := findEvent(res.Events, store.EventCredentialExpiry); ev == nil || ev.Severity != "critical" || !ev.Details.(CredentialExpiry).Expired {
+	if ev := findEvent(res.Events, model.EventCredentialExpiry); ev == nil || ev.Severity != "critical" || !ev.Details.(CredentialExpiry).Expired {
 		t.Fatalf("events %+v, want a critical credential_expiry", res.Events)
 	}
 

@@ -3,7 +3,7 @@
 // classifies every way it can fail.
 //
 // Data enters as a msg.ProbeCommand (through Worker.Handle, a queue.Handler
-// for the commands queue) plus the store.Endpoint it names; it leaves as one
+// for the commands queue) plus the model.Endpoint it names; it leaves as one
 // msg.ProbeResult per command, published to the results queue with group =
 // endpoint ID and dedup ID = <endpointId>-<probeRunId>, the latest result kept
 // in the store, the tool catalog and the last successful server identity
@@ -58,7 +58,7 @@
 // Three optional, credentialed checks go beyond liveness (the README's
 // class table lists their classes):
 //
-//   - Tool check (toolcall.go): an endpoint's store.ToolCheck names one
+//   - Tool check (toolcall.go): an endpoint's model.ToolCheck names one
 //     read-only tool; after tools/list confirms it exists the probe sends
 //     tools/call with its arguments (under 2026-07-28 with the Mcp-Name
 //     header), timed as phase tool_call, and the result must not be
@@ -66,7 +66,7 @@
 //     content, a jsonpath value of structuredContent). A failure is
 //     tool_failed (down); a transport failure of the call keeps its own
 //     class. The arguments are secrets like header values.
-//   - OAuth client credentials (oauth.go): an endpoint's store.OAuthClient
+//   - OAuth client credentials (oauth.go): an endpoint's model.OAuthClient
 //     yields the probe's bearer token, fetched through the SSRF guard,
 //     cached per endpoint (bounded) and refreshed before it expires by the
 //     prober's clock, timed as phase auth_token when fetched. Failing to

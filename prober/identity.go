@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -147,7 +148,7 @@ func (p *Prober) loadIdentity(ctx context.Context, endpointID string) (doc *iden
 	}
 	b, inherited, err := p.loadObject(ctx, IdentityKind, endpointID)
 	if err != nil {
-		if !errors.Is(err, store.ErrNotFound) {
+		if !errors.Is(err, model.ErrNotFound) {
 			p.log.Warn("read server identity failed; comparing with the previous result", "endpoint", endpointID, "err", err)
 		}
 		return nil, false

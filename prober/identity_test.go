@@ -8,8 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 func TestDecideIdentity(t *testing.T) {
@@ -103,7 +103,7 @@ func TestChangesAreMeasuredAgainstTheLastSuccess(t *testing.T) {
 		{"server version moved", renamed, 4, ClassOK, []string{EventServerChanged}},
 	}
 	for _, st := range steps {
-		ep := store.Endpoint{ID: "ep1", URL: st.url, Transport: TransportAuto, Timeout: 5 * time.Second}
+		ep := model.Endpoint{ID: "ep1", URL: st.url, Transport: TransportAuto, Timeout: 5 * time.Second}
 		res := p.ProbeAfter(context.Background(), ep, msg.NewProbeCommand("ep1", testSlot.Add(time.Duration(st.slot)*time.Minute)), prev)
 		if res.Class != st.class {
 			t.Fatalf("%s: class %s %q, want %s", st.name, res.Class, res.Error, st.class)

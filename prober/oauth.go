@@ -1,7 +1,7 @@
 package prober
 
 // oauth.go owns the probe's OAuth client-credentials tokens: an endpoint
-// with store.OAuthClient gets its bearer token from the token URL
+// with model.OAuthClient gets its bearer token from the token URL
 // (golang.org/x/oauth2/clientcredentials) and the probe sends it as the
 // Authorization header. Tokens are cached per endpoint in the Prober,
 // shared by every probe of the endpoint, bounded (MaxCachedTokens, least
@@ -32,8 +32,8 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // Token cache bounds.
@@ -113,7 +113,7 @@ func (c *tokenCache) len() int {
 // oauthConf is what a cached token was obtained with and for: the client
 // and the endpoint URL it is sent to, so a token never follows an endpoint
 // to another server (and a discovered token URL is looked up again).
-func oauthConf(endpointURL string, o *store.OAuthClient) [32]byte {
+func oauthConf(endpointURL string, o *model.OAuthClient) [32]byte {
 	return sha256.Sum256([]byte(strings.Join([]string{endpointURL, o.TokenURL, o.ClientID, o.ClientSecret, strings.Join(o.Scopes, " "), o.Audience}, "\x00")))
 }
 
@@ -131,7 +131,7 @@ type tokenResult struct {
 
 // token returns ep's bearer token, from the cache or the token URL. The
 // client secret goes only to the token endpoint decidePin allows.
-func (p *Prober) token(ctx context.Context, ep store.Endpoint) tokenResult {
+func (p *Prober) token(ctx context.Context, ep model.Endpoint) tokenResult {
 	o := ep.OAuth
 	now := p.clock.Now()
 	e := p.tokens.entry(ep.ID, now)
@@ -189,7 +189,7 @@ func (p *Prober) token(ctx context.Context, ep store.Endpoint) tokenResult {
 }
 
 // fetchToken asks the token URL for a token through the guarded client.
-func (p *Prober) fetchToken(ctx context.Context, o *store.OAuthClient) (*oauth2.Token, error) {
+func (p *Prober) fetchToken(ctx context.Context, o *model.OAuthClient) (*oauth2.Token, error) {
 	u, err := url.Parse(o.TokenURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, errors.New("the token URL is not an http(s) URL")

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // fakeAS is an authorization server written for the hostile cases: its
@@ -113,9 +113,9 @@ func newPRMTarget(t *testing.T, tls bool, as string, mcp http.Handler) *prmTarge
 	return pt
 }
 
-func discoveringEndpoint(url string) store.Endpoint {
+func discoveringEndpoint(url string) model.Endpoint {
 	ep := endpoint(url)
-	ep.OAuth = &store.OAuthClient{ClientID: opClientID, ClientSecret: opClientSecret, Scopes: []string{"openid"}}
+	ep.OAuth = &model.OAuthClient{ClientID: opClientID, ClientSecret: opClientSecret, Scopes: []string{"openid"}}
 	return ep
 }
 
@@ -398,12 +398,12 @@ func TestDecidePin(t *testing.T) {
 func TestPinClient(t *testing.T) {
 	base := discoveringEndpoint("https://mcp.example/mcp?key=s3cret")
 	c := pinClient(base)
-	for name, mod := range map[string]func(*store.Endpoint){
-		"token URL": func(e *store.Endpoint) { e.OAuth.TokenURL = "https://as.example/token" },
-		"client ID": func(e *store.Endpoint) { e.OAuth.ClientID = "other" },
-		"scopes":    func(e *store.Endpoint) { e.OAuth.Scopes = []string{"mcp"} },
-		"audience":  func(e *store.Endpoint) { e.OAuth.Audience = "api" },
-		"URL path":  func(e *store.Endpoint) { e.URL = "https://mcp.example/v2/mcp" },
+	for name, mod := range map[string]func(*model.Endpoint){
+		"token URL": func(e *model.Endpoint) { e.OAuth.TokenURL = "https://as.example/token" },
+		"client ID": func(e *model.Endpoint) { e.OAuth.ClientID = "other" },
+		"scopes":    func(e *model.Endpoint) { e.OAuth.Scopes = []string{"mcp"} },
+		"audience":  func(e *model.Endpoint) { e.OAuth.Audience = "api" },
+		"URL path":  func(e *model.Endpoint) { e.URL = "https://mcp.example/v2/mcp" },
 	} {
 		e := base
 		o := *base.OAuth

@@ -24,8 +24,8 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/op"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // The OP's client-credentials client (the example storage's service user).
@@ -125,9 +125,9 @@ func (pm *protectedMCP) tokens() (accepted []string, rejected int) {
 	return append([]string(nil), pm.accepted...), pm.rejected
 }
 
-func oauthEndpoint(url, issuer, secret string) store.Endpoint {
+func oauthEndpoint(url, issuer, secret string) model.Endpoint {
 	ep := endpoint(url)
-	ep.OAuth = &store.OAuthClient{TokenURL: issuer + "/oauth/token", ClientID: opClientID, ClientSecret: secret, Scopes: []string{"openid"}}
+	ep.OAuth = &model.OAuthClient{TokenURL: issuer + "/oauth/token", ClientID: opClientID, ClientSecret: secret, Scopes: []string{"openid"}}
 	return ep
 }
 
@@ -220,14 +220,14 @@ func TestOAuthTokenFailures(t *testing.T) {
 	host := strings.TrimPrefix(issuer, "http://")
 	for _, tc := range []struct {
 		name    string
-		ep      store.Endpoint
+		ep      model.Endpoint
 		guarded bool
 		want    []string
 	}{
 		{"wrong secret", oauthEndpoint(srv.URL, issuer, "wrong-SECRET-123"), false, []string{"OAuth token request to " + host, "invalid_client"}},
 		{"token URL refuses connections", oauthEndpoint(srv.URL, deadURL, opClientSecret), false, []string{"connection refused"}},
 		{"token URL on a blocked address", oauthEndpoint("https://mcp.example.com/mcp", issuer, opClientSecret), true, []string{"refused", "private or reserved address"}},
-		{"not a token endpoint", func() store.Endpoint {
+		{"not a token endpoint", func() model.Endpoint {
 			ep := oauthEndpoint(srv.URL, issuer, opClientSecret)
 			ep.OAuth.TokenURL = issuer + "/keys"
 			return ep

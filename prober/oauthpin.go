@@ -40,6 +40,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -50,8 +51,8 @@ const AuthServerKind = store.KindAuthServer
 
 // EventAuthServerChanged is the result event of a discovery that named
 // another authorization server than the pinned one (the store's
-// store.EventAuthServerChanged, recorded as it is).
-const EventAuthServerChanged = store.EventAuthServerChanged
+// model.EventAuthServerChanged, recorded as it is).
+const EventAuthServerChanged = model.EventAuthServerChanged
 
 // authPin is the stored pin of one endpoint.
 type authPin struct {
@@ -63,7 +64,7 @@ type authPin struct {
 
 // pinClient identifies what a pin was made for: the endpoint's resource
 // URL and its OAuth client without the secret.
-func pinClient(ep store.Endpoint) string {
+func pinClient(ep model.Endpoint) string {
 	resource := ep.URL
 	if u, err := url.Parse(ep.URL); err == nil {
 		resource = resourceURL(u)
@@ -107,7 +108,7 @@ func (p *Prober) loadPin(ctx context.Context, endpointID string) (*authPin, erro
 		return nil, nil
 	}
 	b, err := p.opts.Catalogs.GetObject(ctx, AuthServerKind, endpointID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, model.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {

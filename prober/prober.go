@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -277,13 +278,13 @@ func New(opts Options) *Prober {
 }
 
 // Probe probes ep once for cmd's slot with no knowledge of earlier probes.
-func (p *Prober) Probe(ctx context.Context, ep store.Endpoint, cmd msg.ProbeCommand) msg.ProbeResult {
+func (p *Prober) Probe(ctx context.Context, ep model.Endpoint, cmd msg.ProbeCommand) msg.ProbeResult {
 	return p.ProbeAfter(ctx, ep, cmd, nil)
 }
 
 // ProbeAfter probes ep once and remembers what it learnt at once (see Run
 // and Remember): for callers that publish nothing, or tests.
-func (p *Prober) ProbeAfter(ctx context.Context, ep store.Endpoint, cmd msg.ProbeCommand, prev *msg.ProbeResult) msg.ProbeResult {
+func (p *Prober) ProbeAfter(ctx context.Context, ep model.Endpoint, cmd msg.ProbeCommand, prev *msg.ProbeResult) msg.ProbeResult {
 	res, mem := p.Run(ctx, ep, cmd, prev)
 	if err := p.Remember(ctx, mem); err != nil {
 		p.log.Warn("remember probe memory failed", "endpoint", ep.ID, "err", err)
@@ -331,7 +332,7 @@ func (p *Prober) objectID(endpointID string) string {
 func (p *Prober) loadObject(ctx context.Context, kind, endpointID string) (doc []byte, inherited bool, err error) {
 	id := p.objectID(endpointID)
 	doc, err = p.opts.Catalogs.GetObject(ctx, kind, id)
-	if id == endpointID || !errors.Is(err, store.ErrNotFound) {
+	if id == endpointID || !errors.Is(err, model.ErrNotFound) {
 		return doc, false, err
 	}
 	doc, err = p.opts.Catalogs.GetObject(ctx, kind, endpointID)
@@ -370,7 +371,7 @@ func (p *Prober) Remember(ctx context.Context, m Memory) error {
 // against the last successful probe (see IdentityKind), prev standing in
 // when no store is configured. Run reads the store but writes nothing: what
 // the probe learnt comes back as Memory.
-func (p *Prober) Run(ctx context.Context, ep store.Endpoint, cmd msg.ProbeCommand, prev *msg.ProbeResult) (msg.ProbeResult, Memory) {
+func (p *Prober) Run(ctx context.Context, ep model.Endpoint, cmd msg.ProbeCommand, prev *msg.ProbeResult) (msg.ProbeResult, Memory) {
 	mem := Memory{endpointID: ep.ID, objectID: p.objectID(ep.ID)}
 	res := msg.ProbeResult{
 		Schema:     msg.SchemaVersion,
@@ -484,7 +485,7 @@ func (p *Prober) Run(ctx context.Context, ep store.Endpoint, cmd msg.ProbeComman
 // endpointSecrets are ep's secrets besides its header values (which
 // newScrubber takes whole): credential-like URL query values, the tool
 // check's argument values and the OAuth client secret.
-func endpointSecrets(ep store.Endpoint) []string {
+func endpointSecrets(ep model.Endpoint) []string {
 	out := append(sealed.QuerySecrets(ep.URL), toolSecrets(ep.ToolCheck)...)
 	if ep.OAuth != nil && ep.OAuth.ClientSecret != "" {
 		out = append(out, ep.OAuth.ClientSecret)
@@ -526,7 +527,7 @@ func outcome(ctx context.Context, err error, expired bool) *probeError {
 // the probe's total: every phase, including a fallback between eras and the
 // DELETE that ends the session, since that is what a client connecting
 // afresh waits for too.
-func (p *Prober) conclude(res *msg.ProbeResult, ep store.Endpoint, r *run, pe *probeError, total time.Duration, secrets scrubber) {
+func (p *Prober) conclude(res *msg.ProbeResult, ep model.Endpoint, r *run, pe *probeError, total time.Duration, secrets scrubber) {
 	switch {
 	case pe != nil:
 		res.Class = pe.class
@@ -582,7 +583,7 @@ func redactURL(raw string) string {
 
 // timeoutOf is the probe timeout of ep: its own, else the prober's default,
 // never over MaxTimeout.
-func (p *Prober) timeoutOf(ep store.Endpoint) time.Duration {
+func (p *Prober) timeoutOf(ep model.Endpoint) time.Duration {
 	timeout := ep.Timeout
 	if timeout <= 0 {
 		timeout = p.opts.DefaultTimeout

@@ -19,16 +19,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // run is the state of one probe: its own transport (no connection reuse
 // across probes), trace timings, the negotiated session.
 type run struct {
 	p   *Prober
-	ep  store.Endpoint
+	ep  model.Endpoint
 	res *msg.ProbeResult
 	u   *url.URL
 
@@ -60,7 +60,7 @@ type run struct {
 	degraded  *probeError       // why an alive server is degraded (tools/list failing)
 }
 
-func newRun(p *Prober, ep store.Endpoint, res *msg.ProbeResult) *run {
+func newRun(p *Prober, ep model.Endpoint, res *msg.ProbeResult) *run {
 	r := &run{p: p, ep: ep, res: res}
 	r.client = &httpClient{r: r}
 	return r

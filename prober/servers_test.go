@@ -17,8 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 func TestMain(m *testing.M) {
@@ -67,8 +67,8 @@ func testProber(t testing.TB, mod func(*Options)) *Prober {
 	return New(opts)
 }
 
-func endpoint(url string) store.Endpoint {
-	return store.Endpoint{ID: "ep1", URL: url, Transport: TransportAuto, Timeout: 5 * time.Second}
+func endpoint(url string) model.Endpoint {
+	return model.Endpoint{ID: "ep1", URL: url, Transport: TransportAuto, Timeout: 5 * time.Second}
 }
 
 var testSlot = time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)

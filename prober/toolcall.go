@@ -1,7 +1,7 @@
 package prober
 
 // toolcall.go owns the tool check: an endpoint may name one read-only tool
-// (store.ToolCheck) that the probe calls after the handshake and tools/list,
+// (model.ToolCheck) that the probe calls after the handshake and tools/list,
 // in whichever era the server spoke, before the session ends. A check that
 // fails is ClassToolFailed (down): the server answers the protocol but not
 // the one call its users need. Transport failures of the call keep their own
@@ -16,8 +16,8 @@ import (
 	"strings"
 
 	"github.com/mcpmon/mcpmon/pkg/jsonpath"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // checkTool runs the endpoint's tool check, if it has one.
@@ -71,7 +71,7 @@ func hasTool(tools []json.RawMessage, name string) bool {
 
 // judgeToolResult decides whether a tools/call result passes: it is a
 // CallToolResult, not isError, and meets expect. It is pure.
-func judgeToolResult(name string, result json.RawMessage, expect *store.ToolExpect) *probeError {
+func judgeToolResult(name string, result json.RawMessage, expect *model.ToolExpect) *probeError {
 	var cr struct {
 		Content []struct {
 			Type string `json:"type"`
@@ -131,7 +131,7 @@ func judgeToolResult(name string, result json.RawMessage, expect *store.ToolExpe
 
 // toolSecrets are the string values of a tool check's arguments, at any
 // depth: each is a secret the target may echo back.
-func toolSecrets(tc *store.ToolCheck) []string {
+func toolSecrets(tc *model.ToolCheck) []string {
 	if tc == nil || len(tc.Arguments) == 0 {
 		return nil
 	}

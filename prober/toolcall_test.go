@@ -10,8 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 type healthIn struct {
@@ -52,7 +52,7 @@ func toolServer() *mcp.Server {
 
 const secretAccount = "acct-SECRET-9931"
 
-func toolEndpoint(url string, tc store.ToolCheck) store.Endpoint {
+func toolEndpoint(url string, tc model.ToolCheck) model.Endpoint {
 	ep := endpoint(url)
 	ep.ToolCheck = &tc
 	return ep
@@ -66,23 +66,23 @@ func TestToolCheck(t *testing.T) {
 	args := json.RawMessage(`{"account":"` + secretAccount + `"}`)
 	tests := []struct {
 		name      string
-		check     store.ToolCheck
+		check     model.ToolCheck
 		wantClass string
 		wantErr   string
 	}{
-		{"healthy with every expectation", store.ToolCheck{Name: "health", Arguments: args, Expect: &store.ToolExpect{
+		{"healthy with every expectation", model.ToolCheck{Name: "health", Arguments: args, Expect: &model.ToolExpect{
 			Contains: "all good", JSONPath: "$.checks[0].ok", Equals: json.RawMessage(`true`)}}, ClassOK, ""},
-		{"healthy, path exists", store.ToolCheck{Name: "health", Arguments: args, Expect: &store.ToolExpect{JSONPath: "$.status"}}, ClassOK, ""},
-		{"missing tool", store.ToolCheck{Name: "gone", Arguments: args}, ClassToolFailed, `has no tool "gone"`},
-		{"isError", store.ToolCheck{Name: "broken", Arguments: args}, ClassToolFailed, "returned isError: backend down for [REDACTED]"},
-		{"handler error", store.ToolCheck{Name: "erroring", Arguments: args}, ClassToolFailed, "database unreachable"},
-		{"text mismatch", store.ToolCheck{Name: "health", Arguments: args, Expect: &store.ToolExpect{Contains: "everything fine"}},
+		{"healthy, path exists", model.ToolCheck{Name: "health", Arguments: args, Expect: &model.ToolExpect{JSONPath: "$.status"}}, ClassOK, ""},
+		{"missing tool", model.ToolCheck{Name: "gone", Arguments: args}, ClassToolFailed, `has no tool "gone"`},
+		{"isError", model.ToolCheck{Name: "broken", Arguments: args}, ClassToolFailed, "returned isError: backend down for [REDACTED]"},
+		{"handler error", model.ToolCheck{Name: "erroring", Arguments: args}, ClassToolFailed, "database unreachable"},
+		{"text mismatch", model.ToolCheck{Name: "health", Arguments: args, Expect: &model.ToolExpect{Contains: "everything fine"}},
 			ClassToolFailed, "does not contain the expected text (got all good for [REDACTED])"},
-		{"value mismatch", store.ToolCheck{Name: "health", Arguments: args, Expect: &store.ToolExpect{JSONPath: "$.status", Equals: json.RawMessage(`"red"`)}},
+		{"value mismatch", model.ToolCheck{Name: "health", Arguments: args, Expect: &model.ToolExpect{JSONPath: "$.status", Equals: json.RawMessage(`"red"`)}},
 			ClassToolFailed, `$.status is "green", not the expected value`},
-		{"path missing", store.ToolCheck{Name: "health", Arguments: args, Expect: &store.ToolExpect{JSONPath: "$.checks[3]"}},
+		{"path missing", model.ToolCheck{Name: "health", Arguments: args, Expect: &model.ToolExpect{JSONPath: "$.checks[3]"}},
 			ClassToolFailed, "$.checks[3] selects nothing"},
-		{"invalid arguments", store.ToolCheck{Name: "health", Arguments: json.RawMessage(`{"account":7}`)}, ClassToolFailed, "tool check"},
+		{"invalid arguments", model.ToolCheck{Name: "health", Arguments: json.RawMessage(`{"account":7}`)}, ClassToolFailed, "tool check"},
 	}
 	eras := []struct {
 		name string
@@ -131,7 +131,7 @@ func TestToolCheck(t *testing.T) {
 func TestToolCheckWithoutToolsCapability(t *testing.T) {
 	s := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
 	srv := streamable(t, s, mcp.StreamableHTTPOptions{JSONResponse: true})
-	res := testProber(t, nil).Probe(t.Context(), toolEndpoint(srv.URL, store.ToolCheck{Name: "health"}), cmd())
+	res := testProber(t, nil).Probe(t.Context(), toolEndpoint(srv.URL, model.ToolCheck{Name: "health"}), cmd())
 	if res.Class != ClassToolFailed {
 		t.Fatalf("class %s %q, want tool_failed", res.Class, res.Error)
 	}
@@ -143,18 +143,18 @@ func TestJudgeToolResult(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		result string
-		expect *store.ToolExpect
+		expect *model.ToolExpect
 		ok     bool
 	}{
 		{"no expectation", `{"content":[]}`, nil, true},
 		{"isError", `{"content":[{"type":"text","text":"x"}],"isError":true}`, nil, false},
 		{"not a result", `[1]`, nil, false},
-		{"contains across items", `{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}`, &store.ToolExpect{Contains: "a\nb"}, true},
-		{"contains ignores non-text", `{"content":[{"type":"image","data":"ok"}]}`, &store.ToolExpect{Contains: "ok"}, false},
-		{"number equals", `{"content":[],"structuredContent":{"n":1}}`, &store.ToolExpect{JSONPath: "$.n", Equals: json.RawMessage(`1.0`)}, true},
-		{"object equals", `{"content":[],"structuredContent":{"o":{"a":[1,"x"]}}}`, &store.ToolExpect{JSONPath: "$.o", Equals: json.RawMessage(`{"a":[1,"x"]}`)}, true},
-		{"null exists", `{"content":[],"structuredContent":{"n":null}}`, &store.ToolExpect{JSONPath: "$.n"}, true},
-		{"no structured content", `{"content":[]}`, &store.ToolExpect{JSONPath: "$.n"}, false},
+		{"contains across items", `{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}`, &model.ToolExpect{Contains: "a\nb"}, true},
+		{"contains ignores non-text", `{"content":[{"type":"image","data":"ok"}]}`, &model.ToolExpect{Contains: "ok"}, false},
+		{"number equals", `{"content":[],"structuredContent":{"n":1}}`, &model.ToolExpect{JSONPath: "$.n", Equals: json.RawMessage(`1.0`)}, true},
+		{"object equals", `{"content":[],"structuredContent":{"o":{"a":[1,"x"]}}}`, &model.ToolExpect{JSONPath: "$.o", Equals: json.RawMessage(`{"a":[1,"x"]}`)}, true},
+		{"null exists", `{"content":[],"structuredContent":{"n":null}}`, &model.ToolExpect{JSONPath: "$.n"}, true},
+		{"no structured content", `{"content":[]}`, &model.ToolExpect{JSONPath: "$.n"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pe := judgeToolResult("t", json.RawMessage(tc.result), tc.expect)
@@ -174,8 +174,8 @@ func TestToolCheckMetrics(t *testing.T) {
 	srv := streamable(t, toolServer(), mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 	reg := prometheus.NewPedanticRegistry()
 	p := testProber(t, func(o *Options) { o.Metrics = NewMetrics(reg) })
-	p.Probe(t.Context(), toolEndpoint(srv.URL, store.ToolCheck{Name: "health", Arguments: json.RawMessage(`{"account":"a"}`)}), cmd())
-	p.Probe(t.Context(), toolEndpoint(srv.URL, store.ToolCheck{Name: "broken", Arguments: json.RawMessage(`{"account":"a"}`)}), cmd())
+	p.Probe(t.Context(), toolEndpoint(srv.URL, model.ToolCheck{Name: "health", Arguments: json.RawMessage(`{"account":"a"}`)}), cmd())
+	p.Probe(t.Context(), toolEndpoint(srv.URL, model.ToolCheck{Name: "broken", Arguments: json.RawMessage(`{"account":"a"}`)}), cmd())
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
@@ -84,7 +84,7 @@ func TestTypeScriptSDKServers(t *testing.T) {
 	} {
 		t.Run(tc.transport+"/"+tc.probeTransport, func(t *testing.T) {
 			base := tsEverything(t, tc.transport)
-			ep := store.Endpoint{ID: "ts", URL: base + tc.path, Transport: tc.probeTransport, Timeout: 10 * time.Second}
+			ep := model.Endpoint{ID: "ts", URL: base + tc.path, Transport: tc.probeTransport, Timeout: 10 * time.Second}
 			res := testProber(t, nil).Probe(context.Background(), ep, cmd())
 			if res.Status != msg.StatusUp || res.Class != ClassOK {
 				t.Fatalf("probe of server-everything (%s): %s/%s %q", tc.transport, res.Status, res.Class, res.Error)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // The hand-spelled 2025-era requests must be the bytes json.Marshal gives.
@@ -101,7 +101,7 @@ func TestRequestHeaders(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := New(Options{ClientName: "mcpmon", ClientVersion: "1.2"})
-			r := &run{p: p, ep: store.Endpoint{Headers: tc.ep}, u: u, version: tc.version, sessionID: tc.sessID}
+			r := &run{p: p, ep: model.Endpoint{Headers: tc.ep}, u: u, version: tc.version, sessionID: tc.sessID}
 			if tc.legacy {
 				r.legacy = &legacyStream{}
 			}
@@ -167,7 +167,7 @@ func TestFastRequestMatchesRequestWrite(t *testing.T) {
 				{http.MethodPost, "x", nil},
 			} {
 				p := New(Options{ClientName: "mcpmon", ClientVersion: " 1.2\n"})
-				r := &run{p: p, ep: store.Endpoint{Headers: hs}, u: u, version: st.version, sessionID: st.session}
+				r := &run{p: p, ep: model.Endpoint{Headers: hs}, u: u, version: st.version, sessionID: st.session}
 				var fast bytes.Buffer
 				w := bufio.NewWriter(&fast)
 				if !fastWritable(u.Host, r.requestURI(u)) {

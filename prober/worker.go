@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/schedule"
@@ -20,7 +21,7 @@ import (
 
 // EndpointSource loads an endpoint; store.Endpoints satisfies it.
 type EndpointSource interface {
-	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
+	GetEndpoint(ctx context.Context, id string) (model.Endpoint, error)
 }
 
 // ResultPublisher sends a result to the results queue; *queue.Publisher
@@ -141,7 +142,7 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) error {
 		return fmt.Errorf("prober: command message %s: %w", m.ID, err)
 	}
 	ep, err := w.endpoint(ctx, cmd.EndpointID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, model.ErrNotFound) {
 		w.log.Info("endpoint deleted; dropping probe command", "endpoint", cmd.EndpointID, "slot", cmd.Slot)
 		return nil
 	}
@@ -174,12 +175,12 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) error {
 // outage (nobody can change an endpoint meanwhile: the API needs the store
 // too) and the results wait in the results queue instead of never being
 // taken; an outage then costs no down windows of an outage that overlaps it.
-func (w *Worker) endpoint(ctx context.Context, id string) (store.Endpoint, error) {
+func (w *Worker) endpoint(ctx context.Context, id string) (model.Endpoint, error) {
 	ep, err := w.endpoints.GetEndpoint(ctx, id)
 	switch {
 	case err == nil:
 		w.known.put(ep, w.clk.Now())
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, model.ErrNotFound):
 		w.known.drop(id)
 	case errors.Is(err, store.ErrUnavailable):
 		if cached, ok := w.known.get(id); ok {
@@ -200,7 +201,7 @@ func (w *Worker) previous(ctx context.Context, id string, slot time.Time) *msg.P
 	switch {
 	case err == nil && pr.Slot.Before(slot):
 		return &pr
-	case err != nil && !errors.Is(err, store.ErrNotFound):
+	case err != nil && !errors.Is(err, model.ErrNotFound):
 		w.storeFailed("read latest result failed; probing without history", id, err)
 	}
 	return nil
@@ -255,13 +256,13 @@ type knownEndpoints struct {
 }
 
 type knownEndpoint struct {
-	ep     store.Endpoint
+	ep     model.Endpoint
 	loaded time.Time
 }
 
 const knownTTL = time.Hour
 
-func (k *knownEndpoints) put(ep store.Endpoint, now time.Time) {
+func (k *knownEndpoints) put(ep model.Endpoint, now time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil {
@@ -277,7 +278,7 @@ func (k *knownEndpoints) put(ep store.Endpoint, now time.Time) {
 	}
 }
 
-func (k *knownEndpoints) get(id string) (store.Endpoint, bool) {
+func (k *knownEndpoints) get(id string) (model.Endpoint, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	e, ok := k.m[id]

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -19,9 +20,9 @@ type outageEndpoints struct {
 	down bool
 }
 
-func (o *outageEndpoints) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
+func (o *outageEndpoints) GetEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
 	if o.down {
-		return store.Endpoint{}, store.ErrUnavailable
+		return model.Endpoint{}, store.ErrUnavailable
 	}
 	return o.endpointsFake.GetEndpoint(ctx, id)
 }

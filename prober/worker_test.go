@@ -12,19 +12,19 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // Hand-written fakes: the worker's collaborators are consumer-side
 // interfaces; the queue and store implementations have their own suites.
-type endpointsFake map[string]store.Endpoint
+type endpointsFake map[string]model.Endpoint
 
-func (f endpointsFake) GetEndpoint(_ context.Context, id string) (store.Endpoint, error) {
+func (f endpointsFake) GetEndpoint(_ context.Context, id string) (model.Endpoint, error) {
 	ep, ok := f[id]
 	if !ok {
-		return store.Endpoint{}, store.ErrNotFound
+		return model.Endpoint{}, model.ErrNotFound
 	}
 	return ep, nil
 }
@@ -55,7 +55,7 @@ func (l *latestFake) LatestResult(_ context.Context, id string) (msg.ProbeResult
 	defer l.mu.Unlock()
 	r, ok := l.m[id]
 	if !ok {
-		return msg.ProbeResult{}, store.ErrNotFound
+		return msg.ProbeResult{}, model.ErrNotFound
 	}
 	return r, nil
 }

@@ -6,10 +6,11 @@ import (
 	"strings"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // Severities a sink can route on (Config.Severities).
-var Severities = []string{alert.SeverityCritical, alert.SeverityWarning}
+var Severities = []string{model.SeverityCritical, model.SeverityWarning}
 
 func (p *problems) severities() {
 	for _, s := range p.c.Severities {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // TestSeverityRouting: "severities" takes critical and warning only, a
@@ -27,10 +28,10 @@ func TestSeverityRouting(t *testing.T) {
 		t.Fatal(err)
 	}
 	pager, chat := built[0], built[1]
-	if !alert.Takes(pager, alert.SeverityCritical) || alert.Takes(pager, alert.SeverityWarning) {
+	if !alert.Takes(pager, model.SeverityCritical) || alert.Takes(pager, model.SeverityWarning) {
 		t.Fatal("the critical-only sink routes wrongly")
 	}
-	if !alert.Takes(chat, alert.SeverityCritical) || !alert.Takes(chat, alert.SeverityWarning) {
+	if !alert.Takes(chat, model.SeverityCritical) || !alert.Takes(chat, model.SeverityWarning) {
 		t.Fatal("a sink without severities must take both")
 	}
 	if pager.Name() != "pager" || alert.MetricLabel(pager) != "pager" {
@@ -38,7 +39,7 @@ func TestSeverityRouting(t *testing.T) {
 	}
 	res := NewEndpointResolver(nil, false, nil)
 	eps, err := res.For("ep", []byte(`[{"name":"own","type":"webhook","url":"https://example.com/o","severities":["warning"]}]`))
-	if err != nil || len(eps) != 1 || alert.Takes(eps[0], alert.SeverityCritical) || !alert.Takes(eps[0], alert.SeverityWarning) {
+	if err != nil || len(eps) != 1 || alert.Takes(eps[0], model.SeverityCritical) || !alert.Takes(eps[0], model.SeverityWarning) {
 		t.Fatalf("per-endpoint sink routing lost: %v %v", eps, err)
 	}
 }

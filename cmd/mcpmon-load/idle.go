@@ -21,7 +21,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/daemon"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // idleSchedule is registered for every endpoint of the idle measurement:
@@ -140,7 +140,7 @@ func registerIdle(ctx context.Context, dir string, n int, stderr io.Writer) erro
 	for w := range writers {
 		wg.Go(func() {
 			for i := w; i < n && errs[w] == nil; i += writers {
-				_, errs[w] = d.Store().CreateEndpoint(ctx, store.Endpoint{
+				_, errs[w] = d.Store().CreateEndpoint(ctx, model.Endpoint{
 					ID: fmt.Sprintf("idle%06d", i), Name: fmt.Sprintf("idle %d", i), URL: fmt.Sprintf("https://idle%d.example.com/mcp", i),
 					Transport: "auto", Schedule: idleSchedule, Timeout: 10 * time.Second,
 				})

@@ -32,6 +32,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/daemon"
 	"github.com/mcpmon/mcpmon/pkg/metrics"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/seal"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -535,7 +536,7 @@ func registerLoad(ctx context.Context, st store.Store, urls []string, schedule s
 	for w := range writers {
 		wg.Go(func() {
 			for i := w; i < len(urls) && errs[w] == nil; i += writers {
-				_, err := st.CreateEndpoint(ctx, store.Endpoint{
+				_, err := st.CreateEndpoint(ctx, model.Endpoint{
 					ID: fmt.Sprintf("load%06d", i), Name: fmt.Sprintf("load %d", i), URL: urls[i], Transport: "auto",
 					Schedule: schedule, Timeout: 5 * time.Second,
 				})

@@ -1,7 +1,8 @@
-// Package alert holds what the alerter hands to a sink: the Notification for
-// one incident event and the Sink interface every sink package implements
-// (alerter/sinks/...), and maintenance windows (recurring ones are parsed by
-// the scheduler's own schedule rules, in UTC unless CRON_TZ= says otherwise).
+// Package alert is the contract between the alerter and its sinks: the
+// Notification for one incident event, the EventNotification for one change
+// event, the Sink interface every sink package implements (alerter/sinks/...)
+// with its optional severity and event opt-ins, and the per-tenant cache of
+// decoded maintenance windows (the windows themselves are model.Maintenance).
 // It delivers nothing itself, so sinks, the alerter and the API can depend on
 // it without depending on each other.
 package alert
@@ -49,12 +50,6 @@ type Notification struct {
 	IncidentKind string   `json:"incidentKind,omitempty"`
 	Regions      []string `json:"regions,omitempty"`
 }
-
-// Severities of incidents, which sinks can route on.
-const (
-	SeverityCritical = "critical" // a global incident
-	SeverityWarning  = "warning"  // a regional incident
-)
 
 // SeverityRouter is implemented by sinks that take only some severities
 // (a sink's "severities" setting); a sink without it takes every one.

@@ -11,55 +11,16 @@ import (
 	"encoding/json"
 	"slices"
 	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // NotifyIncidents is the notify kind of incident notifications (open,
 // resolve, reminders): every sink's default.
 const NotifyIncidents = "incidents"
 
-// Change-event kinds, the one list of them: a sink opts into them by name
-// (NotifyKinds), and the store records exactly these (store.EventKinds).
-const (
-	// EventCatalogBreaking: a tool removed, a required input added, an
-	// input removed or its type changed.
-	EventCatalogBreaking = "catalog_breaking"
-	// EventCatalogInfo: a compatible catalog change (a tool added, an
-	// optional input added, a schema reworded).
-	EventCatalogInfo = "catalog_info"
-	// EventCatalogSecurity: a tool's description changed. Descriptions are
-	// instructions to the model; a silent change is how tool poisoning
-	// looks.
-	EventCatalogSecurity = "catalog_security"
-	// EventVersion: the negotiated protocol version, or the server's name
-	// or version, changed.
-	EventVersion = "version"
-	// EventCertificateExpiry: the TLS certificate expires within the
-	// warning period (once per certificate).
-	EventCertificateExpiry = "certificate_expiry"
-	// EventCredentialExpiry: a probe credential expires soon (raised by
-	// the prober as a result event of this kind).
-	EventCredentialExpiry = "credential_expiry"
-	// EventCatalogDivergent: the regions that listed an endpoint's tools
-	// successfully in one window saw different catalogs (a stale edge
-	// cache, a partial rollout). Raised by the aggregator, which sees
-	// every region's result of a window; once per set of catalogs.
-	EventCatalogDivergent = "catalog_divergent"
-	// EventAuthServerChanged: an endpoint whose OAuth token URL is
-	// discovered named another authorization server or token endpoint than
-	// the one pinned for it (raised by the prober, which did not follow it:
-	// the client secret goes to the pinned token endpoint only). Once per
-	// pinned and named pair.
-	EventAuthServerChanged = "auth_server_changed"
-)
-
-// EventKinds are the change-event kinds, in the order docs and metrics list
-// them.
-func EventKinds() []string {
-	return []string{EventCatalogBreaking, EventCatalogInfo, EventCatalogSecurity, EventVersion, EventCertificateExpiry, EventCredentialExpiry, EventCatalogDivergent, EventAuthServerChanged}
-}
-
 // NotifyKinds are the values a sink's notify list may hold.
-func NotifyKinds() []string { return append([]string{NotifyIncidents}, EventKinds()...) }
+func NotifyKinds() []string { return append([]string{NotifyIncidents}, model.EventKinds()...) }
 
 // EventNotification is one change event for one sink.
 type EventNotification struct {

@@ -46,6 +46,7 @@ import (
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -54,30 +55,30 @@ import (
 // Store is what the API reads and writes. pkg/store/bolt and pkg/store/redis
 // implement it.
 type Store interface {
-	CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error)
-	UpdateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error)
-	GetEndpoint(ctx context.Context, id string) (store.Endpoint, error)
+	CreateEndpoint(ctx context.Context, e model.Endpoint) (model.Endpoint, error)
+	UpdateEndpoint(ctx context.Context, e model.Endpoint) (model.Endpoint, error)
+	GetEndpoint(ctx context.Context, id string) (model.Endpoint, error)
 	// The owned reads (tenants.go): ownership from the per-tenant index
 	// before the record is read.
-	GetEndpointOf(ctx context.Context, tenant, id string) (store.Endpoint, error)
-	ListEndpoints(ctx context.Context) ([]store.Endpoint, error)
+	GetEndpointOf(ctx context.Context, tenant, id string) (model.Endpoint, error)
+	ListEndpoints(ctx context.Context) ([]model.Endpoint, error)
 	DeleteEndpoint(ctx context.Context, id string) error
 	// The per-tenant index (tenants.go): a tenant's list and its quota.
-	ListEndpointsOf(ctx context.Context, tenant string) ([]store.Endpoint, error)
+	ListEndpointsOf(ctx context.Context, tenant string) ([]model.Endpoint, error)
 	// One page of the tenant's endpoints (pages.go).
 	ListEndpointsPage(ctx context.Context, tenant, after string, limit int) (store.EndpointPage, error)
-	CreateEndpointWithin(ctx context.Context, e store.Endpoint, limit int) (store.Endpoint, error)
+	CreateEndpointWithin(ctx context.Context, e model.Endpoint, limit int) (model.Endpoint, error)
 
 	LatestResult(ctx context.Context, endpointID string) (msg.ProbeResult, error)
 	LastVerdict(ctx context.Context, endpointID string) (msg.Verdict, error)
 	ListVerdicts(ctx context.Context, endpointID string, limit int) ([]msg.Verdict, error)
 	ListVerdictsBefore(ctx context.Context, endpointID string, before time.Time, limit int) ([]msg.Verdict, error)
 
-	GetIncident(ctx context.Context, id string) (store.Incident, error)
-	GetIncidentOf(ctx context.Context, tenant, id string) (store.Incident, error)
-	UpdateIncident(ctx context.Context, inc store.Incident) (store.Incident, error)
-	ListIncidents(ctx context.Context, f store.IncidentFilter) ([]store.Incident, error)
-	Deliveries(ctx context.Context, incidentID string) ([]store.Delivery, error)
+	GetIncident(ctx context.Context, id string) (model.Incident, error)
+	GetIncidentOf(ctx context.Context, tenant, id string) (model.Incident, error)
+	UpdateIncident(ctx context.Context, inc model.Incident) (model.Incident, error)
+	ListIncidents(ctx context.Context, f store.IncidentFilter) ([]model.Incident, error)
+	Deliveries(ctx context.Context, incidentID string) ([]model.Delivery, error)
 
 	PutObject(ctx context.Context, kind, id string, doc []byte) error
 	GetObject(ctx context.Context, kind, id string) ([]byte, error)
@@ -93,7 +94,7 @@ type Store interface {
 // Scheduler learns about endpoint changes. *scheduler.Scheduler implements it.
 type Scheduler interface {
 	// Upsert schedules or re-schedules ep (paused endpoints are unscheduled).
-	Upsert(ep store.Endpoint) error
+	Upsert(ep model.Endpoint) error
 	// Remove unschedules the endpoint.
 	Remove(id string)
 }

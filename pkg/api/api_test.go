@@ -21,6 +21,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/api/apispec"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/scheduler"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -313,16 +314,16 @@ type racingStore struct {
 	calls int
 }
 
-func (s *racingStore) UpdateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
+func (s *racingStore) UpdateEndpoint(ctx context.Context, e model.Endpoint) (model.Endpoint, error) {
 	s.calls++
 	if s.calls <= s.races {
 		cur, err := s.Store.GetEndpoint(ctx, e.ID)
 		if err != nil {
-			return store.Endpoint{}, err
+			return model.Endpoint{}, err
 		}
 		cur.Labels = map[string]string{"touched": fmt.Sprint(s.calls)}
 		if _, err := s.Store.UpdateEndpoint(ctx, cur); err != nil {
-			return store.Endpoint{}, err
+			return model.Endpoint{}, err
 		}
 	}
 	return s.Store.UpdateEndpoint(ctx, e)
@@ -471,7 +472,7 @@ func TestSchedulerErrorDoesNotFailTheRequest(t *testing.T) {
 
 type failingScheduler struct{}
 
-func (failingScheduler) Upsert(store.Endpoint) error { return errors.New("boom") }
+func (failingScheduler) Upsert(model.Endpoint) error { return errors.New("boom") }
 func (failingScheduler) Remove(string)               {}
 
 func TestPatchChecksTargetOnlyWhenURLChanges(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/api"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -79,7 +80,7 @@ func TestAuditRecordsWhoChangedWhat(t *testing.T) {
 			`"headers":{"Authorization":"Bearer `+headerSecret+`"},"sinks":{"webhook":{"url":"https://hooks.example.com/`+sinkSecret+`"}}}`))
 	mustStatus(http.StatusOK, "PATCH", "/v1/endpoints/"+ep, write, `{"headers":{"X-Api-Key":"`+patchedSecret+`"},"paused":true}`)
 	mustStatus(http.StatusBadRequest, "PATCH", "/v1/endpoints/"+ep, write, `{"timeout":"forever"}`) // no entry
-	inc := seedIncident(t, ah.harness, "inc-1", ep, store.IncidentOpen).ID
+	inc := seedIncident(t, ah.harness, "inc-1", ep, model.IncidentOpen).ID
 	mustStatus(http.StatusOK, "POST", "/v1/incidents/"+inc+"/ack", write, `{"by":"oncall","reason":"looking"}`)
 	win := `{"name":"deploy","endpointIds":["` + ep + `"],"start":"2026-03-02T01:00:00Z","end":"2026-03-02T02:00:00Z"}`
 	m := idOf(mustStatus(http.StatusCreated, "POST", "/v1/maintenance", write, win))

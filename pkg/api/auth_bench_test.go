@@ -10,7 +10,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/clock"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
 
@@ -30,7 +30,7 @@ func newBenchAPI(b *testing.B) *benchAPI {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = st.Close() })
-	ep, err := st.CreateEndpoint(b.Context(), store.Endpoint{ID: "bench", Name: "bench", URL: "https://mcp.example.com/mcp", Transport: "auto", Schedule: "@every 30s", Timeout: 10 * time.Second})
+	ep, err := st.CreateEndpoint(b.Context(), model.Endpoint{ID: "bench", Name: "bench", URL: "https://mcp.example.com/mcp", Transport: "auto", Schedule: "@every 30s", Timeout: 10 * time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}

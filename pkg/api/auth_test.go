@@ -16,7 +16,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/api/apispec"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // What the process wires into Options.
@@ -164,7 +164,7 @@ func (ah *authHarness) seed() map[string]string {
 		ah.t.Fatalf("seed endpoint: %d %s", resp.StatusCode, b)
 	}
 	ids["{endpoint}"] = ep.ID
-	ids["{incident}"] = seedIncident(ah.t, ah.harness, fmt.Sprintf("inc-a-%d", ah.seq), ep.ID, store.IncidentOpen).ID
+	ids["{incident}"] = seedIncident(ah.t, ah.harness, fmt.Sprintf("inc-a-%d", ah.seq), ep.ID, model.IncidentOpen).ID
 	var m apiv1.MaintenanceView
 	resp, b = ah.call("POST", "/v1/maintenance", ah.keys["a/write"], `{"name":"a","endpointIds":["x"],"start":"2026-03-02T01:00:00Z","end":"2026-03-02T02:00:00Z"}`)
 	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &m) != nil {

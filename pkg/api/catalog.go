@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -39,7 +40,7 @@ func (s *server) getCatalog(w http.ResponseWriter, r *http.Request) {
 	due := schedule.DueRegions(s.regions, ep.Regions)
 	latest, err := s.store.LatestResult(r.Context(), id)
 	hasLatest := err == nil
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, model.ErrNotFound) {
 		writeProblem(w, r, s.storeProblem(r, err, "latest result of endpoint "+id))
 		return
 	}
@@ -104,7 +105,7 @@ func (s *server) regionCatalog(r *http.Request, id, region string) (storedCatalo
 	for _, oid := range ids {
 		doc, err := s.store.GetObject(r.Context(), store.KindCatalog, oid)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, model.ErrNotFound):
 			continue
 		case err != nil:
 			return storedCatalog{}, false, s.storeProblem(r, err, "catalog of endpoint "+id)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -18,7 +19,7 @@ import (
 func TestCatalogPerRegion(t *testing.T) {
 	h := newHarness(t, func(o *api.Options) { o.Regions = []string{"eu", "us", "ap"} })
 	ctx := t.Context()
-	if _, err := h.store.CreateEndpoint(ctx, store.Endpoint{ID: "ep", Schedule: "@every 1m", Regions: []string{"eu", "us"}}); err != nil {
+	if _, err := h.store.CreateEndpoint(ctx, model.Endpoint{ID: "ep", Schedule: "@every 1m", Regions: []string{"eu", "us"}}); err != nil {
 		t.Fatal(err)
 	}
 	put := func(id, doc string) {
@@ -69,7 +70,7 @@ func TestCatalogPerRegion(t *testing.T) {
 func TestCatalogWithoutRegionSet(t *testing.T) {
 	h := newHarness(t)
 	ctx := t.Context()
-	if _, err := h.store.CreateEndpoint(ctx, store.Endpoint{ID: "ep", Schedule: "@every 1m"}); err != nil {
+	if _, err := h.store.CreateEndpoint(ctx, model.Endpoint{ID: "ep", Schedule: "@every 1m"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.store.PutObject(ctx, store.KindCatalog, "ep", []byte(`{"fingerprint":"own","tools":[]}`)); err != nil {

@@ -3,7 +3,7 @@ package api
 // deepcheck.go owns the API side of an endpoint's credentialed deep checks:
 // the tool check (toolCheck), the OAuth client-credentials client (oauth)
 // and the credential expiry warning window (credentialWarning). It
-// validates them into store.Endpoint fields, redacts their secrets in
+// validates them into model.Endpoint fields, redacts their secrets in
 // views — the tool check's argument values and the OAuth client secret are
 // secrets like header values: stored sealed, never returned — and decides
 // which stored secrets a PATCH keeps.
@@ -18,7 +18,7 @@ import (
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/jsonpath"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // Credential warning bounds; the size caps are in caps.go.
@@ -28,7 +28,7 @@ const (
 )
 
 // deepChecks validates in's deep-check fields into e, reporting through bad.
-func (s *server) deepChecks(in apiv1.EndpointInput, e *store.Endpoint, bad func(ptr, format string, args ...any)) {
+func (s *server) deepChecks(in apiv1.EndpointInput, e *model.Endpoint, bad func(ptr, format string, args ...any)) {
 	if tc := in.ToolCheck; tc != nil {
 		e.ToolCheck = toolCheck(tc, bad)
 	}
@@ -53,8 +53,8 @@ func (s *server) deepChecks(in apiv1.EndpointInput, e *store.Endpoint, bad func(
 	}
 }
 
-func toolCheck(in *apiv1.ToolCheckInput, bad func(ptr, format string, args ...any)) *store.ToolCheck {
-	tc := &store.ToolCheck{Name: in.Name}
+func toolCheck(in *apiv1.ToolCheckInput, bad func(ptr, format string, args ...any)) *model.ToolCheck {
+	tc := &model.ToolCheck{Name: in.Name}
 	switch {
 	case in.Name == "":
 		bad("#/toolCheck/name", "is required")
@@ -78,7 +78,7 @@ func toolCheck(in *apiv1.ToolCheckInput, bad func(ptr, format string, args ...an
 		}
 	}
 	if x := in.Expect; x != nil {
-		ex := &store.ToolExpect{Contains: x.Contains, JSONPath: x.JSONPath}
+		ex := &model.ToolExpect{Contains: x.Contains, JSONPath: x.JSONPath}
 		if len(x.Contains) > maxExpectContains || !utf8.ValidString(x.Contains) {
 			bad("#/toolCheck/expect/contains", "must be valid UTF-8 of at most %d bytes", maxExpectContains)
 		}
@@ -108,8 +108,8 @@ func toolCheck(in *apiv1.ToolCheckInput, bad func(ptr, format string, args ...an
 	return tc
 }
 
-func (s *server) oauthClient(in *apiv1.OAuthInput, bad func(ptr, format string, args ...any)) *store.OAuthClient {
-	o := &store.OAuthClient{TokenURL: strings.TrimSpace(in.TokenURL), ClientID: in.ClientID, ClientSecret: in.ClientSecret, Audience: in.Audience}
+func (s *server) oauthClient(in *apiv1.OAuthInput, bad func(ptr, format string, args ...any)) *model.OAuthClient {
+	o := &model.OAuthClient{TokenURL: strings.TrimSpace(in.TokenURL), ClientID: in.ClientID, ClientSecret: in.ClientSecret, Audience: in.Audience}
 	if o.TokenURL == "" {
 		// Discovered by the prober at each token fetch, every URL through
 		// the SSRF guard.
@@ -197,7 +197,7 @@ func redactLeaves(v any) any {
 }
 
 // toolCheckView is the tool check as the API returns it.
-func toolCheckView(tc *store.ToolCheck) *apiv1.ToolCheckInput {
+func toolCheckView(tc *model.ToolCheck) *apiv1.ToolCheckInput {
 	if tc == nil {
 		return nil
 	}
@@ -218,7 +218,7 @@ func toolCheckView(tc *store.ToolCheck) *apiv1.ToolCheckInput {
 }
 
 // oauthView is the OAuth client as the API returns it: no secret.
-func oauthView(o *store.OAuthClient) *apiv1.OAuthInput {
+func oauthView(o *model.OAuthClient) *apiv1.OAuthInput {
 	if o == nil {
 		return nil
 	}
@@ -231,7 +231,7 @@ func oauthView(o *store.OAuthClient) *apiv1.OAuthInput {
 
 // deepCheckInput is the stored deep-check configuration as input (real
 // secrets: server-side only), the base a PATCH merges into.
-func deepCheckInput(e store.Endpoint, in *apiv1.EndpointInput) {
+func deepCheckInput(e model.Endpoint, in *apiv1.EndpointInput) {
 	if tc := e.ToolCheck; tc != nil {
 		in.ToolCheck = &apiv1.ToolCheckInput{Name: tc.Name, Arguments: tc.Arguments}
 		if x := tc.Expect; x != nil {
@@ -256,7 +256,7 @@ func deepCheckInput(e store.Endpoint, in *apiv1.EndpointInput) {
 // ID stay; otherwise the secret must be sent again (a 400 otherwise), or a
 // PATCH of only tokenUrl (or url) would hand the secret (or fresh tokens)
 // to whoever runs the new server.
-func carryDeepSecrets(in *apiv1.EndpointInput, cur store.Endpoint, patch map[string]any) (warnings []string, errs []apiv1.FieldError) {
+func carryDeepSecrets(in *apiv1.EndpointInput, cur model.Endpoint, patch map[string]any) (warnings []string, errs []apiv1.FieldError) {
 	if tc := in.ToolCheck; tc != nil && cur.ToolCheck != nil && len(cur.ToolCheck.Arguments) > 0 {
 		sameURL := sameOrigin(in.URL, cur.URL)
 		tp, _ := patch["toolCheck"].(map[string]any)

@@ -15,8 +15,8 @@ import (
 	"unicode/utf8"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/schedule"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // Endpoint validation: toEndpoint turns an EndpointInput into the endpoint
@@ -33,12 +33,12 @@ type reportFunc func(ptr, format string, args ...any)
 // timestamps or version). checkTarget runs the TargetValidator: a PATCH
 // that leaves the URL alone skips it, so pausing or renaming an endpoint
 // registered under a since-tightened target policy still works.
-func (s *server) toEndpoint(in apiv1.EndpointInput, checkTarget bool) (store.Endpoint, []apiv1.FieldError) {
+func (s *server) toEndpoint(in apiv1.EndpointInput, checkTarget bool) (model.Endpoint, []apiv1.FieldError) {
 	var errs []apiv1.FieldError
 	bad := func(ptr, format string, args ...any) {
 		errs = append(errs, apiv1.FieldError{Pointer: ptr, Detail: fmt.Sprintf(format, args...)})
 	}
-	e := store.Endpoint{
+	e := model.Endpoint{
 		Name: strings.TrimSpace(in.Name), URL: strings.TrimSpace(in.URL), Transport: in.Transport,
 		ProtocolVersion: in.ProtocolVersion, Schedule: strings.TrimSpace(in.Schedule), Paused: in.Paused,
 		Public: in.Public, Slug: in.Slug,
@@ -280,11 +280,11 @@ func checkLabels(in map[string]string, bad reportFunc) map[string]string {
 
 // checkRules returns the verdict and incident rules, nil when every field
 // is the default.
-func checkRules(in *apiv1.RulesInput, bad reportFunc) *store.Rules {
+func checkRules(in *apiv1.RulesInput, bad reportFunc) *model.Rules {
 	if in == nil {
 		return nil
 	}
-	r := &store.Rules{OpenAfter: in.OpenAfter, OpenWindow: in.OpenWindow, ResolveAfter: in.ResolveAfter, RegionQuorum: in.RegionQuorum}
+	r := &model.Rules{OpenAfter: in.OpenAfter, OpenWindow: in.OpenWindow, ResolveAfter: in.ResolveAfter, RegionQuorum: in.RegionQuorum}
 	// A slice, not a map: problems come out in the same order every time.
 	for _, f := range []struct {
 		ptr string
@@ -308,7 +308,7 @@ func checkRules(in *apiv1.RulesInput, bad reportFunc) *store.Rules {
 			r.RepeatInterval = d
 		}
 	}
-	if *r == (store.Rules{}) {
+	if *r == (model.Rules{}) {
 		return nil
 	}
 	return r

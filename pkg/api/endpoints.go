@@ -15,6 +15,7 @@ import (
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -43,9 +44,9 @@ var (
 	labelKeyRE        = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./-]*$`)
 )
 
-func (s *server) endpointView(e store.Endpoint) apiv1.EndpointView {
+func (s *server) endpointView(e model.Endpoint) apiv1.EndpointView {
 	v := apiv1.EndpointView{
-		ID: e.ID, Tenant: store.TenantOf(e.Tenant), Name: e.Name, URL: RedactURL(e.URL), Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
+		ID: e.ID, Tenant: model.TenantOf(e.Tenant), Name: e.Name, URL: RedactURL(e.URL), Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
 		Schedule: e.Schedule, Timeout: e.Timeout.String(), Labels: e.Labels, Paused: e.Paused,
 		Public: e.Public, Slug: e.Slug, Regions: e.Regions, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Version: e.Version,
 	}
@@ -77,7 +78,7 @@ func (s *server) endpointView(e store.Endpoint) apiv1.EndpointView {
 
 // setState fills v's State and StateWindow from the endpoint and its last
 // verdict (found false when it has none yet).
-func setState(v *apiv1.EndpointView, e store.Endpoint, last msg.Verdict, found bool) {
+func setState(v *apiv1.EndpointView, e model.Endpoint, last msg.Verdict, found bool) {
 	switch {
 	case e.Paused:
 		v.State = apiv1.StatePaused
@@ -92,7 +93,7 @@ func setState(v *apiv1.EndpointView, e store.Endpoint, last msg.Verdict, found b
 	}
 }
 
-func rulesInput(r *store.Rules) *apiv1.RulesInput {
+func rulesInput(r *model.Rules) *apiv1.RulesInput {
 	if r == nil {
 		return nil
 	}
@@ -105,7 +106,7 @@ func rulesInput(r *store.Rules) *apiv1.RulesInput {
 
 // input is the stored endpoint as an apiv1.EndpointInput (with real header values:
 // server-side only), the base a PATCH merges into.
-func input(e store.Endpoint) apiv1.EndpointInput {
+func input(e model.Endpoint) apiv1.EndpointInput {
 	in := apiv1.EndpointInput{
 		Name: e.Name, URL: e.URL, Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
 		Schedule: e.Schedule, Headers: e.Headers, Labels: e.Labels,
@@ -245,7 +246,7 @@ func (s *server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		}
 		v := s.endpointView(e)
 		last, err := s.store.LastVerdict(r.Context(), e.ID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err != nil && !errors.Is(err, model.ErrNotFound) {
 			writeProblem(w, r, s.storeProblem(r, err, "last verdict of endpoint "+e.ID))
 			return
 		}
@@ -271,7 +272,7 @@ func (s *server) getEndpoint(w http.ResponseWriter, r *http.Request) {
 	v := s.endpointView(e)
 	if res, err := s.store.LatestResult(r.Context(), id); err == nil {
 		v.LatestResult = resultView(res)
-	} else if !errors.Is(err, store.ErrNotFound) {
+	} else if !errors.Is(err, model.ErrNotFound) {
 		writeProblem(w, r, s.storeProblem(r, err, "latest result of endpoint "+id))
 		return
 	}
@@ -280,7 +281,7 @@ func (s *server) getEndpoint(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 		vv := verdictView(vd)
 		v.LastVerdict = &vv
-	case !errors.Is(err, store.ErrNotFound):
+	case !errors.Is(err, model.ErrNotFound):
 		writeProblem(w, r, s.storeProblem(r, err, "last verdict of endpoint "+id))
 		return
 	}
@@ -509,7 +510,7 @@ func (s *server) listVerdicts(w http.ResponseWriter, r *http.Request) {
 
 // schedule tells the scheduler about a stored endpoint. The store is the
 // source of truth: a failure here is logged, and the periodic Sync repairs it.
-func (s *server) schedule(e store.Endpoint) {
+func (s *server) schedule(e model.Endpoint) {
 	if s.sched == nil {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -38,8 +39,8 @@ func TestClientErrors(t *testing.T) {
 	})
 	ep := h.create(`{"name":"existing","url":"https://a.example/mcp","headers":{"Authorization":"Bearer t"}}`)
 	epPath := "/v1/endpoints/" + ep.ID
-	seedIncident(t, h, "inc-open", ep.ID, store.IncidentOpen)
-	seedIncident(t, h, "inc-resolved", ep.ID, store.IncidentResolved)
+	seedIncident(t, h, "inc-open", ep.ID, model.IncidentOpen)
+	seedIncident(t, h, "inc-resolved", ep.ID, model.IncidentResolved)
 	var mw apiv1.MaintenanceView
 	h.mustJSON("POST", "/v1/maintenance", `{"endpointIds":["`+ep.ID+`"],"start":"2026-03-02T00:00:00Z","end":"2026-03-02T01:00:00Z"}`, http.StatusCreated, &mw)
 	mwPath := "/v1/maintenance/" + mw.ID
@@ -218,20 +219,20 @@ func truncate(b []byte) string {
 }
 
 // seedIncident stores an incident the way the alerter does.
-func seedIncident(t *testing.T, h *harness, id, endpointID string, state store.IncidentState) store.Incident {
+func seedIncident(t *testing.T, h *harness, id, endpointID string, state model.IncidentState) model.Incident {
 	t.Helper()
 	opened := t0.Add(-10 * time.Minute)
-	inc := store.Incident{
-		ID: id, EndpointID: endpointID, State: store.IncidentOpen, OpenedWindow: opened, OpenedAt: opened.Add(70 * time.Second),
+	inc := model.Incident{
+		ID: id, EndpointID: endpointID, State: model.IncidentOpen, OpenedWindow: opened, OpenedAt: opened.Add(70 * time.Second),
 		FirstFailure: opened.Add(-time.Minute), Class: "timeout", Reason: "probe timed out",
-		Transitions: []store.Transition{{At: opened.Add(70 * time.Second), To: store.IncidentOpen, Reason: "2 of 3 windows down"}},
+		Transitions: []model.Transition{{At: opened.Add(70 * time.Second), To: model.IncidentOpen, Reason: "2 of 3 windows down"}},
 		Data:        json.RawMessage(`{"private":"alerter state"}`),
 	}
-	if state == store.IncidentResolved {
+	if state == model.IncidentResolved {
 		at := t0.Add(-time.Minute)
-		inc.State = store.IncidentResolved
+		inc.State = model.IncidentResolved
 		inc.ResolvedAt, inc.ResolvedWindow = &at, &at
-		inc.Transitions = append(inc.Transitions, store.Transition{At: at, From: store.IncidentOpen, To: store.IncidentResolved, Reason: "2 up windows"})
+		inc.Transitions = append(inc.Transitions, model.Transition{At: at, From: model.IncidentOpen, To: model.IncidentResolved, Reason: "2 up windows"})
 	}
 	if ep, err := h.store.GetEndpoint(t.Context(), endpointID); err == nil {
 		inc.Tenant = ep.Tenant // as the alerter opens it: in its endpoint's tenant

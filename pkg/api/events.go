@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -23,10 +24,10 @@ const cursorEvents = "events"
 
 // EventLister is the part of the store the event list reads.
 type EventLister interface {
-	ListEvents(ctx context.Context, endpointID string, f store.EventFilter) ([]store.ChangeEvent, error)
+	ListEvents(ctx context.Context, endpointID string, f store.EventFilter) ([]model.ChangeEvent, error)
 }
 
-func eventView(e store.ChangeEvent) apiv1.EventView {
+func eventView(e model.ChangeEvent) apiv1.EventView {
 	return apiv1.EventView{
 		ID: e.ID, EndpointID: e.EndpointID, Kind: e.Kind, Fingerprint: e.Fingerprint,
 		ObservedAt: e.ObservedAt, RecordedAt: e.RecordedAt, Region: e.Region, ProbeRunID: e.ProbeRunID,
@@ -43,8 +44,8 @@ func (s *server) listEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	kind := r.URL.Query().Get("kind")
-	if kind != "" && !store.IsEventKind(kind) {
-		writeProblem(w, r, invalid(apiv1.FieldError{Pointer: "?kind", Detail: "must be one of " + strings.Join(store.EventKinds(), ", ")}))
+	if kind != "" && !model.IsEventKind(kind) {
+		writeProblem(w, r, invalid(apiv1.FieldError{Pointer: "?kind", Detail: "must be one of " + strings.Join(model.EventKinds(), ", ")}))
 		return
 	}
 	if _, p := s.endpointOf(r, id); p != nil {
@@ -59,7 +60,7 @@ func (s *server) listEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Before = cur.ID
 	}
-	var evs []store.ChangeEvent
+	var evs []model.ChangeEvent
 	if el, ok := s.store.(EventLister); ok {
 		var err error
 		if evs, err = el.ListEvents(r.Context(), id, f); err != nil {
@@ -67,7 +68,7 @@ func (s *server) listEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	evs, next := cutPage(evs, limit, func(e store.ChangeEvent) cursor { return cursor{Kind: cursorEvents, ID: e.ID} })
+	evs, next := cutPage(evs, limit, func(e model.ChangeEvent) cursor { return cursor{Kind: cursorEvents, ID: e.ID} })
 	out := make([]apiv1.EventView, 0, len(evs))
 	for _, e := range evs {
 		out = append(out, eventView(e))

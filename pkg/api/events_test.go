@@ -12,7 +12,7 @@ import (
 	"github.com/mcpmon/mcpmon/alerter/sinks"
 	"github.com/mcpmon/mcpmon/pkg/api"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 type eventPage struct {
@@ -28,13 +28,13 @@ func TestEventPagesNewestFirst(t *testing.T) {
 	ep := h.create(`{"name":"docs","url":"https://mcp.example.com/mcp"}`)
 	var want []string
 	for i := range 5 {
-		kind := store.EventCatalogBreaking
+		kind := model.EventCatalogBreaking
 		if i%2 == 1 {
-			kind = store.EventCatalogSecurity
+			kind = model.EventCatalogSecurity
 		}
 		after := fmt.Sprintf("sha256:%d", i)
-		_, err := h.store.AppendEvents(t.Context(), store.ChangeEvent{EndpointID: ep.ID, Kind: kind,
-			Fingerprint: store.EventFingerprint(ep.ID, kind, after), ObservedAt: t0.Add(time.Duration(i) * time.Minute),
+		_, err := h.store.AppendEvents(t.Context(), model.ChangeEvent{EndpointID: ep.ID, Kind: kind,
+			Fingerprint: model.EventFingerprint(ep.ID, kind, after), ObservedAt: t0.Add(time.Duration(i) * time.Minute),
 			Message: "changed", After: after, Diff: json.RawMessage(`{"removed":["search"]}`)})
 		if err != nil {
 			t.Fatal(err)
@@ -62,7 +62,7 @@ func TestEventPagesNewestFirst(t *testing.T) {
 	}
 	var sec eventPage
 	h.mustJSON("GET", "/v1/endpoints/"+ep.ID+"/events?kind=catalog_security", "", http.StatusOK, &sec)
-	if len(sec.Events) != 2 || sec.Events[0].Kind != store.EventCatalogSecurity || sec.NextCursor != "" {
+	if len(sec.Events) != 2 || sec.Events[0].Kind != model.EventCatalogSecurity || sec.NextCursor != "" {
 		t.Fatalf("?kind=catalog_security = %+v", sec)
 	}
 	var empty eventPage

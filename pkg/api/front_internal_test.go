@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/auth"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // TestNoteRefusalWritesOnePerMinute: the first refusal of an address
@@ -66,7 +66,7 @@ func TestRefusalLogIsBounded(t *testing.T) {
 }
 
 func TestTenantDeliveries(t *testing.T) {
-	ds := []store.Delivery{
+	ds := []model.Delivery{
 		{Kind: "open", Sink: "own-hook"},
 		{Kind: "open", Sink: "webhook"},  // the operator's --webhook-url
 		{Kind: "open", Sink: "ops-mail"}, // the operator's, unknown to this replica
@@ -120,18 +120,18 @@ func TestEndpointSinkNames(t *testing.T) {
 }
 
 func TestSlugHeldOnlyByPublicEndpoints(t *testing.T) {
-	all := []store.Endpoint{
+	all := []model.Endpoint{
 		{ID: "pub", Slug: "taken", Public: true},
 		{ID: "priv", Slug: "private-name"},
 	}
 	for _, tc := range []struct {
 		name string
-		e    store.Endpoint
+		e    model.Endpoint
 		want bool
 	}{
-		{"another public holder", store.Endpoint{ID: "new", Slug: "taken", Public: true}, true},
-		{"its own slug", store.Endpoint{ID: "pub", Slug: "taken", Public: true}, false},
-		{"a private holder reserves nothing", store.Endpoint{ID: "new", Slug: "private-name", Public: true}, false},
+		{"another public holder", model.Endpoint{ID: "new", Slug: "taken", Public: true}, true},
+		{"its own slug", model.Endpoint{ID: "pub", Slug: "taken", Public: true}, false},
+		{"a private holder reserves nothing", model.Endpoint{ID: "new", Slug: "private-name", Public: true}, false},
 	} {
 		if got := slugHeld(all, tc.e); got != tc.want {
 			t.Errorf("%s: slugHeld = %v, want %v", tc.name, got, tc.want)

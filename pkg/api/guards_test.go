@@ -13,8 +13,8 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // TestStateChangesRequireJSON: a POST, PUT or PATCH without a JSON content
@@ -24,7 +24,7 @@ import (
 // still answer 404.
 func TestStateChangesRequireJSON(t *testing.T) {
 	h := newHarness(t)
-	seedIncident(t, h, "inc", "ep-a", store.IncidentOpen)
+	seedIncident(t, h, "inc", "ep-a", model.IncidentOpen)
 	for _, tc := range []struct {
 		name, method, path, contentType, body string
 		want                                  int
@@ -50,7 +50,7 @@ func TestStateChangesRequireJSON(t *testing.T) {
 	// The same empty acknowledgement with a JSON content type is accepted.
 	var got apiv1.IncidentView
 	h.mustJSON("POST", "/v1/incidents/inc/ack", "", http.StatusOK, &got)
-	if got.State != string(store.IncidentAcknowledged) {
+	if got.State != string(model.IncidentAcknowledged) {
 		t.Fatalf("JSON ack: %+v", got)
 	}
 }
@@ -133,7 +133,7 @@ func TestValidationGaps(t *testing.T) {
 	h := newHarness(t, func(o *api.Options) { o.TargetValidator = netguard.Guard{}.CheckTarget })
 	ep := h.create(`{"name":"existing","url":"https://a.example/mcp"}`)
 	epPath := "/v1/endpoints/" + ep.ID
-	seedIncident(t, h, "inc-open", ep.ID, store.IncidentOpen)
+	seedIncident(t, h, "inc-open", ep.ID, model.IncidentOpen)
 	valid := func(extra string) string { return `{"name":"n","url":"https://b.example/mcp"` + extra + `}` }
 	url := func(u string) string { return `{"name":"n","url":"` + u + `"}` }
 	name := func(n string) string { return `{"name":"` + n + `","url":"https://b.example/mcp"}` }

@@ -13,6 +13,7 @@ import (
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -22,7 +23,7 @@ const (
 	MaxListLimit     = 1000
 )
 
-func incidentView(inc store.Incident) apiv1.IncidentView {
+func incidentView(inc model.Incident) apiv1.IncidentView {
 	tr := make([]apiv1.TransitionView, 0, len(inc.Transitions))
 	for _, t := range inc.Transitions {
 		tr = append(tr, apiv1.TransitionView{At: t.At, From: string(t.From), To: string(t.To), Reason: t.Reason})
@@ -32,13 +33,13 @@ func incidentView(inc store.Incident) apiv1.IncidentView {
 		OpenedAt: inc.OpenedAt, FirstFailure: inc.FirstFailure, Class: inc.Class, Reason: inc.Reason,
 		AckedAt: inc.AckedAt, AckedBy: inc.AckedBy, ResolvedWindow: inc.ResolvedWindow,
 		ResolvedAt: inc.ResolvedAt, Transitions: tr, Version: inc.Version,
-		Kind: string(cmp.Or(inc.Kind, store.IncidentGlobal)), Severity: store.IncidentSeverity(inc.Kind), Regions: inc.Regions,
+		Kind: string(cmp.Or(inc.Kind, model.IncidentGlobal)), Severity: model.IncidentSeverity(inc.Kind), Regions: inc.Regions,
 	}
 }
 
 // deliveryViews is ds as the API shows them; never nil, so an incident
 // without notifications says [].
-func deliveryViews(ds []store.Delivery) []apiv1.DeliveryView {
+func deliveryViews(ds []model.Delivery) []apiv1.DeliveryView {
 	out := make([]apiv1.DeliveryView, 0, len(ds))
 	for _, d := range ds {
 		out = append(out, apiv1.DeliveryView{
@@ -55,8 +56,8 @@ func deliveryViews(ds []store.Delivery) []apiv1.DeliveryView {
 // (own: the endpoint's sink names) that is not an operator sink (a global
 // sink shadows an endpoint sink of the same name, so that delivery was the
 // operator's); the rest are only counted.
-func tenantDeliveries(ds []store.Delivery, tenant string, own, operator map[string]bool) ([]store.Delivery, int) {
-	out := []store.Delivery{}
+func tenantDeliveries(ds []model.Delivery, tenant string, own, operator map[string]bool) ([]model.Delivery, int) {
+	out := []model.Delivery{}
 	if tenant == auth.DefaultTenant {
 		return append(out, ds...), 0
 	}
@@ -116,12 +117,12 @@ func (s *server) listIncidents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	f := store.IncidentFilter{Tenant: auth.TenantFrom(r.Context()), EndpointID: q.Get("endpoint"), State: store.IncidentState(q.Get("state")), Limit: limit + 1}
+	f := store.IncidentFilter{Tenant: auth.TenantFrom(r.Context()), EndpointID: q.Get("endpoint"), State: model.IncidentState(q.Get("state")), Limit: limit + 1}
 	if cur != nil {
 		f.After = &store.IncidentKey{OpenedWindow: cur.At, ID: cur.ID}
 	}
 	switch f.State {
-	case "", store.IncidentOpen, store.IncidentAcknowledged, store.IncidentResolved:
+	case "", model.IncidentOpen, model.IncidentAcknowledged, model.IncidentResolved:
 	default:
 		writeProblem(w, r, invalid(apiv1.FieldError{Pointer: "?state", Detail: "must be open, acknowledged or resolved"}))
 		return
@@ -131,7 +132,7 @@ func (s *server) listIncidents(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, s.storeProblem(r, err, "incidents"))
 		return
 	}
-	incs, next := cutPage(incs, limit, func(last store.Incident) cursor {
+	incs, next := cutPage(incs, limit, func(last model.Incident) cursor {
 		return cursor{Kind: cursorIncidents, At: last.OpenedWindow, ID: last.ID}
 	})
 	out := make([]apiv1.IncidentView, 0, len(incs))
@@ -163,9 +164,9 @@ func (s *server) getIncident(w http.ResponseWriter, r *http.Request) {
 		// no sink, and every delivery is only counted.
 		e, err := s.store.GetEndpoint(r.Context(), inc.EndpointID)
 		switch {
-		case err == nil && store.TenantOf(e.Tenant) == tenant:
+		case err == nil && model.TenantOf(e.Tenant) == tenant:
 			own = endpointSinkNames(e.Sinks)
-		case err != nil && !errors.Is(err, store.ErrNotFound):
+		case err != nil && !errors.Is(err, model.ErrNotFound):
 			writeProblem(w, r, s.storeProblem(r, err, "endpoint of incident "+id))
 			return
 		}
@@ -216,10 +217,10 @@ func (s *server) ackIncident(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		switch inc.State {
-		case store.IncidentAcknowledged:
+		case model.IncidentAcknowledged:
 			writeJSON(w, http.StatusOK, incidentView(inc))
 			return
-		case store.IncidentResolved:
+		case model.IncidentResolved:
 			writeProblem(w, r, problemf(http.StatusConflict, apiv1.TypeIncidentResolved, "incident %s is already resolved; only an open incident can be acknowledged", id))
 			return
 		}
@@ -231,8 +232,8 @@ func (s *server) ackIncident(w http.ResponseWriter, r *http.Request) {
 		if in.Reason != "" {
 			reason += ": " + in.Reason
 		}
-		inc.Transitions = append(inc.Transitions, store.Transition{At: now, From: inc.State, To: store.IncidentAcknowledged, Reason: reason})
-		inc.State = store.IncidentAcknowledged
+		inc.Transitions = append(inc.Transitions, model.Transition{At: now, From: inc.State, To: model.IncidentAcknowledged, Reason: reason})
+		inc.State = model.IncidentAcknowledged
 		inc.AckedAt = &now
 		inc.AckedBy = in.By
 		updated, err := s.store.UpdateIncident(r.Context(), inc)

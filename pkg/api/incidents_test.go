@@ -8,14 +8,14 @@ import (
 	"time"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 func TestListAndGetIncidents(t *testing.T) {
 	h := newHarness(t)
-	seedIncident(t, h, "a-open", "ep-a", store.IncidentOpen)
-	seedIncident(t, h, "a-resolved", "ep-a", store.IncidentResolved)
-	seedIncident(t, h, "b-open", "ep-b", store.IncidentOpen)
+	seedIncident(t, h, "a-open", "ep-a", model.IncidentOpen)
+	seedIncident(t, h, "a-resolved", "ep-a", model.IncidentResolved)
+	seedIncident(t, h, "b-open", "ep-b", model.IncidentOpen)
 
 	for _, tc := range []struct {
 		query string
@@ -52,28 +52,28 @@ func TestListAndGetIncidents(t *testing.T) {
 	}
 	var inc apiv1.IncidentView
 	h.mustJSON("GET", "/v1/incidents/a-open", "", http.StatusOK, &inc)
-	if inc.EndpointID != "ep-a" || inc.State != string(store.IncidentOpen) || inc.Class != "timeout" || len(inc.Transitions) != 1 || inc.Version != 1 {
+	if inc.EndpointID != "ep-a" || inc.State != string(model.IncidentOpen) || inc.Class != "timeout" || len(inc.Transitions) != 1 || inc.Version != 1 {
 		t.Errorf("incident %+v", inc)
 	}
 }
 
 func TestAckIncident(t *testing.T) {
 	h := newHarness(t)
-	seedIncident(t, h, "inc", "ep-a", store.IncidentOpen)
+	seedIncident(t, h, "inc", "ep-a", model.IncidentOpen)
 	h.clock.Advance(3 * time.Minute)
 
 	var got apiv1.IncidentView
 	h.mustJSON("POST", "/v1/incidents/inc/ack", `{"by":"alice","reason":"looking into it"}`, http.StatusOK, &got)
-	if got.State != string(store.IncidentAcknowledged) || got.AckedBy != "alice" || got.AckedAt == nil || !got.AckedAt.Equal(h.clock.Now()) {
+	if got.State != string(model.IncidentAcknowledged) || got.AckedBy != "alice" || got.AckedAt == nil || !got.AckedAt.Equal(h.clock.Now()) {
 		t.Fatalf("acked incident %+v", got)
 	}
 	last := got.Transitions[len(got.Transitions)-1]
-	if len(got.Transitions) != 2 || last.From != string(store.IncidentOpen) || last.To != string(store.IncidentAcknowledged) ||
+	if len(got.Transitions) != 2 || last.From != string(model.IncidentOpen) || last.To != string(model.IncidentAcknowledged) ||
 		!last.At.Equal(h.clock.Now()) || last.Reason != "acknowledged via API by alice: looking into it" {
 		t.Fatalf("transitions %+v", got.Transitions)
 	}
 	stored, _ := h.store.GetIncident(t.Context(), "inc")
-	if stored.State != store.IncidentAcknowledged || string(stored.Data) != `{"private":"alerter state"}` {
+	if stored.State != model.IncidentAcknowledged || string(stored.Data) != `{"private":"alerter state"}` {
 		t.Fatalf("stored %+v: want acknowledged with the alerter's data untouched", stored)
 	}
 
@@ -90,19 +90,19 @@ func TestAckIncident(t *testing.T) {
 
 func TestIncidentShowsNotificationsPerSink(t *testing.T) {
 	h := newHarness(t)
-	seedIncident(t, h, "quiet", "ep-a", store.IncidentOpen)
+	seedIncident(t, h, "quiet", "ep-a", model.IncidentOpen)
 	resp, b := h.do("GET", "/v1/incidents/quiet", "", "")
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"notifications":[]`) {
 		t.Fatalf("GET incident without deliveries = %d %s, want notifications: []", resp.StatusCode, b)
 	}
 
-	seedIncident(t, h, "inc", "ep-a", store.IncidentResolved)
+	seedIncident(t, h, "inc", "ep-a", model.IncidentResolved)
 	first, last := t0.Add(-9*time.Minute), t0.Add(-8*time.Minute)
-	for _, d := range []store.Delivery{
-		{Kind: "resolve", Sink: "webhook", Outcome: store.DeliveryMuted},
-		{Kind: "open", Sink: "webhook", Outcome: store.DeliveryDelivered, Attempts: 2, FirstAttemptAt: first, LastAttemptAt: last, DeliveredAt: last,
+	for _, d := range []model.Delivery{
+		{Kind: "resolve", Sink: "webhook", Outcome: model.DeliveryMuted},
+		{Kind: "open", Sink: "webhook", Outcome: model.DeliveryDelivered, Attempts: 2, FirstAttemptAt: first, LastAttemptAt: last, DeliveredAt: last,
 			LastError: `sink "webhook": receiver failed with HTTP 503; will retry`},
-		{Kind: "open", Sink: "chat", Outcome: store.DeliveryFailed, Attempts: 4, FirstAttemptAt: first, LastAttemptAt: last, LastError: "HTTP 500"},
+		{Kind: "open", Sink: "chat", Outcome: model.DeliveryFailed, Attempts: 4, FirstAttemptAt: first, LastAttemptAt: last, LastError: "HTTP 500"},
 	} {
 		if err := h.store.RecordDelivery(t.Context(), "inc", d); err != nil {
 			t.Fatal(err)
@@ -117,7 +117,7 @@ func TestIncidentShowsNotificationsPerSink(t *testing.T) {
 	if want := []string{"open/chat/failed", "open/webhook/delivered", "resolve/webhook/muted"}; !slices.Equal(order, want) {
 		t.Fatalf("notifications %v, want %v", order, want)
 	}
-	if got.ID != "inc" || got.State != string(store.IncidentResolved) {
+	if got.ID != "inc" || got.State != string(model.IncidentResolved) {
 		t.Fatalf("incident fields lost next to the notifications: %+v", got.IncidentView)
 	}
 	_, b = h.do("GET", "/v1/incidents/inc", "", "")

@@ -10,15 +10,14 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/mcpmon/mcpmon/pkg/alert"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
-func maintenanceView(m alert.Maintenance) apiv1.MaintenanceView {
+func maintenanceView(m model.Maintenance) apiv1.MaintenanceView {
 	v := apiv1.MaintenanceView{
-		ID: m.ID, Tenant: store.TenantOf(m.Tenant), Name: m.Name, EndpointIDs: m.EndpointIDs, Selector: m.Selector,
+		ID: m.ID, Tenant: model.TenantOf(m.Tenant), Name: m.Name, EndpointIDs: m.EndpointIDs, Selector: m.Selector,
 		Start: m.Start, End: m.End, Cron: m.Cron, CreatedAt: m.CreatedAt,
 	}
 	if m.Duration > 0 {
@@ -27,11 +26,11 @@ func maintenanceView(m alert.Maintenance) apiv1.MaintenanceView {
 	return v
 }
 
-// toMaintenance validates in: the caps first (alert.Maintenance.Bounds,
-// lengths only), then alert.Maintenance.Validate, the same check the
+// toMaintenance validates in: the caps first (model.Maintenance.Bounds,
+// lengths only), then model.Maintenance.Validate, the same check the
 // alerter relies on.
-func toMaintenance(in apiv1.MaintenanceInput) (alert.Maintenance, *apiv1.Problem) {
-	m := alert.Maintenance{
+func toMaintenance(in apiv1.MaintenanceInput) (model.Maintenance, *apiv1.Problem) {
+	m := model.Maintenance{
 		Name: strings.TrimSpace(in.Name), EndpointIDs: in.EndpointIDs, Selector: in.Selector,
 		Start: in.Start.UTC(), End: in.End.UTC(), Cron: strings.TrimSpace(in.Cron),
 	}
@@ -76,7 +75,7 @@ func (s *server) listMaintenance(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	docs, err := s.store.ListObjectsOf(r.Context(), alert.MaintenanceKind, auth.TenantFrom(r.Context()))
+	docs, err := s.store.ListObjectsOf(r.Context(), model.MaintenanceKind, auth.TenantFrom(r.Context()))
 	if err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "maintenance windows"))
 		return
@@ -95,7 +94,7 @@ func (s *server) listMaintenance(w http.ResponseWriter, r *http.Request) {
 			next = encodeCursor(cursor{Kind: cursorMaintenance, ID: out[limit-1].ID})
 			break
 		}
-		m, err := alert.DecodeMaintenance(docs[id])
+		m, err := model.DecodeMaintenance(docs[id])
 		if err != nil {
 			s.log.Error("skipping undecodable maintenance window", "id", id, "err", err)
 			continue
@@ -121,15 +120,15 @@ func (s *server) getMaintenance(w http.ResponseWriter, r *http.Request) {
 // loadMaintenance reads window id if it is the request's tenant's; another
 // tenant's is the same 404 as a missing one, decided from the store's
 // tenant index before the document is read.
-func (s *server) loadMaintenance(r *http.Request, id string) (alert.Maintenance, *apiv1.Problem) {
-	doc, err := s.store.GetObjectOf(r.Context(), alert.MaintenanceKind, auth.TenantFrom(r.Context()), id)
+func (s *server) loadMaintenance(r *http.Request, id string) (model.Maintenance, *apiv1.Problem) {
+	doc, err := s.store.GetObjectOf(r.Context(), model.MaintenanceKind, auth.TenantFrom(r.Context()), id)
 	if err != nil {
-		return alert.Maintenance{}, s.storeProblem(r, err, "maintenance window "+id)
+		return model.Maintenance{}, s.storeProblem(r, err, "maintenance window "+id)
 	}
-	m, err := alert.DecodeMaintenance(doc)
+	m, err := model.DecodeMaintenance(doc)
 	if err != nil {
 		s.log.Error("undecodable maintenance window", "id", id, "err", err)
-		return alert.Maintenance{}, problemf(http.StatusInternalServerError, "", "maintenance window %s is unreadable", id)
+		return model.Maintenance{}, problemf(http.StatusInternalServerError, "", "maintenance window %s is unreadable", id)
 	}
 	return m, nil
 }
@@ -172,37 +171,37 @@ func (s *server) putMaintenance(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, maintenanceView(m))
 }
 
-// readMaintenance reads a window's body, at most alert.MaxWindowBytes of
+// readMaintenance reads a window's body, at most model.MaxWindowBytes of
 // it (413 beyond), before anything decodes it.
-func (s *server) readMaintenance(w http.ResponseWriter, r *http.Request) (alert.Maintenance, *apiv1.Problem) {
-	r.Body = http.MaxBytesReader(w, r.Body, alert.MaxWindowBytes)
+func (s *server) readMaintenance(w http.ResponseWriter, r *http.Request) (model.Maintenance, *apiv1.Problem) {
+	r.Body = http.MaxBytesReader(w, r.Body, model.MaxWindowBytes)
 	body, p := s.readBody(w, r, false)
 	if p != nil {
-		return alert.Maintenance{}, p
+		return model.Maintenance{}, p
 	}
 	var in apiv1.MaintenanceInput
 	if p := decodeStrict(body, &in); p != nil {
-		return alert.Maintenance{}, p
+		return model.Maintenance{}, p
 	}
 	return toMaintenance(in)
 }
 
 // saveMaintenance stores m; a new window only while its tenant holds fewer
 // than the quota, counted by the store in the write's own transaction.
-func (s *server) saveMaintenance(r *http.Request, m alert.Maintenance, create bool) *apiv1.Problem {
+func (s *server) saveMaintenance(r *http.Request, m model.Maintenance, create bool) *apiv1.Problem {
 	doc, err := json.Marshal(m)
 	if err != nil {
 		s.log.Error("encode maintenance window", "id", m.ID, "err", err)
 		return problemf(http.StatusInternalServerError, "", "encoding maintenance window failed")
 	}
-	if len(doc) > alert.MaxWindowBytes {
-		return problemf(http.StatusRequestEntityTooLarge, "", "a maintenance window may be at most %d bytes stored", alert.MaxWindowBytes)
+	if len(doc) > model.MaxWindowBytes {
+		return problemf(http.StatusRequestEntityTooLarge, "", "a maintenance window may be at most %d bytes stored", model.MaxWindowBytes)
 	}
 	limit := 0
 	if create {
 		limit = s.quotas.MaxMaintenance
 	}
-	err = s.store.PutObjectWithin(r.Context(), alert.MaintenanceKind, m.ID, doc, limit)
+	err = s.store.PutObjectWithin(r.Context(), model.MaintenanceKind, m.ID, doc, limit)
 	if isQuota(err) {
 		return quotaProblem("maintenance windows", "--max-maintenance-per-tenant", s.quotas.MaxMaintenance)
 	}
@@ -218,7 +217,7 @@ func (s *server) deleteMaintenance(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	if err := s.store.DeleteObject(r.Context(), alert.MaintenanceKind, id); err != nil {
+	if err := s.store.DeleteObject(r.Context(), model.MaintenanceKind, id); err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "maintenance window "+id))
 		return
 	}

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/alert"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 func TestMaintenanceCRUD(t *testing.T) {
@@ -25,16 +25,16 @@ func TestMaintenanceCRUD(t *testing.T) {
 	}
 
 	// The alerter reads what the API stored, in its own type.
-	doc, err := h.store.GetObject(t.Context(), alert.MaintenanceKind, recurring.ID)
+	doc, err := h.store.GetObject(t.Context(), model.MaintenanceKind, recurring.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := alert.DecodeMaintenance(doc)
+	m, err := model.DecodeMaintenance(doc)
 	if err != nil || m.Duration != 90*time.Minute || m.Selector["team"] != "payments" || m.Validate() != nil {
 		t.Fatalf("stored maintenance %+v, %v", m, err)
 	}
 	sunday2am := time.Date(2026, 3, 8, 2, 30, 0, 0, time.UTC)
-	if !m.ActiveAt(sunday2am, alert.EndpointRef{ID: "x", Labels: map[string]string{"team": "payments"}}) {
+	if !m.ActiveAt(sunday2am, model.EndpointRef{ID: "x", Labels: map[string]string{"team": "payments"}}) {
 		t.Error("stored recurring window is not active on Sunday 02:30 UTC")
 	}
 

@@ -15,7 +15,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/api/apispec"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 func loadSpec(t *testing.T) *apispec.Spec {
@@ -306,7 +306,7 @@ func TestDocsRenderEveryOperation(t *testing.T) {
 // not allow.
 func TestAnEndpointStoredWithoutTransportShowsAuto(t *testing.T) {
 	h := newHarness(t)
-	if _, err := h.store.CreateEndpoint(t.Context(), store.Endpoint{ID: "bare", Name: "bare", URL: "https://mcp.example.com/mcp", Schedule: "@every 1m", Timeout: time.Second}); err != nil {
+	if _, err := h.store.CreateEndpoint(t.Context(), model.Endpoint{ID: "bare", Name: "bare", URL: "https://mcp.example.com/mcp", Schedule: "@every 1m", Timeout: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	var v apiv1.EndpointView

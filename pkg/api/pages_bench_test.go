@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
 
@@ -65,7 +65,7 @@ func BenchmarkListEndpoints10k(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = st.Close() })
 	for i := range n {
-		_, err := st.CreateEndpoint(b.Context(), store.Endpoint{
+		_, err := st.CreateEndpoint(b.Context(), model.Endpoint{
 			ID: fmt.Sprintf("ep%05d", i), Name: fmt.Sprintf("endpoint %d", i), URL: fmt.Sprintf("https://mcp%d.example.com/mcp", i),
 			Transport: "auto", Schedule: "@every 30s", Timeout: 10 * time.Second,
 			Headers: map[string]string{"Authorization": "Bearer 0123456789abcdef0123456789abcdef"},
@@ -103,12 +103,12 @@ func BenchmarkListEndpoints10k(b *testing.B) {
 		}
 	}
 	oneRead := func() {
-		eps, err := st.ListEndpointsOf(b.Context(), store.DefaultTenant)
+		eps, err := st.ListEndpointsOf(b.Context(), model.DefaultTenant)
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, e := range eps {
-			if _, err := st.LastVerdict(b.Context(), e.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if _, err := st.LastVerdict(b.Context(), e.ID); err != nil && !errors.Is(err, model.ErrNotFound) {
 				b.Fatal(err)
 			}
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/api/apispec"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
@@ -108,7 +109,7 @@ func TestEndpointPagesReturnEachOnceWhileOthersChange(t *testing.T) {
 
 			live := map[string]bool{}
 			for range n {
-				e, err := st.CreateEndpoint(t.Context(), store.Endpoint{ID: newID(), Name: "e", URL: "https://e.example/mcp", Schedule: "@every 1m", Timeout: time.Second})
+				e, err := st.CreateEndpoint(t.Context(), model.Endpoint{ID: newID(), Name: "e", URL: "https://e.example/mcp", Schedule: "@every 1m", Timeout: time.Second})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -332,8 +333,8 @@ func TestIncidentAndVerdictPagesWalkTheWholeList(t *testing.T) {
 		// Pairs of incidents share an opening window.
 		opened := t0.Add(time.Duration(i/2) * time.Hour)
 		epID := fmt.Sprintf("ep%d", i)
-		inc := store.Incident{ID: msg.IncidentID(epID, opened), EndpointID: epID, State: store.IncidentOpen, OpenedWindow: opened}
-		if err := h.store.SaveTracker(t.Context(), store.Tracker{EndpointID: epID}, inc); err != nil {
+		inc := model.Incident{ID: msg.IncidentID(epID, opened), EndpointID: epID, State: model.IncidentOpen, OpenedWindow: opened}
+		if err := h.store.SaveTracker(t.Context(), model.Tracker{EndpointID: epID}, inc); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -52,7 +53,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // should not see. what names the resource ("endpoint abc").
 func (s *server) storeProblem(r *http.Request, err error, what string) *apiv1.Problem {
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, model.ErrNotFound):
 		return problemf(http.StatusNotFound, "", "%s not found", what)
 	case errors.Is(err, store.ErrConflict):
 		return problemf(http.StatusConflict, apiv1.TypeVersionConflict, "%s was changed concurrently; reload it and retry", what)

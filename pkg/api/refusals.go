@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/mcpmon/mcpmon/pkg/auth"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -115,7 +116,7 @@ func (s *server) refused(r *http.Request, client string, status int, reason stri
 	tenant := auth.DefaultTenant
 	actor := store.AuditActor{KeyID: auditActorUnknown}
 	if p.KeyID != "" {
-		tenant, actor = store.TenantOf(p.Tenant), store.AuditActor{KeyID: p.KeyID, Name: p.Name}
+		tenant, actor = model.TenantOf(p.Tenant), store.AuditActor{KeyID: p.KeyID, Name: p.Name}
 	}
 	addr, emit, earlier := s.refusals.note(tenant, client, now)
 	if !emit {

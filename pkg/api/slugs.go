@@ -12,7 +12,7 @@ import (
 	"regexp"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // Slug bounds: lowercase letters, digits and inner hyphens, 3 to 63.
@@ -52,7 +52,7 @@ func slugProblem(slug string, public bool) string {
 // the slug's oldest holder (a deterministic choice), so the race costs the
 // second owner a page that does not show, never a page showing the wrong
 // endpoint's data to the first.
-func (s *server) slugTaken(r *http.Request, e store.Endpoint) *apiv1.Problem {
+func (s *server) slugTaken(r *http.Request, e model.Endpoint) *apiv1.Problem {
 	if e.Slug == "" || !e.Public {
 		return nil
 	}
@@ -69,7 +69,7 @@ func (s *server) slugTaken(r *http.Request, e store.Endpoint) *apiv1.Problem {
 }
 
 // slugHeld reports whether another public endpoint than e holds e's slug.
-func slugHeld(all []store.Endpoint, e store.Endpoint) bool {
+func slugHeld(all []model.Endpoint, e model.Endpoint) bool {
 	for _, o := range all {
 		if o.Public && o.Slug == e.Slug && o.ID != e.ID {
 			return true

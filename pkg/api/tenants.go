@@ -13,6 +13,7 @@ import (
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -61,10 +62,10 @@ func quotaProblem(noun, flag string, limit int) *apiv1.Problem {
 // tenant's is the same 404 as a missing one, and costs what a missing one
 // does: the store decides ownership from its index before it reads (or
 // the sealed store opens) the record.
-func (s *server) endpointOf(r *http.Request, id string) (store.Endpoint, *apiv1.Problem) {
+func (s *server) endpointOf(r *http.Request, id string) (model.Endpoint, *apiv1.Problem) {
 	e, err := s.store.GetEndpointOf(r.Context(), auth.TenantFrom(r.Context()), id)
 	if err != nil {
-		return store.Endpoint{}, s.storeProblem(r, err, "endpoint "+id)
+		return model.Endpoint{}, s.storeProblem(r, err, "endpoint "+id)
 	}
 	return e, nil
 }
@@ -72,10 +73,10 @@ func (s *server) endpointOf(r *http.Request, id string) (store.Endpoint, *apiv1.
 // incidentOf loads incident id if it is the request's tenant's (the
 // tenant its endpoint had when it opened); otherwise 404 as if missing,
 // decided from the store's tenant index before the record is read.
-func (s *server) incidentOf(r *http.Request, id string) (store.Incident, *apiv1.Problem) {
+func (s *server) incidentOf(r *http.Request, id string) (model.Incident, *apiv1.Problem) {
 	inc, err := s.store.GetIncidentOf(r.Context(), auth.TenantFrom(r.Context()), id)
 	if err != nil {
-		return store.Incident{}, s.storeProblem(r, err, "incident "+id)
+		return model.Incident{}, s.storeProblem(r, err, "incident "+id)
 	}
 	return inc, nil
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // safeIDs replaces the harness's counter with one safe for concurrent
@@ -62,11 +62,11 @@ func TestTenantsSeeOnlyTheirOwn(t *testing.T) {
 		return v.ID
 	}
 	a1, a2, b1 := create(a, "a1"), create(a, "a2"), create(b, "b1")
-	incA := seedIncident(t, ah.harness, "inc-a", a1, store.IncidentOpen)
+	incA := seedIncident(t, ah.harness, "inc-a", a1, model.IncidentOpen)
 	if incA.Tenant != "a" {
 		t.Fatalf("seeded incident tenant %q", incA.Tenant)
 	}
-	seedIncident(t, ah.harness, "inc-b", b1, store.IncidentOpen)
+	seedIncident(t, ah.harness, "inc-b", b1, model.IncidentOpen)
 
 	for _, c := range []struct {
 		key, path, field string
@@ -98,7 +98,7 @@ func TestTenantsSeeOnlyTheirOwn(t *testing.T) {
 	if resp, body := ah.call("POST", "/v1/incidents/inc-a/ack", b, `{}`); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("b acknowledges a's incident: %d %s", resp.StatusCode, body)
 	}
-	if got, _ := ah.store.GetIncident(t.Context(), "inc-a"); got.State != store.IncidentOpen {
+	if got, _ := ah.store.GetIncident(t.Context(), "inc-a"); got.State != model.IncidentOpen {
 		t.Fatalf("a's incident is %s after b's ack", got.State)
 	}
 }
@@ -116,10 +116,10 @@ func keyTenant(ah *authHarness, key string) string {
 // API serves the default tenant, which owns the records from before tenants.
 func TestWithoutKeysEverythingIsTheDefaultTenant(t *testing.T) {
 	h := newHarness(t)
-	if _, err := h.store.CreateEndpoint(t.Context(), store.Endpoint{ID: "old", Name: "old", URL: "https://mcp.example.com/mcp", Schedule: "@every 30s"}); err != nil {
+	if _, err := h.store.CreateEndpoint(t.Context(), model.Endpoint{ID: "old", Name: "old", URL: "https://mcp.example.com/mcp", Schedule: "@every 30s"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.store.CreateEndpoint(t.Context(), store.Endpoint{ID: "theirs", Tenant: "other", Name: "x", URL: "https://mcp.example.com/mcp", Schedule: "@every 30s"}); err != nil {
+	if _, err := h.store.CreateEndpoint(t.Context(), model.Endpoint{ID: "theirs", Tenant: "other", Name: "x", URL: "https://mcp.example.com/mcp", Schedule: "@every 30s"}); err != nil {
 		t.Fatal(err)
 	}
 	resp, b := h.do("GET", "/v1/endpoints", "", "")
@@ -136,7 +136,7 @@ func TestWithoutKeysEverythingIsTheDefaultTenant(t *testing.T) {
 func TestEndpointQuota(t *testing.T) {
 	ah := newAuthHarness(t, withQuotas(api.Quotas{MaxEndpoints: api.DefaultMaxEndpointsPerTenant}))
 	for i := range api.DefaultMaxEndpointsPerTenant - 1 {
-		if _, err := ah.store.CreateEndpoint(t.Context(), store.Endpoint{ID: fmt.Sprintf("seed%04d", i), Tenant: "a", Schedule: "@every 30s"}); err != nil {
+		if _, err := ah.store.CreateEndpoint(t.Context(), model.Endpoint{ID: fmt.Sprintf("seed%04d", i), Tenant: "a", Schedule: "@every 30s"}); err != nil {
 			t.Fatal(err)
 		}
 	}

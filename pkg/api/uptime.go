@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -23,11 +24,11 @@ import (
 // RollupReader is what the uptime routes need beyond Store; both store
 // backends implement it. A Store without it answers those routes 501.
 type RollupReader interface {
-	Rollups(ctx context.Context, endpointID string, size time.Duration, from, to time.Time) ([]store.Rollup, error)
+	Rollups(ctx context.Context, endpointID string, size time.Duration, from, to time.Time) ([]model.Rollup, error)
 }
 
 // MaxHistoryDays bounds GET /history?days=: the daily rollups kept.
-const MaxHistoryDays = store.DailyBuckets
+const MaxHistoryDays = model.DailyBuckets
 
 // endpointRollups is the prologue of the rollup routes: the caller's
 // endpoint {id} (another tenant's is a 404) and the store's rollups (501
@@ -56,7 +57,7 @@ func (s *server) getUptime(w http.ResponseWriter, r *http.Request) {
 		name = "24h"
 	}
 	now := s.clock.Now()
-	from, to, size, known := store.RangeBounds(name, now)
+	from, to, size, known := model.RangeBounds(name, now)
 	if name == "custom" {
 		f, err1 := time.Parse(time.RFC3339, q.Get("from"))
 		t, err2 := time.Parse(time.RFC3339, q.Get("to"))
@@ -64,7 +65,7 @@ func (s *server) getUptime(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, r, invalid(apiv1.FieldError{Pointer: "?from", Detail: "range=custom needs from and to as RFC 3339 times, from before to"}))
 			return
 		}
-		from, to, size = store.CustomBounds(f, t, now)
+		from, to, size = model.CustomBounds(f, t, now)
 		known = true
 	}
 	if !known {
@@ -81,14 +82,14 @@ func (s *server) getUptime(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	total, initialize, err := store.MergeLatency(buckets, from, to)
+	total, initialize, err := model.MergeLatency(buckets, from, to)
 	if err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "latency of endpoint "+id))
 		return
 	}
 	view := apiv1.UptimeView{
 		EndpointID: id, Range: name, Resolution: resolutionName(size),
-		Uptime: apiv1.UptimeReportView(store.Uptime(buckets, from, to)), Incidents: countIn(incidents, from, to),
+		Uptime: apiv1.UptimeReportView(model.Uptime(buckets, from, to)), Incidents: countIn(incidents, from, to),
 		Latency: map[string]apiv1.LatencyView{},
 	}
 	for phase, sk := range map[string]*ddsketch.DDSketch{msg.PhaseTotal: total, msg.PhaseInitialize: initialize} {
@@ -113,9 +114,9 @@ func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
 		}
 		days = n
 	}
-	to := s.clock.Now().UTC().Truncate(store.Daily).Add(store.Daily)
-	from := to.Add(-time.Duration(days) * store.Daily)
-	buckets, err := rr.Rollups(r.Context(), id, store.Daily, from, to)
+	to := s.clock.Now().UTC().Truncate(model.Daily).Add(model.Daily)
+	from := to.Add(-time.Duration(days) * model.Daily)
+	buckets, err := rr.Rollups(r.Context(), id, model.Daily, from, to)
 	if err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "rollups of endpoint "+id))
 		return
@@ -126,9 +127,9 @@ func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := make([]apiv1.DayView, 0, days)
-	for d := from; d.Before(to); d = d.Add(store.Daily) {
-		end := d.Add(store.Daily)
-		out = append(out, apiv1.DayView{Date: d.Format(time.DateOnly), Uptime: apiv1.UptimeReportView(store.Uptime(buckets, d, end)), Incidents: countIn(incidents, d, end)})
+	for d := from; d.Before(to); d = d.Add(model.Daily) {
+		end := d.Add(model.Daily)
+		out = append(out, apiv1.DayView{Date: d.Format(time.DateOnly), Uptime: apiv1.UptimeReportView(model.Uptime(buckets, d, end)), Incidents: countIn(incidents, d, end)})
 	}
 	writeJSON(w, http.StatusOK, struct {
 		EndpointID string          `json:"endpointId"`
@@ -161,7 +162,7 @@ func countIn(ts []time.Time, from, to time.Time) int {
 }
 
 func resolutionName(size time.Duration) string {
-	if size == store.Daily {
+	if size == model.Daily {
 		return "day"
 	}
 	return "hour"

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -16,7 +17,7 @@ import (
 func TestUptimeHistoryAndLatencyFromRollups(t *testing.T) {
 	h := newHarness(t)
 	ctx := t.Context()
-	if _, err := h.store.CreateEndpoint(ctx, store.Endpoint{ID: "ep", Schedule: "@every 1m"}); err != nil {
+	if _, err := h.store.CreateEndpoint(ctx, model.Endpoint{ID: "ep", Schedule: "@every 1m"}); err != nil {
 		t.Fatal(err)
 	}
 	start := t0.Truncate(time.Hour).Add(-6 * time.Hour)
@@ -31,8 +32,8 @@ func TestUptimeHistoryAndLatencyFromRollups(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	inc := store.Incident{ID: msg.IncidentID("ep", outage), EndpointID: "ep", State: store.IncidentResolved, OpenedWindow: outage}
-	if err := h.store.SaveTracker(ctx, store.Tracker{EndpointID: "ep"}, inc); err != nil {
+	inc := model.Incident{ID: msg.IncidentID("ep", outage), EndpointID: "ep", State: model.IncidentResolved, OpenedWindow: outage}
+	if err := h.store.SaveTracker(ctx, model.Tracker{EndpointID: "ep"}, inc); err != nil {
 		t.Fatal(err)
 	}
 
@@ -86,7 +87,7 @@ func TestUptimeHistoryAndLatencyFromRollups(t *testing.T) {
 func TestCatalogShowsStoredToolsAndLatestDrift(t *testing.T) {
 	h := newHarness(t)
 	ctx := t.Context()
-	if _, err := h.store.CreateEndpoint(ctx, store.Endpoint{ID: "ep", Schedule: "@every 1m"}); err != nil {
+	if _, err := h.store.CreateEndpoint(ctx, model.Endpoint{ID: "ep", Schedule: "@every 1m"}); err != nil {
 		t.Fatal(err)
 	}
 	var empty apiv1.CatalogView

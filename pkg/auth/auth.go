@@ -28,7 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // Prefix starts every key, so secret scanners can recognise leaked ones.
@@ -45,7 +45,7 @@ var keyLen = len(Prefix) + keyEncoding.EncodedLen(keyBytes)
 
 // DefaultTenant owns the bootstrap key and everything created before tenants
 // existed. It is the store's: records without a tenant belong to it.
-const DefaultTenant = store.DefaultTenant
+const DefaultTenant = model.DefaultTenant
 
 // Object kinds in the store.
 const (

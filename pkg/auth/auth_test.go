@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
@@ -53,7 +54,7 @@ func (m *memStore) GetObject(_ context.Context, kind, id string) ([]byte, error)
 	m.gets[kind]++
 	d, ok := m.docs[kind+"/"+id]
 	if !ok {
-		return nil, store.ErrNotFound
+		return nil, model.ErrNotFound
 	}
 	return d, nil
 }

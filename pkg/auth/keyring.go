@@ -13,7 +13,7 @@ import (
 	"unicode"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // Store is the part of store.Objects the keyring uses. pkg/store/bolt and
@@ -167,7 +167,7 @@ func (k *Keyring) load(ctx context.Context, h string, now time.Time) (cacheEntry
 	e := cacheEntry{until: now.Add(k.ttl)}
 	doc, err := k.st.GetObject(ctx, KindKey, h)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, model.ErrNotFound):
 		k.mu.Lock()
 		k.known.remove(h)
 		k.unknown.put(h, e.until)

@@ -7,7 +7,7 @@ import (
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/client"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 func (a *app) eventsCmd() *cobra.Command {
@@ -35,8 +35,8 @@ or credential about to expire) however many probes saw it.`,
 		Args:              exactArgs(1, "one endpoint ID or name"),
 		ValidArgsFunction: a.completeEndpoints(false),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.Kind != "" && !store.IsEventKind(f.Kind) {
-				return usagef("--kind %q: want one of %s", f.Kind, strings.Join(store.EventKinds(), ", "))
+			if f.Kind != "" && !model.IsEventKind(f.Kind) {
+				return usagef("--kind %q: want one of %s", f.Kind, strings.Join(model.EventKinds(), ", "))
 			}
 			if limit < 0 {
 				return usagef("--limit %d: want 0 (all) or more", limit)
@@ -52,9 +52,9 @@ or credential about to expire) however many probes saw it.`,
 				})
 		},
 	}
-	cmd.Flags().StringVar(&f.Kind, "kind", "", "only events of this kind: "+strings.Join(store.EventKinds(), ", "))
+	cmd.Flags().StringVar(&f.Kind, "kind", "", "only events of this kind: "+strings.Join(model.EventKinds(), ", "))
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many events (0: every one kept)")
 	cmd.Flags().IntVar(&f.Limit, "page-size", 0, "events per request (0: the server's default)")
-	_ = cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(store.EventKinds(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("kind", cobra.FixedCompletions(model.EventKinds(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

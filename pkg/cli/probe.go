@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpmon/mcpmon/pkg/daemon"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // probeFlags are `mcpmon probe`'s flags: the endpoint fields a probe
@@ -99,8 +99,8 @@ func exactURL(cmd *cobra.Command, args []string) error {
 
 // probeEndpoint is the endpoint the flags describe, its secrets resolved
 // from their references.
-func (a *app) probeEndpoint(url string, f *probeFlags) (store.Endpoint, error) {
-	ep := store.Endpoint{
+func (a *app) probeEndpoint(url string, f *probeFlags) (model.Endpoint, error) {
+	ep := model.Endpoint{
 		URL:              url,
 		Transport:        f.transport,
 		ProtocolVersion:  f.protocolVersion,
@@ -126,7 +126,7 @@ func (a *app) probeEndpoint(url string, f *probeFlags) (store.Endpoint, error) {
 		return ep, usagef("--tool-args and --expect-contains need --tool")
 	}
 	if f.tool != "" {
-		tc := &store.ToolCheck{Name: f.tool}
+		tc := &model.ToolCheck{Name: f.tool}
 		if f.toolArgs != "" {
 			var obj map[string]any
 			if err := json.Unmarshal([]byte(f.toolArgs), &obj); err != nil {
@@ -135,7 +135,7 @@ func (a *app) probeEndpoint(url string, f *probeFlags) (store.Endpoint, error) {
 			tc.Arguments = json.RawMessage(f.toolArgs)
 		}
 		if f.expectContains != "" {
-			tc.Expect = &store.ToolExpect{Contains: f.expectContains}
+			tc.Expect = &model.ToolExpect{Contains: f.expectContains}
 		}
 		ep.ToolCheck = tc
 	}
@@ -147,7 +147,7 @@ func (a *app) probeEndpoint(url string, f *probeFlags) (store.Endpoint, error) {
 		if err != nil {
 			return ep, usageError{err}
 		}
-		ep.OAuth = &store.OAuthClient{
+		ep.OAuth = &model.OAuthClient{
 			TokenURL: f.oauthTokenURL, ClientID: f.oauthClientID, ClientSecret: secret,
 			Scopes: f.oauthScopes, Audience: f.oauthAudience,
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/api/apispec"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/client"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
@@ -126,13 +127,13 @@ func TestEndpointHistoryIsReadPageByPage(t *testing.T) {
 		t.Fatalf("walked %v in %d requests, want 5 verdicts newest first in 3 pages of 2", got, requests.Load())
 	}
 
-	for i, kind := range []string{store.EventVersion, store.EventCatalogBreaking, store.EventVersion} {
-		if _, err := st.AppendEvents(ctx, store.ChangeEvent{EndpointID: ep.ID, Kind: kind, Fingerprint: fmt.Sprintf("f%d", i),
+	for i, kind := range []string{model.EventVersion, model.EventCatalogBreaking, model.EventVersion} {
+		if _, err := st.AppendEvents(ctx, model.ChangeEvent{EndpointID: ep.ID, Kind: kind, Fingerprint: fmt.Sprintf("f%d", i),
 			ObservedAt: t0.Add(time.Duration(i) * time.Minute), Message: fmt.Sprintf("change %d", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	evs, err := c.ListEvents(ctx, ep.ID, client.EventFilter{Kind: store.EventVersion, Limit: 1})
+	evs, err := c.ListEvents(ctx, ep.ID, client.EventFilter{Kind: model.EventVersion, Limit: 1})
 	if err != nil || len(evs) != 2 || evs[0].Message != "change 2" || evs[1].Message != "change 0" {
 		t.Fatalf("version events = %+v, %v; want changes 2 and 0, newest first", evs, err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/metrics"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/prober"
 )
 
@@ -75,7 +75,7 @@ func TestDocsMetricsCatalog(t *testing.T) {
 // TestDocsEventKinds keeps the events page naming every change-event kind.
 func TestDocsEventKinds(t *testing.T) {
 	doc := readDoc(t, "docs/reference/events.md")
-	for _, k := range store.EventKinds() {
+	for _, k := range model.EventKinds() {
 		if !strings.Contains(doc, "| `"+k+"` |") {
 			t.Errorf("docs/reference/events.md has no row for the event kind %s", k)
 		}
@@ -166,10 +166,10 @@ func hasAnchor(doc, frag string) bool {
 }
 
 // TestEventKindsHaveOneDefinition: the change-event kinds are spelled once,
-// in pkg/alert; every other package names them through its constants.
+// in pkg/model; every other package names them through its constants.
 // (Comments may quote them, and a failure class may share a name.)
 func TestEventKindsHaveOneDefinition(t *testing.T) {
-	home := filepath.Join("pkg", "alert", "event.go")
+	home := filepath.Join("pkg", "model", "event.go")
 	err := filepath.WalkDir(repoRoot, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -192,9 +192,9 @@ func TestEventKindsHaveOneDefinition(t *testing.T) {
 			if l := strings.TrimSpace(line); strings.HasPrefix(l, "//") || strings.Contains(l, "Class") {
 				continue
 			}
-			for _, k := range store.EventKinds() {
+			for _, k := range model.EventKinds() {
 				if k != "version" && strings.Contains(line, `"`+k+`"`) { // "version" is too common a word
-					t.Errorf("%s:%d spells the event kind %q; name it through pkg/alert's constant", rel, i+1, k)
+					t.Errorf("%s:%d spells the event kind %q; name it through pkg/model's constant", rel, i+1, k)
 				}
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -208,21 +209,21 @@ func TestTenantSeesOnlyItsOwnSinkDeliveries(t *testing.T) {
 	id := b.register(t, map[string]any{"name": "b", "url": "http://127.0.0.1:1/mcp", "schedule": "@every 1h",
 		"sinks": []map[string]any{{"name": "globex-hook", "type": "webhook", "url": "http://127.0.0.1:1/hook"}}})
 	now := clk.Now()
-	inc := store.Incident{ID: "inc-b", EndpointID: id, Tenant: "globex", State: store.IncidentOpen, OpenedWindow: now, OpenedAt: now, FirstFailure: now}
-	if err := d.Store().SaveTracker(t.Context(), store.Tracker{EndpointID: id, OpenIncidentID: inc.ID}, inc); err != nil {
+	inc := model.Incident{ID: "inc-b", EndpointID: id, Tenant: "globex", State: model.IncidentOpen, OpenedWindow: now, OpenedAt: now, FirstFailure: now}
+	if err := d.Store().SaveTracker(t.Context(), model.Tracker{EndpointID: id, OpenIncidentID: inc.ID}, inc); err != nil {
 		t.Fatal(err)
 	}
-	for _, dl := range []store.Delivery{
-		{Kind: "open", Sink: "globex-hook", Outcome: store.DeliveryDelivered, Attempts: 1},
-		{Kind: "open", Sink: "webhook", Outcome: store.DeliveryFailed, Attempts: 3, LastError: "smtp relay mail.internal.example:25 refused"},
-		{Kind: "open", Sink: "ops-email", Outcome: store.DeliveryFailed, Attempts: 1, LastError: "relay mail.internal.example"},
+	for _, dl := range []model.Delivery{
+		{Kind: "open", Sink: "globex-hook", Outcome: model.DeliveryDelivered, Attempts: 1},
+		{Kind: "open", Sink: "webhook", Outcome: model.DeliveryFailed, Attempts: 3, LastError: "smtp relay mail.internal.example:25 refused"},
+		{Kind: "open", Sink: "ops-email", Outcome: model.DeliveryFailed, Attempts: 1, LastError: "relay mail.internal.example"},
 	} {
 		if err := d.Store().RecordDelivery(t.Context(), inc.ID, dl); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var got struct {
-		Notifications         []store.Delivery `json:"notifications"`
+		Notifications         []model.Delivery `json:"notifications"`
 		OperatorNotifications int              `json:"operatorNotifications"`
 	}
 	code, _, body := apiClient{addr: d.Addr(), key: readB}.call(t, http.MethodGet, "/v1/incidents/"+inc.ID, nil)

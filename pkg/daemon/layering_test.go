@@ -110,8 +110,9 @@ func imports(t *testing.T, pkg string) []string {
 // its API (the Go client, apply's declarative plan, the registry import)
 // share the server's wire types, pkg/api/v1, and link nothing of the
 // server: no router, store, queue, seal or auth. Besides each other and
-// the API types they may use leaves (packages that import nothing of
-// mcpmon, such as pkg/msg); the API types themselves import only leaves.
+// the API types they may use the model (no I/O) and leaves (packages that
+// import nothing of mcpmon, such as pkg/msg); the API types themselves
+// import only leaves.
 func clientSide(t *testing.T) {
 	t.Helper()
 	const types = "pkg/api/v1"
@@ -142,11 +143,29 @@ func clientSide(t *testing.T) {
 		}
 		for _, d := range reach {
 			switch {
-			case d == types, slices.Contains(clients, d), isLeaf(d):
+			case d == types, d == "pkg/model", slices.Contains(clients, d), isLeaf(d):
 			case d == "pkg/api" && serverRedaction[c]:
 			default:
-				t.Errorf("%s depends on %s; an API client links only %s and leaves", c, d, types)
+				t.Errorf("%s depends on %s; an API client links only %s, the model and leaves", c, d, types)
 			}
+		}
+	}
+}
+
+// TestModelIsALeaf: the nouns depend on nothing that does I/O. pkg/model
+// imports only the leaf contracts (message IDs, schedule rules), and the
+// store's only mcpmon dependencies are the model and those contracts, so
+// every stage can name an Endpoint without linking a backend.
+func TestModelIsALeaf(t *testing.T) {
+	leaves := []string{"pkg/msg", "pkg/schedule"}
+	for _, d := range deps(t, "pkg/model") {
+		if !slices.Contains(leaves, d) {
+			t.Errorf("pkg/model imports %s; it may import only %v", d, leaves)
+		}
+	}
+	for _, d := range deps(t, "pkg/store") {
+		if d != "pkg/model" && !slices.Contains(leaves, d) {
+			t.Errorf("pkg/store imports %s; it may import only pkg/model and %v", d, leaves)
 		}
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/prober"
 )
 
@@ -20,7 +20,7 @@ import (
 // for reproducing what a prober saw, and for the MCP conformance suite's
 // client scenarios. allowPrivate turns the SSRF guard off, as
 // --allow-private-targets does for a daemon.
-func ProbeOnce(ctx context.Context, ep store.Endpoint, allowPrivate bool, log *slog.Logger) (msg.ProbeResult, error) {
+func ProbeOnce(ctx context.Context, ep model.Endpoint, allowPrivate bool, log *slog.Logger) (msg.ProbeResult, error) {
 	u, err := url.Parse(ep.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return msg.ProbeResult{}, fmt.Errorf("url %q: want an http or https URL with a host", ep.URL)

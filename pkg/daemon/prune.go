@@ -7,9 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // PruneInterval is how often a process with per-endpoint metrics (the
@@ -26,7 +25,7 @@ type forgetter interface{ Forget(endpointID string) }
 
 // endpointLister is what the pruner reads from the store.
 type endpointLister interface {
-	ListEndpoints(ctx context.Context) ([]store.Endpoint, error)
+	ListEndpoints(ctx context.Context) ([]model.Endpoint, error)
 }
 
 // metricsPruner forgets per-endpoint metric series of deleted endpoints. It

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpmon/mcpmon/aggregator"
 	"github.com/mcpmon/mcpmon/pkg/api/apispec"
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
@@ -35,7 +36,7 @@ func openBolt(t *testing.T) *bolt.Store {
 
 func createEndpoint(t *testing.T, st store.Store, id string) {
 	t.Helper()
-	if _, err := st.CreateEndpoint(t.Context(), store.Endpoint{ID: id, Name: id, URL: "https://" + id + ".example/mcp", Schedule: "@every 1m"}); err != nil {
+	if _, err := st.CreateEndpoint(t.Context(), model.Endpoint{ID: id, Name: id, URL: "https://" + id + ".example/mcp", Schedule: "@every 1m"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -113,7 +114,7 @@ type racingLister struct {
 	after func()
 }
 
-func (r racingLister) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
+func (r racingLister) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
 	eps, err := r.st.ListEndpoints(ctx)
 	r.after()
 	return eps, err
@@ -149,7 +150,7 @@ func TestPruneKeepsEndpointCreatedDuringRound(t *testing.T) {
 // failingLister is a store that cannot be reached.
 type failingLister struct{}
 
-func (failingLister) ListEndpoints(context.Context) ([]store.Endpoint, error) {
+func (failingLister) ListEndpoints(context.Context) ([]model.Endpoint, error) {
 	return nil, fmt.Errorf("list: %w", store.ErrUnavailable)
 }
 
@@ -299,7 +300,7 @@ func TestDeleteEndpointRemovesProberCatalog(t *testing.T) {
 	if err := st.DeleteEndpoint(t.Context(), "ep"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.GetObject(t.Context(), prober.CatalogKind, "ep"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.GetObject(t.Context(), prober.CatalogKind, "ep"); !errors.Is(err, model.ErrNotFound) {
 		t.Fatalf("tool catalog after delete: %v, want ErrNotFound", err)
 	}
 }

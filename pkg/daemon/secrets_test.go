@@ -17,8 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/seal"
-	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
 
@@ -134,7 +134,7 @@ func TestEmbeddedStoreSealsSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.CreateEndpoint(t.Context(), store.Endpoint{ID: "legacy", Name: "legacy", URL: srv.URL + "/mcp", Schedule: "@every 1m",
+	if _, err := b.CreateEndpoint(t.Context(), model.Endpoint{ID: "legacy", Name: "legacy", URL: srv.URL + "/mcp", Schedule: "@every 1m",
 		Timeout: time.Second, Headers: map[string]string{"Authorization": legacySecret}}); err != nil {
 		t.Fatal(err)
 	}

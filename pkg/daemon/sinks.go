@@ -6,12 +6,12 @@ import (
 
 	"github.com/mcpmon/mcpmon/alerter/sinks"
 	"github.com/mcpmon/mcpmon/pkg/alert"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 type sinkSet struct {
 	global      []alert.Sink
-	forEndpoint func(ctx context.Context, ep store.Endpoint) ([]alert.Sink, error)
+	forEndpoint func(ctx context.Context, ep model.Endpoint) ([]alert.Sink, error)
 }
 
 // sinks builds the global sinks from --webhook-url and --sinks-file, and the
@@ -38,7 +38,7 @@ func (d *Daemon) sinks() (sinkSet, error) {
 	}
 
 	res := sinks.NewEndpointResolver(global, d.opts.AllowPrivateTargets, logger)
-	set.forEndpoint = func(_ context.Context, ep store.Endpoint) ([]alert.Sink, error) {
+	set.forEndpoint = func(_ context.Context, ep model.Endpoint) ([]alert.Sink, error) {
 		return res.For(ep.ID, ep.Sinks)
 	}
 	return set, nil

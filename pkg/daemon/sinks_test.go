@@ -15,8 +15,8 @@ import (
 	"github.com/mcpmon/mcpmon/alerter/sinks"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // hitCounter is a real local receiver counting the requests that reach it.
@@ -62,7 +62,7 @@ func TestEndpointSinksGuardedWhenSending(t *testing.T) {
 	}()
 	_, smtpPort, _ := net.SplitHostPort(smtp.Addr().String())
 
-	ep := store.Endpoint{ID: "ep1", Sinks: json.RawMessage(fmt.Sprintf(`[
+	ep := model.Endpoint{ID: "ep1", Sinks: json.RawMessage(fmt.Sprintf(`[
 		{"name": "own", "type": "webhook", "url": "http://localhost:%s/own"},
 		{"name": "own-mail", "type": "email", "smtpAddr": "localhost:%s", "smtpTLS": "none", "from": "a@b.example", "to": ["c@d.example"]}
 	]`, port, smtpPort))}
@@ -132,7 +132,7 @@ func TestEndpointSinksCountedByType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep := store.Endpoint{ID: "ep1", Sinks: json.RawMessage(`[{"name": "team-a-hook", "type": "webhook", "url": "https://hooks.example/a"}]`)}
+	ep := model.Endpoint{ID: "ep1", Sinks: json.RawMessage(`[{"name": "team-a-hook", "type": "webhook", "url": "https://hooks.example/a"}]`)}
 	labels := func() map[string]string {
 		t.Helper()
 		got, err := set.forEndpoint(t.Context(), ep)

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -86,10 +86,10 @@ func TestMaintenanceWindowOverACapIsRefused(t *testing.T) {
 	td := startTenants(t, nil)
 	long := func(n int) string { return strings.Repeat("x", n) }
 	sel := map[string]string{}
-	for i := range alert.MaxWindowSelector + 1 {
+	for i := range model.MaxWindowSelector + 1 {
 		sel[fmt.Sprintf("k%d", i)] = "v"
 	}
-	huge := []byte(`{"name":"w","endpointIds":["` + long(alert.MaxWindowBytes) + `"],"start":"2026-12-01T00:00:00Z","end":"2026-12-01T01:00:00Z"}`)
+	huge := []byte(`{"name":"w","endpointIds":["` + long(model.MaxWindowBytes) + `"],"start":"2026-12-01T00:00:00Z","end":"2026-12-01T01:00:00Z"}`)
 	for _, tc := range []struct {
 		name    string
 		body    any
@@ -97,12 +97,12 @@ func TestMaintenanceWindowOverACapIsRefused(t *testing.T) {
 		pointer string
 		limit   string
 	}{
-		{"too many endpoint IDs", windowBody(idList(alert.MaxWindowEndpointIDs+1, "ep")), 400, "#/endpointIds", "1000"},
-		{"an endpoint ID too long", windowBody([]string{"ok", long(alert.MaxWindowIDLen + 1)}), 400, "#/endpointIds/1", "64"},
-		{"name too long", map[string]any{"name": long(alert.MaxWindowNameLen + 1), "endpointIds": []string{"a"}, "start": "2026-12-01T00:00:00Z", "end": "2026-12-01T01:00:00Z"}, 400, "#/name", "200"},
+		{"too many endpoint IDs", windowBody(idList(model.MaxWindowEndpointIDs+1, "ep")), 400, "#/endpointIds", "1000"},
+		{"an endpoint ID too long", windowBody([]string{"ok", long(model.MaxWindowIDLen + 1)}), 400, "#/endpointIds/1", "64"},
+		{"name too long", map[string]any{"name": long(model.MaxWindowNameLen + 1), "endpointIds": []string{"a"}, "start": "2026-12-01T00:00:00Z", "end": "2026-12-01T01:00:00Z"}, 400, "#/name", "200"},
 		{"too many selector labels", map[string]any{"selector": sel, "start": "2026-12-01T00:00:00Z", "end": "2026-12-01T01:00:00Z"}, 400, "#/selector", "32"},
-		{"selector value too long", map[string]any{"selector": map[string]string{"team": long(alert.MaxWindowLabelValLen + 1)}, "start": "2026-12-01T00:00:00Z", "end": "2026-12-01T01:00:00Z"}, 400, "#/selector/team", "255"},
-		{"body past the document cap", huge, 413, "", fmt.Sprint(alert.MaxWindowBytes)},
+		{"selector value too long", map[string]any{"selector": map[string]string{"team": long(model.MaxWindowLabelValLen + 1)}, "start": "2026-12-01T00:00:00Z", "end": "2026-12-01T01:00:00Z"}, 400, "#/selector/team", "255"},
+		{"body past the document cap", huge, 413, "", fmt.Sprint(model.MaxWindowBytes)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, raw := td.ta.send(t, http.MethodPost, "/v1/maintenance", tc.body)
@@ -115,7 +115,7 @@ func TestMaintenanceWindowOverACapIsRefused(t *testing.T) {
 		})
 	}
 	// At the caps exactly, a window is stored.
-	if status, raw := td.ta.send(t, http.MethodPost, "/v1/maintenance", windowBody(idList(alert.MaxWindowEndpointIDs, "ep"))); status != http.StatusCreated {
+	if status, raw := td.ta.send(t, http.MethodPost, "/v1/maintenance", windowBody(idList(model.MaxWindowEndpointIDs, "ep"))); status != http.StatusCreated {
 		t.Fatalf("a window at the caps = %d %s, want 201", status, raw)
 	}
 	_, raw := td.ta.send(t, http.MethodGet, "/v1/maintenance", nil)
@@ -152,7 +152,7 @@ func TestForeignIDAnswersLikeAMissingOne(t *testing.T) {
 	if _, err := backend.UpdateEndpoint(ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	if err := backend.PutObject(ctx, alert.MaintenanceKind, w.ID, []byte(`{"id":"`+w.ID+`","tenant":"ta","endpointIds":{"not":"a list"}}`)); err != nil {
+	if err := backend.PutObject(ctx, model.MaintenanceKind, w.ID, []byte(`{"id":"`+w.ID+`","tenant":"ta","endpointIds":{"not":"a list"}}`)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -216,13 +216,13 @@ func TestOneTenantAtEveryCapDoesNotSlowAnother(t *testing.T) {
 		}
 	}
 	opened := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	incident := func(tenant, ep string, at time.Time) store.Incident {
-		return store.Incident{ID: msg.IncidentID(ep, at), EndpointID: ep, Tenant: tenant, State: store.IncidentResolved,
+	incident := func(tenant, ep string, at time.Time) model.Incident {
+		return model.Incident{ID: msg.IncidentID(ep, at), EndpointID: ep, Tenant: tenant, State: model.IncidentResolved,
 			OpenedWindow: at, OpenedAt: at, FirstFailure: at, Class: "refused", Reason: strings.Repeat("r", 200),
-			Transitions: []store.Transition{{At: at, To: store.IncidentOpen, Reason: "down"}}}
+			Transitions: []model.Transition{{At: at, To: model.IncidentOpen, Reason: "down"}}}
 	}
 	for i := range 3 {
-		if err := st.SaveTracker(ctx, store.Tracker{EndpointID: fmt.Sprintf("a-old-%d", i)}, incident("ta", fmt.Sprintf("a-old-%d", i), opened.Add(time.Duration(i)*time.Minute))); err != nil {
+		if err := st.SaveTracker(ctx, model.Tracker{EndpointID: fmt.Sprintf("a-old-%d", i)}, incident("ta", fmt.Sprintf("a-old-%d", i), opened.Add(time.Duration(i)*time.Minute))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -253,7 +253,7 @@ func TestOneTenantAtEveryCapDoesNotSlowAnother(t *testing.T) {
 
 	// tb at every cap: the most windows, each with the most IDs of the
 	// longest length, and incidents all newer than ta's.
-	ids := idList(alert.MaxWindowEndpointIDs, strings.Repeat("b", alert.MaxWindowIDLen-9))
+	ids := idList(model.MaxWindowEndpointIDs, strings.Repeat("b", model.MaxWindowIDLen-9))
 	for i := range maxWindows {
 		if status, raw := td.tb.send(t, http.MethodPost, "/v1/maintenance", windowBody(ids)); status != http.StatusCreated {
 			t.Fatalf("tb's window %d: %d %s", i, status, raw)
@@ -262,11 +262,11 @@ func TestOneTenantAtEveryCapDoesNotSlowAnother(t *testing.T) {
 	if status, _ := td.tb.send(t, http.MethodPost, "/v1/maintenance", windowBody(ids)); status != http.StatusConflict {
 		t.Fatalf("tb's window past its quota = %d, want 409", status)
 	}
-	var incs []store.Incident
+	var incs []model.Incident
 	for i := range bIncidents {
 		incs = append(incs, incident("tb", fmt.Sprintf("b-%d", i), opened.Add(time.Hour+time.Duration(i)*time.Minute)))
 	}
-	if err := st.SaveTracker(ctx, store.Tracker{EndpointID: "b-bulk"}, incs...); err != nil {
+	if err := st.SaveTracker(ctx, model.Tracker{EndpointID: "b-bulk"}, incs...); err != nil {
 		t.Fatal(err)
 	}
 
@@ -283,7 +283,7 @@ func TestOneTenantAtEveryCapDoesNotSlowAnother(t *testing.T) {
 	// new key lands in, which may hold a neighbouring window of tb's (each
 	// at most MaxWindowBytes). That is bounded, not tb's count of windows
 	// (decoding them all costs tens of times more).
-	if limit := 2*createBefore + 2*alert.MaxWindowBytes; createAfter > limit {
+	if limit := 2*createBefore + 2*model.MaxWindowBytes; createAfter > limit {
 		t.Errorf("ta's window create allocates %d B with tb at its caps, %d without: more than %d", createAfter, createBefore, limit)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // Why a message is in a dead-letter queue has one home: the consumer turns
@@ -86,7 +86,7 @@ type FailureForgetter interface {
 
 // Documents is the part of the store a FailureBook keeps reasons in;
 // store.Objects satisfies it (ErrNotFound from GetObject and DeleteObject
-// as store.ErrNotFound).
+// as model.ErrNotFound).
 type Documents interface {
 	PutObject(ctx context.Context, kind, id string, doc []byte) error
 	GetObject(ctx context.Context, kind, id string) ([]byte, error)
@@ -148,7 +148,7 @@ func (b *FailureBook) FailureReasons(ctx context.Context, queueName string, mess
 	now := b.clock.Now()
 	for _, id := range messageIDs {
 		raw, err := b.docs.GetObject(ctx, reasonKind(queueName), id)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, model.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -166,7 +166,7 @@ func (b *FailureBook) FailureReasons(ctx context.Context, queueName string, mess
 // ForgetFailure drops messageID's reason; none recorded is not an error.
 func (b *FailureBook) ForgetFailure(ctx context.Context, queueName, messageID string) error {
 	err := b.docs.DeleteObject(ctx, reasonKind(queueName), messageID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, model.ErrNotFound) {
 		return fmt.Errorf("forget failure reason of %s message %s: %w", queueName, messageID, err)
 	}
 	return nil

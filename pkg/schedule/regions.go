@@ -5,7 +5,7 @@ import "slices"
 // DueRegions is the region rule the scheduler, the aggregator and the API
 // share: the regions an endpoint is probed from, given the deployment's
 // region set (configured, in its order) and the endpoint's own choice
-// (store.Endpoint.Regions; empty: all). Regions the endpoint names that
+// (model.Endpoint.Regions; empty: all). Regions the endpoint names that
 // the set lacks are left out (the API refuses them; this keeps an endpoint
 // stored before a region was removed from the set probeable). nil when the
 // deployment has no region set: one commands queue, no region is due in

@@ -43,10 +43,10 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/schedule"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // CommandSender publishes one message; *queue.Publisher satisfies it.
@@ -115,7 +115,7 @@ type entry struct {
 	shard    uint32 // publishing worker
 	version  int64  // store version last applied
 	gen      uint64 // Scheduler.gen of the last direct Upsert (0: from a resync)
-	// regions is the endpoint's own region choice (store.Endpoint.Regions),
+	// regions is the endpoint's own region choice (model.Endpoint.Regions),
 	// replaced, never mutated, so a job may hold it without the lock.
 	regions []string
 }
@@ -165,7 +165,7 @@ func New(send CommandSender, opts Options) *Scheduler {
 // endpoint is removed. An endpoint whose schedule does not parse is removed
 // too (it cannot be scheduled as stored) and the error, wrapping
 // schedule.ErrInvalidSchedule, is returned.
-func (s *Scheduler) Upsert(ep store.Endpoint) error {
+func (s *Scheduler) Upsert(ep model.Endpoint) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gen++
@@ -176,7 +176,7 @@ func (s *Scheduler) Upsert(ep store.Endpoint) error {
 
 // upsertLocked applies ep; gen is the direct-change generation, 0 for a
 // resync.
-func (s *Scheduler) upsertLocked(ep store.Endpoint, now time.Time, gen uint64) error {
+func (s *Scheduler) upsertLocked(ep model.Endpoint, now time.Time, gen uint64) error {
 	if e, ok := s.entries[ep.ID]; ok && ep.Version != 0 && ep.Version < e.version {
 		return nil // an older copy of the endpoint than the one applied
 	}
@@ -251,7 +251,7 @@ func (s *Scheduler) removeLocked(id string) {
 // Sync treats eps as current: a direct Upsert or Remove that raced with
 // reading eps from the store may be undone until the next Sync. SyncEvery
 // does not have that race.
-func (s *Scheduler) Sync(ctx context.Context, eps []store.Endpoint) error {
+func (s *Scheduler) Sync(ctx context.Context, eps []model.Endpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -265,7 +265,7 @@ func (s *Scheduler) Sync(ctx context.Context, eps []store.Endpoint) error {
 // list: an endpoint upserted since is kept even if missing from the list,
 // one removed since is not re-added, and a list entry with a lower store
 // version than the one applied is ignored (upsertLocked).
-func (s *Scheduler) syncLocked(eps []store.Endpoint, listedAt uint64) error {
+func (s *Scheduler) syncLocked(eps []model.Endpoint, listedAt uint64) error {
 	now := s.clock.Now()
 	seen := make(map[string]struct{}, len(eps))
 	var errs []error
@@ -295,7 +295,7 @@ func (s *Scheduler) syncLocked(eps []store.Endpoint, listedAt uint64) error {
 // EndpointLister is where SyncEvery reads the full endpoint list; every
 // store.Store implements it.
 type EndpointLister interface {
-	ListEndpoints(ctx context.Context) ([]store.Endpoint, error)
+	ListEndpoints(ctx context.Context) ([]model.Endpoint, error)
 }
 
 // SyncEvery calls Sync with src's endpoints now and then every interval

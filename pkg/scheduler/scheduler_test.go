@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/schedule"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -71,8 +73,8 @@ func (r *recorder) slotsOf(t *testing.T, id string) []time.Time {
 	return out
 }
 
-func ep(id, schedule string) store.Endpoint {
-	return store.Endpoint{ID: id, Name: id, URL: "https://example.invalid/mcp", Schedule: schedule}
+func ep(id, schedule string) model.Endpoint {
+	return model.Endpoint{ID: id, Name: id, URL: "https://example.invalid/mcp", Schedule: schedule}
 }
 
 // start runs s in the bubble and returns a stop func that cancels it and
@@ -189,7 +191,7 @@ func TestSync(t *testing.T) {
 
 		paused := ep("paused", "@every 1m")
 		paused.Paused = true
-		err := s.Sync(t.Context(), []store.Endpoint{
+		err := s.Sync(t.Context(), []model.Endpoint{
 			ep("keep", "@every 1m"), ep("change", "@every 1h"), ep("new", "@every 1m"),
 			ep("bad", "not a schedule"), paused,
 		})
@@ -298,10 +300,10 @@ type flakyLister struct {
 	mu    sync.Mutex
 	fails int
 	calls int
-	eps   []store.Endpoint
+	eps   []model.Endpoint
 }
 
-func (l *flakyLister) ListEndpoints(context.Context) ([]store.Endpoint, error) {
+func (l *flakyLister) ListEndpoints(context.Context) ([]model.Endpoint, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls++
@@ -317,7 +319,7 @@ func (l *flakyLister) ListEndpoints(context.Context) ([]store.Endpoint, error) {
 func TestSyncEveryRetriesSoonAfterAFailedList(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := New(&recorder{}, Options{})
-		src := &flakyLister{fails: 3, eps: []store.Endpoint{ep("a", "@every 1m")}}
+		src := &flakyLister{fails: 3, eps: []model.Endpoint{ep("a", "@every 1m")}}
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- s.SyncEvery(ctx, src, time.Minute) }()

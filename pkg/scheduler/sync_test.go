@@ -9,13 +9,13 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
 
-type listerFunc func(ctx context.Context) ([]store.Endpoint, error)
+type listerFunc func(ctx context.Context) ([]model.Endpoint, error)
 
-func (f listerFunc) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) { return f(ctx) }
+func (f listerFunc) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) { return f(ctx) }
 
 // Changes written to the store by another replica reach this scheduler
 // within one resync interval; a store outage keeps the current schedule.
@@ -31,7 +31,7 @@ func TestSyncEveryFollowsTheStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		var down atomic.Bool // timer wakeups in the bubble are not race-detector edges
-		src := listerFunc(func(ctx context.Context) ([]store.Endpoint, error) {
+		src := listerFunc(func(ctx context.Context) ([]model.Endpoint, error) {
 			if down.Load() {
 				return nil, errors.New("store unavailable")
 			}
@@ -86,7 +86,7 @@ func TestSyncEveryDoesNotUndoConcurrentChanges(t *testing.T) {
 		defer st.Close()
 		ctx := t.Context()
 		s := New(&recorder{}, Options{})
-		mustCreate := func(e store.Endpoint) store.Endpoint {
+		mustCreate := func(e model.Endpoint) model.Endpoint {
 			got, err := st.CreateEndpoint(ctx, e)
 			if err != nil {
 				t.Fatal(err)
@@ -97,7 +97,7 @@ func TestSyncEveryDoesNotUndoConcurrentChanges(t *testing.T) {
 		p := mustCreate(ep("edited", "@every 1h"))
 
 		var calls atomic.Int32
-		src := listerFunc(func(ctx context.Context) ([]store.Endpoint, error) {
+		src := listerFunc(func(ctx context.Context) ([]model.Endpoint, error) {
 			eps, err := st.ListEndpoints(ctx)
 			if calls.Add(1) != 2 {
 				return eps, err
@@ -161,10 +161,10 @@ func TestSyncEveryStretchesWithItsOwnCost(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var lists atomic.Int32
-				src := listerFunc(func(ctx context.Context) ([]store.Endpoint, error) {
+				src := listerFunc(func(ctx context.Context) ([]model.Endpoint, error) {
 					lists.Add(1)
 					time.Sleep(tc.listing) // the bubble's clock: what the listing took
-					return []store.Endpoint{ep("a", "@every 30s")}, nil
+					return []model.Endpoint{ep("a", "@every 30s")}, nil
 				})
 				s := New(&recorder{}, Options{})
 				ctx, cancel := context.WithCancel(t.Context())
@@ -189,7 +189,7 @@ type countingStore struct {
 	lists atomic.Int64
 }
 
-func (c *countingStore) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
+func (c *countingStore) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
 	c.lists.Add(1)
 	return c.Store.ListEndpoints(ctx)
 }

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/status"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // benchCached measures GET path over loopback HTTP (client and server on
@@ -54,11 +54,11 @@ func BenchmarkStatusJSONFromCache(b *testing.B) { benchCached(b, "/status/acme-m
 func BenchmarkRender1000PublicEndpoints(b *testing.B) {
 	base := fixture()
 	ep, last, res, incs := base.eps[0], base.verdicts[ep0], base.results[ep0], base.incidents[ep0]
-	var daily []store.Rollup
-	day := now.Truncate(store.Daily)
+	var daily []model.Rollup
+	day := now.Truncate(model.Daily)
 	for i := range status.Days {
-		daily = append(daily, store.Rollup{Start: day.Add(-time.Duration(i) * store.Daily), Size: store.Daily, Up: 86000, Down: int64(i%7) * 60,
-			Total: base.rollups[ep0][0].Total, Initialize: store.NewSketch()})
+		daily = append(daily, model.Rollup{Start: day.Add(-time.Duration(i) * model.Daily), Size: model.Daily, Up: 86000, Down: int64(i%7) * 60,
+			Total: base.rollups[ep0][0].Total, Initialize: model.NewSketch()})
 	}
 	b.ResetTimer()
 	for b.Loop() {

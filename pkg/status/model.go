@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // Days is how many daily bars a page shows.
@@ -16,11 +16,11 @@ const Days = 90
 // Input is everything a page is built from: the store's view of one public
 // endpoint. Build copies only public fields out of it.
 type Input struct {
-	Endpoint store.Endpoint
+	Endpoint model.Endpoint
 	// Daily are the endpoint's daily rollups covering the last Days days.
-	Daily []store.Rollup
+	Daily []model.Rollup
 	// Incidents are the endpoint's incidents, any order.
-	Incidents []store.Incident
+	Incidents []model.Incident
 	// Last is the last verdict (HasLast false before the first).
 	Last    msg.Verdict
 	HasLast bool
@@ -151,13 +151,13 @@ func Build(in Input) Page {
 	p.StateWord = stateWords[p.State]
 	p.Sentence = sentence(p.Name, p.State)
 
-	today := in.Now.UTC().Truncate(store.Daily)
-	to := today.Add(store.Daily)
-	from90 := to.Add(-Days * store.Daily)
-	from30 := to.Add(-30 * store.Daily)
-	p.Uptime90 = ratio(store.Uptime(in.Daily, from90, to))
-	p.Uptime30 = ratio(store.Uptime(in.Daily, from30, to))
-	if total, _, err := store.MergeLatency(in.Daily, from30, to); err == nil && !total.IsEmpty() {
+	today := in.Now.UTC().Truncate(model.Daily)
+	to := today.Add(model.Daily)
+	from90 := to.Add(-Days * model.Daily)
+	from30 := to.Add(-30 * model.Daily)
+	p.Uptime90 = ratio(model.Uptime(in.Daily, from90, to))
+	p.Uptime30 = ratio(model.Uptime(in.Daily, from30, to))
+	if total, _, err := model.MergeLatency(in.Daily, from30, to); err == nil && !total.IsEmpty() {
 		if qs, err := total.GetValuesAtQuantiles([]float64{0.5, 0.95}); err == nil {
 			p.P50 = secs(qs[0])
 			p.P95 = secs(qs[1])
@@ -169,8 +169,8 @@ func Build(in Input) Page {
 	p.ToolsChanged = in.ToolsChanged
 
 	p.Bars = make([]Bar, 0, Days)
-	for d := from90; d.Before(to); d = d.Add(store.Daily) {
-		p.Bars = append(p.Bars, bar(d, store.Uptime(in.Daily, d, d.Add(store.Daily))))
+	for d := from90; d.Before(to); d = d.Add(model.Daily) {
+		p.Bars = append(p.Bars, bar(d, model.Uptime(in.Daily, d, d.Add(model.Daily))))
 	}
 
 	for _, inc := range in.Incidents {
@@ -203,11 +203,11 @@ func sentence(name, state string) string {
 	return "There is no recent data for " + name + "."
 }
 
-func ratio(r store.UptimeReport) Ratio { return Ratio{Measured: r.Measured, Value: r.Ratio} }
+func ratio(r model.UptimeReport) Ratio { return Ratio{Measured: r.Measured, Value: r.Ratio} }
 
 func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-func bar(day time.Time, r store.UptimeReport) Bar {
+func bar(day time.Time, r model.UptimeReport) Bar {
 	b := Bar{Date: day.Format(time.DateOnly), DownMinutes: (r.Down + 59) / 60}
 	switch {
 	case !r.Measured:
@@ -233,7 +233,7 @@ func bar(day time.Time, r store.UptimeReport) Bar {
 }
 
 // incidentRow is inc as a public row, if it began within the page's range.
-func incidentRow(inc store.Incident, from, now time.Time) (IncidentRow, bool) {
+func incidentRow(inc model.Incident, from, now time.Time) (IncidentRow, bool) {
 	start := inc.FirstFailure
 	if start.IsZero() {
 		start = inc.OpenedWindow
@@ -248,7 +248,7 @@ func incidentRow(inc store.Incident, from, now time.Time) (IncidentRow, bool) {
 	switch {
 	case inc.ResolvedAt != nil:
 		row.End = inc.ResolvedAt.UTC()
-	case inc.State == store.IncidentResolved && inc.ResolvedWindow != nil:
+	case inc.State == model.IncidentResolved && inc.ResolvedWindow != nil:
 		row.End = inc.ResolvedWindow.UTC()
 	default:
 		row.Ongoing = true

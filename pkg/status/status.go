@@ -1,6 +1,6 @@
 // Package status owns mcpmon's public side: the status pages, their JSON
 // and the README badges of the endpoints their owners mark public with a
-// slug (store.Endpoint.Public, Slug). Nothing here needs an API key.
+// slug (model.Endpoint.Public, Slug). Nothing here needs an API key.
 //
 // Data enters from the store through Reader, at most once per endpoint per
 // TTL: a Cache holds each public endpoint's rendered HTML, JSON and SVG
@@ -30,17 +30,18 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // Reader is what the public side reads; both store backends implement it.
 type Reader interface {
-	ListEndpoints(ctx context.Context) ([]store.Endpoint, error)
+	ListEndpoints(ctx context.Context) ([]model.Endpoint, error)
 	LastVerdict(ctx context.Context, endpointID string) (msg.Verdict, error)
 	LatestResult(ctx context.Context, endpointID string) (msg.ProbeResult, error)
-	ListIncidents(ctx context.Context, f store.IncidentFilter) ([]store.Incident, error)
-	Rollups(ctx context.Context, endpointID string, size time.Duration, from, to time.Time) ([]store.Rollup, error)
+	ListIncidents(ctx context.Context, f store.IncidentFilter) ([]model.Incident, error)
+	Rollups(ctx context.Context, endpointID string, size time.Duration, from, to time.Time) ([]model.Rollup, error)
 }
 
 // ErrNotFound: no public endpoint has the slug.
@@ -110,7 +111,7 @@ type Cache struct {
 	refresh sync.Mutex
 
 	mu       sync.RWMutex
-	index    map[string]store.Endpoint // slug → public endpoint
+	index    map[string]model.Endpoint // slug → public endpoint
 	indexAt  time.Time
 	entries  map[string]*Rendered
 	overview *Rendered
@@ -221,8 +222,8 @@ func (c *Cache) loadIndex(ctx context.Context, now time.Time) error {
 // (the API checks before writing), but the check is not atomic with the
 // write: two endpoints that won a race for one slug resolve to the oldest,
 // then the lowest ID, so the page never flips between them.
-func PublicIndex(all []store.Endpoint) map[string]store.Endpoint {
-	idx := make(map[string]store.Endpoint)
+func PublicIndex(all []model.Endpoint) map[string]model.Endpoint {
+	idx := make(map[string]model.Endpoint)
 	for _, e := range all {
 		if !e.Public || e.Slug == "" {
 			continue
@@ -236,25 +237,25 @@ func PublicIndex(all []store.Endpoint) map[string]store.Endpoint {
 }
 
 // build reads one endpoint's data and renders it.
-func (c *Cache) build(ctx context.Context, ep store.Endpoint, now time.Time) (*Rendered, error) {
+func (c *Cache) build(ctx context.Context, ep model.Endpoint, now time.Time) (*Rendered, error) {
 	in := Input{Endpoint: ep, Now: now}
 	var err error
 	in.Last, err = c.st.LastVerdict(ctx, ep.ID)
 	switch {
 	case err == nil:
 		in.HasLast = true
-	case !errors.Is(err, store.ErrNotFound):
+	case !errors.Is(err, model.ErrNotFound):
 		return nil, fmt.Errorf("last verdict of %s: %w", ep.Slug, err)
 	}
 	in.Latest, err = c.st.LatestResult(ctx, ep.ID)
 	switch {
 	case err == nil:
 		in.HasLatest = true
-	case !errors.Is(err, store.ErrNotFound):
+	case !errors.Is(err, model.ErrNotFound):
 		return nil, fmt.Errorf("latest result of %s: %w", ep.Slug, err)
 	}
-	to := now.UTC().Truncate(store.Daily).Add(store.Daily)
-	if in.Daily, err = c.st.Rollups(ctx, ep.ID, store.Daily, to.Add(-Days*store.Daily), to); err != nil {
+	to := now.UTC().Truncate(model.Daily).Add(model.Daily)
+	if in.Daily, err = c.st.Rollups(ctx, ep.ID, model.Daily, to.Add(-Days*model.Daily), to); err != nil {
 		return nil, fmt.Errorf("rollups of %s: %w", ep.Slug, err)
 	}
 	if in.Incidents, err = c.st.ListIncidents(ctx, store.IncidentFilter{EndpointID: ep.ID}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/status"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -19,15 +20,15 @@ import (
 
 // fakeStore is a hand-written Reader that counts its reads.
 type fakeStore struct {
-	eps       []store.Endpoint
+	eps       []model.Endpoint
 	verdicts  map[string]msg.Verdict
 	results   map[string]msg.ProbeResult
-	incidents map[string][]store.Incident
-	rollups   map[string][]store.Rollup
+	incidents map[string][]model.Incident
+	rollups   map[string][]model.Rollup
 	reads     atomic.Int64
 }
 
-func (f *fakeStore) ListEndpoints(context.Context) ([]store.Endpoint, error) {
+func (f *fakeStore) ListEndpoints(context.Context) ([]model.Endpoint, error) {
 	f.reads.Add(1)
 	return f.eps, nil
 }
@@ -36,7 +37,7 @@ func (f *fakeStore) LastVerdict(_ context.Context, id string) (msg.Verdict, erro
 	f.reads.Add(1)
 	v, ok := f.verdicts[id]
 	if !ok {
-		return v, store.ErrNotFound
+		return v, model.ErrNotFound
 	}
 	return v, nil
 }
@@ -45,17 +46,17 @@ func (f *fakeStore) LatestResult(_ context.Context, id string) (msg.ProbeResult,
 	f.reads.Add(1)
 	r, ok := f.results[id]
 	if !ok {
-		return r, store.ErrNotFound
+		return r, model.ErrNotFound
 	}
 	return r, nil
 }
 
-func (f *fakeStore) ListIncidents(_ context.Context, fl store.IncidentFilter) ([]store.Incident, error) {
+func (f *fakeStore) ListIncidents(_ context.Context, fl store.IncidentFilter) ([]model.Incident, error) {
 	f.reads.Add(1)
 	return f.incidents[fl.EndpointID], nil
 }
 
-func (f *fakeStore) Rollups(_ context.Context, id string, _ time.Duration, _, _ time.Time) ([]store.Rollup, error) {
+func (f *fakeStore) Rollups(_ context.Context, id string, _ time.Duration, _, _ time.Time) ([]model.Rollup, error) {
 	f.reads.Add(1)
 	return f.rollups[id], nil
 }
@@ -76,14 +77,14 @@ const (
 )
 
 func fixture() *fakeStore {
-	day := now.Truncate(store.Daily)
+	day := now.Truncate(model.Daily)
 	opened := now.Add(-26 * time.Hour)
 	resolved := opened.Add(42 * time.Minute)
-	sk := store.NewSketch()
+	sk := model.NewSketch()
 	_ = sk.Add(0.120)
 	_ = sk.Add(0.300)
 	return &fakeStore{
-		eps: []store.Endpoint{
+		eps: []model.Endpoint{
 			{ID: internalID, Tenant: "acme-private-tenant", Name: "Acme MCP", URL: "https://" + privateHost + "/mcp?token=" + secretToken,
 				Headers: map[string]string{"Authorization": secretHeader}, Public: true, Slug: "acme-mcp", Version: 3},
 			{ID: "hidden1", Name: "Hidden", URL: "https://hidden.example/mcp", Slug: "hidden-one"},
@@ -93,11 +94,11 @@ func fixture() *fakeStore {
 		results: map[string]msg.ProbeResult{internalID: {EndpointID: internalID, ProbeRunID: "run-secret-id", Region: "ap-south",
 			Status: msg.StatusDown, Class: "http_5xx", Error: secretError, HTTPStatus: 502, ServerName: "srv", ToolCount: 7,
 			StartedAt: now.Add(-time.Minute)}},
-		incidents: map[string][]store.Incident{internalID: {{ID: "inc-" + internalID, EndpointID: internalID, State: store.IncidentResolved,
+		incidents: map[string][]model.Incident{internalID: {{ID: "inc-" + internalID, EndpointID: internalID, State: model.IncidentResolved,
 			OpenedWindow: opened, FirstFailure: opened, Class: "timeout", Reason: secretReason, ResolvedAt: &resolved}}},
-		rollups: map[string][]store.Rollup{internalID: {
-			{Start: day.Add(-store.Daily), Size: store.Daily, Up: 80000, Down: 42 * 60, Total: sk, Initialize: store.NewSketch()},
-			{Start: day, Size: store.Daily, Up: 40000, Down: 60, Total: store.NewSketch(), Initialize: store.NewSketch()},
+		rollups: map[string][]model.Rollup{internalID: {
+			{Start: day.Add(-model.Daily), Size: model.Daily, Up: 80000, Down: 42 * 60, Total: sk, Initialize: model.NewSketch()},
+			{Start: day, Size: model.Daily, Up: 40000, Down: 60, Total: model.NewSketch(), Initialize: model.NewSketch()},
 		}},
 	}
 }
@@ -242,7 +243,7 @@ func TestBadgeTextFitsItsBox(t *testing.T) {
 	if status.TextWidth("WWWW") <= status.TextWidth("iiii") {
 		t.Error("proportional widths expected")
 	}
-	p := status.Build(status.Input{Endpoint: store.Endpoint{Name: "x", Slug: "xyz", Public: true}, Now: now})
+	p := status.Build(status.Input{Endpoint: model.Endpoint{Name: "x", Slug: "xyz", Public: true}, Now: now})
 	svg := string(status.Badge("mcp", p))
 	if !strings.Contains(svg, `textLength=`) || !strings.Contains(svg, "pending") {
 		t.Errorf("badge %s", svg)

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
@@ -25,14 +25,14 @@ import (
 
 // FirstEndpointVersion returns e as CreateEndpoint stores it: Version 1,
 // CreatedAt defaulted to now, UpdatedAt equal to CreatedAt.
-func FirstEndpointVersion(e Endpoint, now time.Time) (Endpoint, error) {
+func FirstEndpointVersion(e model.Endpoint, now time.Time) (model.Endpoint, error) {
 	if e.ID == "" {
-		return Endpoint{}, errors.New("create endpoint: ID is required")
+		return model.Endpoint{}, errors.New("create endpoint: ID is required")
 	}
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = now.UTC()
 	}
-	e.Tenant = TenantOf(e.Tenant)
+	e.Tenant = model.TenantOf(e.Tenant)
 	e.UpdatedAt = e.CreatedAt
 	e.Version = 1
 	return e, nil
@@ -43,9 +43,9 @@ func FirstEndpointVersion(e Endpoint, now time.Time) (Endpoint, error) {
 // cur's CreatedAt and Tenant (a tenant is fixed at creation: the per-tenant
 // index is keyed by it), UpdatedAt now and the next Version. The backend still
 // compare-and-sets the write, since cur may change before it lands.
-func NextEndpointVersion(cur, e Endpoint, now time.Time) (Endpoint, error) {
+func NextEndpointVersion(cur, e model.Endpoint, now time.Time) (model.Endpoint, error) {
 	if cur.Version != e.Version {
-		return Endpoint{}, fmt.Errorf("update endpoint %s: have version %d, stored %d: %w", e.ID, e.Version, cur.Version, ErrConflict)
+		return model.Endpoint{}, fmt.Errorf("update endpoint %s: have version %d, stored %d: %w", e.ID, e.Version, cur.Version, ErrConflict)
 	}
 	e.CreatedAt = cur.CreatedAt
 	e.Tenant = cur.Tenant
@@ -69,8 +69,8 @@ func SortResults(rs []msg.ProbeResult) {
 // Match reports whether f selects inc: every non-zero field must agree.
 // The backends walk an index (the endpoint's own when f names one) and keep
 // what Match accepts.
-func (f IncidentFilter) Match(inc Incident) bool {
-	return (f.Tenant == "" || TenantOf(inc.Tenant) == TenantOf(f.Tenant)) &&
+func (f IncidentFilter) Match(inc model.Incident) bool {
+	return (f.Tenant == "" || model.TenantOf(inc.Tenant) == model.TenantOf(f.Tenant)) &&
 		(f.EndpointID == "" || inc.EndpointID == f.EndpointID) &&
 		(f.State == "" || inc.State == f.State) &&
 		(f.After == nil || f.After.Before(inc))
@@ -78,7 +78,7 @@ func (f IncidentFilter) Match(inc Incident) bool {
 
 // Before reports whether k comes before inc in ListIncidents order (newest
 // OpenedWindow first, ties by ID descending).
-func (k IncidentKey) Before(inc Incident) bool {
+func (k IncidentKey) Before(inc model.Incident) bool {
 	if c := inc.OpenedWindow.Compare(k.OpenedWindow); c != 0 {
 		return c < 0
 	}
@@ -89,11 +89,6 @@ func (k IncidentKey) Before(inc Incident) bool {
 // a Limit).
 func (f IncidentFilter) Full(n int) bool { return f.Limit > 0 && n >= f.Limit }
 
-// Unresolved reports whether inc belongs in the open-incident index that
-// CountOpenIncidents reads: open and acknowledged incidents do, resolved
-// ones do not.
-func (inc Incident) Unresolved() bool { return inc.State != IncidentResolved }
-
 // ---- Deliveries
 
 // MergeDelivery folds next, the outcome of one more dispatch of a
@@ -102,7 +97,7 @@ func (inc Incident) Unresolved() bool { return inc.State != IncidentResolved }
 // and the last non-empty error wins. Outcome is next's, except that
 // delivered is final: a replica that finds the ledger done (skipped), or
 // one whose record arrives late, must not hide a delivery.
-func MergeDelivery(cur, next Delivery) Delivery {
+func MergeDelivery(cur, next model.Delivery) model.Delivery {
 	out := next
 	out.Attempts = cur.Attempts + next.Attempts
 	out.FirstAttemptAt = earliest(cur.FirstAttemptAt, next.FirstAttemptAt)
@@ -113,8 +108,8 @@ func MergeDelivery(cur, next Delivery) Delivery {
 	if out.LastError == "" {
 		out.LastError = cur.LastError
 	}
-	if cur.Outcome == DeliveryDelivered {
-		out.Outcome = DeliveryDelivered
+	if cur.Outcome == model.DeliveryDelivered {
+		out.Outcome = model.DeliveryDelivered
 	}
 	return out
 }
@@ -129,8 +124,8 @@ func earliest(a, b time.Time) time.Time {
 // SortDeliveries orders records by kind, then sink. Kinds compare as
 // open < reminder-1 < reminder-2 < … < reminder-10 < resolve: a numeric
 // suffix compares as a number, so the order is the incident's history.
-func SortDeliveries(ds []Delivery) {
-	slices.SortFunc(ds, func(a, b Delivery) int {
+func SortDeliveries(ds []model.Delivery) {
+	slices.SortFunc(ds, func(a, b model.Delivery) int {
 		ak, an := kindOrder(a.Kind)
 		bk, bn := kindOrder(b.Kind)
 		return cmp.Or(strings.Compare(ak, bk), cmp.Compare(an, bn), strings.Compare(a.Kind, b.Kind), strings.Compare(a.Sink, b.Sink))
@@ -148,10 +143,10 @@ func kindOrder(kind string) (string, int) {
 
 // DeliveryField is the name of a record within its incident: kind:sink.
 // Kinds never contain ':', so it is unambiguous.
-func DeliveryField(d Delivery) string { return d.Kind + ":" + d.Sink }
+func DeliveryField(d model.Delivery) string { return d.Kind + ":" + d.Sink }
 
 // ValidDelivery checks what every backend's RecordDelivery requires.
-func ValidDelivery(incidentID string, d Delivery) error {
+func ValidDelivery(incidentID string, d model.Delivery) error {
 	switch {
 	case incidentID == "" || d.Kind == "" || d.Sink == "":
 		return errors.New("record delivery: incident ID, kind and sink are required")
@@ -165,7 +160,7 @@ func ValidDelivery(incidentID string, d Delivery) error {
 
 // TenantKinds returns the Objects kinds whose documents belong to a tenant
 // and are indexed by it: maintenance windows.
-func TenantKinds() [1]string { return [1]string{alert.MaintenanceKind} }
+func TenantKinds() [1]string { return [1]string{model.MaintenanceKind} }
 
 // IsTenantKind reports whether kind is one of TenantKinds.
 func IsTenantKind(kind string) bool {
@@ -182,7 +177,7 @@ func ObjectTenant(doc []byte) (string, error) {
 	if err := json.Unmarshal(doc, &d); err != nil {
 		return "", fmt.Errorf("read the tenant of a document: %w", err)
 	}
-	return TenantOf(d.Tenant), nil
+	return model.TenantOf(d.Tenant), nil
 }
 
 // ErrNotTenantKind is returned by the tenant-scoped Objects methods for a

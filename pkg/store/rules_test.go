@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -12,15 +13,15 @@ import (
 func TestEndpointVersionsMoveByOne(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	t1 := t0.Add(time.Hour)
-	first, err := store.FirstEndpointVersion(store.Endpoint{ID: "ep"}, t0)
+	first, err := store.FirstEndpointVersion(model.Endpoint{ID: "ep"}, t0)
 	if err != nil || first.Version != 1 || !first.CreatedAt.Equal(t0) || !first.UpdatedAt.Equal(t0) {
 		t.Fatalf("first version = %+v, %v; want version 1 created and updated at %s", first, err, t0)
 	}
 	given := t0.Add(-time.Hour)
-	if e, _ := store.FirstEndpointVersion(store.Endpoint{ID: "ep", CreatedAt: given}, t0); !e.CreatedAt.Equal(given) || !e.UpdatedAt.Equal(given) {
+	if e, _ := store.FirstEndpointVersion(model.Endpoint{ID: "ep", CreatedAt: given}, t0); !e.CreatedAt.Equal(given) || !e.UpdatedAt.Equal(given) {
 		t.Fatalf("a given CreatedAt was not kept: %+v", e)
 	}
-	if _, err := store.FirstEndpointVersion(store.Endpoint{}, t0); err == nil {
+	if _, err := store.FirstEndpointVersion(model.Endpoint{}, t0); err == nil {
 		t.Fatal("an endpoint without ID got a first version")
 	}
 
@@ -36,7 +37,7 @@ func TestEndpointVersionsMoveByOne(t *testing.T) {
 }
 
 func TestIncidentFilterZeroFieldsMatchAll(t *testing.T) {
-	inc := store.Incident{ID: "i", EndpointID: "ep", State: store.IncidentAcknowledged}
+	inc := model.Incident{ID: "i", EndpointID: "ep", State: model.IncidentAcknowledged}
 	for _, c := range []struct {
 		name string
 		f    store.IncidentFilter
@@ -45,10 +46,10 @@ func TestIncidentFilterZeroFieldsMatchAll(t *testing.T) {
 		{"zero filter", store.IncidentFilter{}, true},
 		{"same endpoint", store.IncidentFilter{EndpointID: "ep"}, true},
 		{"other endpoint", store.IncidentFilter{EndpointID: "other"}, false},
-		{"same state", store.IncidentFilter{State: store.IncidentAcknowledged}, true},
-		{"other state", store.IncidentFilter{State: store.IncidentOpen}, false},
-		{"both agree", store.IncidentFilter{EndpointID: "ep", State: store.IncidentAcknowledged, Limit: 1}, true},
-		{"one disagrees", store.IncidentFilter{EndpointID: "ep", State: store.IncidentResolved}, false},
+		{"same state", store.IncidentFilter{State: model.IncidentAcknowledged}, true},
+		{"other state", store.IncidentFilter{State: model.IncidentOpen}, false},
+		{"both agree", store.IncidentFilter{EndpointID: "ep", State: model.IncidentAcknowledged, Limit: 1}, true},
+		{"one disagrees", store.IncidentFilter{EndpointID: "ep", State: model.IncidentResolved}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := c.f.Match(inc); got != c.want {
@@ -65,10 +66,10 @@ func TestIncidentFilterZeroFieldsMatchAll(t *testing.T) {
 }
 
 func TestOnlyResolvedIncidentsLeaveTheOpenIndex(t *testing.T) {
-	for state, want := range map[store.IncidentState]bool{
-		store.IncidentOpen: true, store.IncidentAcknowledged: true, store.IncidentResolved: false,
+	for state, want := range map[model.IncidentState]bool{
+		model.IncidentOpen: true, model.IncidentAcknowledged: true, model.IncidentResolved: false,
 	} {
-		if got := (store.Incident{State: state}).Unresolved(); got != want {
+		if got := (model.Incident{State: state}).Unresolved(); got != want {
 			t.Errorf("%s: Unresolved = %v, want %v", state, got, want)
 		}
 	}
@@ -87,21 +88,21 @@ func TestSortResultsByRegionThenRun(t *testing.T) {
 func TestMergeDeliveryNeverHidesADelivery(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	t1, t2 := t0.Add(time.Second), t0.Add(time.Minute)
-	failed := store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliveryFailed, Attempts: 4, FirstAttemptAt: t0, LastAttemptAt: t1, LastError: "HTTP 503"}
-	delivered := store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliveryDelivered, Attempts: 1, FirstAttemptAt: t2, LastAttemptAt: t2, DeliveredAt: t2}
+	failed := model.Delivery{Kind: "open", Sink: "hook", Outcome: model.DeliveryFailed, Attempts: 4, FirstAttemptAt: t0, LastAttemptAt: t1, LastError: "HTTP 503"}
+	delivered := model.Delivery{Kind: "open", Sink: "hook", Outcome: model.DeliveryDelivered, Attempts: 1, FirstAttemptAt: t2, LastAttemptAt: t2, DeliveredAt: t2}
 	for _, c := range []struct {
 		name      string
-		cur, next store.Delivery
-		want      store.Delivery
+		cur, next model.Delivery
+		want      model.Delivery
 	}{
-		{"first record", store.Delivery{}, failed, failed},
-		{"delivered after failures", failed, delivered, store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliveryDelivered,
+		{"first record", model.Delivery{}, failed, failed},
+		{"delivered after failures", failed, delivered, model.Delivery{Kind: "open", Sink: "hook", Outcome: model.DeliveryDelivered,
 			Attempts: 5, FirstAttemptAt: t0, LastAttemptAt: t2, DeliveredAt: t2, LastError: "HTTP 503"}},
-		{"skipped after delivered", delivered, store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliverySkipped}, delivered},
-		{"late failure after delivered", delivered, failed, store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliveryDelivered,
+		{"skipped after delivered", delivered, model.Delivery{Kind: "open", Sink: "hook", Outcome: model.DeliverySkipped}, delivered},
+		{"late failure after delivered", delivered, failed, model.Delivery{Kind: "open", Sink: "hook", Outcome: model.DeliveryDelivered,
 			Attempts: 5, FirstAttemptAt: t0, LastAttemptAt: t2, DeliveredAt: t2, LastError: "HTTP 503"}},
-		{"muted after failures", failed, store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliveryMuted},
-			store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliveryMuted, Attempts: 4, FirstAttemptAt: t0, LastAttemptAt: t1, LastError: "HTTP 503"}},
+		{"muted after failures", failed, model.Delivery{Kind: "open", Sink: "hook", Outcome: model.DeliveryMuted},
+			model.Delivery{Kind: "open", Sink: "hook", Outcome: model.DeliveryMuted, Attempts: 4, FirstAttemptAt: t0, LastAttemptAt: t1, LastError: "HTTP 503"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := store.MergeDelivery(c.cur, c.next); got != c.want {
@@ -112,7 +113,7 @@ func TestMergeDeliveryNeverHidesADelivery(t *testing.T) {
 }
 
 func TestSortDeliveriesFollowsTheIncident(t *testing.T) {
-	ds := []store.Delivery{{Kind: "resolve", Sink: "a"}, {Kind: "reminder-10", Sink: "a"}, {Kind: "reminder-2", Sink: "b"},
+	ds := []model.Delivery{{Kind: "resolve", Sink: "a"}, {Kind: "reminder-10", Sink: "a"}, {Kind: "reminder-2", Sink: "b"},
 		{Kind: "reminder-2", Sink: "a"}, {Kind: "open", Sink: "b"}, {Kind: "open", Sink: "a"}}
 	store.SortDeliveries(ds)
 	var got []string

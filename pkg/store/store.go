@@ -1,5 +1,5 @@
-// Package store defines mcpmon's durable state and its long-horizon
-// idempotency ledger: registered endpoints, each endpoint's latest probe result
+// Package store persists mcpmon's durable state (the pkg/model types) and
+// its long-horizon idempotency ledger: registered endpoints, each endpoint's latest probe result
 // and verdict history, the aggregator's open windows, incidents with the
 // alerter's per-endpoint tracker, the claim-before-effect ledger that makes
 // "one alert per incident per sink" hold beyond SQS's five-minute dedup window,
@@ -16,18 +16,16 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
 // Sentinel errors.
 var (
-	ErrNotFound = errors.New("not found")
 	// ErrConflict: a compare-and-set lost to a concurrent writer; reload and retry.
 	ErrConflict = errors.New("conflict: the record changed since it was read")
 	// ErrWindowDecided: a result for a window whose verdict is already out.
@@ -39,116 +37,12 @@ var (
 	ErrQuota = errors.New("tenant quota reached")
 )
 
-// DefaultTenant owns everything written before tenants existed: a record
-// whose Tenant is empty belongs to it, so existing data needs no rewrite.
-const DefaultTenant = "default"
-
-// TenantOf returns the tenant a stored Tenant field names: DefaultTenant
-// for the empty one.
-func TenantOf(tenant string) string {
-	if tenant == "" {
-		return DefaultTenant
-	}
-	return tenant
-}
-
-// Endpoint is a registered MCP endpoint.
-type Endpoint struct {
-	ID string `json:"id"`
-	// Tenant owns the endpoint (empty: DefaultTenant, for records written
-	// before tenants). It is set at creation and never changes: the
-	// per-tenant index is keyed by it.
-	Tenant    string `json:"tenant,omitempty"`
-	Name      string `json:"name"`
-	URL       string `json:"url"`
-	Transport string `json:"transport"` // auto | streamable-http | sse
-	// ProtocolVersion pins a protocol revision; empty negotiates.
-	ProtocolVersion string        `json:"protocolVersion,omitempty"`
-	Schedule        string        `json:"schedule"` // 5-field cron or @every
-	Timeout         time.Duration `json:"timeout"`
-	// LatencyThreshold marks a slower probe degraded; 0 uses the default.
-	LatencyThreshold time.Duration `json:"latencyThreshold,omitempty"`
-	// Headers are sent with every probe request. Values are secrets: the API
-	// never returns them and nothing logs them.
-	Headers map[string]string `json:"headers,omitempty"`
-	Labels  map[string]string `json:"labels,omitempty"`
-	// Rules tune verdicts and incidents; nil uses the defaults.
-	Rules *Rules `json:"rules,omitempty"`
-	// Regions are the regions that probe the endpoint, a subset of the
-	// deployment's region set (--regions); empty: every region.
-	Regions []string `json:"regions,omitempty"`
-	// Sinks names alert sinks for this endpoint, plus per-endpoint sink configs.
-	Sinks json.RawMessage `json:"sinks,omitempty"`
-	// Paused endpoints are not scheduled.
-	Paused bool `json:"paused,omitempty"`
-	// Public endpoints have a public status page, JSON and badge at their
-	// Slug (pkg/status), which is unique across the deployment: the public
-	// URLs carry no tenant.
-	Public    bool      `json:"public,omitempty"`
-	Slug      string    `json:"slug,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-	// Version increases on every update (compare-and-set).
-	Version int64 `json:"version"`
-
-	// ToolCheck calls one read-only tool after the handshake; nil: none.
-	// Its arguments are secrets like header values.
-	ToolCheck *ToolCheck `json:"toolCheck,omitempty"`
-	// OAuth obtains a bearer token by the client-credentials grant for
-	// every probe; nil: none. Its ClientSecret is a secret.
-	OAuth *OAuthClient `json:"oauth,omitempty"`
-	// CredentialWarning is how long before a configured JWT bearer token
-	// expires the probe starts warning (0: the prober's default, 72h).
-	CredentialWarning time.Duration `json:"credentialWarning,omitempty"`
-}
-
-// ToolCheck names a read-only tool the probe calls after the handshake and
-// what its result must show.
-type ToolCheck struct {
-	Name string `json:"name"`
-	// Arguments is the JSON object sent as the call's arguments (sealed at
-	// rest: values may be secrets).
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Expect    *ToolExpect     `json:"expect,omitempty"`
-}
-
-// ToolExpect is what a tool result must show besides not being isError.
-// Zero fields are not checked.
-type ToolExpect struct {
-	// Contains must occur in the result's text content (all text items
-	// joined by newlines).
-	Contains string `json:"contains,omitempty"`
-	// JSONPath selects a value of the result's structuredContent
-	// ($.a.b[0].c); it must exist, and equal Equals when that is set.
-	JSONPath string          `json:"jsonPath,omitempty"`
-	Equals   json.RawMessage `json:"equals,omitempty"`
-}
-
-// OAuthClient is an OAuth 2.0 client-credentials client the prober uses to
-// obtain the probe's bearer token.
-type OAuthClient struct {
-	TokenURL     string   `json:"tokenUrl"`
-	ClientID     string   `json:"clientId"`
-	ClientSecret string   `json:"clientSecret"` // sealed at rest
-	Scopes       []string `json:"scopes,omitempty"`
-	Audience     string   `json:"audience,omitempty"`
-}
-
 // EndpointPage is one page of ListEndpointsPage.
 type EndpointPage struct {
-	Endpoints []Endpoint
+	Endpoints []model.Endpoint
 	// Next is the cursor of the next page (the last ID this one covered);
 	// empty on the last page.
 	Next string
-}
-
-// Rules tune how verdicts become incidents. Zero fields use defaults.
-type Rules struct {
-	OpenAfter      int           `json:"openAfter,omitempty"`      // N down windows ...
-	OpenWindow     int           `json:"openWindow,omitempty"`     // ... of the last M
-	ResolveAfter   int           `json:"resolveAfter,omitempty"`   // K consecutive up windows
-	RegionQuorum   int           `json:"regionQuorum,omitempty"`   // Q regions down (0 = majority)
-	RepeatInterval time.Duration `json:"repeatInterval,omitempty"` // reminder interval (0 = none)
 }
 
 // VerdictRecord is a stored verdict.
@@ -160,96 +54,12 @@ type WindowRef struct {
 	Window     time.Time `json:"window"`
 }
 
-// IncidentState is an incident's lifecycle state.
-type IncidentState string
-
-const (
-	IncidentOpen         IncidentState = "open"
-	IncidentAcknowledged IncidentState = "acknowledged"
-	IncidentResolved     IncidentState = "resolved"
-)
-
-// Incident is one outage of one endpoint, from the window that opened it to
-// the window that resolved it.
-type Incident struct {
-	ID         string `json:"id"` // msg.IncidentID(endpoint, opening window)
-	EndpointID string `json:"endpointId"`
-	// Tenant is the endpoint's, copied when the incident opens so the
-	// incident stays its tenant's after the endpoint is deleted (empty:
-	// DefaultTenant, for incidents opened before tenants).
-	Tenant string `json:"tenant,omitempty"`
-	// Kind is IncidentGlobal (empty in records written before regional
-	// incidents) or IncidentRegional; Severity follows from it
-	// (IncidentSeverity). Regions names the failing regions at the open.
-	Kind           IncidentKind  `json:"kind,omitempty"`
-	Regions        []string      `json:"regions,omitempty"`
-	State          IncidentState `json:"state"`
-	OpenedWindow   time.Time     `json:"openedWindow"`
-	OpenedAt       time.Time     `json:"openedAt"`
-	FirstFailure   time.Time     `json:"firstFailure"`
-	Class          string        `json:"class,omitempty"`
-	Reason         string        `json:"reason,omitempty"`
-	AckedAt        *time.Time    `json:"ackedAt,omitempty"`
-	AckedBy        string        `json:"ackedBy,omitempty"`
-	ResolvedWindow *time.Time    `json:"resolvedWindow,omitempty"`
-	ResolvedAt     *time.Time    `json:"resolvedAt,omitempty"`
-	Transitions    []Transition  `json:"transitions"`
-	// Data holds alerter-private state (pending notifications, reminders).
-	Data    json.RawMessage `json:"data,omitempty"`
-	Version int64           `json:"version"`
-}
-
-// IncidentKind tells a global incident (the region quorum failed, or a
-// deployment without regions) from a regional one (some regions, fewer than
-// the quorum, failing).
-type IncidentKind string
-
-const (
-	IncidentGlobal   IncidentKind = "global"
-	IncidentRegional IncidentKind = "regional"
-)
-
-// IncidentSeverity is the severity of an incident of kind k: warning for a
-// regional incident, critical otherwise.
-func IncidentSeverity(k IncidentKind) string {
-	if k == IncidentRegional {
-		return alert.SeverityWarning
-	}
-	return alert.SeverityCritical
-}
-
-// Transition is one step of an incident's history.
-type Transition struct {
-	At     time.Time     `json:"at"`
-	From   IncidentState `json:"from,omitempty"`
-	To     IncidentState `json:"to"`
-	Reason string        `json:"reason"`
-}
-
-// Tracker is the alerter's per-endpoint evaluation state: the recent verdict
-// states it has folded and the incident currently open, if any.
-type Tracker struct {
-	EndpointID     string      `json:"endpointId"`
-	LastWindow     time.Time   `json:"lastWindow"`
-	Recent         []msg.State `json:"recent"` // newest last, at most M
-	ConsecutiveUp  int         `json:"consecutiveUp"`
-	OpenIncidentID string      `json:"openIncidentId,omitempty"`
-	// Data holds alerter-private state, including its outbox of pending
-	// notifications.
-	Data json.RawMessage `json:"data,omitempty"`
-	// Pending is how many notifications the outbox in Data holds. The store
-	// cannot read Data; SaveTracker lists the endpoint in PendingOutboxes
-	// exactly while Pending > 0, in the same transaction as the tracker.
-	Pending int   `json:"pending,omitempty"`
-	Version int64 `json:"version"` // 0 = never saved
-}
-
 // IncidentFilter selects incidents; zero fields match all.
 type IncidentFilter struct {
 	// Tenant keeps the tenant's incidents only (TenantOf(Incident.Tenant)).
 	Tenant     string
 	EndpointID string
-	State      IncidentState
+	State      model.IncidentState
 	Limit      int
 	// After, when set, keeps the incidents that come after it in
 	// ListIncidents order (an earlier OpenedWindow, or the same one and a
@@ -288,67 +98,28 @@ func (s ClaimState) String() string {
 	return "unknown"
 }
 
-// DeliveryOutcome is where one notification stands at one sink.
-type DeliveryOutcome string
-
-const (
-	// DeliveryDelivered: the sink accepted the notification.
-	DeliveryDelivered DeliveryOutcome = "delivered"
-	// DeliveryFailed: the sink failed past its retry budget (or rejected the
-	// notification); it waits in the outbox for the next drain or sweep.
-	DeliveryFailed DeliveryOutcome = "failed"
-	// DeliveryMuted: a maintenance window held the notification back
-	// (deferred to its end, or dropped).
-	DeliveryMuted DeliveryOutcome = "muted"
-	// DeliverySkipped: the ledger already had the notification done (another
-	// replica, or an earlier attempt, delivered it).
-	DeliverySkipped DeliveryOutcome = "skipped"
-	// DeliveryGaveUp: the alerter stopped trying this sink for the
-	// notification: it failed permanently, or kept failing past the
-	// give-up age. LastError says which.
-	DeliveryGaveUp DeliveryOutcome = "gave_up"
-)
-
-// Delivery is what happened to one notification of an incident at one sink:
-// one record per (Kind, Sink), updated in place by MergeDelivery.
-type Delivery struct {
-	// Kind is the ledger kind: open, resolve or reminder-N. It never
-	// contains ':'.
-	Kind    string          `json:"kind"`
-	Sink    string          `json:"sink"`
-	Outcome DeliveryOutcome `json:"outcome"`
-	// Attempts counts sink calls over every dispatch of the notification.
-	Attempts       int       `json:"attempts"`
-	FirstAttemptAt time.Time `json:"firstAttemptAt,omitzero"`
-	LastAttemptAt  time.Time `json:"lastAttemptAt,omitzero"`
-	DeliveredAt    time.Time `json:"deliveredAt,omitzero"`
-	// LastError is the last sink error, already redacted by the alerter
-	// (never a webhook URL, token or secret).
-	LastError string `json:"lastError,omitempty"`
-}
-
 // Endpoints is the endpoint registry.
 type Endpoints interface {
 	// CreateEndpoint stores a new endpoint (Version becomes 1; CreatedAt
 	// defaults to now; Tenant defaults to DefaultTenant; ErrConflict if the
 	// ID exists) and lists it in its tenant's index.
-	CreateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
+	CreateEndpoint(ctx context.Context, e model.Endpoint) (model.Endpoint, error)
 	// UpdateEndpoint replaces e if its Version matches (ErrConflict otherwise,
 	// ErrNotFound if absent) and returns it with the next version, CreatedAt
 	// and Tenant kept and UpdatedAt set to now.
-	UpdateEndpoint(ctx context.Context, e Endpoint) (Endpoint, error)
-	GetEndpoint(ctx context.Context, id string) (Endpoint, error)
+	UpdateEndpoint(ctx context.Context, e model.Endpoint) (model.Endpoint, error)
+	GetEndpoint(ctx context.Context, id string) (model.Endpoint, error)
 	// GetEndpointOf is GetEndpoint for the tenant's endpoint only:
 	// ErrNotFound when id is absent or another tenant's, decided from the
 	// per-tenant index before the record is read, so another tenant's ID
 	// costs what a missing one does (no record read, decoded or unsealed).
-	GetEndpointOf(ctx context.Context, tenant, id string) (Endpoint, error)
-	ListEndpoints(ctx context.Context) ([]Endpoint, error) // ordered by ID
+	GetEndpointOf(ctx context.Context, tenant, id string) (model.Endpoint, error)
+	ListEndpoints(ctx context.Context) ([]model.Endpoint, error) // ordered by ID
 	// ListEndpointsOf returns the tenant's endpoints ordered by ID. It reads
 	// the per-tenant index the writes below keep in their own transaction,
 	// so it costs the tenant's size, not the deployment's. The pipeline
 	// (scheduler, prober, aggregator, alerter) keeps using ListEndpoints.
-	ListEndpointsOf(ctx context.Context, tenant string) ([]Endpoint, error)
+	ListEndpointsOf(ctx context.Context, tenant string) ([]model.Endpoint, error)
 	// ListEndpointsPage returns one page of the tenant's endpoints: those
 	// whose ID is greater than after ("" = from the first), ordered by ID,
 	// at most limit of them (limit <= 0: an empty last page). It reads
@@ -365,7 +136,7 @@ type Endpoints interface {
 	// the endpoint's tenant already holds limit endpoints, counted in the
 	// same transaction as the write, so concurrent creates — from any
 	// replica — cannot pass the limit together. limit <= 0: no limit.
-	CreateEndpointWithin(ctx context.Context, e Endpoint, limit int) (Endpoint, error)
+	CreateEndpointWithin(ctx context.Context, e model.Endpoint, limit int) (model.Endpoint, error)
 	// DeleteEndpoint atomically removes the endpoint together with its
 	// latest probe result, its undecided window results (OpenWindows no
 	// longer lists them) and what the prober remembers of it (Objects of
@@ -425,7 +196,7 @@ type Verdicts interface {
 // deployment's history. Incidents stored before the tenant index existed
 // are indexed when the backend opens.
 type Incidents interface {
-	GetTracker(ctx context.Context, endpointID string) (Tracker, error) // zero Tracker (Version 0) if none
+	GetTracker(ctx context.Context, endpointID string) (model.Tracker, error) // zero model.Tracker (Version 0) if none
 	// SaveTracker atomically writes t (compare-and-set on t.Version; 0 means
 	// create) and each incident (compare-and-set on its Version; 0 means
 	// create), and in the same transaction lists t's endpoint in
@@ -433,22 +204,22 @@ type Incidents interface {
 	// incident in the open-incident index unless it is resolved. On success
 	// the stored versions are one higher. ErrConflict if any version
 	// differs; nothing is written then, indexes included.
-	SaveTracker(ctx context.Context, t Tracker, incidents ...Incident) error
-	GetIncident(ctx context.Context, id string) (Incident, error)
+	SaveTracker(ctx context.Context, t model.Tracker, incidents ...model.Incident) error
+	GetIncident(ctx context.Context, id string) (model.Incident, error)
 	// GetIncidentOf is GetIncident for the tenant's incident only
 	// (TenantOf(Incident.Tenant)): ErrNotFound when id is absent or another
 	// tenant's, decided from the tenant index before the record is read.
-	GetIncidentOf(ctx context.Context, tenant, id string) (Incident, error)
+	GetIncidentOf(ctx context.Context, tenant, id string) (model.Incident, error)
 	// UpdateIncident compare-and-sets one existing incident (acknowledge over
 	// the API), keeping the open-incident index in the same transaction:
 	// ErrNotFound if absent, ErrConflict on a version mismatch.
-	UpdateIncident(ctx context.Context, inc Incident) (Incident, error)
+	UpdateIncident(ctx context.Context, inc model.Incident) (model.Incident, error)
 	// ListIncidents returns matching incidents, newest OpenedWindow first
 	// (ties by ID, descending). It walks the endpoint's index when the
 	// filter names one, else the tenant's when it names one (so a tenant's
 	// list costs the tenant's incidents, not the deployment's), else the
 	// whole history: for the API, not for periodic work.
-	ListIncidents(ctx context.Context, f IncidentFilter) ([]Incident, error)
+	ListIncidents(ctx context.Context, f IncidentFilter) ([]model.Incident, error)
 	// PendingOutboxes returns, ordered by ID, the endpoints whose tracker
 	// was last saved with Pending > 0 (empty, not nil, if none).
 	PendingOutboxes(ctx context.Context) ([]string, error)
@@ -467,10 +238,10 @@ type Deliveries interface {
 	// (d.Kind, d.Sink) with MergeDelivery (creating it if absent), so
 	// replicas recording different sinks, or the same one, lose nothing.
 	// ErrNotFound if the incident does not exist.
-	RecordDelivery(ctx context.Context, incidentID string, d Delivery) error
+	RecordDelivery(ctx context.Context, incidentID string, d model.Delivery) error
 	// Deliveries returns the incident's records in SortDeliveries order
 	// (empty, not an error, for an incident without any or unknown).
-	Deliveries(ctx context.Context, incidentID string) ([]Delivery, error)
+	Deliveries(ctx context.Context, incidentID string) ([]model.Delivery, error)
 }
 
 // Ledger is the claim-before-effect idempotency ledger. A key moves
@@ -503,9 +274,9 @@ type Ledger interface {
 // before the index existed are indexed when the backend opens.
 type Objects interface {
 	PutObject(ctx context.Context, kind, id string, doc []byte) error
-	GetObject(ctx context.Context, kind, id string) ([]byte, error) // ErrNotFound
+	GetObject(ctx context.Context, kind, id string) ([]byte, error) // model.ErrNotFound
 	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
-	DeleteObject(ctx context.Context, kind, id string) error // ErrNotFound
+	DeleteObject(ctx context.Context, kind, id string) error // model.ErrNotFound
 
 	// PutObjectWithin is PutObject that refuses with ErrQuota a document
 	// new to its tenant when the tenant already holds limit documents of

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 var _ alert.EventNotifier = (*Sink)(nil)
@@ -22,14 +23,14 @@ func (s *Sink) NotifyEvent(ctx context.Context, n alert.EventNotification) error
 
 // eventHeadlines: emoji and wording per change-event kind.
 var eventHeadlines = map[string][2]string{
-	alert.EventCatalogBreaking:   {"💥", "tool catalog changed (breaking)"},
-	alert.EventCatalogInfo:       {"🧩", "tool catalog changed"},
-	alert.EventCatalogSecurity:   {"🛡️", "tool description changed (security)"},
-	alert.EventVersion:           {"🔀", "version changed"},
-	alert.EventCertificateExpiry: {"🔒", "TLS certificate expires soon"},
-	alert.EventCredentialExpiry:  {"🔑", "probe credential expires soon"},
-	alert.EventCatalogDivergent:  {"🌐", "regions disagree on the tool catalog"},
-	alert.EventAuthServerChanged: {"🚨", "OAuth authorization server changed (not followed)"},
+	model.EventCatalogBreaking:   {"💥", "tool catalog changed (breaking)"},
+	model.EventCatalogInfo:       {"🧩", "tool catalog changed"},
+	model.EventCatalogSecurity:   {"🛡️", "tool description changed (security)"},
+	model.EventVersion:           {"🔀", "version changed"},
+	model.EventCertificateExpiry: {"🔒", "TLS certificate expires soon"},
+	model.EventCredentialExpiry:  {"🔑", "probe credential expires soon"},
+	model.EventCatalogDivergent:  {"🌐", "regions disagree on the tool catalog"},
+	model.EventAuthServerChanged: {"🚨", "OAuth authorization server changed (not followed)"},
 }
 
 // NewEventMessage renders a change event as Block Kit: a header, the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // TestEventMessageShowsTheDiff: a change event is Block Kit with a header
@@ -58,7 +59,7 @@ func TestEventMessageShowsTheDiff(t *testing.T) {
 // TestEveryEventKindHasAHeadline: a kind a sink may opt into is never
 // shown as its bare name.
 func TestEveryEventKindHasAHeadline(t *testing.T) {
-	for _, k := range alert.EventKinds() {
+	for _, k := range model.EventKinds() {
 		if _, ok := eventHeadlines[k]; !ok {
 			t.Errorf("no headline for %s", k)
 		}

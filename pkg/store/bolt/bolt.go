@@ -33,6 +33,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -260,7 +261,7 @@ func getOne[T any](ctx context.Context, s *Store, bucket []byte, key, what strin
 		var err error
 		v, ok, err = get[T](tx.Bucket(bucket), []byte(key))
 		if err == nil && !ok {
-			err = fmt.Errorf("%s: %w", what, store.ErrNotFound)
+			err = fmt.Errorf("%s: %w", what, model.ErrNotFound)
 		}
 		return err
 	})

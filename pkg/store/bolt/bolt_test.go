@@ -8,6 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
@@ -39,11 +40,11 @@ func TestReopenKeepsState(t *testing.T) {
 	clk := clock.NewFake(storetest.Start)
 	path := filepath.Join(t.TempDir(), "data", "store.db")
 	s := open(t, path, clk)
-	if _, err := s.CreateEndpoint(ctx, store.Endpoint{ID: "ep", Schedule: "@every 1m"}); err != nil {
+	if _, err := s.CreateEndpoint(ctx, model.Endpoint{ID: "ep", Schedule: "@every 1m"}); err != nil {
 		t.Fatal(err)
 	}
-	inc := store.Incident{ID: msg.IncidentID("ep", storetest.Start), EndpointID: "ep", State: store.IncidentOpen, OpenedWindow: storetest.Start}
-	if err := s.SaveTracker(ctx, store.Tracker{EndpointID: "ep", OpenIncidentID: inc.ID}, inc); err != nil {
+	inc := model.Incident{ID: msg.IncidentID("ep", storetest.Start), EndpointID: "ep", State: model.IncidentOpen, OpenedWindow: storetest.Start}
+	if err := s.SaveTracker(ctx, model.Tracker{EndpointID: "ep", OpenIncidentID: inc.ID}, inc); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := s.Claim(ctx, "k", "a", time.Minute); err != nil || st != store.ClaimAcquired {

@@ -10,6 +10,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -40,12 +41,12 @@ func indexTenants(tx *bbolt.Tx) error {
 // tenantKey is the index key of endpoint id in tenant; the 0 byte keeps
 // tenant "a" from prefixing tenant "ab".
 func tenantKey(tenant, id string) []byte {
-	return append(append([]byte(store.TenantOf(tenant)), 0), id...)
+	return append(append([]byte(model.TenantOf(tenant)), 0), id...)
 }
 
 // CreateEndpoint stores a new endpoint with Version 1; ErrConflict if the ID
 // exists. CreatedAt defaults to now, UpdatedAt is set to CreatedAt.
-func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
+func (s *Store) CreateEndpoint(ctx context.Context, e model.Endpoint) (model.Endpoint, error) {
 	return s.CreateEndpointWithin(ctx, e, 0)
 }
 
@@ -53,10 +54,10 @@ func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.End
 // tenant already has limit endpoints (limit <= 0: none). bbolt serialises
 // write transactions, so the count and the write cannot interleave with
 // another create.
-func (s *Store) CreateEndpointWithin(ctx context.Context, e store.Endpoint, limit int) (store.Endpoint, error) {
+func (s *Store) CreateEndpointWithin(ctx context.Context, e model.Endpoint, limit int) (model.Endpoint, error) {
 	e, err := store.FirstEndpointVersion(e, s.clk.Now())
 	if err != nil {
-		return store.Endpoint{}, fmt.Errorf("bolt store: %w", err)
+		return model.Endpoint{}, fmt.Errorf("bolt store: %w", err)
 	}
 	err = s.update(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bEndpoints)
@@ -84,21 +85,21 @@ func (s *Store) CreateEndpointWithin(ctx context.Context, e store.Endpoint, limi
 		return put(b, []byte(e.ID), e)
 	})
 	if err != nil {
-		return store.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	return e, nil
 }
 
 // UpdateEndpoint replaces the endpoint if e.Version matches the stored one.
-func (s *Store) UpdateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
+func (s *Store) UpdateEndpoint(ctx context.Context, e model.Endpoint) (model.Endpoint, error) {
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bEndpoints)
-		cur, ok, err := get[store.Endpoint](b, []byte(e.ID))
+		cur, ok, err := get[model.Endpoint](b, []byte(e.ID))
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("update endpoint %s: %w", e.ID, store.ErrNotFound)
+			return fmt.Errorf("update endpoint %s: %w", e.ID, model.ErrNotFound)
 		}
 		if e, err = store.NextEndpointVersion(cur, e, s.clk.Now()); err != nil {
 			return err
@@ -109,7 +110,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e store.Endpoint) (store.End
 		return put(b, []byte(e.ID), e)
 	})
 	if err != nil {
-		return store.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	return e, nil
 }
@@ -128,24 +129,24 @@ func (s *Store) EndpointsStamp(ctx context.Context) (uint64, error) {
 }
 
 // GetEndpoint returns the endpoint or ErrNotFound.
-func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
-	return getOne[store.Endpoint](ctx, s, bEndpoints, id, "endpoint "+id)
+func (s *Store) GetEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
+	return getOne[model.Endpoint](ctx, s, bEndpoints, id, "endpoint "+id)
 }
 
 // GetEndpointOf returns the tenant's endpoint: the record is read only
 // when the tenant's index lists id.
-func (s *Store) GetEndpointOf(ctx context.Context, tenant, id string) (store.Endpoint, error) {
-	var e store.Endpoint
+func (s *Store) GetEndpointOf(ctx context.Context, tenant, id string) (model.Endpoint, error) {
+	var e model.Endpoint
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		ok := false
 		if tx.Bucket(bEPByTenant).Get(tenantKey(tenant, id)) != nil {
 			var err error
-			if e, ok, err = get[store.Endpoint](tx.Bucket(bEndpoints), []byte(id)); err != nil {
+			if e, ok, err = get[model.Endpoint](tx.Bucket(bEndpoints), []byte(id)); err != nil {
 				return err
 			}
 		}
 		if !ok {
-			return fmt.Errorf("endpoint %s: %w", id, store.ErrNotFound)
+			return fmt.Errorf("endpoint %s: %w", id, model.ErrNotFound)
 		}
 		return nil
 	})
@@ -153,11 +154,11 @@ func (s *Store) GetEndpointOf(ctx context.Context, tenant, id string) (store.End
 }
 
 // ListEndpoints returns every endpoint ordered by ID.
-func (s *Store) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
-	out := []store.Endpoint{}
+func (s *Store) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
+	out := []model.Endpoint{}
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		return tx.Bucket(bEndpoints).ForEach(func(k, v []byte) error {
-			var e store.Endpoint
+			var e model.Endpoint
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("decode endpoint %s: %w", k, err)
 			}
@@ -170,14 +171,14 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 
 // ListEndpointsOf returns the tenant's endpoints ordered by ID, walking the
 // tenant's index.
-func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]store.Endpoint, error) {
-	out := []store.Endpoint{}
+func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]model.Endpoint, error) {
+	out := []model.Endpoint{}
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bEndpoints)
 		prefix := tenantKey(tenant, "")
 		c := tx.Bucket(bEPByTenant).Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			e, ok, err := get[store.Endpoint](b, k[len(prefix):])
+			e, ok, err := get[model.Endpoint](b, k[len(prefix):])
 			if err != nil {
 				return err
 			}
@@ -194,7 +195,7 @@ func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]store.End
 // at most limit, with a Seek into the tenant's index: one read
 // transaction of the page's size.
 func (s *Store) ListEndpointsPage(ctx context.Context, tenant, after string, limit int) (store.EndpointPage, error) {
-	page := store.EndpointPage{Endpoints: []store.Endpoint{}}
+	page := store.EndpointPage{Endpoints: []model.Endpoint{}}
 	if limit <= 0 {
 		return page, nil
 	}
@@ -215,7 +216,7 @@ func (s *Store) ListEndpointsPage(ctx context.Context, tenant, after string, lim
 			}
 			n++
 			last = k[len(prefix):]
-			e, ok, err := get[store.Endpoint](b, last)
+			e, ok, err := get[model.Endpoint](b, last)
 			if err != nil {
 				return err
 			}
@@ -238,7 +239,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 	found := false
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bEndpoints)
-		cur, ok, err := get[store.Endpoint](b, []byte(id))
+		cur, ok, err := get[model.Endpoint](b, []byte(id))
 		if err != nil {
 			return err
 		}
@@ -272,7 +273,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 		return fmt.Errorf("delete endpoint %s: %w", id, err)
 	}
 	if !found {
-		return fmt.Errorf("delete endpoint %s: %w", id, store.ErrNotFound)
+		return fmt.Errorf("delete endpoint %s: %w", id, model.ErrNotFound)
 	}
 	return nil
 }

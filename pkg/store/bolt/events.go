@@ -23,6 +23,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -48,15 +49,15 @@ func eventIDKey(id string) ([]byte, bool) {
 
 // AppendEvents stores the events not yet known by fingerprint; see
 // store.Events.
-func (s *Store) AppendEvents(ctx context.Context, evs ...store.ChangeEvent) ([]store.ChangeEvent, error) {
+func (s *Store) AppendEvents(ctx context.Context, evs ...model.ChangeEvent) ([]model.ChangeEvent, error) {
 	for _, e := range evs {
-		if err := store.ValidEvent(e); err != nil {
+		if err := model.ValidEvent(e); err != nil {
 			return nil, fmt.Errorf("bolt store: %w", err)
 		}
 	}
 	now := s.clk.Now()
 	cutoff := store.EventCutoff(now, s.history)
-	var added []store.ChangeEvent
+	var added []model.ChangeEvent
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		added = added[:0]
 		evRoot, err := tx.CreateBucketIfNotExists(bEvents)
@@ -121,7 +122,7 @@ func pruneEvents(eb, fb, pending *bbolt.Bucket, endpointID string, cutoff time.T
 	var gone []old
 	c := eb.Cursor()
 	for k, v := c.First(); k != nil && bytes.Compare(k[:8], limit) < 0; k, v = c.Next() {
-		var e store.ChangeEvent
+		var e model.ChangeEvent
 		_ = json.Unmarshal(v, &e) // an unreadable record goes anyway
 		gone = append(gone, old{bytes.Clone(k), []byte(e.Fingerprint)})
 	}
@@ -142,8 +143,8 @@ func pruneEvents(eb, fb, pending *bbolt.Bucket, endpointID string, cutoff time.T
 }
 
 // ListEvents returns the endpoint's events newest first; see store.Events.
-func (s *Store) ListEvents(ctx context.Context, endpointID string, f store.EventFilter) ([]store.ChangeEvent, error) {
-	out := []store.ChangeEvent{}
+func (s *Store) ListEvents(ctx context.Context, endpointID string, f store.EventFilter) ([]model.ChangeEvent, error) {
+	out := []model.ChangeEvent{}
 	limit := store.EventLimit(f)
 	lo := timeKey(store.EventCutoff(s.clk.Now(), s.history))
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
@@ -171,7 +172,7 @@ func (s *Store) ListEvents(ctx context.Context, endpointID string, f store.Event
 			}
 		}
 		for ; k != nil && len(out) < limit && bytes.Compare(k[:8], lo) >= 0; k, v = c.Prev() {
-			var e store.ChangeEvent
+			var e model.ChangeEvent
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("decode event %x: %w", k, err)
 			}
@@ -191,8 +192,8 @@ func (s *Store) ListEvents(ctx context.Context, endpointID string, f store.Event
 // index is keyed by endpoint, so it reads every pending key (a handful:
 // events wait only until the next notification run) and orders them by
 // their time part before reading the events it returns.
-func (s *Store) PendingEvents(ctx context.Context, limit int) ([]store.ChangeEvent, error) {
-	out := []store.ChangeEvent{}
+func (s *Store) PendingEvents(ctx context.Context, limit int) ([]model.ChangeEvent, error) {
+	out := []model.ChangeEvent{}
 	var stale [][]byte
 	cutoff := store.EventCutoff(s.clk.Now(), s.history)
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
@@ -226,7 +227,7 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]store.ChangeEve
 				stale = append(stale, append(idPrefix(string(r.ep)), r.key...))
 				continue
 			}
-			var e store.ChangeEvent
+			var e model.ChangeEvent
 			if err := json.Unmarshal(raw, &e); err != nil {
 				return fmt.Errorf("decode event %x of endpoint %s: %w", r.key, r.ep, err)
 			}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 	"github.com/mcpmon/mcpmon/pkg/store/storetest"
 )
@@ -22,8 +22,8 @@ func TestSweepPrunesIdleEndpointsEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ev := func(ep string) store.ChangeEvent {
-		return store.ChangeEvent{EndpointID: ep, Kind: store.EventVersion, Fingerprint: store.EventFingerprint(ep, store.EventVersion, "a", "b"),
+	ev := func(ep string) model.ChangeEvent {
+		return model.ChangeEvent{EndpointID: ep, Kind: model.EventVersion, Fingerprint: model.EventFingerprint(ep, model.EventVersion, "a", "b"),
 			ObservedAt: clk.Now(), Message: "version changed"}
 	}
 	if _, err := s.AppendEvents(ctx, ev("idle")); err != nil {

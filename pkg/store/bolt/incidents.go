@@ -13,6 +13,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -40,31 +41,31 @@ func indexIncidentTenants(tx *bbolt.Tx) error {
 		return err
 	}
 	return tx.Bucket(bIncidents).ForEach(func(k, v []byte) error {
-		var inc store.Incident
+		var inc model.Incident
 		if err := json.Unmarshal(v, &inc); err != nil {
 			return fmt.Errorf("index incident %s by tenant: %w", k, err)
 		}
-		if err := owners.Put(bytes.Clone(k), []byte(store.TenantOf(inc.Tenant))); err != nil {
+		if err := owners.Put(bytes.Clone(k), []byte(model.TenantOf(inc.Tenant))); err != nil {
 			return err
 		}
 		return byTenant.Put(incTenantKey(inc), nil)
 	})
 }
 
-func incTenantKey(inc store.Incident) []byte {
+func incTenantKey(inc model.Incident) []byte {
 	return append(tenantKey(inc.Tenant, ""), incIndexKey(inc)...)
 }
 
 // GetTracker returns the endpoint's tracker, or a zero Tracker (Version 0)
 // for the endpoint if none was saved.
-func (s *Store) GetTracker(ctx context.Context, endpointID string) (store.Tracker, error) {
-	var t store.Tracker
+func (s *Store) GetTracker(ctx context.Context, endpointID string) (model.Tracker, error) {
+	var t model.Tracker
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		var ok bool
 		var err error
-		t, ok, err = get[store.Tracker](tx.Bucket(bTrackers), []byte(endpointID))
+		t, ok, err = get[model.Tracker](tx.Bucket(bTrackers), []byte(endpointID))
 		if err == nil && !ok {
-			t = store.Tracker{EndpointID: endpointID}
+			t = model.Tracker{EndpointID: endpointID}
 		}
 		return err
 	})
@@ -72,7 +73,7 @@ func (s *Store) GetTracker(ctx context.Context, endpointID string) (store.Tracke
 }
 
 // SaveTracker compare-and-sets the tracker and incidents in one transaction.
-func (s *Store) SaveTracker(ctx context.Context, t store.Tracker, incidents ...store.Incident) error {
+func (s *Store) SaveTracker(ctx context.Context, t model.Tracker, incidents ...model.Incident) error {
 	if t.EndpointID == "" {
 		return errors.New("bolt store: save tracker: EndpointID is required")
 	}
@@ -82,7 +83,7 @@ func (s *Store) SaveTracker(ctx context.Context, t store.Tracker, incidents ...s
 	return s.batch(ctx, func(tx *bbolt.Tx) error {
 		t := t
 		tb := tx.Bucket(bTrackers)
-		cur, ok, err := get[store.Tracker](tb, []byte(t.EndpointID))
+		cur, ok, err := get[model.Tracker](tb, []byte(t.EndpointID))
 		if err != nil {
 			return err
 		}
@@ -133,19 +134,19 @@ func (s *Store) CountOpenIncidents(ctx context.Context) (int, error) {
 
 // putIncident compare-and-sets inc (Version 0 = create when create is
 // allowed) and maintains the opened-window and open-incident indexes.
-func putIncident(tx *bbolt.Tx, inc store.Incident, create bool) error {
+func putIncident(tx *bbolt.Tx, inc model.Incident, create bool) error {
 	if inc.ID == "" {
 		return errors.New("bolt store: incident ID is required")
 	}
 	b := tx.Bucket(bIncidents)
-	cur, ok, err := get[store.Incident](b, []byte(inc.ID))
+	cur, ok, err := get[model.Incident](b, []byte(inc.ID))
 	if err != nil {
 		return err
 	}
 	switch {
 	case !ok && (!create || inc.Version != 0):
 		if !create {
-			return fmt.Errorf("incident %s: %w", inc.ID, store.ErrNotFound)
+			return fmt.Errorf("incident %s: %w", inc.ID, model.ErrNotFound)
 		}
 		return fmt.Errorf("incident %s: have version %d, not stored: %w", inc.ID, inc.Version, store.ErrConflict)
 	case ok && cur.Version != inc.Version:
@@ -173,7 +174,7 @@ func putIncident(tx *bbolt.Tx, inc store.Incident, create bool) error {
 	if err := byTenant.Put(incTenantKey(inc), nil); err != nil {
 		return err
 	}
-	if err := tx.Bucket(bIncTenants).Put([]byte(inc.ID), []byte(store.TenantOf(inc.Tenant))); err != nil {
+	if err := tx.Bucket(bIncTenants).Put([]byte(inc.ID), []byte(model.TenantOf(inc.Tenant))); err != nil {
 		return err
 	}
 	if inc.Unresolved() {
@@ -187,33 +188,33 @@ func putIncident(tx *bbolt.Tx, inc store.Incident, create bool) error {
 	return put(b, []byte(inc.ID), inc)
 }
 
-func incIndexKey(inc store.Incident) []byte {
+func incIndexKey(inc model.Incident) []byte {
 	return append(timeKey(inc.OpenedWindow), inc.ID...)
 }
 
-func incEPKey(inc store.Incident) []byte {
+func incEPKey(inc model.Incident) []byte {
 	return append(idPrefix(inc.EndpointID), incIndexKey(inc)...)
 }
 
 // GetIncident returns the incident or ErrNotFound.
-func (s *Store) GetIncident(ctx context.Context, id string) (store.Incident, error) {
-	return getOne[store.Incident](ctx, s, bIncidents, id, "incident "+id)
+func (s *Store) GetIncident(ctx context.Context, id string) (model.Incident, error) {
+	return getOne[model.Incident](ctx, s, bIncidents, id, "incident "+id)
 }
 
 // GetIncidentOf returns the tenant's incident: the record is read only
 // when incTenants names the tenant.
-func (s *Store) GetIncidentOf(ctx context.Context, tenant, id string) (store.Incident, error) {
-	var inc store.Incident
+func (s *Store) GetIncidentOf(ctx context.Context, tenant, id string) (model.Incident, error) {
+	var inc model.Incident
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		ok := false
-		if owner := tx.Bucket(bIncTenants).Get([]byte(id)); owner != nil && string(owner) == store.TenantOf(tenant) {
+		if owner := tx.Bucket(bIncTenants).Get([]byte(id)); owner != nil && string(owner) == model.TenantOf(tenant) {
 			var err error
-			if inc, ok, err = get[store.Incident](tx.Bucket(bIncidents), []byte(id)); err != nil {
+			if inc, ok, err = get[model.Incident](tx.Bucket(bIncidents), []byte(id)); err != nil {
 				return err
 			}
 		}
 		if !ok {
-			return fmt.Errorf("incident %s: %w", id, store.ErrNotFound)
+			return fmt.Errorf("incident %s: %w", id, model.ErrNotFound)
 		}
 		return nil
 	})
@@ -221,10 +222,10 @@ func (s *Store) GetIncidentOf(ctx context.Context, tenant, id string) (store.Inc
 }
 
 // UpdateIncident compare-and-sets an existing incident; ErrNotFound if absent.
-func (s *Store) UpdateIncident(ctx context.Context, inc store.Incident) (store.Incident, error) {
+func (s *Store) UpdateIncident(ctx context.Context, inc model.Incident) (model.Incident, error) {
 	err := s.update(ctx, func(tx *bbolt.Tx) error { return putIncident(tx, inc, false) })
 	if err != nil {
-		return store.Incident{}, err
+		return model.Incident{}, err
 	}
 	inc.Version++
 	return inc, nil
@@ -234,8 +235,8 @@ func (s *Store) UpdateIncident(ctx context.Context, inc store.Incident) (store.I
 // first (ties by ID, descending). It walks the endpoint's index when the
 // filter names one, else the tenant's when it names one, else the global
 // index.
-func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]store.Incident, error) {
-	out := []store.Incident{}
+func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]model.Incident, error) {
+	out := []model.Incident{}
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bIncidents)
 		var prefix []byte
@@ -252,7 +253,7 @@ func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]st
 		// a later page costs what it reads, not what earlier pages did.
 		seek := append(append([]byte(nil), prefix...), bytes.Repeat([]byte{0xff}, 9)...)
 		if f.After != nil {
-			seek = append(append([]byte(nil), prefix...), incIndexKey(store.Incident{OpenedWindow: f.After.OpenedWindow, ID: f.After.ID})...)
+			seek = append(append([]byte(nil), prefix...), incIndexKey(model.Incident{OpenedWindow: f.After.OpenedWindow, ID: f.After.ID})...)
 		}
 		k, _ := c.Seek(seek)
 		if k == nil {
@@ -264,7 +265,7 @@ func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]st
 			if len(k) < len(prefix)+8 {
 				continue
 			}
-			inc, ok, err := get[store.Incident](b, k[len(prefix)+8:])
+			inc, ok, err := get[model.Incident](b, k[len(prefix)+8:])
 			if err != nil {
 				return err
 			}

@@ -16,6 +16,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -146,7 +147,7 @@ func countPrefix(b *bbolt.Bucket, prefix []byte, limit int) int {
 	return n
 }
 
-func stampKey(kind, tenant string) []byte { return tenantKey(kind, store.TenantOf(tenant)) }
+func stampKey(kind, tenant string) []byte { return tenantKey(kind, model.TenantOf(tenant)) }
 
 func bumpStamp(tx *bbolt.Tx, kind, tenant string) error {
 	b := tx.Bucket(bObjStamps)
@@ -167,7 +168,7 @@ func (s *Store) GetObject(ctx context.Context, kind, id string) ([]byte, error) 
 				return nil
 			}
 		}
-		return fmt.Errorf("object %s/%s: %w", kind, id, store.ErrNotFound)
+		return fmt.Errorf("object %s/%s: %w", kind, id, model.ErrNotFound)
 	})
 	return doc, err
 }
@@ -187,7 +188,7 @@ func (s *Store) GetObjectOf(ctx context.Context, kind, tenant, id string) ([]byt
 				return nil
 			}
 		}
-		return fmt.Errorf("object %s/%s: %w", kind, id, store.ErrNotFound)
+		return fmt.Errorf("object %s/%s: %w", kind, id, model.ErrNotFound)
 	})
 	return doc, err
 }
@@ -266,7 +267,7 @@ func (s *Store) DeleteObject(ctx context.Context, kind, id string) error {
 	return s.update(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bObjects).Bucket([]byte(kind))
 		if b == nil || b.Get([]byte(id)) == nil {
-			return fmt.Errorf("delete object %s/%s: %w", kind, id, store.ErrNotFound)
+			return fmt.Errorf("delete object %s/%s: %w", kind, id, model.ErrNotFound)
 		}
 		if store.IsTenantKind(kind) {
 			owners := tx.Bucket(bObjTenants).Bucket([]byte(kind))

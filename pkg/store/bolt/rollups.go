@@ -13,8 +13,8 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 var (
@@ -22,8 +22,8 @@ var (
 	bRollupDay  = []byte("rollupDay")  // endpointID 0 day → rollupRecord
 )
 
-// rollupRecord is a stored store.Rollup: the sketches in their binary
-// encoding (store.EncodeSketch).
+// rollupRecord is a stored model.Rollup: the sketches in their binary
+// encoding (model.EncodeSketch).
 type rollupRecord struct {
 	Up          int64  `json:"u,omitempty"`
 	Degraded    int64  `json:"g,omitempty"`
@@ -36,16 +36,16 @@ type rollupRecord struct {
 	Initialize  []byte `json:"i,omitempty"`
 }
 
-func (rec rollupRecord) rollup(start time.Time, size time.Duration) (store.Rollup, error) {
-	total, err := store.DecodeSketch(rec.Total)
+func (rec rollupRecord) rollup(start time.Time, size time.Duration) (model.Rollup, error) {
+	total, err := model.DecodeSketch(rec.Total)
 	if err != nil {
-		return store.Rollup{}, err
+		return model.Rollup{}, err
 	}
-	initialize, err := store.DecodeSketch(rec.Initialize)
+	initialize, err := model.DecodeSketch(rec.Initialize)
 	if err != nil {
-		return store.Rollup{}, err
+		return model.Rollup{}, err
 	}
-	return store.Rollup{
+	return model.Rollup{
 		Start: start, Size: size,
 		Up: rec.Up, Degraded: rec.Degraded, Regional: rec.Regional, Down: rec.Down,
 		NoData: rec.NoData, Maintenance: rec.Maintenance, Verdicts: rec.Verdicts,
@@ -53,11 +53,11 @@ func (rec rollupRecord) rollup(start time.Time, size time.Duration) (store.Rollu
 	}, nil
 }
 
-func recordOf(r store.Rollup) rollupRecord {
+func recordOf(r model.Rollup) rollupRecord {
 	return rollupRecord{
 		Up: r.Up, Degraded: r.Degraded, Regional: r.Regional, Down: r.Down,
 		NoData: r.NoData, Maintenance: r.Maintenance, Verdicts: r.Verdicts,
-		Total: store.EncodeSketch(r.Total), Initialize: store.EncodeSketch(r.Initialize),
+		Total: model.EncodeSketch(r.Total), Initialize: model.EncodeSketch(r.Initialize),
 	}
 }
 
@@ -65,20 +65,20 @@ func recordOf(r store.Rollup) rollupRecord {
 // drops the endpoint's buckets past their retention, inside RecordVerdict's
 // transaction.
 func foldRollups(tx *bbolt.Tx, v msg.Verdict, now time.Time) error {
-	hour, day := store.RollupBuckets(v.Window)
+	hour, day := model.RollupBuckets(v.Window)
 	for _, b := range []struct {
 		name  []byte
 		size  time.Duration
 		start time.Time
-	}{{bRollupHour, store.Hourly, hour}, {bRollupDay, store.Daily, day}} {
+	}{{bRollupHour, model.Hourly, hour}, {bRollupDay, model.Daily, day}} {
 		bk, err := tx.CreateBucketIfNotExists(b.name)
 		if err != nil {
 			return err
 		}
-		if err := deleteRange(bk, v.EndpointID, store.RollupOldest(b.size, now)); err != nil {
+		if err := deleteRange(bk, v.EndpointID, model.RollupOldest(b.size, now)); err != nil {
 			return err
 		}
-		if !store.RollupKept(b.start, b.size, now) {
+		if !model.RollupKept(b.start, b.size, now) {
 			continue // a verdict older than the retention (a replayed backlog)
 		}
 		key := idTimeKey(v.EndpointID, b.start)
@@ -90,7 +90,7 @@ func foldRollups(tx *bbolt.Tx, v msg.Verdict, now time.Time) error {
 		if err != nil {
 			return fmt.Errorf("rollup of %s at %s: %w", v.EndpointID, b.start.Format(time.RFC3339), err)
 		}
-		if err := store.FoldVerdict(&r, v); err != nil {
+		if err := model.FoldVerdict(&r, v); err != nil {
 			return err
 		}
 		if err := put(bk, key, recordOf(r)); err != nil {
@@ -102,23 +102,23 @@ func foldRollups(tx *bbolt.Tx, v msg.Verdict, now time.Time) error {
 
 // Rollups returns the endpoint's kept buckets of size with start in
 // [from, to), oldest first; see store.Rollups.
-func (s *Store) Rollups(ctx context.Context, endpointID string, size time.Duration, from, to time.Time) ([]store.Rollup, error) {
+func (s *Store) Rollups(ctx context.Context, endpointID string, size time.Duration, from, to time.Time) ([]model.Rollup, error) {
 	name := bRollupHour
 	switch size {
-	case store.Hourly:
-	case store.Daily:
+	case model.Hourly:
+	case model.Daily:
 		name = bRollupDay
 	default:
 		return nil, fmt.Errorf("bolt store: rollups of %s: unknown size %s", endpointID, size)
 	}
 	now := s.clk.Now()
-	if oldest := store.RollupOldest(size, now); from.Before(oldest) {
+	if oldest := model.RollupOldest(size, now); from.Before(oldest) {
 		from = oldest
 	}
 	if newest := now.UTC().Truncate(size).Add(size); to.After(newest) {
 		to = newest // as on Redis: no bucket after now's
 	}
-	out := []store.Rollup{}
+	out := []model.Rollup{}
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		bk := tx.Bucket(name)
 		if bk == nil {

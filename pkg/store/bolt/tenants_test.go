@@ -8,8 +8,8 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 	"github.com/mcpmon/mcpmon/pkg/store/storetest"
@@ -27,14 +27,14 @@ func TestEndpointsFromBeforeTenantsJoinTheDefaultTenant(t *testing.T) {
 	})
 
 	s := open(t, path, clock.NewFake(storetest.Start))
-	eps, err := s.ListEndpointsOf(t.Context(), store.DefaultTenant)
+	eps, err := s.ListEndpointsOf(t.Context(), model.DefaultTenant)
 	if err != nil || len(eps) != 1 || eps[0].ID != "old" {
 		t.Fatalf("default tenant lists %+v, %v; want the endpoint from before tenants", eps, err)
 	}
 	if err := s.DeleteEndpoint(t.Context(), "old"); err != nil {
 		t.Fatal(err)
 	}
-	if eps, _ := s.ListEndpointsOf(t.Context(), store.DefaultTenant); len(eps) != 0 {
+	if eps, _ := s.ListEndpointsOf(t.Context(), model.DefaultTenant); len(eps) != 0 {
 		t.Fatalf("after delete the default tenant lists %+v", eps)
 	}
 }
@@ -47,17 +47,17 @@ func TestEndpointsFromBeforeTenantsJoinTheDefaultTenant(t *testing.T) {
 func TestForeignRecordsAreNotRead(t *testing.T) {
 	ctx := t.Context()
 	s := open(t, filepath.Join(t.TempDir(), "store.db"), clock.NewFake(storetest.Start))
-	if _, err := s.CreateEndpoint(ctx, store.Endpoint{ID: "eb", Tenant: "b", Schedule: "@every 1m"}); err != nil {
+	if _, err := s.CreateEndpoint(ctx, model.Endpoint{ID: "eb", Tenant: "b", Schedule: "@every 1m"}); err != nil {
 		t.Fatal(err)
 	}
-	inc := store.Incident{ID: "ib", EndpointID: "eb", Tenant: "b", State: store.IncidentOpen, OpenedWindow: storetest.Start}
-	if err := s.SaveTracker(ctx, store.Tracker{EndpointID: "eb"}, inc); err != nil {
+	inc := model.Incident{ID: "ib", EndpointID: "eb", Tenant: "b", State: model.IncidentOpen, OpenedWindow: storetest.Start}
+	if err := s.SaveTracker(ctx, model.Tracker{EndpointID: "eb"}, inc); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutObject(ctx, alert.MaintenanceKind, "wb", []byte(`{"tenant":"b"}`)); err != nil {
+	if err := s.PutObject(ctx, model.MaintenanceKind, "wb", []byte(`{"tenant":"b"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutObject(ctx, alert.MaintenanceKind, "wa", []byte(`{"tenant":"a"}`)); err != nil {
+	if err := s.PutObject(ctx, model.MaintenanceKind, "wa", []byte(`{"tenant":"a"}`)); err != nil {
 		t.Fatal(err)
 	}
 	err := s.DB().Update(func(tx *bbolt.Tx) error {
@@ -67,7 +67,7 @@ func TestForeignRecordsAreNotRead(t *testing.T) {
 		if err := tx.Bucket([]byte("incidents")).Put([]byte("ib"), []byte("{broken")); err != nil {
 			return err
 		}
-		return tx.Bucket([]byte("objects")).Bucket([]byte(alert.MaintenanceKind)).Put([]byte("wb"), []byte("{broken"))
+		return tx.Bucket([]byte("objects")).Bucket([]byte(model.MaintenanceKind)).Put([]byte("wb"), []byte("{broken"))
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -80,21 +80,21 @@ func TestForeignRecordsAreNotRead(t *testing.T) {
 		{"endpoint", func(tenant string) error { _, err := s.GetEndpointOf(ctx, tenant, "eb"); return err }},
 		{"incident", func(tenant string) error { _, err := s.GetIncidentOf(ctx, tenant, "ib"); return err }},
 		{"window", func(tenant string) error {
-			doc, err := s.GetObjectOf(ctx, alert.MaintenanceKind, tenant, "wb")
+			doc, err := s.GetObjectOf(ctx, model.MaintenanceKind, tenant, "wb")
 			if err == nil && string(doc) == "{broken" {
 				err = errors.New("read the broken document")
 			}
 			return err
 		}},
 	} {
-		if err := c.read("a"); !errors.Is(err, store.ErrNotFound) {
+		if err := c.read("a"); !errors.Is(err, model.ErrNotFound) {
 			t.Errorf("%s of tenant b read as tenant a: err = %v, want ErrNotFound without reading it", c.name, err)
 		}
-		if err := c.read("b"); err == nil || errors.Is(err, store.ErrNotFound) {
+		if err := c.read("b"); err == nil || errors.Is(err, model.ErrNotFound) {
 			t.Errorf("%s read by its own tenant: err = %v, want the decode error (the record is broken)", c.name, err)
 		}
 	}
-	if docs, err := s.ListObjectsOf(ctx, alert.MaintenanceKind, "a"); err != nil || len(docs) != 1 {
+	if docs, err := s.ListObjectsOf(ctx, model.MaintenanceKind, "a"); err != nil || len(docs) != 1 {
 		t.Errorf("tenant a's windows = %v, %v", docs, err)
 	}
 	if incs, err := s.ListIncidents(ctx, store.IncidentFilter{Tenant: "a"}); err != nil || len(incs) != 0 {
@@ -121,7 +121,7 @@ func TestIncidentsAndWindowsFromBeforeTheIndexAreIndexedAtOpen(t *testing.T) {
 		if err := tx.Bucket([]byte("incidents")).Put([]byte("new"), []byte(`{"id":"new","endpointId":"e","tenant":"t","state":"open","openedWindow":"2026-03-01T12:01:00Z","version":1}`)); err != nil {
 			return err
 		}
-		mb, err := tx.Bucket([]byte("objects")).CreateBucketIfNotExists([]byte(alert.MaintenanceKind))
+		mb, err := tx.Bucket([]byte("objects")).CreateBucketIfNotExists([]byte(model.MaintenanceKind))
 		if err != nil {
 			return err
 		}
@@ -133,7 +133,7 @@ func TestIncidentsAndWindowsFromBeforeTheIndexAreIndexedAtOpen(t *testing.T) {
 
 	ctx := t.Context()
 	s := open(t, path, clock.NewFake(storetest.Start))
-	for tenant, want := range map[string]string{store.DefaultTenant: "old", "t": "new"} {
+	for tenant, want := range map[string]string{model.DefaultTenant: "old", "t": "new"} {
 		incs, err := s.ListIncidents(ctx, store.IncidentFilter{Tenant: tenant})
 		if err != nil || len(incs) != 1 || incs[0].ID != want {
 			t.Errorf("tenant %s's incidents = %+v, %v; want %s", tenant, incs, err, want)
@@ -142,8 +142,8 @@ func TestIncidentsAndWindowsFromBeforeTheIndexAreIndexedAtOpen(t *testing.T) {
 			t.Errorf("GetIncidentOf(%s, %s): %v", tenant, want, err)
 		}
 	}
-	for tenant, want := range map[string]string{store.DefaultTenant: "w-old", "t": "w-t"} {
-		docs, err := s.ListObjectsOf(ctx, alert.MaintenanceKind, tenant)
+	for tenant, want := range map[string]string{model.DefaultTenant: "w-old", "t": "w-t"} {
+		docs, err := s.ListObjectsOf(ctx, model.MaintenanceKind, tenant)
 		if err != nil || len(docs) != 1 || docs[want] == nil {
 			t.Errorf("tenant %s's windows = %v, %v; want %s", tenant, docs, err, want)
 		}

@@ -13,6 +13,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -31,7 +32,7 @@ return 1`)
 const maxDeliveryCAS = 32
 
 // RecordDelivery merges d into the incident's record, compare-and-set.
-func (s *Store) RecordDelivery(ctx context.Context, incidentID string, d store.Delivery) error {
+func (s *Store) RecordDelivery(ctx context.Context, incidentID string, d model.Delivery) error {
 	if err := store.ValidDelivery(incidentID, d); err != nil {
 		return fmt.Errorf("redis store: %w", err)
 	}
@@ -45,9 +46,9 @@ func (s *Store) RecordDelivery(ctx context.Context, incidentID string, d store.D
 		if err := s.done(op, err); err != nil {
 			return err
 		}
-		var cur store.Delivery
+		var cur model.Delivery
 		if raw != "" {
-			if cur, err = decode[store.Delivery]("delivery "+field, raw); err != nil {
+			if cur, err = decode[model.Delivery]("delivery "+field, raw); err != nil {
 				return err
 			}
 		}
@@ -61,7 +62,7 @@ func (s *Store) RecordDelivery(ctx context.Context, incidentID string, d store.D
 		}
 		switch n {
 		case -1:
-			return fmt.Errorf("%s: %w", op, store.ErrNotFound)
+			return fmt.Errorf("%s: %w", op, model.ErrNotFound)
 		case 1:
 			return nil
 		}
@@ -70,14 +71,14 @@ func (s *Store) RecordDelivery(ctx context.Context, incidentID string, d store.D
 }
 
 // Deliveries returns the incident's records in store.SortDeliveries order.
-func (s *Store) Deliveries(ctx context.Context, incidentID string) ([]store.Delivery, error) {
+func (s *Store) Deliveries(ctx context.Context, incidentID string) ([]model.Delivery, error) {
 	all, err := s.rdb.HGetAll(ctx, s.k("deliveries", incidentID)).Result()
 	if err := s.done("deliveries of incident "+incidentID, err); err != nil {
 		return nil, err
 	}
-	out := make([]store.Delivery, 0, len(all))
+	out := make([]model.Delivery, 0, len(all))
 	for field, raw := range all {
-		d, err := decode[store.Delivery]("delivery "+field, raw)
+		d, err := decode[model.Delivery]("delivery "+field, raw)
 		if err != nil {
 			return nil, err
 		}

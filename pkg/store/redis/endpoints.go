@@ -8,6 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -71,19 +72,19 @@ end
 return n`)
 
 func (s *Store) tenantSet(tenant string) string {
-	return s.k("tenant_endpoints", store.TenantOf(tenant))
+	return s.k("tenant_endpoints", model.TenantOf(tenant))
 }
 
 func (s *Store) tenantIDs(tenant string) string {
-	return s.k("tenant_endpoint_ids", store.TenantOf(tenant))
+	return s.k("tenant_endpoint_ids", model.TenantOf(tenant))
 }
 
 // IndexTenants puts every endpoint missing from the per-tenant index into
 // DefaultTenant's (records from before tenants carry no tenant) and returns
 // how many it added. New runs it; it is idempotent and cheap once done.
 func (s *Store) IndexTenants(ctx context.Context) (int, error) {
-	n, err := indexTenants.Run(ctx, s.rdb, []string{s.k("endpoints"), s.k("endpoint_tenants"), s.tenantSet(store.DefaultTenant)},
-		store.DefaultTenant).Int()
+	n, err := indexTenants.Run(ctx, s.rdb, []string{s.k("endpoints"), s.k("endpoint_tenants"), s.tenantSet(model.DefaultTenant)},
+		model.DefaultTenant).Int()
 	if err := s.done("index endpoints by tenant", err); err != nil {
 		return n, err
 	}
@@ -110,7 +111,7 @@ return 1`)
 
 // CreateEndpoint stores a new endpoint with Version 1; ErrConflict if the ID
 // exists.
-func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
+func (s *Store) CreateEndpoint(ctx context.Context, e model.Endpoint) (model.Endpoint, error) {
 	return s.CreateEndpointWithin(ctx, e, 0)
 }
 
@@ -118,53 +119,53 @@ func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.End
 // tenant already has limit endpoints (limit <= 0: none). The count (SCARD)
 // and the write are one script: every replica's creates are serialised by
 // Redis, so the limit holds across replicas.
-func (s *Store) CreateEndpointWithin(ctx context.Context, e store.Endpoint, limit int) (store.Endpoint, error) {
+func (s *Store) CreateEndpointWithin(ctx context.Context, e model.Endpoint, limit int) (model.Endpoint, error) {
 	e, err := store.FirstEndpointVersion(e, s.clk.Now())
 	if err != nil {
-		return store.Endpoint{}, fmt.Errorf("redis store: %w", err)
+		return model.Endpoint{}, fmt.Errorf("redis store: %w", err)
 	}
 	raw, err := encode(e)
 	if err != nil {
-		return store.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	n, err := createEndpoint.Run(ctx, s.rdb, []string{s.k("endpoints"), s.k("endpoint_versions"), s.k("endpoint_tenants"), s.tenantSet(e.Tenant),
 		s.tenantIDs(e.Tenant), s.k("endpoint_ids_indexed"), s.k("endpoints_stamp")},
 		e.ID, raw, e.Tenant, max(limit, 0)).Int()
 	if err := s.done("create endpoint "+e.ID, err); err != nil {
-		return store.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	switch n {
 	case 0:
-		return store.Endpoint{}, fmt.Errorf("create endpoint %s: already exists: %w", e.ID, store.ErrConflict)
+		return model.Endpoint{}, fmt.Errorf("create endpoint %s: already exists: %w", e.ID, store.ErrConflict)
 	case -1:
-		return store.Endpoint{}, fmt.Errorf("create endpoint %s: tenant %q has %d endpoints: %w", e.ID, e.Tenant, limit, store.ErrQuota)
+		return model.Endpoint{}, fmt.Errorf("create endpoint %s: tenant %q has %d endpoints: %w", e.ID, e.Tenant, limit, store.ErrQuota)
 	}
 	return e, nil
 }
 
 // UpdateEndpoint replaces the endpoint if e.Version matches the stored one.
-func (s *Store) UpdateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
+func (s *Store) UpdateEndpoint(ctx context.Context, e model.Endpoint) (model.Endpoint, error) {
 	cur, err := s.GetEndpoint(ctx, e.ID)
 	if err != nil {
-		return store.Endpoint{}, fmt.Errorf("update endpoint: %w", err)
+		return model.Endpoint{}, fmt.Errorf("update endpoint: %w", err)
 	}
 	if e, err = store.NextEndpointVersion(cur, e, s.clk.Now()); err != nil {
-		return store.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	raw, err := encode(e)
 	if err != nil {
-		return store.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	n, err := updateEndpoint.Run(ctx, s.rdb, []string{s.k("endpoints"), s.k("endpoint_versions"), s.k("endpoints_stamp")},
 		e.ID, cur.Version, raw, e.Version).Int()
 	if err := s.done("update endpoint "+e.ID, err); err != nil {
-		return store.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	switch n {
 	case -1:
-		return store.Endpoint{}, fmt.Errorf("update endpoint %s: %w", e.ID, store.ErrNotFound)
+		return model.Endpoint{}, fmt.Errorf("update endpoint %s: %w", e.ID, model.ErrNotFound)
 	case 0:
-		return store.Endpoint{}, fmt.Errorf("update endpoint %s: changed concurrently: %w", e.ID, store.ErrConflict)
+		return model.Endpoint{}, fmt.Errorf("update endpoint %s: changed concurrently: %w", e.ID, store.ErrConflict)
 	}
 	return e, nil
 }
@@ -185,19 +186,19 @@ func (s *Store) EndpointsStamp(ctx context.Context) (uint64, error) {
 }
 
 // GetEndpoint returns the endpoint or ErrNotFound.
-func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
-	return hgetJSON[store.Endpoint](ctx, s, s.k("endpoints"), id, "get endpoint "+id, "endpoint "+id)
+func (s *Store) GetEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
+	return hgetJSON[model.Endpoint](ctx, s, s.k("endpoints"), id, "get endpoint "+id, "endpoint "+id)
 }
 
 // ListEndpoints returns every endpoint ordered by ID.
-func (s *Store) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
+func (s *Store) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
 	all, err := s.rdb.HGetAll(ctx, s.k("endpoints")).Result()
 	if err := s.done("list endpoints", err); err != nil {
 		return nil, err
 	}
-	out := make([]store.Endpoint, 0, len(all))
+	out := make([]model.Endpoint, 0, len(all))
 	for id, raw := range all {
-		e, err := decode[store.Endpoint]("endpoint "+id, raw)
+		e, err := decode[model.Endpoint]("endpoint "+id, raw)
 		if err != nil {
 			return nil, err
 		}
@@ -210,15 +211,15 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 // ListEndpointsOf returns the tenant's endpoints ordered by ID: the
 // tenant's set, then its records. One deleted between the two reads is
 // left out.
-func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]store.Endpoint, error) {
+func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]model.Endpoint, error) {
 	ids, err := s.rdb.SMembers(ctx, s.tenantSet(tenant)).Result()
 	if err := s.done("list endpoints of tenant", err); err != nil {
 		return nil, err
 	}
 	if len(ids) == 0 {
-		return []store.Endpoint{}, nil
+		return []model.Endpoint{}, nil
 	}
-	out, err := hmgetJSON[store.Endpoint](ctx, s, s.k("endpoints"), ids, "list endpoints of tenant", "endpoint")
+	out, err := hmgetJSON[model.Endpoint](ctx, s, s.k("endpoints"), ids, "list endpoints of tenant", "endpoint")
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +232,7 @@ func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]store.End
 // then HMGET of the first limit. An endpoint deleted between the two reads
 // is left out; Next still covers it.
 func (s *Store) ListEndpointsPage(ctx context.Context, tenant, after string, limit int) (store.EndpointPage, error) {
-	page := store.EndpointPage{Endpoints: []store.Endpoint{}}
+	page := store.EndpointPage{Endpoints: []model.Endpoint{}}
 	if limit <= 0 {
 		return page, nil
 	}
@@ -250,7 +251,7 @@ func (s *Store) ListEndpointsPage(ctx context.Context, tenant, after string, lim
 	if len(ids) == 0 {
 		return page, nil
 	}
-	page.Endpoints, err = hmgetJSON[store.Endpoint](ctx, s, s.k("endpoints"), ids, "list endpoints of tenant", "endpoint")
+	page.Endpoints, err = hmgetJSON[model.Endpoint](ctx, s, s.k("endpoints"), ids, "list endpoints of tenant", "endpoint")
 	return page, err
 }
 
@@ -309,7 +310,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 	for range 3 {
 		tenant, err := s.rdb.HGet(ctx, s.k("endpoint_tenants"), id).Result()
 		if errors.Is(err, goredis.Nil) {
-			tenant, err = store.DefaultTenant, nil
+			tenant, err = model.DefaultTenant, nil
 		}
 		if err := s.done("delete endpoint "+id, err); err != nil {
 			return err
@@ -332,7 +333,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 		return fmt.Errorf("delete endpoint %s: its tenant kept changing: %w", id, store.ErrConflict)
 	}
 	if n == 0 {
-		return fmt.Errorf("delete endpoint %s: %w", id, store.ErrNotFound)
+		return fmt.Errorf("delete endpoint %s: %w", id, model.ErrNotFound)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -58,9 +59,9 @@ func (s *Store) eventKeys(endpointID string) []string {
 
 // AppendEvents stores the events not yet known by fingerprint; see
 // store.Events.
-func (s *Store) AppendEvents(ctx context.Context, evs ...store.ChangeEvent) ([]store.ChangeEvent, error) {
+func (s *Store) AppendEvents(ctx context.Context, evs ...model.ChangeEvent) ([]model.ChangeEvent, error) {
 	for _, e := range evs {
-		if err := store.ValidEvent(e); err != nil {
+		if err := model.ValidEvent(e); err != nil {
 			return nil, fmt.Errorf("redis store: %w", err)
 		}
 	}
@@ -69,7 +70,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs ...store.ChangeEvent) ([]s
 	// Keys outlive the newest event by the retention, plus a day for
 	// clock skew between replicas.
 	px := (s.history + 24*60*60*1e9).Milliseconds()
-	var added []store.ChangeEvent
+	var added []model.ChangeEvent
 	for _, e := range evs {
 		e.ObservedAt, e.RecordedAt, e.ID = e.ObservedAt.UTC(), now.UTC(), ""
 		raw, err := encode(e)
@@ -90,8 +91,8 @@ func (s *Store) AppendEvents(ctx context.Context, evs ...store.ChangeEvent) ([]s
 }
 
 // ListEvents returns the endpoint's events newest first; see store.Events.
-func (s *Store) ListEvents(ctx context.Context, endpointID string, f store.EventFilter) ([]store.ChangeEvent, error) {
-	out := []store.ChangeEvent{}
+func (s *Store) ListEvents(ctx context.Context, endpointID string, f store.EventFilter) ([]model.ChangeEvent, error) {
+	out := []model.ChangeEvent{}
 	limit := store.EventLimit(f)
 	op := "list events of endpoint " + endpointID
 	lo := "[" + store.EventID(store.EventCutoff(s.clk.Now(), s.history), 0)
@@ -116,7 +117,7 @@ func (s *Store) ListEvents(ctx context.Context, endpointID string, f store.Event
 			if !ok {
 				continue // pruned between the two reads
 			}
-			e, err := decode[store.ChangeEvent]("event "+ids[i]+" of endpoint "+endpointID, str)
+			e, err := decode[model.ChangeEvent]("event "+ids[i]+" of endpoint "+endpointID, str)
 			if err != nil {
 				return nil, err
 			}
@@ -134,8 +135,8 @@ func (s *Store) ListEvents(ctx context.Context, endpointID string, f store.Event
 }
 
 // PendingEvents returns listed events oldest first; see store.Events.
-func (s *Store) PendingEvents(ctx context.Context, limit int) ([]store.ChangeEvent, error) {
-	out := []store.ChangeEvent{}
+func (s *Store) PendingEvents(ctx context.Context, limit int) ([]model.ChangeEvent, error) {
+	out := []model.ChangeEvent{}
 	by := &goredis.ZRangeBy{Min: "-", Max: "+"}
 	if limit > 0 {
 		by.Count = int64(limit)
@@ -160,7 +161,7 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]store.ChangeEve
 		if err := s.done("pending event "+id+" of endpoint "+ep, err); err != nil {
 			return nil, err
 		}
-		e, err := decode[store.ChangeEvent]("event "+id+" of endpoint "+ep, raw)
+		e, err := decode[model.ChangeEvent]("event "+id+" of endpoint "+ep, raw)
 		if err != nil {
 			return nil, err
 		}

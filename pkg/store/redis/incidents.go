@@ -13,20 +13,21 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // GetTracker returns the endpoint's tracker, or a zero Tracker (Version 0)
 // for the endpoint if none was saved.
-func (s *Store) GetTracker(ctx context.Context, endpointID string) (store.Tracker, error) {
+func (s *Store) GetTracker(ctx context.Context, endpointID string) (model.Tracker, error) {
 	raw, err := s.rdb.HGet(ctx, s.k("trackers"), endpointID).Result()
 	if errors.Is(err, goredis.Nil) {
-		return store.Tracker{EndpointID: endpointID}, nil
+		return model.Tracker{EndpointID: endpointID}, nil
 	}
 	if err := s.done("get tracker of "+endpointID, err); err != nil {
-		return store.Tracker{}, err
+		return model.Tracker{}, err
 	}
-	return decode[store.Tracker]("tracker of "+endpointID, raw)
+	return decode[model.Tracker]("tracker of "+endpointID, raw)
 }
 
 // saveTracker checks every version first and writes only if all match, so a
@@ -81,7 +82,7 @@ end
 return 0`)
 
 // SaveTracker compare-and-sets the tracker and incidents atomically.
-func (s *Store) SaveTracker(ctx context.Context, t store.Tracker, incidents ...store.Incident) error {
+func (s *Store) SaveTracker(ctx context.Context, t model.Tracker, incidents ...model.Incident) error {
 	if t.EndpointID == "" {
 		return errors.New("redis store: save tracker: EndpointID is required")
 	}
@@ -105,7 +106,7 @@ func (s *Store) SaveTracker(ctx context.Context, t store.Tracker, incidents ...s
 			return err
 		}
 		keys = append(keys, s.k("incidents_by_endpoint", inc.EndpointID), s.tenantIncidents(inc.Tenant))
-		args = append(args, inc.ID, v, raw, ms(inc.OpenedWindow), flag(inc.Unresolved()), store.TenantOf(inc.Tenant))
+		args = append(args, inc.ID, v, raw, ms(inc.OpenedWindow), flag(inc.Unresolved()), model.TenantOf(inc.Tenant))
 	}
 	n, err := saveTracker.Run(ctx, s.rdb, keys, args...).Int()
 	if err := s.done("save tracker of "+t.EndpointID, err); err != nil {
@@ -145,8 +146,8 @@ func (s *Store) CountOpenIncidents(ctx context.Context) (int, error) {
 }
 
 // GetIncident returns the incident or ErrNotFound.
-func (s *Store) GetIncident(ctx context.Context, id string) (store.Incident, error) {
-	return hgetJSON[store.Incident](ctx, s, s.k("incidents"), id, "get incident "+id, "incident "+id)
+func (s *Store) GetIncident(ctx context.Context, id string) (model.Incident, error) {
+	return hgetJSON[model.Incident](ctx, s, s.k("incidents"), id, "get incident "+id, "incident "+id)
 }
 
 // updateIncident: -1 absent, 0 conflict, 1 written. KEYS: incidents,
@@ -171,25 +172,25 @@ end
 return 1`)
 
 // UpdateIncident compare-and-sets an existing incident; ErrNotFound if absent.
-func (s *Store) UpdateIncident(ctx context.Context, inc store.Incident) (store.Incident, error) {
+func (s *Store) UpdateIncident(ctx context.Context, inc model.Incident) (model.Incident, error) {
 	expected := inc.Version
 	inc.Version++
 	raw, err := encode(inc)
 	if err != nil {
-		return store.Incident{}, err
+		return model.Incident{}, err
 	}
 	n, err := updateIncident.Run(ctx, s.rdb,
 		[]string{s.k("incidents"), s.k("incident_versions"), s.k("incidents_by_opened"), s.k("incidents_by_endpoint", inc.EndpointID), s.k("incidents_open"),
 			s.k("incident_tenants"), s.tenantIncidents(inc.Tenant)},
-		inc.ID, expected, raw, ms(inc.OpenedWindow), flag(inc.Unresolved()), store.TenantOf(inc.Tenant)).Int()
+		inc.ID, expected, raw, ms(inc.OpenedWindow), flag(inc.Unresolved()), model.TenantOf(inc.Tenant)).Int()
 	if err := s.done("update incident "+inc.ID, err); err != nil {
-		return store.Incident{}, err
+		return model.Incident{}, err
 	}
 	switch n {
 	case -1:
-		return store.Incident{}, fmt.Errorf("update incident %s: %w", inc.ID, store.ErrNotFound)
+		return model.Incident{}, fmt.Errorf("update incident %s: %w", inc.ID, model.ErrNotFound)
 	case 0:
-		return store.Incident{}, fmt.Errorf("update incident %s: have version %d: %w", inc.ID, expected, store.ErrConflict)
+		return model.Incident{}, fmt.Errorf("update incident %s: have version %d: %w", inc.ID, expected, store.ErrConflict)
 	}
 	return inc, nil
 }
@@ -198,7 +199,7 @@ func (s *Store) UpdateIncident(ctx context.Context, inc store.Incident) (store.I
 // first (ties by ID, descending). It walks the per-endpoint index when the
 // filter names an endpoint, else the tenant's when it names one, else the
 // global one, a page at a time.
-func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]store.Incident, error) {
+func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]model.Incident, error) {
 	index := s.k("incidents_by_opened")
 	switch {
 	case f.EndpointID != "":
@@ -207,7 +208,7 @@ func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]st
 		index = s.tenantIncidents(f.Tenant)
 	}
 	const page = 200
-	out := []store.Incident{}
+	out := []model.Incident{}
 	// A cursor starts the walk at its window (scores are OpenedWindow in
 	// ms; Match drops the ties it already returned), so a later page costs
 	// what it reads, not what the pages before it did.
@@ -223,7 +224,7 @@ func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]st
 		if len(ids) == 0 {
 			return out, nil
 		}
-		incs, err := hmgetJSON[store.Incident](ctx, s, s.k("incidents"), ids, "list incidents", "incident")
+		incs, err := hmgetJSON[model.Incident](ctx, s, s.k("incidents"), ids, "list incidents", "incident")
 		if err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -48,7 +49,7 @@ func (s *Store) objectRegions(id string) string { return s.k("object_regions", i
 func (s *Store) GetObject(ctx context.Context, kind, id string) ([]byte, error) {
 	doc, err := s.rdb.HGet(ctx, s.k("objects", kind), id).Bytes()
 	if errors.Is(err, goredis.Nil) {
-		return nil, fmt.Errorf("object %s/%s: %w", kind, id, store.ErrNotFound)
+		return nil, fmt.Errorf("object %s/%s: %w", kind, id, model.ErrNotFound)
 	}
 	if err := s.done("get object "+kind+"/"+id, err); err != nil {
 		return nil, err
@@ -83,7 +84,7 @@ func (s *Store) DeleteObject(ctx context.Context, kind, id string) error {
 		return err
 	}
 	if n == 0 {
-		return fmt.Errorf("delete object %s/%s: %w", kind, id, store.ErrNotFound)
+		return fmt.Errorf("delete object %s/%s: %w", kind, id, model.ErrNotFound)
 	}
 	return nil
 }

@@ -44,6 +44,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -242,7 +243,7 @@ func hgetJSON[T any](ctx context.Context, s *Store, key, field, op, what string)
 	var zero T
 	raw, err := s.rdb.HGet(ctx, key, field).Result()
 	if errors.Is(err, goredis.Nil) {
-		return zero, fmt.Errorf("%s: %w", what, store.ErrNotFound)
+		return zero, fmt.Errorf("%s: %w", what, model.ErrNotFound)
 	}
 	if err := s.done(op, err); err != nil {
 		return zero, err

@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/redis"
 	"github.com/mcpmon/mcpmon/pkg/store/redis/redistest"
@@ -61,7 +62,7 @@ func TestKeysUnderPrefix(t *testing.T) {
 	prefix := redistest.RandomPrefix()
 	s := open(t, url, redis.Options{Prefix: prefix})
 	ctx := t.Context()
-	if _, err := s.CreateEndpoint(ctx, store.Endpoint{ID: "ep"}); err != nil {
+	if _, err := s.CreateEndpoint(ctx, model.Endpoint{ID: "ep"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Claim(ctx, "k", "a", time.Minute); err != nil {

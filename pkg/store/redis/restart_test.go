@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/redis"
@@ -63,11 +64,11 @@ func TestRestartLosesNothing(t *testing.T) {
 	defer s.Close()
 
 	// Before: state a running pipeline would have.
-	if _, err := s.CreateEndpoint(ctx, store.Endpoint{ID: "ep", URL: "https://ep.example/mcp", Schedule: "@every 1m"}); err != nil {
+	if _, err := s.CreateEndpoint(ctx, model.Endpoint{ID: "ep", URL: "https://ep.example/mcp", Schedule: "@every 1m"}); err != nil {
 		t.Fatal(err)
 	}
-	inc := store.Incident{ID: msg.IncidentID("ep", storetest.Start), EndpointID: "ep", State: store.IncidentOpen, OpenedWindow: storetest.Start}
-	if err := s.SaveTracker(ctx, store.Tracker{EndpointID: "ep", OpenIncidentID: inc.ID}, inc); err != nil {
+	inc := model.Incident{ID: msg.IncidentID("ep", storetest.Start), EndpointID: "ep", State: model.IncidentOpen, OpenedWindow: storetest.Start}
+	if err := s.SaveTracker(ctx, model.Tracker{EndpointID: "ep", OpenIncidentID: inc.ID}, inc); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.RecordVerdict(ctx, msg.Verdict{EndpointID: "ep", Window: storetest.Start, State: msg.StateDown}); err != nil {
@@ -91,7 +92,7 @@ func TestRestartLosesNothing(t *testing.T) {
 		"ping":         func() error { return s.Ping(ctx) },
 		"get incident": func() error { _, err := s.GetIncident(ctx, inc.ID); return err },
 		"claim":        func() error { _, err := s.Claim(ctx, "other", "alerter-2", time.Minute); return err },
-		"save tracker": func() error { return s.SaveTracker(ctx, store.Tracker{EndpointID: "ep2"}) },
+		"save tracker": func() error { return s.SaveTracker(ctx, model.Tracker{EndpointID: "ep2"}) },
 		"verdict": func() error {
 			_, err := s.RecordVerdict(ctx, msg.Verdict{EndpointID: "ep2", Window: storetest.Start})
 			return err
@@ -140,14 +141,14 @@ func TestRestartLosesNothing(t *testing.T) {
 		t.Fatalf("endpoint after restart: %v", err)
 	}
 	got, err := s.GetIncident(ctx, inc.ID)
-	if err != nil || got.Version != 1 || got.State != store.IncidentOpen {
+	if err != nil || got.Version != 1 || got.State != model.IncidentOpen {
 		t.Fatalf("incident after restart = %+v, %v", got, err)
 	}
 	tr, err := s.GetTracker(ctx, "ep")
 	if err != nil || tr.Version != 1 || tr.OpenIncidentID != inc.ID {
 		t.Fatalf("tracker after restart = %+v, %v", tr, err)
 	}
-	incs, err := s.ListIncidents(ctx, store.IncidentFilter{EndpointID: "ep", State: store.IncidentOpen})
+	incs, err := s.ListIncidents(ctx, store.IncidentFilter{EndpointID: "ep", State: model.IncidentOpen})
 	if err != nil || len(incs) != 1 {
 		t.Fatalf("open incidents after restart = %d, %v", len(incs), err)
 	}

@@ -5,7 +5,7 @@
 // A hash holds the seconds per state (fields up, degraded, regional, down,
 // no_data, maintenance), the verdict count (verdicts) and the latency
 // sketches as bin counts: t:<index> for the total phase, i:<index> for
-// initialize, indexed by store.SketchIndex. Lua cannot decode or merge the
+// initialize, indexed by model.SketchIndex. Lua cannot decode or merge the
 // sketch's binary encoding, but it can increment its bins; Rollups rebuilds
 // the sketch from them with the same mapping, so both backends answer the
 // same quantiles. A bucket's key expires (PX, garbage collection only) when
@@ -23,8 +23,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // foldRollupsLua runs after recordVerdictLua applied the verdict (it
@@ -46,7 +46,7 @@ fold(KEYS[7], ARGV[8])
 
 func (s *Store) rollupKey(endpointID string, size time.Duration, start time.Time) string {
 	res := "h"
-	if size == store.Daily {
+	if size == model.Daily {
 		res = "d"
 	}
 	return s.k("rollup", res, endpointID, strconv.FormatInt(start.Unix(), 10))
@@ -55,34 +55,34 @@ func (s *Store) rollupKey(endpointID string, size time.Duration, start time.Time
 // rollupTTL is how long the bucket of size at start is still kept at now
 // (<= 0: no longer).
 func rollupTTL(start time.Time, size time.Duration, now time.Time) time.Duration {
-	n := store.HourlyBuckets
-	if size == store.Daily {
-		n = store.DailyBuckets
+	n := model.HourlyBuckets
+	if size == model.Daily {
+		n = model.DailyBuckets
 	}
 	return start.Add(time.Duration(n) * size).Sub(now)
 }
 
 // rollupArgs returns the extra KEYS and ARGV of recordVerdict for v.
 func (s *Store) rollupArgs(v msg.Verdict, now time.Time) ([]string, []any) {
-	hour, day := store.RollupBuckets(v.Window)
+	hour, day := model.RollupBuckets(v.Window)
 	args := []any{
-		store.VerdictField(v), v.WindowSecs,
-		rollupTTL(hour, store.Hourly, now).Milliseconds(), rollupTTL(day, store.Daily, now).Milliseconds(),
+		model.VerdictField(v), v.WindowSecs,
+		rollupTTL(hour, model.Hourly, now).Milliseconds(), rollupTTL(day, model.Daily, now).Milliseconds(),
 	}
-	total, initialize := store.VerdictLatencies(v)
+	total, initialize := model.VerdictLatencies(v)
 	for _, x := range total {
-		args = append(args, "t:"+strconv.Itoa(store.SketchIndex(x)))
+		args = append(args, "t:"+strconv.Itoa(model.SketchIndex(x)))
 	}
 	for _, x := range initialize {
-		args = append(args, "i:"+strconv.Itoa(store.SketchIndex(x)))
+		args = append(args, "i:"+strconv.Itoa(model.SketchIndex(x)))
 	}
-	return []string{s.rollupKey(v.EndpointID, store.Hourly, hour), s.rollupKey(v.EndpointID, store.Daily, day)}, args
+	return []string{s.rollupKey(v.EndpointID, model.Hourly, hour), s.rollupKey(v.EndpointID, model.Daily, day)}, args
 }
 
 // Rollups returns the endpoint's kept buckets of size with start in
 // [from, to), oldest first; see store.Rollups.
-func (s *Store) Rollups(ctx context.Context, endpointID string, size time.Duration, from, to time.Time) ([]store.Rollup, error) {
-	if size != store.Hourly && size != store.Daily {
+func (s *Store) Rollups(ctx context.Context, endpointID string, size time.Duration, from, to time.Time) ([]model.Rollup, error) {
+	if size != model.Hourly && size != model.Daily {
 		return nil, fmt.Errorf("redis store: rollups of %s: unknown size %s", endpointID, size)
 	}
 	now := s.clk.Now()
@@ -90,13 +90,13 @@ func (s *Store) Rollups(ctx context.Context, endpointID string, size time.Durati
 	if first.Before(from) {
 		first = first.Add(size)
 	}
-	first = later(first, store.RollupOldest(size, now))
+	first = later(first, model.RollupOldest(size, now))
 	last := now.UTC().Truncate(size) // no bucket after now's
 	var starts []time.Time
 	for t := first; t.Before(to) && !t.After(last); t = t.Add(size) {
 		starts = append(starts, t)
 	}
-	out := []store.Rollup{}
+	out := []model.Rollup{}
 	if len(starts) == 0 {
 		return out, nil
 	}
@@ -134,8 +134,8 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-func rollupOf(h map[string]string, start time.Time, size time.Duration) (store.Rollup, error) {
-	r := store.Rollup{Start: start, Size: size}
+func rollupOf(h map[string]string, start time.Time, size time.Duration) (model.Rollup, error) {
+	r := model.Rollup{Start: start, Size: size}
 	total, initialize := map[int]float64{}, map[int]float64{}
 	for f, raw := range h {
 		n, err := strconv.ParseInt(raw, 10, 64)
@@ -173,6 +173,6 @@ func rollupOf(h map[string]string, start time.Time, size time.Duration) (store.R
 			bins[i] = float64(n)
 		}
 	}
-	r.Total, r.Initialize = store.SketchFromBins(total), store.SketchFromBins(initialize)
+	r.Total, r.Initialize = model.SketchFromBins(total), model.SketchFromBins(initialize)
 	return r, nil
 }

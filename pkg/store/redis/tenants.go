@@ -20,6 +20,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -31,7 +32,7 @@ if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return false end
 return redis.call('HGET', KEYS[2], ARGV[1])`)
 
 func (s *Store) owned(ctx context.Context, owners, records, tenant, id, op string) (string, bool, error) {
-	raw, err := getOwned.Run(ctx, s.rdb, []string{owners, records}, id, store.TenantOf(tenant)).Text()
+	raw, err := getOwned.Run(ctx, s.rdb, []string{owners, records}, id, model.TenantOf(tenant)).Text()
 	if errors.Is(err, goredis.Nil) {
 		return "", false, nil
 	}
@@ -43,32 +44,32 @@ func (s *Store) owned(ctx context.Context, owners, records, tenant, id, op strin
 
 // GetEndpointOf returns the tenant's endpoint, checked against
 // "endpoint_tenants" in the script that reads it.
-func (s *Store) GetEndpointOf(ctx context.Context, tenant, id string) (store.Endpoint, error) {
+func (s *Store) GetEndpointOf(ctx context.Context, tenant, id string) (model.Endpoint, error) {
 	raw, ok, err := s.owned(ctx, s.k("endpoint_tenants"), s.k("endpoints"), tenant, id, "get endpoint "+id)
 	if err != nil {
-		return store.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	if !ok {
-		return store.Endpoint{}, fmt.Errorf("endpoint %s: %w", id, store.ErrNotFound)
+		return model.Endpoint{}, fmt.Errorf("endpoint %s: %w", id, model.ErrNotFound)
 	}
-	return decode[store.Endpoint]("endpoint "+id, raw)
+	return decode[model.Endpoint]("endpoint "+id, raw)
 }
 
 // GetIncidentOf returns the tenant's incident, checked against
 // "incident_tenants" in the script that reads it.
-func (s *Store) GetIncidentOf(ctx context.Context, tenant, id string) (store.Incident, error) {
+func (s *Store) GetIncidentOf(ctx context.Context, tenant, id string) (model.Incident, error) {
 	raw, ok, err := s.owned(ctx, s.k("incident_tenants"), s.k("incidents"), tenant, id, "get incident "+id)
 	if err != nil {
-		return store.Incident{}, err
+		return model.Incident{}, err
 	}
 	if !ok {
-		return store.Incident{}, fmt.Errorf("incident %s: %w", id, store.ErrNotFound)
+		return model.Incident{}, fmt.Errorf("incident %s: %w", id, model.ErrNotFound)
 	}
-	return decode[store.Incident]("incident "+id, raw)
+	return decode[model.Incident]("incident "+id, raw)
 }
 
 func (s *Store) tenantIncidents(tenant string) string {
-	return s.k("incidents_by_tenant", store.TenantOf(tenant))
+	return s.k("incidents_by_tenant", model.TenantOf(tenant))
 }
 
 func (s *Store) objectOwners(kind string) string { return s.k("object_tenants", kind) }
@@ -149,7 +150,7 @@ func (s *Store) GetObjectOf(ctx context.Context, kind, tenant, id string) ([]byt
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("object %s/%s: %w", kind, id, store.ErrNotFound)
+		return nil, fmt.Errorf("object %s/%s: %w", kind, id, model.ErrNotFound)
 	}
 	return []byte(raw), nil
 }
@@ -161,7 +162,7 @@ func (s *Store) ListObjectsOf(ctx context.Context, kind, tenant string) (map[str
 	if !store.IsTenantKind(kind) {
 		return nil, fmt.Errorf("redis store: list objects %s: %w", kind, store.ErrNotTenantKind)
 	}
-	ids, err := s.rdb.SMembers(ctx, s.tenantObjectsPrefix(kind)+store.TenantOf(tenant)).Result()
+	ids, err := s.rdb.SMembers(ctx, s.tenantObjectsPrefix(kind)+model.TenantOf(tenant)).Result()
 	if err := s.done("list objects "+kind+" of tenant", err); err != nil {
 		return nil, err
 	}
@@ -187,7 +188,7 @@ func (s *Store) CountObjectsOf(ctx context.Context, kind, tenant string) (int, e
 	if !store.IsTenantKind(kind) {
 		return 0, fmt.Errorf("redis store: count objects %s: %w", kind, store.ErrNotTenantKind)
 	}
-	n, err := s.rdb.SCard(ctx, s.tenantObjectsPrefix(kind)+store.TenantOf(tenant)).Result()
+	n, err := s.rdb.SCard(ctx, s.tenantObjectsPrefix(kind)+model.TenantOf(tenant)).Result()
 	if err := s.done("count objects "+kind+" of tenant", err); err != nil {
 		return 0, err
 	}
@@ -199,7 +200,7 @@ func (s *Store) ObjectsStamp(ctx context.Context, kind, tenant string) (uint64, 
 	if !store.IsTenantKind(kind) {
 		return 0, fmt.Errorf("redis store: objects stamp %s: %w", kind, store.ErrNotTenantKind)
 	}
-	n, err := s.rdb.Get(ctx, s.objectsStampPrefix(kind)+store.TenantOf(tenant)).Uint64()
+	n, err := s.rdb.Get(ctx, s.objectsStampPrefix(kind)+model.TenantOf(tenant)).Uint64()
 	if errors.Is(err, goredis.Nil) {
 		return 0, nil
 	}
@@ -273,12 +274,12 @@ func (s *Store) IndexOwners(ctx context.Context) (int, error) {
 			return added, err
 		}
 		err := scan(s.k("incidents"), s.k("incident_tenants"), func(id, raw string) error {
-			inc, err := decode[store.Incident]("incident "+id, raw)
+			inc, err := decode[model.Incident]("incident "+id, raw)
 			if err != nil {
 				return err
 			}
 			n, err := indexIncidentTenant.Run(ctx, s.rdb, []string{s.k("incidents"), s.k("incident_tenants"), s.tenantIncidents(inc.Tenant)},
-				id, store.TenantOf(inc.Tenant), ms(inc.OpenedWindow)).Int()
+				id, model.TenantOf(inc.Tenant), ms(inc.OpenedWindow)).Int()
 			added += n
 			return s.done("index incident "+id+" by tenant", err)
 		})

@@ -6,7 +6,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/redis"
 	"github.com/mcpmon/mcpmon/pkg/store/redis/redistest"
@@ -22,7 +22,7 @@ func TestEndpointsFromBeforeTenantsJoinTheDefaultTenant(t *testing.T) {
 	prefix := redistest.RandomPrefix()
 	s := open(t, url, redis.Options{Prefix: prefix})
 	ctx := t.Context()
-	if _, err := s.CreateEndpoint(ctx, store.Endpoint{ID: "new", Tenant: "a", Schedule: "@every 1m"}); err != nil {
+	if _, err := s.CreateEndpoint(ctx, model.Endpoint{ID: "new", Tenant: "a", Schedule: "@every 1m"}); err != nil {
 		t.Fatal(err)
 	}
 	opts, err := goredis.ParseURL(url)
@@ -37,7 +37,7 @@ func TestEndpointsFromBeforeTenantsJoinTheDefaultTenant(t *testing.T) {
 	if err := rdb.HSet(ctx, prefix+"endpoint_versions", "old", 1).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if eps, _ := s.ListEndpointsOf(ctx, store.DefaultTenant); len(eps) != 0 {
+	if eps, _ := s.ListEndpointsOf(ctx, model.DefaultTenant); len(eps) != 0 {
 		t.Fatalf("before indexing the default tenant lists %+v", eps)
 	}
 	for _, want := range []int{1, 0} {
@@ -46,7 +46,7 @@ func TestEndpointsFromBeforeTenantsJoinTheDefaultTenant(t *testing.T) {
 			t.Fatalf("IndexTenants = %d, %v; want %d", n, err, want)
 		}
 	}
-	eps, err := s.ListEndpointsOf(ctx, store.DefaultTenant)
+	eps, err := s.ListEndpointsOf(ctx, model.DefaultTenant)
 	if err != nil || len(eps) != 1 || eps[0].ID != "old" {
 		t.Fatalf("default tenant lists %+v, %v; want the endpoint from before tenants", eps, err)
 	}
@@ -70,7 +70,7 @@ func TestEndpointPagesAfterAnUpgrade(t *testing.T) {
 	s := open(t, url, redis.Options{Prefix: prefix})
 	ctx := t.Context()
 	for _, id := range []string{"a1", "a2", "a3"} {
-		if _, err := s.CreateEndpoint(ctx, store.Endpoint{ID: id, Tenant: "a", Schedule: "@every 1m"}); err != nil {
+		if _, err := s.CreateEndpoint(ctx, model.Endpoint{ID: id, Tenant: "a", Schedule: "@every 1m"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -129,8 +129,8 @@ func TestIncidentsAndWindowsFromBeforeTheIndexJoinIt(t *testing.T) {
 	for _, kv := range [][3]string{
 		{"incidents", "old", `{"id":"old","endpointId":"e","state":"open","openedWindow":"2026-03-01T12:00:00Z","version":1}`},
 		{"incidents", "new", `{"id":"new","endpointId":"e","tenant":"t","state":"open","openedWindow":"2026-03-01T12:01:00Z","version":1}`},
-		{"objects:" + alert.MaintenanceKind, "w-old", `{"id":"w-old"}`},
-		{"objects:" + alert.MaintenanceKind, "w-t", `{"id":"w-t","tenant":"t"}`},
+		{"objects:" + model.MaintenanceKind, "w-old", `{"id":"w-old"}`},
+		{"objects:" + model.MaintenanceKind, "w-t", `{"id":"w-t","tenant":"t"}`},
 	} {
 		if err := rdb.HSet(ctx, prefix+kv[0], kv[1], kv[2]).Err(); err != nil {
 			t.Fatal(err)
@@ -145,19 +145,19 @@ func TestIncidentsAndWindowsFromBeforeTheIndexJoinIt(t *testing.T) {
 			t.Fatalf("IndexOwners = %d, %v; want %d", n, err, want)
 		}
 	}
-	for tenant, want := range map[string]string{store.DefaultTenant: "old", "t": "new"} {
+	for tenant, want := range map[string]string{model.DefaultTenant: "old", "t": "new"} {
 		incs, err := s.ListIncidents(ctx, store.IncidentFilter{Tenant: tenant})
 		if err != nil || len(incs) != 1 || incs[0].ID != want {
 			t.Errorf("tenant %s's incidents = %+v, %v; want %s", tenant, incs, err, want)
 		}
 	}
-	for tenant, want := range map[string]string{store.DefaultTenant: "w-old", "t": "w-t"} {
-		docs, err := s.ListObjectsOf(ctx, alert.MaintenanceKind, tenant)
+	for tenant, want := range map[string]string{model.DefaultTenant: "w-old", "t": "w-t"} {
+		docs, err := s.ListObjectsOf(ctx, model.MaintenanceKind, tenant)
 		if err != nil || len(docs) != 1 || docs[want] == nil {
 			t.Errorf("tenant %s's windows = %v, %v; want %s", tenant, docs, err, want)
 		}
 	}
-	if _, err := s.GetObjectOf(ctx, alert.MaintenanceKind, "t", "w-old"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetObjectOf(ctx, model.MaintenanceKind, "t", "w-old"); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("the default tenant's window read as tenant t: %v", err)
 	}
 }
@@ -170,10 +170,10 @@ func TestForeignRecordsAreNotRead(t *testing.T) {
 	prefix := redistest.RandomPrefix()
 	s := open(t, url, redis.Options{Prefix: prefix})
 	ctx := t.Context()
-	if _, err := s.CreateEndpoint(ctx, store.Endpoint{ID: "eb", Tenant: "b", Schedule: "@every 1m"}); err != nil {
+	if _, err := s.CreateEndpoint(ctx, model.Endpoint{ID: "eb", Tenant: "b", Schedule: "@every 1m"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SaveTracker(ctx, store.Tracker{EndpointID: "eb"}, store.Incident{ID: "ib", EndpointID: "eb", Tenant: "b", State: store.IncidentOpen}); err != nil {
+	if err := s.SaveTracker(ctx, model.Tracker{EndpointID: "eb"}, model.Incident{ID: "ib", EndpointID: "eb", Tenant: "b", State: model.IncidentOpen}); err != nil {
 		t.Fatal(err)
 	}
 	opts, err := goredis.ParseURL(url)
@@ -188,13 +188,13 @@ func TestForeignRecordsAreNotRead(t *testing.T) {
 	if err := rdb.HSet(ctx, prefix+"incidents", "ib", "{broken").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.GetEndpointOf(ctx, "a", "eb"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetEndpointOf(ctx, "a", "eb"); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("tenant b's endpoint read as a: %v, want ErrNotFound without decoding it", err)
 	}
-	if _, err := s.GetEndpointOf(ctx, "b", "eb"); err == nil || errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetEndpointOf(ctx, "b", "eb"); err == nil || errors.Is(err, model.ErrNotFound) {
 		t.Errorf("tenant b's broken endpoint read as b: %v, want the decode error", err)
 	}
-	if _, err := s.GetIncidentOf(ctx, "a", "ib"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetIncidentOf(ctx, "a", "ib"); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("tenant b's incident read as a: %v, want ErrNotFound without decoding it", err)
 	}
 	if incs, err := s.ListIncidents(ctx, store.IncidentFilter{Tenant: "a"}); err != nil || len(incs) != 0 {

@@ -7,21 +7,21 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/seal"
-	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/sealed"
 )
 
 // deepCheckEndpoint carries a tool check whose arguments hold a secret and
 // an OAuth client with a secret.
-func deepCheckEndpoint(id string) (store.Endpoint, []string) {
+func deepCheckEndpoint(id string) (model.Endpoint, []string) {
 	tag := randHex()
 	secrets := []string{"tool-arg-" + tag, "client-secret-" + tag}
-	return store.Endpoint{
+	return model.Endpoint{
 		ID: id, Name: "deep", URL: "https://mcp.example/mcp", Transport: "auto", Schedule: "@every 30s",
-		ToolCheck: &store.ToolCheck{Name: "whoami", Arguments: json.RawMessage(`{"account":"` + secrets[0] + `","n":1}`),
-			Expect: &store.ToolExpect{Contains: "ok"}},
-		OAuth: &store.OAuthClient{TokenURL: "https://auth.example/token", ClientID: "probe", ClientSecret: secrets[1], Scopes: []string{"mcp"}},
+		ToolCheck: &model.ToolCheck{Name: "whoami", Arguments: json.RawMessage(`{"account":"` + secrets[0] + `","n":1}`),
+			Expect: &model.ToolExpect{Contains: "ok"}},
+		OAuth: &model.OAuthClient{TokenURL: "https://auth.example/token", ClientID: "probe", ClientSecret: secrets[1], Scopes: []string{"mcp"}},
 	}, secrets
 }
 

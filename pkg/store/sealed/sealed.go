@@ -1,5 +1,5 @@
 // Package sealed keeps endpoint secrets encrypted at rest. It owns which
-// parts of a store.Endpoint are secret — every header value, the whole
+// parts of a model.Endpoint are secret — every header value, the whole
 // per-endpoint sinks document, a URL carrying a credential-like query
 // parameter (see IsSecretParam), the tool check's arguments and the OAuth
 // client secret — and the Store decorator that seals them on
@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/seal"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -51,42 +52,42 @@ func (s *Store) EndpointsStamp(ctx context.Context) (uint64, error) {
 func (s *Store) Unwrap() store.Store { return s.Store }
 
 // CreateEndpoint seals e's secrets and stores it.
-func (s *Store) CreateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
+func (s *Store) CreateEndpoint(ctx context.Context, e model.Endpoint) (model.Endpoint, error) {
 	return s.CreateEndpointWithin(ctx, e, 0)
 }
 
 // CreateEndpointWithin seals e's secrets and stores it within its tenant's
 // limit.
-func (s *Store) CreateEndpointWithin(ctx context.Context, e store.Endpoint, limit int) (store.Endpoint, error) {
+func (s *Store) CreateEndpointWithin(ctx context.Context, e model.Endpoint, limit int) (model.Endpoint, error) {
 	sealed, err := SealEndpoint(s.keys, e)
 	if err != nil {
-		return store.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	out, err := s.Store.CreateEndpointWithin(ctx, sealed, limit)
 	if err != nil {
-		return store.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	return withSecretsOf(out, e), nil
 }
 
 // UpdateEndpoint seals e's secrets and compare-and-sets it.
-func (s *Store) UpdateEndpoint(ctx context.Context, e store.Endpoint) (store.Endpoint, error) {
+func (s *Store) UpdateEndpoint(ctx context.Context, e model.Endpoint) (model.Endpoint, error) {
 	sealed, err := SealEndpoint(s.keys, e)
 	if err != nil {
-		return store.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	out, err := s.Store.UpdateEndpoint(ctx, sealed)
 	if err != nil {
-		return store.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	return withSecretsOf(out, e), nil
 }
 
 // GetEndpoint returns the endpoint with its secrets opened.
-func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, error) {
+func (s *Store) GetEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
 	e, err := s.Store.GetEndpoint(ctx, id)
 	if err != nil {
-		return store.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	return OpenEndpoint(s.keys, e)
 }
@@ -94,10 +95,10 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (store.Endpoint, err
 // GetEndpointOf returns the tenant's endpoint with its secrets opened. The
 // backend decides ownership from its index first, so another tenant's ID
 // is never read, let alone opened.
-func (s *Store) GetEndpointOf(ctx context.Context, tenant, id string) (store.Endpoint, error) {
+func (s *Store) GetEndpointOf(ctx context.Context, tenant, id string) (model.Endpoint, error) {
 	e, err := s.Store.GetEndpointOf(ctx, tenant, id)
 	if err != nil {
-		return store.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	return OpenEndpoint(s.keys, e)
 }
@@ -105,7 +106,7 @@ func (s *Store) GetEndpointOf(ctx context.Context, tenant, id string) (store.End
 // ListEndpoints returns every endpoint with its secrets opened. One that
 // does not open fails the list: a replica with the wrong key must not
 // carry on probing without credentials or alerting nowhere.
-func (s *Store) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
+func (s *Store) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
 	eps, err := s.Store.ListEndpoints(ctx)
 	if err != nil {
 		return nil, err
@@ -120,7 +121,7 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]store.Endpoint, error) {
 
 // ListEndpointsOf returns the tenant's endpoints with their secrets opened
 // (one that does not open fails the list, as in ListEndpoints).
-func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]store.Endpoint, error) {
+func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]model.Endpoint, error) {
 	eps, err := s.Store.ListEndpointsOf(ctx, tenant)
 	if err != nil {
 		return nil, err
@@ -178,7 +179,7 @@ func (s *Store) Reseal(ctx context.Context) (int, error) {
 			}
 			// Written meanwhile (and so sealed under the current key by
 			// whoever wrote it, unless they run an older keyring): look again.
-			if e, err = s.Store.GetEndpoint(ctx, e.ID); errors.Is(err, store.ErrNotFound) {
+			if e, err = s.Store.GetEndpoint(ctx, e.ID); errors.Is(err, model.ErrNotFound) {
 				break
 			} else if err != nil {
 				return n, err
@@ -188,7 +189,7 @@ func (s *Store) Reseal(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-func withSecretsOf(out, in store.Endpoint) store.Endpoint {
+func withSecretsOf(out, in model.Endpoint) model.Endpoint {
 	out.URL, out.Headers, out.Sinks = in.URL, in.Headers, in.Sinks
 	out.ToolCheck, out.OAuth = in.ToolCheck, in.OAuth
 	return out
@@ -206,9 +207,9 @@ func oauthAAD(id string) []byte        { return []byte("mcpmon endpoint " + id +
 // SealEndpoint returns e with every header value, its sinks document (as a
 // JSON string) and, if it carries a credential-like query parameter, its
 // URL sealed under the current key. e itself is not modified.
-func SealEndpoint(k *seal.Keyring, e store.Endpoint) (store.Endpoint, error) {
+func SealEndpoint(k *seal.Keyring, e model.Endpoint) (model.Endpoint, error) {
 	if e.ID == "" {
-		return store.Endpoint{}, errors.New("seal endpoint: ID is required (it is bound into every ciphertext)")
+		return model.Endpoint{}, errors.New("seal endpoint: ID is required (it is bound into every ciphertext)")
 	}
 	if len(e.Headers) > 0 {
 		hs := make(map[string]string, len(e.Headers))
@@ -220,7 +221,7 @@ func SealEndpoint(k *seal.Keyring, e store.Endpoint) (store.Endpoint, error) {
 	if hasSinks(e.Sinks) {
 		doc, err := json.Marshal(k.Seal(e.Sinks, sinksAAD(e.ID)))
 		if err != nil {
-			return store.Endpoint{}, err
+			return model.Endpoint{}, err
 		}
 		e.Sinks = doc
 	}
@@ -230,7 +231,7 @@ func SealEndpoint(k *seal.Keyring, e store.Endpoint) (store.Endpoint, error) {
 	if tc := e.ToolCheck; tc != nil && hasSinks(tc.Arguments) {
 		doc, err := json.Marshal(k.Seal(tc.Arguments, toolArgsAAD(e.ID)))
 		if err != nil {
-			return store.Endpoint{}, err
+			return model.Endpoint{}, err
 		}
 		c := *tc
 		c.Arguments = doc
@@ -246,12 +247,12 @@ func SealEndpoint(k *seal.Keyring, e store.Endpoint) (store.Endpoint, error) {
 
 // OpenEndpoint returns e with its sealed fields opened. Fields that are not
 // sealed (records written before sealing) are returned as they are.
-func OpenEndpoint(k *seal.Keyring, e store.Endpoint) (store.Endpoint, error) {
-	fail := func(what string, err error) (store.Endpoint, error) {
+func OpenEndpoint(k *seal.Keyring, e model.Endpoint) (model.Endpoint, error) {
+	fail := func(what string, err error) (model.Endpoint, error) {
 		if errors.Is(err, seal.ErrUnknownKey) {
 			err = fmt.Errorf("%w (does this process have the --secrets-key-file / MCPMON_SECRETS_KEY the writer used?)", err)
 		}
-		return store.Endpoint{}, fmt.Errorf("open %s of endpoint %s: %w", what, e.ID, err)
+		return model.Endpoint{}, fmt.Errorf("open %s of endpoint %s: %w", what, e.ID, err)
 	}
 	if len(e.Headers) > 0 {
 		hs := make(map[string]string, len(e.Headers))
@@ -306,7 +307,7 @@ func OpenEndpoint(k *seal.Keyring, e store.Endpoint) (store.Endpoint, error) {
 
 // NeedsReseal reports whether some secret of e (as stored) is plaintext or
 // sealed under a key other than k's current one.
-func NeedsReseal(k *seal.Keyring, e store.Endpoint) bool {
+func NeedsReseal(k *seal.Keyring, e model.Endpoint) bool {
 	cur := k.CurrentID()
 	stale := func(v string) bool {
 		id, ok := seal.SealedKeyID(v)

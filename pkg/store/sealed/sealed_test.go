@@ -15,6 +15,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/seal"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
@@ -41,12 +42,12 @@ func randHex() string {
 
 // secretEndpoint is an endpoint carrying one known secret in every place a
 // secret lives; secrets lists them.
-func secretEndpoint(id string) (store.Endpoint, []string) {
+func secretEndpoint(id string) (model.Endpoint, []string) {
 	tag := randHex()
 	secrets := []string{"Bearer-hdr-" + tag, "apikey-hdr-" + tag, "hook-path-" + tag, "hmac-" + tag, "pd-routing-" + tag, "smtp-pass-" + tag, "qs-token-" + tag}
 	sinks := `{"webhook":{"type":"webhook","url":"https://hooks.example/` + secrets[2] + `","secret":"` + secrets[3] + `"},` +
 		`"pd":{"type":"pagerduty","routingKey":"` + secrets[4] + `"},"mail":{"type":"email","password":"` + secrets[5] + `","to":["ops@example.com"]}}`
-	return store.Endpoint{
+	return model.Endpoint{
 		ID: id, Name: "paid", URL: "https://mcp.example/mcp?tenant=acme&access_token=" + secrets[6], Transport: "auto",
 		Schedule: "@every 30s", Timeout: 10 * time.Second,
 		Headers: map[string]string{"Authorization": secrets[0], "X-Api-Key": secrets[1]},
@@ -79,7 +80,7 @@ func TestConformanceThroughTheWrapper(t *testing.T) {
 
 // writeAndCheck writes ep through the wrapper (create, then an update),
 // checks it reads back whole, and returns the stored form.
-func writeAndCheck(t *testing.T, st store.Store, ep store.Endpoint) {
+func writeAndCheck(t *testing.T, st store.Store, ep model.Endpoint) {
 	t.Helper()
 	ctx := t.Context()
 	created, err := st.CreateEndpoint(ctx, ep)
@@ -101,7 +102,7 @@ func writeAndCheck(t *testing.T, st store.Store, ep store.Endpoint) {
 	if err != nil || len(list) != 1 {
 		t.Fatalf("ListEndpoints = %d, %v", len(list), err)
 	}
-	for _, e := range []store.Endpoint{got, list[0]} {
+	for _, e := range []model.Endpoint{got, list[0]} {
 		if e.Name != "paid-2" || e.URL != ep.URL || e.Headers["X-Api-Key"] != ep.Headers["X-Api-Key"] || !bytes.Equal(e.Sinks, ep.Sinks) {
 			t.Fatalf("read back %+v, want the secrets opened", e)
 		}

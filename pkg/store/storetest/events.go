@@ -7,18 +7,19 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-func changeEvent(ep, kind, before, after string, at time.Time) store.ChangeEvent {
-	return store.ChangeEvent{
-		EndpointID: ep, Kind: kind, Fingerprint: store.EventFingerprint(ep, kind, before, after),
+func changeEvent(ep, kind, before, after string, at time.Time) model.ChangeEvent {
+	return model.ChangeEvent{
+		EndpointID: ep, Kind: kind, Fingerprint: model.EventFingerprint(ep, kind, before, after),
 		ObservedAt: at, Message: kind + " " + before + "→" + after, Before: before, After: after,
 		Diff: []byte(`{"removed":["search"]}`),
 	}
 }
 
-func eventAfters(es []store.ChangeEvent) []string {
+func eventAfters(es []model.ChangeEvent) []string {
 	out := make([]string, len(es))
 	for i, e := range es {
 		out[i] = e.After
@@ -38,7 +39,7 @@ func testEventsIdempotentByFingerprint(t *testing.T, s store.Store, clk *clock.F
 	emptyList(t, "PendingEvents", pend, err)
 
 	t0 := clk.Now()
-	e := changeEvent("ep", store.EventCatalogBreaking, "A", "B", t0)
+	e := changeEvent("ep", model.EventCatalogBreaking, "A", "B", t0)
 	added, err := s.AppendEvents(ctx, e)
 	must(t, err)
 	if len(added) != 1 || added[0].ID == "" || added[0].RecordedAt.IsZero() {
@@ -59,7 +60,7 @@ func testEventsIdempotentByFingerprint(t *testing.T, s store.Store, clk *clock.F
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	n := 0
-	d := changeEvent("ep", store.EventCatalogSecurity, "B", "C", t0.Add(time.Minute))
+	d := changeEvent("ep", model.EventCatalogSecurity, "B", "C", t0.Add(time.Minute))
 	for range 8 {
 		wg.Go(func() {
 			added, err := s.AppendEvents(ctx, d)
@@ -94,19 +95,19 @@ func testEventsIdempotentByFingerprint(t *testing.T, s store.Store, clk *clock.F
 	must(t, err)
 	sameStrings(t, "pending after settling one", eventAfters(pend), []string{"C"})
 	// Another endpoint's same before/after is another change.
-	other, err := s.AppendEvents(ctx, changeEvent("ep2", store.EventCatalogBreaking, "A", "B", t0))
+	other, err := s.AppendEvents(ctx, changeEvent("ep2", model.EventCatalogBreaking, "A", "B", t0))
 	must(t, err)
 	if len(other) != 1 {
 		t.Fatalf("another endpoint's change appended %d, want 1", len(other))
 	}
-	if _, err := s.AppendEvents(ctx, store.ChangeEvent{EndpointID: "ep", Kind: "nope", Fingerprint: "x", ObservedAt: t0}); err == nil {
+	if _, err := s.AppendEvents(ctx, model.ChangeEvent{EndpointID: "ep", Kind: "nope", Fingerprint: "x", ObservedAt: t0}); err == nil {
 		t.Fatal("an unknown kind was accepted")
 	}
 }
 
 func added0(t *testing.T, s store.Store, ctx context.Context) string {
 	t.Helper()
-	es, err := s.ListEvents(ctx, "ep", store.EventFilter{Kind: store.EventCatalogBreaking})
+	es, err := s.ListEvents(ctx, "ep", store.EventFilter{Kind: model.EventCatalogBreaking})
 	must(t, err)
 	if len(es) != 1 {
 		t.Fatalf("kind filter kept %d events, want 1", len(es))
@@ -121,9 +122,9 @@ func testEventPages(t *testing.T, s store.Store, clk *clock.Fake) {
 	t0 := clk.Now().Add(-time.Hour)
 	var want []string
 	for i := range 7 {
-		kind := store.EventVersion
+		kind := model.EventVersion
 		if i%2 == 0 {
-			kind = store.EventCertificateExpiry
+			kind = model.EventCertificateExpiry
 		}
 		after := string(rune('a' + i))
 		_, err := s.AppendEvents(ctx, changeEvent("ep", kind, "x", after, t0.Add(time.Duration(i)*time.Minute)))
@@ -142,7 +143,7 @@ func testEventPages(t *testing.T, s store.Store, clk *clock.Fake) {
 		before = page[len(page)-1].ID
 	}
 	sameStrings(t, "walk", got, want)
-	certs, err := s.ListEvents(ctx, "ep", store.EventFilter{Kind: store.EventCertificateExpiry, Limit: 2})
+	certs, err := s.ListEvents(ctx, "ep", store.EventFilter{Kind: model.EventCertificateExpiry, Limit: 2})
 	must(t, err)
 	sameStrings(t, "kind filter", eventAfters(certs), []string{"g", "e"})
 }
@@ -152,7 +153,7 @@ func testEventPages(t *testing.T, s store.Store, clk *clock.Fake) {
 // pending entries.
 func testEventRetention(t *testing.T, s store.Store, clk *clock.Fake) {
 	ctx := t.Context()
-	e := changeEvent("ep", store.EventVersion, "2025-06-18", "2025-11-25", clk.Now())
+	e := changeEvent("ep", model.EventVersion, "2025-06-18", "2025-11-25", clk.Now())
 	_, err := s.AppendEvents(ctx, e)
 	must(t, err)
 	clk.Advance(store.DefaultVerdictHistory + time.Hour)
@@ -178,7 +179,7 @@ func testPendingEventsOldestFirst(t *testing.T, s store.Store, clk *clock.Fake) 
 	ctx := t.Context()
 	t0 := clk.Now().Add(-time.Hour)
 	for i, ep := range []string{"zz", "aa", "mm"} {
-		_, err := s.AppendEvents(ctx, changeEvent(ep, store.EventVersion, "x", ep, t0.Add(time.Duration(i)*time.Minute)))
+		_, err := s.AppendEvents(ctx, changeEvent(ep, model.EventVersion, "x", ep, t0.Add(time.Duration(i)*time.Minute)))
 		must(t, err)
 	}
 	all, err := s.PendingEvents(ctx, 0)

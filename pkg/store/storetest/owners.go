@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -28,7 +28,7 @@ func objectIDs(docs map[string][]byte) []string {
 // its own writes only.
 func testObjectsByTenant(t *testing.T, s store.Store, _ *clock.Fake) {
 	ctx := t.Context()
-	kind := alert.MaintenanceKind
+	kind := model.MaintenanceKind
 	docs, err := s.ListObjectsOf(ctx, kind, "a")
 	must(t, err)
 	sameJSON(t, objectIDs(docs), []string{})
@@ -39,7 +39,7 @@ func testObjectsByTenant(t *testing.T, s store.Store, _ *clock.Fake) {
 		must(t, s.PutObject(ctx, kind, w.id, windowDoc(w.id, w.tenant)))
 	}
 	for tenant, want := range map[string][]string{
-		"a": {"a1", "a2"}, "b": {"b1"}, "ab": {"ab1"}, store.DefaultTenant: {"d1"}, "": {"d1"}, "none": {},
+		"a": {"a1", "a2"}, "b": {"b1"}, "ab": {"ab1"}, model.DefaultTenant: {"d1"}, "": {"d1"}, "none": {},
 	} {
 		docs, err := s.ListObjectsOf(ctx, kind, tenant)
 		must(t, err)
@@ -60,9 +60,9 @@ func testObjectsByTenant(t *testing.T, s store.Store, _ *clock.Fake) {
 		t.Fatalf("GetObjectOf = %s", doc)
 	}
 	_, err = s.GetObjectOf(ctx, kind, "b", "a1")
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 	_, err = s.GetObjectOf(ctx, kind, "b", "missing")
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 	_, err = s.GetObjectOf(ctx, kind, "", "d1")
 	must(t, err)
 
@@ -104,7 +104,7 @@ func testObjectsByTenant(t *testing.T, s store.Store, _ *clock.Fake) {
 		t.Fatal("tenant b's stamp did not move with a delete")
 	}
 	_, err = s.GetObjectOf(ctx, kind, "b", "b1")
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 	all, err := s.ListObjects(ctx, kind)
 	must(t, err)
 	sameJSON(t, objectIDs(all), []string{"a1", "a2", "ab1", "d1"})
@@ -125,7 +125,7 @@ func testObjectsByTenant(t *testing.T, s store.Store, _ *clock.Fake) {
 // other tenants are not counted, and a delete frees a place.
 func testObjectQuotaConcurrent(t *testing.T, s store.Store, _ *clock.Fake) {
 	ctx := t.Context()
-	kind := alert.MaintenanceKind
+	kind := model.MaintenanceKind
 	const limit, tries = 5, 24
 	must(t, s.PutObjectWithin(ctx, kind, "other", windowDoc("other", "b"), 1))
 	var wg sync.WaitGroup
@@ -163,27 +163,27 @@ func testObjectQuotaConcurrent(t *testing.T, s store.Store, _ *clock.Fake) {
 // missing one.
 func testOwnedReads(t *testing.T, s store.Store, _ *clock.Fake) {
 	ctx := t.Context()
-	for _, e := range []store.Endpoint{{ID: "ea", Tenant: "a"}, {ID: "eb", Tenant: "b"}, {ID: "ed"}} {
+	for _, e := range []model.Endpoint{{ID: "ea", Tenant: "a"}, {ID: "eb", Tenant: "b"}, {ID: "ed"}} {
 		e.Schedule = "@every 1m"
 		_, err := s.CreateEndpoint(ctx, e)
 		must(t, err)
 	}
 	inc := incident("ea", Start)
 	inc.Tenant = "a"
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "ea"}, inc))
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "ea"}, inc))
 	old := incident("ed", Start.Add(-time.Hour)) // no tenant: the default one
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "ed"}, old))
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "ed"}, old))
 
 	e, err := s.GetEndpointOf(ctx, "a", "ea")
 	must(t, err)
 	if e.ID != "ea" {
 		t.Fatalf("GetEndpointOf = %+v", e)
 	}
-	_, err = s.GetEndpointOf(ctx, store.DefaultTenant, "ed")
+	_, err = s.GetEndpointOf(ctx, model.DefaultTenant, "ed")
 	must(t, err)
 	for _, c := range []struct{ tenant, id string }{{"b", "ea"}, {"a", "eb"}, {"a", "missing"}, {"a", "ed"}} {
 		_, err := s.GetEndpointOf(ctx, c.tenant, c.id)
-		wantErr(t, err, store.ErrNotFound)
+		wantErr(t, err, model.ErrNotFound)
 	}
 
 	got, err := s.GetIncidentOf(ctx, "a", inc.ID)
@@ -195,10 +195,10 @@ func testOwnedReads(t *testing.T, s store.Store, _ *clock.Fake) {
 	must(t, err)
 	for _, c := range []struct{ tenant, id string }{{"b", inc.ID}, {"a", old.ID}, {"a", "missing"}} {
 		_, err := s.GetIncidentOf(ctx, c.tenant, c.id)
-		wantErr(t, err, store.ErrNotFound)
+		wantErr(t, err, model.ErrNotFound)
 	}
 	// An update keeps the incident its tenant's.
-	got.State = store.IncidentAcknowledged
+	got.State = model.IncidentAcknowledged
 	_, err = s.UpdateIncident(ctx, got)
 	must(t, err)
 	if _, err := s.GetIncidentOf(ctx, "a", inc.ID); err != nil {
@@ -206,7 +206,7 @@ func testOwnedReads(t *testing.T, s store.Store, _ *clock.Fake) {
 	}
 	list, err := s.ListIncidents(ctx, store.IncidentFilter{Tenant: "a"})
 	must(t, err)
-	if len(list) != 1 || list[0].State != store.IncidentAcknowledged {
+	if len(list) != 1 || list[0].State != model.IncidentAcknowledged {
 		t.Fatalf("tenant a lists %+v after the update", list)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -23,7 +24,7 @@ func testEndpointPagesExactlyOnce(t *testing.T, s store.Store, _ *clock.Fake) {
 	create := func(tenant string) string {
 		t.Helper()
 		id := newID()
-		_, err := s.CreateEndpoint(ctx, store.Endpoint{ID: id, Tenant: tenant, Schedule: "@every 1m"})
+		_, err := s.CreateEndpoint(ctx, model.Endpoint{ID: id, Tenant: tenant, Schedule: "@every 1m"})
 		must(t, err)
 		return id
 	}
@@ -168,7 +169,7 @@ func testIncidentPages(t *testing.T, s store.Store, _ *clock.Fake) {
 	ctx := t.Context()
 	for i, ep := range []string{"a", "b", "c", "d", "e", "f", "g"} {
 		// Pairs share a window: the cursor must break ties by ID.
-		must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: ep}, incident(ep, Start.Add(time.Duration(i/2)*time.Hour))))
+		must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: ep}, incident(ep, Start.Add(time.Duration(i/2)*time.Hour))))
 	}
 	for _, f := range []store.IncidentFilter{{}, {EndpointID: "c"}} {
 		full, err := s.ListIncidents(ctx, f)

@@ -9,13 +9,14 @@ import (
 	"github.com/DataDog/sketches-go/ddsketch"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // rollupDigest is what a rollup holds, comparable across reads: its
 // counters and its sketches' bins.
-func rollupDigest(t *testing.T, rs []store.Rollup) string {
+func rollupDigest(t *testing.T, rs []model.Rollup) string {
 	t.Helper()
 	out := ""
 	for _, r := range rs {
@@ -43,7 +44,7 @@ func latencyVerdict(ep string, window time.Time, state msg.State, total, init fl
 	return v
 }
 
-func readRollups(t *testing.T, s store.Store, ep string, size time.Duration) []store.Rollup {
+func readRollups(t *testing.T, s store.Store, ep string, size time.Duration) []model.Rollup {
 	t.Helper()
 	rs, err := s.Rollups(t.Context(), ep, size, time.Time{}, Start.Add(1000*24*time.Hour))
 	must(t, err)
@@ -70,7 +71,7 @@ func testRollupsCountEachWindowOnce(t *testing.T, s store.Store, clk *clock.Fake
 			t.Fatalf("first recording of %s not applied", v.Window)
 		}
 	}
-	hours, days := readRollups(t, s, "ep", store.Hourly), readRollups(t, s, "ep", store.Daily)
+	hours, days := readRollups(t, s, "ep", model.Hourly), readRollups(t, s, "ep", model.Daily)
 	if len(hours) != 3 || len(days) != 1 {
 		t.Fatalf("%d hourly and %d daily rollups, want 3 and 1", len(hours), len(days))
 	}
@@ -91,7 +92,7 @@ func testRollupsCountEachWindowOnce(t *testing.T, s store.Store, clk *clock.Fake
 			t.Fatalf("replayed verdict %s applied", v.Window)
 		}
 	}
-	if got := rollupDigest(t, readRollups(t, s, "ep", store.Hourly)) + rollupDigest(t, readRollups(t, s, "ep", store.Daily)); got != want {
+	if got := rollupDigest(t, readRollups(t, s, "ep", model.Hourly)) + rollupDigest(t, readRollups(t, s, "ep", model.Daily)); got != want {
 		t.Fatalf("rollups changed by replay:\ngot  %s\nwant %s", got, want)
 	}
 	next := latencyVerdict("ep", Start.Add(3*time.Hour), msg.StateDown, 2, 1)
@@ -104,7 +105,7 @@ func testRollupsCountEachWindowOnce(t *testing.T, s store.Store, clk *clock.Fake
 		})
 	}
 	wg.Wait()
-	hours = readRollups(t, s, "ep", store.Hourly)
+	hours = readRollups(t, s, "ep", model.Hourly)
 	if len(hours) != 4 || hours[3].Down != 60 || hours[3].Verdicts != 1 || hours[3].Total.GetCount() != 1 {
 		t.Fatalf("racing replicas: newest hour %+v", hours[len(hours)-1])
 	}
@@ -116,9 +117,9 @@ func testRollupsCountEachWindowOnce(t *testing.T, s store.Store, clk *clock.Fake
 func testRollupsMonth(t *testing.T, s store.Store, clk *clock.Fake) {
 	ctx := t.Context()
 	const win = 15 * time.Minute
-	month := Start.Truncate(store.Daily)
+	month := Start.Truncate(model.Daily)
 	at := func(day, h, m int) time.Time {
-		return month.Add(time.Duration(day)*store.Daily + time.Duration(h)*time.Hour + time.Duration(m)*time.Minute)
+		return month.Add(time.Duration(day)*model.Daily + time.Duration(h)*time.Hour + time.Duration(m)*time.Minute)
 	}
 	outageFrom, outageTo := at(9, 12, 0), at(9, 14, 15) // 2h15m down
 	maintFrom, maintTo := at(14, 2, 0), at(14, 3, 0)    // 1h maintenance (down meanwhile)
@@ -145,12 +146,12 @@ func testRollupsMonth(t *testing.T, s store.Store, clk *clock.Fake) {
 		_, err := s.RecordVerdict(ctx, v)
 		must(t, err)
 	}
-	days, err := s.Rollups(ctx, "ep", store.Daily, month, at(30, 0, 0))
+	days, err := s.Rollups(ctx, "ep", model.Daily, month, at(30, 0, 0))
 	must(t, err)
 	if len(days) != 30 {
 		t.Fatalf("%d daily rollups, want 30", len(days))
 	}
-	rep := store.Uptime(days, month, at(30, 0, 0))
+	rep := model.Uptime(days, month, at(30, 0, 0))
 	const total = 30 * 86400
 	wantDown, wantMaint, wantNoData, wantDegr := int64(8100), int64(3600), int64(1800), int64(2700)
 	if rep.Down != wantDown || rep.Maintenance != wantMaint || rep.NoData != wantNoData || rep.Degraded != wantDegr ||
@@ -161,11 +162,11 @@ func testRollupsMonth(t *testing.T, s store.Store, clk *clock.Fake) {
 	if !rep.Measured || rep.Ratio != wantRatio {
 		t.Fatalf("uptime %v (measured %v), want %v", rep.Ratio, rep.Measured, wantRatio)
 	}
-	tot, _, err := store.MergeLatency(days, month, at(30, 0, 0))
+	tot, _, err := model.MergeLatency(days, month, at(30, 0, 0))
 	must(t, err)
 	p99, err := tot.GetValueAtQuantile(0.99)
 	must(t, err)
-	if p99 < 0.2*(1-store.SketchRelativeAccuracy) || p99 > 0.2*(1+store.SketchRelativeAccuracy) {
+	if p99 < 0.2*(1-model.SketchRelativeAccuracy) || p99 > 0.2*(1+model.SketchRelativeAccuracy) {
 		t.Fatalf("p99 total = %v, want 0.2 ±1%%", p99)
 	}
 }
@@ -176,25 +177,25 @@ func testRollupsRetention(t *testing.T, s store.Store, clk *clock.Fake) {
 	ctx := t.Context()
 	_, err := s.RecordVerdict(ctx, latencyVerdict("ep", Start, msg.StateUp, 1, 1))
 	must(t, err)
-	if n := len(readRollups(t, s, "other", store.Hourly)); n != 0 {
+	if n := len(readRollups(t, s, "other", model.Hourly)); n != 0 {
 		t.Fatalf("another endpoint has %d rollups", n)
 	}
-	clk.Set(Start.Add(store.HourlyBuckets*time.Hour - time.Second))
-	if n := len(readRollups(t, s, "ep", store.Hourly)); n != 1 {
-		t.Fatalf("hour bucket gone before %d hours", store.HourlyBuckets)
+	clk.Set(Start.Add(model.HourlyBuckets*time.Hour - time.Second))
+	if n := len(readRollups(t, s, "ep", model.Hourly)); n != 1 {
+		t.Fatalf("hour bucket gone before %d hours", model.HourlyBuckets)
 	}
-	clk.Set(Start.Add(store.HourlyBuckets * time.Hour))
-	if n := len(readRollups(t, s, "ep", store.Hourly)); n != 0 {
-		t.Fatalf("hour bucket kept past %d hours", store.HourlyBuckets)
+	clk.Set(Start.Add(model.HourlyBuckets * time.Hour))
+	if n := len(readRollups(t, s, "ep", model.Hourly)); n != 0 {
+		t.Fatalf("hour bucket kept past %d hours", model.HourlyBuckets)
 	}
-	if n := len(readRollups(t, s, "ep", store.Daily)); n != 1 {
+	if n := len(readRollups(t, s, "ep", model.Daily)); n != 1 {
 		t.Fatal("day bucket gone after 7 days")
 	}
-	clk.Set(Start.Truncate(store.Daily).Add(store.DailyBuckets * store.Daily))
+	clk.Set(Start.Truncate(model.Daily).Add(model.DailyBuckets * model.Daily))
 	_, err = s.RecordVerdict(ctx, latencyVerdict("ep", clk.Now(), msg.StateUp, 1, 1))
 	must(t, err)
-	if days := readRollups(t, s, "ep", store.Daily); len(days) != 1 || !days[0].Start.Equal(clk.Now()) {
-		t.Fatalf("daily rollups past %d days: %s", store.DailyBuckets, rollupDigest(t, days))
+	if days := readRollups(t, s, "ep", model.Daily); len(days) != 1 || !days[0].Start.Equal(clk.Now()) {
+		t.Fatalf("daily rollups past %d days: %s", model.DailyBuckets, rollupDigest(t, days))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -42,7 +43,7 @@ func testEndpointsStamp(t *testing.T, st store.Store, clk *clock.Fake) {
 		return after
 	}
 	s0 := stamp()
-	in := store.Endpoint{ID: "stamp", Name: "s", URL: "https://s.example/mcp", Transport: "auto", Schedule: "@every 30s", Timeout: 10 * time.Second}
+	in := model.Endpoint{ID: "stamp", Name: "s", URL: "https://s.example/mcp", Transport: "auto", Schedule: "@every 30s", Timeout: 10 * time.Second}
 	e, err := st.CreateEndpoint(ctx, in)
 	if err != nil {
 		t.Fatal(err)

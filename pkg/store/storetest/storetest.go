@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -165,14 +166,14 @@ func testPing(t *testing.T, s store.Store, _ *clock.Fake) {
 func testEndpoints(t *testing.T, s store.Store, clk *clock.Fake) {
 	ctx := t.Context()
 	_, err := s.GetEndpoint(ctx, "ep-b")
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 	eps, err := s.ListEndpoints(ctx)
 	emptyList(t, "ListEndpoints", eps, err)
 
-	in := store.Endpoint{
+	in := model.Endpoint{
 		ID: "ep-b", Name: "b", URL: "https://b.example/mcp", Transport: "auto", Schedule: "@every 30s",
 		Timeout: 10 * time.Second, Headers: map[string]string{"Authorization": "Bearer x"},
-		Labels: map[string]string{"team": "core"}, Rules: &store.Rules{OpenAfter: 3},
+		Labels: map[string]string{"team": "core"}, Rules: &model.Rules{OpenAfter: 3},
 		Sinks: json.RawMessage(`{"webhook":{}}`),
 	}
 	b, err := s.CreateEndpoint(ctx, in)
@@ -187,7 +188,7 @@ func testEndpoints(t *testing.T, s store.Store, clk *clock.Fake) {
 	_, err = s.CreateEndpoint(ctx, in)
 	wantErr(t, err, store.ErrConflict)
 
-	_, err = s.CreateEndpoint(ctx, store.Endpoint{ID: "ep-a", Name: "a", URL: "https://a.example/mcp", Schedule: "* * * * *"})
+	_, err = s.CreateEndpoint(ctx, model.Endpoint{ID: "ep-a", Name: "a", URL: "https://a.example/mcp", Schedule: "* * * * *"})
 	must(t, err)
 	eps, err = s.ListEndpoints(ctx)
 	must(t, err)
@@ -213,13 +214,13 @@ func testEndpoints(t *testing.T, s store.Store, clk *clock.Fake) {
 	// b still carries version 1: a stale write.
 	_, err = s.UpdateEndpoint(ctx, b)
 	wantErr(t, err, store.ErrConflict)
-	_, err = s.UpdateEndpoint(ctx, store.Endpoint{ID: "ep-missing", Version: 1})
-	wantErr(t, err, store.ErrNotFound)
+	_, err = s.UpdateEndpoint(ctx, model.Endpoint{ID: "ep-missing", Version: 1})
+	wantErr(t, err, model.ErrNotFound)
 
 	must(t, s.DeleteEndpoint(ctx, "ep-b"))
 	_, err = s.GetEndpoint(ctx, "ep-b")
-	wantErr(t, err, store.ErrNotFound)
-	wantErr(t, s.DeleteEndpoint(ctx, "ep-b"), store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
+	wantErr(t, s.DeleteEndpoint(ctx, "ep-b"), model.ErrNotFound)
 	eps, err = s.ListEndpoints(ctx)
 	must(t, err)
 	if len(eps) != 1 || eps[0].ID != "ep-a" {
@@ -229,7 +230,7 @@ func testEndpoints(t *testing.T, s store.Store, clk *clock.Fake) {
 
 func testEndpointsConcurrentUpdate(t *testing.T, s store.Store, _ *clock.Fake) {
 	ctx := t.Context()
-	e, err := s.CreateEndpoint(ctx, store.Endpoint{ID: "ep", Schedule: "@every 1m"})
+	e, err := s.CreateEndpoint(ctx, model.Endpoint{ID: "ep", Schedule: "@every 1m"})
 	must(t, err)
 	const n = 16
 	var wg sync.WaitGroup
@@ -268,7 +269,7 @@ func testEndpointsConcurrentUpdate(t *testing.T, s store.Store, _ *clock.Fake) {
 func testLatestResult(t *testing.T, s store.Store, _ *clock.Fake) {
 	ctx := t.Context()
 	_, err := s.LatestResult(ctx, "ep")
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 
 	r1 := result("ep", Start, "", msg.StatusUp)
 	r2 := result("ep", Start.Add(time.Minute), "", msg.StatusDown)
@@ -292,7 +293,7 @@ func testLatestResult(t *testing.T, s store.Store, _ *clock.Fake) {
 	sameJSON(t, got, r3)
 
 	_, err = s.LatestResult(ctx, "other")
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 }
 
 func testWindowResults(t *testing.T, s store.Store, _ *clock.Fake) {
@@ -406,7 +407,7 @@ func testWindowsClosedByVerdict(t *testing.T, s store.Store, _ *clock.Fake) {
 func testVerdictsMonotonic(t *testing.T, s store.Store, _ *clock.Fake) {
 	ctx := t.Context()
 	_, err := s.LastVerdict(ctx, "ep")
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 	vs, err := s.ListVerdicts(ctx, "ep", 10)
 	emptyList(t, "ListVerdicts", vs, err)
 
@@ -523,12 +524,12 @@ func testBeyondDedupWindow(t *testing.T, s store.Store, clk *clock.Fake) {
 	}
 }
 
-func incident(ep string, opened time.Time) store.Incident {
-	return store.Incident{
-		ID: msg.IncidentID(ep, opened), EndpointID: ep, State: store.IncidentOpen,
+func incident(ep string, opened time.Time) model.Incident {
+	return model.Incident{
+		ID: msg.IncidentID(ep, opened), EndpointID: ep, State: model.IncidentOpen,
 		OpenedWindow: opened, OpenedAt: opened.Add(90 * time.Second), FirstFailure: opened,
 		Class: "refused", Reason: "connection refused",
-		Transitions: []store.Transition{{At: opened.Add(90 * time.Second), To: store.IncidentOpen, Reason: "2 of 2 windows down"}},
+		Transitions: []model.Transition{{At: opened.Add(90 * time.Second), To: model.IncidentOpen, Reason: "2 of 2 windows down"}},
 	}
 }
 
@@ -540,7 +541,7 @@ func testTrackerAndIncidents(t *testing.T, s store.Store, clk *clock.Fake) {
 		t.Fatalf("unknown tracker = %+v, want zero with EndpointID", tr)
 	}
 	_, err = s.GetIncident(ctx, "nope")
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 
 	inc := incident("ep", Start)
 	tr.LastWindow = Start
@@ -561,9 +562,9 @@ func testTrackerAndIncidents(t *testing.T, s store.Store, clk *clock.Fake) {
 	// Resolve: tracker v1 → v2, incident v1 → v2.
 	clk.Advance(5 * time.Minute)
 	resolved := clk.Now()
-	gotI.State = store.IncidentResolved
+	gotI.State = model.IncidentResolved
 	gotI.ResolvedAt = &resolved
-	gotI.Transitions = append(gotI.Transitions, store.Transition{At: resolved, From: store.IncidentOpen, To: store.IncidentResolved, Reason: "2 up"})
+	gotI.Transitions = append(gotI.Transitions, model.Transition{At: resolved, From: model.IncidentOpen, To: model.IncidentResolved, Reason: "2 up"})
 	gotT.OpenIncidentID = ""
 	gotT.ConsecutiveUp = 2
 	must(t, s.SaveTracker(ctx, gotT, gotI))
@@ -571,7 +572,7 @@ func testTrackerAndIncidents(t *testing.T, s store.Store, clk *clock.Fake) {
 	must(t, err)
 	gotI2, err := s.GetIncident(ctx, inc.ID)
 	must(t, err)
-	if gotT2.Version != 2 || gotI2.Version != 2 || gotI2.State != store.IncidentResolved || gotI2.ResolvedAt == nil || len(gotI2.Transitions) != 2 {
+	if gotT2.Version != 2 || gotI2.Version != 2 || gotI2.State != model.IncidentResolved || gotI2.ResolvedAt == nil || len(gotI2.Transitions) != 2 {
 		t.Fatalf("after resolve: tracker v%d, incident %+v", gotT2.Version, gotI2)
 	}
 
@@ -587,20 +588,20 @@ func testTrackerAndIncidents(t *testing.T, s store.Store, clk *clock.Fake) {
 func testSaveTrackerAtomic(t *testing.T, s store.Store, _ *clock.Fake) {
 	ctx := t.Context()
 	inc1 := incident("ep", Start)
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "ep", OpenIncidentID: inc1.ID}, inc1))
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "ep", OpenIncidentID: inc1.ID}, inc1))
 
 	// Stale tracker (version 0, stored 1) with a new incident: nothing written.
 	inc2 := incident("ep", Start.Add(time.Hour))
-	err := s.SaveTracker(ctx, store.Tracker{EndpointID: "ep", OpenIncidentID: inc2.ID}, inc2)
+	err := s.SaveTracker(ctx, model.Tracker{EndpointID: "ep", OpenIncidentID: inc2.ID}, inc2)
 	wantErr(t, err, store.ErrConflict)
 	_, err = s.GetIncident(ctx, inc2.ID)
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 
 	// Fresh tracker, new incident, stale existing incident: nothing written.
 	tr, err := s.GetTracker(ctx, "ep")
 	must(t, err)
 	stale := inc1 // version 0 but stored as 1
-	stale.State = store.IncidentResolved
+	stale.State = model.IncidentResolved
 	tr.OpenIncidentID = inc2.ID
 	err = s.SaveTracker(ctx, tr, inc2, stale)
 	wantErr(t, err, store.ErrConflict)
@@ -610,10 +611,10 @@ func testSaveTrackerAtomic(t *testing.T, s store.Store, _ *clock.Fake) {
 		t.Fatalf("tracker changed by a failed save: %+v", got)
 	}
 	_, err = s.GetIncident(ctx, inc2.ID)
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 	gotI, err := s.GetIncident(ctx, inc1.ID)
 	must(t, err)
-	if gotI.State != store.IncidentOpen || gotI.Version != 1 {
+	if gotI.State != model.IncidentOpen || gotI.Version != 1 {
 		t.Fatalf("incident changed by a failed save: %+v", gotI)
 	}
 
@@ -622,7 +623,7 @@ func testSaveTrackerAtomic(t *testing.T, s store.Store, _ *clock.Fake) {
 	ghost.Version = 3
 	wantErr(t, s.SaveTracker(ctx, tr, ghost), store.ErrConflict)
 	// A non-zero tracker version for a tracker never saved: conflict.
-	wantErr(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "other", Version: 1}), store.ErrConflict)
+	wantErr(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "other", Version: 1}), store.ErrConflict)
 }
 
 func testSaveTrackerConcurrent(t *testing.T, s store.Store, _ *clock.Fake) {
@@ -636,7 +637,7 @@ func testSaveTrackerConcurrent(t *testing.T, s store.Store, _ *clock.Fake) {
 			defer wg.Done()
 			// Every writer opens "its own" incident from the same tracker version.
 			inc := incident("ep", Start.Add(time.Duration(i)*time.Minute))
-			errs <- s.SaveTracker(ctx, store.Tracker{EndpointID: "ep", OpenIncidentID: inc.ID}, inc)
+			errs <- s.SaveTracker(ctx, model.Tracker{EndpointID: "ep", OpenIncidentID: inc.ID}, inc)
 		}()
 	}
 	wg.Wait()
@@ -666,14 +667,14 @@ func testUpdateIncident(t *testing.T, s store.Store, clk *clock.Fake) {
 	ctx := t.Context()
 	inc := incident("ep", Start)
 	_, err := s.UpdateIncident(ctx, inc)
-	wantErr(t, err, store.ErrNotFound)
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "ep"}, inc))
+	wantErr(t, err, model.ErrNotFound)
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "ep"}, inc))
 	cur, err := s.GetIncident(ctx, inc.ID)
 	must(t, err)
 
 	acked := clk.Now()
 	ack := cur
-	ack.State = store.IncidentAcknowledged
+	ack.State = model.IncidentAcknowledged
 	ack.AckedAt = &acked
 	ack.AckedBy = "alice"
 	got, err := s.UpdateIncident(ctx, ack)
@@ -701,14 +702,14 @@ func testListIncidents(t *testing.T, s store.Store, _ *clock.Fake) {
 	// a: opened at +0 (resolved), +2h (open); b: +1h (open), +3h (resolved).
 	a0, a2 := incident("a", Start), incident("a", Start.Add(2*time.Hour))
 	b1, b3 := incident("b", Start.Add(time.Hour)), incident("b", Start.Add(3*time.Hour))
-	a0.State, b3.State = store.IncidentResolved, store.IncidentResolved
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "a"}, a2, a0))
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "b"}, b1))
+	a0.State, b3.State = model.IncidentResolved, model.IncidentResolved
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "a"}, a2, a0))
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "b"}, b1))
 	trB, err := s.GetTracker(ctx, "b")
 	must(t, err)
 	must(t, s.SaveTracker(ctx, trB, b3))
 
-	ids := func(incs []store.Incident) []string {
+	ids := func(incs []model.Incident) []string {
 		out := make([]string, 0, len(incs))
 		for _, i := range incs {
 			out = append(out, i.ID)
@@ -723,9 +724,9 @@ func testListIncidents(t *testing.T, s store.Store, _ *clock.Fake) {
 		{"all", store.IncidentFilter{}, []string{b3.ID, a2.ID, b1.ID, a0.ID}},
 		{"limit", store.IncidentFilter{Limit: 2}, []string{b3.ID, a2.ID}},
 		{"endpoint", store.IncidentFilter{EndpointID: "a"}, []string{a2.ID, a0.ID}},
-		{"state", store.IncidentFilter{State: store.IncidentOpen}, []string{a2.ID, b1.ID}},
-		{"endpoint+state", store.IncidentFilter{EndpointID: "b", State: store.IncidentResolved}, []string{b3.ID}},
-		{"state+limit", store.IncidentFilter{State: store.IncidentResolved, Limit: 1}, []string{b3.ID}},
+		{"state", store.IncidentFilter{State: model.IncidentOpen}, []string{a2.ID, b1.ID}},
+		{"endpoint+state", store.IncidentFilter{EndpointID: "b", State: model.IncidentResolved}, []string{b3.ID}},
+		{"state+limit", store.IncidentFilter{State: model.IncidentResolved, Limit: 1}, []string{b3.ID}},
 		{"no match", store.IncidentFilter{EndpointID: "c"}, []string{}},
 	} {
 		got, err := s.ListIncidents(ctx, c.f)
@@ -736,13 +737,13 @@ func testListIncidents(t *testing.T, s store.Store, _ *clock.Fake) {
 	// A state change is reflected by the state filter.
 	cur, err := s.GetIncident(ctx, b1.ID)
 	must(t, err)
-	cur.State = store.IncidentAcknowledged
+	cur.State = model.IncidentAcknowledged
 	_, err = s.UpdateIncident(ctx, cur)
 	must(t, err)
-	got, err := s.ListIncidents(ctx, store.IncidentFilter{State: store.IncidentOpen})
+	got, err := s.ListIncidents(ctx, store.IncidentFilter{State: model.IncidentOpen})
 	must(t, err)
 	sameJSON(t, ids(got), []string{a2.ID})
-	got, err = s.ListIncidents(ctx, store.IncidentFilter{State: store.IncidentAcknowledged})
+	got, err = s.ListIncidents(ctx, store.IncidentFilter{State: model.IncidentAcknowledged})
 	must(t, err)
 	sameJSON(t, ids(got), []string{b1.ID})
 }
@@ -761,14 +762,14 @@ func testPendingOutboxes(t *testing.T, s store.Store, _ *clock.Fake) {
 		sameJSON(t, got, want)
 	}
 	pending()
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "b", Pending: 2}))
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "a", Pending: 1}))
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "c"}))
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "b", Pending: 2}))
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "a", Pending: 1}))
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "c"}))
 	pending("a", "b")
 
 	// A conflicting save (stale version) leaves the index as it was.
-	wantErr(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "a", Pending: 0}), store.ErrConflict)
-	wantErr(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "c", Pending: 1}), store.ErrConflict)
+	wantErr(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "a", Pending: 0}), store.ErrConflict)
+	wantErr(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "c", Pending: 1}), store.ErrConflict)
 	pending("a", "b")
 
 	// Emptied outboxes are unlisted; a refilled one is listed again.
@@ -801,33 +802,33 @@ func testOpenIncidentCount(t *testing.T, s store.Store, _ *clock.Fake) {
 	}
 	count(0)
 	// History: ten resolved incidents of one endpoint.
-	var old []store.Incident
+	var old []model.Incident
 	for i := range 10 {
 		inc := incident("a", Start.Add(time.Duration(i)*time.Hour))
-		inc.State = store.IncidentResolved
+		inc.State = model.IncidentResolved
 		old = append(old, inc)
 	}
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "a"}, old...))
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "a"}, old...))
 	count(0)
 
 	b1, c1 := incident("b", Start), incident("c", Start)
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "b"}, b1))
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "c"}, c1))
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "b"}, b1))
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "c"}, c1))
 	count(2)
 
 	// A conflicting save opens nothing.
-	wantErr(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "d", Version: 1}, incident("d", Start)), store.ErrConflict)
+	wantErr(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "d", Version: 1}, incident("d", Start)), store.ErrConflict)
 	count(2)
 
 	// Acknowledged still counts; resolved over the API or by the alerter
 	// does not.
 	cur, err := s.GetIncident(ctx, b1.ID)
 	must(t, err)
-	cur.State = store.IncidentAcknowledged
+	cur.State = model.IncidentAcknowledged
 	cur, err = s.UpdateIncident(ctx, cur)
 	must(t, err)
 	count(2)
-	cur.State = store.IncidentResolved
+	cur.State = model.IncidentResolved
 	_, err = s.UpdateIncident(ctx, cur)
 	must(t, err)
 	count(1)
@@ -835,7 +836,7 @@ func testOpenIncidentCount(t *testing.T, s store.Store, _ *clock.Fake) {
 	must(t, err)
 	curC, err := s.GetIncident(ctx, c1.ID)
 	must(t, err)
-	curC.State = store.IncidentResolved
+	curC.State = model.IncidentResolved
 	must(t, s.SaveTracker(ctx, trC, curC))
 	count(0)
 }
@@ -844,41 +845,41 @@ func testDeliveries(t *testing.T, s store.Store, clk *clock.Fake) {
 	ctx := t.Context()
 	ds, err := s.Deliveries(ctx, "nope")
 	emptyList(t, "Deliveries", ds, err)
-	wantErr(t, s.RecordDelivery(ctx, "nope", store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliveryFailed}), store.ErrNotFound)
+	wantErr(t, s.RecordDelivery(ctx, "nope", model.Delivery{Kind: "open", Sink: "hook", Outcome: model.DeliveryFailed}), model.ErrNotFound)
 	inc, other := incident("ep", Start), incident("ep", Start.Add(time.Hour))
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "ep"}, inc, other))
-	if err := s.RecordDelivery(ctx, inc.ID, store.Delivery{Kind: "open:x", Sink: "hook"}); err == nil {
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "ep"}, inc, other))
+	if err := s.RecordDelivery(ctx, inc.ID, model.Delivery{Kind: "open:x", Sink: "hook"}); err == nil {
 		t.Fatal("RecordDelivery accepted a kind with ':'")
 	}
 
 	// First dispatch: two failed attempts; the second one delivers after
 	// one more; a replica finding the ledger done does not hide it.
 	t1, t2, t3 := clk.Now(), clk.Now().Add(time.Second), clk.Now().Add(time.Minute)
-	must(t, s.RecordDelivery(ctx, inc.ID, store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliveryFailed,
+	must(t, s.RecordDelivery(ctx, inc.ID, model.Delivery{Kind: "open", Sink: "hook", Outcome: model.DeliveryFailed,
 		Attempts: 2, FirstAttemptAt: t1, LastAttemptAt: t2, LastError: "sink \"hook\": HTTP 503"}))
-	must(t, s.RecordDelivery(ctx, inc.ID, store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliveryDelivered,
+	must(t, s.RecordDelivery(ctx, inc.ID, model.Delivery{Kind: "open", Sink: "hook", Outcome: model.DeliveryDelivered,
 		Attempts: 1, FirstAttemptAt: t3, LastAttemptAt: t3, DeliveredAt: t3}))
-	must(t, s.RecordDelivery(ctx, inc.ID, store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliverySkipped}))
-	delivered := store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliveryDelivered, Attempts: 3,
+	must(t, s.RecordDelivery(ctx, inc.ID, model.Delivery{Kind: "open", Sink: "hook", Outcome: model.DeliverySkipped}))
+	delivered := model.Delivery{Kind: "open", Sink: "hook", Outcome: model.DeliveryDelivered, Attempts: 3,
 		FirstAttemptAt: t1, LastAttemptAt: t3, DeliveredAt: t3, LastError: "sink \"hook\": HTTP 503"}
 	ds, err = s.Deliveries(ctx, inc.ID)
 	must(t, err)
-	sameJSON(t, ds, []store.Delivery{delivered})
+	sameJSON(t, ds, []model.Delivery{delivered})
 
 	// Kinds in the incident's order, then sinks; other incidents apart.
 	for _, k := range []string{"resolve", "reminder-10", "reminder-2", "open"} {
-		must(t, s.RecordDelivery(ctx, inc.ID, store.Delivery{Kind: k, Sink: "chat", Outcome: store.DeliveryMuted}))
+		must(t, s.RecordDelivery(ctx, inc.ID, model.Delivery{Kind: k, Sink: "chat", Outcome: model.DeliveryMuted}))
 	}
-	must(t, s.RecordDelivery(ctx, other.ID, store.Delivery{Kind: "open", Sink: "hook", Outcome: store.DeliverySkipped}))
-	muted := func(k string) store.Delivery {
-		return store.Delivery{Kind: k, Sink: "chat", Outcome: store.DeliveryMuted}
+	must(t, s.RecordDelivery(ctx, other.ID, model.Delivery{Kind: "open", Sink: "hook", Outcome: model.DeliverySkipped}))
+	muted := func(k string) model.Delivery {
+		return model.Delivery{Kind: k, Sink: "chat", Outcome: model.DeliveryMuted}
 	}
 	ds, err = s.Deliveries(ctx, inc.ID)
 	must(t, err)
-	sameJSON(t, ds, []store.Delivery{muted("open"), delivered, muted("reminder-2"), muted("reminder-10"), muted("resolve")})
+	sameJSON(t, ds, []model.Delivery{muted("open"), delivered, muted("reminder-2"), muted("reminder-10"), muted("resolve")})
 	ds, err = s.Deliveries(ctx, other.ID)
 	must(t, err)
-	sameJSON(t, ds, []store.Delivery{{Kind: "open", Sink: "hook", Outcome: store.DeliverySkipped}})
+	sameJSON(t, ds, []model.Delivery{{Kind: "open", Sink: "hook", Outcome: model.DeliverySkipped}})
 }
 
 // testDeliveriesConcurrent: replicas recording different sinks of one
@@ -886,17 +887,17 @@ func testDeliveries(t *testing.T, s store.Store, clk *clock.Fake) {
 func testDeliveriesConcurrent(t *testing.T, s store.Store, _ *clock.Fake) {
 	ctx := t.Context()
 	inc := incident("ep", Start)
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "ep"}, inc))
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "ep"}, inc))
 	const n = 8
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			if err := s.RecordDelivery(ctx, inc.ID, store.Delivery{Kind: "open", Sink: fmt.Sprint("sink-", i), Outcome: store.DeliveryDelivered, Attempts: 1}); err != nil {
+			if err := s.RecordDelivery(ctx, inc.ID, model.Delivery{Kind: "open", Sink: fmt.Sprint("sink-", i), Outcome: model.DeliveryDelivered, Attempts: 1}); err != nil {
 				t.Error(err)
 			}
 		})
 		wg.Go(func() {
-			if err := s.RecordDelivery(ctx, inc.ID, store.Delivery{Kind: "resolve", Sink: "shared", Outcome: store.DeliveryFailed, Attempts: 1}); err != nil {
+			if err := s.RecordDelivery(ctx, inc.ID, model.Delivery{Kind: "resolve", Sink: "shared", Outcome: model.DeliveryFailed, Attempts: 1}); err != nil {
 				t.Error(err)
 			}
 		})
@@ -1068,7 +1069,7 @@ func testLedgerConcurrentClaims(t *testing.T, s store.Store, _ *clock.Fake) {
 func testObjects(t *testing.T, s store.Store, _ *clock.Fake) {
 	ctx := t.Context()
 	_, err := s.GetObject(ctx, "maintenance", "m1")
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 	all, err := s.ListObjects(ctx, "maintenance")
 	must(t, err)
 	if len(all) != 0 {
@@ -1097,8 +1098,8 @@ func testObjects(t *testing.T, s store.Store, _ *clock.Fake) {
 	}
 	must(t, s.DeleteObject(ctx, "maintenance", "m1"))
 	_, err = s.GetObject(ctx, "maintenance", "m1")
-	wantErr(t, err, store.ErrNotFound)
-	wantErr(t, s.DeleteObject(ctx, "maintenance", "m1"), store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
+	wantErr(t, s.DeleteObject(ctx, "maintenance", "m1"), model.ErrNotFound)
 	doc, err = s.GetObject(ctx, "catalog", "m1")
 	must(t, err)
 	if string(doc) != "other kind" {
@@ -1120,10 +1121,10 @@ func DeleteEndpoint(t *testing.T, newStore Factory) {
 // latest result, a decided window with its verdict, two undecided windows,
 // a tool catalog, a maintenance object under the same ID, and a tracker with
 // an open incident.
-func seedEndpoint(t *testing.T, s store.Store, ep string) store.Incident {
+func seedEndpoint(t *testing.T, s store.Store, ep string) model.Incident {
 	t.Helper()
 	ctx := t.Context()
-	_, err := s.CreateEndpoint(ctx, store.Endpoint{ID: ep, Name: ep, URL: "https://" + ep + ".example/mcp", Schedule: "* * * * *"})
+	_, err := s.CreateEndpoint(ctx, model.Endpoint{ID: ep, Name: ep, URL: "https://" + ep + ".example/mcp", Schedule: "* * * * *"})
 	must(t, err)
 	decided, w1, w2 := Start.Add(-2*time.Minute), Start, Start.Add(time.Minute)
 	_, err = s.AddWindowResult(ctx, decided, result(ep, decided, "eu", msg.StatusDown))
@@ -1149,7 +1150,7 @@ func seedEndpoint(t *testing.T, s store.Store, ep string) store.Incident {
 	must(t, s.PutObject(ctx, "maintenance", ep, []byte(`{"m":1}`)))
 	must(t, s.PutObject(ctx, "maintenance", store.ProberObjectID(ep, "eu"), []byte(`{"m":1}`)))
 	inc := incident(ep, decided)
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: ep, LastWindow: decided, Recent: []msg.State{msg.StateDown}, OpenIncidentID: inc.ID}, inc))
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: ep, LastWindow: decided, Recent: []msg.State{msg.StateDown}, OpenIncidentID: inc.ID}, inc))
 	return inc
 }
 
@@ -1168,19 +1169,19 @@ func testDeleteEndpointCleanup(t *testing.T, s store.Store, _ *clock.Fake) {
 
 	// Removed: the endpoint, its latest result, its undecided windows, its catalog.
 	_, err = s.GetEndpoint(ctx, "ep-gone")
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 	_, err = s.LatestResult(ctx, "ep-gone")
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 	_, err = s.GetObject(ctx, "catalog", "ep-gone")
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 	_, err = s.GetObject(ctx, "server", "ep-gone")
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 	for _, kind := range store.ProberObjectKinds() {
 		_, err = s.GetObject(ctx, kind, "ep-gone")
-		wantErr(t, err, store.ErrNotFound)
+		wantErr(t, err, model.ErrNotFound)
 		for _, region := range []string{"eu", "us"} {
 			_, err = s.GetObject(ctx, kind, store.ProberObjectID("ep-gone", region))
-			wantErr(t, err, store.ErrNotFound)
+			wantErr(t, err, model.ErrNotFound)
 			if _, err := s.GetObject(ctx, kind, store.ProberObjectID("ep-kept", region)); err != nil {
 				t.Fatalf("%s of region %s of the other endpoint: %v", kind, region, err)
 			}
@@ -1247,10 +1248,10 @@ func testDeleteEndpointCleanup(t *testing.T, s store.Store, _ *clock.Fake) {
 
 	// Re-registering the ID starts clean; a result for a window after the
 	// kept last verdict is accepted again.
-	_, err = s.CreateEndpoint(ctx, store.Endpoint{ID: "ep-gone", Name: "again", URL: "https://again.example/mcp", Schedule: "* * * * *"})
+	_, err = s.CreateEndpoint(ctx, model.Endpoint{ID: "ep-gone", Name: "again", URL: "https://again.example/mcp", Schedule: "* * * * *"})
 	must(t, err)
 	_, err = s.LatestResult(ctx, "ep-gone")
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 	added, err := s.AddWindowResult(ctx, Start.Add(2*time.Minute), result("ep-gone", Start.Add(2*time.Minute), "eu", msg.StatusUp))
 	must(t, err)
 	if !added {
@@ -1264,7 +1265,7 @@ func testDeleteEndpointCleanup(t *testing.T, s store.Store, _ *clock.Fake) {
 // second delete reports ErrNotFound and still removes them.
 func testDeleteEndpointStragglers(t *testing.T, s store.Store, _ *clock.Fake) {
 	ctx := t.Context()
-	_, err := s.CreateEndpoint(ctx, store.Endpoint{ID: "ep", Name: "ep", URL: "https://ep.example/mcp", Schedule: "* * * * *"})
+	_, err := s.CreateEndpoint(ctx, model.Endpoint{ID: "ep", Name: "ep", URL: "https://ep.example/mcp", Schedule: "* * * * *"})
 	must(t, err)
 	must(t, s.DeleteEndpoint(ctx, "ep"))
 
@@ -1275,15 +1276,15 @@ func testDeleteEndpointStragglers(t *testing.T, s store.Store, _ *clock.Fake) {
 	must(t, s.PutObject(ctx, "catalog", store.ProberObjectID("ep", "eu"), []byte(`{}`)))
 	must(t, s.PutObject(ctx, "server", store.ProberObjectID("ep", "us"), []byte(`{}`)))
 
-	wantErr(t, s.DeleteEndpoint(ctx, "ep"), store.ErrNotFound)
+	wantErr(t, s.DeleteEndpoint(ctx, "ep"), model.ErrNotFound)
 	_, err = s.LatestResult(ctx, "ep")
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 	_, err = s.GetObject(ctx, "catalog", "ep")
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 	_, err = s.GetObject(ctx, "catalog", store.ProberObjectID("ep", "eu"))
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 	_, err = s.GetObject(ctx, "server", store.ProberObjectID("ep", "us"))
-	wantErr(t, err, store.ErrNotFound)
+	wantErr(t, err, model.ErrNotFound)
 	refs, err := s.OpenWindows(ctx, Start.Add(time.Hour))
 	must(t, err)
 	if len(refs) != 0 {

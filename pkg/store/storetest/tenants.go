@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-func endpointIDs(eps []store.Endpoint) []string {
+func endpointIDs(eps []model.Endpoint) []string {
 	out := make([]string, 0, len(eps))
 	for _, e := range eps {
 		out = append(out, e.ID)
@@ -27,7 +28,7 @@ func testEndpointsByTenant(t *testing.T, s store.Store, _ *clock.Fake) {
 	eps, err := s.ListEndpointsOf(ctx, "a")
 	emptyList(t, "ListEndpointsOf", eps, err)
 
-	for _, e := range []store.Endpoint{
+	for _, e := range []model.Endpoint{
 		{ID: "a2", Tenant: "a"}, {ID: "b1", Tenant: "b"}, {ID: "a1", Tenant: "a"},
 		{ID: "d1"}, {ID: "ab1", Tenant: "ab"}, // "ab" must not show in "a"'s list
 	} {
@@ -36,7 +37,7 @@ func testEndpointsByTenant(t *testing.T, s store.Store, _ *clock.Fake) {
 		must(t, err)
 	}
 	for tenant, want := range map[string][]string{
-		"a": {"a1", "a2"}, "b": {"b1"}, "ab": {"ab1"}, store.DefaultTenant: {"d1"}, "": {"d1"}, "none": {},
+		"a": {"a1", "a2"}, "b": {"b1"}, "ab": {"ab1"}, model.DefaultTenant: {"d1"}, "": {"d1"}, "none": {},
 	} {
 		eps, err := s.ListEndpointsOf(ctx, tenant)
 		must(t, err)
@@ -44,8 +45,8 @@ func testEndpointsByTenant(t *testing.T, s store.Store, _ *clock.Fake) {
 	}
 	d1, err := s.GetEndpoint(ctx, "d1")
 	must(t, err)
-	if d1.Tenant != store.DefaultTenant {
-		t.Fatalf("an endpoint created without a tenant has tenant %q, want %q", d1.Tenant, store.DefaultTenant)
+	if d1.Tenant != model.DefaultTenant {
+		t.Fatalf("an endpoint created without a tenant has tenant %q, want %q", d1.Tenant, model.DefaultTenant)
 	}
 
 	// An update cannot move an endpoint to another tenant.
@@ -80,7 +81,7 @@ func testEndpointsByTenant(t *testing.T, s store.Store, _ *clock.Fake) {
 func testEndpointQuotaConcurrent(t *testing.T, s store.Store, _ *clock.Fake) {
 	ctx := t.Context()
 	const limit, tries = 5, 24
-	_, err := s.CreateEndpointWithin(ctx, store.Endpoint{ID: "other", Tenant: "b", Schedule: "@every 1m"}, 1)
+	_, err := s.CreateEndpointWithin(ctx, model.Endpoint{ID: "other", Tenant: "b", Schedule: "@every 1m"}, 1)
 	must(t, err)
 	var wg sync.WaitGroup
 	errs := make(chan error, tries)
@@ -88,7 +89,7 @@ func testEndpointQuotaConcurrent(t *testing.T, s store.Store, _ *clock.Fake) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := s.CreateEndpointWithin(ctx, store.Endpoint{ID: fmt.Sprintf("q%02d", i), Tenant: "a", Schedule: "@every 1m"}, limit)
+			_, err := s.CreateEndpointWithin(ctx, model.Endpoint{ID: fmt.Sprintf("q%02d", i), Tenant: "a", Schedule: "@every 1m"}, limit)
 			errs <- err
 		}()
 	}
@@ -108,13 +109,13 @@ func testEndpointQuotaConcurrent(t *testing.T, s store.Store, _ *clock.Fake) {
 	if created != limit || len(eps) != limit {
 		t.Fatalf("%d creates passed a limit of %d (tenant lists %d)", created, limit, len(eps))
 	}
-	_, err = s.CreateEndpointWithin(ctx, store.Endpoint{ID: "over", Tenant: "a", Schedule: "@every 1m"}, limit)
+	_, err = s.CreateEndpointWithin(ctx, model.Endpoint{ID: "over", Tenant: "a", Schedule: "@every 1m"}, limit)
 	wantErr(t, err, store.ErrQuota)
 	must(t, s.DeleteEndpoint(ctx, eps[0].ID))
-	_, err = s.CreateEndpointWithin(ctx, store.Endpoint{ID: "over", Tenant: "a", Schedule: "@every 1m"}, limit)
+	_, err = s.CreateEndpointWithin(ctx, model.Endpoint{ID: "over", Tenant: "a", Schedule: "@every 1m"}, limit)
 	must(t, err)
 	// No limit, and the plain create, are not counted against.
-	_, err = s.CreateEndpointWithin(ctx, store.Endpoint{ID: "free", Tenant: "a", Schedule: "@every 1m"}, 0)
+	_, err = s.CreateEndpointWithin(ctx, model.Endpoint{ID: "free", Tenant: "a", Schedule: "@every 1m"}, 0)
 	must(t, err)
 }
 
@@ -125,18 +126,18 @@ func testIncidentsByTenant(t *testing.T, s store.Store, _ *clock.Fake) {
 	ctx := t.Context()
 	a0, b1, d2 := incident("a", Start), incident("b", Start.Add(time.Hour)), incident("d", Start.Add(2*time.Hour))
 	a0.Tenant, b1.Tenant = "ta", "tb"
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "a"}, a0))
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "b"}, b1))
-	must(t, s.SaveTracker(ctx, store.Tracker{EndpointID: "d"}, d2))
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "a"}, a0))
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "b"}, b1))
+	must(t, s.SaveTracker(ctx, model.Tracker{EndpointID: "d"}, d2))
 	for _, c := range []struct {
 		f    store.IncidentFilter
 		want []string
 	}{
 		{store.IncidentFilter{Tenant: "ta"}, []string{a0.ID}},
 		{store.IncidentFilter{Tenant: "tb"}, []string{b1.ID}},
-		{store.IncidentFilter{Tenant: store.DefaultTenant}, []string{d2.ID}},
+		{store.IncidentFilter{Tenant: model.DefaultTenant}, []string{d2.ID}},
 		{store.IncidentFilter{Tenant: "ta", EndpointID: "b"}, []string{}},
-		{store.IncidentFilter{Tenant: "tb", State: store.IncidentOpen, Limit: 1}, []string{b1.ID}},
+		{store.IncidentFilter{Tenant: "tb", State: model.IncidentOpen, Limit: 1}, []string{b1.ID}},
 		{store.IncidentFilter{}, []string{d2.ID, b1.ID, a0.ID}},
 	} {
 		got, err := s.ListIncidents(ctx, c.f)

@@ -1,4 +1,4 @@
-package alert
+package model
 
 import (
 	"encoding/json"

@@ -1,0 +1,142 @@
+package model
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+)
+
+// Severities of incidents, which sinks can route on.
+const (
+	SeverityCritical = "critical" // a global incident
+	SeverityWarning  = "warning"  // a regional incident
+)
+
+// IncidentState is an incident's lifecycle state.
+type IncidentState string
+
+const (
+	IncidentOpen         IncidentState = "open"
+	IncidentAcknowledged IncidentState = "acknowledged"
+	IncidentResolved     IncidentState = "resolved"
+)
+
+// Incident is one outage of one endpoint, from the window that opened it to
+// the window that resolved it.
+type Incident struct {
+	ID         string `json:"id"` // msg.IncidentID(endpoint, opening window)
+	EndpointID string `json:"endpointId"`
+	// Tenant is the endpoint's, copied when the incident opens so the
+	// incident stays its tenant's after the endpoint is deleted (empty:
+	// DefaultTenant, for incidents opened before tenants).
+	Tenant string `json:"tenant,omitempty"`
+	// Kind is IncidentGlobal (empty in records written before regional
+	// incidents) or IncidentRegional; Severity follows from it
+	// (IncidentSeverity). Regions names the failing regions at the open.
+	Kind           IncidentKind  `json:"kind,omitempty"`
+	Regions        []string      `json:"regions,omitempty"`
+	State          IncidentState `json:"state"`
+	OpenedWindow   time.Time     `json:"openedWindow"`
+	OpenedAt       time.Time     `json:"openedAt"`
+	FirstFailure   time.Time     `json:"firstFailure"`
+	Class          string        `json:"class,omitempty"`
+	Reason         string        `json:"reason,omitempty"`
+	AckedAt        *time.Time    `json:"ackedAt,omitempty"`
+	AckedBy        string        `json:"ackedBy,omitempty"`
+	ResolvedWindow *time.Time    `json:"resolvedWindow,omitempty"`
+	ResolvedAt     *time.Time    `json:"resolvedAt,omitempty"`
+	Transitions    []Transition  `json:"transitions"`
+	// Data holds alerter-private state (pending notifications, reminders).
+	Data    json.RawMessage `json:"data,omitempty"`
+	Version int64           `json:"version"`
+}
+
+// IncidentKind tells a global incident (the region quorum failed, or a
+// deployment without regions) from a regional one (some regions, fewer than
+// the quorum, failing).
+type IncidentKind string
+
+const (
+	IncidentGlobal   IncidentKind = "global"
+	IncidentRegional IncidentKind = "regional"
+)
+
+// IncidentSeverity is the severity of an incident of kind k: warning for a
+// regional incident, critical otherwise.
+func IncidentSeverity(k IncidentKind) string {
+	if k == IncidentRegional {
+		return SeverityWarning
+	}
+	return SeverityCritical
+}
+
+// Transition is one step of an incident's history.
+type Transition struct {
+	At     time.Time     `json:"at"`
+	From   IncidentState `json:"from,omitempty"`
+	To     IncidentState `json:"to"`
+	Reason string        `json:"reason"`
+}
+
+// Tracker is the alerter's per-endpoint evaluation state: the recent verdict
+// states it has folded and the incident currently open, if any.
+type Tracker struct {
+	EndpointID     string      `json:"endpointId"`
+	LastWindow     time.Time   `json:"lastWindow"`
+	Recent         []msg.State `json:"recent"` // newest last, at most M
+	ConsecutiveUp  int         `json:"consecutiveUp"`
+	OpenIncidentID string      `json:"openIncidentId,omitempty"`
+	// Data holds alerter-private state, including its outbox of pending
+	// notifications.
+	Data json.RawMessage `json:"data,omitempty"`
+	// Pending is how many notifications the outbox in Data holds. The store
+	// cannot read Data; SaveTracker lists the endpoint in PendingOutboxes
+	// exactly while Pending > 0, in the same transaction as the tracker.
+	Pending int   `json:"pending,omitempty"`
+	Version int64 `json:"version"` // 0 = never saved
+}
+
+// DeliveryOutcome is where one notification stands at one sink.
+type DeliveryOutcome string
+
+const (
+	// DeliveryDelivered: the sink accepted the notification.
+	DeliveryDelivered DeliveryOutcome = "delivered"
+	// DeliveryFailed: the sink failed past its retry budget (or rejected the
+	// notification); it waits in the outbox for the next drain or sweep.
+	DeliveryFailed DeliveryOutcome = "failed"
+	// DeliveryMuted: a maintenance window held the notification back
+	// (deferred to its end, or dropped).
+	DeliveryMuted DeliveryOutcome = "muted"
+	// DeliverySkipped: the ledger already had the notification done (another
+	// replica, or an earlier attempt, delivered it).
+	DeliverySkipped DeliveryOutcome = "skipped"
+	// DeliveryGaveUp: the alerter stopped trying this sink for the
+	// notification: it failed permanently, or kept failing past the
+	// give-up age. LastError says which.
+	DeliveryGaveUp DeliveryOutcome = "gave_up"
+)
+
+// Delivery is what happened to one notification of an incident at one sink:
+// one record per (Kind, Sink), updated in place by MergeDelivery.
+type Delivery struct {
+	// Kind is the ledger kind: open, resolve or reminder-N. It never
+	// contains ':'.
+	Kind    string          `json:"kind"`
+	Sink    string          `json:"sink"`
+	Outcome DeliveryOutcome `json:"outcome"`
+	// Attempts counts sink calls over every dispatch of the notification.
+	Attempts       int       `json:"attempts"`
+	FirstAttemptAt time.Time `json:"firstAttemptAt,omitzero"`
+	LastAttemptAt  time.Time `json:"lastAttemptAt,omitzero"`
+	DeliveredAt    time.Time `json:"deliveredAt,omitzero"`
+	// LastError is the last sink error, already redacted by the alerter
+	// (never a webhook URL, token or secret).
+	LastError string `json:"lastError,omitempty"`
+}
+
+// Unresolved reports whether inc belongs in the open-incident index that
+// CountOpenIncidents reads: open and acknowledged incidents do, resolved
+// ones do not.
+func (inc Incident) Unresolved() bool { return inc.State != IncidentResolved }
