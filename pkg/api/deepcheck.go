@@ -113,7 +113,7 @@ func (s *server) oauthClient(in *apiv1.OAuthInput, bad func(ptr, format string, 
 	if o.TokenURL == "" {
 		// Discovered by the prober at each token fetch, every URL through
 		// the SSRF guard.
-	} else if detail := checkURL(o.TokenURL); detail != "" {
+	} else if detail := model.URLProblem(o.TokenURL); detail != "" {
 		bad("#/oauth/tokenUrl", "%s", detail)
 	} else if strings.Contains(o.TokenURL, "?") {
 		bad("#/oauth/tokenUrl", "must not carry a query: client credentials go in clientId and clientSecret")

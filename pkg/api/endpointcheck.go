@@ -2,14 +2,13 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -20,10 +19,14 @@ import (
 )
 
 // Endpoint validation: toEndpoint turns an EndpointInput into the endpoint
-// it describes, one small check per field. A check returns the field's
-// value as stored and reports every problem through bad, so a request with
-// several mistakes hears of all of them, in field order. Field details
-// never quote header values or sinks: they are secrets.
+// it describes, one small check per field. The rules of the stored values
+// themselves (URL form, transport, protocol revision, rule bounds) are the
+// model's, model.Endpoint.Validate; the checks here add what belongs to a
+// request and to this deployment, and place the model's field errors
+// among their own. A check returns the field's value as stored and reports
+// every problem through bad, so a request with several mistakes hears of
+// all of them, in field order. Field details never quote header values or
+// sinks: they are secrets.
 
 // reportFunc records one field problem: ptr is a JSON pointer into the
 // request body.
@@ -39,10 +42,13 @@ func (s *server) toEndpoint(in apiv1.EndpointInput, checkTarget bool) (model.End
 		errs = append(errs, apiv1.FieldError{Pointer: ptr, Detail: fmt.Sprintf(format, args...)})
 	}
 	e := model.Endpoint{
-		Name: strings.TrimSpace(in.Name), URL: strings.TrimSpace(in.URL), Transport: in.Transport,
+		Name: strings.TrimSpace(in.Name), URL: strings.TrimSpace(in.URL), Transport: cmp.Or(in.Transport, apiv1.DefaultTransport),
 		ProtocolVersion: in.ProtocolVersion, Schedule: strings.TrimSpace(in.Schedule), Paused: in.Paused,
-		Public: in.Public, Slug: in.Slug,
+		Public: in.Public, Slug: in.Slug, Rules: ruleCounts(in.Rules),
 	}
+	var modelErrs model.FieldErrors
+	errors.As(e.Validate(), &modelErrs)
+	ruled := func(field string) bool { return reportModel(modelErrs, field, bad) }
 	if detail := slugProblem(e.Slug, e.Public); detail != "" {
 		bad("#/slug", "%s", detail)
 	}
@@ -52,18 +58,32 @@ func (s *server) toEndpoint(in apiv1.EndpointInput, checkTarget bool) (model.End
 		bad("#/regions", "%s", regionDetail)
 	}
 	checkName(e.Name, bad)
-	s.checkURLField(e.URL, checkTarget, bad)
-	e.Transport = s.checkProtocol(e.Transport, e.ProtocolVersion, bad)
+	s.checkURLField(e.URL, checkTarget, ruled("url"), bad)
+	s.checkProtocol(e.Transport, e.ProtocolVersion, ruled("transport"), ruled("protocolVersion"), bad)
 	var interval time.Duration
 	e.Schedule, interval = checkSchedule(e.Schedule, s.clock.Now(), bad)
 	e.Timeout = checkTimeout(in.Timeout, interval, bad)
 	e.LatencyThreshold = checkLatencyThreshold(in.LatencyThreshold, e.Timeout, bad)
 	e.Headers = checkHeaders(in.Headers, bad)
 	e.Labels = checkLabels(in.Labels, bad)
-	e.Rules = checkRules(in.Rules, bad)
+	ruled("rules")
+	e.Rules = checkRepeatInterval(in.Rules, e.Rules, bad)
 	e.Sinks = s.checkSinks(in.Sinks, bad)
 	s.deepChecks(in, &e, bad)
 	return e, errs
+}
+
+// reportModel reports the model's errors of field (and of its members:
+// "rules" takes "rules/openWindow") and says whether there were any.
+func reportModel(errs model.FieldErrors, field string, bad reportFunc) bool {
+	found := false
+	for _, fe := range errs {
+		if fe.Field == field || strings.HasPrefix(fe.Field, field+"/") {
+			bad("#/"+fe.Field, "%s", fe.Detail)
+			found = true
+		}
+	}
+	return found
 }
 
 // checkName: a name is required display text of bounded length.
@@ -80,13 +100,15 @@ func checkName(name string, bad reportFunc) {
 	}
 }
 
-// checkURLField checks the endpoint URL's form, then that it carries no
-// redaction placeholder, then (with checkTarget) the deployment's target
-// policy; each only when the one before passed.
-func (s *server) checkURLField(raw string, checkTarget bool, bad reportFunc) {
-	if detail := checkURL(raw); detail != "" {
-		bad("#/url", "%s", detail)
-	} else if p := redactedParam(raw); p != "" {
+// checkURLField checks, once the URL's form passed the model
+// (malformed is false), that it carries no redaction placeholder, then
+// (with checkTarget) the deployment's target policy; each only when the
+// one before passed.
+func (s *server) checkURLField(raw string, checkTarget, malformed bool, bad reportFunc) {
+	if malformed {
+		return
+	}
+	if p := redactedParam(raw); p != "" {
 		bad("#/url", "query parameter %q is the redaction placeholder; send the real value (a URL on another origin does not inherit the stored one)", p)
 	} else if checkTarget && s.validURL != nil {
 		if err := s.validURL(raw); err != nil {
@@ -95,56 +117,15 @@ func (s *server) checkURLField(raw string, checkTarget bool, bad reportFunc) {
 	}
 }
 
-// checkURL returns why raw is not an acceptable endpoint URL, or "".
-func checkURL(raw string) string {
-	if raw == "" {
-		return "is required"
+// checkProtocol asks the ProtocolValidator whether the prober speaks the
+// pinned revision over the transport, once both passed the model.
+func (s *server) checkProtocol(transport, version string, badTransport, badVersion bool, bad reportFunc) {
+	if badTransport || badVersion || s.validProt == nil {
+		return
 	}
-	if len(raw) > maxURLLen {
-		return fmt.Sprintf("must be at most %d characters", maxURLLen)
+	if err := s.validProt(transport, version); err != nil {
+		bad("#/protocolVersion", "%v", err)
 	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "is not a valid URL"
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "scheme must be http or https"
-	case u.Opaque != "":
-		return "must be an absolute URL such as https://example.com/mcp"
-	case u.User != nil:
-		return "must not contain credentials (user:password@); use headers instead"
-	case u.Hostname() == "":
-		return "must include a host"
-	case u.Fragment != "":
-		return "must not contain a fragment"
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return "port must be between 1 and 65535"
-		}
-	}
-	return ""
-}
-
-// checkProtocol checks the transport (empty: the default, which it
-// returns) and the pinned protocol revision, which the prober must be able
-// to speak over that transport.
-func (s *server) checkProtocol(transport, version string, bad reportFunc) string {
-	if transport == "" {
-		transport = apiv1.DefaultTransport
-	}
-	if !slices.Contains(transports, transport) {
-		bad("#/transport", "must be one of %s", strings.Join(transports, ", "))
-	}
-	if version != "" && !protocolVersionRE.MatchString(version) {
-		bad("#/protocolVersion", "must be a protocol revision date such as 2025-06-18")
-	} else if slices.Contains(transports, transport) && s.validProt != nil {
-		if err := s.validProt(transport, version); err != nil {
-			bad("#/protocolVersion", "%v", err)
-		}
-	}
-	return transport
 }
 
 // checkSchedule checks the schedule (empty: the default, which it
@@ -278,24 +259,20 @@ func checkLabels(in map[string]string, bad reportFunc) map[string]string {
 	return out
 }
 
-// checkRules returns the verdict and incident rules, nil when every field
-// is the default.
-func checkRules(in *apiv1.RulesInput, bad reportFunc) *model.Rules {
+// ruleCounts is the counts of in as model rules (the model checks their
+// bounds); nil without rules.
+func ruleCounts(in *apiv1.RulesInput) *model.Rules {
 	if in == nil {
 		return nil
 	}
-	r := &model.Rules{OpenAfter: in.OpenAfter, OpenWindow: in.OpenWindow, ResolveAfter: in.ResolveAfter, RegionQuorum: in.RegionQuorum}
-	// A slice, not a map: problems come out in the same order every time.
-	for _, f := range []struct {
-		ptr string
-		n   int
-	}{{"#/rules/openAfter", r.OpenAfter}, {"#/rules/openWindow", r.OpenWindow}, {"#/rules/resolveAfter", r.ResolveAfter}, {"#/rules/regionQuorum", r.RegionQuorum}} {
-		if f.n < 0 || f.n > maxRuleCount {
-			bad(f.ptr, "must be between 0 (default) and %d", maxRuleCount)
-		}
-	}
-	if r.OpenAfter > 0 && r.OpenWindow > 0 && r.OpenWindow < r.OpenAfter {
-		bad("#/rules/openWindow", "must be at least openAfter (%d)", r.OpenAfter)
+	return &model.Rules{OpenAfter: in.OpenAfter, OpenWindow: in.OpenWindow, ResolveAfter: in.ResolveAfter, RegionQuorum: in.RegionQuorum}
+}
+
+// checkRepeatInterval parses the reminder interval into r (the rules'
+// counts) and returns the rules, nil when every field is the default.
+func checkRepeatInterval(in *apiv1.RulesInput, r *model.Rules, bad reportFunc) *model.Rules {
+	if in == nil {
+		return nil
 	}
 	if in.RepeatInterval != "" {
 		if len(in.RepeatInterval) > maxDurationLen {

@@ -23,12 +23,8 @@ import (
 // Endpoint bounds besides the contract's (apiv1.DefaultTimeout and
 // friends) and the size caps (caps.go).
 const (
-	maxRuleCount    = 100
 	patchMaxRetries = 3
 )
-
-// Transports an endpoint may pin.
-var transports = []string{"auto", "streamable-http", "sse"}
 
 // reservedHeaders are set by the prober itself; letting an endpoint override
 // them would break the protocol exchange or the HTTP framing.
@@ -40,8 +36,7 @@ var reservedHeaders = map[string]bool{
 }
 
 var (
-	protocolVersionRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
-	labelKeyRE        = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./-]*$`)
+	labelKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./-]*$`)
 )
 
 func (s *server) endpointView(e model.Endpoint) apiv1.EndpointView {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -250,4 +251,29 @@ func seedIncident(t *testing.T, h *harness, id, endpointID string, state model.I
 		t.Fatal(err)
 	}
 	return got
+}
+
+// TestEveryFieldProblemInFieldOrder: a body with many mistakes hears of
+// each, in the order of the fields, whether the rule is the model's (URL
+// form, transport, revision, rule bounds) or the request's.
+func TestEveryFieldProblemInFieldOrder(t *testing.T) {
+	h := newHarness(t)
+	body := `{"name":"","url":"ftp://b.example/mcp","transport":"ws","protocolVersion":"latest","timeout":"soon",` +
+		`"labels":{"1a":"x"},"rules":{"openAfter":-1,"openWindow":200,"repeatInterval":"1s"}}`
+	var p apiv1.Problem
+	h.mustJSON("POST", "/v1/endpoints", body, http.StatusBadRequest, &p)
+	want := []apiv1.FieldError{
+		{Pointer: "#/name", Detail: "is required"},
+		{Pointer: "#/url", Detail: "scheme must be http or https"},
+		{Pointer: "#/transport", Detail: "must be one of auto, streamable-http, sse"},
+		{Pointer: "#/protocolVersion", Detail: "must be a protocol revision date such as 2025-06-18"},
+		{Pointer: "#/timeout", Detail: `must be a Go duration such as "10s"`},
+		{Pointer: "#/labels/1a", Detail: "label names match ^[A-Za-z_][A-Za-z0-9_./-]*$ and are at most 63 characters"},
+		{Pointer: "#/rules/openAfter", Detail: "must be between 0 (default) and 100"},
+		{Pointer: "#/rules/openWindow", Detail: "must be between 0 (default) and 100"},
+		{Pointer: "#/rules/repeatInterval", Detail: "must be at least 1m0s"},
+	}
+	if !slices.Equal(p.Errors, want) {
+		t.Fatalf("errors:\n got %+v\nwant %+v", p.Errors, want)
+	}
 }
