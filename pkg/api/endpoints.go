@@ -20,11 +20,9 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-// Endpoint bounds besides the contract's (apiv1.DefaultTimeout and
-// friends) and the size caps (caps.go).
-const (
-	patchMaxRetries = 3
-)
+// patchMaxRetries bounds how often a PATCH that lost a compare-and-set
+// race is merged again on the fresh version before answering 409.
+const patchMaxRetries = 3
 
 // reservedHeaders are set by the prober itself; letting an endpoint override
 // them would break the protocol exchange or the HTTP framing.
@@ -35,9 +33,7 @@ var reservedHeaders = map[string]bool{
 	"Transfer-Encoding": true, "Upgrade": true,
 }
 
-var (
-	labelKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./-]*$`)
-)
+var labelKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./-]*$`)
 
 func (s *server) endpointView(e model.Endpoint) apiv1.EndpointView {
 	v := apiv1.EndpointView{
