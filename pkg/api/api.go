@@ -43,6 +43,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
@@ -167,8 +168,9 @@ type Options struct {
 // DefaultMaxBodyBytes is the default request body cap.
 const DefaultMaxBodyBytes = 1 << 20
 
-// Redacted replaces every secret value in responses (model.Redacted).
-const Redacted = model.Redacted
+// Redacted is the contract's marker for a secret value (apiv1.Redacted),
+// under the name the server's redaction code uses.
+const Redacted = apiv1.Redacted
 
 type server struct {
 	store     Store
@@ -222,7 +224,7 @@ func New(opts Options) http.Handler {
 		dlq:       opts.DeadLetters,
 	}
 	if s.redact == nil {
-		s.redact = RedactSinks
+		s.redact = model.RedactSinks
 	}
 	if s.failures == nil {
 		s.failures = auth.NewFailureLimiter(auth.FailureLimits{})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/api/apispec"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
@@ -150,9 +151,9 @@ func (h *harness) mustJSON(method, path, body string, wantStatus int, into any) 
 	return resp
 }
 
-func (h *harness) create(body string) api.EndpointView {
+func (h *harness) create(body string) apiv1.EndpointView {
 	h.t.Helper()
-	var v api.EndpointView
+	var v apiv1.EndpointView
 	h.mustJSON("POST", "/v1/endpoints", body, http.StatusCreated, &v)
 	return v
 }
@@ -169,12 +170,12 @@ func TestCreateEndpointAppliesDefaults(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q", ct)
 	}
-	var v api.EndpointView
+	var v apiv1.EndpointView
 	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatal(err)
 	}
-	want := api.EndpointView{ID: "id1", Tenant: "default", Name: "docs", URL: "https://mcp.example.com/mcp", Transport: "auto",
-		Schedule: "@every 30s", Timeout: "10s", CreatedAt: t0, UpdatedAt: t0, Version: 1, State: api.StatePending}
+	want := apiv1.EndpointView{ID: "id1", Tenant: "default", Name: "docs", URL: "https://mcp.example.com/mcp", Transport: "auto",
+		Schedule: "@every 30s", Timeout: "10s", CreatedAt: t0, UpdatedAt: t0, Version: 1, State: apiv1.StatePending}
 	if fmt.Sprintf("%+v", v) != fmt.Sprintf("%+v", want) {
 		t.Errorf("created\n got %+v\nwant %+v", v, want)
 	}
@@ -186,7 +187,7 @@ func TestCreateEndpointAppliesDefaults(t *testing.T) {
 		t.Error("created endpoint is not scheduled")
 	}
 	// GET Location returns the same thing.
-	var got api.EndpointView
+	var got apiv1.EndpointView
 	h.mustJSON("GET", resp.Header.Get("Location"), "", http.StatusOK, &got)
 	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
 		t.Errorf("GET\n got %+v\nwant %+v", got, want)
@@ -227,7 +228,7 @@ func TestCreateEndpointAllFields(t *testing.T) {
 	if fmt.Sprint(v.Headers) != "map[Authorization:<redacted> X-Api-Key:<redacted>]" {
 		t.Errorf("headers = %v, want canonical names with redacted values", v.Headers)
 	}
-	if v.Rules == nil || *v.Rules != (api.RulesInput{OpenAfter: 3, OpenWindow: 5, ResolveAfter: 2, RepeatInterval: "4h0m0s"}) {
+	if v.Rules == nil || *v.Rules != (apiv1.RulesInput{OpenAfter: 3, OpenWindow: 5, ResolveAfter: 2, RepeatInterval: "4h0m0s"}) {
 		t.Errorf("rules = %+v", v.Rules)
 	}
 	if want := `{"slack":{"channel":"#ops","webhookUrl":"<redacted>"}}`; string(v.Sinks) != want {
@@ -246,9 +247,9 @@ func TestListAndDeleteEndpoints(t *testing.T) {
 	h := newHarness(t)
 	a := h.create(`{"name":"a","url":"https://a.example/mcp"}`)
 	b := h.create(`{"name":"b","url":"https://b.example/mcp","headers":{"Authorization":"x"}}`)
-	var list struct{ Endpoints []api.EndpointView }
+	var list struct{ Endpoints []apiv1.EndpointView }
 	h.mustJSON("GET", "/v1/endpoints", "", http.StatusOK, &list)
-	if len(list.Endpoints) != 2 || list.Endpoints[0].ID != a.ID || list.Endpoints[1].Headers["Authorization"] != api.Redacted {
+	if len(list.Endpoints) != 2 || list.Endpoints[0].ID != a.ID || list.Endpoints[1].Headers["Authorization"] != apiv1.Redacted {
 		t.Fatalf("list = %+v", list)
 	}
 	h.mustJSON("DELETE", "/v1/endpoints/"+a.ID, "", http.StatusNoContent, nil)
@@ -274,7 +275,7 @@ func TestPatchEndpointMergesFields(t *testing.T) {
 		"headers":{"Authorization":"Bearer old","X-Keep":"keep","X-Drop":"drop"},"labels":{"team":"x"}}`)
 	before, _ := h.sched.Next(v.ID)
 
-	var got api.EndpointView
+	var got apiv1.EndpointView
 	h.mustJSON("PATCH", "/v1/endpoints/"+v.ID, `{"schedule":"@every 10s","timeout":"5s",
 		"headers":{"authorization":"Bearer new","x-drop":null,"X-Keep":"<redacted>"},"labels":null}`, http.StatusOK, &got)
 	if got.Schedule != "@every 10s" || got.Timeout != "5s" || got.Name != "a" || got.Version != 2 || got.Labels != nil {
@@ -355,7 +356,7 @@ func TestPatchRetriesLostRaceThenConflicts(t *testing.T) {
 					t.Errorf("stored %+v: want both writers' changes", stored)
 				}
 			case http.StatusConflict:
-				if stored.Name != "a" || !strings.Contains(string(b), api.TypeVersionConflict) {
+				if stored.Name != "a" || !strings.Contains(string(b), apiv1.TypeVersionConflict) {
 					t.Errorf("stored name %q, body %s", stored.Name, b)
 				}
 			}
@@ -383,7 +384,7 @@ func TestGetEndpointShowsLatestResultAndVerdict(t *testing.T) {
 		State: msg.StateDown, Class: "timeout", Reason: "2 of 2 probes timed out", Results: 2}); err != nil {
 		t.Fatal(err)
 	}
-	var got api.EndpointView
+	var got apiv1.EndpointView
 	h.mustJSON("GET", "/v1/endpoints/"+v.ID, "", http.StatusOK, &got)
 	lr := got.LatestResult
 	if lr == nil || lr.Class != "ok" || lr.ProtocolVersion != "2025-11-25" || lr.ServerName != "docs-server" ||
@@ -401,7 +402,7 @@ func TestGetEndpointShowsLatestResultAndVerdict(t *testing.T) {
 	// The list view stays light but carries each endpoint's current state.
 	h.create(`{"name":"fresh","url":"https://b.example/mcp"}`)
 	h.create(`{"name":"held","url":"https://c.example/mcp","paused":true}`)
-	var list struct{ Endpoints []api.EndpointView }
+	var list struct{ Endpoints []apiv1.EndpointView }
 	h.mustJSON("GET", "/v1/endpoints", "", http.StatusOK, &list)
 	states := map[string]string{}
 	for _, e := range list.Endpoints {
@@ -410,7 +411,7 @@ func TestGetEndpointShowsLatestResultAndVerdict(t *testing.T) {
 		}
 		states[e.Name] = e.State
 	}
-	if want := map[string]string{"a": "down", "fresh": api.StatePending, "held": api.StatePaused}; !maps.Equal(states, want) {
+	if want := map[string]string{"a": "down", "fresh": apiv1.StatePending, "held": apiv1.StatePaused}; !maps.Equal(states, want) {
 		t.Errorf("list states = %v, want %v", states, want)
 	}
 }
@@ -428,7 +429,7 @@ func TestListVerdictsNewestFirstWithLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var out struct{ Verdicts []api.VerdictView }
+	var out struct{ Verdicts []apiv1.VerdictView }
 	h.mustJSON("GET", "/v1/endpoints/"+v.ID+"/verdicts?limit=2", "", http.StatusOK, &out)
 	if len(out.Verdicts) != 2 || out.Verdicts[0].State != msg.StateDown || !out.Verdicts[0].Window.After(out.Verdicts[1].Window) {
 		t.Fatalf("verdicts = %+v, want the 2 newest, newest first", out.Verdicts)
@@ -519,7 +520,7 @@ func TestPatchIfMatch(t *testing.T) {
 	}
 	// A client still holding version 1 must not overwrite version 2.
 	resp, b = patch(tag, `{"name":"c"}`)
-	if resp.StatusCode != http.StatusPreconditionFailed || !strings.Contains(string(b), api.TypeVersionConflict) {
+	if resp.StatusCode != http.StatusPreconditionFailed || !strings.Contains(string(b), apiv1.TypeVersionConflict) {
 		t.Fatalf("PATCH with stale If-Match = %d %s, want 412", resp.StatusCode, b)
 	}
 	if stored, _ := h.store.GetEndpoint(t.Context(), v.ID); stored.Name != "b" {

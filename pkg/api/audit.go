@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -73,12 +74,12 @@ type auditRoute struct {
 // meaning. A state-changing route missing here is still recorded, by
 // auditOf's fallback.
 var auditRoutes = map[string]auditRoute{
-	"POST /v1/endpoints":          {ActionCreate, "endpoint", jsonFields(EndpointInput{})},
-	"PATCH /v1/endpoints/{id}":    {ActionUpdate, "endpoint", jsonFields(EndpointInput{})},
+	"POST /v1/endpoints":          {ActionCreate, "endpoint", jsonFields(apiv1.EndpointInput{})},
+	"PATCH /v1/endpoints/{id}":    {ActionUpdate, "endpoint", jsonFields(apiv1.EndpointInput{})},
 	"DELETE /v1/endpoints/{id}":   {ActionDelete, "endpoint", nil},
-	"POST /v1/incidents/{id}/ack": {ActionAcknowledge, "incident", jsonFields(AckInput{})},
-	"POST /v1/maintenance":        {ActionSilence, "maintenance", jsonFields(MaintenanceInput{})},
-	"PUT /v1/maintenance/{id}":    {ActionUpdate, "maintenance", jsonFields(MaintenanceInput{})},
+	"POST /v1/incidents/{id}/ack": {ActionAcknowledge, "incident", jsonFields(apiv1.AckInput{})},
+	"POST /v1/maintenance":        {ActionSilence, "maintenance", jsonFields(apiv1.MaintenanceInput{})},
+	"PUT /v1/maintenance/{id}":    {ActionUpdate, "maintenance", jsonFields(apiv1.MaintenanceInput{})},
 	"DELETE /v1/maintenance/{id}": {ActionDelete, "maintenance", nil},
 	"POST /v1/keys":               {ActionCreateKey, "key", jsonFields(keyRequest{})},
 	"DELETE /v1/keys/{id}":        {ActionRevokeKey, "key", nil},
@@ -312,7 +313,7 @@ func (s *server) listAudit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := store.AuditFilter{Tenant: auth.TenantFrom(r.Context()), Limit: limit}
-	var errs []FieldError
+	var errs []apiv1.FieldError
 	for _, q := range []struct {
 		name string
 		dst  *time.Time
@@ -323,13 +324,13 @@ func (s *server) listAudit(w http.ResponseWriter, r *http.Request) {
 		}
 		t, err := time.Parse(time.RFC3339Nano, raw)
 		if err != nil {
-			errs = append(errs, FieldError{Pointer: "?" + q.name, Detail: `must be an RFC 3339 time such as "2026-03-01T12:00:00Z"`})
+			errs = append(errs, apiv1.FieldError{Pointer: "?" + q.name, Detail: `must be an RFC 3339 time such as "2026-03-01T12:00:00Z"`})
 			continue
 		}
 		*q.dst = t
 	}
 	if len(errs) == 0 && !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
-		errs = append(errs, FieldError{Pointer: "?until", Detail: "must be after since"})
+		errs = append(errs, apiv1.FieldError{Pointer: "?until", Detail: "must be after since"})
 	}
 	if len(errs) > 0 {
 		writeProblem(w, r, invalid(errs...))
@@ -345,10 +346,24 @@ func (s *server) listAudit(w http.ResponseWriter, r *http.Request) {
 		last := entries[len(entries)-1]
 		next = encodeCursor(cursor{Kind: cursorAudit, At: last.Time, ID: last.ID})
 	}
+	var out []apiv1.AuditEntryView // nil stays nil: the body encodes what the store returned
+	if entries != nil {
+		out = make([]apiv1.AuditEntryView, 0, len(entries))
+	}
+	for _, e := range entries {
+		out = append(out, auditEntryView(e))
+	}
 	writeJSON(w, http.StatusOK, struct {
-		Entries    []store.AuditEntry `json:"entries"`
-		NextCursor string             `json:"nextCursor,omitempty"`
-	}{entries, next})
+		Entries    []apiv1.AuditEntryView `json:"entries"`
+		NextCursor string                 `json:"nextCursor,omitempty"`
+	}{out, next})
+}
+
+func auditEntryView(e store.AuditEntry) apiv1.AuditEntryView {
+	return apiv1.AuditEntryView{
+		ID: e.ID, Time: e.Time, Tenant: e.Tenant, Actor: apiv1.AuditActorView{KeyID: e.Actor.KeyID, Name: e.Actor.Name},
+		Action: e.Action, ObjectKind: e.ObjectKind, ObjectID: e.ObjectID, RequestID: e.RequestID, Status: e.Status, Summary: e.Summary,
+	}
 }
 
 // auditPage reads up to f.Limit entries after the cursor (IDs sort like

@@ -1,6 +1,10 @@
 package api
 
-import "testing"
+import (
+	"testing"
+
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+)
 
 func TestAuditOfNamesEveryChange(t *testing.T) {
 	tests := []struct {
@@ -29,7 +33,7 @@ func TestAuditOfNamesEveryChange(t *testing.T) {
 // TestAuditSummaryNamesOnlyFields: values never appear, and neither does a
 // member name that is not a field of the input (it could be a secret).
 func TestAuditSummaryNamesOnlyFields(t *testing.T) {
-	fields := jsonFields(EndpointInput{})
+	fields := jsonFields(apiv1.EndpointInput{})
 	tests := []struct{ name, body, want string }{
 		{"empty", ``, ""},
 		{"not an object", `[1]`, ""},

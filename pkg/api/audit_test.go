@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -85,7 +86,7 @@ func TestAuditRecordsWhoChangedWhat(t *testing.T) {
 	m := idOf(mustStatus(http.StatusCreated, "POST", "/v1/maintenance", write, win))
 	mustStatus(http.StatusOK, "PUT", "/v1/maintenance/"+m, write, win)
 	mustStatus(http.StatusNoContent, "DELETE", "/v1/maintenance/"+m, write, "")
-	var created api.KeyView
+	var created apiv1.KeyView
 	if err := json.Unmarshal(mustStatus(http.StatusCreated, "POST", "/v1/keys", admin, `{"name":"deploy-bot","scope":"write"}`), &created); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 )
 
@@ -59,7 +60,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		if wait, blocked := s.failures.Blocked(client, s.clock.Now()); blocked {
 			secs := max(1, int(math.Ceil(wait.Seconds())))
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
-			writeProblem(w, r, problemf(http.StatusTooManyRequests, TypeRateLimited,
+			writeProblem(w, r, problemf(http.StatusTooManyRequests, apiv1.TypeRateLimited,
 				"too many requests from this address failed to authenticate; retry in %d s", secs))
 			s.refused(r, client, http.StatusTooManyRequests, refusalThrottled, auth.Principal{})
 			return

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/api/apispec"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/model"
 )
@@ -157,14 +158,14 @@ func (ah *authHarness) seed() map[string]string {
 	ah.t.Helper()
 	ah.seq++
 	ids := map[string]string{}
-	var ep api.EndpointView
+	var ep apiv1.EndpointView
 	resp, b := ah.call("POST", "/v1/endpoints", ah.keys["a/write"], fmt.Sprintf(`{"name":"a-%d","url":"https://mcp.example.com/mcp","schedule":"@every 30s"}`, ah.seq))
 	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &ep) != nil {
 		ah.t.Fatalf("seed endpoint: %d %s", resp.StatusCode, b)
 	}
 	ids["{endpoint}"] = ep.ID
 	ids["{incident}"] = seedIncident(ah.t, ah.harness, fmt.Sprintf("inc-a-%d", ah.seq), ep.ID, model.IncidentOpen).ID
-	var m api.MaintenanceView
+	var m apiv1.MaintenanceView
 	resp, b = ah.call("POST", "/v1/maintenance", ah.keys["a/write"], `{"name":"a","endpointIds":["x"],"start":"2026-03-02T01:00:00Z","end":"2026-03-02T02:00:00Z"}`)
 	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &m) != nil {
 		ah.t.Fatalf("seed maintenance: %d %s", resp.StatusCode, b)
@@ -191,7 +192,7 @@ func placeholderIn(path string) string {
 // problemDetail is a problem's detail and instance with id replaced, so
 // two 404s compare equal when only the ID they name differs.
 func problemDetail(body []byte, id string) string {
-	var p api.Problem
+	var p apiv1.Problem
 	if json.Unmarshal(body, &p) != nil {
 		return string(body)
 	}
@@ -304,13 +305,13 @@ func TestEveryRouteRequiresAKey(t *testing.T) {
 			for name, key := range map[string]string{"no key": "", "unknown key": auth.Generate(), "malformed key": "s3cret"} {
 				resp, b := ah.call(method, path, key, rc.body)
 				if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") ||
-					resp.Header.Get("Content-Type") != api.ProblemContentType {
+					resp.Header.Get("Content-Type") != apiv1.ProblemContentType {
 					t.Errorf("%s: %d %q %s, want 401 problem+json with WWW-Authenticate: Bearer", name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), b)
 				}
 			}
 			if small := smallerScope(rc.scope); small != "" {
 				resp, b := ah.call(method, path, ah.keys["a/"+string(small)], rc.body)
-				if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Content-Type") != api.ProblemContentType {
+				if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Content-Type") != apiv1.ProblemContentType {
 					t.Errorf("%s key: %d %s, want 403 problem+json", small, resp.StatusCode, b)
 				}
 			}
@@ -331,7 +332,7 @@ func TestEveryRouteRequiresAKey(t *testing.T) {
 					}
 					mresp, mb := ah.call(method, missing, ah.keys["b/admin"], rc.body)
 					id := ids[placeholderIn(rc.path)]
-					if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != api.ProblemContentType {
+					if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != apiv1.ProblemContentType {
 						problem = fmt.Sprintf("%d %s, want 404 problem+json", resp.StatusCode, b)
 					} else if got, want := problemDetail(b, id), problemDetail(mb, "nosuchid"); mresp.StatusCode != http.StatusNotFound || got != want {
 						problem = fmt.Sprintf("another tenant's object answers %q, a missing one %d %q: they must not differ", got, mresp.StatusCode, want)
@@ -349,7 +350,7 @@ func TestEveryRouteRequiresAKey(t *testing.T) {
 						problem = fmt.Sprintf("tenant a's %s shows %s, created by tenant b", rc.list, created.ID)
 					}
 				case operator:
-					if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != api.ProblemContentType {
+					if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != apiv1.ProblemContentType {
 						problem = fmt.Sprintf("%d %s, want 404 problem+json: only the operator's tenant sees it", resp.StatusCode, b)
 					}
 				default:
@@ -387,11 +388,11 @@ func TestKeyLifecycleOverTheAPI(t *testing.T) {
 	ah := newAuthHarness(t)
 	admin := ah.keys["a/admin"]
 	resp, b := ah.call("POST", "/v1/keys", admin, `{"name":"deploy","scope":"write","expiresIn":"720h"}`)
-	var created api.KeyView
+	var created apiv1.KeyView
 	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &created) != nil {
 		t.Fatalf("create: %d %s", resp.StatusCode, b)
 	}
-	if !strings.HasPrefix(created.Key, auth.Prefix) || created.Tenant != "a" || created.Scope != auth.ScopeWrite ||
+	if !strings.HasPrefix(created.Key, auth.Prefix) || created.Tenant != "a" || created.Scope != string(auth.ScopeWrite) ||
 		created.Expires == nil || !created.Expires.Equal(t0.Add(720*time.Hour)) || resp.Header.Get("Cache-Control") != "no-store" {
 		t.Fatalf("created %+v (Cache-Control %q)", created, resp.Header.Get("Cache-Control"))
 	}
@@ -416,7 +417,7 @@ func TestKeyLifecycleOverTheAPI(t *testing.T) {
 	if strings.Contains(string(b), created.Key) || strings.Contains(string(b), `"key"`) {
 		t.Fatalf("the list shows a key: %s", b)
 	}
-	var list struct{ Keys []api.KeyView }
+	var list struct{ Keys []apiv1.KeyView }
 	if err := json.Unmarshal(b, &list); err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +438,7 @@ func TestKeyLifecycleOverTheAPI(t *testing.T) {
 	}
 
 	resp, b = ah.call("DELETE", "/v1/keys/"+created.ID, admin, "")
-	var revoked api.KeyView
+	var revoked apiv1.KeyView
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &revoked) != nil || revoked.Status != "revoked" {
 		t.Fatalf("revoke: %d %s", resp.StatusCode, b)
 	}
@@ -480,7 +481,7 @@ func TestFailedAuthenticationsAreLimitedPerAddress(t *testing.T) {
 		t.Errorf("401 details %q", details)
 	}
 	resp, b := ah.call(http.MethodGet, "/v1/endpoints", ah.keys["a/read"], "")
-	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || resp.Header.Get("Content-Type") != api.ProblemContentType {
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || resp.Header.Get("Content-Type") != apiv1.ProblemContentType {
 		t.Fatalf("a good key from an address over its budget = %d (Retry-After %q) %s, want 429 problem+json with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), b)
 	}
 }

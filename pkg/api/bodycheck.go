@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // checkedJSON is a body that passed checkJSON: valid JSON (or, for
@@ -26,12 +28,12 @@ type checkedJSON []byte
 // checkJSON returns body as checkedJSON, or the 400 that refuses it.
 // Invalid JSON that is not too deep passes as is: the decoder's syntax
 // problem names the byte offset, which this check does not repeat.
-func checkJSON(body []byte) (checkedJSON, *Problem) {
+func checkJSON(body []byte) (checkedJSON, *apiv1.Problem) {
 	if nestingExceeds(body, maxBodyDepth) {
-		return nil, invalid(FieldError{Pointer: "#", Detail: fmt.Sprintf("JSON is nested more than %d levels deep", maxBodyDepth)})
+		return nil, invalid(apiv1.FieldError{Pointer: "#", Detail: fmt.Sprintf("JSON is nested more than %d levels deep", maxBodyDepth)})
 	}
 	if ptr := duplicateKey(body); ptr != "" {
-		return nil, invalid(FieldError{Pointer: ptr, Detail: "duplicate key: each member may appear once"})
+		return nil, invalid(apiv1.FieldError{Pointer: ptr, Detail: "duplicate key: each member may appear once"})
 	}
 	return checkedJSON(body), nil
 }

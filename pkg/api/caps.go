@@ -12,6 +12,8 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // Request bodies.
@@ -25,7 +27,7 @@ const (
 // Endpoint fields.
 const (
 	maxNameLen         = 200 // characters
-	maxURLLen          = 2048
+	maxURLLen          = model.MaxURLLen
 	maxScheduleLen     = 256
 	maxDurationLen     = 32 // timeout, latencyThreshold, credentialWarning, repeatInterval
 	maxHeaders         = 32

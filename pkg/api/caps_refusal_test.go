@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // TestOverCapInputIsRefused: one past each cap on what an endpoint stores
@@ -76,10 +77,10 @@ func TestOverCapInputIsRefused(t *testing.T) {
 				}
 				return
 			}
-			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != api.ProblemContentType {
+			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != apiv1.ProblemContentType {
 				t.Fatalf("%d %.300s, want a 400 problem", resp.StatusCode, b)
 			}
-			var p api.Problem
+			var p apiv1.Problem
 			if err := json.Unmarshal(b, &p); err != nil {
 				t.Fatal(err)
 			}

@@ -9,37 +9,12 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
-
-// CatalogView is GET /v1/endpoints/{id}/catalog.
-type CatalogView struct {
-	EndpointID string `json:"endpointId"`
-	// Region is the region whose catalog this is (absent: the endpoint's
-	// own, regionless catalog).
-	Region string `json:"region,omitempty"`
-	// Fingerprint and Tools are the catalog the prober stored at its last
-	// change (absent before the first successful tools/list).
-	Fingerprint string            `json:"fingerprint,omitempty"`
-	Tools       []json.RawMessage `json:"tools"`
-	// Truncated says the target listed more than a stored catalog keeps.
-	Truncated bool `json:"truncated,omitempty"`
-	// Drift holds the catalog_changed events of the latest probe result
-	// only, when that result is the region's. The durable history of every
-	// change, which sinks can opt into, is GET /v1/endpoints/{id}/events
-	// (events.go).
-	Drift []msg.Event `json:"drift"`
-	// LatestFingerprint is the fingerprint the latest probe saw, when that
-	// probe was the region's.
-	LatestFingerprint string `json:"latestFingerprint,omitempty"`
-	// Regions is the fingerprint of each of the endpoint's regions'
-	// stored catalogs, in a deployment with a region set: more than one
-	// value is a divergence (a catalog_divergent event).
-	Regions map[string]string `json:"regions,omitempty"`
-}
 
 // storedCatalog is the part of a prober's catalog document the view shows.
 type storedCatalog struct {
@@ -71,7 +46,7 @@ func (s *server) getCatalog(w http.ResponseWriter, r *http.Request) {
 	}
 
 	region, asked := r.URL.Query()["region"]
-	view := CatalogView{EndpointID: id, Tools: []json.RawMessage{}, Drift: []msg.Event{}}
+	view := apiv1.CatalogView{EndpointID: id, Tools: []json.RawMessage{}, Drift: []msg.Event{}}
 	switch {
 	case asked:
 		view.Region = region[0]
@@ -122,7 +97,7 @@ func (s *server) getCatalog(w http.ResponseWriter, r *http.Request) {
 
 // regionCatalog reads the catalog region's prober stored of endpoint id,
 // or the endpoint's own when the region has none (or region is "").
-func (s *server) regionCatalog(r *http.Request, id, region string) (storedCatalog, bool, *Problem) {
+func (s *server) regionCatalog(r *http.Request, id, region string) (storedCatalog, bool, *apiv1.Problem) {
 	ids := []string{store.ProberObjectID(id, region)}
 	if region != "" {
 		ids = append(ids, id)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -35,13 +36,13 @@ func TestCatalogPerRegion(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var def api.CatalogView
+	var def apiv1.CatalogView
 	h.mustJSON(http.MethodGet, "/v1/endpoints/ep/catalog", "", http.StatusOK, &def)
 	if def.Region != "us" || def.Fingerprint != "fresh" || len(def.Tools) != 2 || def.LatestFingerprint != "fresh" || len(def.Drift) != 1 {
 		t.Fatalf("default catalog %+v, want the latest result's region (us)", def)
 	}
 	// eu has stored none yet: the endpoint's own, which its prober compares with.
-	var eu api.CatalogView
+	var eu apiv1.CatalogView
 	h.mustJSON(http.MethodGet, "/v1/endpoints/ep/catalog?region=eu", "", http.StatusOK, &eu)
 	if eu.Region != "eu" || eu.Fingerprint != "old" || len(eu.Tools) != 1 || eu.LatestFingerprint != "" || len(eu.Drift) != 0 {
 		t.Fatalf("eu catalog %+v, want the endpoint's own, without us's latest result", eu)
@@ -57,7 +58,7 @@ func TestCatalogPerRegion(t *testing.T) {
 
 	for _, region := range []string{"ap", "mars", ""} {
 		resp, b := h.do(http.MethodGet, "/v1/endpoints/ep/catalog?region="+region, "", "")
-		if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != api.ProblemContentType || !strings.Contains(string(b), "eu, us") {
+		if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != apiv1.ProblemContentType || !strings.Contains(string(b), "eu, us") {
 			t.Errorf("region %q: %d %s %s, want a 404 problem naming the endpoint's regions", region, resp.StatusCode, resp.Header.Get("Content-Type"), b)
 		}
 	}
@@ -79,7 +80,7 @@ func TestCatalogWithoutRegionSet(t *testing.T) {
 	if err := h.store.PutLatestResult(ctx, res); err != nil {
 		t.Fatal(err)
 	}
-	var c api.CatalogView
+	var c apiv1.CatalogView
 	h.mustJSON(http.MethodGet, "/v1/endpoints/ep/catalog", "", http.StatusOK, &c)
 	if c.Region != "" || c.Fingerprint != "own" || c.LatestFingerprint != "own" || c.Regions != nil {
 		t.Fatalf("catalog %+v, want the endpoint's own, with the latest result's fingerprint", c)

@@ -16,39 +16,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/jsonpath"
 	"github.com/mcpmon/mcpmon/pkg/model"
 )
-
-// ToolCheckInput names a read-only tool the probe calls after the
-// handshake, with its arguments (an object whose values are secrets, never
-// returned: each comes back as "<redacted>") and what the result must
-// show besides not being isError.
-type ToolCheckInput struct {
-	Name      string           `json:"name"`
-	Arguments json.RawMessage  `json:"arguments,omitempty"`
-	Expect    *ToolExpectInput `json:"expect,omitempty"`
-}
-
-// ToolExpectInput: contains is a substring of the result's text content;
-// jsonPath ($.a.b[0]) selects a value of its structuredContent, which must
-// exist and, when equals is set, equal it.
-type ToolExpectInput struct {
-	Contains string          `json:"contains,omitempty"`
-	JSONPath string          `json:"jsonPath,omitempty"`
-	Equals   json.RawMessage `json:"equals,omitempty"`
-}
-
-// OAuthInput is an OAuth 2.0 client-credentials client: the prober gets
-// the probe's bearer token from tokenUrl. clientSecret is never returned.
-type OAuthInput struct {
-	// TokenURL empty: the prober discovers it from the endpoint's metadata.
-	TokenURL     string   `json:"tokenUrl,omitempty"`
-	ClientID     string   `json:"clientId"`
-	ClientSecret string   `json:"clientSecret"`
-	Scopes       []string `json:"scopes,omitempty"`
-	Audience     string   `json:"audience,omitempty"`
-}
 
 // Credential warning bounds; the size caps are in caps.go.
 const (
@@ -57,7 +28,7 @@ const (
 )
 
 // deepChecks validates in's deep-check fields into e, reporting through bad.
-func (s *server) deepChecks(in EndpointInput, e *model.Endpoint, bad func(ptr, format string, args ...any)) {
+func (s *server) deepChecks(in apiv1.EndpointInput, e *model.Endpoint, bad func(ptr, format string, args ...any)) {
 	if tc := in.ToolCheck; tc != nil {
 		e.ToolCheck = toolCheck(tc, bad)
 	}
@@ -82,7 +53,7 @@ func (s *server) deepChecks(in EndpointInput, e *model.Endpoint, bad func(ptr, f
 	}
 }
 
-func toolCheck(in *ToolCheckInput, bad func(ptr, format string, args ...any)) *model.ToolCheck {
+func toolCheck(in *apiv1.ToolCheckInput, bad func(ptr, format string, args ...any)) *model.ToolCheck {
 	tc := &model.ToolCheck{Name: in.Name}
 	switch {
 	case in.Name == "":
@@ -137,12 +108,12 @@ func toolCheck(in *ToolCheckInput, bad func(ptr, format string, args ...any)) *m
 	return tc
 }
 
-func (s *server) oauthClient(in *OAuthInput, bad func(ptr, format string, args ...any)) *model.OAuthClient {
+func (s *server) oauthClient(in *apiv1.OAuthInput, bad func(ptr, format string, args ...any)) *model.OAuthClient {
 	o := &model.OAuthClient{TokenURL: strings.TrimSpace(in.TokenURL), ClientID: in.ClientID, ClientSecret: in.ClientSecret, Audience: in.Audience}
 	if o.TokenURL == "" {
 		// Discovered by the prober at each token fetch, every URL through
 		// the SSRF guard.
-	} else if detail := checkURL(o.TokenURL); detail != "" {
+	} else if detail := model.URLProblem(o.TokenURL); detail != "" {
 		bad("#/oauth/tokenUrl", "%s", detail)
 	} else if strings.Contains(o.TokenURL, "?") {
 		bad("#/oauth/tokenUrl", "must not carry a query: client credentials go in clientId and clientSecret")
@@ -226,11 +197,11 @@ func redactLeaves(v any) any {
 }
 
 // toolCheckView is the tool check as the API returns it.
-func toolCheckView(tc *model.ToolCheck) *ToolCheckInput {
+func toolCheckView(tc *model.ToolCheck) *apiv1.ToolCheckInput {
 	if tc == nil {
 		return nil
 	}
-	v := &ToolCheckInput{Name: tc.Name}
+	v := &apiv1.ToolCheckInput{Name: tc.Name}
 	if len(tc.Arguments) > 0 {
 		var doc any
 		if json.Unmarshal(tc.Arguments, &doc) != nil {
@@ -241,17 +212,17 @@ func toolCheckView(tc *model.ToolCheck) *ToolCheckInput {
 		}
 	}
 	if x := tc.Expect; x != nil {
-		v.Expect = &ToolExpectInput{Contains: x.Contains, JSONPath: x.JSONPath, Equals: x.Equals}
+		v.Expect = &apiv1.ToolExpectInput{Contains: x.Contains, JSONPath: x.JSONPath, Equals: x.Equals}
 	}
 	return v
 }
 
 // oauthView is the OAuth client as the API returns it: no secret.
-func oauthView(o *model.OAuthClient) *OAuthInput {
+func oauthView(o *model.OAuthClient) *apiv1.OAuthInput {
 	if o == nil {
 		return nil
 	}
-	v := &OAuthInput{TokenURL: o.TokenURL, ClientID: o.ClientID, Scopes: o.Scopes, Audience: o.Audience}
+	v := &apiv1.OAuthInput{TokenURL: o.TokenURL, ClientID: o.ClientID, Scopes: o.Scopes, Audience: o.Audience}
 	if o.ClientSecret != "" {
 		v.ClientSecret = Redacted
 	}
@@ -260,15 +231,15 @@ func oauthView(o *model.OAuthClient) *OAuthInput {
 
 // deepCheckInput is the stored deep-check configuration as input (real
 // secrets: server-side only), the base a PATCH merges into.
-func deepCheckInput(e model.Endpoint, in *EndpointInput) {
+func deepCheckInput(e model.Endpoint, in *apiv1.EndpointInput) {
 	if tc := e.ToolCheck; tc != nil {
-		in.ToolCheck = &ToolCheckInput{Name: tc.Name, Arguments: tc.Arguments}
+		in.ToolCheck = &apiv1.ToolCheckInput{Name: tc.Name, Arguments: tc.Arguments}
 		if x := tc.Expect; x != nil {
-			in.ToolCheck.Expect = &ToolExpectInput{Contains: x.Contains, JSONPath: x.JSONPath, Equals: x.Equals}
+			in.ToolCheck.Expect = &apiv1.ToolExpectInput{Contains: x.Contains, JSONPath: x.JSONPath, Equals: x.Equals}
 		}
 	}
 	if o := e.OAuth; o != nil {
-		in.OAuth = &OAuthInput{TokenURL: o.TokenURL, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Scopes: o.Scopes, Audience: o.Audience}
+		in.OAuth = &apiv1.OAuthInput{TokenURL: o.TokenURL, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Scopes: o.Scopes, Audience: o.Audience}
 	}
 	if e.CredentialWarning > 0 {
 		in.CredentialWarning = e.CredentialWarning.String()
@@ -285,7 +256,7 @@ func deepCheckInput(e model.Endpoint, in *EndpointInput) {
 // ID stay; otherwise the secret must be sent again (a 400 otherwise), or a
 // PATCH of only tokenUrl (or url) would hand the secret (or fresh tokens)
 // to whoever runs the new server.
-func carryDeepSecrets(in *EndpointInput, cur model.Endpoint, patch map[string]any) (warnings []string, errs []FieldError) {
+func carryDeepSecrets(in *apiv1.EndpointInput, cur model.Endpoint, patch map[string]any) (warnings []string, errs []apiv1.FieldError) {
 	if tc := in.ToolCheck; tc != nil && cur.ToolCheck != nil && len(cur.ToolCheck.Arguments) > 0 {
 		sameURL := sameOrigin(in.URL, cur.URL)
 		tp, _ := patch["toolCheck"].(map[string]any)
@@ -311,7 +282,7 @@ func carryDeepSecrets(in *EndpointInput, cur model.Endpoint, patch map[string]an
 		case same && o.ClientSecret == Redacted:
 			o.ClientSecret = cur.OAuth.ClientSecret
 		case !same && (sent == "" || sent == Redacted):
-			errs = append(errs, FieldError{Pointer: "#/oauth/clientSecret", Detail: "the token URL's origin, the client ID or the endpoint URL's origin changed: send the client secret again in the same PATCH (a stored secret, and the tokens it yields, are not handed to another server)"})
+			errs = append(errs, apiv1.FieldError{Pointer: "#/oauth/clientSecret", Detail: "the token URL's origin, the client ID or the endpoint URL's origin changed: send the client secret again in the same PATCH (a stored secret, and the tokens it yields, are not handed to another server)"})
 		}
 	}
 	return warnings, errs

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/seal"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 	"github.com/mcpmon/mcpmon/pkg/store/sealed"
@@ -38,13 +39,13 @@ func TestDeepCheckFieldsRoundTripRedacted(t *testing.T) {
 		t.Fatalf("toolCheck view %+v", v.ToolCheck)
 	}
 	var args map[string]any
-	if err := json.Unmarshal(v.ToolCheck.Arguments, &args); err != nil || args["account"] != api.Redacted {
+	if err := json.Unmarshal(v.ToolCheck.Arguments, &args); err != nil || args["account"] != apiv1.Redacted {
 		t.Fatalf("arguments view %s: want each value redacted", v.ToolCheck.Arguments)
 	}
-	if opts, _ := args["opts"].(map[string]any); opts["verbose"] != api.Redacted {
+	if opts, _ := args["opts"].(map[string]any); opts["verbose"] != apiv1.Redacted {
 		t.Fatalf("nested argument %v not redacted", args["opts"])
 	}
-	if v.OAuth == nil || v.OAuth.ClientSecret != api.Redacted || v.OAuth.ClientID != "probe" || v.OAuth.TokenURL != "https://auth.example/oauth/token" ||
+	if v.OAuth == nil || v.OAuth.ClientSecret != apiv1.Redacted || v.OAuth.ClientID != "probe" || v.OAuth.TokenURL != "https://auth.example/oauth/token" ||
 		v.CredentialWarning != "48h0m0s" {
 		t.Fatalf("oauth view %+v, warning %q", v.OAuth, v.CredentialWarning)
 	}
@@ -161,7 +162,7 @@ func TestPatchDeepCheckSecretsFollowTheirOrigin(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "#/oauth/clientSecret") {
 		t.Fatalf("PATCH url alone with OAuth: %d %s, want 400 naming #/oauth/clientSecret", resp.StatusCode, b)
 	}
-	var moved api.EndpointView
+	var moved apiv1.EndpointView
 	h.mustJSON("PATCH", path, `{"url":"https://other.example/mcp","oauth":{"clientSecret":"new-secret-1234"}}`, http.StatusOK, &moved)
 	if len(moved.Warnings) == 0 || !strings.Contains(strings.Join(moved.Warnings, " "), "tool check arguments") {
 		t.Fatalf("warnings %v, want the dropped tool arguments named", moved.Warnings)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 )
@@ -37,55 +38,6 @@ func (s *server) operatorOnly(next http.Handler) http.Handler {
 	})
 }
 
-// DLQView is one dead-letter queue in GET /v1/dlq.
-type DLQView struct {
-	// Queue is the stage queue whose dead letters these are.
-	Queue    string `json:"queue"`
-	Depth    int    `json:"depth"`
-	InFlight int    `json:"inFlight"`
-	// OldestAge is the age of the oldest dead letter; absent where the
-	// backend cannot tell (SQS).
-	OldestAge string `json:"oldestAge,omitempty"`
-	// Redrive is the latest asynchronous redrive (SQS's message move
-	// task); absent where a redrive is done when it returns (embedded).
-	Redrive *RedriveStatusView `json:"redrive,omitempty"`
-}
-
-// RedriveStatusView is a dead-letter queue's latest asynchronous redrive.
-// Status is SQS's (RUNNING, COMPLETED, CANCELLING, CANCELLED, FAILED),
-// "none" when the server keeps no task, "unsupported" when it has no move
-// tasks (a local emulator: redrives there are done when they return), or
-// "unavailable" when it could not be read (logged; e.g. an IAM policy
-// without sqs:ListMessageMoveTasks).
-type RedriveStatusView struct {
-	Status    string     `json:"status"`
-	Task      string     `json:"task,omitempty"`
-	Moved     int64      `json:"moved,omitempty"`
-	ToMove    int64      `json:"toMove,omitempty"`
-	StartedAt *time.Time `json:"startedAt,omitempty"`
-	Failure   string     `json:"failure,omitempty"`
-}
-
-// DeadLetterView is one message in GET /v1/dlq/{queue}/messages. Body is
-// the message body as text (stage messages are JSON).
-type DeadLetterView struct {
-	ID           string    `json:"id"`
-	GroupID      string    `json:"groupId"`
-	DedupID      string    `json:"dedupId"`
-	SentAt       time.Time `json:"sentAt"`
-	ReceiveCount int       `json:"receiveCount"`
-	Reason       string    `json:"reason,omitempty"`
-	Body         string    `json:"body"`
-}
-
-// RedriveView is the answer to a redrive.
-type RedriveView struct {
-	Moved   int      `json:"moved"`
-	Missing []string `json:"missing,omitempty"`
-	// Task names SQS's asynchronous move task, when it does the move.
-	Task string `json:"task,omitempty"`
-}
-
 type redriveRequest struct {
 	IDs []string `json:"ids"`
 }
@@ -111,14 +63,14 @@ func (s *server) dlqNames() []string {
 }
 
 func (s *server) listDLQ(w http.ResponseWriter, r *http.Request) {
-	out := []DLQView{}
+	out := []apiv1.DLQView{}
 	for _, name := range s.dlqNames() {
 		st, err := s.dlq[name].Stats(r.Context())
 		if err != nil {
 			writeProblem(w, r, s.queueProblem(r, err, name))
 			return
 		}
-		v := DLQView{Queue: name, Depth: st.Visible + st.InFlight, InFlight: st.InFlight}
+		v := apiv1.DLQView{Queue: name, Depth: st.Visible + st.InFlight, InFlight: st.InFlight}
 		if st.OldestMessageAge > 0 {
 			v.OldestAge = st.OldestMessageAge.Round(time.Second).String()
 		}
@@ -133,13 +85,13 @@ func (s *server) listDLQ(w http.ResponseWriter, r *http.Request) {
 // redriveStatus reads a queue's redrive status for the list. A failure
 // to read it does not fail the list: the depths are what an operator
 // needs first.
-func (s *server) redriveStatus(r *http.Request, rs queue.RedriveStatusReader, name string) *RedriveStatusView {
+func (s *server) redriveStatus(r *http.Request, rs queue.RedriveStatusReader, name string) *apiv1.RedriveStatusView {
 	st, err := rs.RedriveStatus(r.Context())
 	if err != nil {
 		s.log.Warn("could not read the dead-letter queue's redrive status", "queue", name, "err", err)
-		return &RedriveStatusView{Status: "unavailable"}
+		return &apiv1.RedriveStatusView{Status: "unavailable"}
 	}
-	v := &RedriveStatusView{Status: st.Status, Task: st.Task, Moved: st.Moved, ToMove: st.ToMove, Failure: st.Failure}
+	v := &apiv1.RedriveStatusView{Status: st.Status, Task: st.Task, Moved: st.Moved, ToMove: st.ToMove, Failure: st.Failure}
 	if !st.StartedAt.IsZero() {
 		at := st.StartedAt.UTC()
 		v.StartedAt = &at
@@ -162,13 +114,13 @@ func (s *server) peekDLQ(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, s.queueProblem(r, err, chi.URLParam(r, "queue")))
 		return
 	}
-	out := make([]DeadLetterView, len(msgs))
+	out := make([]apiv1.DeadLetterView, len(msgs))
 	for i, m := range msgs {
 		body := string(m.Body)
 		if !utf8.ValidString(body) {
 			body = "<not UTF-8>"
 		}
-		out[i] = DeadLetterView{ID: m.ID, GroupID: m.GroupID, DedupID: m.DedupID, SentAt: m.SentAt.UTC(), ReceiveCount: m.ReceiveCount, Reason: m.Reason, Body: body}
+		out[i] = apiv1.DeadLetterView{ID: m.ID, GroupID: m.GroupID, DedupID: m.DedupID, SentAt: m.SentAt.UTC(), ReceiveCount: m.ReceiveCount, Reason: m.Reason, Body: body}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": out})
 }
@@ -201,7 +153,7 @@ func (s *server) redriveDLQ(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, problemf(http.StatusNotFound, "", "no message %v in the dead-letter queue of %s", res.Missing, chi.URLParam(r, "queue")))
 		return
 	}
-	writeJSON(w, http.StatusOK, RedriveView{Moved: res.Moved, Missing: res.Missing, Task: res.Task})
+	writeJSON(w, http.StatusOK, apiv1.RedriveView{Moved: res.Moved, Missing: res.Missing, Task: res.Task})
 }
 
 func (s *server) purgeDLQ(w http.ResponseWriter, r *http.Request) {
@@ -219,7 +171,7 @@ func (s *server) purgeDLQ(w http.ResponseWriter, r *http.Request) {
 
 // queueProblem is a queue error as a problem: a missing queue is a 503 (the
 // deployment lacks it), anything else a logged 500.
-func (s *server) queueProblem(r *http.Request, err error, name string) *Problem {
+func (s *server) queueProblem(r *http.Request, err error, name string) *apiv1.Problem {
 	if errors.Is(err, queue.ErrQueueNotFound) || errors.Is(err, queue.ErrClosed) {
 		return problemf(http.StatusServiceUnavailable, "", "the dead-letter queue of %s is not available: %v", name, err)
 	}

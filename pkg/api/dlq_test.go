@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/queue/embedded"
@@ -64,7 +65,7 @@ func TestDeadLettersAreTheOperators(t *testing.T) {
 		t.Fatalf("list = %d %s", resp.StatusCode, body)
 	}
 	resp, body = ah.call("GET", "/v1/dlq/verdicts/messages", op, "")
-	var peek struct{ Messages []api.DeadLetterView }
+	var peek struct{ Messages []apiv1.DeadLetterView }
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &peek) != nil || len(peek.Messages) != 1 {
 		t.Fatalf("peek = %d %s", resp.StatusCode, body)
 	}
@@ -128,11 +129,11 @@ func TestDLQListShowsTheRedriveStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp, body := ah.call("GET", "/v1/dlq", op, "")
-	var list struct{ Queues []api.DLQView }
+	var list struct{ Queues []apiv1.DLQView }
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &list) != nil || len(list.Queues) != 4 {
 		t.Fatalf("list = %d %s", resp.StatusCode, body)
 	}
-	got := map[string]*api.RedriveStatusView{}
+	got := map[string]*apiv1.RedriveStatusView{}
 	for _, v := range list.Queues {
 		got[v.Queue] = v.Redrive
 	}

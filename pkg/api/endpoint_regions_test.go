@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // TestEndpointRegionsAreValidatedAgainstTheSet: an endpoint may choose some
@@ -27,7 +28,7 @@ func TestEndpointRegionsAreValidatedAgainstTheSet(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "#/regions") || !strings.Contains(string(body), "mars") {
 		t.Fatalf("unknown region: %d %s, want 400 naming #/regions and the region", resp.StatusCode, body)
 	}
-	var patched api.EndpointView
+	var patched apiv1.EndpointView
 	h.mustJSON(http.MethodPatch, "/v1/endpoints/"+v.ID, `{"regions": ["us"]}`, http.StatusOK, &patched)
 	if !slices.Equal(patched.Regions, []string{"us"}) {
 		t.Fatalf("patched regions = %v, want [us]", patched.Regions)

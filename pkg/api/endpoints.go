@@ -4,43 +4,25 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"maps"
 	"net/http"
-	"net/url"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-// Endpoint defaults and bounds.
-const (
-	DefaultTransport = "auto"
-	DefaultSchedule  = "@every 30s"
-	DefaultTimeout   = 10 * time.Second
-	MinTimeout       = time.Second
-	MaxTimeout       = 2 * time.Minute
-	// MinRepeatInterval bounds reminder spam.
-	MinRepeatInterval = time.Minute
-
-	maxRuleCount    = 100
-	patchMaxRetries = 3
-)
-
-// Transports an endpoint may pin.
-var transports = []string{"auto", "streamable-http", "sse"}
+// patchMaxRetries bounds how often a PATCH that lost a compare-and-set
+// race is merged again on the fresh version before answering 409.
+const patchMaxRetries = 3
 
 // reservedHeaders are set by the prober itself; letting an endpoint override
 // them would break the protocol exchange or the HTTP framing.
@@ -51,147 +33,18 @@ var reservedHeaders = map[string]bool{
 	"Transfer-Encoding": true, "Upgrade": true,
 }
 
-var (
-	protocolVersionRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
-	labelKeyRE        = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./-]*$`)
-)
+var labelKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./-]*$`)
 
-// EndpointInput is the body of POST /v1/endpoints and, after a JSON merge
-// patch is applied to the stored endpoint, of PATCH. Empty fields take the
-// defaults.
-type EndpointInput struct {
-	Name      string `json:"name"`
-	URL       string `json:"url"`
-	Transport string `json:"transport,omitempty"` // auto (default) | streamable-http | sse
-	// ProtocolVersion pins a revision such as "2025-06-18"; empty negotiates.
-	ProtocolVersion  string `json:"protocolVersion,omitempty"`
-	Schedule         string `json:"schedule,omitempty"`         // default "@every 30s"
-	Timeout          string `json:"timeout,omitempty"`          // Go duration, default "10s", 1s..2m
-	LatencyThreshold string `json:"latencyThreshold,omitempty"` // Go duration ≤ timeout; empty = prober default
-	// Headers are sent with every probe; their values are secrets and never
-	// returned. In a PATCH, a value of "<redacted>" keeps the stored value.
-	Headers map[string]string `json:"headers,omitempty"`
-	Labels  map[string]string `json:"labels,omitempty"`
-	Rules   *RulesInput       `json:"rules,omitempty"`
-	Sinks   json.RawMessage   `json:"sinks,omitempty"`
-	Paused  bool              `json:"paused,omitempty"`
-	// Public publishes the endpoint's status page, JSON and badge under
-	// Slug (required then): /status/{slug}, /badge/{slug}.svg. Slugs are
-	// unique across the deployment.
-	Public bool   `json:"public,omitempty"`
-	Slug   string `json:"slug,omitempty"`
-	// ToolCheck, OAuth and CredentialWarning are the credentialed deep
-	// checks (deepcheck.go). Tool argument values and the client secret
-	// are secrets, never returned.
-	ToolCheck         *ToolCheckInput `json:"toolCheck,omitempty"`
-	OAuth             *OAuthInput     `json:"oauth,omitempty"`
-	CredentialWarning string          `json:"credentialWarning,omitempty"` // Go duration; empty = prober default (72h)
-	// Regions probe the endpoint, some of the deployment's --regions;
-	// empty: all of them (endpoint_regions.go).
-	Regions []string `json:"regions,omitempty"`
-}
-
-// RulesInput tunes verdicts and incidents; zero fields use the defaults.
-type RulesInput struct {
-	OpenAfter      int    `json:"openAfter,omitempty"`
-	OpenWindow     int    `json:"openWindow,omitempty"`
-	ResolveAfter   int    `json:"resolveAfter,omitempty"`
-	RegionQuorum   int    `json:"regionQuorum,omitempty"`
-	RepeatInterval string `json:"repeatInterval,omitempty"` // Go duration, ≥ 1m; empty = no reminders
-}
-
-// EndpointView is an endpoint as the API returns it.
-type EndpointView struct {
-	ID               string            `json:"id"`
-	Tenant           string            `json:"tenant"`
-	Name             string            `json:"name"`
-	URL              string            `json:"url"`
-	Transport        string            `json:"transport"`
-	ProtocolVersion  string            `json:"protocolVersion,omitempty"`
-	Schedule         string            `json:"schedule"`
-	Timeout          string            `json:"timeout"`
-	LatencyThreshold string            `json:"latencyThreshold,omitempty"`
-	Headers          map[string]string `json:"headers,omitempty"` // values are always "<redacted>"
-	Labels           map[string]string `json:"labels,omitempty"`
-	Rules            *RulesInput       `json:"rules,omitempty"`
-	Sinks            json.RawMessage   `json:"sinks,omitempty"` // secrets redacted
-	Paused           bool              `json:"paused"`
-	Public           bool              `json:"public,omitempty"`
-	Slug             string            `json:"slug,omitempty"`
-	Regions          []string          `json:"regions,omitempty"`
-	CreatedAt        time.Time         `json:"createdAt"`
-	UpdatedAt        time.Time         `json:"updatedAt"`
-	Version          int64             `json:"version"`
-
-	// State is the endpoint's current state: the last verdict's state (up,
-	// degraded, down, regional, no_data), "paused", or "pending" before
-	// its first verdict. StateWindow is the window that verdict decided.
-	State       string     `json:"state"`
-	StateWindow *time.Time `json:"stateWindow,omitempty"`
-
-	// Only on GET /v1/endpoints/{id}:
-	LatestResult *ResultView  `json:"latestResult,omitempty"`
-	LastVerdict  *VerdictView `json:"lastVerdict,omitempty"`
-
-	// Warnings, only on PATCH, say what the server did besides the patch:
-	// headers dropped because the URL moved to another origin.
-	Warnings []string `json:"warnings,omitempty"`
-
-	// Deep checks (deepcheck.go): argument values and the client secret
-	// are always "<redacted>".
-	ToolCheck         *ToolCheckInput `json:"toolCheck,omitempty"`
-	OAuth             *OAuthInput     `json:"oauth,omitempty"`
-	CredentialWarning string          `json:"credentialWarning,omitempty"`
-}
-
-// ResultView is the latest probe result of an endpoint.
-type ResultView struct {
-	ProbeRunID         string            `json:"probeRunId"`
-	Slot               time.Time         `json:"slot"`
-	Region             string            `json:"region,omitempty"`
-	StartedAt          time.Time         `json:"startedAt"`
-	FinishedAt         time.Time         `json:"finishedAt"`
-	Status             msg.Status        `json:"status"`
-	Class              string            `json:"class"`
-	Error              string            `json:"error,omitempty"`
-	HTTPStatus         int               `json:"httpStatus,omitempty"`
-	Transport          string            `json:"transport,omitempty"`
-	ProtocolVersion    string            `json:"protocolVersion,omitempty"`
-	ServerName         string            `json:"serverName,omitempty"`
-	ServerVersion      string            `json:"serverVersion,omitempty"`
-	Phases             map[string]string `json:"phases,omitempty"` // phase → Go duration
-	CertExpiry         *time.Time        `json:"certExpiry,omitempty"`
-	ToolCount          int               `json:"toolCount,omitempty"`
-	CatalogFingerprint string            `json:"catalogFingerprint,omitempty"`
-	CatalogTruncated   bool              `json:"catalogTruncated,omitempty"`
-	Events             []msg.Event       `json:"events,omitempty"`
-}
-
-// VerdictView is one verdict of an endpoint.
-type VerdictView struct {
-	Window         time.Time `json:"window"`
-	WindowLength   string    `json:"windowLength"`
-	State          msg.State `json:"state"`
-	Class          string    `json:"class,omitempty"`
-	Reason         string    `json:"reason,omitempty"`
-	Results        int       `json:"results"`
-	FailingRegions []string  `json:"failingRegions,omitempty"`
-	// RegionStates is each due region's state (no_data: due, silent).
-	RegionStates map[string]msg.State `json:"regionStates,omitempty"`
-	FirstProbeAt time.Time            `json:"firstProbeAt,omitzero"`
-	EmittedAt    time.Time            `json:"emittedAt,omitzero"`
-}
-
-func (s *server) endpointView(e model.Endpoint) EndpointView {
-	v := EndpointView{
-		ID: e.ID, Tenant: model.TenantOf(e.Tenant), Name: e.Name, URL: RedactURL(e.URL), Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
+func (s *server) endpointView(e model.Endpoint) apiv1.EndpointView {
+	v := apiv1.EndpointView{
+		ID: e.ID, Tenant: model.TenantOf(e.Tenant), Name: e.Name, URL: model.RedactURL(e.URL), Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
 		Schedule: e.Schedule, Timeout: e.Timeout.String(), Labels: e.Labels, Paused: e.Paused,
 		Public: e.Public, Slug: e.Slug, Regions: e.Regions, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Version: e.Version,
 	}
 	if v.Transport == "" {
 		// A record written without one (by an older version, or straight
 		// to the store) is probed as auto: say so, as the contract does.
-		v.Transport = DefaultTransport
+		v.Transport = apiv1.DefaultTransport
 	}
 	if e.LatencyThreshold > 0 {
 		v.LatencyThreshold = e.LatencyThreshold.String()
@@ -206,7 +59,7 @@ func (s *server) endpointView(e model.Endpoint) EndpointView {
 	if len(e.Sinks) > 0 {
 		v.Sinks = s.redact(e.Sinks)
 	}
-	v.setState(e, msg.Verdict{}, false)
+	setState(&v, e, msg.Verdict{}, false)
 	v.ToolCheck, v.OAuth = toolCheckView(e.ToolCheck), oauthView(e.OAuth)
 	if e.CredentialWarning > 0 {
 		v.CredentialWarning = e.CredentialWarning.String()
@@ -214,14 +67,14 @@ func (s *server) endpointView(e model.Endpoint) EndpointView {
 	return v
 }
 
-// setState fills State and StateWindow from the endpoint and its last
+// setState fills v's State and StateWindow from the endpoint and its last
 // verdict (found false when it has none yet).
-func (v *EndpointView) setState(e model.Endpoint, last msg.Verdict, found bool) {
+func setState(v *apiv1.EndpointView, e model.Endpoint, last msg.Verdict, found bool) {
 	switch {
 	case e.Paused:
-		v.State = StatePaused
+		v.State = apiv1.StatePaused
 	case !found:
-		v.State = StatePending
+		v.State = apiv1.StatePending
 	default:
 		v.State = string(last.State)
 	}
@@ -231,27 +84,21 @@ func (v *EndpointView) setState(e model.Endpoint, last msg.Verdict, found bool) 
 	}
 }
 
-// Endpoint states besides the verdict states.
-const (
-	StatePaused  = "paused"
-	StatePending = "pending" // registered, no verdict yet
-)
-
-func rulesInput(r *model.Rules) *RulesInput {
+func rulesInput(r *model.Rules) *apiv1.RulesInput {
 	if r == nil {
 		return nil
 	}
-	in := &RulesInput{OpenAfter: r.OpenAfter, OpenWindow: r.OpenWindow, ResolveAfter: r.ResolveAfter, RegionQuorum: r.RegionQuorum}
+	in := &apiv1.RulesInput{OpenAfter: r.OpenAfter, OpenWindow: r.OpenWindow, ResolveAfter: r.ResolveAfter, RegionQuorum: r.RegionQuorum}
 	if r.RepeatInterval > 0 {
 		in.RepeatInterval = r.RepeatInterval.String()
 	}
 	return in
 }
 
-// input is the stored endpoint as an EndpointInput (with real header values:
+// input is the stored endpoint as an apiv1.EndpointInput (with real header values:
 // server-side only), the base a PATCH merges into.
-func input(e model.Endpoint) EndpointInput {
-	in := EndpointInput{
+func input(e model.Endpoint) apiv1.EndpointInput {
+	in := apiv1.EndpointInput{
 		Name: e.Name, URL: e.URL, Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
 		Schedule: e.Schedule, Headers: e.Headers, Labels: e.Labels,
 		Rules: rulesInput(e.Rules), Sinks: e.Sinks, Paused: e.Paused,
@@ -267,8 +114,8 @@ func input(e model.Endpoint) EndpointInput {
 	return in
 }
 
-func resultView(r msg.ProbeResult) *ResultView {
-	v := &ResultView{
+func resultView(r msg.ProbeResult) *apiv1.ResultView {
+	v := &apiv1.ResultView{
 		ProbeRunID: r.ProbeRunID, Slot: r.Slot, Region: r.Region, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		Status: r.Status, Class: r.Class, Error: r.Error, HTTPStatus: r.HTTPStatus, Transport: r.Transport,
 		ProtocolVersion: r.ProtocolVersion, ServerName: r.ServerName, ServerVersion: r.ServerVersion,
@@ -284,244 +131,12 @@ func resultView(r msg.ProbeResult) *ResultView {
 	return v
 }
 
-func verdictView(v msg.Verdict) VerdictView {
-	return VerdictView{
+func verdictView(v msg.Verdict) apiv1.VerdictView {
+	return apiv1.VerdictView{
 		Window: v.Window, WindowLength: (time.Duration(v.WindowSecs) * time.Second).String(), State: v.State,
 		Class: v.Class, Reason: v.Reason, Results: v.Results, FailingRegions: v.FailingRegions, RegionStates: v.RegionStates,
 		FirstProbeAt: v.FirstProbeAt, EmittedAt: v.EmittedAt,
 	}
-}
-
-// toEndpoint validates in and builds the endpoint it describes (without ID,
-// timestamps or version). Every problem is collected; field details never
-// quote header values. checkTarget runs the TargetValidator: a PATCH that
-// leaves the URL alone skips it, so pausing or renaming an endpoint registered
-// under a since-tightened target policy still works.
-func (s *server) toEndpoint(in EndpointInput, checkTarget bool) (model.Endpoint, []FieldError) {
-	var errs []FieldError
-	bad := func(ptr, format string, args ...any) {
-		errs = append(errs, FieldError{Pointer: ptr, Detail: fmt.Sprintf(format, args...)})
-	}
-	e := model.Endpoint{
-		Name: strings.TrimSpace(in.Name), URL: strings.TrimSpace(in.URL), Transport: in.Transport,
-		ProtocolVersion: in.ProtocolVersion, Schedule: strings.TrimSpace(in.Schedule), Paused: in.Paused,
-		Public: in.Public, Slug: in.Slug,
-	}
-	if detail := slugProblem(e.Slug, e.Public); detail != "" {
-		bad("#/slug", "%s", detail)
-	}
-	var regionDetail string
-	e.Regions, regionDetail = endpointRegions(in.Regions, s.regions)
-	if regionDetail != "" {
-		bad("#/regions", "%s", regionDetail)
-	}
-
-	switch n := utf8.RuneCountInString(e.Name); {
-	case n == 0:
-		bad("#/name", "is required")
-	case n > maxNameLen:
-		bad("#/name", "must be at most %d characters", maxNameLen)
-	default:
-		if detail := textProblem(e.Name); detail != "" {
-			bad("#/name", "%s", detail)
-		}
-	}
-
-	if detail := checkURL(e.URL); detail != "" {
-		bad("#/url", "%s", detail)
-	} else if p := redactedParam(e.URL); p != "" {
-		bad("#/url", "query parameter %q is the redaction placeholder; send the real value (a URL on another origin does not inherit the stored one)", p)
-	} else if checkTarget && s.validURL != nil {
-		if err := s.validURL(e.URL); err != nil {
-			bad("#/url", "target refused: %v", err)
-		}
-	}
-
-	if e.Transport == "" {
-		e.Transport = DefaultTransport
-	}
-	if !slices.Contains(transports, e.Transport) {
-		bad("#/transport", "must be one of %s", strings.Join(transports, ", "))
-	}
-	if e.ProtocolVersion != "" && !protocolVersionRE.MatchString(e.ProtocolVersion) {
-		bad("#/protocolVersion", "must be a protocol revision date such as 2025-06-18")
-	} else if slices.Contains(transports, e.Transport) && s.validProt != nil {
-		if err := s.validProt(e.Transport, e.ProtocolVersion); err != nil {
-			bad("#/protocolVersion", "%v", err)
-		}
-	}
-
-	if e.Schedule == "" {
-		e.Schedule = DefaultSchedule
-	}
-	var interval time.Duration // shortest time between two slots; 0 if unknown
-	if len(e.Schedule) > maxScheduleLen {
-		bad("#/schedule", "must be at most %d characters", maxScheduleLen)
-	} else if sl, err := schedule.New("", e.Schedule); err != nil {
-		bad("#/schedule", "%v", errors.Unwrap(err))
-	} else {
-		interval = sl.ShortestInterval(s.clock.Now())
-	}
-
-	// The timeout rule: a probe must end before the endpoint's next slot,
-	// or every slot queues behind a hung probe and reports too late for its
-	// window. An explicit timeout over the interval is refused; the default
-	// is clamped to it.
-	e.Timeout = DefaultTimeout
-	if interval > 0 {
-		e.Timeout = max(min(DefaultTimeout, interval), MinTimeout)
-	}
-	if in.Timeout != "" {
-		if len(in.Timeout) > maxDurationLen {
-			bad("#/timeout", "must be at most %d characters", maxDurationLen)
-		} else if d, err := time.ParseDuration(in.Timeout); err != nil {
-			bad("#/timeout", "must be a Go duration such as \"10s\"")
-		} else if d < MinTimeout || d > MaxTimeout {
-			bad("#/timeout", "must be between %s and %s", MinTimeout, MaxTimeout)
-		} else if interval > 0 && d > interval {
-			bad("#/timeout", "%s is longer than the schedule's shortest interval (%s): a probe must end before the next one is due; use a timeout of at most %s or a longer schedule", d, interval, interval)
-		} else {
-			e.Timeout = d
-		}
-	}
-	if in.LatencyThreshold != "" {
-		if len(in.LatencyThreshold) > maxDurationLen {
-			bad("#/latencyThreshold", "must be at most %d characters", maxDurationLen)
-		} else if d, err := time.ParseDuration(in.LatencyThreshold); err != nil {
-			bad("#/latencyThreshold", "must be a Go duration such as \"2s\"")
-		} else if d <= 0 || d > e.Timeout {
-			bad("#/latencyThreshold", "must be positive and at most the timeout (%s)", e.Timeout)
-		} else {
-			e.LatencyThreshold = d
-		}
-	}
-
-	if len(in.Headers) > maxHeaders {
-		bad("#/headers", "at most %d headers", maxHeaders)
-	} else if len(in.Headers) > 0 {
-		e.Headers = make(map[string]string, len(in.Headers))
-		for _, name := range slices.Sorted(maps.Keys(in.Headers)) {
-			val := in.Headers[name]
-			canon := http.CanonicalHeaderKey(name)
-			ptr := "#/headers/" + pointerEscape(name)
-			switch {
-			case len(name) > maxHeaderNameLen:
-				bad(ptr, "header names are at most %d characters", maxHeaderNameLen)
-			case !validHeaderName(name):
-				bad(ptr, "is not a valid HTTP header name")
-			case reservedHeaders[canon]:
-				bad(ptr, "is set by the prober and cannot be overridden")
-			case !validHeaderValue(val):
-				bad(ptr, "value must not contain control characters (CR, LF, NUL, VT, ESC, DEL, ...); only tab is allowed")
-			case len(val) > maxHeaderValue:
-				bad(ptr, "value must be at most %d bytes", maxHeaderValue)
-			case val == Redacted:
-				bad(ptr, "value is the redaction placeholder; send the real value")
-			default:
-				if _, dup := e.Headers[canon]; dup {
-					bad(ptr, "duplicates another header differing only in case")
-				}
-				e.Headers[canon] = val
-			}
-		}
-	}
-
-	if len(in.Labels) > maxLabels {
-		bad("#/labels", "at most %d labels", maxLabels)
-	} else if len(in.Labels) > 0 {
-		e.Labels = make(map[string]string, len(in.Labels))
-		for _, k := range slices.Sorted(maps.Keys(in.Labels)) {
-			v := in.Labels[k]
-			ptr := "#/labels/" + pointerEscape(k)
-			switch {
-			case len(k) > maxLabelKeyLen || !labelKeyRE.MatchString(k):
-				bad(ptr, "label names match %s and are at most %d characters", labelKeyRE, maxLabelKeyLen)
-			case len(v) > maxLabelValLen || !utf8.ValidString(v):
-				bad(ptr, "label values are valid UTF-8 of at most %d bytes", maxLabelValLen)
-			case v != "" && textProblem(v) != "":
-				bad(ptr, "label value %s", textProblem(v))
-			default:
-				e.Labels[k] = v
-			}
-		}
-	}
-
-	if in.Rules != nil {
-		r := &model.Rules{OpenAfter: in.Rules.OpenAfter, OpenWindow: in.Rules.OpenWindow, ResolveAfter: in.Rules.ResolveAfter, RegionQuorum: in.Rules.RegionQuorum}
-		// A slice, not a map: problems come out in the same order every time.
-		for _, f := range []struct {
-			ptr string
-			n   int
-		}{{"#/rules/openAfter", r.OpenAfter}, {"#/rules/openWindow", r.OpenWindow}, {"#/rules/resolveAfter", r.ResolveAfter}, {"#/rules/regionQuorum", r.RegionQuorum}} {
-			if f.n < 0 || f.n > maxRuleCount {
-				bad(f.ptr, "must be between 0 (default) and %d", maxRuleCount)
-			}
-		}
-		if r.OpenAfter > 0 && r.OpenWindow > 0 && r.OpenWindow < r.OpenAfter {
-			bad("#/rules/openWindow", "must be at least openAfter (%d)", r.OpenAfter)
-		}
-		if in.Rules.RepeatInterval != "" {
-			if len(in.Rules.RepeatInterval) > maxDurationLen {
-				bad("#/rules/repeatInterval", "must be at most %d characters", maxDurationLen)
-			} else if d, err := time.ParseDuration(in.Rules.RepeatInterval); err != nil {
-				bad("#/rules/repeatInterval", "must be a Go duration such as \"4h\"")
-			} else if d < MinRepeatInterval {
-				bad("#/rules/repeatInterval", "must be at least %s", MinRepeatInterval)
-			} else {
-				r.RepeatInterval = d
-			}
-		}
-		if *r != (model.Rules{}) {
-			e.Rules = r
-		}
-	}
-
-	if sinks := bytes.TrimSpace(in.Sinks); len(sinks) > 0 && !bytes.Equal(sinks, []byte("null")) {
-		if detail := sinksCapProblem(sinks); detail != "" {
-			bad("#/sinks", "%s", detail)
-		} else if bytes.Contains(sinks, []byte(Redacted)) || bytes.Contains(sinks, escapedRedacted) {
-			bad("#/sinks", "contains the redaction placeholder; send the real values, or in a PATCH omit the members to keep them")
-		} else if s.validSink != nil {
-			if err := s.validSink(json.RawMessage(sinks)); err != nil {
-				bad("#/sinks", "%v", err)
-			}
-		}
-		e.Sinks = json.RawMessage(bytes.Clone(sinks))
-	}
-	s.deepChecks(in, &e, bad)
-	return e, errs
-}
-
-// checkURL returns why raw is not an acceptable endpoint URL, or "".
-func checkURL(raw string) string {
-	if raw == "" {
-		return "is required"
-	}
-	if len(raw) > maxURLLen {
-		return fmt.Sprintf("must be at most %d characters", maxURLLen)
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "is not a valid URL"
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "scheme must be http or https"
-	case u.Opaque != "":
-		return "must be an absolute URL such as https://example.com/mcp"
-	case u.User != nil:
-		return "must not contain credentials (user:password@); use headers instead"
-	case u.Hostname() == "":
-		return "must include a host"
-	case u.Fragment != "":
-		return "must not contain a fragment"
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return "port must be between 1 and 65535"
-		}
-	}
-	return ""
 }
 
 func validHeaderName(name string) bool {
@@ -549,7 +164,7 @@ func (s *server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	var in EndpointInput
+	var in apiv1.EndpointInput
 	if p := decodeStrict(body, &in); p != nil {
 		writeProblem(w, r, p)
 		return
@@ -583,15 +198,7 @@ func (s *server) createEndpoint(w http.ResponseWriter, r *http.Request) {
 // endpointStates are the values of ?state= on GET /v1/endpoints.
 var endpointStates = []string{
 	string(msg.StateUp), string(msg.StateDegraded), string(msg.StateDown), string(msg.StateRegional),
-	string(msg.StateNoData), StatePaused, StatePending,
-}
-
-// EndpointList is the body of GET /v1/endpoints.
-type EndpointList struct {
-	Endpoints []EndpointView `json:"endpoints"`
-	// NextCursor, when present, fetches the next page (?cursor=); absent on
-	// the last page.
-	NextCursor string `json:"nextCursor,omitempty"`
+	string(msg.StateNoData), apiv1.StatePaused, apiv1.StatePending,
 }
 
 // listEndpoints serves one page of the tenant's endpoints in ID order:
@@ -623,7 +230,7 @@ func (s *server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, s.storeProblem(r, err, "endpoints"))
 		return
 	}
-	out := EndpointList{Endpoints: make([]EndpointView, 0, len(page.Endpoints))}
+	out := apiv1.EndpointList{Endpoints: make([]apiv1.EndpointView, 0, len(page.Endpoints))}
 	for _, e := range page.Endpoints {
 		if !sel.matches(e.Labels) {
 			continue
@@ -634,7 +241,7 @@ func (s *server) listEndpoints(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, r, s.storeProblem(r, err, "last verdict of endpoint "+e.ID))
 			return
 		}
-		v.setState(e, last, err == nil)
+		setState(&v, e, last, err == nil)
 		if states != nil && !states[v.State] {
 			continue
 		}
@@ -669,7 +276,7 @@ func (s *server) getEndpoint(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, s.storeProblem(r, err, "last verdict of endpoint "+id))
 		return
 	}
-	v.setState(e, vd, err == nil)
+	setState(&v, e, vd, err == nil)
 	// The ETag names the configuration version (not the probe data), for
 	// If-Match on PATCH.
 	w.Header().Set("ETag", etag(e.Version))
@@ -699,7 +306,7 @@ func (s *server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if ifMatch != "" && !etagMatches(ifMatch, cur.Version) {
-			writeProblem(w, r, problemf(http.StatusPreconditionFailed, TypeVersionConflict,
+			writeProblem(w, r, problemf(http.StatusPreconditionFailed, apiv1.TypeVersionConflict,
 				"endpoint %s is at version %d, not the one in If-Match; GET it again and reapply the change", id, cur.Version))
 			return
 		}
@@ -717,7 +324,7 @@ func (s *server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 			writeProblem(w, r, p)
 			return
 		}
-		var in EndpointInput
+		var in apiv1.EndpointInput
 		if p := decodeStrict(checked, &in); p != nil {
 			writeProblem(w, r, p)
 			return
@@ -781,7 +388,7 @@ func lookupHeader(h map[string]string, name string) (string, bool) {
 // duplicate keys and deep nesting). Header names in it are canonicalized
 // like stored ones, so {"headers": {"authorization": null}} removes the
 // stored "Authorization".
-func decodePatch(body checkedJSON) (map[string]any, *Problem) {
+func decodePatch(body checkedJSON) (map[string]any, *apiv1.Problem) {
 	var patch map[string]any
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -789,10 +396,10 @@ func decodePatch(body checkedJSON) (map[string]any, *Problem) {
 		return nil, jsonProblem(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, invalid(FieldError{Pointer: "#", Detail: "unexpected data after the JSON value"})
+		return nil, invalid(apiv1.FieldError{Pointer: "#", Detail: "unexpected data after the JSON value"})
 	}
 	if patch == nil {
-		return nil, invalid(FieldError{Pointer: "#", Detail: "a merge patch must be a JSON object"})
+		return nil, invalid(apiv1.FieldError{Pointer: "#", Detail: "a merge patch must be a JSON object"})
 	}
 	if hs, ok := patch["headers"].(map[string]any); ok {
 		canon := make(map[string]any, len(hs))
@@ -882,13 +489,13 @@ func (s *server) listVerdicts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	vs, next := cutPage(vs, limit, func(v store.VerdictRecord) cursor { return cursor{Kind: cursorVerdicts, At: v.Window} })
-	out := make([]VerdictView, 0, len(vs))
+	out := make([]apiv1.VerdictView, 0, len(vs))
 	for _, v := range vs {
 		out = append(out, verdictView(v))
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Verdicts   []VerdictView `json:"verdicts"`
-		NextCursor string        `json:"nextCursor,omitempty"`
+		Verdicts   []apiv1.VerdictView `json:"verdicts"`
+		NextCursor string              `json:"nextCursor,omitempty"`
 	}{out, next})
 }
 

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -40,7 +42,7 @@ func TestClientErrors(t *testing.T) {
 	epPath := "/v1/endpoints/" + ep.ID
 	seedIncident(t, h, "inc-open", ep.ID, model.IncidentOpen)
 	seedIncident(t, h, "inc-resolved", ep.ID, model.IncidentResolved)
-	var mw api.MaintenanceView
+	var mw apiv1.MaintenanceView
 	h.mustJSON("POST", "/v1/maintenance", `{"endpointIds":["`+ep.ID+`"],"start":"2026-03-02T00:00:00Z","end":"2026-03-02T01:00:00Z"}`, http.StatusCreated, &mw)
 	mwPath := "/v1/maintenance/" + mw.ID
 
@@ -60,7 +62,7 @@ func TestClientErrors(t *testing.T) {
 		typ         string // expected problem type when set
 	}{
 		// Body framing.
-		{"invalid JSON", "POST", "/v1/endpoints", "", `{"name":`, 400, "#", api.TypeInvalidRequest},
+		{"invalid JSON", "POST", "/v1/endpoints", "", `{"name":`, 400, "#", apiv1.TypeInvalidRequest},
 		{"syntax error", "POST", "/v1/endpoints", "", `{"name" "x"}`, 400, "#", ""},
 		{"not an object", "POST", "/v1/endpoints", "", `["x"]`, 400, "#", ""},
 		{"unknown field", "POST", "/v1/endpoints", "", valid(`,"bogus":1`), 400, "#/bogus", ""},
@@ -136,7 +138,7 @@ func TestClientErrors(t *testing.T) {
 		// Incidents.
 		{"incident unknown", "GET", "/v1/incidents/nope", "", "", 404, "", ""},
 		{"ack unknown", "POST", "/v1/incidents/nope/ack", "", "", 404, "", ""},
-		{"ack resolved", "POST", "/v1/incidents/inc-resolved/ack", "", "", 409, "", api.TypeIncidentResolved},
+		{"ack resolved", "POST", "/v1/incidents/inc-resolved/ack", "", "", 409, "", apiv1.TypeIncidentResolved},
 		{"ack unknown field", "POST", "/v1/incidents/inc-open/ack", "", `{"who":"me"}`, 400, "#/who", ""},
 		{"ack wrong content type", "POST", "/v1/incidents/inc-open/ack", "text/plain", `by me`, 415, "", ""},
 
@@ -158,10 +160,10 @@ func TestClientErrors(t *testing.T) {
 			if resp.StatusCode != tc.status {
 				t.Fatalf("%s %s = %d %s, want %d", tc.method, tc.path, resp.StatusCode, truncate(b), tc.status)
 			}
-			if ct := resp.Header.Get("Content-Type"); ct != api.ProblemContentType {
-				t.Errorf("Content-Type = %q, want %s", ct, api.ProblemContentType)
+			if ct := resp.Header.Get("Content-Type"); ct != apiv1.ProblemContentType {
+				t.Errorf("Content-Type = %q, want %s", ct, apiv1.ProblemContentType)
 			}
-			var p api.Problem
+			var p apiv1.Problem
 			if err := json.Unmarshal(b, &p); err != nil {
 				t.Fatalf("problem body %s: %v", truncate(b), err)
 			}
@@ -249,4 +251,29 @@ func seedIncident(t *testing.T, h *harness, id, endpointID string, state model.I
 		t.Fatal(err)
 	}
 	return got
+}
+
+// TestEveryFieldProblemInFieldOrder: a body with many mistakes hears of
+// each, in the order of the fields, whether the rule is the model's (URL
+// form, transport, revision, rule bounds) or the request's.
+func TestEveryFieldProblemInFieldOrder(t *testing.T) {
+	h := newHarness(t)
+	body := `{"name":"","url":"ftp://b.example/mcp","transport":"ws","protocolVersion":"latest","timeout":"soon",` +
+		`"labels":{"1a":"x"},"rules":{"openAfter":-1,"openWindow":200,"repeatInterval":"1s"}}`
+	var p apiv1.Problem
+	h.mustJSON("POST", "/v1/endpoints", body, http.StatusBadRequest, &p)
+	want := []apiv1.FieldError{
+		{Pointer: "#/name", Detail: "is required"},
+		{Pointer: "#/url", Detail: "scheme must be http or https"},
+		{Pointer: "#/transport", Detail: "must be one of auto, streamable-http, sse"},
+		{Pointer: "#/protocolVersion", Detail: "must be a protocol revision date such as 2025-06-18"},
+		{Pointer: "#/timeout", Detail: `must be a Go duration such as "10s"`},
+		{Pointer: "#/labels/1a", Detail: "label names match ^[A-Za-z_][A-Za-z0-9_./-]*$ and are at most 63 characters"},
+		{Pointer: "#/rules/openAfter", Detail: "must be between 0 (default) and 100"},
+		{Pointer: "#/rules/openWindow", Detail: "must be between 0 (default) and 100"},
+		{Pointer: "#/rules/repeatInterval", Detail: "must be at least 1m0s"},
+	}
+	if !slices.Equal(p.Errors, want) {
+		t.Fatalf("errors:\n got %+v\nwant %+v", p.Errors, want)
+	}
 }

@@ -8,13 +8,12 @@ package api
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -28,27 +27,8 @@ type EventLister interface {
 	ListEvents(ctx context.Context, endpointID string, f store.EventFilter) ([]model.ChangeEvent, error)
 }
 
-// EventView is a change event as the API shows it.
-type EventView struct {
-	ID          string          `json:"id"`
-	EndpointID  string          `json:"endpointId"`
-	Kind        string          `json:"kind"`
-	Fingerprint string          `json:"fingerprint"`
-	ObservedAt  time.Time       `json:"observedAt"`
-	RecordedAt  time.Time       `json:"recordedAt,omitzero"`
-	Region      string          `json:"region,omitempty"`
-	ProbeRunID  string          `json:"probeRunId,omitempty"`
-	Source      string          `json:"source,omitempty"`
-	Severity    string          `json:"severity,omitempty"`
-	Message     string          `json:"message"`
-	Before      string          `json:"before,omitempty"`
-	After       string          `json:"after,omitempty"`
-	Diff        json.RawMessage `json:"diff,omitempty"`
-	Details     json.RawMessage `json:"details,omitempty"`
-}
-
-func eventView(e model.ChangeEvent) EventView {
-	return EventView{
+func eventView(e model.ChangeEvent) apiv1.EventView {
+	return apiv1.EventView{
 		ID: e.ID, EndpointID: e.EndpointID, Kind: e.Kind, Fingerprint: e.Fingerprint,
 		ObservedAt: e.ObservedAt, RecordedAt: e.RecordedAt, Region: e.Region, ProbeRunID: e.ProbeRunID,
 		Source: e.Source, Severity: e.Severity, Message: e.Message, Before: e.Before, After: e.After,
@@ -65,7 +45,7 @@ func (s *server) listEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	kind := r.URL.Query().Get("kind")
 	if kind != "" && !model.IsEventKind(kind) {
-		writeProblem(w, r, invalid(FieldError{Pointer: "?kind", Detail: "must be one of " + strings.Join(model.EventKinds(), ", ")}))
+		writeProblem(w, r, invalid(apiv1.FieldError{Pointer: "?kind", Detail: "must be one of " + strings.Join(model.EventKinds(), ", ")}))
 		return
 	}
 	if _, p := s.endpointOf(r, id); p != nil {
@@ -75,7 +55,7 @@ func (s *server) listEvents(w http.ResponseWriter, r *http.Request) {
 	f := store.EventFilter{Kind: kind, Limit: limit + 1}
 	if cur != nil {
 		if _, err := hex.DecodeString(cur.ID); err != nil || len(cur.ID) != 32 {
-			writeProblem(w, r, invalid(FieldError{Pointer: "?cursor", Detail: "is not a cursor of this list; pass nextCursor from the previous page unchanged, or omit it to start over"}))
+			writeProblem(w, r, invalid(apiv1.FieldError{Pointer: "?cursor", Detail: "is not a cursor of this list; pass nextCursor from the previous page unchanged, or omit it to start over"}))
 			return
 		}
 		f.Before = cur.ID
@@ -89,12 +69,12 @@ func (s *server) listEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	evs, next := cutPage(evs, limit, func(e model.ChangeEvent) cursor { return cursor{Kind: cursorEvents, ID: e.ID} })
-	out := make([]EventView, 0, len(evs))
+	out := make([]apiv1.EventView, 0, len(evs))
 	for _, e := range evs {
 		out = append(out, eventView(e))
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Events     []EventView `json:"events"`
-		NextCursor string      `json:"nextCursor,omitempty"`
+		Events     []apiv1.EventView `json:"events"`
+		NextCursor string            `json:"nextCursor,omitempty"`
 	}{out, next})
 }

@@ -11,12 +11,13 @@ import (
 
 	"github.com/mcpmon/mcpmon/alerter/sinks"
 	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 type eventPage struct {
-	Events     []api.EventView `json:"events"`
-	NextCursor string          `json:"nextCursor"`
+	Events     []apiv1.EventView `json:"events"`
+	NextCursor string            `json:"nextCursor"`
 }
 
 // TestEventPagesNewestFirst: the event list walks newest first page by

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // depthOf is the deepest nesting of a valid JSON document, by the
@@ -91,7 +93,7 @@ func FuzzCheckJSON(f *testing.F) {
 		case p != nil:
 			return
 		}
-		var in EndpointInput
+		var in apiv1.EndpointInput
 		_ = decodeStrict(checked, &in)
 		_, _ = decodePatch(checked)
 	})

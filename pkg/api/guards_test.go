@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
 )
@@ -38,7 +39,7 @@ func TestStateChangesRequireJSON(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := snapshot(t, h)
 			resp, b := h.do(tc.method, tc.path, tc.contentType, tc.body)
-			if resp.StatusCode != tc.want || resp.Header.Get("Content-Type") != api.ProblemContentType {
+			if resp.StatusCode != tc.want || resp.Header.Get("Content-Type") != apiv1.ProblemContentType {
 				t.Fatalf("%s %s (%s) = %d %s %s, want %d problem+json", tc.method, tc.path, tc.contentType, resp.StatusCode, resp.Header.Get("Content-Type"), b, tc.want)
 			}
 			if after := snapshot(t, h); after != before {
@@ -47,9 +48,9 @@ func TestStateChangesRequireJSON(t *testing.T) {
 		})
 	}
 	// The same empty acknowledgement with a JSON content type is accepted.
-	var got api.IncidentView
+	var got apiv1.IncidentView
 	h.mustJSON("POST", "/v1/incidents/inc/ack", "", http.StatusOK, &got)
-	if got.State != model.IncidentAcknowledged {
+	if got.State != string(model.IncidentAcknowledged) {
 		t.Fatalf("JSON ack: %+v", got)
 	}
 }
@@ -120,7 +121,7 @@ func TestHostAllowList(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != tc.want || tc.want == 421 && resp.Header.Get("Content-Type") != api.ProblemContentType {
+		if resp.StatusCode != tc.want || tc.want == 421 && resp.Header.Get("Content-Type") != apiv1.ProblemContentType {
 			t.Errorf("Host %q = %d %s, want %d", tc.host, resp.StatusCode, resp.Header.Get("Content-Type"), tc.want)
 		}
 	}
@@ -188,10 +189,10 @@ func TestValidationGaps(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := snapshot(t, h)
 			resp, b := h.do(tc.method, tc.path, "", tc.body)
-			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != api.ProblemContentType {
+			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != apiv1.ProblemContentType {
 				t.Fatalf("%s %s = %d %s, want a 400 problem", tc.method, tc.path, resp.StatusCode, b)
 			}
-			var p api.Problem
+			var p apiv1.Problem
 			if err := json.Unmarshal(b, &p); err != nil {
 				t.Fatal(err)
 			}
@@ -221,7 +222,7 @@ func TestValidationErrorsInStableOrder(t *testing.T) {
 		"#/rules/openAfter", "#/rules/openWindow", "#/rules/resolveAfter", "#/rules/regionQuorum"}
 	for range 20 {
 		resp, b := h.do("POST", "/v1/endpoints", "", body)
-		var p api.Problem
+		var p apiv1.Problem
 		if err := json.Unmarshal(b, &p); err != nil || resp.StatusCode != 400 {
 			t.Fatalf("%d %s: %v", resp.StatusCode, b, err)
 		}

@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -23,59 +23,31 @@ const (
 	MaxListLimit     = 1000
 )
 
-// IncidentView is an incident as the API returns it (without the alerter's
-// private data).
-type IncidentView struct {
-	ID         string `json:"id"`
-	EndpointID string `json:"endpointId"`
-	// Kind is global or regional (some regions, fewer than the quorum,
-	// failing: Regions names them); Severity critical or warning.
-	Kind           model.IncidentKind  `json:"kind"`
-	Severity       string              `json:"severity"`
-	Regions        []string            `json:"regions,omitempty"`
-	State          model.IncidentState `json:"state"`
-	OpenedWindow   time.Time           `json:"openedWindow"`
-	OpenedAt       time.Time           `json:"openedAt"`
-	FirstFailure   time.Time           `json:"firstFailure"`
-	Class          string              `json:"class,omitempty"`
-	Reason         string              `json:"reason,omitempty"`
-	AckedAt        *time.Time          `json:"ackedAt,omitempty"`
-	AckedBy        string              `json:"ackedBy,omitempty"`
-	ResolvedWindow *time.Time          `json:"resolvedWindow,omitempty"`
-	ResolvedAt     *time.Time          `json:"resolvedAt,omitempty"`
-	Transitions    []model.Transition  `json:"transitions"`
-	Version        int64               `json:"version"`
-}
-
-func incidentView(inc model.Incident) IncidentView {
-	tr := inc.Transitions
-	if tr == nil {
-		tr = []model.Transition{}
+func incidentView(inc model.Incident) apiv1.IncidentView {
+	tr := make([]apiv1.TransitionView, 0, len(inc.Transitions))
+	for _, t := range inc.Transitions {
+		tr = append(tr, apiv1.TransitionView{At: t.At, From: string(t.From), To: string(t.To), Reason: t.Reason})
 	}
-	return IncidentView{
-		ID: inc.ID, EndpointID: inc.EndpointID, State: inc.State, OpenedWindow: inc.OpenedWindow,
+	return apiv1.IncidentView{
+		ID: inc.ID, EndpointID: inc.EndpointID, State: string(inc.State), OpenedWindow: inc.OpenedWindow,
 		OpenedAt: inc.OpenedAt, FirstFailure: inc.FirstFailure, Class: inc.Class, Reason: inc.Reason,
 		AckedAt: inc.AckedAt, AckedBy: inc.AckedBy, ResolvedWindow: inc.ResolvedWindow,
 		ResolvedAt: inc.ResolvedAt, Transitions: tr, Version: inc.Version,
-		Kind: cmp.Or(inc.Kind, model.IncidentGlobal), Severity: model.IncidentSeverity(inc.Kind), Regions: inc.Regions,
+		Kind: string(cmp.Or(inc.Kind, model.IncidentGlobal)), Severity: model.IncidentSeverity(inc.Kind), Regions: inc.Regions,
 	}
 }
 
-// IncidentDetail is one incident with what each sink was told about it
-// (GET /v1/incidents/{id}).
-type IncidentDetail struct {
-	IncidentView
-	// Notifications has one entry per notification kind (open,
-	// reminder-N, resolve) and sink, in that order (store.SortDeliveries).
-	// Errors come redacted from the alerter: no sink URL, token or secret.
-	// A tenant other than the operator's sees only its endpoint's own
-	// sinks here (tenantDeliveries).
-	Notifications []model.Delivery `json:"notifications"`
-	// OperatorNotifications counts the notifications left out of
-	// Notifications: those to sinks the tenant does not configure (the
-	// operator's global sinks), whose names, receivers and errors are the
-	// operator's network, not the tenant's.
-	OperatorNotifications int `json:"operatorNotifications,omitempty"`
+// deliveryViews is ds as the API shows them; never nil, so an incident
+// without notifications says [].
+func deliveryViews(ds []model.Delivery) []apiv1.DeliveryView {
+	out := make([]apiv1.DeliveryView, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, apiv1.DeliveryView{
+			Kind: d.Kind, Sink: d.Sink, Outcome: string(d.Outcome), Attempts: d.Attempts,
+			FirstAttemptAt: d.FirstAttemptAt, LastAttemptAt: d.LastAttemptAt, DeliveredAt: d.DeliveredAt, LastError: d.LastError,
+		})
+	}
+	return out
 }
 
 // tenantDeliveries is what a tenant is shown of an incident's deliveries.
@@ -118,25 +90,19 @@ func endpointSinkNames(raw json.RawMessage) map[string]bool {
 	return names
 }
 
-// AckInput is the optional body of POST /v1/incidents/{id}/ack.
-type AckInput struct {
-	By     string `json:"by,omitempty"`
-	Reason string `json:"reason,omitempty"`
-}
-
 const (
 	maxAckBy     = 200
 	maxAckReason = 1000
 )
 
-func limitParam(r *http.Request) (int, *Problem) {
+func limitParam(r *http.Request) (int, *apiv1.Problem) {
 	raw := r.URL.Query().Get("limit")
 	if raw == "" {
 		return DefaultListLimit, nil
 	}
 	n, err := strconv.Atoi(raw)
 	if err != nil || n < 1 || n > MaxListLimit {
-		return 0, invalid(FieldError{Pointer: "?limit", Detail: fmt.Sprintf("must be an integer between 1 and %d", MaxListLimit)})
+		return 0, invalid(apiv1.FieldError{Pointer: "?limit", Detail: fmt.Sprintf("must be an integer between 1 and %d", MaxListLimit)})
 	}
 	return n, nil
 }
@@ -158,7 +124,7 @@ func (s *server) listIncidents(w http.ResponseWriter, r *http.Request) {
 	switch f.State {
 	case "", model.IncidentOpen, model.IncidentAcknowledged, model.IncidentResolved:
 	default:
-		writeProblem(w, r, invalid(FieldError{Pointer: "?state", Detail: "must be open, acknowledged or resolved"}))
+		writeProblem(w, r, invalid(apiv1.FieldError{Pointer: "?state", Detail: "must be open, acknowledged or resolved"}))
 		return
 	}
 	incs, err := s.store.ListIncidents(r.Context(), f)
@@ -169,13 +135,13 @@ func (s *server) listIncidents(w http.ResponseWriter, r *http.Request) {
 	incs, next := cutPage(incs, limit, func(last model.Incident) cursor {
 		return cursor{Kind: cursorIncidents, At: last.OpenedWindow, ID: last.ID}
 	})
-	out := make([]IncidentView, 0, len(incs))
+	out := make([]apiv1.IncidentView, 0, len(incs))
 	for _, inc := range incs {
 		out = append(out, incidentView(inc))
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Incidents  []IncidentView `json:"incidents"`
-		NextCursor string         `json:"nextCursor,omitempty"`
+		Incidents  []apiv1.IncidentView `json:"incidents"`
+		NextCursor string               `json:"nextCursor,omitempty"`
 	}{out, next})
 }
 
@@ -206,7 +172,7 @@ func (s *server) getIncident(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	shown, hidden := tenantDeliveries(ds, tenant, own, s.opSinks)
-	writeJSON(w, http.StatusOK, IncidentDetail{IncidentView: incidentView(inc), Notifications: shown, OperatorNotifications: hidden})
+	writeJSON(w, http.StatusOK, apiv1.IncidentDetail{IncidentView: incidentView(inc), Notifications: deliveryViews(shown), OperatorNotifications: hidden})
 }
 
 // ackIncident moves an open incident to acknowledged and records the
@@ -220,7 +186,7 @@ func (s *server) ackIncident(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	var in AckInput
+	var in apiv1.AckInput
 	if body != nil {
 		if p := decodeStrict(body, &in); p != nil {
 			writeProblem(w, r, p)
@@ -228,16 +194,16 @@ func (s *server) ackIncident(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	in.By, in.Reason = strings.TrimSpace(in.By), strings.TrimSpace(in.Reason)
-	var errs []FieldError
+	var errs []apiv1.FieldError
 	if len(in.By) > maxAckBy {
-		errs = append(errs, FieldError{Pointer: "#/by", Detail: fmt.Sprintf("must be at most %d bytes", maxAckBy)})
+		errs = append(errs, apiv1.FieldError{Pointer: "#/by", Detail: fmt.Sprintf("must be at most %d bytes", maxAckBy)})
 	} else if detail := textProblem(in.By); detail != "" {
-		errs = append(errs, FieldError{Pointer: "#/by", Detail: detail})
+		errs = append(errs, apiv1.FieldError{Pointer: "#/by", Detail: detail})
 	}
 	if len(in.Reason) > maxAckReason {
-		errs = append(errs, FieldError{Pointer: "#/reason", Detail: fmt.Sprintf("must be at most %d bytes", maxAckReason)})
+		errs = append(errs, apiv1.FieldError{Pointer: "#/reason", Detail: fmt.Sprintf("must be at most %d bytes", maxAckReason)})
 	} else if detail := textProblem(in.Reason); detail != "" {
-		errs = append(errs, FieldError{Pointer: "#/reason", Detail: detail})
+		errs = append(errs, apiv1.FieldError{Pointer: "#/reason", Detail: detail})
 	}
 	if len(errs) > 0 {
 		writeProblem(w, r, invalid(errs...))
@@ -255,7 +221,7 @@ func (s *server) ackIncident(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, incidentView(inc))
 			return
 		case model.IncidentResolved:
-			writeProblem(w, r, problemf(http.StatusConflict, TypeIncidentResolved, "incident %s is already resolved; only an open incident can be acknowledged", id))
+			writeProblem(w, r, problemf(http.StatusConflict, apiv1.TypeIncidentResolved, "incident %s is already resolved; only an open incident can be acknowledged", id))
 			return
 		}
 		now := s.clock.Now().UTC()

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
@@ -28,7 +28,7 @@ func TestListAndGetIncidents(t *testing.T) {
 		{"?endpoint=ep-c", ""},
 		{"?limit=1", "x"}, // one of them
 	} {
-		var out struct{ Incidents []api.IncidentView }
+		var out struct{ Incidents []apiv1.IncidentView }
 		h.mustJSON("GET", "/v1/incidents"+tc.query, "", http.StatusOK, &out)
 		var ids []string
 		for _, inc := range out.Incidents {
@@ -50,9 +50,9 @@ func TestListAndGetIncidents(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || strings.Contains(string(b), "alerter state") || strings.Contains(string(b), `"data"`) {
 		t.Fatalf("GET incident = %d %s: want 200 without the alerter's private data", resp.StatusCode, b)
 	}
-	var inc api.IncidentView
+	var inc apiv1.IncidentView
 	h.mustJSON("GET", "/v1/incidents/a-open", "", http.StatusOK, &inc)
-	if inc.EndpointID != "ep-a" || inc.State != model.IncidentOpen || inc.Class != "timeout" || len(inc.Transitions) != 1 || inc.Version != 1 {
+	if inc.EndpointID != "ep-a" || inc.State != string(model.IncidentOpen) || inc.Class != "timeout" || len(inc.Transitions) != 1 || inc.Version != 1 {
 		t.Errorf("incident %+v", inc)
 	}
 }
@@ -62,13 +62,13 @@ func TestAckIncident(t *testing.T) {
 	seedIncident(t, h, "inc", "ep-a", model.IncidentOpen)
 	h.clock.Advance(3 * time.Minute)
 
-	var got api.IncidentView
+	var got apiv1.IncidentView
 	h.mustJSON("POST", "/v1/incidents/inc/ack", `{"by":"alice","reason":"looking into it"}`, http.StatusOK, &got)
-	if got.State != model.IncidentAcknowledged || got.AckedBy != "alice" || got.AckedAt == nil || !got.AckedAt.Equal(h.clock.Now()) {
+	if got.State != string(model.IncidentAcknowledged) || got.AckedBy != "alice" || got.AckedAt == nil || !got.AckedAt.Equal(h.clock.Now()) {
 		t.Fatalf("acked incident %+v", got)
 	}
 	last := got.Transitions[len(got.Transitions)-1]
-	if len(got.Transitions) != 2 || last.From != model.IncidentOpen || last.To != model.IncidentAcknowledged ||
+	if len(got.Transitions) != 2 || last.From != string(model.IncidentOpen) || last.To != string(model.IncidentAcknowledged) ||
 		!last.At.Equal(h.clock.Now()) || last.Reason != "acknowledged via API by alice: looking into it" {
 		t.Fatalf("transitions %+v", got.Transitions)
 	}
@@ -108,7 +108,7 @@ func TestIncidentShowsNotificationsPerSink(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var got api.IncidentDetail
+	var got apiv1.IncidentDetail
 	h.mustJSON("GET", "/v1/incidents/inc", "", http.StatusOK, &got)
 	var order []string
 	for _, n := range got.Notifications {
@@ -117,7 +117,7 @@ func TestIncidentShowsNotificationsPerSink(t *testing.T) {
 	if want := []string{"open/chat/failed", "open/webhook/delivered", "resolve/webhook/muted"}; !slices.Equal(order, want) {
 		t.Fatalf("notifications %v, want %v", order, want)
 	}
-	if got.ID != "inc" || got.State != model.IncidentResolved {
+	if got.ID != "inc" || got.State != string(model.IncidentResolved) {
 		t.Fatalf("incident fields lost next to the notifications: %+v", got.IncidentView)
 	}
 	_, b = h.do("GET", "/v1/incidents/inc", "", "")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 )
 
@@ -21,29 +22,14 @@ func (s *server) keyRoutes(r chi.Router) {
 	r.Delete("/{id}", s.revokeKey)
 }
 
-// KeyView is an API key as the API shows it. Key is set only in the
-// response that creates it.
-type KeyView struct {
-	ID       string     `json:"id"`
-	Name     string     `json:"name"`
-	Tenant   string     `json:"tenant"`
-	Scope    auth.Scope `json:"scope"`
-	Status   string     `json:"status"`
-	Created  time.Time  `json:"created"`
-	Expires  *time.Time `json:"expires,omitempty"`
-	Revoked  *time.Time `json:"revoked,omitempty"`
-	LastUsed *time.Time `json:"lastUsed,omitempty"`
-	Key      string     `json:"key,omitempty"`
-}
-
-func keyView(k auth.Key, now time.Time) KeyView {
+func keyView(k auth.Key, now time.Time) apiv1.KeyView {
 	opt := func(t time.Time) *time.Time {
 		if t.IsZero() {
 			return nil
 		}
 		return &t
 	}
-	return KeyView{ID: k.ID, Name: k.Name, Tenant: k.Tenant, Scope: k.Scope, Status: k.Status(now), Created: k.Created,
+	return apiv1.KeyView{ID: k.ID, Name: k.Name, Tenant: k.Tenant, Scope: string(k.Scope), Status: k.Status(now), Created: k.Created,
 		Expires: opt(k.Expires), Revoked: opt(k.Revoked), LastUsed: opt(k.LastUsed)}
 }
 
@@ -80,26 +66,26 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.clock.Now().UTC()
-	var errs []FieldError
+	var errs []apiv1.FieldError
 	if err := auth.ValidateName(req.Name); err != nil {
-		errs = append(errs, FieldError{Pointer: "#/name", Detail: err.Error()})
+		errs = append(errs, apiv1.FieldError{Pointer: "#/name", Detail: err.Error()})
 	}
 	scope, err := auth.ParseScope(req.Scope)
 	if err != nil {
-		errs = append(errs, FieldError{Pointer: "#/scope", Detail: "must be read, write or admin"})
+		errs = append(errs, apiv1.FieldError{Pointer: "#/scope", Detail: "must be read, write or admin"})
 	}
 	var expires time.Time
 	switch {
 	case req.Expires != nil && req.ExpiresIn != "":
-		errs = append(errs, FieldError{Pointer: "#/expiresIn", Detail: "give expires or expiresIn, not both"})
+		errs = append(errs, apiv1.FieldError{Pointer: "#/expiresIn", Detail: "give expires or expiresIn, not both"})
 	case req.Expires != nil:
 		if expires = *req.Expires; !expires.After(now) {
-			errs = append(errs, FieldError{Pointer: "#/expires", Detail: "must be in the future"})
+			errs = append(errs, apiv1.FieldError{Pointer: "#/expires", Detail: "must be in the future"})
 		}
 	case req.ExpiresIn != "":
 		d, err := time.ParseDuration(req.ExpiresIn)
 		if err != nil || d <= 0 {
-			errs = append(errs, FieldError{Pointer: "#/expiresIn", Detail: `must be a positive duration such as "720h"`})
+			errs = append(errs, apiv1.FieldError{Pointer: "#/expiresIn", Detail: `must be a positive duration such as "720h"`})
 		}
 		expires = now.Add(d)
 	}
@@ -151,13 +137,13 @@ func (s *server) listKeys(w http.ResponseWriter, r *http.Request) {
 	}
 	keys, next := cutPage(keys, limit, func(k auth.Key) cursor { return cursor{Kind: cursorKeys, ID: k.ID} })
 	now := s.clock.Now()
-	out := make([]KeyView, len(keys))
+	out := make([]apiv1.KeyView, len(keys))
 	for i, k := range keys {
 		out[i] = keyView(k, now)
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Keys       []KeyView `json:"keys"`
-		NextCursor string    `json:"nextCursor,omitempty"`
+		Keys       []apiv1.KeyView `json:"keys"`
+		NextCursor string          `json:"nextCursor,omitempty"`
 	}{out, next})
 }
 

@@ -10,41 +10,14 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-// MaintenanceInput is the body of POST /v1/maintenance and PUT
-// /v1/maintenance/{id}: either a one-off window (start, end) or a recurring
-// one (cron, duration as a Go duration string), for endpoints chosen by ID
-// or label selector.
-type MaintenanceInput struct {
-	Name        string            `json:"name,omitempty"`
-	EndpointIDs []string          `json:"endpointIds,omitempty"`
-	Selector    map[string]string `json:"selector,omitempty"`
-	Start       time.Time         `json:"start,omitzero"`
-	End         time.Time         `json:"end,omitzero"`
-	Cron        string            `json:"cron,omitempty"`
-	Duration    string            `json:"duration,omitempty"`
-}
-
-// MaintenanceView is a stored maintenance window.
-type MaintenanceView struct {
-	ID          string            `json:"id"`
-	Tenant      string            `json:"tenant"`
-	Name        string            `json:"name,omitempty"`
-	EndpointIDs []string          `json:"endpointIds,omitempty"`
-	Selector    map[string]string `json:"selector,omitempty"`
-	Start       time.Time         `json:"start,omitzero"`
-	End         time.Time         `json:"end,omitzero"`
-	Cron        string            `json:"cron,omitempty"`
-	Duration    string            `json:"duration,omitempty"`
-	CreatedAt   time.Time         `json:"createdAt,omitzero"`
-}
-
-func maintenanceView(m model.Maintenance) MaintenanceView {
-	v := MaintenanceView{
+func maintenanceView(m model.Maintenance) apiv1.MaintenanceView {
+	v := apiv1.MaintenanceView{
 		ID: m.ID, Tenant: model.TenantOf(m.Tenant), Name: m.Name, EndpointIDs: m.EndpointIDs, Selector: m.Selector,
 		Start: m.Start, End: m.End, Cron: m.Cron, CreatedAt: m.CreatedAt,
 	}
@@ -57,7 +30,7 @@ func maintenanceView(m model.Maintenance) MaintenanceView {
 // toMaintenance validates in: the caps first (model.Maintenance.Bounds,
 // lengths only), then model.Maintenance.Validate, the same check the
 // alerter relies on.
-func toMaintenance(in MaintenanceInput) (model.Maintenance, *Problem) {
+func toMaintenance(in apiv1.MaintenanceInput) (model.Maintenance, *apiv1.Problem) {
 	m := model.Maintenance{
 		Name: strings.TrimSpace(in.Name), EndpointIDs: in.EndpointIDs, Selector: in.Selector,
 		Start: in.Start.UTC(), End: in.End.UTC(), Cron: strings.TrimSpace(in.Cron),
@@ -69,26 +42,26 @@ func toMaintenance(in MaintenanceInput) (model.Maintenance, *Problem) {
 		m.End = time.Time{}
 	}
 	if ptr, detail := m.Bounds(); ptr != "" {
-		return m, invalid(FieldError{Pointer: ptr, Detail: detail})
+		return m, invalid(apiv1.FieldError{Pointer: ptr, Detail: detail})
 	}
 	if in.Duration != "" {
 		d, err := time.ParseDuration(in.Duration)
 		if err != nil || d <= 0 {
-			return m, invalid(FieldError{Pointer: "#/duration", Detail: "must be a positive Go duration such as \"2h\""})
+			return m, invalid(apiv1.FieldError{Pointer: "#/duration", Detail: "must be a positive Go duration such as \"2h\""})
 		}
 		m.Duration = d
 	}
 	if detail := textProblem(m.Name); detail != "" {
-		return m, invalid(FieldError{Pointer: "#/name", Detail: detail})
+		return m, invalid(apiv1.FieldError{Pointer: "#/name", Detail: detail})
 	}
 	for i, id := range m.EndpointIDs {
 		if strings.TrimSpace(id) == "" {
-			return m, invalid(FieldError{Pointer: "#/endpointIds/" + strconv.Itoa(i), Detail: "must not be empty"})
+			return m, invalid(apiv1.FieldError{Pointer: "#/endpointIds/" + strconv.Itoa(i), Detail: "must not be empty"})
 		}
 	}
 	if err := m.Validate(); err != nil {
 		// Validate's message names the rule broken, not a single field.
-		return m, invalid(FieldError{Pointer: "#", Detail: err.Error()})
+		return m, invalid(apiv1.FieldError{Pointer: "#", Detail: err.Error()})
 	}
 	return m, nil
 }
@@ -115,7 +88,7 @@ func (s *server) listMaintenance(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sort.Strings(ids)
-	out := make([]MaintenanceView, 0, min(limit, len(ids)))
+	out := make([]apiv1.MaintenanceView, 0, min(limit, len(ids)))
 	next := ""
 	for _, id := range ids {
 		if len(out) == limit {
@@ -130,8 +103,8 @@ func (s *server) listMaintenance(w http.ResponseWriter, r *http.Request) {
 		out = append(out, maintenanceView(m))
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Maintenance []MaintenanceView `json:"maintenance"`
-		NextCursor  string            `json:"nextCursor,omitempty"`
+		Maintenance []apiv1.MaintenanceView `json:"maintenance"`
+		NextCursor  string                  `json:"nextCursor,omitempty"`
 	}{out, next})
 }
 
@@ -148,7 +121,7 @@ func (s *server) getMaintenance(w http.ResponseWriter, r *http.Request) {
 // loadMaintenance reads window id if it is the request's tenant's; another
 // tenant's is the same 404 as a missing one, decided from the store's
 // tenant index before the document is read.
-func (s *server) loadMaintenance(r *http.Request, id string) (model.Maintenance, *Problem) {
+func (s *server) loadMaintenance(r *http.Request, id string) (model.Maintenance, *apiv1.Problem) {
 	doc, err := s.store.GetObjectOf(r.Context(), store.KindMaintenance, auth.TenantFrom(r.Context()), id)
 	if err != nil {
 		return model.Maintenance{}, s.storeProblem(r, err, "maintenance window "+id)
@@ -201,13 +174,13 @@ func (s *server) putMaintenance(w http.ResponseWriter, r *http.Request) {
 
 // readMaintenance reads a window's body, at most model.MaxWindowBytes of
 // it (413 beyond), before anything decodes it.
-func (s *server) readMaintenance(w http.ResponseWriter, r *http.Request) (model.Maintenance, *Problem) {
+func (s *server) readMaintenance(w http.ResponseWriter, r *http.Request) (model.Maintenance, *apiv1.Problem) {
 	r.Body = http.MaxBytesReader(w, r.Body, model.MaxWindowBytes)
 	body, p := s.readBody(w, r, false)
 	if p != nil {
 		return model.Maintenance{}, p
 	}
-	var in MaintenanceInput
+	var in apiv1.MaintenanceInput
 	if p := decodeStrict(body, &in); p != nil {
 		return model.Maintenance{}, p
 	}
@@ -216,7 +189,7 @@ func (s *server) readMaintenance(w http.ResponseWriter, r *http.Request) (model.
 
 // saveMaintenance stores m; a new window only while its tenant holds fewer
 // than the quota, counted by the store in the write's own transaction.
-func (s *server) saveMaintenance(r *http.Request, m model.Maintenance, create bool) *Problem {
+func (s *server) saveMaintenance(r *http.Request, m model.Maintenance, create bool) *apiv1.Problem {
 	doc, err := json.Marshal(m)
 	if err != nil {
 		s.log.Error("encode maintenance window", "id", m.ID, "err", err)

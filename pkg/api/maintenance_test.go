@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -13,7 +13,7 @@ import (
 func TestMaintenanceCRUD(t *testing.T) {
 	h := newHarness(t)
 
-	var oneOff, recurring api.MaintenanceView
+	var oneOff, recurring apiv1.MaintenanceView
 	resp := h.mustJSON("POST", "/v1/maintenance", `{"name":"db upgrade","endpointIds":["ep-a"],
 		"start":"2026-03-02T01:00:00+01:00","end":"2026-03-02T02:00:00+01:00"}`, http.StatusCreated, &oneOff)
 	if resp.Header.Get("Location") != "/v1/maintenance/"+oneOff.ID || !oneOff.CreatedAt.Equal(t0) ||
@@ -39,19 +39,19 @@ func TestMaintenanceCRUD(t *testing.T) {
 		t.Error("stored recurring window is not active on Sunday 02:30 UTC")
 	}
 
-	var list struct{ Maintenance []api.MaintenanceView }
+	var list struct{ Maintenance []apiv1.MaintenanceView }
 	h.mustJSON("GET", "/v1/maintenance", "", http.StatusOK, &list)
 	if len(list.Maintenance) != 2 || list.Maintenance[0].ID != oneOff.ID {
 		t.Fatalf("list %+v", list)
 	}
 
-	var replaced api.MaintenanceView
+	var replaced apiv1.MaintenanceView
 	h.mustJSON("PUT", "/v1/maintenance/"+oneOff.ID, `{"name":"db upgrade (extended)","endpointIds":["ep-a","ep-b"],
 		"start":"2026-03-02T00:00:00Z","end":"2026-03-02T03:00:00Z"}`, http.StatusOK, &replaced)
 	if replaced.ID != oneOff.ID || len(replaced.EndpointIDs) != 2 || !replaced.CreatedAt.Equal(oneOff.CreatedAt) {
 		t.Fatalf("replaced %+v", replaced)
 	}
-	var got api.MaintenanceView
+	var got apiv1.MaintenanceView
 	h.mustJSON("GET", "/v1/maintenance/"+oneOff.ID, "", http.StatusOK, &got)
 	if got.Name != "db upgrade (extended)" || !got.End.Equal(time.Date(2026, 3, 2, 3, 0, 0, 0, time.UTC)) {
 		t.Fatalf("after PUT, GET = %+v", got)

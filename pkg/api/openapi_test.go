@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/api/apispec"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
@@ -135,17 +136,17 @@ func TestResponsesAreHeldToTheDocument(t *testing.T) {
 			strings.Replace(fmt.Sprintf(endpointJSON, ""), `"state":"pending"`, `"paused2":false`, 1), "state"},
 		{"a wrong type", "GET", "/v1/endpoints/e1", "", 200, "application/json",
 			strings.Replace(fmt.Sprintf(endpointJSON, ""), `"version":1`, `"version":"1"`, 1), "version"},
-		{"an undocumented status", "GET", "/v1/endpoints/e1", "", http.StatusTeapot, api.ProblemContentType,
+		{"an undocumented status", "GET", "/v1/endpoints/e1", "", http.StatusTeapot, apiv1.ProblemContentType,
 			`{"type":"about:blank","title":"I'm a teapot","status":418}`, "418"},
-		{"a problem with an extra member", "GET", "/v1/endpoints/e1", "", 404, api.ProblemContentType,
+		{"a problem with an extra member", "GET", "/v1/endpoints/e1", "", 404, apiv1.ProblemContentType,
 			`{"type":"about:blank","title":"Not Found","status":404,"hint":"x"}`, "hint"},
-		{"a documented problem", "GET", "/v1/endpoints/e1", "", 404, api.ProblemContentType,
+		{"a documented problem", "GET", "/v1/endpoints/e1", "", 404, apiv1.ProblemContentType,
 			`{"type":"about:blank","title":"Not Found","status":404,"detail":"endpoint e1 not found","instance":"/v1/endpoints/e1"}`, ""},
 		{"an accepted request the document refuses", "POST", "/v1/endpoints", `{"name":"docs","url":"https://x.example/mcp","colour":"red"}`,
 			201, "application/json", fmt.Sprintf(endpointJSON, ""), "colour"},
 		{"a refused request the document refuses too", "POST", "/v1/endpoints", `{"name":"docs","colour":"red"}`,
-			400, api.ProblemContentType, `{"type":"urn:mcpmon:problem:invalid-request","title":"Invalid request","status":400,"errors":[{"pointer":"#/colour","detail":"unknown field"}]}`, ""},
-		{"no route, answered with a problem", "GET", "/v1/nothing", "", 404, api.ProblemContentType,
+			400, apiv1.ProblemContentType, `{"type":"urn:mcpmon:problem:invalid-request","title":"Invalid request","status":400,"errors":[{"pointer":"#/colour","detail":"unknown field"}]}`, ""},
+		{"no route, answered with a problem", "GET", "/v1/nothing", "", 404, apiv1.ProblemContentType,
 			`{"type":"about:blank","title":"Not Found","status":404}`, ""},
 		{"no route, answered with success", "GET", "/v1/nothing", "", 200, "application/json", `{}`, "no operation"},
 	} {
@@ -308,9 +309,9 @@ func TestAnEndpointStoredWithoutTransportShowsAuto(t *testing.T) {
 	if _, err := h.store.CreateEndpoint(t.Context(), model.Endpoint{ID: "bare", Name: "bare", URL: "https://mcp.example.com/mcp", Schedule: "@every 1m", Timeout: time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	var v api.EndpointView
+	var v apiv1.EndpointView
 	h.mustJSON(http.MethodGet, "/v1/endpoints/bare", "", http.StatusOK, &v)
-	if v.Transport != api.DefaultTransport {
-		t.Errorf("transport = %q, want %q", v.Transport, api.DefaultTransport)
+	if v.Transport != apiv1.DefaultTransport {
+		t.Errorf("transport = %q, want %q", v.Transport, apiv1.DefaultTransport)
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // cursor is a page boundary. On the wire it is base64url of its JSON: a
@@ -63,7 +65,7 @@ func cutPage[T any](items []T, limit int, at func(last T) cursor) ([]T, string) 
 
 // pageParams reads ?limit= and ?cursor= for a list of the given kind. A
 // cursor that is not one this list issued is a 400 naming `cursor`.
-func pageParams(r *http.Request, kind string) (limit int, c *cursor, p *Problem) {
+func pageParams(r *http.Request, kind string) (limit int, c *cursor, p *apiv1.Problem) {
 	limit, p = limitParam(r)
 	if p != nil {
 		return 0, nil, p
@@ -72,7 +74,7 @@ func pageParams(r *http.Request, kind string) (limit int, c *cursor, p *Problem)
 	if raw == "" {
 		return limit, nil, nil
 	}
-	bad := invalid(FieldError{Pointer: "?cursor", Detail: "is not a cursor of this list; pass nextCursor from the previous page unchanged, or omit it to start over"})
+	bad := invalid(apiv1.FieldError{Pointer: "?cursor", Detail: "is not a cursor of this list; pass nextCursor from the previous page unchanged, or omit it to start over"})
 	if len(raw) > maxCursorLen {
 		return 0, nil, bad
 	}
@@ -134,13 +136,13 @@ var setRE = regexp.MustCompile(`^([^\s=!(),]+)\s+(in|notin)\s+\(([^()]*)\)$`)
 // parseSelector reads ?selector=: comma-joined terms k=v, k==v, k!=v,
 // k in (a,b) and k notin (a,b). Label names and values follow the rules
 // of endpoint labels.
-func parseSelector(r *http.Request) (selector, *Problem) {
+func parseSelector(r *http.Request) (selector, *apiv1.Problem) {
 	raw := strings.TrimSpace(r.URL.Query().Get("selector"))
 	if raw == "" {
 		return nil, nil
 	}
-	bad := func(format string, args ...any) *Problem {
-		return invalid(FieldError{Pointer: "?selector", Detail: fmt.Sprintf(format, args...) +
+	bad := func(format string, args ...any) *apiv1.Problem {
+		return invalid(apiv1.FieldError{Pointer: "?selector", Detail: fmt.Sprintf(format, args...) +
 			`; a selector is comma-joined terms such as "team=search,env!=dev,tier in (a,b)"`})
 	}
 	if len(raw) > maxSelectorLen {
@@ -204,7 +206,7 @@ func parseSelector(r *http.Request) (selector, *Problem) {
 }
 
 // stateParam reads ?state=: one of allowed, or several comma-joined.
-func stateParam(r *http.Request, allowed []string) (map[string]bool, *Problem) {
+func stateParam(r *http.Request, allowed []string) (map[string]bool, *apiv1.Problem) {
 	raw := r.URL.Query().Get("state")
 	if raw == "" {
 		return nil, nil
@@ -213,7 +215,7 @@ func stateParam(r *http.Request, allowed []string) (map[string]bool, *Problem) {
 	for s := range strings.SplitSeq(raw, ",") {
 		s = strings.TrimSpace(s)
 		if !slices.Contains(allowed, s) {
-			return nil, invalid(FieldError{Pointer: "?state", Detail: "must be one or more (comma-joined) of " + strings.Join(allowed, ", ")})
+			return nil, invalid(apiv1.FieldError{Pointer: "?state", Detail: "must be one or more (comma-joined) of " + strings.Join(allowed, ", ")})
 		}
 		out[s] = true
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/api/apispec"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
@@ -68,8 +69,8 @@ func backends(t *testing.T) map[string]func(t *testing.T) store.Store {
 }
 
 type endpointPage struct {
-	Endpoints  []api.EndpointView `json:"endpoints"`
-	NextCursor string             `json:"nextCursor"`
+	Endpoints  []apiv1.EndpointView `json:"endpoints"`
+	NextCursor string               `json:"nextCursor"`
 }
 
 func getJSON(t *testing.T, srv *httptest.Server, path string, into any) {
@@ -80,7 +81,7 @@ func getJSON(t *testing.T, srv *httptest.Server, path string, into any) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var p api.Problem
+		var p apiv1.Problem
 		_ = json.NewDecoder(resp.Body).Decode(&p)
 		t.Fatalf("GET %s: %d %+v", path, resp.StatusCode, p)
 	}
@@ -215,10 +216,10 @@ func doReq(t *testing.T, srv *httptest.Server, method, path, body string) (*http
 func wantFieldProblem(t *testing.T, h *harness, path, param string) {
 	t.Helper()
 	resp, body := h.do("GET", path, "", "")
-	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != api.ProblemContentType {
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != apiv1.ProblemContentType {
 		t.Fatalf("GET %s = %d %s, want a 400 problem", path, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	var p api.Problem
+	var p apiv1.Problem
 	if err := json.Unmarshal(body, &p); err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +258,7 @@ func TestEveryListRefusesBadCursorsAndLimits(t *testing.T) {
 // filtered page may be short or empty while nextCursor says more remain.
 func TestEndpointSelectorAndStateFilters(t *testing.T) {
 	h := newHarness(t)
-	mk := func(name, labels string) api.EndpointView {
+	mk := func(name, labels string) apiv1.EndpointView {
 		return h.create(fmt.Sprintf(`{"name":%q,"url":"https://%s.example/mcp","labels":%s}`, name, name, labels))
 	}
 	search := mk("search", `{"team":"search","env":"prod"}`)
@@ -393,8 +394,8 @@ func TestMaintenancePagesWalkTheWholeList(t *testing.T) {
 	cursor := ""
 	for {
 		var page struct {
-			Maintenance []api.MaintenanceView `json:"maintenance"`
-			NextCursor  string                `json:"nextCursor"`
+			Maintenance []apiv1.MaintenanceView `json:"maintenance"`
+			NextCursor  string                  `json:"nextCursor"`
 		}
 		p := "/v1/maintenance?limit=2"
 		if cursor != "" {

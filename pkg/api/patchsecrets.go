@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
@@ -23,7 +24,7 @@ import (
 // PATCH of only `url` would make the prober hand the old target's
 // credentials to the new one. Per-endpoint sinks are kept: they go to the
 // operator's alert receivers, never to the probed target.
-func carrySecrets(in *EndpointInput, cur model.Endpoint, patch map[string]any) []string {
+func carrySecrets(in *apiv1.EndpointInput, cur model.Endpoint, patch map[string]any) []string {
 	if sameOrigin(in.URL, cur.URL) {
 		for k, v := range in.Headers {
 			if v == Redacted {

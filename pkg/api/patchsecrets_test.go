@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // TestQuerySecretsAreRedactedAndKept: credential-like query parameters of
@@ -29,7 +29,7 @@ func TestQuerySecretsAreRedactedAndKept(t *testing.T) {
 	}
 
 	for _, sent := range []string{want, strings.ReplaceAll(want, "<redacted>", "%3Credacted%3E")} {
-		var v api.EndpointView
+		var v apiv1.EndpointView
 		h.mustJSON("PATCH", path, `{"url":"`+strings.Replace(sent, "tenant=acme", "tenant=other", 1)+`"}`, http.StatusOK, &v)
 		got, _ := h.store.GetEndpoint(t.Context(), ep.ID)
 		if got.URL != strings.Replace(real, "tenant=acme", "tenant=other", 1) {
@@ -73,7 +73,7 @@ func TestNewOriginDropsStoredHeaders(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			ep := h.create(create)
-			var v api.EndpointView
+			var v apiv1.EndpointView
 			h.mustJSON("PATCH", "/v1/endpoints/"+ep.ID, tc.patch, http.StatusOK, &v)
 			got, _ := h.store.GetEndpoint(t.Context(), ep.ID)
 			if len(got.Headers) != len(tc.want) {

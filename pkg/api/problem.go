@@ -10,64 +10,31 @@ import (
 	"net/http"
 	"strings"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-// Problem is an RFC 9457 problem details object, served as
-// application/problem+json.
-type Problem struct {
-	// Type is a URI naming the problem type; "about:blank" when the HTTP
-	// status says it all.
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail,omitempty"`
-	// Instance is the request path the problem occurred on.
-	Instance string `json:"instance,omitempty"`
-	// Errors lists field problems of a request body or query.
-	Errors []FieldError `json:"errors,omitempty"`
-}
-
-// FieldError is one invalid field: Pointer is a JSON pointer into the
-// request body ("#/timeout") or names a query parameter ("?limit").
-type FieldError struct {
-	Pointer string `json:"pointer"`
-	Detail  string `json:"detail"`
-}
-
-// Problem types beyond the plain HTTP status.
-const (
-	TypeInvalidRequest   = "urn:mcpmon:problem:invalid-request"
-	TypeVersionConflict  = "urn:mcpmon:problem:version-conflict"
-	TypeIncidentResolved = "urn:mcpmon:problem:incident-resolved"
-)
-
-// ProblemContentType is the media type of error responses.
-const ProblemContentType = "application/problem+json"
-
-func (p *Problem) Error() string { return fmt.Sprintf("%d %s: %s", p.Status, p.Title, p.Detail) }
-
-func problemf(status int, typ, format string, args ...any) *Problem {
+func problemf(status int, typ, format string, args ...any) *apiv1.Problem {
 	if typ == "" {
 		typ = "about:blank"
 	}
-	return &Problem{Type: typ, Title: http.StatusText(status), Status: status, Detail: fmt.Sprintf(format, args...)}
+	return &apiv1.Problem{Type: typ, Title: http.StatusText(status), Status: status, Detail: fmt.Sprintf(format, args...)}
 }
 
 // invalid is a 400 listing field problems.
-func invalid(errs ...FieldError) *Problem {
-	p := problemf(http.StatusBadRequest, TypeInvalidRequest, "the request is invalid; see errors")
+func invalid(errs ...apiv1.FieldError) *apiv1.Problem {
+	p := problemf(http.StatusBadRequest, apiv1.TypeInvalidRequest, "the request is invalid; see errors")
 	p.Title = "Invalid request"
 	p.Errors = errs
 	return p
 }
 
-func writeProblem(w http.ResponseWriter, r *http.Request, p *Problem) {
+func writeProblem(w http.ResponseWriter, r *http.Request, p *apiv1.Problem) {
 	if p.Instance == "" {
 		p.Instance = r.URL.Path
 	}
-	w.Header().Set("Content-Type", ProblemContentType)
+	w.Header().Set("Content-Type", apiv1.ProblemContentType)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)
@@ -84,12 +51,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // storeProblem maps a store error to a problem and logs what the client
 // should not see. what names the resource ("endpoint abc").
-func (s *server) storeProblem(r *http.Request, err error, what string) *Problem {
+func (s *server) storeProblem(r *http.Request, err error, what string) *apiv1.Problem {
 	switch {
 	case errors.Is(err, model.ErrNotFound):
 		return problemf(http.StatusNotFound, "", "%s not found", what)
 	case errors.Is(err, store.ErrConflict):
-		return problemf(http.StatusConflict, TypeVersionConflict, "%s was changed concurrently; reload it and retry", what)
+		return problemf(http.StatusConflict, apiv1.TypeVersionConflict, "%s was changed concurrently; reload it and retry", what)
 	case errors.Is(err, store.ErrUnavailable):
 		s.log.Error("store unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 		p := problemf(http.StatusServiceUnavailable, "", "the store is unavailable; retry later")
@@ -104,7 +71,7 @@ func (s *server) storeProblem(r *http.Request, err error, what string) *Problem 
 // content type, and passes it through checkJSON (bodycheck.go) before
 // anything else reads it: every handler that takes a body comes through
 // here. An empty body returns nil when allowEmpty.
-func (s *server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty bool) (checkedJSON, *Problem) {
+func (s *server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty bool) (checkedJSON, *apiv1.Problem) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
 	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
@@ -116,7 +83,7 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty boo
 		if allowEmpty {
 			return nil, nil
 		}
-		return nil, problemf(http.StatusBadRequest, TypeInvalidRequest, "the request body is empty; send a JSON object")
+		return nil, problemf(http.StatusBadRequest, apiv1.TypeInvalidRequest, "the request body is empty; send a JSON object")
 	}
 	if p := checkJSONContentType(r); p != nil {
 		return nil, p
@@ -126,7 +93,7 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty boo
 
 // checkJSONContentType accepts application/json and any +json type
 // (application/merge-patch+json for PATCH).
-func checkJSONContentType(r *http.Request) *Problem {
+func checkJSONContentType(r *http.Request) *apiv1.Problem {
 	ct := r.Header.Get("Content-Type")
 	mt, _, err := mime.ParseMediaType(ct)
 	if err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
@@ -141,37 +108,37 @@ func checkJSONContentType(r *http.Request) *Problem {
 // decodeStrict decodes exactly one JSON value into dst, refusing unknown
 // fields and trailing data; checkJSON has refused duplicate keys and deep
 // nesting. Problems never quote values from the body: they may be secrets.
-func decodeStrict(body checkedJSON, dst any) *Problem {
+func decodeStrict(body checkedJSON, dst any) *apiv1.Problem {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return jsonProblem(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return invalid(FieldError{Pointer: "#", Detail: "unexpected data after the JSON value"})
+		return invalid(apiv1.FieldError{Pointer: "#", Detail: "unexpected data after the JSON value"})
 	}
 	return nil
 }
 
-func jsonProblem(err error) *Problem {
+func jsonProblem(err error) *apiv1.Problem {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		return invalid(FieldError{Pointer: "#", Detail: fmt.Sprintf("invalid JSON at byte %d", syn.Offset)})
+		return invalid(apiv1.FieldError{Pointer: "#", Detail: fmt.Sprintf("invalid JSON at byte %d", syn.Offset)})
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return invalid(FieldError{Pointer: "#", Detail: "invalid JSON: unexpected end of input"})
+		return invalid(apiv1.FieldError{Pointer: "#", Detail: "invalid JSON: unexpected end of input"})
 	case errors.As(err, &typ):
 		ptr := "#"
 		if typ.Field != "" {
 			ptr = "#/" + strings.ReplaceAll(typ.Field, ".", "/")
 		}
-		return invalid(FieldError{Pointer: ptr, Detail: fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.String()), typ.Value)})
+		return invalid(apiv1.FieldError{Pointer: ptr, Detail: fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.String()), typ.Value)})
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return invalid(FieldError{Pointer: "#/" + name, Detail: "unknown field"})
+		return invalid(apiv1.FieldError{Pointer: "#/" + name, Detail: "unknown field"})
 	default:
-		return invalid(FieldError{Pointer: "#", Detail: "invalid JSON"})
+		return invalid(apiv1.FieldError{Pointer: "#", Detail: "invalid JSON"})
 	}
 }
 
@@ -183,7 +150,8 @@ func jsonKind(goType string) string {
 		return "a boolean"
 	case strings.HasPrefix(goType, "int") || strings.HasPrefix(goType, "uint") || strings.HasPrefix(goType, "float"):
 		return "a number"
-	case strings.HasPrefix(goType, "map[") || strings.HasPrefix(goType, "api.") || strings.HasPrefix(goType, "*api."):
+	case strings.HasPrefix(goType, "map[") || strings.HasPrefix(strings.TrimPrefix(goType, "*"), "api.") ||
+		strings.HasPrefix(strings.TrimPrefix(goType, "*"), "apiv1."):
 		return "an object"
 	case strings.HasPrefix(goType, "[]"):
 		return "an array"

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // TestSecretsNeverLeave registers an endpoint with secret header values and
@@ -20,7 +20,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 		"sinks":{"webhook":{"url":"https://hooks.example/SECRET-HOOK-789","secret":"hmac-SECRET-000"},
 		         "pagerduty":{"routingKey":"pd-SECRET-111","severity":"critical"}}}`)
 	path := "/v1/endpoints/" + ep.ID
-	if ep.Headers["Authorization"] != api.Redacted || !strings.Contains(string(ep.Sinks), `"severity":"critical"`) {
+	if ep.Headers["Authorization"] != apiv1.Redacted || !strings.Contains(string(ep.Sinks), `"severity":"critical"`) {
 		t.Fatalf("create response %+v: want redacted headers and non-secret sink fields kept", ep)
 	}
 

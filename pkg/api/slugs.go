@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"regexp"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
@@ -51,7 +52,7 @@ func slugProblem(slug string, public bool) string {
 // the slug's oldest holder (a deterministic choice), so the race costs the
 // second owner a page that does not show, never a page showing the wrong
 // endpoint's data to the first.
-func (s *server) slugTaken(r *http.Request, e model.Endpoint) *Problem {
+func (s *server) slugTaken(r *http.Request, e model.Endpoint) *apiv1.Problem {
 	if e.Slug == "" || !e.Public {
 		return nil
 	}
@@ -60,8 +61,8 @@ func (s *server) slugTaken(r *http.Request, e model.Endpoint) *Problem {
 		return s.storeProblem(r, err, "endpoints (slug check)")
 	}
 	if slugHeld(all, e) {
-		p := problemf(http.StatusConflict, TypeInvalidRequest, "slug %q is already in use", e.Slug)
-		p.Errors = []FieldError{{Pointer: "#/slug", Detail: "is already in use by a public status page; slugs of public endpoints are unique across the deployment"}}
+		p := problemf(http.StatusConflict, apiv1.TypeInvalidRequest, "slug %q is already in use", e.Slug)
+		p.Errors = []apiv1.FieldError{{Pointer: "#/slug", Detail: "is already in use by a public status page; slugs of public endpoints are unique across the deployment"}}
 		return p
 	}
 	return nil

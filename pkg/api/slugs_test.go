@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // TestSlugsAreValidatedAndUniqueAcrossTheDeployment: public needs a slug,
@@ -33,12 +33,12 @@ func TestSlugsAreValidatedAndUniqueAcrossTheDeployment(t *testing.T) {
 	h.mustJSON(http.MethodPatch, "/v1/endpoints/"+private.ID, `{"public": true}`, http.StatusConflict, nil)
 	second := h.create(`{"name": "c", ` + url + `}`)
 	h.mustJSON(http.MethodPatch, "/v1/endpoints/"+second.ID, `{"slug": "acme-mcp", "public": true}`, http.StatusConflict, nil)
-	var v api.EndpointView
+	var v apiv1.EndpointView
 	h.mustJSON(http.MethodPatch, "/v1/endpoints/"+first.ID, `{"name": "renamed"}`, http.StatusOK, &v)
 	if v.Slug != "acme-mcp" || !v.Public {
 		t.Fatalf("a patch of another field dropped the slug: %+v", v)
 	}
-	var off api.EndpointView
+	var off apiv1.EndpointView
 	h.mustJSON(http.MethodPatch, "/v1/endpoints/"+first.ID, `{"public": false}`, http.StatusOK, &off)
 	if off.Public || off.Slug != "acme-mcp" {
 		t.Fatal("still public")

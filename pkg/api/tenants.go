@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
@@ -51,17 +52,9 @@ const (
 	DefaultRateBurst               = 40
 )
 
-// TypeQuotaExceeded is the problem type of a create refused by a tenant
-// quota (409: the tenant's state conflicts with the request — deleting one
-// frees a place; 403 in this API means the key's scope is too small).
-const TypeQuotaExceeded = "urn:mcpmon:problem:quota-exceeded"
-
-// TypeRateLimited is the problem type of a 429.
-const TypeRateLimited = "urn:mcpmon:problem:rate-limited"
-
 // quotaProblem names the quota, its limit and the flag that sets it.
-func quotaProblem(noun, flag string, limit int) *Problem {
-	return problemf(http.StatusConflict, TypeQuotaExceeded,
+func quotaProblem(noun, flag string, limit int) *apiv1.Problem {
+	return problemf(http.StatusConflict, apiv1.TypeQuotaExceeded,
 		"quota reached: this tenant may have at most %d %s (%s); delete one first", limit, noun, flag)
 }
 
@@ -69,7 +62,7 @@ func quotaProblem(noun, flag string, limit int) *Problem {
 // tenant's is the same 404 as a missing one, and costs what a missing one
 // does: the store decides ownership from its index before it reads (or
 // the sealed store opens) the record.
-func (s *server) endpointOf(r *http.Request, id string) (model.Endpoint, *Problem) {
+func (s *server) endpointOf(r *http.Request, id string) (model.Endpoint, *apiv1.Problem) {
 	e, err := s.store.GetEndpointOf(r.Context(), auth.TenantFrom(r.Context()), id)
 	if err != nil {
 		return model.Endpoint{}, s.storeProblem(r, err, "endpoint "+id)
@@ -80,7 +73,7 @@ func (s *server) endpointOf(r *http.Request, id string) (model.Endpoint, *Proble
 // incidentOf loads incident id if it is the request's tenant's (the
 // tenant its endpoint had when it opened); otherwise 404 as if missing,
 // decided from the store's tenant index before the record is read.
-func (s *server) incidentOf(r *http.Request, id string) (model.Incident, *Problem) {
+func (s *server) incidentOf(r *http.Request, id string) (model.Incident, *apiv1.Problem) {
 	inc, err := s.store.GetIncidentOf(r.Context(), auth.TenantFrom(r.Context()), id)
 	if err != nil {
 		return model.Incident{}, s.storeProblem(r, err, "incident "+id)
@@ -145,7 +138,7 @@ func (s *server) limitRate(next http.Handler) http.Handler {
 		if !ok {
 			secs := max(1, int(math.Ceil(wait.Seconds())))
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
-			writeProblem(w, r, problemf(http.StatusTooManyRequests, TypeRateLimited,
+			writeProblem(w, r, problemf(http.StatusTooManyRequests, apiv1.TypeRateLimited,
 				"this tenant is over its request rate (%g per second, bursts of %d; --rate-limit); retry in %d s", float64(s.limiter.limit), s.limiter.burst, secs))
 			return
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
@@ -40,10 +41,10 @@ func listIDs(t *testing.T, body []byte, field string) []string {
 
 func wantQuotaProblem(t *testing.T, resp *http.Response, b []byte, flag string) {
 	t.Helper()
-	var p api.Problem
-	if resp.StatusCode != http.StatusConflict || resp.Header.Get("Content-Type") != api.ProblemContentType ||
-		json.Unmarshal(b, &p) != nil || p.Type != api.TypeQuotaExceeded || !strings.Contains(p.Detail, flag) {
-		t.Fatalf("%d %s, want 409 problem+json of type %s naming %s", resp.StatusCode, b, api.TypeQuotaExceeded, flag)
+	var p apiv1.Problem
+	if resp.StatusCode != http.StatusConflict || resp.Header.Get("Content-Type") != apiv1.ProblemContentType ||
+		json.Unmarshal(b, &p) != nil || p.Type != apiv1.TypeQuotaExceeded || !strings.Contains(p.Detail, flag) {
+		t.Fatalf("%d %s, want 409 problem+json of type %s naming %s", resp.StatusCode, b, apiv1.TypeQuotaExceeded, flag)
 	}
 }
 
@@ -54,7 +55,7 @@ func TestTenantsSeeOnlyTheirOwn(t *testing.T) {
 	a, b := ah.keys["a/admin"], ah.keys["b/admin"]
 	create := func(key, name string) string {
 		resp, body := ah.call("POST", "/v1/endpoints", key, `{"name":"`+name+`","url":"https://mcp.example.com/mcp","labels":{"team":"core"}}`)
-		var v api.EndpointView
+		var v apiv1.EndpointView
 		if resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &v) != nil {
 			t.Fatalf("create %s: %d %s", name, resp.StatusCode, body)
 		}
@@ -87,7 +88,7 @@ func TestTenantsSeeOnlyTheirOwn(t *testing.T) {
 	// A selector written by b matches b's labels only; the window lands in
 	// b's tenant, invisible to a.
 	resp, body := ah.call("POST", "/v1/maintenance", b, `{"selector":{"team":"core"},"start":"2026-03-02T01:00:00Z","end":"2026-03-02T02:00:00Z"}`)
-	var m api.MaintenanceView
+	var m apiv1.MaintenanceView
 	if resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &m) != nil || m.Tenant != "b" {
 		t.Fatalf("maintenance: %d %s", resp.StatusCode, body)
 	}
@@ -202,9 +203,9 @@ func TestRateLimitPerTenant(t *testing.T) {
 		}
 	}
 	resp, b := ah.call("GET", "/v1/endpoints", ah.keys["a/admin"], "") // same tenant, another key
-	var p api.Problem
-	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Content-Type") != api.ProblemContentType ||
-		json.Unmarshal(b, &p) != nil || p.Type != api.TypeRateLimited {
+	var p apiv1.Problem
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Content-Type") != apiv1.ProblemContentType ||
+		json.Unmarshal(b, &p) != nil || p.Type != apiv1.TypeRateLimited {
 		t.Fatalf("past the burst: %d %s, want 429 problem+json", resp.StatusCode, b)
 	}
 	if got := resp.Header.Get("Retry-After"); got != "2" {

@@ -15,6 +15,7 @@ import (
 	"github.com/DataDog/sketches-go/ddsketch"
 	"github.com/go-chi/chi/v5"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -29,33 +30,6 @@ type RollupReader interface {
 // MaxHistoryDays bounds GET /history?days=: the daily rollups kept.
 const MaxHistoryDays = model.DailyBuckets
 
-// LatencyView is one phase's latency percentiles over a range, in seconds
-// (DDSketch, 1% relative accuracy); absent when no probe succeeded.
-type LatencyView struct {
-	Count float64 `json:"count"`
-	P50   float64 `json:"p50"`
-	P95   float64 `json:"p95"`
-	P99   float64 `json:"p99"`
-}
-
-// UptimeView is GET /v1/endpoints/{id}/uptime.
-type UptimeView struct {
-	EndpointID string             `json:"endpointId"`
-	Range      string             `json:"range"`
-	Resolution string             `json:"resolution"` // hour | day
-	Uptime     model.UptimeReport `json:"uptime"`
-	// Incidents opened by a window in the range.
-	Incidents int                    `json:"incidents"`
-	Latency   map[string]LatencyView `json:"latency"`
-}
-
-// DayView is one bar of GET /v1/endpoints/{id}/history.
-type DayView struct {
-	Date      string             `json:"date"` // UTC, 2006-01-02
-	Uptime    model.UptimeReport `json:"uptime"`
-	Incidents int                `json:"incidents"`
-}
-
 // endpointRollups is the prologue of the rollup routes: the caller's
 // endpoint {id} (another tenant's is a 404) and the store's rollups (501
 // when it keeps none). ok is false when the answer was written.
@@ -67,7 +41,7 @@ func (s *server) endpointRollups(w http.ResponseWriter, r *http.Request) (id str
 	}
 	rr, ok = s.store.(RollupReader)
 	if !ok {
-		writeProblem(w, r, problemf(http.StatusNotImplemented, TypeInvalidRequest, "this store keeps no rollups"))
+		writeProblem(w, r, problemf(http.StatusNotImplemented, apiv1.TypeInvalidRequest, "this store keeps no rollups"))
 	}
 	return id, rr, ok
 }
@@ -88,14 +62,14 @@ func (s *server) getUptime(w http.ResponseWriter, r *http.Request) {
 		f, err1 := time.Parse(time.RFC3339, q.Get("from"))
 		t, err2 := time.Parse(time.RFC3339, q.Get("to"))
 		if err1 != nil || err2 != nil || !t.After(f) {
-			writeProblem(w, r, invalid(FieldError{Pointer: "?from", Detail: "range=custom needs from and to as RFC 3339 times, from before to"}))
+			writeProblem(w, r, invalid(apiv1.FieldError{Pointer: "?from", Detail: "range=custom needs from and to as RFC 3339 times, from before to"}))
 			return
 		}
 		from, to, size = model.CustomBounds(f, t, now)
 		known = true
 	}
 	if !known {
-		writeProblem(w, r, invalid(FieldError{Pointer: "?range", Detail: "must be 24h, 7d, 30d, 90d or custom"}))
+		writeProblem(w, r, invalid(apiv1.FieldError{Pointer: "?range", Detail: "must be 24h, 7d, 30d, 90d or custom"}))
 		return
 	}
 	buckets, err := rr.Rollups(r.Context(), id, size, from, to)
@@ -113,10 +87,10 @@ func (s *server) getUptime(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, s.storeProblem(r, err, "latency of endpoint "+id))
 		return
 	}
-	view := UptimeView{
+	view := apiv1.UptimeView{
 		EndpointID: id, Range: name, Resolution: resolutionName(size),
-		Uptime: model.Uptime(buckets, from, to), Incidents: countIn(incidents, from, to),
-		Latency: map[string]LatencyView{},
+		Uptime: apiv1.UptimeReportView(model.Uptime(buckets, from, to)), Incidents: countIn(incidents, from, to),
+		Latency: map[string]apiv1.LatencyView{},
 	}
 	for phase, sk := range map[string]*ddsketch.DDSketch{msg.PhaseTotal: total, msg.PhaseInitialize: initialize} {
 		if lv, ok := latencyView(sk); ok {
@@ -135,7 +109,7 @@ func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
 	if raw := r.URL.Query().Get("days"); raw != "" {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 1 || n > MaxHistoryDays {
-			writeProblem(w, r, invalid(FieldError{Pointer: "?days", Detail: "must be a whole number from 1 to " + strconv.Itoa(MaxHistoryDays)}))
+			writeProblem(w, r, invalid(apiv1.FieldError{Pointer: "?days", Detail: "must be a whole number from 1 to " + strconv.Itoa(MaxHistoryDays)}))
 			return
 		}
 		days = n
@@ -152,20 +126,20 @@ func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	out := make([]DayView, 0, days)
+	out := make([]apiv1.DayView, 0, days)
 	for d := from; d.Before(to); d = d.Add(model.Daily) {
 		end := d.Add(model.Daily)
-		out = append(out, DayView{Date: d.Format(time.DateOnly), Uptime: model.Uptime(buckets, d, end), Incidents: countIn(incidents, d, end)})
+		out = append(out, apiv1.DayView{Date: d.Format(time.DateOnly), Uptime: apiv1.UptimeReportView(model.Uptime(buckets, d, end)), Incidents: countIn(incidents, d, end)})
 	}
 	writeJSON(w, http.StatusOK, struct {
-		EndpointID string    `json:"endpointId"`
-		Days       []DayView `json:"days"` // oldest first, today (partial) last
+		EndpointID string          `json:"endpointId"`
+		Days       []apiv1.DayView `json:"days"` // oldest first, today (partial) last
 	}{id, out})
 }
 
 // incidentStarts returns the opening windows of the endpoint's incidents,
 // which the request's tenant owns.
-func (s *server) incidentStarts(r *http.Request, id string) ([]time.Time, *Problem) {
+func (s *server) incidentStarts(r *http.Request, id string) ([]time.Time, *apiv1.Problem) {
 	incs, err := s.store.ListIncidents(r.Context(), store.IncidentFilter{EndpointID: id})
 	if err != nil {
 		return nil, s.storeProblem(r, err, "incidents of endpoint "+id)
@@ -194,13 +168,13 @@ func resolutionName(size time.Duration) string {
 	return "hour"
 }
 
-func latencyView(sk *ddsketch.DDSketch) (LatencyView, bool) {
+func latencyView(sk *ddsketch.DDSketch) (apiv1.LatencyView, bool) {
 	if sk == nil || sk.IsEmpty() {
-		return LatencyView{}, false
+		return apiv1.LatencyView{}, false
 	}
 	qs, err := sk.GetValuesAtQuantiles([]float64{0.5, 0.95, 0.99})
 	if err != nil {
-		return LatencyView{}, false
+		return apiv1.LatencyView{}, false
 	}
-	return LatencyView{Count: sk.GetCount(), P50: qs[0], P95: qs[1], P99: qs[2]}, true
+	return apiv1.LatencyView{Count: sk.GetCount(), P50: qs[0], P95: qs[1], P99: qs[2]}, true
 }

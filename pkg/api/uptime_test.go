@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -37,7 +37,7 @@ func TestUptimeHistoryAndLatencyFromRollups(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var up api.UptimeView
+	var up apiv1.UptimeView
 	h.mustJSON(http.MethodGet, "/v1/endpoints/ep/uptime?range=24h", "", http.StatusOK, &up)
 	decided := int64(t0.Truncate(time.Minute).Sub(start) / time.Second)
 	if up.Resolution != "hour" || up.Uptime.Down != 1800 || up.Uptime.Up != decided-1800 || up.Incidents != 1 {
@@ -51,7 +51,7 @@ func TestUptimeHistoryAndLatencyFromRollups(t *testing.T) {
 	}
 
 	var hist struct {
-		Days []api.DayView `json:"days"`
+		Days []apiv1.DayView `json:"days"`
 	}
 	h.mustJSON(http.MethodGet, "/v1/endpoints/ep/history?days=3", "", http.StatusOK, &hist)
 	if len(hist.Days) != 3 {
@@ -90,7 +90,7 @@ func TestCatalogShowsStoredToolsAndLatestDrift(t *testing.T) {
 	if _, err := h.store.CreateEndpoint(ctx, model.Endpoint{ID: "ep", Schedule: "@every 1m"}); err != nil {
 		t.Fatal(err)
 	}
-	var empty api.CatalogView
+	var empty apiv1.CatalogView
 	h.mustJSON(http.MethodGet, "/v1/endpoints/ep/catalog", "", http.StatusOK, &empty)
 	if len(empty.Tools) != 0 || len(empty.Drift) != 0 || empty.Fingerprint != "" {
 		t.Fatalf("catalog before any probe: %+v", empty)
@@ -103,7 +103,7 @@ func TestCatalogShowsStoredToolsAndLatestDrift(t *testing.T) {
 	if err := h.store.PutLatestResult(ctx, res); err != nil {
 		t.Fatal(err)
 	}
-	var c api.CatalogView
+	var c apiv1.CatalogView
 	h.mustJSON(http.MethodGet, "/v1/endpoints/ep/catalog", "", http.StatusOK, &c)
 	if c.Fingerprint != "f2" || c.LatestFingerprint != "f2" || len(c.Tools) != 1 || len(c.Drift) != 1 || c.Drift[0].Severity != "breaking" {
 		t.Fatalf("catalog %+v", c)

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/api/apispec"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // TestApplyCannotExfiltrateThroughReferences: against a real `mcpmon run`
@@ -71,7 +71,7 @@ func TestApplyCannotExfiltrateThroughReferences(t *testing.T) {
 	f := yaml("cli-key", "Bearer ${env:MCPMON_TOKEN}")
 	h.fails(ExitError, "${env:MCPMON_TOKEN}", "apply", "-f", f, "--allow-env", "MCPMON_TOKEN", "--allow-env", "MCPMON_")
 	_ = os.Remove(f)
-	var list []api.EndpointView
+	var list []apiv1.EndpointView
 	h.json(&list, "endpoints", "list")
 	if len(list) != 0 {
 		t.Fatalf("refused files changed the server: %+v", list)

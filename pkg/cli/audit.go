@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/client"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 func (a *app) auditCmd() *cobra.Command {
@@ -55,7 +55,7 @@ a duration back from now (24h, 30m).`,
 			}
 			err = renderList(a, take(c.Audit(cmd.Context(), f), limit, nil),
 				[]any{"TIME", "ACTOR", "ACTION", "OBJECT", "STATUS", "SUMMARY"},
-				func(e store.AuditEntry) []any {
+				func(e apiv1.AuditEntryView) []any {
 					return []any{e.Time, or(e.Actor.Name, e.Actor.KeyID), e.Action, e.ObjectKind + " " + e.ObjectID, e.Status, e.Summary}
 				})
 			if client.IsNotFound(err) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 func (a *app) catalogCmd() *cobra.Command {
@@ -36,7 +36,7 @@ The history of every change is mcpmon events list.`,
 	}
 }
 
-func catalogTable(w io.Writer, v api.CatalogView) {
+func catalogTable(w io.Writer, v apiv1.CatalogView) {
 	fields(w, "Endpoint", v.EndpointID, "Fingerprint", v.Fingerprint, "Latest probe saw", v.LatestFingerprint, "Tools", len(v.Tools))
 	for _, d := range v.Drift {
 		fields(w, "Drift", fmt.Sprintf("%s %s", or(d.Severity, "-"), d.Message))

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 func (a *app) dlqCmd() *cobra.Command {
@@ -35,7 +35,7 @@ func (a *app) dlqList() *cobra.Command {
 				return err
 			}
 			if qs == nil {
-				qs = []api.DLQView{}
+				qs = []apiv1.DLQView{}
 			}
 			return a.render(qs, func(w io.Writer) {
 				row(w, "QUEUE", "DEPTH", "IN FLIGHT", "OLDEST")
@@ -65,7 +65,7 @@ func (a *app) dlqShow() *cobra.Command {
 				return err
 			}
 			if ms == nil {
-				ms = []api.DeadLetterView{}
+				ms = []apiv1.DeadLetterView{}
 			}
 			return a.render(ms, func(w io.Writer) {
 				row(w, "ID", "GROUP", "RECEIVES", "DEAD SINCE", "REASON")

@@ -18,8 +18,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/api/apispec"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/declarative"
 	"github.com/mcpmon/mcpmon/pkg/registry"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -224,10 +224,10 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	h.fails(ExitError, "--token", "status", "--token", "mcp_wrong")
 
 	// endpoints
-	var alpha api.EndpointView
+	var alpha apiv1.EndpointView
 	h.json(&alpha, "endpoints", "add", "--name", "alpha", "--url", mcpURL, "--schedule", "@every 1s", "--timeout", "1s",
 		"--label", "team=a", "--header", "Authorization=Bearer ${env:ALPHA_TOKEN}")
-	if alpha.ID == "" || alpha.Headers["Authorization"] != api.Redacted {
+	if alpha.ID == "" || alpha.Headers["Authorization"] != apiv1.Redacted {
 		t.Fatalf("endpoints add = %+v", alpha)
 	}
 	h.fails(ExitUsage, "headers.Authorization", "endpoints", "add", "--name", "lit", "--url", mcpURL, "--header", "Authorization=Bearer literal")
@@ -235,7 +235,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	h.fails(ExitError, "schedule", "endpoints", "add", "--name", "bad", "--url", mcpURL, "--schedule", "whenever")
 	h.fails(ExitUsage, "unknown flag", "endpoints", "add", "--nme", "x")
 
-	var list []api.EndpointView
+	var list []apiv1.EndpointView
 	h.json(&list, "endpoints", "list", "--selector", "team=a")
 	if len(list) != 1 || list[0].ID != alpha.ID {
 		t.Fatalf("endpoints list --selector team=a = %+v", list)
@@ -251,7 +251,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 		t.Fatalf("endpoints list -o yaml:\n%s", out)
 	}
 	eventually(t, 60*time.Second, "alpha up", func() bool {
-		var v api.EndpointView
+		var v apiv1.EndpointView
 		h.json(&v, "endpoints", "get", "alpha")
 		return v.State == "up"
 	})
@@ -261,7 +261,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	h.fails(ExitNotFound, "no-such", "endpoints", "get", "no-such")
 	h.fails(ExitUsage, "endpoint ID or name", "endpoints", "get")
 
-	var edited api.EndpointView
+	var edited apiv1.EndpointView
 	h.json(&edited, "endpoints", "edit", "alpha", "--schedule", "@every 2s", "--if-match", fmt.Sprint(alpha.Version))
 	if edited.Schedule != "@every 2s" || edited.Version <= alpha.Version {
 		t.Fatalf("endpoints edit = %+v", edited)
@@ -270,7 +270,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	h.fails(ExitUsage, "nothing to change", "endpoints", "edit", "alpha")
 	h.fails(ExitNotFound, "nope", "endpoints", "edit", "nope", "--timeout", "2s")
 
-	var paused []api.EndpointView
+	var paused []apiv1.EndpointView
 	h.json(&paused, "endpoints", "pause", "alpha")
 	if len(paused) != 1 || !paused[0].Paused {
 		t.Fatalf("endpoints pause = %+v", paused)
@@ -282,19 +282,19 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	h.fails(ExitNotFound, "nope", "endpoints", "pause", "nope")
 
 	// incidents: an endpoint nobody answers for.
-	var down api.EndpointView
+	var down apiv1.EndpointView
 	h.json(&down, "endpoints", "add", "--name", "down", "--url", "http://127.0.0.1:1/mcp", "--schedule", "@every 1s", "--timeout", "1s")
-	var incs []api.IncidentView
+	var incs []apiv1.IncidentView
 	eventually(t, 60*time.Second, "an open incident", func() bool {
 		h.json(&incs, "incidents", "list", "--state", "open", "--endpoint", down.ID)
 		return len(incs) > 0
 	})
-	var detail api.IncidentDetail
+	var detail apiv1.IncidentDetail
 	h.json(&detail, "incidents", "get", incs[0].ID)
 	if detail.EndpointID != down.ID {
 		t.Fatalf("incidents get = %+v", detail)
 	}
-	var acked api.IncidentView
+	var acked apiv1.IncidentView
 	h.json(&acked, "incidents", "ack", incs[0].ID, "--by", "tester", "--reason", "known")
 	if acked.State != "acknowledged" || acked.AckedBy != "tester" {
 		t.Fatalf("incidents ack = %+v", acked)
@@ -314,12 +314,12 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	h.documentation(addr)
 
 	// maintenance
-	var mw api.MaintenanceView
+	var mw apiv1.MaintenanceView
 	h.json(&mw, "maintenance", "add", "--name", "deploy", "--endpoint", "alpha", "--for", "1h")
 	if mw.ID == "" || len(mw.EndpointIDs) != 1 || mw.EndpointIDs[0] != alpha.ID {
 		t.Fatalf("maintenance add = %+v", mw)
 	}
-	var mws []api.MaintenanceView
+	var mws []apiv1.MaintenanceView
 	h.json(&mws, "maintenance", "list")
 	if len(mws) != 1 || mws[0].ID != mw.ID {
 		t.Fatalf("maintenance list = %+v", mws)
@@ -329,7 +329,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	h.fails(ExitUsage, "RFC 3339", "maintenance", "add", "--endpoint", "alpha", "--start", "tomorrow")
 
 	// keys over REST
-	var keys []api.KeyView
+	var keys []apiv1.KeyView
 	h.json(&keys, "keys", "list")
 	if len(keys) != 1 || keys[0].Name != "admin" {
 		t.Fatalf("keys list = %+v", keys)
@@ -352,7 +352,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	h.fails(ExitUsage, "--name and --scope", "keys", "create")
 
 	// dead-letter queues (the operator's)
-	var qs []api.DLQView
+	var qs []apiv1.DLQView
 	h.json(&qs, "dlq", "list")
 	if len(qs) == 0 {
 		t.Fatal("dlq list: no queues")
@@ -366,7 +366,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if _, ok := purged["purged"]; !ok {
 		t.Fatalf("dlq purge = %v", purged)
 	}
-	var redrive api.RedriveView
+	var redrive apiv1.RedriveView
 	h.json(&redrive, "dlq", "replay", "results")
 	if redrive.Moved != 0 {
 		t.Fatalf("dlq replay of an empty queue = %+v", redrive)
@@ -433,7 +433,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 
 	// export → apply --dry-run: no diff, against the original and the export.
 	exported := h.ok("export")
-	if strings.Contains(exported, "-secret") || strings.Contains(exported, "t0k") || strings.Contains(exported, api.Redacted) {
+	if strings.Contains(exported, "-secret") || strings.Contains(exported, "t0k") || strings.Contains(exported, apiv1.Redacted) {
 		t.Fatalf("export leaks a secret or a placeholder:\n%s", exported)
 	}
 	for _, want := range []string{"name: beta", "${env:MCPMON_APPLY_BETA_AUTHORIZATION}", "${env:MCPMON_APPLY_BETA_SINK_HOOK_URL}"} {
@@ -464,7 +464,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	}
 	dup := write("dup.yaml", "endpoints:\n  - {name: d, url: "+mcpURL+"}\n  - {name: d, url: "+mcpURL+"}\n")
 	h.fails(ExitError, `"d"`, "apply", "-f", dup)
-	var twin api.EndpointView
+	var twin apiv1.EndpointView
 	h.json(&twin, "endpoints", "add", "--name", "beta", "--url", mcpURL)
 	h.fails(ExitError, twin.ID, "apply", "-f", cfg, "--dry-run")
 	h.fails(ExitUsage, "give an ID", "endpoints", "get", "beta")
@@ -539,11 +539,11 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 // catalog, audit — against the running server: alpha is up and probed
 // every second, down has an open incident. It adds a tool to alpha's
 // server, so alpha's catalog changes and leaves a durable event.
-func (h *harness) readSide(alpha, down api.EndpointView, mcpSrv *mcp.Server) {
+func (h *harness) readSide(alpha, down apiv1.EndpointView, mcpSrv *mcp.Server) {
 	t := h.t
 
 	// verdicts
-	var vs []api.VerdictView
+	var vs []apiv1.VerdictView
 	h.json(&vs, "verdicts", "list", "down", "--state", "down", "--limit", "2", "--page-size", "1")
 	if len(vs) != 2 || vs[0].State != "down" || vs[1].State != "down" || !vs[0].Window.After(vs[1].Window) {
 		t.Fatalf("verdicts list down --state down --limit 2 = %+v, want two down verdicts, newest first", vs)
@@ -568,7 +568,7 @@ func (h *harness) readSide(alpha, down api.EndpointView, mcpSrv *mcp.Server) {
 	h.fails(ExitUsage, "endpoint ID or name", "verdicts", "list")
 
 	// uptime
-	var up api.UptimeView
+	var up apiv1.UptimeView
 	h.json(&up, "uptime", "alpha")
 	if up.EndpointID != alpha.ID || up.Range != "24h" || !up.Uptime.Measured || up.Uptime.Up == 0 || up.Latency["total"].Count == 0 {
 		t.Fatalf("uptime alpha = %+v, want measured up seconds and total latency", up)
@@ -586,7 +586,7 @@ func (h *harness) readSide(alpha, down api.EndpointView, mcpSrv *mcp.Server) {
 	h.fails(ExitNotFound, "no-such", "uptime", "no-such")
 
 	// catalog, then a change to it: a durable event.
-	var cat api.CatalogView
+	var cat apiv1.CatalogView
 	eventually(t, 30*time.Second, "alpha's catalog", func() bool {
 		h.json(&cat, "catalog", "alpha")
 		return len(cat.Tools) == 1
@@ -599,7 +599,7 @@ func (h *harness) readSide(alpha, down api.EndpointView, mcpSrv *mcp.Server) {
 	}
 	h.fails(ExitNotFound, "no-such", "catalog", "no-such")
 
-	var evs []api.EventView
+	var evs []apiv1.EventView
 	h.json(&evs, "events", "list", "alpha")
 	if len(evs) != 0 {
 		t.Fatalf("events list alpha before any change = %+v", evs)

@@ -13,7 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mcpmon/mcpmon/alerter/sinks"
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/client"
 	"github.com/mcpmon/mcpmon/pkg/declarative"
 )
@@ -42,7 +42,7 @@ func (a *app) endpointsList() *cobra.Command {
 				return err
 			}
 			return renderList(a, c.Endpoints(cmd.Context(), f), []any{"ID", "NAME", "STATE", "SCHEDULE", "URL", "LABELS"},
-				func(e api.EndpointView) []any { return []any{e.ID, e.Name, e.State, e.Schedule, e.URL, e.Labels} })
+				func(e apiv1.EndpointView) []any { return []any{e.ID, e.Name, e.State, e.Schedule, e.URL, e.Labels} })
 		},
 	}
 	cmd.Flags().StringVarP(&f.Selector, "selector", "l", "", "label selector: k=v, k!=v, comma-separated (all must match)")
@@ -53,12 +53,12 @@ func (a *app) endpointsList() *cobra.Command {
 
 // endpointByRef finds an endpoint by ID, or else by name (which must be
 // unique in the tenant).
-func (a *app) endpointByRef(ctx context.Context, c *client.Client, ref string) (api.EndpointView, error) {
+func (a *app) endpointByRef(ctx context.Context, c *client.Client, ref string) (apiv1.EndpointView, error) {
 	v, err := c.GetEndpoint(ctx, ref)
 	if !client.IsNotFound(err) {
 		return v, err
 	}
-	var found []api.EndpointView
+	var found []apiv1.EndpointView
 	for e, err := range c.Endpoints(ctx, client.EndpointFilter{}) {
 		if err != nil {
 			return v, err
@@ -102,7 +102,7 @@ func (a *app) endpointsGet() *cobra.Command {
 	}
 }
 
-func endpointTable(w io.Writer, v api.EndpointView) {
+func endpointTable(w io.Writer, v apiv1.EndpointView) {
 	names := make([]string, 0, len(v.Headers))
 	for k := range v.Headers {
 		names = append(names, k)
@@ -126,7 +126,7 @@ func endpointTable(w io.Writer, v api.EndpointView) {
 
 // endpointFlags are add's and edit's field flags.
 type endpointFlags struct {
-	in                      api.EndpointInput
+	in                      apiv1.EndpointInput
 	headers, labels         []string
 	rmHeaders, rmLabels     []string
 	sinksFile, rawPatch     string
@@ -161,7 +161,7 @@ func (f *endpointFlags) register(cmd *cobra.Command, edit bool) {
 
 // resolved returns the input with header values and sinks resolved from
 // their references (literal secrets refused).
-func (a *app) resolvedInput(f *endpointFlags) (api.EndpointInput, error) {
+func (a *app) resolvedInput(f *endpointFlags) (apiv1.EndpointInput, error) {
 	in := f.in
 	if len(f.headers) > 0 {
 		in.Headers = map[string]string{}
@@ -199,7 +199,7 @@ func (a *app) resolvedInput(f *endpointFlags) (api.EndpointInput, error) {
 		in.Sinks = j
 	}
 	if f.openAfter != 0 || f.resolveAfter != 0 {
-		in.Rules = &api.RulesInput{OpenAfter: f.openAfter, ResolveAfter: f.resolveAfter}
+		in.Rules = &apiv1.RulesInput{OpenAfter: f.openAfter, ResolveAfter: f.resolveAfter}
 	}
 	out, err := a.resolver().Resolve([]declarative.Desired{{Input: in, Source: "command line"}})
 	if err != nil {
@@ -394,7 +394,7 @@ func (a *app) endpointsPause(pause bool) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var out []api.EndpointView
+			var out []apiv1.EndpointView
 			for _, ref := range args {
 				cur, err := a.endpointByRef(cmd.Context(), c, ref)
 				if err != nil {

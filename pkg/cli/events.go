@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/client"
 	"github.com/mcpmon/mcpmon/pkg/model"
 )
@@ -47,7 +47,7 @@ or credential about to expire) however many probes saw it.`,
 			}
 			return renderList(a, take(c.Events(cmd.Context(), id, f), limit, nil),
 				[]any{"OBSERVED", "KIND", "SEVERITY", "REGION", "MESSAGE"},
-				func(e api.EventView) []any {
+				func(e apiv1.EventView) []any {
 					return []any{e.ObservedAt, e.Kind, e.Severity, e.Region, truncate(e.Message, 100)}
 				})
 		},

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/client"
 )
 
@@ -40,7 +40,7 @@ func (a *app) incidentsList() *cobra.Command {
 				return err
 			}
 			if incs == nil {
-				incs = []api.IncidentView{}
+				incs = []apiv1.IncidentView{}
 			}
 			return a.render(incs, func(w io.Writer) {
 				row(w, "ID", "ENDPOINT", "STATE", "OPENED", "CLASS", "REASON")
@@ -86,7 +86,7 @@ func (a *app) incidentsGet() *cobra.Command {
 }
 
 func (a *app) incidentsAck() *cobra.Command {
-	var in api.AckInput
+	var in apiv1.AckInput
 	cmd := &cobra.Command{
 		Use:     "ack ID",
 		Short:   "Acknowledge an open incident (stops reminders)",

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/client"
 	"github.com/mcpmon/mcpmon/pkg/daemon"
 )
@@ -90,7 +90,7 @@ func (a *app) keysList() *cobra.Command {
 			return err
 		}
 		if keys == nil {
-			keys = []api.KeyView{}
+			keys = []apiv1.KeyView{}
 		}
 		return a.render(keys, func(w io.Writer) {
 			row(w, "ID", "NAME", "SCOPE", "STATUS", "CREATED", "LAST USED", "EXPIRES")

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 func (a *app) maintenanceCmd() *cobra.Command {
@@ -35,7 +35,7 @@ func (a *app) maintenanceList() *cobra.Command {
 				return err
 			}
 			if ms == nil {
-				ms = []api.MaintenanceView{}
+				ms = []apiv1.MaintenanceView{}
 			}
 			return a.render(ms, func(w io.Writer) {
 				row(w, "ID", "NAME", "ENDPOINTS", "SELECTOR", "START", "END", "CRON", "DURATION")
@@ -48,7 +48,7 @@ func (a *app) maintenanceList() *cobra.Command {
 }
 
 func (a *app) maintenanceAdd() *cobra.Command {
-	var in api.MaintenanceInput
+	var in apiv1.MaintenanceInput
 	var endpoints, selector []string
 	var start, end string
 	var dur time.Duration

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 func (a *app) uptimeCmd() *cobra.Command {
@@ -48,7 +48,7 @@ the probe latency quantiles per phase, from the store's rollups.`,
 			if err != nil {
 				return err
 			}
-			var v api.UptimeView
+			var v apiv1.UptimeView
 			if custom {
 				v, err = c.UptimeBetween(cmd.Context(), id, f, t)
 			} else {
@@ -70,7 +70,7 @@ the probe latency quantiles per phase, from the store's rollups.`,
 	return cmd
 }
 
-func uptimeTable(w io.Writer, ref string, v api.UptimeView) {
+func uptimeTable(w io.Writer, ref string, v apiv1.UptimeView) {
 	u := v.Uptime
 	ratio := "unknown (nothing measured)"
 	if u.Measured {

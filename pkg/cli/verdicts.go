@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/client"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
@@ -57,7 +57,7 @@ the API filters verdicts by nothing, so the command reads pages until it has
 			}
 			vs := take(c.Verdicts(cmd.Context(), id, client.VerdictFilter{Limit: pageSize}), limit, keep)
 			return renderList(a, vs, []any{"WINDOW", "STATE", "CLASS", "RESULTS", "FAILING REGIONS", "REASON"},
-				func(v api.VerdictView) []any {
+				func(v apiv1.VerdictView) []any {
 					return []any{v.Window, string(v.State), v.Class, v.Results, v.FailingRegions, v.Reason}
 				})
 		},
@@ -71,7 +71,7 @@ the API filters verdicts by nothing, so the command reads pages until it has
 
 // stateFilter is --state as a filter (nil: every state), refusing a state
 // no verdict has.
-func stateFilter(states []string) (func(api.VerdictView) bool, error) {
+func stateFilter(states []string) (func(apiv1.VerdictView) bool, error) {
 	if len(states) == 0 {
 		return nil, nil
 	}
@@ -83,5 +83,5 @@ func stateFilter(states []string) (func(api.VerdictView) bool, error) {
 		}
 		want[msg.State(s)] = true
 	}
-	return func(v api.VerdictView) bool { return want[v.State] }, nil
+	return func(v apiv1.VerdictView) bool { return want[v.State] }, nil
 }

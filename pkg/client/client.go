@@ -1,5 +1,5 @@
 // Package client is a typed Go client of mcpmon's REST API (/v1). It shares
-// pkg/api's exported request and response types, so the wire contract has
+// the API's request and response types (pkg/api/v1), so the wire contract has
 // one definition. Requests leave through an injected *http.Client with the
 // caller's bearer token; answers come back as those types, and every error
 // response (application/problem+json) as a *Error that keeps the status,
@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // maxResponseBytes bounds what one answer may hold in memory.
@@ -84,7 +84,7 @@ type Error struct {
 	Title  string
 	Detail string
 	// Errors are the field problems of an invalid request.
-	Errors []api.FieldError
+	Errors []apiv1.FieldError
 }
 
 func (e *Error) Error() string {
@@ -214,7 +214,7 @@ func (c *Client) once(ctx context.Context, req request, body []byte, out any) (h
 	}
 	if resp.StatusCode >= 300 {
 		e := &Error{Method: req.method, Path: pathOnly(req.path), Status: resp.StatusCode}
-		var p api.Problem
+		var p apiv1.Problem
 		if json.Unmarshal(raw, &p) == nil {
 			e.Type, e.Title, e.Detail, e.Errors = p.Type, p.Title, p.Detail, p.Errors
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/api/apispec"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/client"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
@@ -59,7 +60,7 @@ func newAPIOn(t *testing.T, tweak func(*api.Options)) (*client.Client, *atomic.I
 func TestListWalksEveryPageAndStopsWhenTheLoopDoes(t *testing.T) {
 	c, requests := newAPI(t, nil)
 	for i := range 5 {
-		if _, err := c.CreateEndpoint(t.Context(), api.EndpointInput{Name: fmt.Sprintf("e%d", i), URL: "https://mcp.example.com/mcp",
+		if _, err := c.CreateEndpoint(t.Context(), apiv1.EndpointInput{Name: fmt.Sprintf("e%d", i), URL: "https://mcp.example.com/mcp",
 			Labels: map[string]string{"odd": fmt.Sprint(i%2 == 1)}}); err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +103,7 @@ func TestListWalksEveryPageAndStopsWhenTheLoopDoes(t *testing.T) {
 func TestEndpointHistoryIsReadPageByPage(t *testing.T) {
 	c, requests, st := newAPIOn(t, nil)
 	ctx := t.Context()
-	ep, err := c.CreateEndpoint(ctx, api.EndpointInput{Name: "h", URL: "https://mcp.example.com/mcp"})
+	ep, err := c.CreateEndpoint(ctx, apiv1.EndpointInput{Name: "h", URL: "https://mcp.example.com/mcp"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestProblemsBecomeTypedErrors(t *testing.T) {
 	c, _ := newAPI(t, nil)
 	ctx := t.Context()
 
-	_, err := c.CreateEndpoint(ctx, api.EndpointInput{Name: "x", URL: "ftp://example.com", Timeout: "forever"})
+	_, err := c.CreateEndpoint(ctx, apiv1.EndpointInput{Name: "x", URL: "ftp://example.com", Timeout: "forever"})
 	var e *client.Error
 	if !client.IsInvalid(err) || !asError(err, &e) || len(e.Errors) != 2 || e.Errors[0].Pointer != "#/url" {
 		t.Fatalf("invalid create: %v, want a 400 naming #/url and #/timeout", err)
@@ -177,12 +178,12 @@ func TestProblemsBecomeTypedErrors(t *testing.T) {
 		t.Fatalf("delete of a missing endpoint: %v, want not found", err)
 	}
 
-	v, err := c.CreateEndpoint(ctx, api.EndpointInput{Name: "x", URL: "https://mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer s"}})
+	v, err := c.CreateEndpoint(ctx, apiv1.EndpointInput{Name: "x", URL: "https://mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer s"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, err := c.PauseEndpoint(ctx, v.ID)
-	if err != nil || !p.Paused || p.Headers["Authorization"] != api.Redacted {
+	if err != nil || !p.Paused || p.Headers["Authorization"] != apiv1.Redacted {
 		t.Fatalf("pause = %+v, %v", p, err)
 	}
 	if _, err := c.PatchEndpointIfMatch(ctx, v.ID, map[string]any{"timeout": "5s"}, v.Version); !client.IsConflict(err) {
@@ -229,9 +230,9 @@ func asError(err error, target **client.Error) bool {
 // endpointWriter is what the registry importer (another package) asks of
 // the client: the exact signatures it consumes.
 type endpointWriter interface {
-	ListEndpoints(ctx context.Context, selector string) ([]api.EndpointView, error)
-	CreateEndpoint(ctx context.Context, in api.EndpointInput) (api.EndpointView, error)
-	PatchEndpoint(ctx context.Context, id string, patch any) (api.EndpointView, error)
+	ListEndpoints(ctx context.Context, selector string) ([]apiv1.EndpointView, error)
+	CreateEndpoint(ctx context.Context, in apiv1.EndpointInput) (apiv1.EndpointView, error)
+	PatchEndpoint(ctx context.Context, id string, patch any) (apiv1.EndpointView, error)
 	DeleteEndpoint(ctx context.Context, id string) error
 }
 

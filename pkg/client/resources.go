@@ -7,8 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
-	"github.com/mcpmon/mcpmon/pkg/store"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // ---- incidents
@@ -21,25 +20,25 @@ type IncidentFilter struct {
 }
 
 // Incidents walks the tenant's incidents, newest first.
-func (c *Client) Incidents(ctx context.Context, f IncidentFilter) iter.Seq2[api.IncidentView, error] {
-	return seq[api.IncidentView](ctx, c, "/v1/incidents"+query("state", f.State, "endpoint", f.Endpoint), "incidents")
+func (c *Client) Incidents(ctx context.Context, f IncidentFilter) iter.Seq2[apiv1.IncidentView, error] {
+	return seq[apiv1.IncidentView](ctx, c, "/v1/incidents"+query("state", f.State, "endpoint", f.Endpoint), "incidents")
 }
 
 // ListIncidents returns every incident f matches.
-func (c *Client) ListIncidents(ctx context.Context, f IncidentFilter) ([]api.IncidentView, error) {
+func (c *Client) ListIncidents(ctx context.Context, f IncidentFilter) ([]apiv1.IncidentView, error) {
 	return collect(c.Incidents(ctx, f))
 }
 
 // GetIncident returns one incident with what each sink was told.
-func (c *Client) GetIncident(ctx context.Context, id string) (api.IncidentDetail, error) {
-	var v api.IncidentDetail
+func (c *Client) GetIncident(ctx context.Context, id string) (apiv1.IncidentDetail, error) {
+	var v apiv1.IncidentDetail
 	_, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/incidents/" + esc(id)}, &v)
 	return v, err
 }
 
 // AckIncident acknowledges an open incident (a resolved one: IsConflict).
-func (c *Client) AckIncident(ctx context.Context, id string, in api.AckInput) (api.IncidentView, error) {
-	var v api.IncidentView
+func (c *Client) AckIncident(ctx context.Context, id string, in apiv1.AckInput) (apiv1.IncidentView, error) {
+	var v apiv1.IncidentView
 	_, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/incidents/" + esc(id) + "/ack", body: in}, &v)
 	return v, err
 }
@@ -47,25 +46,25 @@ func (c *Client) AckIncident(ctx context.Context, id string, in api.AckInput) (a
 // ---- maintenance
 
 // Maintenance walks the tenant's maintenance windows.
-func (c *Client) Maintenance(ctx context.Context) iter.Seq2[api.MaintenanceView, error] {
-	return seq[api.MaintenanceView](ctx, c, "/v1/maintenance", "maintenance")
+func (c *Client) Maintenance(ctx context.Context) iter.Seq2[apiv1.MaintenanceView, error] {
+	return seq[apiv1.MaintenanceView](ctx, c, "/v1/maintenance", "maintenance")
 }
 
 // ListMaintenance returns every maintenance window of the tenant.
-func (c *Client) ListMaintenance(ctx context.Context) ([]api.MaintenanceView, error) {
+func (c *Client) ListMaintenance(ctx context.Context) ([]apiv1.MaintenanceView, error) {
 	return collect(c.Maintenance(ctx))
 }
 
 // GetMaintenance returns one maintenance window.
-func (c *Client) GetMaintenance(ctx context.Context, id string) (api.MaintenanceView, error) {
-	var v api.MaintenanceView
+func (c *Client) GetMaintenance(ctx context.Context, id string) (apiv1.MaintenanceView, error) {
+	var v apiv1.MaintenanceView
 	_, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/maintenance/" + esc(id)}, &v)
 	return v, err
 }
 
 // AddMaintenance creates a maintenance window.
-func (c *Client) AddMaintenance(ctx context.Context, in api.MaintenanceInput) (api.MaintenanceView, error) {
-	var v api.MaintenanceView
+func (c *Client) AddMaintenance(ctx context.Context, in apiv1.MaintenanceInput) (apiv1.MaintenanceView, error) {
+	var v apiv1.MaintenanceView
 	_, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/maintenance", body: in}, &v)
 	return v, err
 }
@@ -88,24 +87,24 @@ type KeyInput struct {
 }
 
 // Keys walks the tenant's API keys (admin).
-func (c *Client) Keys(ctx context.Context) iter.Seq2[api.KeyView, error] {
-	return seq[api.KeyView](ctx, c, "/v1/keys", "keys")
+func (c *Client) Keys(ctx context.Context) iter.Seq2[apiv1.KeyView, error] {
+	return seq[apiv1.KeyView](ctx, c, "/v1/keys", "keys")
 }
 
 // ListKeys returns every API key of the tenant (admin).
-func (c *Client) ListKeys(ctx context.Context) ([]api.KeyView, error) { return collect(c.Keys(ctx)) }
+func (c *Client) ListKeys(ctx context.Context) ([]apiv1.KeyView, error) { return collect(c.Keys(ctx)) }
 
 // CreateKey creates an API key in the caller's tenant; the answer's Key is
 // the secret, shown only now.
-func (c *Client) CreateKey(ctx context.Context, in KeyInput) (api.KeyView, error) {
-	var v api.KeyView
+func (c *Client) CreateKey(ctx context.Context, in KeyInput) (apiv1.KeyView, error) {
+	var v apiv1.KeyView
 	_, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/keys", body: in}, &v)
 	return v, err
 }
 
 // RevokeKey revokes a key by ID or name.
-func (c *Client) RevokeKey(ctx context.Context, ref string) (api.KeyView, error) {
-	var v api.KeyView
+func (c *Client) RevokeKey(ctx context.Context, ref string) (apiv1.KeyView, error) {
+	var v apiv1.KeyView
 	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/v1/keys/" + esc(ref)}, &v)
 	return v, err
 }
@@ -120,27 +119,27 @@ type AuditFilter struct {
 }
 
 // Audit walks the tenant's audit log, newest first (admin).
-func (c *Client) Audit(ctx context.Context, f AuditFilter) iter.Seq2[store.AuditEntry, error] {
+func (c *Client) Audit(ctx context.Context, f AuditFilter) iter.Seq2[apiv1.AuditEntryView, error] {
 	ts := func(t time.Time) string {
 		if t.IsZero() {
 			return ""
 		}
 		return t.UTC().Format(time.RFC3339Nano)
 	}
-	return seq[store.AuditEntry](ctx, c, "/v1/audit"+query("since", ts(f.Since), "until", ts(f.Until), "limit", pageSize(f.Limit)), "entries")
+	return seq[apiv1.AuditEntryView](ctx, c, "/v1/audit"+query("since", ts(f.Since), "until", ts(f.Until), "limit", pageSize(f.Limit)), "entries")
 }
 
 // ListAudit returns every audit entry f matches (admin).
-func (c *Client) ListAudit(ctx context.Context, f AuditFilter) ([]store.AuditEntry, error) {
+func (c *Client) ListAudit(ctx context.Context, f AuditFilter) ([]apiv1.AuditEntryView, error) {
 	return collect(c.Audit(ctx, f))
 }
 
 // ---- dead letters (operator: the default tenant's admin key)
 
 // DeadLetterQueues lists the stage queues' dead-letter queues.
-func (c *Client) DeadLetterQueues(ctx context.Context) ([]api.DLQView, error) {
+func (c *Client) DeadLetterQueues(ctx context.Context) ([]apiv1.DLQView, error) {
 	var out struct {
-		Queues []api.DLQView `json:"queues"`
+		Queues []apiv1.DLQView `json:"queues"`
 	}
 	_, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/dlq"}, &out)
 	return out.Queues, err
@@ -148,13 +147,13 @@ func (c *Client) DeadLetterQueues(ctx context.Context) ([]api.DLQView, error) {
 
 // PeekDeadLetters returns up to limit dead letters of queue without
 // removing them (0: the server's default).
-func (c *Client) PeekDeadLetters(ctx context.Context, queue string, limit int) ([]api.DeadLetterView, error) {
+func (c *Client) PeekDeadLetters(ctx context.Context, queue string, limit int) ([]apiv1.DeadLetterView, error) {
 	lim := ""
 	if limit > 0 {
 		lim = strconv.Itoa(limit)
 	}
 	var out struct {
-		Messages []api.DeadLetterView `json:"messages"`
+		Messages []apiv1.DeadLetterView `json:"messages"`
 	}
 	_, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/dlq/" + esc(queue) + "/messages" + query("limit", lim)}, &out)
 	return out.Messages, err
@@ -162,11 +161,11 @@ func (c *Client) PeekDeadLetters(ctx context.Context, queue string, limit int) (
 
 // RedriveDeadLetters moves dead letters of queue back to it: the ones
 // named by ids, or all when ids is empty.
-func (c *Client) RedriveDeadLetters(ctx context.Context, queue string, ids []string) (api.RedriveView, error) {
+func (c *Client) RedriveDeadLetters(ctx context.Context, queue string, ids []string) (apiv1.RedriveView, error) {
 	if ids == nil {
 		ids = []string{}
 	}
-	var v api.RedriveView
+	var v apiv1.RedriveView
 	_, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/dlq/" + esc(queue) + "/redrive", body: map[string]any{"ids": ids}}, &v)
 	return v, err
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 )
@@ -128,7 +128,7 @@ func runPoisonedVerdict(t *testing.T, b backend) {
 
 	broken.Store(false) // the fix
 	code, body := dlq.redrive("verdicts", `{}`)
-	var rv api.RedriveView
+	var rv apiv1.RedriveView
 	if code != http.StatusOK || json.Unmarshal(body, &rv) != nil || rv.Moved+btoi(rv.Task != "") == 0 {
 		t.Fatalf("replay = %d %s, want the dead letters moved", code, body)
 	}
@@ -188,14 +188,14 @@ func (d dlqHTTP) call(method, path, body string) (int, []byte) {
 	return resp.StatusCode, raw
 }
 
-func (d dlqHTTP) list() map[string]api.DLQView {
+func (d dlqHTTP) list() map[string]apiv1.DLQView {
 	d.t.Helper()
 	code, raw := d.call("GET", "/v1/dlq", "")
-	var out struct{ Queues []api.DLQView }
+	var out struct{ Queues []apiv1.DLQView }
 	if code != http.StatusOK || json.Unmarshal(raw, &out) != nil {
 		d.t.Fatalf("GET /v1/dlq = %d %s", code, raw)
 	}
-	m := map[string]api.DLQView{}
+	m := map[string]apiv1.DLQView{}
 	for _, v := range out.Queues {
 		m[v.Queue] = v
 	}
@@ -211,10 +211,10 @@ func (d dlqHTTP) depth(name string) int {
 	return v.Depth
 }
 
-func (d dlqHTTP) peek(name string) []api.DeadLetterView {
+func (d dlqHTTP) peek(name string) []apiv1.DeadLetterView {
 	d.t.Helper()
 	code, raw := d.call("GET", "/v1/dlq/"+name+"/messages", "")
-	var out struct{ Messages []api.DeadLetterView }
+	var out struct{ Messages []apiv1.DeadLetterView }
 	if code != http.StatusOK || json.Unmarshal(raw, &out) != nil {
 		d.t.Fatalf("GET /v1/dlq/%s/messages = %d %s", name, code, raw)
 	}

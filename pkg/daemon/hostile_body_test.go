@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/api/apispec"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/config"
 )
 
@@ -90,7 +90,7 @@ func TestDeeplyNestedBodiesCostLittle(t *testing.T) {
 	if after := c.get(t, "/v1/endpoints/"+id); after != before {
 		t.Errorf("the refused PATCHes changed the endpoint:\nbefore %s\nafter  %s", before, after)
 	}
-	var list api.EndpointList
+	var list apiv1.EndpointList
 	if err := json.Unmarshal([]byte(c.get(t, "/v1/endpoints")), &list); err != nil || len(list.Endpoints) != 1 {
 		t.Errorf("endpoints after the refused creates: %+v (%v), want only the one registered", list.Endpoints, err)
 	}
@@ -117,10 +117,10 @@ func refusedAsTooDeep(t *testing.T, client *http.Client, addr, method, path, bod
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != api.ProblemContentType {
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != apiv1.ProblemContentType {
 		return fmt.Errorf("answered %d %s: %.200s, want a 400 problem", resp.StatusCode, resp.Header.Get("Content-Type"), raw)
 	}
-	var p api.Problem
+	var p apiv1.Problem
 	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&p); err != nil {
 		return err
 	}

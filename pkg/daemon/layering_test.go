@@ -45,8 +45,9 @@ func importers(t *testing.T, pkg string) []string {
 
 // TestLayering states the architecture's import rules: the
 // schedule rule is a leaf, the alerter does not reach into the aggregator,
-// the SSRF guard is not the prober's, and only the process assembly (and
-// the harnesses that start probers) import the prober.
+// the SSRF guard is not the prober's, only the process assembly (and
+// the harnesses that start probers) import the prober, and the API's
+// clients link its wire types, not its server.
 func TestLayering(t *testing.T) {
 	if d := deps(t, "pkg/schedule"); len(d) != 0 {
 		t.Errorf("pkg/schedule imports %v; it must import nothing of the pipeline", d)
@@ -68,6 +69,7 @@ func TestLayering(t *testing.T) {
 			t.Errorf("%s imports prober; only %v may (to probe)", who, allowed)
 		}
 	}
+	clientSide(t)
 	// Nor any package under prober/: what others need of it is a leaf
 	// under pkg/.
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"...").Output()
@@ -83,6 +85,59 @@ func TestLayering(t *testing.T) {
 		for _, imp := range f[1:] {
 			if strings.HasPrefix(imp, module+"prober/") {
 				t.Errorf("%s imports %s; only the prober and %v may import prober/...", who, strings.TrimPrefix(imp, module), allowed)
+			}
+		}
+	}
+}
+
+// imports lists the mcpmon packages pkg imports directly (tests excluded).
+func imports(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, module+pkg).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	var own []string
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, module) {
+			own = append(own, strings.TrimPrefix(p, module))
+		}
+	}
+	return own
+}
+
+// clientSide checks that the packages that talk to a running mcpmon over
+// its API (the Go client, apply's declarative plan, the registry import)
+// share the server's wire types, pkg/api/v1, and link nothing of the
+// server: no router, store, queue, seal or auth. Besides each other and
+// the API types they may use the model (no I/O) and leaves (packages that
+// import nothing of mcpmon, such as pkg/msg); the API types themselves
+// import only the model and leaves.
+func clientSide(t *testing.T) {
+	t.Helper()
+	const types = "pkg/api/v1"
+	clients := []string{"pkg/client", "pkg/declarative", "pkg/registry"}
+	leaf := map[string]bool{}
+	isLeaf := func(p string) bool {
+		l, ok := leaf[p]
+		if !ok {
+			l = len(deps(t, p)) == 0
+			leaf[p] = l
+		}
+		return l
+	}
+	for _, d := range deps(t, types) {
+		if d != "pkg/model" && !isLeaf(d) {
+			t.Errorf("%s imports %s; the API types import only the model and leaves", types, d)
+		}
+	}
+	for _, c := range clients {
+		reach := deps(t, c)
+		for _, d := range reach {
+			switch {
+			case d == types, d == "pkg/model", slices.Contains(clients, d), isLeaf(d):
+			default:
+				t.Errorf("%s depends on %s; an API client links only %s, the model and leaves", c, d, types)
 			}
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/declarative"
 )
 
@@ -23,7 +23,7 @@ endpoints:
 `))
 	r := declarative.Resolver{Env: func(string) (string, bool) { return "s3cret", true }}
 	desired, _ := r.Resolve([]declarative.Desired{{Input: doc.Endpoints[0]}, {Input: doc.Endpoints[1]}})
-	current := []api.EndpointView{
+	current := []apiv1.EndpointView{
 		{ID: "e1", Name: "search", URL: "https://search.example.com/mcp", Transport: "auto", Schedule: "@every 30s", Timeout: "10s", Version: 2},
 		{ID: "e2", Name: "demo", URL: "https://demo.example.com/mcp", Transport: "auto", Schedule: "@every 30s", Timeout: "10s"},
 	}

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // Export turns the server's endpoints into a Document that apply accepts
@@ -20,20 +20,20 @@ import (
 // Defaults are left out (transport auto, the default schedule and the
 // timeout the server derives from it), so the file says only what was
 // chosen.
-func Export(views []api.EndpointView) Document {
+func Export(views []apiv1.EndpointView) Document {
 	views = slices.Clone(views)
 	sort.Slice(views, func(i, j int) bool { return views[i].Name < views[j].Name })
-	doc := Document{Endpoints: make([]api.EndpointInput, 0, len(views))}
+	doc := Document{Endpoints: make([]apiv1.EndpointInput, 0, len(views))}
 	for _, v := range views {
-		in := api.EndpointInput{
+		in := apiv1.EndpointInput{
 			Name: v.Name, URL: exportURL(v.Name, v.URL), ProtocolVersion: v.ProtocolVersion,
 			LatencyThreshold: v.LatencyThreshold, Labels: v.Labels, Rules: v.Rules,
 			Paused: v.Paused, Public: v.Public, Slug: v.Slug,
 		}
-		if v.Transport != api.DefaultTransport {
+		if v.Transport != apiv1.DefaultTransport {
 			in.Transport = v.Transport
 		}
-		if v.Schedule != api.DefaultSchedule {
+		if v.Schedule != apiv1.DefaultSchedule {
 			in.Schedule = v.Schedule
 		}
 		if def := DefaultTimeout(v.Schedule); def == "" || !sameDuration(def, v.Timeout) {
@@ -73,13 +73,13 @@ func ref(name string) string { return "${env:" + name + "}" }
 // exportURL replaces each redacted query parameter value with a reference.
 func exportURL(endpoint, u string) string {
 	base, q, ok := strings.Cut(u, "?")
-	if !ok || !strings.Contains(q, api.Redacted) {
+	if !ok || !strings.Contains(q, apiv1.Redacted) {
 		return u
 	}
 	pairs := strings.Split(q, "&")
 	for i, p := range pairs {
 		name, val, _ := strings.Cut(p, "=")
-		if val == api.Redacted {
+		if val == apiv1.Redacted {
 			pairs[i] = name + "=" + ref(PlaceholderName(endpoint, "url", name))
 		}
 	}
@@ -107,7 +107,7 @@ func exportSinks(endpoint string, raw json.RawMessage) json.RawMessage {
 				label = n
 			}
 			list[i] = mapStrings(m, "", func(path, s string) string {
-				if !strings.Contains(s, api.Redacted) {
+				if !strings.Contains(s, apiv1.Redacted) {
 					return s
 				}
 				return ref(PlaceholderName(endpoint, "sink", label, strings.TrimPrefix(path, ".")))

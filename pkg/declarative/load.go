@@ -34,7 +34,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // Document is the file format: a list of endpoints in the API's input
@@ -48,12 +48,12 @@ import (
 //	      Authorization: Bearer ${env:MCPMON_APPLY_SEARCH_TOKEN}
 //	    labels: {team: search}
 type Document struct {
-	Endpoints []api.EndpointInput `json:"endpoints"`
+	Endpoints []apiv1.EndpointInput `json:"endpoints"`
 }
 
 // Desired is one endpoint of the files with where it came from.
 type Desired struct {
-	Input api.EndpointInput
+	Input apiv1.EndpointInput
 	// Source is the file that declared it; ${file:} paths are relative to
 	// its directory.
 	Source string

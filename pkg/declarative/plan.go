@@ -12,7 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // Action is what a Change does to the server.
@@ -43,7 +44,7 @@ type Change struct {
 	Version int64         `json:"version,omitempty"`
 	Fields  []FieldChange `json:"fields,omitempty"`
 	// Input is what a create sends (secrets resolved: never print it).
-	Input *api.EndpointInput `json:"-"`
+	Input *apiv1.EndpointInput `json:"-"`
 	// Patch is the JSON merge patch an update sends (secrets resolved).
 	Patch map[string]any `json:"-"`
 }
@@ -65,7 +66,7 @@ type Options struct {
 	// endpoint that has any, since a changed secret value is invisible in
 	// a diff.
 	ForceSecrets bool
-	// RedactSinks is the server's sinks redactor; nil uses api.RedactSinks.
+	// RedactSinks is the server's sinks redactor; nil uses model.RedactSinks.
 	RedactSinks func(json.RawMessage) json.RawMessage
 }
 
@@ -73,11 +74,11 @@ type Options struct {
 // current (the server's endpoints of the tenant) and returns the changes
 // that make the server match. It refuses to plan when the server holds two
 // endpoints of one name: which one a file means would be a guess.
-func MakePlan(desired []api.EndpointInput, current []api.EndpointView, o Options) (Plan, error) {
+func MakePlan(desired []apiv1.EndpointInput, current []apiv1.EndpointView, o Options) (Plan, error) {
 	if o.RedactSinks == nil {
-		o.RedactSinks = api.RedactSinks
+		o.RedactSinks = model.RedactSinks
 	}
-	byName := map[string][]api.EndpointView{}
+	byName := map[string][]apiv1.EndpointView{}
 	for _, v := range current {
 		byName[v.Name] = append(byName[v.Name], v)
 	}
@@ -127,7 +128,7 @@ func MakePlan(desired []api.EndpointInput, current []api.EndpointView, o Options
 // diff compares one desired endpoint with the server's and builds the
 // merge patch of what differs. An empty desired field means the server's
 // default: a field set on the server is patched back to null.
-func diff(d api.EndpointInput, cur api.EndpointView, o Options) (Change, bool) {
+func diff(d apiv1.EndpointInput, cur apiv1.EndpointView, o Options) (Change, bool) {
 	c := Change{Action: Update, Name: d.Name, ID: cur.ID, Version: cur.Version, Patch: map[string]any{}}
 	set := func(field, from, to string, value any) {
 		c.Fields = append(c.Fields, FieldChange{Field: field, From: from, To: to})
@@ -140,17 +141,17 @@ func diff(d api.EndpointInput, cur api.EndpointView, o Options) (Change, bool) {
 		return s
 	}
 
-	urlChanged := api.RedactURL(strings.TrimSpace(d.URL)) != cur.URL
+	urlChanged := model.RedactURL(strings.TrimSpace(d.URL)) != cur.URL
 	if urlChanged {
-		set("url", cur.URL, api.RedactURL(d.URL), d.URL)
+		set("url", cur.URL, model.RedactURL(d.URL), d.URL)
 	}
-	if want := or(d.Transport, api.DefaultTransport); want != cur.Transport {
+	if want := or(d.Transport, apiv1.DefaultTransport); want != cur.Transport {
 		set("transport", cur.Transport, want, orNull(d.Transport))
 	}
 	if d.ProtocolVersion != cur.ProtocolVersion {
 		set("protocolVersion", cur.ProtocolVersion, d.ProtocolVersion, orNull(d.ProtocolVersion))
 	}
-	schedule := or(strings.TrimSpace(d.Schedule), api.DefaultSchedule)
+	schedule := or(strings.TrimSpace(d.Schedule), apiv1.DefaultSchedule)
 	if schedule != cur.Schedule {
 		set("schedule", cur.Schedule, schedule, orNull(strings.TrimSpace(d.Schedule)))
 	}
@@ -205,7 +206,7 @@ func diff(d api.EndpointInput, cur api.EndpointView, o Options) (Change, bool) {
 
 	if !sameRules(d.Rules, cur.Rules) {
 		var value any
-		if r := d.Rules; r != nil && *r != (api.RulesInput{}) {
+		if r := d.Rules; r != nil && *r != (apiv1.RulesInput{}) {
 			value = map[string]any{"openAfter": r.OpenAfter, "openWindow": r.OpenWindow, "resolveAfter": r.ResolveAfter,
 				"regionQuorum": r.RegionQuorum, "repeatInterval": orNull(r.RepeatInterval)}
 		}
@@ -238,8 +239,8 @@ func diff(d api.EndpointInput, cur api.EndpointView, o Options) (Change, bool) {
 // without one: 10s, clamped to an "@every" interval (at least 1s). For
 // other schedules it returns "" (unknown: no diff is made on it).
 func DefaultTimeout(schedule string) string {
-	if schedule == api.DefaultSchedule || schedule == "" {
-		return api.DefaultTimeout.String()
+	if schedule == apiv1.DefaultSchedule || schedule == "" {
+		return apiv1.DefaultTimeout.String()
 	}
 	every, ok := strings.CutPrefix(schedule, "@every ")
 	if !ok {
@@ -249,7 +250,7 @@ func DefaultTimeout(schedule string) string {
 	if err != nil || d <= 0 {
 		return ""
 	}
-	return max(min(api.DefaultTimeout, d), api.MinTimeout).String()
+	return max(min(apiv1.DefaultTimeout, d), apiv1.MinTimeout).String()
 }
 
 func or(s, def string) string {
@@ -277,8 +278,8 @@ func sameMap(a, b map[string]string) bool {
 	return maps.Equal(a, b)
 }
 
-func sameRules(a, b *api.RulesInput) bool {
-	var x, y api.RulesInput
+func sameRules(a, b *apiv1.RulesInput) bool {
+	var x, y apiv1.RulesInput
 	if a != nil {
 		x = *a
 	}

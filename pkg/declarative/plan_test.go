@@ -9,20 +9,20 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
-func view(name string, mod func(*api.EndpointView)) api.EndpointView {
-	v := api.EndpointView{ID: "id-" + name, Name: name, URL: "https://mcp.example.com/" + name, Transport: "auto",
-		Schedule: api.DefaultSchedule, Timeout: "10s", Version: 3}
+func view(name string, mod func(*apiv1.EndpointView)) apiv1.EndpointView {
+	v := apiv1.EndpointView{ID: "id-" + name, Name: name, URL: "https://mcp.example.com/" + name, Transport: "auto",
+		Schedule: apiv1.DefaultSchedule, Timeout: "10s", Version: 3}
 	if mod != nil {
 		mod(&v)
 	}
 	return v
 }
 
-func input(name string, mod func(*api.EndpointInput)) api.EndpointInput {
-	in := api.EndpointInput{Name: name, URL: "https://mcp.example.com/" + name}
+func input(name string, mod func(*apiv1.EndpointInput)) apiv1.EndpointInput {
+	in := apiv1.EndpointInput{Name: name, URL: "https://mcp.example.com/" + name}
 	if mod != nil {
 		mod(&in)
 	}
@@ -40,75 +40,75 @@ func fields(c Change) string {
 func TestPlanMatchesByName(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		desired []api.EndpointInput
-		current []api.EndpointView
+		desired []apiv1.EndpointInput
+		current []apiv1.EndpointView
 		opts    Options
 		want    []string // action:name[:fields]
 		patch   map[string]any
 	}{
 		{name: "defaults on both sides are no change",
-			desired: []api.EndpointInput{input("a", nil)}, current: []api.EndpointView{view("a", nil)}},
+			desired: []apiv1.EndpointInput{input("a", nil)}, current: []apiv1.EndpointView{view("a", nil)}},
 		{name: "equal durations written differently are no change",
-			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) { in.Timeout = "5s"; in.Schedule = "@every 1m" })},
-			current: []api.EndpointView{view("a", func(v *api.EndpointView) { v.Timeout = "5s"; v.Schedule = "@every 1m" })}},
-		{name: "a new name is created", desired: []api.EndpointInput{input("b", nil)}, current: []api.EndpointView{view("a", nil)},
+			desired: []apiv1.EndpointInput{input("a", func(in *apiv1.EndpointInput) { in.Timeout = "5s"; in.Schedule = "@every 1m" })},
+			current: []apiv1.EndpointView{view("a", func(v *apiv1.EndpointView) { v.Timeout = "5s"; v.Schedule = "@every 1m" })}},
+		{name: "a new name is created", desired: []apiv1.EndpointInput{input("b", nil)}, current: []apiv1.EndpointView{view("a", nil)},
 			want: []string{"create:b"}},
-		{name: "without prune the server's extra endpoint stays", desired: nil, current: []api.EndpointView{view("a", nil)}},
-		{name: "prune deletes what no file declares", desired: nil, current: []api.EndpointView{view("a", nil)},
+		{name: "without prune the server's extra endpoint stays", desired: nil, current: []apiv1.EndpointView{view("a", nil)}},
+		{name: "prune deletes what no file declares", desired: nil, current: []apiv1.EndpointView{view("a", nil)},
 			opts: Options{Prune: true}, want: []string{"delete:a"}},
 		{name: "changed fields are patched, removed ones nulled",
-			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) {
+			desired: []apiv1.EndpointInput{input("a", func(in *apiv1.EndpointInput) {
 				in.Schedule = "@every 10s"
 				in.Labels = map[string]string{"team": "x"}
 			})},
-			current: []api.EndpointView{view("a", func(v *api.EndpointView) {
+			current: []apiv1.EndpointView{view("a", func(v *apiv1.EndpointView) {
 				v.Labels = map[string]string{"team": "y", "env": "dev"}
 				v.LatencyThreshold = "2s"
 			})},
 			want:  []string{"update:a:schedule,latencyThreshold,labels"},
 			patch: map[string]any{"schedule": "@every 10s", "latencyThreshold": nil, "labels": map[string]any{"team": "x", "env": nil}}},
 		{name: "a timeout left out follows a short schedule's default",
-			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) { in.Schedule = "@every 5s" })},
-			current: []api.EndpointView{view("a", func(v *api.EndpointView) { v.Schedule = "@every 5s"; v.Timeout = "5s" })}},
+			desired: []apiv1.EndpointInput{input("a", func(in *apiv1.EndpointInput) { in.Schedule = "@every 5s" })},
+			current: []apiv1.EndpointView{view("a", func(v *apiv1.EndpointView) { v.Schedule = "@every 5s"; v.Timeout = "5s" })}},
 		{name: "header values are not compared, names are",
-			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) { in.Headers = map[string]string{"authorization": "new"} })},
-			current: []api.EndpointView{view("a", func(v *api.EndpointView) { v.Headers = map[string]string{"Authorization": api.Redacted} })}},
+			desired: []apiv1.EndpointInput{input("a", func(in *apiv1.EndpointInput) { in.Headers = map[string]string{"authorization": "new"} })},
+			current: []apiv1.EndpointView{view("a", func(v *apiv1.EndpointView) { v.Headers = map[string]string{"Authorization": apiv1.Redacted} })}},
 		{name: "force-secrets re-sends header values",
-			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) { in.Headers = map[string]string{"Authorization": "new"} })},
-			current: []api.EndpointView{view("a", func(v *api.EndpointView) { v.Headers = map[string]string{"Authorization": api.Redacted} })},
+			desired: []apiv1.EndpointInput{input("a", func(in *apiv1.EndpointInput) { in.Headers = map[string]string{"Authorization": "new"} })},
+			current: []apiv1.EndpointView{view("a", func(v *apiv1.EndpointView) { v.Headers = map[string]string{"Authorization": apiv1.Redacted} })},
 			opts:    Options{ForceSecrets: true}, want: []string{"update:a:headers"},
 			patch: map[string]any{"headers": map[string]any{"Authorization": "new"}}},
 		{name: "a removed header is nulled",
-			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) { in.Headers = map[string]string{"X-Key": "k"} })},
-			current: []api.EndpointView{view("a", func(v *api.EndpointView) {
-				v.Headers = map[string]string{"Authorization": api.Redacted, "X-Key": api.Redacted}
+			desired: []apiv1.EndpointInput{input("a", func(in *apiv1.EndpointInput) { in.Headers = map[string]string{"X-Key": "k"} })},
+			current: []apiv1.EndpointView{view("a", func(v *apiv1.EndpointView) {
+				v.Headers = map[string]string{"Authorization": apiv1.Redacted, "X-Key": apiv1.Redacted}
 			})},
 			want: []string{"update:a:headers"}, patch: map[string]any{"headers": map[string]any{"X-Key": "k", "Authorization": nil}}},
 		{name: "a new URL re-sends the headers the server would drop",
-			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) {
+			desired: []apiv1.EndpointInput{input("a", func(in *apiv1.EndpointInput) {
 				in.URL = "https://other.example.com/mcp"
 				in.Headers = map[string]string{"Authorization": "t"}
 			})},
-			current: []api.EndpointView{view("a", func(v *api.EndpointView) { v.Headers = map[string]string{"Authorization": api.Redacted} })},
+			current: []apiv1.EndpointView{view("a", func(v *apiv1.EndpointView) { v.Headers = map[string]string{"Authorization": apiv1.Redacted} })},
 			want:    []string{"update:a:url,headers"}},
 		{name: "sinks compare after redaction",
-			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) {
+			desired: []apiv1.EndpointInput{input("a", func(in *apiv1.EndpointInput) {
 				in.Sinks = json.RawMessage(`[{"name":"hook","type":"webhook","url":"https://hooks.example.com/new-token"}]`)
 			})},
-			current: []api.EndpointView{view("a", func(v *api.EndpointView) {
+			current: []apiv1.EndpointView{view("a", func(v *apiv1.EndpointView) {
 				v.Sinks = json.RawMessage(`[{"name":"hook","type":"webhook","url":"<redacted>"}]`)
 			})}},
 		{name: "a sink's visible member differs",
-			desired: []api.EndpointInput{input("a", func(in *api.EndpointInput) {
+			desired: []apiv1.EndpointInput{input("a", func(in *apiv1.EndpointInput) {
 				in.Sinks = json.RawMessage(`[{"name":"hook2","type":"webhook","url":"https://hooks.example.com/t"}]`)
 			})},
-			current: []api.EndpointView{view("a", func(v *api.EndpointView) {
+			current: []apiv1.EndpointView{view("a", func(v *apiv1.EndpointView) {
 				v.Sinks = json.RawMessage(`[{"name":"hook","type":"webhook","url":"<redacted>"}]`)
 			})},
 			want: []string{"update:a:sinks"}},
 		{name: "creates, updates and deletes come in that order",
-			desired: []api.EndpointInput{input("z", nil), input("m", func(in *api.EndpointInput) { in.Paused = true })},
-			current: []api.EndpointView{view("m", nil), view("a", nil)}, opts: Options{Prune: true},
+			desired: []apiv1.EndpointInput{input("z", nil), input("m", func(in *apiv1.EndpointInput) { in.Paused = true })},
+			current: []apiv1.EndpointView{view("m", nil), view("a", nil)}, opts: Options{Prune: true},
 			want: []string{"create:z", "update:m:paused", "delete:a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -139,9 +139,9 @@ func TestPlanMatchesByName(t *testing.T) {
 }
 
 func TestPlanRefusesServerDuplicates(t *testing.T) {
-	a1 := view("a", func(v *api.EndpointView) { v.ID = "one" })
-	a2 := view("a", func(v *api.EndpointView) { v.ID = "two" })
-	_, err := MakePlan([]api.EndpointInput{input("a", nil)}, []api.EndpointView{a1, a2}, Options{})
+	a1 := view("a", func(v *apiv1.EndpointView) { v.ID = "one" })
+	a2 := view("a", func(v *apiv1.EndpointView) { v.ID = "two" })
+	_, err := MakePlan([]apiv1.EndpointInput{input("a", nil)}, []apiv1.EndpointView{a1, a2}, Options{})
 	if err == nil || !strings.Contains(err.Error(), `"a" (ids one, two)`) {
 		t.Fatalf("err = %v, want one naming both IDs", err)
 	}
@@ -180,16 +180,16 @@ func TestResolveRefusesLiteralSecrets(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, yaml, wantErr string
-		check               func(t *testing.T, in api.EndpointInput)
+		check               func(t *testing.T, in apiv1.EndpointInput)
 	}{
 		{name: "header from env with a literal prefix", yaml: `headers: {Authorization: "Bearer ${env:TOKEN}"}`,
-			check: func(t *testing.T, in api.EndpointInput) {
+			check: func(t *testing.T, in apiv1.EndpointInput) {
 				if in.Headers["Authorization"] != "Bearer s3cret" {
 					t.Fatalf("header = %q", in.Headers["Authorization"])
 				}
 			}},
 		{name: "header from a file relative to the YAML", yaml: `headers: {X-Key: "${file:key.txt}"}`,
-			check: func(t *testing.T, in api.EndpointInput) {
+			check: func(t *testing.T, in apiv1.EndpointInput) {
 				if in.Headers["X-Key"] != "filekey" {
 					t.Fatalf("header = %q", in.Headers["X-Key"])
 				}
@@ -198,7 +198,7 @@ func TestResolveRefusesLiteralSecrets(t *testing.T) {
 		{name: "unset variable", yaml: `headers: {Authorization: "${env:NOPE}"}`, wantErr: "NOPE"},
 		{name: "literal sink secret", yaml: `sinks: [{name: h, type: webhook, url: "https://hooks.example.com/T0K"}]`, wantErr: "sinks[0].url"},
 		{name: "sink secret from env", yaml: `sinks: [{name: h, type: webhook, url: "${env:HOOK}"}]`,
-			check: func(t *testing.T, in api.EndpointInput) {
+			check: func(t *testing.T, in apiv1.EndpointInput) {
 				if !strings.Contains(string(in.Sinks), "T0K") {
 					t.Fatalf("sinks = %s", in.Sinks)
 				}
@@ -234,22 +234,22 @@ func TestResolveRefusesLiteralSecrets(t *testing.T) {
 }
 
 func TestExportPlansNoChange(t *testing.T) {
-	views := []api.EndpointView{
-		view("a", func(v *api.EndpointView) {
-			v.Headers = map[string]string{"Authorization": api.Redacted}
+	views := []apiv1.EndpointView{
+		view("a", func(v *apiv1.EndpointView) {
+			v.Headers = map[string]string{"Authorization": apiv1.Redacted}
 			v.Schedule = "@every 5s"
 			v.Timeout = "5s"
 			v.Labels = map[string]string{"team": "x"}
-			v.Rules = &api.RulesInput{OpenAfter: 2}
+			v.Rules = &apiv1.RulesInput{OpenAfter: 2}
 			v.Sinks = json.RawMessage(`[{"name":"hook","type":"webhook","url":"https://hooks.example.com/<redacted>"}]`)
 		}),
-		view("b", func(v *api.EndpointView) { v.Paused = true; v.Timeout = "3s" }),
+		view("b", func(v *apiv1.EndpointView) { v.Paused = true; v.Timeout = "3s" }),
 	}
 	out, err := YAML(Export(views))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(out), api.Redacted) {
+	if strings.Contains(string(out), apiv1.Redacted) {
 		t.Fatalf("export holds a redaction placeholder:\n%s", out)
 	}
 	doc, err := Parse(out)

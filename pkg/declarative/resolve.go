@@ -12,7 +12,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // refRE matches a reference: ${env:NAME} or ${file:PATH}.
@@ -34,7 +35,7 @@ type Resolver struct {
 	EvalSymlinks func(path string) (string, error)
 	// RedactSinks is the server's sinks redactor (the daemon wires
 	// alerter/sinks.RedactEndpointSinks): a sink member it hides is a
-	// secret and must come from a reference. Nil uses api.RedactSinks.
+	// secret and must come from a reference. Nil uses model.RedactSinks.
 	RedactSinks func(json.RawMessage) json.RawMessage
 	// AllowEnv are the variables a confined ${env:} may read: exact names,
 	// or prefixes ending in "_" (nil: DefaultAllowEnv).
@@ -208,12 +209,12 @@ func (r Resolver) Secret(field, value string) (string, error) {
 // credential-like URL query parameters (key, token, sig, …) and the sink
 // members the server redacts. A literal secret is an error naming the
 // field, so secrets stay out of files that get committed.
-func (r Resolver) Resolve(ds []Desired) ([]api.EndpointInput, error) {
+func (r Resolver) Resolve(ds []Desired) ([]apiv1.EndpointInput, error) {
 	redact := r.RedactSinks
 	if redact == nil {
-		redact = api.RedactSinks
+		redact = model.RedactSinks
 	}
-	out := make([]api.EndpointInput, 0, len(ds))
+	out := make([]apiv1.EndpointInput, 0, len(ds))
 	for _, d := range ds {
 		in, err := r.resolveOne(d, redact)
 		if err != nil {
@@ -224,7 +225,7 @@ func (r Resolver) Resolve(ds []Desired) ([]api.EndpointInput, error) {
 	return out, nil
 }
 
-func (r Resolver) resolveOne(d Desired, redact func(json.RawMessage) json.RawMessage) (api.EndpointInput, error) {
+func (r Resolver) resolveOne(d Desired, redact func(json.RawMessage) json.RawMessage) (apiv1.EndpointInput, error) {
 	in := d.Input
 	base := filepath.Dir(d.Source)
 	var err error
@@ -266,9 +267,9 @@ func (r Resolver) resolveOne(d Desired, redact func(json.RawMessage) json.RawMes
 }
 
 // literalURLSecret names the first credential-like query parameter of raw
-// (as api.RedactURL sees them) whose value is not a reference, or "".
+// (as model.RedactURL sees them) whose value is not a reference, or "".
 func literalURLSecret(raw string) string {
-	red := api.RedactURL(raw)
+	red := model.RedactURL(raw)
 	if red == raw {
 		return ""
 	}
@@ -346,7 +347,7 @@ func literalSecret(raw, red any, path string) string {
 			}
 		}
 	case string:
-		if rs, ok := red.(string); ok && strings.Contains(rs, api.Redacted) && !hasRef(t) {
+		if rs, ok := red.(string); ok && strings.Contains(rs, apiv1.Redacted) && !hasRef(t) {
 			return path
 		}
 	}

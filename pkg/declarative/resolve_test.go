@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // TestEnvAllowed: a confined ${env:} reads the allowed names and prefixes,
@@ -125,6 +125,6 @@ func TestResolveConfinesReferences(t *testing.T) {
 	}
 }
 
-func inputWithHeader(v string) api.EndpointInput {
-	return input("e", func(in *api.EndpointInput) { in.Headers = map[string]string{"Authorization": v} })
+func inputWithHeader(v string) apiv1.EndpointInput {
+	return input("e", func(in *apiv1.EndpointInput) { in.Headers = map[string]string{"Authorization": v} })
 }

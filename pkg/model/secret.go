@@ -1,6 +1,8 @@
 package model
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -280,4 +282,47 @@ func QuerySecrets(rawURL string) []string {
 		return "", false
 	})
 	return out
+}
+
+// RedactSinks is the default sinks redactor (the API's views, apply's plan): it replaces the value of every
+// object member whose name marks a secret (IsSecretField), at any
+// depth, with "<redacted>". Non-JSON input is redacted whole. Sink
+// packages that know their own shapes can pass a precise redactor instead;
+// this one errs on the side of hiding.
+func RedactSinks(sinks json.RawMessage) json.RawMessage {
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(sinks))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return json.RawMessage(`"` + Redacted + `"`)
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(redactValue(doc)); err != nil {
+		return json.RawMessage(`"` + Redacted + `"`)
+	}
+	return bytes.TrimSpace(out.Bytes())
+}
+
+func redactValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			if IsSecretField(k) && child != nil {
+				if _, nested := child.(map[string]any); !nested {
+					t[k] = Redacted
+					continue
+				}
+			}
+			t[k] = redactValue(child)
+		}
+		return t
+	case []any:
+		for i := range t {
+			t[i] = redactValue(t[i])
+		}
+		return t
+	}
+	return v
 }

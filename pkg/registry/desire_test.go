@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
@@ -225,8 +225,8 @@ func TestDesireNamesAndLabelsStayValid(t *testing.T) {
 	}
 }
 
-func view(id string, d Desired) api.EndpointView {
-	return api.EndpointView{ID: id, Name: d.Name, URL: d.URL, Transport: d.Transport, Labels: d.Labels}
+func view(id string, d Desired) apiv1.EndpointView {
+	return apiv1.EndpointView{ID: id, Name: d.Name, URL: d.URL, Transport: d.Transport, Labels: d.Labels}
 }
 
 func TestMakePlan(t *testing.T) {
@@ -246,27 +246,27 @@ func TestMakePlan(t *testing.T) {
 	tests := []struct {
 		name     string
 		desire   Desire
-		existing []api.EndpointView
+		existing []apiv1.EndpointView
 		opts     PlanOptions
 		want     counts
 		check    func(t *testing.T, p Plan)
 	}{
 		{name: "nothing there: create", desire: both, opts: PlanOptions{Full: true}, want: counts{create: 2}},
-		{name: "all there: no-op", desire: both, existing: []api.EndpointView{va, vb}, opts: PlanOptions{Full: true}, want: counts{unchanged: 2}},
-		{name: "full import removes what is not listed", desire: a, existing: []api.EndpointView{va, vb}, opts: PlanOptions{Full: true},
+		{name: "all there: no-op", desire: both, existing: []apiv1.EndpointView{va, vb}, opts: PlanOptions{Full: true}, want: counts{unchanged: 2}},
+		{name: "full import removes what is not listed", desire: a, existing: []apiv1.EndpointView{va, vb}, opts: PlanOptions{Full: true},
 			want: counts{unchanged: 1, remove: 1}, check: func(t *testing.T, p Plan) {
 				if p.Removes[0].ID != "eb" || !strings.Contains(p.Removes[0].Reason, "no longer listed") {
 					t.Errorf("removes = %+v", p.Removes)
 				}
 			}},
-		{name: "sync leaves untouched servers alone", desire: a, existing: []api.EndpointView{va, vb}, want: counts{unchanged: 1}},
-		{name: "sync removes a deleted server's endpoint", desire: aDeleted, existing: []api.EndpointView{va, vb}, want: counts{remove: 1, skip: 1},
+		{name: "sync leaves untouched servers alone", desire: a, existing: []apiv1.EndpointView{va, vb}, want: counts{unchanged: 1}},
+		{name: "sync removes a deleted server's endpoint", desire: aDeleted, existing: []apiv1.EndpointView{va, vb}, want: counts{remove: 1, skip: 1},
 			check: func(t *testing.T, p Plan) {
 				if p.Removes[0].ID != "ea" || !strings.Contains(p.Removes[0].Reason, "deleted") {
 					t.Errorf("removes = %+v", p.Removes)
 				}
 			}},
-		{name: "a moved URL is an update of the same endpoint", desire: aMoved, existing: []api.EndpointView{va}, want: counts{update: 1},
+		{name: "a moved URL is an update of the same endpoint", desire: aMoved, existing: []apiv1.EndpointView{va}, want: counts{update: 1},
 			check: func(t *testing.T, p Plan) {
 				u := p.Updates[0]
 				if u.ID != "ea" || !slices.Equal(u.Fields, []string{"url", "labels"}) || u.Patch["url"] != "https://a2.example.com/mcp" {
@@ -276,7 +276,7 @@ func TestMakePlan(t *testing.T) {
 					t.Error("an update touches the schedule")
 				}
 			}},
-		{name: "duplicate imported endpoints collapse to one", desire: a, existing: []api.EndpointView{va, func() api.EndpointView { v := va; v.ID = "eb2"; return v }()},
+		{name: "duplicate imported endpoints collapse to one", desire: a, existing: []apiv1.EndpointView{va, func() apiv1.EndpointView { v := va; v.ID = "eb2"; return v }()},
 			opts: PlanOptions{Full: true}, want: counts{unchanged: 1, remove: 1}},
 		{name: "the create limit defers the rest", desire: both, opts: PlanOptions{Full: true, MaxCreate: 1}, want: counts{create: 1, skip: 1},
 			check: func(t *testing.T, p Plan) {
@@ -284,7 +284,7 @@ func TestMakePlan(t *testing.T) {
 					t.Errorf("deferred = %d, skips = %+v", p.Deferred, p.Skips)
 				}
 			}},
-		{name: "an endpoint without the key label is left alone", desire: a, existing: []api.EndpointView{va, noKey}, opts: PlanOptions{Full: true},
+		{name: "an endpoint without the key label is left alone", desire: a, existing: []apiv1.EndpointView{va, noKey}, opts: PlanOptions{Full: true},
 			want: counts{unchanged: 1, skip: 1}},
 		{name: "schedule and timeout go to creates", desire: a, opts: PlanOptions{Full: true, Schedule: "@every 5m", Timeout: "20s"}, want: counts{create: 1},
 			check: func(t *testing.T, p Plan) {

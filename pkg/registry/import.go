@@ -10,15 +10,16 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // Endpoints is what the importer needs from mcpmon; pkg/client.Client
 // implements it.
 type Endpoints interface {
-	ListEndpoints(ctx context.Context, selector string) ([]api.EndpointView, error) // every page
-	CreateEndpoint(ctx context.Context, in api.EndpointInput) (api.EndpointView, error)
-	PatchEndpoint(ctx context.Context, id string, patch any) (api.EndpointView, error) // JSON merge patch body
+	ListEndpoints(ctx context.Context, selector string) ([]apiv1.EndpointView, error) // every page
+	CreateEndpoint(ctx context.Context, in apiv1.EndpointInput) (apiv1.EndpointView, error)
+	PatchEndpoint(ctx context.Context, id string, patch any) (apiv1.EndpointView, error) // JSON merge patch body
 	DeleteEndpoint(ctx context.Context, id string) error
 }
 
@@ -224,7 +225,7 @@ func (r *Report) add(p Plan, o outcome) {
 	}
 	for i, u := range p.Updates {
 		it, ok := done(fmt.Sprintf("u%d", i), Item{Action: ActionUpdate, Server: u.Server, Version: u.Version, Name: u.Name,
-			ID: u.ID, Transport: u.Transport, URL: api.RedactURL(u.URL), Fields: u.Fields})
+			ID: u.ID, Transport: u.Transport, URL: model.RedactURL(u.URL), Fields: u.Fields})
 		if ok {
 			r.Updated++
 		}
@@ -232,7 +233,7 @@ func (r *Report) add(p Plan, o outcome) {
 	}
 	for i, c := range p.Creates {
 		it := Item{Action: ActionCreate, Server: c.Server, Version: c.Version, Name: c.Name,
-			Transport: c.Transport, URL: api.RedactURL(c.URL)}
+			Transport: c.Transport, URL: model.RedactURL(c.URL)}
 		it.ID = o.created[i]
 		it, ok := done(fmt.Sprintf("c%d", i), it)
 		if ok {
@@ -251,7 +252,7 @@ func (r *Report) add(p Plan, o outcome) {
 	for _, s := range p.Skips {
 		r.Skipped++
 		r.Items = append(r.Items, Item{Action: ActionSkip, Server: s.Server, Version: s.Version, Remote: s.Remote,
-			URL: api.RedactURL(s.URL), Reason: s.Reason})
+			URL: model.RedactURL(s.URL), Reason: s.Reason})
 	}
 	r.Unchanged = p.Unchanged
 }

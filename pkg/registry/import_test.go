@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/registry"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
@@ -175,8 +176,8 @@ func (c *endpointsOverHTTP) do(ctx context.Context, method, path, ctype string, 
 	return nil
 }
 
-func (c *endpointsOverHTTP) ListEndpoints(ctx context.Context, selector string) ([]api.EndpointView, error) {
-	var all []api.EndpointView
+func (c *endpointsOverHTTP) ListEndpoints(ctx context.Context, selector string) ([]apiv1.EndpointView, error) {
+	var all []apiv1.EndpointView
 	cursor := ""
 	for {
 		q := url.Values{"limit": {"2"}} // small pages: the adapter must follow cursors
@@ -186,7 +187,7 @@ func (c *endpointsOverHTTP) ListEndpoints(ctx context.Context, selector string) 
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}
-		var page api.EndpointList
+		var page apiv1.EndpointList
 		if err := c.do(ctx, http.MethodGet, "/v1/endpoints?"+q.Encode(), "", nil, &page); err != nil {
 			return nil, err
 		}
@@ -198,14 +199,14 @@ func (c *endpointsOverHTTP) ListEndpoints(ctx context.Context, selector string) 
 	}
 }
 
-func (c *endpointsOverHTTP) CreateEndpoint(ctx context.Context, in api.EndpointInput) (api.EndpointView, error) {
-	var v api.EndpointView
+func (c *endpointsOverHTTP) CreateEndpoint(ctx context.Context, in apiv1.EndpointInput) (apiv1.EndpointView, error) {
+	var v apiv1.EndpointView
 	err := c.do(ctx, http.MethodPost, "/v1/endpoints", "application/json", in, &v)
 	return v, err
 }
 
-func (c *endpointsOverHTTP) PatchEndpoint(ctx context.Context, id string, patch any) (api.EndpointView, error) {
-	var v api.EndpointView
+func (c *endpointsOverHTTP) PatchEndpoint(ctx context.Context, id string, patch any) (apiv1.EndpointView, error) {
+	var v apiv1.EndpointView
 	err := c.do(ctx, http.MethodPatch, "/v1/endpoints/"+url.PathEscape(id), "application/merge-patch+json", patch, &v)
 	return v, err
 }
@@ -245,7 +246,7 @@ func importer(t *testing.T, f *fixtureRegistry, eps registry.Endpoints, progress
 	return &registry.Importer{Registry: c, Endpoints: eps}
 }
 
-func names(vs []api.EndpointView) []string {
+func names(vs []apiv1.EndpointView) []string {
 	var out []string
 	for _, v := range vs {
 		out = append(out, v.Name)
@@ -276,7 +277,7 @@ func TestImportFromFixtureRegistryIntoMcpmon(t *testing.T) {
 	var pages []registry.Progress
 	im := importer(t, f, eps, func(p registry.Progress) { pages = append(pages, p) })
 
-	user, err := eps.CreateEndpoint(ctx, api.EndpointInput{Name: "my own", URL: "https://beta.example.com/mcp", Labels: map[string]string{"team": "me"}})
+	user, err := eps.CreateEndpoint(ctx, apiv1.EndpointInput{Name: "my own", URL: "https://beta.example.com/mcp", Labels: map[string]string{"team": "me"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +322,7 @@ func TestImportFromFixtureRegistryIntoMcpmon(t *testing.T) {
 	if got := names(imported); !slices.Equal(got, wantImported) {
 		t.Errorf("imported = %q, want %q", got, wantImported)
 	}
-	byName := map[string]api.EndpointView{}
+	byName := map[string]apiv1.EndpointView{}
 	for _, v := range imported {
 		byName[v.Name] = v
 	}
@@ -329,7 +330,7 @@ func TestImportFromFixtureRegistryIntoMcpmon(t *testing.T) {
 		v.Labels["mcp-registry/version"] != "1.1.0" || v.Labels["mcp-registry/server"] != "com.example/alpha" || v.Labels["mcp-registry/status"] != "active" {
 		t.Errorf("alpha sse = %+v", v)
 	}
-	if v := byName["com.example/region (streamable-http)"]; v.URL != "https://eu.region.example.com/mcp" || v.Headers["X-Region"] != api.Redacted {
+	if v := byName["com.example/region (streamable-http)"]; v.URL != "https://eu.region.example.com/mcp" || v.Headers["X-Region"] != apiv1.Redacted {
 		t.Errorf("region = %+v, want the URL variable and header filled from defaults", v)
 	}
 	wantSkips := map[string]string{

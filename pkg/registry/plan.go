@@ -6,7 +6,8 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // DefaultMaxCreate bounds the endpoints one import creates when
@@ -32,7 +33,7 @@ type PlanOptions struct {
 // Create is an endpoint to register.
 type Create struct {
 	Desired
-	Input api.EndpointInput
+	Input apiv1.EndpointInput
 }
 
 // Update is a merge patch for an imported endpoint that drifted from its
@@ -68,11 +69,11 @@ type Plan struct {
 // mcpmon has (existing: every endpoint carrying the source label). It is
 // pure. Endpoints are matched by LabelKey; in a sync only endpoints of
 // touched servers are in scope, in a full import all of them are.
-func MakePlan(d Desire, existing []api.EndpointView, opts PlanOptions) Plan {
+func MakePlan(d Desire, existing []apiv1.EndpointView, opts PlanOptions) Plan {
 	p := Plan{Skips: slices.Clone(d.Skips)}
-	inScope := func(e api.EndpointView) bool { return opts.Full || d.Touched[e.Labels[LabelServerID]] }
+	inScope := func(e apiv1.EndpointView) bool { return opts.Full || d.Touched[e.Labels[LabelServerID]] }
 
-	byKey := map[string][]api.EndpointView{}
+	byKey := map[string][]apiv1.EndpointView{}
 	taken := map[string]string{} // normalized URL → name, of endpoints this plan keeps but does not own
 	for _, e := range existing {
 		key := e.Labels[LabelKey]
@@ -90,7 +91,7 @@ func MakePlan(d Desire, existing []api.EndpointView, opts PlanOptions) Plan {
 		byKey[key] = append(byKey[key], e)
 	}
 	for _, es := range byKey {
-		slices.SortFunc(es, func(a, b api.EndpointView) int { return cmp.Compare(a.ID, b.ID) })
+		slices.SortFunc(es, func(a, b apiv1.EndpointView) int { return cmp.Compare(a.ID, b.ID) })
 	}
 
 	limit := opts.MaxCreate
@@ -113,7 +114,7 @@ func MakePlan(d Desire, existing []api.EndpointView, opts PlanOptions) Plan {
 					Reason: fmt.Sprintf("over the limit of %d creates per import; the next import creates it", limit)})
 				continue
 			}
-			p.Creates = append(p.Creates, Create{Desired: want, Input: api.EndpointInput{
+			p.Creates = append(p.Creates, Create{Desired: want, Input: apiv1.EndpointInput{
 				Name: want.Name, URL: want.URL, Transport: want.Transport, Schedule: opts.Schedule,
 				Timeout: opts.Timeout, Headers: want.Headers, Labels: want.Labels,
 			}})
@@ -152,14 +153,14 @@ func MakePlan(d Desire, existing []api.EndpointView, opts PlanOptions) Plan {
 // owns is compared: name, URL, transport, its own labels, and the headers
 // (through LabelRemote, since mcpmon returns no header values). Schedule,
 // timeout, rules, sinks, pausing and other labels belong to people.
-func diff(e api.EndpointView, want Desired) (Update, bool) {
+func diff(e apiv1.EndpointView, want Desired) (Update, bool) {
 	u := Update{ID: e.ID, Desired: want, Patch: map[string]any{}}
 	if e.Name != want.Name {
 		u.Fields = append(u.Fields, "name")
 		u.Patch["name"] = want.Name
 	}
 	// mcpmon returns URLs with credential-like query values redacted.
-	if e.URL != api.RedactURL(want.URL) {
+	if e.URL != model.RedactURL(want.URL) {
 		u.Fields = append(u.Fields, "url")
 		u.Patch["url"] = want.URL
 	}

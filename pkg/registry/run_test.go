@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // listerFunc is a Lister from a function.
@@ -24,14 +24,14 @@ func (listerFunc) BaseURL() string { return "https://registry.example.com" }
 // fields the importer patches.
 type memEndpoints struct {
 	mu  sync.Mutex
-	eps map[string]api.EndpointView
+	eps map[string]apiv1.EndpointView
 	n   int
 }
 
-func (m *memEndpoints) ListEndpoints(_ context.Context, selector string) ([]api.EndpointView, error) {
+func (m *memEndpoints) ListEndpoints(_ context.Context, selector string) ([]apiv1.EndpointView, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []api.EndpointView
+	var out []apiv1.EndpointView
 	for _, e := range m.eps {
 		if selector == LabelSource+"="+e.Labels[LabelSource] {
 			out = append(out, e)
@@ -40,16 +40,16 @@ func (m *memEndpoints) ListEndpoints(_ context.Context, selector string) ([]api.
 	return out, nil
 }
 
-func (m *memEndpoints) CreateEndpoint(_ context.Context, in api.EndpointInput) (api.EndpointView, error) {
+func (m *memEndpoints) CreateEndpoint(_ context.Context, in apiv1.EndpointInput) (apiv1.EndpointView, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.n++
-	v := api.EndpointView{ID: fmt.Sprintf("m%d", m.n), Name: in.Name, URL: in.URL, Transport: in.Transport, Labels: in.Labels}
+	v := apiv1.EndpointView{ID: fmt.Sprintf("m%d", m.n), Name: in.Name, URL: in.URL, Transport: in.Transport, Labels: in.Labels}
 	m.eps[v.ID] = v
 	return v, nil
 }
 
-func (m *memEndpoints) PatchEndpoint(_ context.Context, id string, patch any) (api.EndpointView, error) {
+func (m *memEndpoints) PatchEndpoint(_ context.Context, id string, patch any) (apiv1.EndpointView, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	v, ok := m.eps[id]
@@ -96,7 +96,7 @@ func TestRunSyncsFromTheHighWaterAndHealsWithFullImports(t *testing.T) {
 			}
 			return []ServerResponse{entry("com.example/a", "1", "active", true, start, "streamable-http https://a.example.com/mcp")}, nil
 		})
-		eps := &memEndpoints{eps: map[string]api.EndpointView{}}
+		eps := &memEndpoints{eps: map[string]apiv1.EndpointView{}}
 		im := &Importer{Registry: lister, Endpoints: eps}
 		ctx, cancel := context.WithCancel(t.Context())
 		reports := make(chan Report, 100)
@@ -148,7 +148,7 @@ type cancellingEndpoints struct {
 	cancel context.CancelFunc
 }
 
-func (c cancellingEndpoints) CreateEndpoint(ctx context.Context, in api.EndpointInput) (api.EndpointView, error) {
+func (c cancellingEndpoints) CreateEndpoint(ctx context.Context, in apiv1.EndpointInput) (apiv1.EndpointView, error) {
 	defer c.cancel()
 	return c.memEndpoints.CreateEndpoint(ctx, in)
 }
@@ -160,7 +160,7 @@ func TestImportCutShortReportsWhatWasNotDone(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	mem := &memEndpoints{eps: map[string]api.EndpointView{}}
+	mem := &memEndpoints{eps: map[string]apiv1.EndpointView{}}
 	im := &Importer{Registry: lister, Endpoints: cancellingEndpoints{mem, cancel}}
 	rep, err := im.Import(ctx, Options{})
 	if !errors.Is(err, context.Canceled) {

@@ -31,6 +31,7 @@ import (
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // Reporter is where mismatches go; *testing.T satisfies it.
@@ -221,8 +222,8 @@ func (s *Spec) checkUndocumented(req *http.Request, resp *http.Response, body []
 	default:
 		return []string{fmt.Sprintf("the document has no operation %s %s, yet the server answered %d (add the operation to pkg/api/openapi.yaml)", req.Method, req.URL.Path, resp.StatusCode)}
 	}
-	if ct := resp.Header.Get("Content-Type"); ct != api.ProblemContentType {
-		return []string{fmt.Sprintf("an answer to a request for no operation has Content-Type %q, want %s", ct, api.ProblemContentType)}
+	if ct := resp.Header.Get("Content-Type"); ct != apiv1.ProblemContentType {
+		return []string{fmt.Sprintf("an answer to a request for no operation has Content-Type %q, want %s", ct, apiv1.ProblemContentType)}
 	}
 	if ok, errs := s.sv.ValidateSchemaString(s.problem, string(body)); !ok {
 		return describe("problem body does not match components.schemas.Problem", errs)
