@@ -4,29 +4,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mcpmon/mcpmon/pkg/api"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
 // The API reference pages are checked against openapi.yaml, which
 // TestTheDocumentDescribesExactlyTheRoutesServed holds equal to the router:
 // an operation or schema field added without its row fails here, and so
 // does a row for one that is gone.
-
-func readRepoDoc(t *testing.T, rel string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 // schema is the part of an OpenAPI schema object the docs tests read.
 type schema struct {
@@ -102,7 +92,7 @@ var docOperationRow = regexp.MustCompile("(?m)^\\| `((?:GET|PUT|POST|DELETE|PATC
 // openapi.yaml: every path and method, with its operationId, scope and
 // summary, and no row for an operation the document does not have.
 func TestDocsAPIListsEveryOperation(t *testing.T) {
-	doc := readRepoDoc(t, "docs/reference/api.md")
+	doc := testpeers.RepoFile(t, "docs/reference/api.md")
 	d := loadDoc(t)
 	for _, msg := range operationTableDrift(doc, d.operations(t), loadSpec(t).Scopes()) {
 		t.Error(msg)
@@ -128,7 +118,7 @@ func operationTableDrift(doc string, ops map[string]operation, scopes map[string
 // operation added to the document without a row, and a row whose operation
 // is gone.
 func TestDocsAPIDriftIsReported(t *testing.T) {
-	doc := readRepoDoc(t, "docs/reference/api.md") + "| `DELETE /v1/audit` | `purgeAudit` | admin | Gone |\n"
+	doc := testpeers.RepoFile(t, "docs/reference/api.md") + "| `DELETE /v1/audit` | `purgeAudit` | admin | Gone |\n"
 	ops := loadDoc(t).operations(t)
 	ops["GET /v1/endpoints/{id}/frobs"] = operation{OperationID: "listFrobs", Summary: "List an endpoint's frobs"}
 	msgs := operationTableDrift(doc, ops, map[string][]string{"GET /v1/endpoints/{id}/frobs": {"read"}})
@@ -148,7 +138,7 @@ var backticked = regexp.MustCompile("`([^`]+)`")
 // TestDocsAPIPaginatedLists keeps the pagination section's list of lists
 // equal to the operations that take ?cursor=.
 func TestDocsAPIPaginatedLists(t *testing.T) {
-	doc := readRepoDoc(t, "docs/reference/api.md")
+	doc := testpeers.RepoFile(t, "docs/reference/api.md")
 	_, after, ok := strings.Cut(doc, "Every list (")
 	if !ok {
 		t.Fatal("docs/reference/api.md: the pagination section has no \"Every list (…)\" sentence")
@@ -229,7 +219,7 @@ func TestDocsDeepChecksDocumentEveryField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, msg := range fieldTableDrift(readRepoDoc(t, "docs/reference/deep-checks.md"), fields) {
+	for _, msg := range fieldTableDrift(testpeers.RepoFile(t, "docs/reference/deep-checks.md"), fields) {
 		t.Error(msg)
 	}
 }
@@ -265,7 +255,7 @@ func TestDocsDeepChecksDriftIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	fields["toolCheck.expect.matches"] = false
-	doc := readRepoDoc(t, "docs/reference/deep-checks.md") + "| `oauth.password` | no | gone |\n"
+	doc := testpeers.RepoFile(t, "docs/reference/deep-checks.md") + "| `oauth.password` | no | gone |\n"
 	joined := strings.Join(fieldTableDrift(doc, fields), "\n")
 	for _, want := range []string{
 		"the field table has no row | `toolCheck.expect.matches` | no | …",

@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -19,15 +18,6 @@ import (
 // The command-line reference pages are checked against the command tree
 // that Run executes: a command or flag added without its row fails here,
 // and so does a row for a command or flag that is gone.
-
-func readRepoDoc(t *testing.T, rel string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 // commandTree is the tree Run builds, as a list in depth-first order.
 func commandTree() []*cobra.Command {
@@ -83,7 +73,7 @@ var docCommandRow = regexp.MustCompile("(?m)^\\| `(mcpmon[a-z -]*)` \\|")
 // the tree: every command with its flags and help line, and no row for a
 // command the tree does not have.
 func TestDocsCLINamesEveryCommandAndFlag(t *testing.T) {
-	doc := readRepoDoc(t, "docs/reference/cli.md")
+	doc := testpeers.RepoFile(t, "docs/reference/cli.md")
 	for _, msg := range cliTableDrift(doc, commandTree()) {
 		t.Error(msg)
 	}
@@ -109,7 +99,7 @@ func cliTableDrift(doc string, tree []*cobra.Command) []string {
 // TestDocsCLIDriftIsReported proves the check above fails both ways: a
 // command added to the tree without a row, and a row whose command is gone.
 func TestDocsCLIDriftIsReported(t *testing.T) {
-	doc := readRepoDoc(t, "docs/reference/cli.md")
+	doc := testpeers.RepoFile(t, "docs/reference/cli.md")
 	tree := commandTree()
 	frob := &cobra.Command{Use: "frob", Short: "Frob an endpoint", RunE: func(*cobra.Command, []string) error { return nil }}
 	frob.Flags().Bool("hard", false, "")
@@ -136,7 +126,7 @@ var flagName = regexp.MustCompile("`--([a-z0-9-]+)")
 // TestDocsRegistryImportFlags keeps the flag table of registry-import.md
 // equal to `mcpmon import registry`'s flags, defaults included.
 func TestDocsRegistryImportFlags(t *testing.T) {
-	doc := readRepoDoc(t, "docs/reference/registry-import.md")
+	doc := testpeers.RepoFile(t, "docs/reference/registry-import.md")
 	var cmd *cobra.Command
 	for _, c := range commandTree() {
 		if c.CommandPath() == "mcpmon import registry" {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 	"github.com/mcpmon/mcpmon/prober"
 )
 
@@ -165,7 +166,7 @@ func msgPhases(t *testing.T) []string {
 // prober.Versions() (in order), its phase table equal to pkg/msg's phases,
 // and its transports and renegotiation period equal to the prober's.
 func TestDocsProbingErasAndPhases(t *testing.T) {
-	doc := readDoc(t, "docs/reference/probing.md")
+	doc := testpeers.RepoFile(t, "docs/reference/probing.md")
 	var versions []string
 	for _, k := range tableKeys(doc, "# Probing") {
 		if regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`).MatchString(k) {
@@ -198,7 +199,7 @@ func TestDocsProbingErasAndPhases(t *testing.T) {
 // TestDocsDeepChecksBounds keeps the limits deep-checks.md quotes equal to
 // the prober's defaults.
 func TestDocsDeepChecksBounds(t *testing.T) {
-	doc := strings.Join(strings.Fields(readDoc(t, "docs/reference/deep-checks.md")), " ")
+	doc := strings.Join(strings.Fields(testpeers.RepoFile(t, "docs/reference/deep-checks.md")), " ")
 	for what, want := range map[string]string{
 		"DefaultMaxBody":           fmt.Sprintf("%d MiB per response", prober.DefaultMaxBody>>20),
 		"DefaultMaxSSEEvents":      fmt.Sprintf("at most %d SSE events per answer", prober.DefaultMaxSSEEvents),
@@ -328,7 +329,7 @@ var conceptRow = regexp.MustCompile("(?m)^\\| ([^|`]+?) \\| `([^`]+)`(?: `([^`]+
 // conceptHomes reads architecture.md's concept table: concept → home.
 func conceptHomes(t *testing.T) map[string]place {
 	t.Helper()
-	doc := readDoc(t, "docs/design/architecture.md")
+	doc := testpeers.RepoFile(t, "docs/design/architecture.md")
 	_, section, ok := strings.Cut(doc, "\n## Concept → its one home\n")
 	if !ok {
 		t.Fatal("docs/design/architecture.md has no \"## Concept → its one home\" section")

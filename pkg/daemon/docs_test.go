@@ -13,6 +13,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/metrics"
 	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 	"github.com/mcpmon/mcpmon/prober"
 )
 
@@ -22,18 +23,9 @@ import (
 
 const repoRoot = "../.."
 
-func readDoc(t *testing.T, rel string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // TestDocsConfigurationDocumentsEveryFlag keeps the configuration table true.
 func TestDocsConfigurationDocumentsEveryFlag(t *testing.T) {
-	doc := readDoc(t, "docs/reference/configuration.md")
+	doc := testpeers.RepoFile(t, "docs/reference/configuration.md")
 	o := config.Defaults()
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -48,7 +40,7 @@ func TestDocsConfigurationDocumentsEveryFlag(t *testing.T) {
 // TestDocsClassTable keeps the failure-class table equal to prober.Classes,
 // the table the prober and the aggregator use.
 func TestDocsClassTable(t *testing.T) {
-	doc := readDoc(t, "docs/reference/failure-classes.md")
+	doc := testpeers.RepoFile(t, "docs/reference/failure-classes.md")
 	for _, c := range prober.Classes() {
 		row := fmt.Sprintf("| `%s` | %s | %s |", c.Class, c.Status, c.Doc)
 		if !strings.Contains(doc, row) {
@@ -59,7 +51,7 @@ func TestDocsClassTable(t *testing.T) {
 
 // TestDocsMetricsCatalog keeps the metrics page's table equal to the catalog.
 func TestDocsMetricsCatalog(t *testing.T) {
-	doc := readDoc(t, "docs/reference/metrics.md")
+	doc := testpeers.RepoFile(t, "docs/reference/metrics.md")
 	for _, f := range metrics.Catalog() {
 		labels := "—"
 		if len(f.Labels) > 0 {
@@ -74,7 +66,7 @@ func TestDocsMetricsCatalog(t *testing.T) {
 
 // TestDocsEventKinds keeps the events page naming every change-event kind.
 func TestDocsEventKinds(t *testing.T) {
-	doc := readDoc(t, "docs/reference/events.md")
+	doc := testpeers.RepoFile(t, "docs/reference/events.md")
 	for _, k := range model.EventKinds() {
 		if !strings.Contains(doc, "| `"+k+"` |") {
 			t.Errorf("docs/reference/events.md has no row for the event kind %s", k)
@@ -85,7 +77,7 @@ func TestDocsEventKinds(t *testing.T) {
 // TestREADMEIsTheFrontDoor keeps the README short: what, why, the two
 // commands, a first try and links; everything else is a docs/ page.
 func TestREADMEIsTheFrontDoor(t *testing.T) {
-	if n := strings.Count(readDoc(t, "README.md"), "\n"); n > 200 {
+	if n := strings.Count(testpeers.RepoFile(t, "README.md"), "\n"); n > 200 {
 		t.Errorf("README.md has %d lines; move detail to a docs/ page (at most 200)", n)
 	}
 }
@@ -105,7 +97,7 @@ func TestDocsLinksResolve(t *testing.T) {
 		return nil
 	})
 	for _, page := range pages {
-		for _, m := range mdLink.FindAllStringSubmatch(stripCode(readDoc(t, page)), -1) {
+		for _, m := range mdLink.FindAllStringSubmatch(stripCode(testpeers.RepoFile(t, page)), -1) {
 			target := m[1]
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 				continue
@@ -119,7 +111,7 @@ func TestDocsLinksResolve(t *testing.T) {
 				t.Errorf("%s links to %s, which does not exist", page, target)
 				continue
 			}
-			if frag != "" && strings.HasSuffix(path, ".md") && !hasAnchor(readDoc(t, path), frag) {
+			if frag != "" && strings.HasSuffix(path, ".md") && !hasAnchor(testpeers.RepoFile(t, path), frag) {
 				t.Errorf("%s links to %s: %s has no heading #%s", page, target, path, frag)
 			}
 		}

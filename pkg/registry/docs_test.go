@@ -3,13 +3,13 @@ package registry
 import (
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
 // docs/reference/registry-import.md lists every member of the registry's
@@ -102,19 +102,10 @@ func memberDrift(doc string, paths []string) []string {
 	return msgs
 }
 
-func readRegistryDoc(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", registryDoc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // TestDocsRegistryMembers keeps the page's table of registry members equal
 // to what DecodePage decodes.
 func TestDocsRegistryMembers(t *testing.T) {
-	for _, msg := range memberDrift(readRegistryDoc(t), jsonPaths(reflect.TypeFor[ServerList]())) {
+	for _, msg := range memberDrift(testpeers.RepoFile(t, registryDoc), jsonPaths(reflect.TypeFor[ServerList]())) {
 		t.Error(msg)
 	}
 }
@@ -131,7 +122,7 @@ func TestDocsRegistryMemberDriftIsReported(t *testing.T) {
 	if !slices.Contains(paths, "remotes[].url") || !slices.Contains(paths, "remotes[].authorization") {
 		t.Fatalf("jsonPaths misses embedded or added members: %v", paths)
 	}
-	doc := strings.Replace(readRegistryDoc(t), "| member | what the importer does with it |\n|---|---|\n", "| member | what the importer does with it |\n|---|---|\n| `servers[].server.icon` | gone |\n", 1)
+	doc := strings.Replace(testpeers.RepoFile(t, registryDoc), "| member | what the importer does with it |\n|---|---|\n", "| member | what the importer does with it |\n|---|---|\n| `servers[].server.icon` | gone |\n", 1)
 	msgs := memberDrift(doc, append(jsonPaths(reflect.TypeFor[ServerList]()), "servers[].server.remotes[].authorization"))
 	joined := strings.Join(msgs, "\n")
 	for _, want := range []string{

@@ -7,8 +7,6 @@ import (
 	"go/token"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -16,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
 // docs/reference/status-pages.md is checked against this package: the
@@ -24,15 +24,6 @@ import (
 // serve sends.
 
 const statusDoc = "docs/reference/status-pages.md"
-
-func readStatusDoc(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", statusDoc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 // handlerPatterns are the ServeMux patterns handler.go registers, read from
 // its source: the mux keeps no list of them.
@@ -99,14 +90,14 @@ func routeDrift(doc string, patterns []string) []string {
 // TestDocsStatusPagesNameEveryRoute keeps the page's route table equal to
 // what Handler serves.
 func TestDocsStatusPagesNameEveryRoute(t *testing.T) {
-	for _, msg := range routeDrift(readStatusDoc(t), handlerPatterns(t)) {
+	for _, msg := range routeDrift(testpeers.RepoFile(t, statusDoc), handlerPatterns(t)) {
 		t.Error(msg)
 	}
 }
 
 // TestDocsStatusRouteDriftIsReported proves the check fails both ways.
 func TestDocsStatusRouteDriftIsReported(t *testing.T) {
-	doc := readStatusDoc(t) + "| `GET /status/{slug}/history` | gone |\n"
+	doc := testpeers.RepoFile(t, statusDoc) + "| `GET /status/{slug}/history` | gone |\n"
 	msgs := routeDrift(doc, append(handlerPatterns(t), "GET /uptime/{file}"))
 	joined := strings.Join(msgs, "\n")
 	for _, want := range []string{
@@ -122,7 +113,7 @@ func TestDocsStatusRouteDriftIsReported(t *testing.T) {
 // TestDocsStatusJSONShape keeps the page's list of the JSON members equal
 // to JSONView's, in order.
 func TestDocsStatusJSONShape(t *testing.T) {
-	doc := readStatusDoc(t)
+	doc := testpeers.RepoFile(t, statusDoc)
 	m := regexp.MustCompile("a small fixed shape: `([^`]+)`").FindStringSubmatch(doc)
 	if m == nil {
 		t.Fatalf("%s: the .json row has no \"a small fixed shape: `…`\" list", statusDoc)
@@ -142,7 +133,7 @@ func TestDocsStatusJSONShape(t *testing.T) {
 // equal to the ones serve sends, and the cache's period and the bars'
 // count equal to the constants.
 func TestDocsStatusHeaders(t *testing.T) {
-	doc := readStatusDoc(t)
+	doc := testpeers.RepoFile(t, statusDoc)
 	for name, v := range map[string]string{"Cache-Control": CacheControl, "Content-Security-Policy": csp} {
 		if !strings.Contains(doc, "`"+v+"`") {
 			t.Errorf("%s does not quote the %s header as sent: `%s`", statusDoc, name, v)
