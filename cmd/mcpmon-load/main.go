@@ -195,7 +195,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 		go func() { _ = hook.Serve(ln) }()
 		defer hook.Close()
-		cfg.WebhookURL = "http://" + ln.Addr().String() + "/hook"
+		cfg.WebhookURL = model.SecretURL("http://" + ln.Addr().String() + "/hook")
 	}
 	cfg.Window = 5 * time.Second
 	cfg.Grace = time.Second
@@ -221,7 +221,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		cfg.Store = config.StoreRedis
 		cfg.RedisURL = o.redisURL
 		cfg.RedisPrefix = fmt.Sprintf("mcpmon-load-%d:", time.Now().UnixNano())
-		cfg.SecretsKey = seal.EncodeKey(seal.NewKey())
+		cfg.SecretsKey = model.Secret(seal.EncodeKey(seal.NewKey()))
 	}
 	reg := metrics.NewRegistry(daemon.Version)
 	d, err := daemon.Start(ctx, daemon.RoleAll, cfg, daemon.Deps{Registry: reg, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/daemon"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/queue/embedded"
@@ -76,7 +77,7 @@ func runSynthetic(ctx context.Context, o options, stdout, stderr io.Writer) erro
 		}
 		cfg.Store, cfg.RedisURL = config.StoreRedis, o.redisURL
 		cfg.RedisPrefix = fmt.Sprintf("mcpmon-synth-%d:", time.Now().UnixNano())
-		cfg.SecretsKey = seal.EncodeKey(seal.NewKey())
+		cfg.SecretsKey = model.Secret(seal.EncodeKey(seal.NewKey()))
 		roles = []daemon.Role{daemon.RoleAlerter}
 		for range max(o.aggregators, 1) {
 			roles = append(roles, daemon.RoleAggregator)

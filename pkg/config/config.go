@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 )
 
@@ -74,8 +75,8 @@ type Options struct {
 	// (--webhook-url-file, --webhook-secret-file, read by Parse): a value on
 	// the command line shows in ps to every user of the host, so Parse
 	// warns about it (Warnings).
-	WebhookURL        string
-	WebhookSecret     string
+	WebhookURL        model.SecretURL
+	WebhookSecret     model.Secret
 	WebhookURLFile    string
 	WebhookSecretFile string
 	SinksFile         string
@@ -89,7 +90,7 @@ type Options struct {
 	// send; MetricsToken is its content, read by Parse. Empty: /metrics
 	// needs no token.
 	MetricsTokenFile string
-	MetricsToken     string
+	MetricsToken     model.Secret
 
 	// BootstrapKey turns on the admin key a first start creates in a store
 	// without keys; BootstrapKeyFile, when set, receives it (mode 0600)
@@ -107,7 +108,7 @@ type Options struct {
 	// only: a key on a command line shows in ps. With neither, the embedded
 	// store generates <data-dir>/secrets.key; Redis refuses to start.
 	SecretsKeyFile string
-	SecretsKey     string
+	SecretsKey     model.Secret
 
 	// ReplicaID names this process in ledger claims; defaults to host-pid
 	// with Redis, EmbeddedReplicaID with the embedded store.
@@ -241,8 +242,8 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.Var((*listValue)(&o.Regions), "regions", "comma-separated region set: one commands queue per region (<prefix>commands-<region>.fifo); `run` starts one prober per region; empty: one commands queue"+envHint("regions"))
 	boolean(&o.AllowPrivateTargets, "allow-private-targets", "allow probing loopback, private and link-local addresses (tests, private deployments)")
 	fs.IntVar(&o.ProbeConcurrency, "probe-concurrency", o.ProbeConcurrency, "probes run in parallel per prober"+envHint("probe-concurrency"))
-	str(&o.WebhookURL, "webhook-url", "send alerts to this webhook (secret: never logged; a command line shows in ps, prefer --webhook-url-file or the environment)")
-	str(&o.WebhookSecret, "webhook-secret", "HMAC-SHA256 secret to sign webhook alerts (prefer --webhook-secret-file or the environment)")
+	str((*string)(&o.WebhookURL), "webhook-url", "send alerts to this webhook (secret: never logged; a command line shows in ps, prefer --webhook-url-file or the environment)")
+	str((*string)(&o.WebhookSecret), "webhook-secret", "HMAC-SHA256 secret to sign webhook alerts (prefer --webhook-secret-file or the environment)")
 	str(&o.WebhookURLFile, "webhook-url-file", "file holding the --webhook-url value (kept out of ps)")
 	str(&o.WebhookSecretFile, "webhook-secret-file", "file holding the --webhook-secret value (kept out of ps)")
 	str(&o.MetricsListen, "metrics-listen", "address of a separate listener for /metrics, /healthz and /readyz; when set, the main listener serves no /metrics")
@@ -326,7 +327,7 @@ func Parse(name string, args []string, env func(string) string, stderr io.Writer
 	if o.ReplicaID == "" {
 		o.ReplicaID = defaultReplicaID(o.Store)
 	}
-	o.SecretsKey = env(EnvSecretsKey)
+	o.SecretsKey = model.Secret(env(EnvSecretsKey))
 	fs.Visit(func(f *flag.Flag) {
 		if secretFlags[f.Name] {
 			o.Warnings = append(o.Warnings, fmt.Sprintf("--%s on the command line shows in ps to every user of this host; use --%s-file or %s", f.Name, f.Name, EnvName(f.Name)))
@@ -353,9 +354,9 @@ func (o *Options) readSecretFiles() error {
 		flag, path string
 		dst        *string
 	}{
-		{"--webhook-url-file", o.WebhookURLFile, &o.WebhookURL},
-		{"--webhook-secret-file", o.WebhookSecretFile, &o.WebhookSecret},
-		{"--metrics-token-file", o.MetricsTokenFile, &o.MetricsToken},
+		{"--webhook-url-file", o.WebhookURLFile, (*string)(&o.WebhookURL)},
+		{"--webhook-secret-file", o.WebhookSecretFile, (*string)(&o.WebhookSecret)},
+		{"--metrics-token-file", o.MetricsTokenFile, (*string)(&o.MetricsToken)},
 	} {
 		if f.path == "" {
 			continue
@@ -492,7 +493,7 @@ func (o Options) Validate() error {
 		errs = append(errs, fmt.Errorf("--probe-concurrency %d: must be at least 1", o.ProbeConcurrency))
 	}
 	if o.WebhookURL != "" {
-		if u, err := url.Parse(o.WebhookURL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		if u, err := url.Parse(o.WebhookURL.Reveal()); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 			// Never echo the URL: it may embed a token.
 			errs = append(errs, errors.New("--webhook-url: want an http(s) URL with a host"))
 		}

@@ -1,7 +1,10 @@
 package config
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,5 +77,42 @@ func TestSecretFlagsFromFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParsedOptionsNeverPrintTheirSecrets: an Options printed by accident
+// (%v, %+v, %#v, JSON, slog) shows none of the webhook URL's path, the
+// webhook secret, the scrape token or the sealing keys; the explicit
+// Reveal is the only way to them.
+func TestParsedOptionsNeverPrintTheirSecrets(t *testing.T) {
+	dir := t.TempDir()
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte("scrape-token-xyz"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"MCPMON_WEBHOOK_URL":    "https://hooks.example.com/services/T0/B0/hook-path-xyz",
+		"MCPMON_WEBHOOK_SECRET": "hmac-secret-xyz",
+		EnvSecretsKey:           "c2VhbGluZy1rZXkteHl6LXNlYWxpbmcta2V5LXh5eg==",
+	}
+	o, err := Parse("mcpmon", []string{"--metrics-token-file", token}, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.WebhookSecret.Reveal() != "hmac-secret-xyz" || o.MetricsToken.Reveal() != "scrape-token-xyz" || o.WebhookURL.Reveal() != env["MCPMON_WEBHOOK_URL"] {
+		t.Fatalf("Reveal lost a value: %q %q %q", o.WebhookSecret.Reveal(), o.MetricsToken.Reveal(), o.WebhookURL.Reveal())
+	}
+	js, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("options", "opts", o, "secret", o.WebhookSecret)
+	for _, out := range []string{fmt.Sprintf("%v", o), fmt.Sprintf("%+v", o), fmt.Sprintf("%#v", o), string(js), logged.String()} {
+		for _, secret := range []string{"hook-path-xyz", "hmac-secret-xyz", "scrape-token-xyz", "c2VhbGluZy1rZXkteHl6"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("printed options show %q:\n%s", secret, out)
+			}
+		}
 	}
 }

@@ -227,11 +227,11 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 	if err := d.build(ctx, mux, qm); err != nil {
 		return nil, err
 	}
-	mux.Handle("/", metrics.OpsHandlerWith(reg, d.ready, metrics.OpsOptions{NoMetrics: d.metricsLn != nil, Token: o.MetricsToken}))
+	mux.Handle("/", metrics.OpsHandlerWith(reg, d.ready, metrics.OpsOptions{NoMetrics: d.metricsLn != nil, Token: o.MetricsToken.Reveal()}))
 
 	d.srv = d.serve(d.ln, mux, "http server")
 	if d.metricsLn != nil {
-		d.metricsSrv = d.serve(d.metricsLn, metrics.OpsHandlerWith(reg, d.ready, metrics.OpsOptions{Token: o.MetricsToken}), "metrics server")
+		d.metricsSrv = d.serve(d.metricsLn, metrics.OpsHandlerWith(reg, d.ready, metrics.OpsOptions{Token: o.MetricsToken.Reveal()}), "metrics server")
 	}
 	if d.role.has(RoleAPI) && d.tls == nil && !isLoopback(d.ln.Addr()) {
 		d.log.Warn("the REST API listens on a non-loopback address without TLS: requests, and any credentials in them, cross the network in clear text; serve HTTPS with --tls-cert/--tls-key, put it behind a TLS proxy, or listen on 127.0.0.1", "addr", d.Addr())
@@ -627,7 +627,7 @@ func (d *Daemon) Gather() ([]*dto.MetricFamily, error) { return d.reg.Gather() }
 // sinks file that does not load is the alerter's error to report; here it
 // only names no sink.
 func sinkNames(o config.Options) []string {
-	cfgs := sinks.FromFlags(o.WebhookURL, o.WebhookSecret)
+	cfgs := sinks.FromFlags(o.WebhookURL.Reveal(), o.WebhookSecret.Reveal())
 	if o.SinksFile != "" {
 		if more, err := sinks.LoadFile(o.SinksFile); err == nil {
 			cfgs = append(cfgs, more...)

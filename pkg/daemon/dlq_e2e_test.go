@@ -13,6 +13,7 @@ import (
 	"time"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 )
@@ -41,7 +42,7 @@ func TestPoisonedVerdictIsReplayedOnce(t *testing.T) {
 func runPoisonedVerdict(t *testing.T, b backend) {
 	rcv, hook := newReceiver(t)
 	o := fastOptions(t)
-	o.WebhookURL = hook
+	o.WebhookURL = model.SecretURL(hook)
 	o.ReplicaID = "dlq"
 	o.Visibility = 200 * time.Millisecond // whole seconds on SQS: 1 s
 	o.MaxReceiveCount = 2

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/seal"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
@@ -34,7 +35,7 @@ func setupRedis(t *testing.T, o *config.Options) {
 	o.Store = config.StoreRedis
 	o.RedisURL = testpeers.RedisURL(t)
 	o.RedisPrefix = fmt.Sprintf("e2e-%d:", time.Now().UnixNano())
-	o.SecretsKey = testSecretsKey
+	o.SecretsKey = model.Secret(testSecretsKey)
 }
 
 // testSecretsKey seals endpoint secrets in tests that share Redis.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api/apispec"
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
@@ -169,7 +170,7 @@ func runEndToEnd(t *testing.T, b backend) {
 	srv := newMCPServer(t)
 	rcv, hook := newReceiver(t)
 	o := fastOptions(t)
-	o.WebhookURL = hook
+	o.WebhookURL = model.SecretURL(hook)
 	o.ReplicaID = "e2e"
 	b.setup(t, &o)
 

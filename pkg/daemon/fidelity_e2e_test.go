@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
@@ -107,7 +108,7 @@ func latest(t *testing.T, addr, id string) latestView {
 func TestHungServerIsDownEndToEnd(t *testing.T) {
 	srv := newSwitchServer(t, sdkHandler("fixture", "1.0.0"))
 	rcv, hook := newReceiver(t)
-	d := startEmbedded(t, func(o *config.Options) { o.WebhookURL = hook })
+	d := startEmbedded(t, func(o *config.Options) { o.WebhookURL = model.SecretURL(hook) })
 	id := register(t, d.Addr(), map[string]any{"name": "hangs", "url": srv.url, "schedule": "@every 1s", "timeout": "1s"})
 	eventually(t, 20*time.Second, "an up verdict", func() bool { return latestState(t, d.Addr(), id) == msg.StateUp })
 

@@ -123,7 +123,7 @@ func TestMetricsListenerAndToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, _, _, out := startKeyed(t, func(o *config.Options) {
-		o.MetricsListen, o.MetricsTokenFile, o.MetricsToken = "127.0.0.1:0", tokenFile, token
+		o.MetricsListen, o.MetricsTokenFile, o.MetricsToken = "127.0.0.1:0", tokenFile, model.Secret(token)
 	})
 	if d.MetricsAddr() == "" || !strings.Contains(out.String(), "metrics on http://"+d.MetricsAddr()+"/metrics") {
 		t.Fatalf("banner does not name the metrics listener %q:\n%s", d.MetricsAddr(), out)
@@ -202,7 +202,7 @@ func TestPrivateSlugReservesNothing(t *testing.T) {
 // the operator's global sinks (no names, no receivers, no errors); the
 // operator sees them all.
 func TestTenantSeesOnlyItsOwnSinkDeliveries(t *testing.T) {
-	d, _, clk, _ := startKeyed(t, func(o *config.Options) { o.WebhookURL = "https://hooks.internal.example/ops" })
+	d, _, clk, _ := startKeyed(t, func(o *config.Options) { o.WebhookURL = model.SecretURL("https://hooks.internal.example/ops") })
 	writeB, _ := tenantKey(t, d, clk, "globex", auth.ScopeWrite, time.Time{})
 	readB, _ := tenantKey(t, d, clk, "globex", auth.ScopeRead, time.Time{})
 	b := apiClient{addr: d.Addr(), key: writeB}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
@@ -25,12 +26,12 @@ func TestRedisCrashMidIncident(t *testing.T) {
 	rcv, hook := newReceiver(t)
 
 	o := fastOptions(t)
-	o.WebhookURL = hook
+	o.WebhookURL = model.SecretURL(hook)
 	o.ReplicaID = "redis-crash"
 	o.Store = config.StoreRedis
 	o.RedisURL = rs.URL()
 	o.RedisPrefix = fmt.Sprintf("crash-%d:", time.Now().UnixNano())
-	o.SecretsKey = testSecretsKey
+	o.SecretsKey = model.Secret(testSecretsKey)
 	o.Auth = config.AuthNone // loopback; API keys have their own tests (apikeys_test.go)
 	// Failed messages come back after the visibility timeout: keep it short
 	// so recovery after the outage is quick.
@@ -94,7 +95,7 @@ func TestStartWaitsForRedis(t *testing.T) {
 	o.Store = config.StoreRedis
 	o.RedisURL = rs.URL()
 	o.RedisPrefix = fmt.Sprintf("wait-%d:", time.Now().UnixNano())
-	o.SecretsKey = testSecretsKey
+	o.SecretsKey = model.Secret(testSecretsKey)
 	o.Auth = config.AuthNone // loopback; API keys have their own tests (apikeys_test.go)
 
 	d, err := Start(t.Context(), RoleAll, o, Deps{Logger: testLogger(t)})

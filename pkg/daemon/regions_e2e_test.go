@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/prober"
 )
@@ -164,7 +165,7 @@ func TestThreeRegionsEmbedded(t *testing.T) {
 	runThreeRegions(t, func(t *testing.T, hook string, deps Deps) string {
 		o := fastOptions(t)
 		o.Auth = config.AuthNone
-		o.WebhookURL = hook
+		o.WebhookURL = model.SecretURL(hook)
 		o.Regions = threeRegions
 		d, err := Start(t.Context(), RoleAll, o, deps)
 		if err != nil {
@@ -184,7 +185,7 @@ func TestThreeRegionsFleet(t *testing.T) {
 	runThreeRegions(t, func(t *testing.T, hook string, deps Deps) string {
 		o := fastOptions(t)
 		o.Auth = config.AuthNone
-		o.WebhookURL = hook
+		o.WebhookURL = model.SecretURL(hook)
 		o.Regions = threeRegions
 		setupSQS(t, &o)
 		setupRedis(t, &o)

@@ -39,7 +39,7 @@ type keySource struct {
 func loadKeys(o config.Options, create bool) ([][]byte, keySource, error) {
 	switch {
 	case o.SecretsKey != "":
-		keys, err := seal.ParseKeys(o.SecretsKey)
+		keys, err := seal.ParseKeys(o.SecretsKey.Reveal())
 		if err != nil {
 			return nil, keySource{}, usageError{fmt.Errorf("%s: %w", config.EnvSecretsKey, err)}
 		}

@@ -19,7 +19,7 @@ type sinkSet struct {
 // sinks, from the REST API, to them.
 func (d *Daemon) sinks() (sinkSet, error) {
 	var set sinkSet
-	cfgs := sinks.FromFlags(d.opts.WebhookURL, d.opts.WebhookSecret)
+	cfgs := sinks.FromFlags(d.opts.WebhookURL.Reveal(), d.opts.WebhookSecret.Reveal())
 	if d.opts.SinksFile != "" {
 		fromFile, err := sinks.LoadFile(d.opts.SinksFile)
 		if err != nil {

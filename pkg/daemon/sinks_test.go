@@ -71,7 +71,7 @@ func TestEndpointSinksGuardedWhenSending(t *testing.T) {
 	resolve := func(t *testing.T, allowPrivate bool) map[string]alert.Sink {
 		t.Helper()
 		o := config.Defaults()
-		o.WebhookURL = rcv.URL + "/global"
+		o.WebhookURL = model.SecretURL(rcv.URL + "/global")
 		o.AllowPrivateTargets = allowPrivate
 		d := &Daemon{opts: o, log: slog.New(slog.DiscardHandler)}
 		set, err := d.sinks()
@@ -126,7 +126,7 @@ func TestEndpointSinksGuardedWhenSending(t *testing.T) {
 // replaces the endpoint's cached sinks rather than adding to them.
 func TestEndpointSinksCountedByType(t *testing.T) {
 	o := config.Defaults()
-	o.WebhookURL = "http://127.0.0.1:9/global"
+	o.WebhookURL = model.SecretURL("http://127.0.0.1:9/global")
 	d := &Daemon{opts: o, log: slog.New(slog.DiscardHandler)}
 	set, err := d.sinks()
 	if err != nil {
