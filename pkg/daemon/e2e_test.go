@@ -9,10 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
 // mcpServer is a go-sdk MCP server on a fixed 127.0.0.1 port that a test can
@@ -79,46 +78,41 @@ func (s *mcpServer) start() {
 	s.serve(ln)
 }
 
-// receiver records webhook alerts.
-type receiver struct {
-	mu     sync.Mutex
-	alerts []map[string]any
-	got    chan map[string]any
-}
+// receiver records webhook alerts: the one sink test receiver
+// (testpeers.Receiver), its bodies read as JSON.
+type receiver struct{ *testpeers.Receiver }
 
 func newReceiver(t *testing.T) (*receiver, string) {
-	r := &receiver{got: make(chan map[string]any, 100)}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		var body map[string]any
-		if err := json.NewDecoder(req.Body).Decode(&body); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.mu.Lock()
-		r.alerts = append(r.alerts, body)
-		r.mu.Unlock()
-		r.got <- body
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(ts.Close)
-	return r, ts.URL + "/hook"
+	r := testpeers.NewReceiver(t, nil)
+	return &receiver{r}, r.URL + "/hook"
 }
 
+// wait returns the next alert that wait has not returned yet.
 func (r *receiver) wait(t *testing.T, timeout time.Duration) map[string]any {
 	t.Helper()
-	select {
-	case a := <-r.got:
-		return a
-	case <-time.After(timeout):
-		t.Fatalf("no alert within %s", timeout)
-		return nil
-	}
+	return decodeAlert(t, r.Next(timeout).Body)
 }
 
+// all returns every alert so far, in arrival order.
 func (r *receiver) all() []map[string]any {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]map[string]any(nil), r.alerts...)
+	var out []map[string]any
+	for _, b := range r.Bodies() {
+		var a map[string]any
+		if err := json.Unmarshal(b, &a); err != nil {
+			a = map[string]any{"undecodable": string(b)}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func decodeAlert(t *testing.T, body []byte) map[string]any {
+	t.Helper()
+	var a map[string]any
+	if err := json.Unmarshal(body, &a); err != nil {
+		t.Fatalf("alert body is not JSON: %v: %q", err, body)
+	}
+	return a
 }
 
 // backend is one queue × store combination the end-to-end test runs on.
