@@ -158,9 +158,10 @@ func (a *app) exportCmd() *cobra.Command {
 		Short: "Write the tenant's endpoints in apply's format, secrets as ${env:…} references",
 		Long: `export writes every endpoint of the tenant as an apply file. Secrets never
 leave the server, so each one is written as a reference to an environment
-variable named MCPMON_<ENDPOINT>_<HEADER> for a header, MCPMON_<ENDPOINT>_SINK_<SINK>_<MEMBER>
-for a sink secret and MCPMON_<ENDPOINT>_URL_<PARAM> for a URL query secret
-(upper case, other characters as _). Applying the export against the same
+variable named MCPMON_APPLY_<ENDPOINT>_<HEADER> for a header, MCPMON_APPLY_<ENDPOINT>_SINK_<SINK>_<MEMBER>
+for a sink secret and MCPMON_APPLY_<ENDPOINT>_URL_<PARAM> for a URL query secret
+(upper case, other characters as _; apply reads only MCPMON_APPLY_* by default,
+see --allow-env). Applying the export against the same
 server changes nothing.`,
 		Example: `  mcpmon export > endpoints.yaml
   mcpmon export -o json | jq '.endpoints[].name'`,
