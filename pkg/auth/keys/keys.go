@@ -21,7 +21,7 @@ import (
 )
 
 // Usage is the command's help text.
-const Usage = `usage: mcpmon keys create --local --name NAME --scope read|write|admin [--expires 720h] [--tenant T] [store flags]
+const Usage = `usage: mcpmon keys create --local --name NAME --scope read|write|admin [--expires-in 720h] [--tenant T] [store flags]
        mcpmon keys list --local [--tenant T] [store flags]
        mcpmon keys revoke ID|NAME --local [--tenant T] [store flags]
 
@@ -79,7 +79,11 @@ func Parse(args []string, register func(*flag.FlagSet) error) (Command, error) {
 	if c.Sub == Create {
 		fs.StringVar(&c.Name, "name", "", "name of the key (unique among the tenant's live keys)")
 		fs.StringVar(&scope, "scope", "", "read, write or admin")
-		fs.DurationVar(&c.Expires, "expires", 0, "the key expires this long from now (e.g. 720h); 0: never")
+		fs.DurationVar(&c.Expires, "expires-in", 0, "the key expires this long from now (e.g. 720h); 0: never")
+		// --expires-in is what keys create takes through the API too, so one
+		// command line works with and without --local; --expires stays for
+		// the scripts that spell it so.
+		fs.DurationVar(&c.Expires, "expires", 0, "same as --expires-in")
 	}
 	// Flags may come before and after revoke's ID|NAME.
 	var pos []string
@@ -112,7 +116,7 @@ func Parse(args []string, register func(*flag.FlagSet) error) (Command, error) {
 		return Command{}, fmt.Errorf("--name: %v", err)
 	}
 	if c.Expires < 0 {
-		return Command{}, errors.New("--expires: must be positive")
+		return Command{}, errors.New("--expires-in: must be positive")
 	}
 	return c, nil
 }

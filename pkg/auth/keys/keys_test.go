@@ -21,6 +21,7 @@ func TestParse(t *testing.T) {
 		wantErr string // substring; "" for success
 	}{
 		{args: []string{"create", "--name", "ci", "--scope", "Write", "--expires", "720h"}, want: Command{Sub: Create, Name: "ci", Scope: auth.ScopeWrite, Expires: 720 * time.Hour}},
+		{args: []string{"create", "--name", "ci", "--scope", "write", "--expires-in", "48h"}, want: Command{Sub: Create, Name: "ci", Scope: auth.ScopeWrite, Expires: 48 * time.Hour}},
 		{args: []string{"create", "--name", "ci", "--scope", "read", "--tenant", "acme"}, want: Command{Sub: Create, Name: "ci", Scope: auth.ScopeRead, Tenant: "acme"}},
 		{args: []string{"list"}, want: Command{Sub: List}},
 		{args: []string{"list", "--tenant", "acme"}, want: Command{Sub: List, Tenant: "acme"}},
@@ -32,7 +33,7 @@ func TestParse(t *testing.T) {
 		{args: []string{"create", "--name", "x"}, wantErr: "--scope"},
 		{args: []string{"create", "--scope", "read"}, wantErr: "--name"},
 		{args: []string{"create", "--name", "x", "--scope", "root"}, wantErr: "--scope"},
-		{args: []string{"create", "--name", "x", "--scope", "read", "--expires", "-1h"}, wantErr: "--expires: must be positive"},
+		{args: []string{"create", "--name", "x", "--scope", "read", "--expires", "-1h"}, wantErr: "--expires-in: must be positive"},
 		{args: []string{"create", "--name", "x", "--scope", "read", "extra"}, wantErr: `unexpected argument "extra"`},
 		{args: []string{"list", "ci"}, wantErr: `keys list: unexpected argument "ci"`},
 		{args: []string{"list", "--name", "ci"}, wantErr: "flag provided but not defined: -name"},
