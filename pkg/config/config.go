@@ -69,6 +69,11 @@ type Options struct {
 	Regions             []string
 	AllowPrivateTargets bool
 	ProbeConcurrency    int
+	// PublicIndex serves /status, the one list of every tenant's public
+	// endpoints. Off, a multi-tenant deployment tells no visitor which
+	// tenants it monitors; per-endpoint pages, JSON, badges and feeds are
+	// served either way.
+	PublicIndex bool
 
 	// WebhookURL and WebhookSecret are the global webhook sink. Each can
 	// come from its flag, its MCPMON_* variable or a file
@@ -241,6 +246,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	str(&o.Region, "region", "region label this prober puts on its results (with --regions: one of them, and the prober consumes that region's commands queue)")
 	fs.Var((*listValue)(&o.Regions), "regions", "comma-separated region set: one commands queue per region (<prefix>commands-<region>.fifo); `run` starts one prober per region; empty: one commands queue"+envHint("regions"))
 	boolean(&o.AllowPrivateTargets, "allow-private-targets", "allow probing loopback, private and link-local addresses (tests, private deployments)")
+	boolean(&o.PublicIndex, "public-index", "serve /status, the list of every public endpoint of every tenant (off: only per-endpoint pages, JSON, badges and feeds)")
 	fs.IntVar(&o.ProbeConcurrency, "probe-concurrency", o.ProbeConcurrency, "probes run in parallel per prober"+envHint("probe-concurrency"))
 	str((*string)(&o.WebhookURL), "webhook-url", "send alerts to this webhook (secret: never logged; a command line shows in ps, prefer --webhook-url-file or the environment)")
 	str((*string)(&o.WebhookSecret), "webhook-secret", "HMAC-SHA256 secret to sign webhook alerts (prefer --webhook-secret-file or the environment)")

@@ -132,3 +132,29 @@ func TestServerHardeningOptions(t *testing.T) {
 		t.Fatalf("hosts %v idle %s key %q", o.APIHosts, o.HTTPIdleTimeout, o.TLSKey)
 	}
 }
+
+// TestPublicIndexIsAnOperatorOption: the deployment-wide /status list is
+// off unless the operator turns it on, by flag or environment.
+func TestPublicIndexIsAnOperatorOption(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		{"default", nil, nil, false},
+		{"flag", []string{"--public-index"}, nil, true},
+		{"env", nil, map[string]string{"MCPMON_PUBLIC_INDEX": "true"}, true},
+		{"flag overrides env", []string{"--public-index=false"}, map[string]string{"MCPMON_PUBLIC_INDEX": "true"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := Parse("mcpmon", tc.args, envOf(tc.env), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.PublicIndex != tc.want {
+				t.Errorf("PublicIndex = %v, want %v", o.PublicIndex, tc.want)
+			}
+		})
+	}
+}

@@ -516,7 +516,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		mux.Handle("/docs", h)
 		// Public status pages and badges: outside /v1, no key, only the
 		// endpoints their owners made public (pkg/status).
-		pub := publicstatus.Handler(publicstatus.NewCache(publicstatus.Options{Store: d.st, Clock: d.clk, Logger: d.log}))
+		pub := publicstatus.Handler(publicstatus.NewCache(publicstatus.Options{Store: d.st, Clock: d.clk, Logger: d.log, PublicIndex: o.PublicIndex}))
 		for _, path := range []string{"/status", "/status/", "/badge/"} {
 			mux.Handle(path, pub)
 		}

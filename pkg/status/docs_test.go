@@ -131,7 +131,7 @@ func TestDocsStatusJSONShape(t *testing.T) {
 
 // TestDocsStatusHeaders keeps the caching and CSP headers the page quotes
 // equal to the ones serve sends, and the cache's period and the bars'
-// count equal to the constants.
+// count, the feed's bound and media type equal to the constants.
 func TestDocsStatusHeaders(t *testing.T) {
 	doc := testpeers.RepoFile(t, statusDoc)
 	for name, v := range map[string]string{"Cache-Control": CacheControl, "Content-Security-Policy": csp} {
@@ -141,8 +141,10 @@ func TestDocsStatusHeaders(t *testing.T) {
 	}
 	flat := strings.Join(strings.Fields(doc), " ")
 	for what, want := range map[string]string{
-		"DefaultTTL": fmt.Sprintf("at most once every %d s", int(DefaultTTL/time.Second)),
-		"Days":       fmt.Sprintf("%d daily bars", Days),
+		"DefaultTTL":  fmt.Sprintf("at most once every %d s", int(DefaultTTL/time.Second)),
+		"Days":        fmt.Sprintf("%d daily bars", Days),
+		"FeedEntries": fmt.Sprintf("newest first, at most %d", FeedEntries),
+		"FeedContent": "`" + FeedContentType + "`",
 	} {
 		if !strings.Contains(flat, want) {
 			t.Errorf("%s does not say %q (status.%s)", statusDoc, want, what)

@@ -11,11 +11,16 @@ import (
 // a page a minute and may serve it five more while they revalidate.
 const CacheControl = "public, max-age=60, stale-while-revalidate=300"
 
-// Handler serves GET /status, /status/{slug}, /status/{slug}.json and
-// /badge/{slug}.svg from c. Mount it on /status, /status/ and /badge/.
+// Handler serves GET /status (with Options.PublicIndex), /status/{slug},
+// /status/{slug}.json, /status/{slug}/feed.atom and /badge/{slug}.svg
+// from c. Mount it on /status, /status/ and /badge/.
 func Handler(c *Cache) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		if !c.publicIndex {
+			notFound(w)
+			return
+		}
 		ov, err := c.Overview(r.Context())
 		if err != nil {
 			c.fail(w, r, err)
@@ -36,6 +41,14 @@ func Handler(c *Cache) http.Handler {
 			return
 		}
 		serve(w, r, "text/html; charset=utf-8", rd.ETagHTML, rd.HTML)
+	})
+	mux.HandleFunc("GET /status/{slug}/feed.atom", func(w http.ResponseWriter, r *http.Request) {
+		rd, err := c.Get(r.Context(), r.PathValue("slug"))
+		if err != nil {
+			c.fail(w, r, err)
+			return
+		}
+		serve(w, r, FeedContentType, rd.ETagFeed, rd.Feed)
 	})
 	mux.HandleFunc("GET /badge/{file}", func(w http.ResponseWriter, r *http.Request) {
 		slug, ok := strings.CutSuffix(r.PathValue("file"), ".svg")

@@ -56,6 +56,9 @@ type Page struct {
 	Incidents []IncidentRow
 	Regions   []RegionRow
 	Generated time.Time
+	// IndexLink: the deployment serves /status (--public-index), so the
+	// page links to it.
+	IndexLink bool
 
 	id string // the endpoint's ID: the cache's own bookkeeping, never rendered
 }
@@ -95,6 +98,9 @@ type IncidentRow struct {
 	Ongoing  bool
 	Duration time.Duration
 	Cause    string // a fixed phrase per failure class, never the raw reason
+	// Key names the incident in feed entry IDs: PublicKey of its ID, which
+	// holds the endpoint's internal ID.
+	Key string
 }
 
 // DurationText is the incident's duration in words.
@@ -241,7 +247,7 @@ func incidentRow(inc model.Incident, from, now time.Time) (IncidentRow, bool) {
 	if start.Before(from) && inc.ResolvedAt != nil && inc.ResolvedAt.Before(from) {
 		return IncidentRow{}, false
 	}
-	row := IncidentRow{Start: start.UTC(), Cause: "outage"}
+	row := IncidentRow{Start: start.UTC(), Cause: "outage", Key: PublicKey(inc.ID)}
 	if c, ok := causes[inc.Class]; ok {
 		row.Cause = c
 	}

@@ -60,7 +60,7 @@ var files embed.FS
 
 var (
 	css   = template.CSS(mustRead("templates/style.css"))
-	pages = template.Must(template.New("").Funcs(template.FuncMap{"ms": msText}).ParseFS(files, "templates/*.html"))
+	pages = template.Must(template.New("").Funcs(template.FuncMap{"ms": msText, "feed": FeedPath}).ParseFS(files, "templates/*.html"))
 )
 
 func mustRead(name string) string {
@@ -84,14 +84,17 @@ type Options struct {
 	Clock  clock.Clock   // default wall time
 	TTL    time.Duration // default DefaultTTL
 	Logger *slog.Logger
+	// PublicIndex serves GET /status, the list of every public endpoint
+	// of the deployment; off, it is 404 like an unknown slug.
+	PublicIndex bool
 }
 
-// Rendered is one public endpoint's three representations.
+// Rendered is one public endpoint's four representations.
 type Rendered struct {
-	Page                        Page
-	HTML, JSON, SVG             []byte
-	ETagHTML, ETagJSON, ETagSVG string
-	built                       time.Time
+	Page                                  Page
+	HTML, JSON, SVG, Feed                 []byte
+	ETagHTML, ETagJSON, ETagSVG, ETagFeed string
+	built                                 time.Time
 }
 
 type toolsSeen struct {
@@ -105,6 +108,8 @@ type Cache struct {
 	clk clock.Clock
 	ttl time.Duration
 	log *slog.Logger
+	// publicIndex: Options.PublicIndex.
+	publicIndex bool
 
 	// refresh serialises store reads: concurrent misses for one slug read
 	// once, and a burst of misses cannot fan out into a burst of reads.
@@ -132,7 +137,7 @@ func NewCache(o Options) *Cache {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Cache{st: o.Store, clk: o.Clock, ttl: o.TTL, log: o.Logger.With("component", "status"),
+	return &Cache{st: o.Store, clk: o.Clock, ttl: o.TTL, log: o.Logger.With("component", "status"), publicIndex: o.PublicIndex,
 		entries: map[string]*Rendered{}, tools: map[string]toolsSeen{}}
 }
 
@@ -264,6 +269,7 @@ func (c *Cache) build(ctx context.Context, ep model.Endpoint, now time.Time) (*R
 	in.ToolsChanged = c.toolsChanged(ep.Slug, in)
 	p := Build(in)
 	p.id = ep.ID
+	p.IndexLink = c.publicIndex
 	return Render(p)
 }
 
@@ -288,9 +294,9 @@ func (c *Cache) toolsChanged(slug string, in Input) time.Time {
 	return cur.changed
 }
 
-// Render renders p's page, JSON and badge with their ETags: the last
-// verdict window and a digest of the body, so the tag changes exactly
-// when what a reader would see does.
+// Render renders p's page, JSON, badge and feed with their ETags: the last
+// verdict window (for the feed, its updated time) and a digest of the
+// body, so the tag changes exactly when what a reader would see does.
 func Render(p Page) (*Rendered, error) {
 	r := &Rendered{Page: p, built: p.Generated}
 	var b strings.Builder
@@ -307,7 +313,13 @@ func Render(p Page) (*Rendered, error) {
 	}
 	r.JSON = append(j, '\n')
 	r.SVG = Badge(BadgeLabel, p)
+	feed, updated, err := renderFeed(p)
+	if err != nil {
+		return nil, err
+	}
+	r.Feed = feed
 	r.ETagHTML, r.ETagJSON, r.ETagSVG = etag(p.Since, r.HTML), etag(p.Since, r.JSON), etag(p.Since, r.SVG)
+	r.ETagFeed = etag(updated, r.Feed)
 	return r, nil
 }
 

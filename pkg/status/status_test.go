@@ -103,9 +103,15 @@ func fixture() *fakeStore {
 	}
 }
 
+// serve serves f as a deployment with --public-index.
 func serve(t *testing.T, f *fakeStore, clk clock.Clock) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(status.Handler(status.NewCache(status.Options{Store: f, Clock: clk})))
+	return serveWith(t, status.Options{Store: f, Clock: clk, PublicIndex: true})
+}
+
+func serveWith(t *testing.T, o status.Options) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(status.Handler(status.NewCache(o)))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -130,7 +136,7 @@ func get(t *testing.T, url string, hdr ...string) (*http.Response, string) {
 // with a secret-looking error, and greps every public response for them.
 func TestPublicResponsesLeakNothingPrivate(t *testing.T) {
 	srv := serve(t, fixture(), clock.NewFake(now))
-	for _, path := range []string{"/status", "/status/acme-mcp", "/status/acme-mcp.json", "/badge/acme-mcp.svg"} {
+	for _, path := range []string{"/status", "/status/acme-mcp", "/status/acme-mcp.json", "/badge/acme-mcp.svg", "/status/acme-mcp/feed.atom"} {
 		resp, body := get(t, srv.URL+path)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: %d", path, resp.StatusCode)
@@ -175,7 +181,8 @@ func TestPageShowsStateBarsIncidentsAndRegions(t *testing.T) {
 
 func TestUnknownAndPrivateSlugsAre404(t *testing.T) {
 	srv := serve(t, fixture(), clock.NewFake(now))
-	for _, path := range []string{"/status/hidden-one", "/status/hidden-one.json", "/badge/hidden-one.svg", "/status/nope", "/badge/nope.svg", "/badge/acme-mcp.png"} {
+	for _, path := range []string{"/status/hidden-one", "/status/hidden-one.json", "/badge/hidden-one.svg", "/status/nope", "/badge/nope.svg", "/badge/acme-mcp.png",
+		"/status/hidden-one/feed.atom", "/status/nope/feed.atom", "/status/acme-mcp/feed.rss"} {
 		if resp, _ := get(t, srv.URL+path); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("%s: %d, want 404", path, resp.StatusCode)
 		}
@@ -185,7 +192,7 @@ func TestUnknownAndPrivateSlugsAre404(t *testing.T) {
 func TestETagAnd304AndCacheControl(t *testing.T) {
 	srv := serve(t, fixture(), clock.NewFake(now))
 	tags := map[string]bool{}
-	for _, path := range []string{"/status/acme-mcp", "/status/acme-mcp.json", "/badge/acme-mcp.svg"} {
+	for _, path := range []string{"/status/acme-mcp", "/status/acme-mcp.json", "/badge/acme-mcp.svg", "/status/acme-mcp/feed.atom"} {
 		resp, _ := get(t, srv.URL+path)
 		if cc := resp.Header.Get("Cache-Control"); cc != "public, max-age=60, stale-while-revalidate=300" {
 			t.Errorf("%s Cache-Control %q", path, cc)
