@@ -32,7 +32,7 @@ func incidentView(inc model.Incident) apiv1.IncidentView {
 		ID: inc.ID, EndpointID: inc.EndpointID, State: string(inc.State), OpenedWindow: inc.OpenedWindow,
 		OpenedAt: inc.OpenedAt, FirstFailure: inc.FirstFailure, Class: inc.Class, Reason: inc.Reason,
 		AckedAt: inc.AckedAt, AckedBy: inc.AckedBy, ResolvedWindow: inc.ResolvedWindow,
-		ResolvedAt: inc.ResolvedAt, Transitions: tr, Version: inc.Version,
+		ResolvedAt: inc.ResolvedAt, Transitions: tr, Updates: updateViews(inc), Version: inc.Version,
 		Kind: string(cmp.Or(inc.Kind, model.IncidentGlobal)), Severity: model.IncidentSeverity(inc.Kind), Regions: inc.Regions,
 	}
 }
