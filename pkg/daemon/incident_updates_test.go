@@ -135,4 +135,3 @@ func publicGet(t *testing.T, addr, path string) string {
 	}
 	return string(b)
 }
-
