@@ -10,7 +10,6 @@ import (
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/model"
-	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // Incident updates: the owner's status and message, appended to the
@@ -32,11 +31,10 @@ func updateViews(inc model.Incident) []apiv1.UpdateView {
 
 // postIncidentUpdate appends an update to one of the tenant's incidents,
 // in any state (a resolved incident may still get its post-mortem), and
-// answers 201 with the incident. The write is compare-and-set on the
-// version read, like an acknowledgement: the alerter writes the same
-// record, and a lost race is retried on fresh state, so neither the
-// alerter's transition nor the update is lost. The cap is checked on that
-// fresh state too, so two racing updates cannot both take the last place.
+// answers 201 with the incident. It is written through changeIncident,
+// like an acknowledgement, so an update racing the alerter's write is
+// retried on fresh state; the cap is checked on that fresh state too, so
+// two racing updates cannot both take the last place.
 func (s *server) postIncidentUpdate(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	body, p := s.readBody(w, r, false)
@@ -70,33 +68,22 @@ func (s *server) postIncidentUpdate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	for attempt := 1; ; attempt++ {
-		inc, p := s.incidentOf(r, id)
-		if p != nil {
-			writeProblem(w, r, p)
-			return
-		}
+	updated, _, p := s.changeIncident(r, id, func(inc model.Incident) (model.Incident, bool, *apiv1.Problem) {
 		u.At = s.clock.Now().UTC()
 		next, err := inc.AddUpdate(u)
-		if errors.Is(err, model.ErrTooManyUpdates) {
-			writeProblem(w, r, problemf(http.StatusConflict, apiv1.TypeTooManyUpdates,
-				"incident %s already keeps %d updates, the most an incident keeps", id, model.MaxIncidentUpdates))
-			return
+		switch {
+		case errors.Is(err, model.ErrTooManyUpdates):
+			return inc, false, problemf(http.StatusConflict, apiv1.TypeTooManyUpdates,
+				"incident %s already keeps %d updates, the most an incident keeps", id, model.MaxIncidentUpdates)
+		case err != nil: // the rules were checked above: a bug, not the client's
+			return inc, false, s.storeProblem(r, err, "incident "+id)
 		}
-		if err != nil { // the rules were checked above: a bug, not the client's
-			writeProblem(w, r, s.storeProblem(r, err, "incident "+id))
-			return
-		}
-		updated, err := s.store.UpdateIncident(r.Context(), next)
-		if errors.Is(err, store.ErrConflict) && attempt < patchMaxRetries {
-			continue
-		}
-		if err != nil {
-			writeProblem(w, r, s.storeProblem(r, err, "incident "+id))
-			return
-		}
-		s.log.Info("incident update posted", "incident", id, "endpoint", inc.EndpointID, "status", string(u.Status), "updates", len(updated.Updates))
-		writeJSON(w, http.StatusCreated, incidentView(updated))
+		return next, true, nil
+	})
+	if p != nil {
+		writeProblem(w, r, p)
 		return
 	}
+	s.log.Info("incident update posted", "incident", id, "endpoint", updated.EndpointID, "status", string(u.Status), "updates", len(updated.Updates))
+	writeJSON(w, http.StatusCreated, incidentView(updated))
 }
