@@ -288,6 +288,7 @@ func New(opts Options) http.Handler {
 			r.Get("/", s.listIncidents)
 			r.Get("/{id}", s.getIncident)
 			r.Post("/{id}/ack", s.ackIncident)
+			r.Post("/{id}/updates", s.postIncidentUpdate) // updates.go
 		})
 		r.Route("/maintenance", func(r chi.Router) {
 			r.Get("/", s.listMaintenance)

@@ -58,7 +58,8 @@ const (
 	ActionUpdate      = "update"
 	ActionDelete      = "delete"
 	ActionAcknowledge = "acknowledge"
-	ActionSilence     = "silence" // a maintenance window created
+	ActionSilence     = "silence"     // a maintenance window created
+	ActionPostUpdate  = "post-update" // an incident update posted
 	ActionCreateKey   = "create-key"
 	ActionRevokeKey   = "revoke-key"
 )
@@ -74,15 +75,16 @@ type auditRoute struct {
 // meaning. A state-changing route missing here is still recorded, by
 // auditOf's fallback.
 var auditRoutes = map[string]auditRoute{
-	"POST /v1/endpoints":          {ActionCreate, "endpoint", jsonFields(apiv1.EndpointInput{})},
-	"PATCH /v1/endpoints/{id}":    {ActionUpdate, "endpoint", jsonFields(apiv1.EndpointInput{})},
-	"DELETE /v1/endpoints/{id}":   {ActionDelete, "endpoint", nil},
-	"POST /v1/incidents/{id}/ack": {ActionAcknowledge, "incident", jsonFields(apiv1.AckInput{})},
-	"POST /v1/maintenance":        {ActionSilence, "maintenance", jsonFields(apiv1.MaintenanceInput{})},
-	"PUT /v1/maintenance/{id}":    {ActionUpdate, "maintenance", jsonFields(apiv1.MaintenanceInput{})},
-	"DELETE /v1/maintenance/{id}": {ActionDelete, "maintenance", nil},
-	"POST /v1/keys":               {ActionCreateKey, "key", jsonFields(keyRequest{})},
-	"DELETE /v1/keys/{id}":        {ActionRevokeKey, "key", nil},
+	"POST /v1/endpoints":              {ActionCreate, "endpoint", jsonFields(apiv1.EndpointInput{})},
+	"PATCH /v1/endpoints/{id}":        {ActionUpdate, "endpoint", jsonFields(apiv1.EndpointInput{})},
+	"DELETE /v1/endpoints/{id}":       {ActionDelete, "endpoint", nil},
+	"POST /v1/incidents/{id}/ack":     {ActionAcknowledge, "incident", jsonFields(apiv1.AckInput{})},
+	"POST /v1/incidents/{id}/updates": {ActionPostUpdate, "incident", jsonFields(apiv1.UpdateInput{})},
+	"POST /v1/maintenance":            {ActionSilence, "maintenance", jsonFields(apiv1.MaintenanceInput{})},
+	"PUT /v1/maintenance/{id}":        {ActionUpdate, "maintenance", jsonFields(apiv1.MaintenanceInput{})},
+	"DELETE /v1/maintenance/{id}":     {ActionDelete, "maintenance", nil},
+	"POST /v1/keys":                   {ActionCreateKey, "key", jsonFields(keyRequest{})},
+	"DELETE /v1/keys/{id}":            {ActionRevokeKey, "key", nil},
 }
 
 // auditOf returns what a state-changing request on the route pattern does.

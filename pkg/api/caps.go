@@ -107,6 +107,8 @@ var capTable = []capRow{
 	{schemaProp("OAuth", "scopes"), "maxItems", maxScopes},
 	{append(schemaProp("OAuth", "scopes"), "items"), "maxLength", maxScopeLen},
 	{schemaProp("OAuth", "audience"), "maxLength", maxAudienceLen},
+	{schemaProp("UpdateInput", "message"), "maxLength", model.MaxUpdateMessage},
+	{schemaProp("IncidentView", "updates"), "maxItems", model.MaxIncidentUpdates},
 	{[]string{"components", "parameters", "cursor", "schema"}, "maxLength", maxCursorLen},
 	{[]string{"components", "parameters", "selector", "schema"}, "maxLength", maxSelectorLen},
 }

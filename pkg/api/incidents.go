@@ -32,7 +32,7 @@ func incidentView(inc model.Incident) apiv1.IncidentView {
 		ID: inc.ID, EndpointID: inc.EndpointID, State: string(inc.State), OpenedWindow: inc.OpenedWindow,
 		OpenedAt: inc.OpenedAt, FirstFailure: inc.FirstFailure, Class: inc.Class, Reason: inc.Reason,
 		AckedAt: inc.AckedAt, AckedBy: inc.AckedBy, ResolvedWindow: inc.ResolvedWindow,
-		ResolvedAt: inc.ResolvedAt, Transitions: tr, Version: inc.Version,
+		ResolvedAt: inc.ResolvedAt, Transitions: tr, Updates: updateViews(inc), Version: inc.Version,
 		Kind: string(cmp.Or(inc.Kind, model.IncidentGlobal)), Severity: model.IncidentSeverity(inc.Kind), Regions: inc.Regions,
 	}
 }
@@ -210,19 +210,12 @@ func (s *server) ackIncident(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	for attempt := 1; ; attempt++ {
-		inc, p := s.incidentOf(r, id)
-		if p != nil {
-			writeProblem(w, r, p)
-			return
-		}
+	updated, changed, p := s.changeIncident(r, id, func(inc model.Incident) (model.Incident, bool, *apiv1.Problem) {
 		switch inc.State {
 		case model.IncidentAcknowledged:
-			writeJSON(w, http.StatusOK, incidentView(inc))
-			return
+			return inc, false, nil
 		case model.IncidentResolved:
-			writeProblem(w, r, problemf(http.StatusConflict, apiv1.TypeIncidentResolved, "incident %s is already resolved; only an open incident can be acknowledged", id))
-			return
+			return inc, false, problemf(http.StatusConflict, apiv1.TypeIncidentResolved, "incident %s is already resolved; only an open incident can be acknowledged", id)
 		}
 		now := s.clock.Now().UTC()
 		reason := "acknowledged via API"
@@ -236,16 +229,41 @@ func (s *server) ackIncident(w http.ResponseWriter, r *http.Request) {
 		inc.State = model.IncidentAcknowledged
 		inc.AckedAt = &now
 		inc.AckedBy = in.By
-		updated, err := s.store.UpdateIncident(r.Context(), inc)
+		return inc, true, nil
+	})
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	if changed {
+		s.log.Info("incident acknowledged", "incident", id, "endpoint", updated.EndpointID)
+	}
+	writeJSON(w, http.StatusOK, incidentView(updated))
+}
+
+// changeIncident applies change to the tenant's incident id and writes
+// the result compare-and-set on the version it read. The alerter writes
+// the same record, so a lost race is retried with change on fresh state
+// (up to patchMaxRetries, then 409), and neither writer's change is lost.
+// change says whether there is anything to write; unchanged, the incident
+// read is returned as is.
+func (s *server) changeIncident(r *http.Request, id string, change func(model.Incident) (model.Incident, bool, *apiv1.Problem)) (model.Incident, bool, *apiv1.Problem) {
+	for attempt := 1; ; attempt++ {
+		inc, p := s.incidentOf(r, id)
+		if p != nil {
+			return inc, false, p
+		}
+		next, write, p := change(inc)
+		if p != nil || !write {
+			return inc, false, p
+		}
+		updated, err := s.store.UpdateIncident(r.Context(), next)
 		if errors.Is(err, store.ErrConflict) && attempt < patchMaxRetries {
 			continue
 		}
 		if err != nil {
-			writeProblem(w, r, s.storeProblem(r, err, "incident "+id))
-			return
+			return inc, false, s.storeProblem(r, err, "incident "+id)
 		}
-		s.log.Info("incident acknowledged", "incident", id, "endpoint", inc.EndpointID)
-		writeJSON(w, http.StatusOK, incidentView(updated))
-		return
+		return updated, true, nil
 	}
 }

@@ -302,6 +302,18 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if out := h.ok("incidents", "list"); !strings.Contains(out, incs[0].ID) {
 		t.Fatalf("incidents list table:\n%s", out)
 	}
+	var updated apiv1.IncidentView
+	h.json(&updated, "incidents", "update", incs[0].ID, "--status", "investigating", "--message", "looking")
+	h.json(&updated, "incidents", "update", incs[0].ID, "--status", "resolved", "--message", "fixed")
+	if len(updated.Updates) != 2 || updated.Updates[0].Message != "fixed" || updated.Updates[0].By != "admin" || updated.State != "acknowledged" {
+		t.Fatalf("incidents update = %+v, want two updates newest first by the admin key, the incident still acknowledged", updated)
+	}
+	if out := h.ok("incidents", "get", incs[0].ID); !strings.Contains(out, "resolved: fixed") || !strings.Contains(out, "investigating: looking") {
+		t.Fatalf("incidents get table lacks the updates:\n%s", out)
+	}
+	h.fails(ExitUsage, "--status", "incidents", "update", incs[0].ID, "--status", "fixed", "--message", "m")
+	h.fails(ExitUsage, "--message", "incidents", "update", incs[0].ID, "--status", "monitoring")
+	h.fails(ExitNotFound, "404", "incidents", "update", "no-such-incident", "--status", "monitoring", "--message", "m")
 	h.json(&st, "status")
 	if st.AckedIncidents < 1 || st.Endpoints != 2 {
 		t.Fatalf("status = %+v, want two endpoints and the acknowledged incident", st)

@@ -11,10 +11,11 @@ import (
 )
 
 func (a *app) incidentsCmd() *cobra.Command {
-	g := group("incidents", "List, inspect and acknowledge incidents",
-		"  mcpmon incidents list --state open\n  mcpmon incidents ack INCIDENT_ID --by alice")
+	g := group("incidents", "List, inspect, acknowledge and post updates to incidents",
+		"  mcpmon incidents list --state open\n  mcpmon incidents ack INCIDENT_ID --by alice\n"+
+			"  mcpmon incidents update INCIDENT_ID --status identified --message 'bad deploy; rolling back'")
 	g.Aliases = []string{"incident", "inc"}
-	g.AddCommand(a.incidentsList(), a.incidentsGet(), a.incidentsAck())
+	g.AddCommand(a.incidentsList(), a.incidentsGet(), a.incidentsAck(), a.incidentsUpdate())
 	return g
 }
 
@@ -76,6 +77,9 @@ func (a *app) incidentsGet() *cobra.Command {
 					"Acked by", v.AckedBy, "Resolved", v.ResolvedAt)
 				for _, t := range v.Transitions {
 					fields(w, "Transition", fmt.Sprintf("%s %s → %s %s", cell(t.At), or(string(t.From), "-"), t.To, t.Reason))
+				}
+				for _, u := range v.Updates {
+					fields(w, "Update", fmt.Sprintf("%s %s: %s", cell(u.At), u.Status, u.Message))
 				}
 				for _, d := range v.Notifications {
 					fields(w, "Notification", fmt.Sprintf("%s via %s: %s", d.Kind, d.Sink, d.Outcome))

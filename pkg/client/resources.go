@@ -43,6 +43,15 @@ func (c *Client) AckIncident(ctx context.Context, id string, in apiv1.AckInput) 
 	return v, err
 }
 
+// PostIncidentUpdate posts the owner's update to an incident and returns
+// the incident, its updates newest first (an incident at its update cap:
+// IsConflict).
+func (c *Client) PostIncidentUpdate(ctx context.Context, id string, in apiv1.UpdateInput) (apiv1.IncidentView, error) {
+	var v apiv1.IncidentView
+	_, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/incidents/" + esc(id) + "/updates", body: in}, &v)
+	return v, err
+}
+
 // ---- maintenance
 
 // Maintenance walks the tenant's maintenance windows.

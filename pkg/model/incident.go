@@ -2,6 +2,10 @@ package model
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
@@ -47,6 +51,9 @@ type Incident struct {
 	ResolvedWindow *time.Time    `json:"resolvedWindow,omitempty"`
 	ResolvedAt     *time.Time    `json:"resolvedAt,omitempty"`
 	Transitions    []Transition  `json:"transitions"`
+	// Updates are what the incident's owner posted about it, oldest
+	// first (in the order they were appended); see AddUpdate.
+	Updates []IncidentUpdate `json:"updates,omitempty"`
 	// Data holds alerter-private state (pending notifications, reminders).
 	Data    json.RawMessage `json:"data,omitempty"`
 	Version int64           `json:"version"`
@@ -140,3 +147,94 @@ type Delivery struct {
 // CountOpenIncidents reads: open and acknowledged incidents do, resolved
 // ones do not.
 func (inc Incident) Unresolved() bool { return inc.State != IncidentResolved }
+
+// UpdateStatus is what an incident's owner says of it in an update. It is
+// the owner's word only: State moves on verdicts and acknowledgements, so
+// an update saying resolved does not resolve the incident.
+type UpdateStatus string
+
+const (
+	UpdateInvestigating UpdateStatus = "investigating"
+	UpdateIdentified    UpdateStatus = "identified"
+	UpdateMonitoring    UpdateStatus = "monitoring"
+	UpdateResolved      UpdateStatus = "resolved"
+)
+
+// UpdateStatuses are the statuses an update may carry, in the order an
+// incident usually goes through them.
+var UpdateStatuses = []UpdateStatus{UpdateInvestigating, UpdateIdentified, UpdateMonitoring, UpdateResolved}
+
+const (
+	// MaxUpdateMessage bounds an update's message, in bytes: it is read
+	// on the public status page and in every list of incidents.
+	MaxUpdateMessage = 2000
+	// MaxIncidentUpdates bounds the updates one incident keeps: they live
+	// inside the incident record, which the alerter reads on every
+	// verdict while the incident is open.
+	MaxIncidentUpdates = 100
+)
+
+// ErrTooManyUpdates reports an incident that already holds
+// MaxIncidentUpdates updates.
+var ErrTooManyUpdates = errors.New("incident holds the most updates it may keep")
+
+// ErrInvalidUpdate reports an update that breaks a rule of Problems.
+var ErrInvalidUpdate = errors.New("invalid incident update")
+
+// IncidentUpdate is one note an incident's owner posted: a status and a
+// message, shown with the incident in the API and on its public page.
+type IncidentUpdate struct {
+	At      time.Time    `json:"at"`
+	Status  UpdateStatus `json:"status"`
+	Message string       `json:"message"`
+	// By names the API key that posted it (its name, else its ID); empty
+	// when the API runs without keys. Never shown on a public page.
+	By string `json:"by,omitempty"`
+}
+
+// Problems are the rules u breaks, in field order ("status", "message"):
+// a known status, and a message that is present and at most
+// MaxUpdateMessage bytes. Display-text rules (control characters) belong
+// to whoever reads the text in: the API checks them with the other
+// free-text fields.
+func (u IncidentUpdate) Problems() []FieldError {
+	var errs []FieldError
+	if !slices.Contains(UpdateStatuses, u.Status) {
+		names := make([]string, len(UpdateStatuses))
+		for i, s := range UpdateStatuses {
+			names[i] = string(s)
+		}
+		errs = append(errs, FieldError{Field: "status", Detail: "must be one of " + strings.Join(names, ", ")})
+	}
+	switch {
+	case u.Message == "":
+		errs = append(errs, FieldError{Field: "message", Detail: "is required"})
+	case len(u.Message) > MaxUpdateMessage:
+		errs = append(errs, FieldError{Field: "message", Detail: fmt.Sprintf("must be at most %d bytes", MaxUpdateMessage)})
+	}
+	return errs
+}
+
+// AddUpdate is inc with u appended: ErrInvalidUpdate when u breaks a rule,
+// ErrTooManyUpdates when inc already keeps MaxIncidentUpdates. It never
+// writes into inc's own Updates array, so a caller retrying on fresh state
+// keeps the copy it read intact.
+func (inc Incident) AddUpdate(u IncidentUpdate) (Incident, error) {
+	if p := u.Problems(); len(p) > 0 {
+		return inc, fmt.Errorf("%w: %s %s", ErrInvalidUpdate, p[0].Field, p[0].Detail)
+	}
+	if len(inc.Updates) >= MaxIncidentUpdates {
+		return inc, fmt.Errorf("incident %s keeps %d updates: %w", inc.ID, len(inc.Updates), ErrTooManyUpdates)
+	}
+	inc.Updates = append(slices.Clip(inc.Updates), u)
+	return inc, nil
+}
+
+// UpdatesNewestFirst are inc's updates, the last posted first. Order is
+// the order of posting, not of At: replicas' clocks may disagree by a
+// little, the append order does not.
+func (inc Incident) UpdatesNewestFirst() []IncidentUpdate {
+	out := slices.Clone(inc.Updates)
+	slices.Reverse(out)
+	return out
+}

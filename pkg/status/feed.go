@@ -28,6 +28,7 @@ type FeedEvent string
 
 const (
 	FeedOpened   FeedEvent = "opened"
+	FeedUpdated  FeedEvent = "updated" // the owner posted an update
 	FeedResolved FeedEvent = "resolved"
 )
 
@@ -50,7 +51,8 @@ func PublicKey(id string) string {
 }
 
 // FeedEntriesOf is p's incident events, newest first, at most
-// FeedEntries: an opening per incident and a resolution per resolved one.
+// FeedEntries: an opening per incident, one entry per owner's update, and a
+// resolution per resolved one.
 // Entries are built from the page's rows alone, so a feed shows nothing the
 // page does not.
 func FeedEntriesOf(p Page) []FeedEntry {
@@ -62,6 +64,16 @@ func FeedEntriesOf(p Page) []FeedEntry {
 			Title:   fmt.Sprintf("%s: incident opened (%s)", p.Name, row.Cause),
 			Summary: fmt.Sprintf("An incident began at %s: %s.", start, row.Cause),
 		})
+		// Updates are append-only, so an update's position from the oldest
+		// names it for good.
+		for i, u := range row.Updates {
+			n := len(row.Updates) - i
+			out = append(out, FeedEntry{
+				ID: fmt.Sprintf("%sincident/%s/%s/%d", tagPrefix, row.Key, FeedUpdated, n), Event: FeedUpdated, Updated: u.At,
+				Title:   fmt.Sprintf("%s: %s", p.Name, u.Word),
+				Summary: fmt.Sprintf("Update at %s on the incident that began at %s: %s", u.At.Format(timeText), start, u.Message),
+			})
+		}
 		if row.Ongoing {
 			continue
 		}
@@ -72,17 +84,16 @@ func FeedEntriesOf(p Page) []FeedEntry {
 				start, row.Cause, row.End.Format(timeText), row.DurationText()),
 		})
 	}
-	// A resolution sorts above an opening at the same instant, and the ID
-	// breaks any remaining tie, so two renders list entries in one order.
+	// At the same instant a resolution sorts above an update, an update
+	// above an opening, and the ID breaks any remaining tie, so two renders
+	// list entries in one order.
+	rank := map[FeedEvent]int{FeedResolved: 0, FeedUpdated: 1, FeedOpened: 2}
 	slices.SortFunc(out, func(a, b FeedEntry) int {
 		if c := b.Updated.Compare(a.Updated); c != 0 {
 			return c
 		}
-		if a.Event != b.Event {
-			if a.Event == FeedResolved {
-				return -1
-			}
-			return 1
+		if c := cmp.Compare(rank[a.Event], rank[b.Event]); c != 0 {
+			return c
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})

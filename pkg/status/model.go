@@ -101,6 +101,26 @@ type IncidentRow struct {
 	// Key names the incident in feed entry IDs: PublicKey of its ID, which
 	// holds the endpoint's internal ID.
 	Key string
+	// Updates are the owner's updates, newest first: the incident's
+	// public timeline.
+	Updates []UpdateRow
+}
+
+// UpdateRow is one owner's update on the public timeline: the owner wrote
+// it for readers of this page, so its message is shown as written (the
+// templates escape it); the key that posted it is not shown.
+type UpdateRow struct {
+	At      time.Time
+	Status  string // investigating, identified, monitoring, resolved
+	Word    string // the status in words
+	Message string
+}
+
+// updateWords are the update statuses as the page writes them; an unknown
+// one (a record from a newer version) reads as "update".
+var updateWords = map[model.UpdateStatus]string{
+	model.UpdateInvestigating: "Investigating", model.UpdateIdentified: "Identified",
+	model.UpdateMonitoring: "Monitoring", model.UpdateResolved: "Resolved",
 }
 
 // DurationText is the incident's duration in words.
@@ -264,6 +284,13 @@ func incidentRow(inc model.Incident, from, now time.Time) (IncidentRow, bool) {
 		end = now
 	}
 	row.Duration = max(end.Sub(row.Start), 0)
+	for _, u := range inc.UpdatesNewestFirst() {
+		ur := UpdateRow{At: u.At.UTC(), Status: string(u.Status), Word: updateWords[u.Status], Message: u.Message}
+		if ur.Word == "" {
+			ur.Status, ur.Word = "update", "Update"
+		}
+		row.Updates = append(row.Updates, ur)
+	}
 	return row, true
 }
 

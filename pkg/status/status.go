@@ -346,7 +346,27 @@ type JSONView struct {
 	ToolsChangedAt *time.Time `json:"toolsChangedAt"`
 	OpenIncident   bool       `json:"openIncident"`
 	Incidents90d   int        `json:"incidents90d"`
-	UpdatedAt      time.Time  `json:"updatedAt"`
+	// Incidents are the last Days days' incidents, newest first, each
+	// with its owner's updates.
+	Incidents []IncidentJSON `json:"incidents"`
+	UpdatedAt time.Time      `json:"updatedAt"`
+}
+
+// IncidentJSON is one incident of the public JSON.
+type IncidentJSON struct {
+	Start           time.Time    `json:"start"`
+	End             *time.Time   `json:"end"` // null while ongoing
+	Ongoing         bool         `json:"ongoing"`
+	DurationSeconds int64        `json:"durationSeconds"`
+	Cause           string       `json:"cause"`
+	Updates         []UpdateJSON `json:"updates"` // newest first
+}
+
+// UpdateJSON is one owner's update of the public JSON.
+type UpdateJSON struct {
+	At      time.Time `json:"at"`
+	Status  string    `json:"status"`
+	Message string    `json:"message"`
 }
 
 // JSONOf is p's public JSON.
@@ -372,8 +392,19 @@ func JSONOf(p Page) JSONView {
 	if !p.ToolsChanged.IsZero() {
 		v.ToolsChangedAt = &p.ToolsChanged
 	}
+	v.Incidents = make([]IncidentJSON, 0, len(p.Incidents))
 	for _, inc := range p.Incidents {
 		v.OpenIncident = v.OpenIncident || inc.Ongoing
+		ij := IncidentJSON{Start: inc.Start, Ongoing: inc.Ongoing, DurationSeconds: int64(inc.Duration / time.Second),
+			Cause: inc.Cause, Updates: make([]UpdateJSON, 0, len(inc.Updates))}
+		if !inc.Ongoing {
+			end := inc.End
+			ij.End = &end
+		}
+		for _, u := range inc.Updates {
+			ij.Updates = append(ij.Updates, UpdateJSON{At: u.At, Status: u.Status, Message: u.Message})
+		}
+		v.Incidents = append(v.Incidents, ij)
 	}
 	return v
 }

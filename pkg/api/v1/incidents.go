@@ -24,7 +24,26 @@ type IncidentView struct {
 	ResolvedWindow *time.Time       `json:"resolvedWindow,omitempty"`
 	ResolvedAt     *time.Time       `json:"resolvedAt,omitempty"`
 	Transitions    []TransitionView `json:"transitions"`
-	Version        int64            `json:"version"`
+	// Updates are what the owner posted (POST /v1/incidents/{id}/updates),
+	// newest first; absent when there are none.
+	Updates []UpdateView `json:"updates,omitempty"`
+	Version int64        `json:"version"`
+}
+
+// UpdateView is one update of an incident. Status is investigating,
+// identified, monitoring or resolved: the owner's word, which does not
+// change the incident's state. By names the key that posted it.
+type UpdateView struct {
+	At      time.Time `json:"at"`
+	Status  string    `json:"status"`
+	Message string    `json:"message"`
+	By      string    `json:"by,omitempty"`
+}
+
+// UpdateInput is the body of POST /v1/incidents/{id}/updates.
+type UpdateInput struct {
+	Status  string `json:"status"`
+	Message string `json:"message"`
 }
 
 // TransitionView is one step of an incident's history: From is absent on

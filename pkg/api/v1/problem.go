@@ -38,6 +38,9 @@ const (
 	// deleting one frees a place; 403 in this API means the key's scope
 	// is too small).
 	TypeQuotaExceeded = "urn:mcpmon:problem:quota-exceeded"
+	// TypeTooManyUpdates is the problem type of an update refused because
+	// its incident already keeps model.MaxIncidentUpdates (409).
+	TypeTooManyUpdates = "urn:mcpmon:problem:too-many-updates"
 	// TypeRateLimited is the problem type of a 429.
 	TypeRateLimited = "urn:mcpmon:problem:rate-limited"
 )
