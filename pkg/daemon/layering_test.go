@@ -90,22 +90,6 @@ func TestLayering(t *testing.T) {
 	}
 }
 
-// imports lists the mcpmon packages pkg imports directly (tests excluded).
-func imports(t *testing.T, pkg string) []string {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, module+pkg).Output()
-	if err != nil {
-		t.Fatalf("go list %s: %v", pkg, err)
-	}
-	var own []string
-	for _, p := range strings.Fields(string(out)) {
-		if strings.HasPrefix(p, module) {
-			own = append(own, strings.TrimPrefix(p, module))
-		}
-	}
-	return own
-}
-
 // clientSide checks that the packages that talk to a running mcpmon over
 // its API (the Go client, apply's declarative plan, the registry import)
 // share the server's wire types, pkg/api/v1, and link nothing of the
