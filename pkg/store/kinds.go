@@ -21,6 +21,9 @@ const (
 	// KindMaintenance: one JSON-encoded model.Maintenance per window ID,
 	// indexed by tenant (TenantKinds).
 	KindMaintenance = "maintenance"
+	// KindStatusPage: one JSON-encoded model.StatusPage per page ID,
+	// indexed by tenant (TenantKinds).
+	KindStatusPage = "status-page"
 	// KindAPIKey: one auth.Key record per API key, id = auth.Hash(key).
 	KindAPIKey = "apikey"
 	// KindAPIKeyUse: a key's last-used time, id = auth.Hash(key); kept
@@ -47,8 +50,8 @@ func ProberObjectKinds() [3]string {
 }
 
 // TenantKinds returns the Objects kinds whose documents belong to a tenant
-// and are indexed by it: maintenance windows.
-func TenantKinds() [1]string { return [1]string{KindMaintenance} }
+// and are indexed by it: maintenance windows and status pages.
+func TenantKinds() [2]string { return [2]string{KindMaintenance, KindStatusPage} }
 
 // IsTenantKind reports whether kind is one of TenantKinds.
 func IsTenantKind(kind string) bool {
