@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"go/ast"
 	"go/parser"
-	"go/scanner"
 	"go/token"
 	"maps"
 	"os"
@@ -16,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 	"github.com/mcpmon/mcpmon/prober"
 )
@@ -318,12 +316,6 @@ func receiverName(e ast.Expr) string {
 	}
 }
 
-// pendingHomes are the rows of the concept table whose home another
-// change of issue 21 is creating, each with the place the concept lives
-// until then. While that place exists the row's home may be missing; once
-// it is gone, the row must leave this list (and its home must exist).
-var pendingHomes = map[string]string{}
-
 var conceptRow = regexp.MustCompile("(?m)^\\| ([^|`]+?) \\| `([^`]+)`(?: `([^`]+)`)? \\|")
 
 // conceptHomes reads architecture.md's concept table: concept → home.
@@ -350,22 +342,11 @@ func conceptHomes(t *testing.T) map[string]place {
 	return out
 }
 
-// homeDrift checks every row's home exists, tolerating a pending row's
-// missing home while the concept's old place still exists.
-func homeDrift(homes map[string]place, pending map[string]string) ([]string, error) {
+// homeDrift lists every row whose home does not exist.
+func homeDrift(homes map[string]place) ([]string, error) {
 	var msgs []string
 	for _, concept := range slices.Sorted(maps.Keys(homes)) {
 		home := homes[concept]
-		if old, ok := pending[concept]; ok {
-			there, err := parsePlace(old).exists()
-			if err != nil {
-				return nil, err
-			}
-			if !there {
-				msgs = append(msgs, fmt.Sprintf("%q has left %s: remove it from pendingHomes (its home %s must exist now)", concept, old, home))
-			}
-			continue
-		}
 		there, err := home.exists()
 		if err != nil {
 			return nil, err
@@ -374,18 +355,13 @@ func homeDrift(homes map[string]place, pending map[string]string) ([]string, err
 			msgs = append(msgs, fmt.Sprintf("docs/design/architecture.md: the home of %q, %s, does not exist", concept, home))
 		}
 	}
-	for _, concept := range slices.Sorted(maps.Keys(pending)) {
-		if _, ok := homes[concept]; !ok {
-			msgs = append(msgs, fmt.Sprintf("pendingHomes lists %q, which is no row of the concept table", concept))
-		}
-	}
 	return msgs, nil
 }
 
 // TestArchitectureHomesExist: every concept's home in architecture.md
-// exists, except the pending ones while they are still where they were.
+// exists.
 func TestArchitectureHomesExist(t *testing.T) {
-	msgs, err := homeDrift(conceptHomes(t), pendingHomes)
+	msgs, err := homeDrift(conceptHomes(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,123 +371,18 @@ func TestArchitectureHomesExist(t *testing.T) {
 }
 
 // TestArchitectureHomeDriftIsReported proves the check fails for a home
-// that does not exist, a pending concept that has moved, and a pending
-// entry that names no row.
+// that does not exist and passes one that does.
 func TestArchitectureHomeDriftIsReported(t *testing.T) {
 	homes := map[string]place{
 		"probe":   {"prober", "Prober.Probe"},
 		"widgets": {"pkg/widget", "Widget"},
-		"moved":   {"pkg/model", "Gadget"},
 	}
-	pending := map[string]string{"moved": "pkg/store Gadget", "ghost": "pkg/store Endpoint"}
-	msgs, err := homeDrift(homes, pending)
+	msgs, err := homeDrift(homes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	joined := strings.Join(msgs, "\n")
-	for _, want := range []string{
-		`the home of "widgets", pkg/widget Widget, does not exist`,
-		`"moved" has left pkg/store Gadget: remove it from pendingHomes`,
-		`pendingHomes lists "ghost", which is no row`,
-	} {
-		if !strings.Contains(joined, want) {
-			t.Errorf("drift messages lack %q:\n%s", want, joined)
-		}
-	}
-	if len(msgs) != 3 {
-		t.Errorf("got %d messages, want 3:\n%s", len(msgs), joined)
-	}
-}
-
-// redactionMarker matches a string literal that renders a hidden secret.
-var redactionMarker = regexp.MustCompile(`(?i)<redacted[^>]*>|\[redacted\]|^redacted$`)
-
-// stringLiterals are the values of the string literals of src (comments
-// are not literals).
-func stringLiterals(src []byte) []string {
-	var s scanner.Scanner
-	fset := token.NewFileSet()
-	s.Init(fset.AddFile("", fset.Base(), len(src)), src, nil, 0)
-	var out []string
-	for {
-		_, tok, lit := s.Scan()
-		if tok == token.EOF {
-			return out
-		}
-		if tok == token.STRING {
-			if v, err := strconv.Unquote(lit); err == nil {
-				out = append(out, v)
-			}
-		}
-	}
-}
-
-// filesDefining lists the non-test Go files with a string literal
-// matching any of match.
-func filesDefining(t *testing.T, match func(string) bool) []string {
-	t.Helper()
-	var out []string
-	walkGo(t, false, func(rel string, src []byte) {
-		if slices.ContainsFunc(stringLiterals(src), match) {
-			out = append(out, rel)
-		}
-	})
-	return out
-}
-
-// TestRedactionMarkerHasOneHome: the text that stands for a hidden secret
-// is spelled in one non-test file, the redaction row's home; everything
-// else renders secrets through it. While that row is pending the spellings
-// are only listed.
-func TestRedactionMarkerHasOneHome(t *testing.T) {
-	files := filesDefining(t, redactionMarker.MatchString)
-	if _, ok := pendingHomes["redaction"]; ok {
-		t.Skipf("the redaction row is pending; the marker is spelled in %d files: %s", len(files), strings.Join(files, ", "))
-	}
-	home := conceptHomes(t)["redaction"]
-	if len(files) != 1 || filepath.Dir(files[0]) != home.dir {
-		t.Errorf("the redaction marker is spelled in %v; want one file, in %s (docs/design/architecture.md)", files, home.dir)
-	}
-}
-
-// TestEventKindsAreDefinedInOneFile: the change-event kinds are string
-// constants of one non-test file, in the event-kinds row's home once that
-// row is no longer pending.
-func TestEventKindsAreDefinedInOneFile(t *testing.T) {
-	kinds := model.EventKinds()
-	var files []string
-	walkGo(t, false, func(rel string, src []byte) {
-		f, err := parser.ParseFile(token.NewFileSet(), rel, src, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			g, ok := n.(*ast.GenDecl)
-			if !ok || g.Tok != token.CONST {
-				return true
-			}
-			for _, s := range g.Specs {
-				vs := s.(*ast.ValueSpec)
-				for i, v := range vs.Values {
-					lit, ok := v.(*ast.BasicLit)
-					if !ok || lit.Kind != token.STRING || i < len(vs.Names) && strings.HasPrefix(vs.Names[i].Name, "Class") {
-						continue // a failure class may share an event kind's name
-					}
-					if k, _ := strconv.Unquote(lit.Value); slices.Contains(kinds, k) && !slices.Contains(files, rel) {
-						files = append(files, rel)
-					}
-				}
-			}
-			return false
-		})
-	})
-	if len(files) != 1 {
-		t.Fatalf("the event kinds are constants of %v; want one file", files)
-	}
-	if _, ok := pendingHomes["event kinds"]; ok {
-		return
-	}
-	if home := conceptHomes(t)["event kinds"]; filepath.Dir(files[0]) != home.dir {
-		t.Errorf("the event kinds are constants of %s; docs/design/architecture.md puts them in %s", files[0], home.dir)
+	want := `docs/design/architecture.md: the home of "widgets", pkg/widget Widget, does not exist`
+	if len(msgs) != 1 || msgs[0] != want {
+		t.Errorf("drift messages = %q, want only %q", msgs, want)
 	}
 }

@@ -158,10 +158,14 @@ func hasAnchor(doc, frag string) bool {
 }
 
 // TestEventKindsHaveOneDefinition: the change-event kinds are spelled once,
-// in pkg/model; every other package names them through its constants.
-// (Comments may quote them, and a failure class may share a name.)
+// in pkg/model/event.go, the event-kinds row of architecture.md's concept
+// table; every other package names them through its constants. (Comments
+// may quote them, and a failure class may share a name.)
 func TestEventKindsHaveOneDefinition(t *testing.T) {
 	home := filepath.Join("pkg", "model", "event.go")
+	if row := conceptHomes(t)["event kinds"]; row.dir != filepath.Dir(home) {
+		t.Errorf("docs/design/architecture.md puts the event kinds in %s; they are defined in %s", row.dir, home)
+	}
 	err := filepath.WalkDir(repoRoot, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
