@@ -246,6 +246,7 @@ func (a *app) commands() []*cobra.Command {
 		a.importCmd(),      // importcmd.go
 		a.completionCmd(),  // completion.go
 		a.probeCmd(),       // probe.go
+		a.waitCmd(),        // wait.go
 	)
 }
 
