@@ -1,16 +1,21 @@
-// Package status owns mcpmon's public side: the status pages, their JSON
-// and the README badges of the endpoints their owners mark public with a
-// slug (model.Endpoint.Public, Slug). Nothing here needs an API key.
+// Package status owns mcpmon's public side: the status pages, their JSON,
+// feeds and the README badges of the endpoints their owners mark public
+// with a slug (model.Endpoint.Public, Slug), and the tenants' status pages
+// (model.StatusPage) that group those endpoints. Nothing here needs an API
+// key.
 //
 // Data enters from the store through Reader, at most once per endpoint per
-// TTL: a Cache holds each public endpoint's rendered HTML, JSON and SVG
-// with their ETags, and a slug index, so a request for a fresh slug (or an
-// unknown one) reads nothing from the store. Build turns what was read into
-// a Page holding public fields only (no URL, header, address, raw error
-// text or internal ID); the templates, CSS and badge are rendered from the
-// Page alone, so nothing private can reach a response by a template
-// mistake. Data leaves as HTTP responses from Handler, with Cache-Control
-// and a strong ETag, and 304 on If-None-Match.
+// TTL: a Cache holds each public endpoint's rendered HTML, JSON, SVG and
+// feed with their ETags, and a slug index (with the status pages and
+// their hosts), so a request for a fresh slug (or an unknown one) reads
+// nothing from the store. Build turns what was read into a Page holding
+// public fields only (no URL, header, address, raw error text or internal
+// ID); BuildStatusPage makes a tenant's page out of its endpoints' Pages.
+// The templates, CSS, badge and feeds are rendered from those models
+// alone, so nothing private can reach a response by a template mistake.
+// Data leaves as HTTP responses from Handler and from Hosts (a page at the
+// root of its custom host), with Cache-Control and a strong ETag, and 304
+// on If-None-Match.
 package status
 
 import (
