@@ -18,6 +18,8 @@ import (
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
@@ -315,4 +317,44 @@ func newChromium(t *testing.T, bin, resolverRules string) context.Context {
 	ctx, cancelT := context.WithTimeout(ctx, 30*time.Second)
 	t.Cleanup(cancelT)
 	return ctx
+}
+
+// TestStatusPageHostIsServedInFrontOfEveryRoute: with a status page whose
+// host is status.acme.test in the store, a running mcpmon serves the page
+// at / of that host (any case, with the port), its JSON and feed, while
+// /healthz and the API on that host, and / on any other host, answer as
+// they do without the page.
+func TestStatusPageHostIsServedInFrontOfEveryRoute(t *testing.T) {
+	d := startEmbedded(t, nil)
+	addr := d.Addr()
+	doc, err := json.Marshal(model.StatusPage{ID: "page-host-test", Slug: "acme-host", Title: "Acme hosted status",
+		Host: "status.acme.test", Groups: []model.PageGroup{{Name: "All"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Store().PutObject(t.Context(), store.KindStatusPage, "page-host-test", doc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 45*time.Second, "the page on its host", func() bool {
+		code, body := pageGet(t, addr, "Status.ACME.test:443", "/")
+		return code == http.StatusOK && strings.Contains(body, "Acme hosted status")
+	})
+	for path, want := range map[string]string{"/index.json": `"slug":"acme-host"`, "/feed.atom": "<feed", "/status/acme-host": "Acme hosted status"} {
+		if code, body := pageGet(t, addr, "status.acme.test", path); code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("%s on the page's host: %d, lacks %q", path, code, want)
+		}
+	}
+	if code, body := pageGet(t, addr, "status.acme.test", "/healthz"); code != http.StatusOK || strings.Contains(body, "Acme") {
+		t.Errorf("/healthz on the page's host: %d %q", code, body)
+	}
+	if code, body := pageGet(t, addr, "status.acme.test", "/v1/endpoints"); strings.Contains(body, "Acme hosted status") {
+		t.Errorf("/v1/endpoints on the page's host: %d serves the page", code)
+	}
+	codeOwn, rootOwn := pageGet(t, addr, "", "/")
+	if strings.Contains(rootOwn, "Acme") {
+		t.Errorf("/ on the listener's own address serves the page: %d", codeOwn)
+	}
+	if code, body := pageGet(t, addr, "other.acme.test", "/"); code != codeOwn || body != rootOwn {
+		t.Errorf("/ on an unknown host: %d %q, want what the listener's address answers: %d %q", code, body, codeOwn, rootOwn)
+	}
 }
