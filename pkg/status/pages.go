@@ -144,22 +144,19 @@ func pageState(eps []Page) (state, sentence string) {
 }
 
 // logoOriginShape is the origin a page's CSP may name: a lower-case DNS
-// name with an optional port. Anything else (an IP literal, odd
-// characters that could end the CSP directive) drops the logo.
+// name (or IPv4 address) with an optional port. Anything else (an IPv6
+// literal, characters that could end the CSP directive) drops the logo.
 var logoOriginShape = regexp.MustCompile(`^https://[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?$`)
 
-// maxLogoURL bounds the logo URL the page embeds.
-const maxLogoURL = 2048
-
 // LogoOrigin is the https origin of a logo URL, and whether the URL may be
-// shown: https, a DNS name (not an address), no user info, at most
-// maxLogoURL bytes.
+// shown: the page's own rule (model.LogoURLProblem, which the API applied
+// when the page was written) and an origin the CSP can name as it is.
 func LogoOrigin(raw string) (string, bool) {
-	if raw == "" || len(raw) > maxLogoURL {
+	if raw == "" || model.LogoURLProblem(raw) != "" {
 		return "", false
 	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "https" || u.User != nil || u.Host == "" || u.Opaque != "" || net.ParseIP(u.Hostname()) != nil {
+	if err != nil {
 		return "", false
 	}
 	origin := "https://" + strings.ToLower(u.Host)

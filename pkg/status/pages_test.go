@@ -313,8 +313,9 @@ func TestLogoOrigin(t *testing.T) {
 		"http://cdn.example.com/logo.svg":        "",
 		"javascript:alert(1)":                    "",
 		"https://user:pw@cdn.example.com/l.png":  "",
-		"https://10.0.0.1/l.png":                 "", // an address is not shown as a page's own
-		"https://[::1]/l.png":                    "",
+		"https://10.0.0.1/l.png":                 "https://10.0.0.1",
+		"https://[::1]/l.png":                    "", // the CSP origin shape is a name or an IPv4 address
+		"https://cdn.example.com/l.png?token=ab": "", // model.LogoURLProblem: a credential-like parameter
 		"https://cdn.example.com;script-src *":   "",
 		"https://cdn.example.com'/l.png":         "",
 		"//cdn.example.com/logo.svg":             "",
