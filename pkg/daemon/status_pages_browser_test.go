@@ -142,7 +142,7 @@ func TestStatusPageObjectInRealChromium(t *testing.T) {
 		return code == http.StatusOK && strings.Contains(body, `"ongoing":false`) && strings.Contains(body, "Disk freed")
 	})
 
-	ctx := newChromium(t, bin, "MAP "+pageHost+" 127.0.0.1")
+	ctx := newChromium(t, bin, chromedp.Flag("host-resolver-rules", "MAP "+pageHost+" 127.0.0.1"))
 	must := func(what string, err error) {
 		t.Helper()
 		if err != nil {
@@ -291,9 +291,10 @@ func pageGet(t *testing.T, addr, host, path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// newChromium starts a headless Chromium with a fresh profile and the
-// given host resolver rules, for the test's lifetime (30 s of actions).
-func newChromium(t *testing.T, bin, resolverRules string) context.Context {
+// newChromium starts a headless Chromium (bin) with a fresh profile and
+// any extra flags, for the test's lifetime; its actions share a 30 s
+// budget.
+func newChromium(t *testing.T, bin string, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:0:0],
 		chromedp.ExecPath(bin),
@@ -306,10 +307,10 @@ func newChromium(t *testing.T, bin, resolverRules string) context.Context {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("hide-scrollbars", true),
-		chromedp.Flag("host-resolver-rules", resolverRules),
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1100, 900),
 	)
+	opts = append(opts, extra...)
 	actx, cancelA := chromedp.NewExecAllocator(t.Context(), opts...)
 	t.Cleanup(cancelA)
 	ctx, cancel := chromedp.NewContext(actx)
