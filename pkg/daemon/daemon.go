@@ -160,6 +160,9 @@ type Daemon struct {
 		once sync.Once
 		id   string
 	}
+	// pageHosts serves status pages at the root of their custom hosts
+	// (pkg/status); nil without the API role.
+	pageHosts func(http.Handler) http.Handler
 }
 
 // Start opens the backends, builds the role's components and starts them.
@@ -229,7 +232,11 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 	}
 	mux.Handle("/", metrics.OpsHandlerWith(reg, d.ready, metrics.OpsOptions{NoMetrics: d.metricsLn != nil, Token: o.MetricsToken.Reveal()}))
 
-	d.srv = d.serve(d.ln, mux, "http server")
+	var root http.Handler = mux
+	if d.pageHosts != nil {
+		root = d.pageHosts(root)
+	}
+	d.srv = d.serve(d.ln, root, "http server")
 	if d.metricsLn != nil {
 		d.metricsSrv = d.serve(d.metricsLn, metrics.OpsHandlerWith(reg, d.ready, metrics.OpsOptions{Token: o.MetricsToken.Reveal()}), "metrics server")
 	}
@@ -516,10 +523,14 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		mux.Handle("/docs", h)
 		// Public status pages and badges: outside /v1, no key, only the
 		// endpoints their owners made public (pkg/status).
-		pub := publicstatus.Handler(publicstatus.NewCache(publicstatus.Options{Store: d.st, Clock: d.clk, Logger: d.log, PublicIndex: o.PublicIndex}))
+		pubCache := publicstatus.NewCache(publicstatus.Options{Store: d.st, Clock: d.clk, Logger: d.log, PublicIndex: o.PublicIndex})
+		pub := publicstatus.Handler(pubCache)
 		for _, path := range []string{"/status", "/status/", "/badge/"} {
 			mux.Handle(path, pub)
 		}
+		// A status page's custom host is known only from the store, so it
+		// is matched in front of the mux rather than by a mux pattern.
+		d.pageHosts = publicstatus.Hosts(pubCache)
 	}
 	if d.role.has(RoleProber) {
 		d.startProbers(ctx, qm) // regions.go: one per region with `run --regions`

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -54,26 +53,7 @@ func TestStatusPageInRealChromium(t *testing.T) {
 	eventually(t, 30*time.Second, "the incident resolved", func() bool { return incidentState(t, d.Addr(), id) == "resolved" })
 	eventually(t, 20*time.Second, "an up verdict after the incident", func() bool { return latestState(t, d.Addr(), id) == "up" })
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:0:0],
-		chromedp.ExecPath(bin),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1100, 900),
-	)
-	actx, cancelA := chromedp.NewExecAllocator(t.Context(), opts...)
-	defer cancelA()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 30*time.Second)
-	defer cancelT()
+	ctx := newChromium(t, bin)
 
 	// must runs one browser action and fails the test on its error.
 	must := func(what string, err error) {

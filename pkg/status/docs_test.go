@@ -151,3 +151,41 @@ func TestDocsStatusHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsStatusPageJSONShapeAndHostPaths keeps the status page's JSON
+// members equal to PageJSONView's, in order, the custom host's table
+// equal to the paths Hosts serves, and the incidents' bound to the
+// constant.
+func TestDocsStatusPageJSONShapeAndHostPaths(t *testing.T) {
+	doc := testpeers.RepoFile(t, statusDoc)
+	m := regexp.MustCompile("a page's fixed shape: `([^`]+)`").FindStringSubmatch(doc)
+	if m == nil {
+		t.Fatalf("%s: the page's .json item has no \"a page's fixed shape: `…`\" list", statusDoc)
+	}
+	var want []string
+	rt := reflect.TypeFor[PageJSONView]()
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		want = append(want, name)
+	}
+	if got := strings.Split(m[1], ", "); !slices.Equal(got, want) {
+		t.Errorf("%s lists the page JSON members %v; PageJSONView has %v", statusDoc, got, want)
+	}
+	var documented []string
+	for _, row := range regexp.MustCompile("(?m)^\\| `(/[^`]*)` \\| the page").FindAllStringSubmatch(doc, -1) {
+		documented = append(documented, row[1])
+	}
+	var served []string
+	for p := range hostPaths {
+		served = append(served, p)
+	}
+	slices.Sort(documented)
+	slices.Sort(served)
+	if !slices.Equal(documented, served) {
+		t.Errorf("%s documents the custom host's paths %v; Hosts serves %v", statusDoc, documented, served)
+	}
+	flat := strings.Join(strings.Fields(doc), " ")
+	if want := fmt.Sprintf("newest first (at most %d)", PageIncidents); !strings.Contains(flat, want) {
+		t.Errorf("%s does not say %q (status.PageIncidents)", statusDoc, want)
+	}
+}

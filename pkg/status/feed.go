@@ -40,6 +40,9 @@ type FeedEntry struct {
 	Title   string
 	Summary string
 	Updated time.Time
+	// Link is the entry's alternate: the page of the endpoint whose
+	// incident it is, relative to the feed.
+	Link string
 }
 
 // PublicKey is an opaque, stable public name for an internal ID: a feed
@@ -56,12 +59,21 @@ func PublicKey(id string) string {
 // Entries are built from the page's rows alone, so a feed shows nothing the
 // page does not.
 func FeedEntriesOf(p Page) []FeedEntry {
-	out := make([]FeedEntry, 0, 2*len(p.Incidents))
-	for _, row := range p.Incidents {
+	return newestEntries(incidentEntries(p.Name, p.Slug, p.Incidents))
+}
+
+// incidentEntries are the events of one endpoint's incident rows, in no
+// particular order; each links the endpoint's page. An incident's entry IDs
+// name the incident alone, so the same event has the same ID in every
+// feed that lists it (the endpoint's and each status page's).
+func incidentEntries(name, slug string, rows []IncidentRow) []FeedEntry {
+	link := "/status/" + slug
+	out := make([]FeedEntry, 0, 2*len(rows))
+	for _, row := range rows {
 		start := row.Start.Format(timeText)
 		out = append(out, FeedEntry{
-			ID: tagPrefix + "incident/" + row.Key + "/" + string(FeedOpened), Event: FeedOpened, Updated: row.Start,
-			Title:   fmt.Sprintf("%s: incident opened (%s)", p.Name, row.Cause),
+			ID: tagPrefix + "incident/" + row.Key + "/" + string(FeedOpened), Event: FeedOpened, Updated: row.Start, Link: link,
+			Title:   fmt.Sprintf("%s: incident opened (%s)", name, row.Cause),
 			Summary: fmt.Sprintf("An incident began at %s: %s.", start, row.Cause),
 		})
 		// Updates are append-only, so an update's position from the oldest
@@ -69,8 +81,8 @@ func FeedEntriesOf(p Page) []FeedEntry {
 		for i, u := range row.Updates {
 			n := len(row.Updates) - i
 			out = append(out, FeedEntry{
-				ID: fmt.Sprintf("%sincident/%s/%s/%d", tagPrefix, row.Key, FeedUpdated, n), Event: FeedUpdated, Updated: u.At,
-				Title:   fmt.Sprintf("%s: %s", p.Name, u.Word),
+				ID: fmt.Sprintf("%sincident/%s/%s/%d", tagPrefix, row.Key, FeedUpdated, n), Event: FeedUpdated, Updated: u.At, Link: link,
+				Title:   fmt.Sprintf("%s: %s", name, u.Word),
 				Summary: fmt.Sprintf("Update at %s on the incident that began at %s: %s", u.At.Format(timeText), start, u.Message),
 			})
 		}
@@ -78,12 +90,17 @@ func FeedEntriesOf(p Page) []FeedEntry {
 			continue
 		}
 		out = append(out, FeedEntry{
-			ID: tagPrefix + "incident/" + row.Key + "/" + string(FeedResolved), Event: FeedResolved, Updated: row.End,
-			Title: fmt.Sprintf("%s: incident resolved after %s", p.Name, row.DurationText()),
+			ID: tagPrefix + "incident/" + row.Key + "/" + string(FeedResolved), Event: FeedResolved, Updated: row.End, Link: link,
+			Title: fmt.Sprintf("%s: incident resolved after %s", name, row.DurationText()),
 			Summary: fmt.Sprintf("The incident that began at %s (%s) was resolved at %s, after %s.",
 				start, row.Cause, row.End.Format(timeText), row.DurationText()),
 		})
 	}
+	return out
+}
+
+// newestEntries sorts entries newest first and keeps at most FeedEntries.
+func newestEntries(out []FeedEntry) []FeedEntry {
 	// At the same instant a resolution sorts above an update, an update
 	// above an opening, and the ID breaks any remaining tie, so two renders
 	// list entries in one order.
@@ -144,34 +161,49 @@ type atomEntry struct {
 	Summary   atomText `xml:"summary"`
 }
 
-// renderFeed renders p's Atom feed and says its updated time. Links are relative to the feed's own
-// URL (RFC 4287 allows IRI references), so one rendering serves every Host
-// a deployment answers on. The feed's updated time is its newest entry's;
-// an empty feed says the page's day, so its body and ETag hold all day.
+// renderFeed renders p's Atom feed and says its updated time.
 func renderFeed(p Page) ([]byte, time.Time, error) {
-	entries := FeedEntriesOf(p)
-	updated := p.Generated.UTC().Truncate(24 * time.Hour)
+	return renderAtom(atomHead{
+		id: tagPrefix + "endpoint/" + PublicKey(p.id), title: p.Name + " incidents",
+		subtitle: "Incidents of " + p.Name + " opened and resolved, newest first.",
+		slug:     p.Slug, generated: p.Generated,
+	}, FeedEntriesOf(p))
+}
+
+// atomHead is what distinguishes one feed from another: its ID, its words,
+// and the slug of the page it belongs to (its self and alternate links).
+type atomHead struct {
+	id, title, subtitle, slug string
+	generated                 time.Time
+}
+
+// renderAtom renders a feed of entries (newest first) and says its updated
+// time. Links are relative to the feed's own URL (RFC 4287 allows IRI
+// references), so one rendering serves every Host a deployment answers
+// on. The feed's updated time is its newest entry's; an empty feed says
+// the page's day, so its body and ETag hold all day.
+func renderAtom(h atomHead, entries []FeedEntry) ([]byte, time.Time, error) {
+	updated := h.generated.UTC().Truncate(24 * time.Hour)
 	if len(entries) > 0 {
 		updated = entries[0].Updated
 	}
-	page := atomLink{Rel: "alternate", Type: "text/html", Href: "/status/" + p.Slug}
 	f := atomFeed{
-		ID: tagPrefix + "endpoint/" + PublicKey(p.id), Title: p.Name + " incidents",
-		Subtitle: "Incidents of " + p.Name + " opened and resolved, newest first.",
-		Updated:  rfc3339(updated),
-		Links:    []atomLink{{Rel: "self", Type: "application/atom+xml", Href: FeedPath(p.Slug)}, page},
-		Author:   atomAuthor{Name: "mcpmon"}, Generator: "mcpmon",
+		ID: h.id, Title: h.title, Subtitle: h.subtitle, Updated: rfc3339(updated),
+		Links: []atomLink{{Rel: "self", Type: "application/atom+xml", Href: FeedPath(h.slug)},
+			{Rel: "alternate", Type: "text/html", Href: "/status/" + h.slug}},
+		Author: atomAuthor{Name: "mcpmon"}, Generator: "mcpmon",
 	}
 	for _, e := range entries {
 		f.Entries = append(f.Entries, atomEntry{ID: e.ID, Title: e.Title, Updated: rfc3339(e.Updated),
-			Published: rfc3339(e.Updated), Link: page, Summary: atomText{Type: "text", Text: e.Summary}})
+			Published: rfc3339(e.Updated), Link: atomLink{Rel: "alternate", Type: "text/html", Href: e.Link},
+			Summary: atomText{Type: "text", Text: e.Summary}})
 	}
 	var b bytes.Buffer
 	b.WriteString(xml.Header)
 	enc := xml.NewEncoder(&b)
 	enc.Indent("", " ")
 	if err := enc.Encode(f); err != nil {
-		return nil, time.Time{}, fmt.Errorf("render feed of %s: %w", p.Slug, err)
+		return nil, time.Time{}, fmt.Errorf("render feed of %s: %w", h.slug, err)
 	}
 	b.WriteByte('\n')
 	return b.Bytes(), updated, nil

@@ -13,7 +13,9 @@ const CacheControl = "public, max-age=60, stale-while-revalidate=300"
 
 // Handler serves GET /status (with Options.PublicIndex), /status/{slug},
 // /status/{slug}.json, /status/{slug}/feed.atom and /badge/{slug}.svg
-// from c. Mount it on /status, /status/ and /badge/.
+// from c. Mount it on /status, /status/ and /badge/. A slug held by both a
+// status page and a public endpoint (two writes that raced) serves the
+// page; the endpoint keeps its badge.
 func Handler(c *Cache) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
@@ -26,29 +28,39 @@ func Handler(c *Cache) http.Handler {
 			c.fail(w, r, err)
 			return
 		}
-		serve(w, r, "text/html; charset=utf-8", ov.ETagHTML, ov.HTML)
+		serve(w, r, "text/html; charset=utf-8", ov.ETagHTML, ov.HTML, csp)
 	})
 	mux.HandleFunc("GET /status/{file}", func(w http.ResponseWriter, r *http.Request) {
 		file := r.PathValue("file")
 		slug, isJSON := strings.CutSuffix(file, ".json")
+		rep := repHTML
+		if isJSON {
+			rep = repJSON
+		}
+		if c.servePage(w, r, slug, rep) {
+			return
+		}
 		rd, err := c.Get(r.Context(), slug)
 		if err != nil {
 			c.fail(w, r, err)
 			return
 		}
 		if isJSON {
-			serve(w, r, "application/json", rd.ETagJSON, rd.JSON)
+			serve(w, r, "application/json", rd.ETagJSON, rd.JSON, csp)
 			return
 		}
-		serve(w, r, "text/html; charset=utf-8", rd.ETagHTML, rd.HTML)
+		serve(w, r, "text/html; charset=utf-8", rd.ETagHTML, rd.HTML, csp)
 	})
 	mux.HandleFunc("GET /status/{slug}/feed.atom", func(w http.ResponseWriter, r *http.Request) {
+		if c.servePage(w, r, r.PathValue("slug"), repFeed) {
+			return
+		}
 		rd, err := c.Get(r.Context(), r.PathValue("slug"))
 		if err != nil {
 			c.fail(w, r, err)
 			return
 		}
-		serve(w, r, FeedContentType, rd.ETagFeed, rd.Feed)
+		serve(w, r, FeedContentType, rd.ETagFeed, rd.Feed, csp)
 	})
 	mux.HandleFunc("GET /badge/{file}", func(w http.ResponseWriter, r *http.Request) {
 		slug, ok := strings.CutSuffix(r.PathValue("file"), ".svg")
@@ -61,7 +73,7 @@ func Handler(c *Cache) http.Handler {
 			c.fail(w, r, err)
 			return
 		}
-		serve(w, r, "image/svg+xml", rd.ETagSVG, rd.SVG)
+		serve(w, r, "image/svg+xml", rd.ETagSVG, rd.SVG, csp)
 	})
 	return mux
 }
@@ -70,7 +82,43 @@ func Handler(c *Cache) http.Handler {
 // else: no scripts, no third-party requests.
 const csp = "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; base-uri 'none'; form-action 'none'"
 
-func serve(w http.ResponseWriter, r *http.Request, ctype, tag string, body []byte) {
+// servePage answers with the status page of slug, in representation rep,
+// and reports whether it did: false (nothing written) when no page has the
+// slug, so the caller serves the endpoint's.
+func (c *Cache) servePage(w http.ResponseWriter, r *http.Request, slug string, rep representation) bool {
+	rp, err := c.StatusPage(r.Context(), slug)
+	if errors.Is(err, ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		c.fail(w, r, err)
+		return true
+	}
+	rp.serve(w, r, rep)
+	return true
+}
+
+// representation is one of a status page's three responses.
+type representation int
+
+const (
+	repHTML representation = iota
+	repJSON
+	repFeed
+)
+
+func (rp *RenderedPage) serve(w http.ResponseWriter, r *http.Request, rep representation) {
+	switch rep {
+	case repJSON:
+		serve(w, r, "application/json", rp.ETagJSON, rp.JSON, csp)
+	case repFeed:
+		serve(w, r, FeedContentType, rp.ETagFeed, rp.Feed, csp)
+	default:
+		serve(w, r, "text/html; charset=utf-8", rp.ETagHTML, rp.HTML, rp.CSP)
+	}
+}
+
+func serve(w http.ResponseWriter, r *http.Request, ctype, tag string, body []byte, csp string) {
 	h := w.Header()
 	h.Set("Cache-Control", CacheControl)
 	h.Set("ETag", tag)

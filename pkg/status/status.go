@@ -1,16 +1,21 @@
-// Package status owns mcpmon's public side: the status pages, their JSON
-// and the README badges of the endpoints their owners mark public with a
-// slug (model.Endpoint.Public, Slug). Nothing here needs an API key.
+// Package status owns mcpmon's public side: the status pages, their JSON,
+// feeds and the README badges of the endpoints their owners mark public
+// with a slug (model.Endpoint.Public, Slug), and the tenants' status pages
+// (model.StatusPage) that group those endpoints. Nothing here needs an API
+// key.
 //
 // Data enters from the store through Reader, at most once per endpoint per
-// TTL: a Cache holds each public endpoint's rendered HTML, JSON and SVG
-// with their ETags, and a slug index, so a request for a fresh slug (or an
-// unknown one) reads nothing from the store. Build turns what was read into
-// a Page holding public fields only (no URL, header, address, raw error
-// text or internal ID); the templates, CSS and badge are rendered from the
-// Page alone, so nothing private can reach a response by a template
-// mistake. Data leaves as HTTP responses from Handler, with Cache-Control
-// and a strong ETag, and 304 on If-None-Match.
+// TTL: a Cache holds each public endpoint's rendered HTML, JSON, SVG and
+// feed with their ETags, and a slug index (with the status pages and
+// their hosts), so a request for a fresh slug (or an unknown one) reads
+// nothing from the store. Build turns what was read into a Page holding
+// public fields only (no URL, header, address, raw error text or internal
+// ID); BuildStatusPage makes a tenant's page out of its endpoints' Pages.
+// The templates, CSS, badge and feeds are rendered from those models
+// alone, so nothing private can reach a response by a template mistake.
+// Data leaves as HTTP responses from Handler and from Hosts (a page at the
+// root of its custom host), with Cache-Control and a strong ETag, and 304
+// on If-None-Match.
 package status
 
 import (
@@ -23,6 +28,7 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,9 +48,13 @@ type Reader interface {
 	LatestResult(ctx context.Context, endpointID string) (msg.ProbeResult, error)
 	ListIncidents(ctx context.Context, f store.IncidentFilter) ([]model.Incident, error)
 	Rollups(ctx context.Context, endpointID string, size time.Duration, from, to time.Time) ([]model.Rollup, error)
+	// ListObjects is read for store.KindStatusPage only: every tenant's
+	// status pages, once per TTL with the slug index.
+	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
 }
 
-// ErrNotFound: no public endpoint has the slug.
+// ErrNotFound: no public endpoint or status page has the slug (or no
+// page has the host).
 var ErrNotFound = errors.New("no public status page")
 
 // DefaultTTL is how long a rendered page is served before the store is read
@@ -117,10 +127,14 @@ type Cache struct {
 
 	mu       sync.RWMutex
 	index    map[string]model.Endpoint // slug → public endpoint
-	indexAt  time.Time
+	indexAt  time.Time                 // when index, pageIndex and hostIndex were read
 	entries  map[string]*Rendered
 	overview *Rendered
 	tools    map[string]toolsSeen
+
+	pageIndex   map[string]model.StatusPage // slug → status page
+	hostIndex   map[string]string           // HostName → page slug
+	pageEntries map[string]*RenderedPage
 }
 
 // NewCache returns an empty cache; it panics without a Store (wiring bug).
@@ -138,7 +152,7 @@ func NewCache(o Options) *Cache {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Cache{st: o.Store, clk: o.Clock, ttl: o.TTL, log: o.Logger.With("component", "status"), publicIndex: o.PublicIndex,
-		entries: map[string]*Rendered{}, tools: map[string]toolsSeen{}}
+		entries: map[string]*Rendered{}, tools: map[string]toolsSeen{}, pageEntries: map[string]*RenderedPage{}}
 }
 
 func (c *Cache) fresh(t time.Time, now time.Time) bool { return !t.IsZero() && now.Sub(t) < c.ttl }
@@ -198,8 +212,9 @@ func (c *Cache) getLocked(ctx context.Context, slug string, now time.Time) (*Ren
 	return nr, nil
 }
 
-// loadIndex re-reads the public endpoints when the index is older than the
-// TTL, and drops pages of slugs that are no longer public.
+// loadIndex re-reads the public endpoints and the status pages when the
+// index is older than the TTL, and drops rendered pages of slugs that are
+// no longer public and of status pages whose document changed.
 func (c *Cache) loadIndex(ctx context.Context, now time.Time) error {
 	c.mu.RLock()
 	fresh := c.fresh(c.indexAt, now)
@@ -211,13 +226,33 @@ func (c *Cache) loadIndex(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("list public endpoints: %w", err)
 	}
+	docs, err := c.st.ListObjects(ctx, store.KindStatusPage)
+	if err != nil {
+		return fmt.Errorf("list status pages: %w", err)
+	}
+	sps := make([]model.StatusPage, 0, len(docs))
+	for id, doc := range docs {
+		sp, err := model.DecodeStatusPage(doc)
+		if err != nil {
+			// One unreadable document must not take every page down.
+			c.log.Warn("skipping a status page", "id", id, "err", err)
+			continue
+		}
+		sps = append(sps, sp)
+	}
 	idx := PublicIndex(all)
+	bySlug, byHost := PagesIndex(sps)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.index, c.indexAt = idx, now
+	c.index, c.pageIndex, c.hostIndex, c.indexAt = idx, bySlug, byHost, now
 	for slug, r := range c.entries {
 		if ep, ok := idx[slug]; !ok || ep.ID != r.Page.id {
 			delete(c.entries, slug)
+		}
+	}
+	for slug, r := range c.pageEntries {
+		if sp, ok := bySlug[slug]; !ok || !reflect.DeepEqual(sp, r.source) {
+			delete(c.pageEntries, slug)
 		}
 	}
 	return nil
@@ -395,18 +430,23 @@ func JSONOf(p Page) JSONView {
 	v.Incidents = make([]IncidentJSON, 0, len(p.Incidents))
 	for _, inc := range p.Incidents {
 		v.OpenIncident = v.OpenIncident || inc.Ongoing
-		ij := IncidentJSON{Start: inc.Start, Ongoing: inc.Ongoing, DurationSeconds: int64(inc.Duration / time.Second),
-			Cause: inc.Cause, Updates: make([]UpdateJSON, 0, len(inc.Updates))}
-		if !inc.Ongoing {
-			end := inc.End
-			ij.End = &end
-		}
-		for _, u := range inc.Updates {
-			ij.Updates = append(ij.Updates, UpdateJSON{At: u.At, Status: u.Status, Message: u.Message})
-		}
-		v.Incidents = append(v.Incidents, ij)
+		v.Incidents = append(v.Incidents, incidentJSON(inc))
 	}
 	return v
+}
+
+// incidentJSON is one incident row as the public JSON shows it.
+func incidentJSON(inc IncidentRow) IncidentJSON {
+	ij := IncidentJSON{Start: inc.Start, Ongoing: inc.Ongoing, DurationSeconds: int64(inc.Duration / time.Second),
+		Cause: inc.Cause, Updates: make([]UpdateJSON, 0, len(inc.Updates))}
+	if !inc.Ongoing {
+		end := inc.End
+		ij.End = &end
+	}
+	for _, u := range inc.Updates {
+		ij.Updates = append(ij.Updates, UpdateJSON{At: u.At, Status: u.Status, Message: u.Message})
+	}
+	return ij
 }
 
 func ms(d time.Duration) float64 {

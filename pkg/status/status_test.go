@@ -26,7 +26,14 @@ type fakeStore struct {
 	results   map[string]msg.ProbeResult
 	incidents map[string][]model.Incident
 	rollups   map[string][]model.Rollup
-	reads     atomic.Int64
+	// objects are the documents by kind, then ID.
+	objects map[string]map[string][]byte
+	reads   atomic.Int64
+}
+
+func (f *fakeStore) ListObjects(_ context.Context, kind string) (map[string][]byte, error) {
+	f.reads.Add(1)
+	return f.objects[kind], nil
 }
 
 func (f *fakeStore) ListEndpoints(context.Context) ([]model.Endpoint, error) {

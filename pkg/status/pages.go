@@ -1,0 +1,336 @@
+package status
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/msg"
+)
+
+// PageIncidents bounds the incidents a status page and its JSON list: the
+// newest by start, across the page's endpoints. The page's feed is built
+// from all of the last Days days' incidents before this cut, so an old
+// incident's late resolution still reaches it.
+const PageIncidents = 50
+
+// PageInput is what a status page is built from: the page's document and,
+// per group in order, the public model of each endpoint in it.
+type PageInput struct {
+	Page model.StatusPage
+	// Groups holds, per Page.Groups entry, its members' endpoint pages in
+	// the order they are shown.
+	Groups [][]Page
+	Now    time.Time
+}
+
+// StatusPageView is the public model of a tenant's status page: what its
+// HTML, JSON and feed show, and nothing else. Its endpoints are Pages, so
+// it inherits their guarantee: no URL, header, address, error text, tenant
+// or internal ID.
+type StatusPageView struct {
+	Slug        string
+	Title       string
+	Description string
+	// Logo is the logo's URL when it is a plain https URL (LogoOrigin its
+	// origin, added to the page's img-src); empty otherwise.
+	Logo       string
+	LogoOrigin string
+	// State and Sentence sum up the page's endpoints.
+	State    string // up, down, no_data
+	Sentence string
+	Groups   []GroupView
+	// Incidents are the page's endpoints' incidents, newest first, at most
+	// PageIncidents.
+	Incidents []PageIncident
+	// Entries are the page's feed entries, newest first, at most
+	// FeedEntries.
+	Entries []FeedEntry
+	// Since is the newest last-verdict window among the page's endpoints.
+	Since     time.Time
+	Generated time.Time
+
+	id string // the page's ID: names its feed, never rendered
+}
+
+// GroupView is one titled group of a page.
+type GroupView struct {
+	Name      string
+	Endpoints []Page
+}
+
+// PageIncident is an incident row with the endpoint it belongs to.
+type PageIncident struct {
+	EndpointSlug string
+	EndpointName string
+	IncidentRow
+}
+
+// BuildStatusPage is the pure status page builder.
+func BuildStatusPage(in PageInput) StatusPageView {
+	sp := in.Page
+	v := StatusPageView{Slug: sp.Slug, Title: sp.Title, Description: sp.Description, Generated: in.Now.UTC(), id: sp.ID}
+	if v.Title == "" {
+		v.Title = sp.Slug
+	}
+	if origin, ok := LogoOrigin(sp.LogoURL); ok {
+		v.Logo, v.LogoOrigin = sp.LogoURL, origin
+	}
+	seen := map[string]bool{}
+	var unique []Page
+	for i, g := range sp.Groups {
+		gv := GroupView{Name: g.Name}
+		if i < len(in.Groups) {
+			gv.Endpoints = in.Groups[i]
+		}
+		for _, p := range gv.Endpoints {
+			if !seen[p.Slug] {
+				seen[p.Slug] = true
+				unique = append(unique, p)
+			}
+		}
+		v.Groups = append(v.Groups, gv)
+	}
+	v.State, v.Sentence = pageState(unique)
+	var entries []FeedEntry
+	for _, p := range unique {
+		if p.Since.After(v.Since) {
+			v.Since = p.Since
+		}
+		for _, row := range p.Incidents {
+			v.Incidents = append(v.Incidents, PageIncident{EndpointSlug: p.Slug, EndpointName: p.Name, IncidentRow: row})
+		}
+		entries = append(entries, incidentEntries(p.Name, p.Slug, p.Incidents)...)
+	}
+	slices.SortFunc(v.Incidents, func(a, b PageIncident) int {
+		if c := b.Start.Compare(a.Start); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+	if len(v.Incidents) > PageIncidents {
+		v.Incidents = v.Incidents[:PageIncidents]
+	}
+	v.Entries = newestEntries(entries)
+	return v
+}
+
+// pageState sums up a page's endpoints as the overview does: a paused or
+// pending endpoint is not a problem.
+func pageState(eps []Page) (state, sentence string) {
+	bad := 0
+	for _, p := range eps {
+		if p.State != string(msg.StateUp) && p.State != "paused" && p.State != "pending" {
+			bad++
+		}
+	}
+	switch {
+	case len(eps) == 0:
+		return string(msg.StateNoData), "No endpoints are on this page yet."
+	case bad == 0:
+		return string(msg.StateUp), "All systems operational."
+	case bad == 1:
+		return string(msg.StateDown), fmt.Sprintf("1 of %d endpoints has a problem.", len(eps))
+	}
+	return string(msg.StateDown), fmt.Sprintf("%d of %d endpoints have problems.", bad, len(eps))
+}
+
+// logoOriginShape is the origin a page's CSP may name: a lower-case DNS
+// name (or IPv4 address) with an optional port. Anything else (an IPv6
+// literal, characters that could end the CSP directive) drops the logo.
+var logoOriginShape = regexp.MustCompile(`^https://[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*(:[0-9]{1,5})?$`)
+
+// LogoOrigin is the https origin of a logo URL, and whether the URL may be
+// shown: the page's own rule (model.LogoURLProblem, which the API applied
+// when the page was written) and an origin the CSP can name as it is.
+func LogoOrigin(raw string) (string, bool) {
+	if raw == "" || model.LogoURLProblem(raw) != "" {
+		return "", false
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", false
+	}
+	origin := "https://" + strings.ToLower(u.Host)
+	if !logoOriginShape.MatchString(origin) {
+		return "", false
+	}
+	return origin, true
+}
+
+// HostName is a Host header as page hosts are compared: the port
+// stripped, lower case, without a trailing dot.
+func HostName(hostport string) string {
+	h := hostport
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		h = host
+	}
+	return strings.TrimSuffix(strings.ToLower(h), ".")
+}
+
+// PagesIndex maps each page slug, and each page's custom host (HostName
+// form), to its page. Slugs and hosts are checked for uniqueness before a
+// write, but not atomically with it: two pages that won a race for one
+// slug or host resolve to the oldest, then the lowest ID, so a URL never
+// flips between them.
+func PagesIndex(all []model.StatusPage) (bySlug map[string]model.StatusPage, byHost map[string]string) {
+	bySlug = map[string]model.StatusPage{}
+	byHost = map[string]string{}
+	older := func(a, b model.StatusPage) bool {
+		return a.CreatedAt.Before(b.CreatedAt) || a.CreatedAt.Equal(b.CreatedAt) && a.ID < b.ID
+	}
+	hostOwner := map[string]model.StatusPage{}
+	for _, p := range all {
+		if p.Slug == "" {
+			continue
+		}
+		if o, dup := bySlug[p.Slug]; dup && older(o, p) {
+			continue
+		}
+		bySlug[p.Slug] = p
+	}
+	for _, p := range bySlug {
+		h := HostName(p.Host)
+		if h == "" {
+			continue
+		}
+		if o, dup := hostOwner[h]; dup && older(o, p) {
+			continue
+		}
+		hostOwner[h] = p
+		byHost[h] = p.Slug
+	}
+	return bySlug, byHost
+}
+
+// RenderedPage is one status page's three representations, and the CSP
+// its HTML is served with.
+type RenderedPage struct {
+	View                         StatusPageView
+	HTML, JSON, Feed             []byte
+	ETagHTML, ETagJSON, ETagFeed string
+	CSP                          string
+	built                        time.Time
+	source                       model.StatusPage // the document it was built from
+}
+
+// RenderStatusPage renders v's HTML, JSON and feed with their ETags.
+func RenderStatusPage(v StatusPageView) (*RenderedPage, error) {
+	r := &RenderedPage{View: v, built: v.Generated, CSP: pageCSP(v.LogoOrigin)}
+	var b strings.Builder
+	if err := pages.ExecuteTemplate(&b, "statuspage", struct {
+		StatusPageView
+		CSS template.CSS
+	}{v, css}); err != nil {
+		return nil, fmt.Errorf("render status page %s: %w", v.Slug, err)
+	}
+	r.HTML = []byte(b.String())
+	j, err := json.Marshal(PageJSONOf(v))
+	if err != nil {
+		return nil, err
+	}
+	r.JSON = append(j, '\n')
+	feed, updated, err := renderAtom(atomHead{
+		id: tagPrefix + "page/" + PublicKey(v.id), title: v.Title + " incidents",
+		subtitle: "Incidents of the endpoints on " + v.Title + " opened, updated and resolved, newest first.",
+		slug:     v.Slug, generated: v.Generated,
+	}, v.Entries)
+	if err != nil {
+		return nil, err
+	}
+	r.Feed = feed
+	r.ETagHTML, r.ETagJSON, r.ETagFeed = etag(v.Since, r.HTML), etag(v.Since, r.JSON), etag(updated, r.Feed)
+	return r, nil
+}
+
+// pageCSP is csp with the logo's origin added to img-src, for the one page
+// that shows it.
+func pageCSP(logoOrigin string) string {
+	if logoOrigin == "" {
+		return csp
+	}
+	return strings.Replace(csp, "img-src 'self'", "img-src 'self' "+logoOrigin, 1)
+}
+
+// PageJSONView is GET /status/{slug}.json of a status page.
+type PageJSONView struct {
+	Slug        string  `json:"slug"`
+	Title       string  `json:"title"`
+	Description string  `json:"description"`
+	LogoURL     *string `json:"logoUrl"` // null without a (showable) logo
+	State       string  `json:"state"`   // up, down, no_data
+	Sentence    string  `json:"sentence"`
+	// Groups are in the page's order, each with its endpoints.
+	Groups []GroupJSON `json:"groups"`
+	// Incidents are the page's endpoints' incidents, newest first.
+	Incidents []PageIncidentJSON `json:"incidents"`
+	UpdatedAt time.Time          `json:"updatedAt"`
+}
+
+// GroupJSON is one group of a page's JSON.
+type GroupJSON struct {
+	Name      string             `json:"name"`
+	Endpoints []PageEndpointJSON `json:"endpoints"`
+}
+
+// PageEndpointJSON is one endpoint of a group: the head of its own JSON.
+type PageEndpointJSON struct {
+	Slug      string     `json:"slug"`
+	Name      string     `json:"name"`
+	State     string     `json:"state"`
+	StateText string     `json:"stateText"`
+	Sentence  string     `json:"sentence"`
+	Since     *time.Time `json:"since"`
+	Uptime30d *float64   `json:"uptime30d"`
+	Uptime90d *float64   `json:"uptime90d"`
+}
+
+// PageIncidentJSON is one incident of a page's JSON: the endpoint's slug
+// and name, then the fields of the endpoint JSON's incident.
+type PageIncidentJSON struct {
+	Endpoint     string `json:"endpoint"`
+	EndpointName string `json:"endpointName"`
+	IncidentJSON
+}
+
+// PageJSONOf is v's public JSON.
+func PageJSONOf(v StatusPageView) PageJSONView {
+	out := PageJSONView{Slug: v.Slug, Title: v.Title, Description: v.Description, State: v.State, Sentence: v.Sentence,
+		Groups: make([]GroupJSON, 0, len(v.Groups)), Incidents: make([]PageIncidentJSON, 0, len(v.Incidents)), UpdatedAt: v.Generated}
+	if v.Logo != "" {
+		out.LogoURL = &v.Logo
+	}
+	for _, g := range v.Groups {
+		gj := GroupJSON{Name: g.Name, Endpoints: make([]PageEndpointJSON, 0, len(g.Endpoints))}
+		for _, p := range g.Endpoints {
+			ej := PageEndpointJSON{Slug: p.Slug, Name: p.Name, State: p.State, StateText: p.StateWord, Sentence: p.Sentence}
+			if !p.Since.IsZero() {
+				since := p.Since
+				ej.Since = &since
+			}
+			if p.Uptime30.Measured {
+				x := p.Uptime30.Value
+				ej.Uptime30d = &x
+			}
+			if p.Uptime90.Measured {
+				x := p.Uptime90.Value
+				ej.Uptime90d = &x
+			}
+			gj.Endpoints = append(gj.Endpoints, ej)
+		}
+		out.Groups = append(out.Groups, gj)
+	}
+	for _, inc := range v.Incidents {
+		out.Incidents = append(out.Incidents, PageIncidentJSON{Endpoint: inc.EndpointSlug, EndpointName: inc.EndpointName,
+			IncidentJSON: incidentJSON(inc.IncidentRow)})
+	}
+	return out
+}
