@@ -120,8 +120,8 @@ type CanaryOptions struct {
 	// (default the smaller of Interval and 2s): blindness and recovery are
 	// told within a few rounds, not a few intervals.
 	Recheck      time.Duration
-	BlindAfter   int // default DefaultBlindAfter
-	SightedAfter int // default DefaultSightedAfter
+	BlindAfter   int           // default DefaultBlindAfter
+	SightedAfter int           // default DefaultSightedAfter
 	Notifier     BlindNotifier // nil: no notices
 	Metrics      *CanaryMetrics
 	Logger       *slog.Logger
