@@ -186,7 +186,7 @@ func NewCanary(p *Prober, opts CanaryOptions) (*Canary, error) {
 		done: make(chan struct{}), kick: make(chan struct{}, 1),
 	}
 	c.check = newCanaryCheck(p, opts.Timeout)
-	opts.Metrics.precreate(c.region)
+	opts.Metrics.Precreate(c.region)
 	return c, nil
 }
 
@@ -433,7 +433,9 @@ func NewCanaryMetrics(reg prometheus.Registerer) *CanaryMetrics {
 	}
 }
 
-func (m *CanaryMetrics) precreate(region string) {
+// Precreate makes region's series exist from the start (mcpmon_prober_blind
+// at 0): a prober without canaries is never blind, and says so.
+func (m *CanaryMetrics) Precreate(region string) {
 	if m == nil {
 		return
 	}
