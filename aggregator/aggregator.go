@@ -22,6 +22,10 @@
 // instead of silently stopping. "Due" is the scheduler's own slot rule
 // (schedule.Slots): an endpoint probed every 5 minutes has no
 // slot in 4 of 5 one-minute windows, and those get no verdict at all.
+// A window whose results all came from blind probers (prober/canary.go:
+// every canary failed) is no_data as well, with class ClassBlind and a
+// reason naming the regions; a blind region among sighted ones drops out
+// of the window as a dead region does (DecideDue).
 // no_data verdicts take the normal path: same dedup ID, publish first, then
 // RecordVerdict. Replicas deciding the same window publish under the same
 // dedup ID, which the queue collapses (after SQS's five minutes the alerter's
