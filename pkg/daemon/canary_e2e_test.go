@@ -55,17 +55,40 @@ func (n *lossyNetwork) wrap(next http.Handler) http.Handler {
 // canaryOK is a canary's answer; any answer would do.
 var canaryOK = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 
-// canaryOptions are fastOptions with the canary at canaryURL, checked
-// every second.
-func canaryOptions(t *testing.T, hook, canaryURL string) config.Options {
+// blindWorld is a running `mcpmon run` whose probers reach an MCP
+// fixture and one canary through the same lossy network.
+type blindWorld struct {
+	net        *lossyNetwork
+	fixtureURL string
+	rcv        *receiver
+	addr       string
+}
+
+// startBlindWorld starts it with fastOptions, the canary checked every
+// second, and the adjustments of mut.
+func startBlindWorld(t *testing.T, deps Deps, mut func(o *config.Options)) blindWorld {
+	t.Helper()
+	w := blindWorld{net: &lossyNetwork{cut: map[string]bool{}}}
+	w.fixtureURL = newSwitchServer(t, w.net.wrap(sdkHandler("fixture", "1.0.0"))).url
+	canary := newSwitchServer(t, w.net.wrap(canaryOK))
+	var hook string
+	w.rcv, hook = newReceiver(t)
 	o := fastOptions(t)
 	o.Auth = config.AuthNone
 	o.WebhookURL = model.SecretURL(hook)
-	o.CanaryURLs = []string{canaryURL}
+	o.CanaryURLs = []string{canary.url}
 	o.CanaryInterval = time.Second
 	o.CanaryTimeout = 500 * time.Millisecond
 	o.RateLimit = 0 // the tests read every endpoint's verdicts, often
-	return o
+	mut(&o)
+	deps.Logger = testLogger(t)
+	d, err := Start(t.Context(), RoleAll, o, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Stop(); _ = d.Wait() })
+	w.addr = d.Addr()
+	return w
 }
 
 // verdictsAfter lists the verdicts of id newer than after (by window).
@@ -79,46 +102,21 @@ func verdictsAfter(t *testing.T, addr, id string, after time.Time) []msg.Verdict
 	return out
 }
 
-// poll is eventually at a slower pace: the conditions here read fifty
-// endpoints through the API.
-func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		<-tick.C
-	}
-}
-
 // TestBlindProberPagesNobody is the storm acceptance for blindness: fifty
 // endpoints whose network fails together with the canary give no owner
 // notification, one operator notice that mcpmon is blind, and no_data
 // windows; with the network back, one "recovered" and the verdicts resume.
 func TestBlindProberPagesNobody(t *testing.T) {
 	t.Parallel() // waits on windows: overlapped with the other long end-to-end tests
-	net := &lossyNetwork{cut: map[string]bool{}}
-	fixture := newSwitchServer(t, net.wrap(sdkHandler("fixture", "1.0.0")))
-	canary := newSwitchServer(t, net.wrap(canaryOK))
-	rcv, hook := newReceiver(t)
-	o := canaryOptions(t, hook, canary.url)
 	// Fifty endpoints on a shared two-core machine: five-second slots
 	// and windows keep the probers ahead of their schedule.
-	o.Window, o.Grace = 5*time.Second, time.Second
-	d, err := Start(t.Context(), RoleAll, o, Deps{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Stop(); _ = d.Wait() })
-	addr := d.Addr()
+	w := startBlindWorld(t, Deps{}, func(o *config.Options) { o.Window, o.Grace = 5*time.Second, time.Second })
+	net, rcv, addr := w.net, w.rcv, w.addr
 
 	const n = 50
 	ids := make([]string, n)
 	for i := range ids {
-		ids[i] = register(t, addr, map[string]any{"name": fmt.Sprintf("storm-%d", i), "url": fmt.Sprintf("%s?n=%d", fixture.url, i),
+		ids[i] = register(t, addr, map[string]any{"name": fmt.Sprintf("storm-%d", i), "url": fmt.Sprintf("%s?n=%d", w.fixtureURL, i),
 			"schedule": "@every 5s", "timeout": "1s"})
 	}
 	// upAfter: every endpoint has an up window after t0.
@@ -132,7 +130,7 @@ func TestBlindProberPagesNobody(t *testing.T) {
 			return true
 		}
 	}
-	poll(t, 90*time.Second, "every endpoint up", upAfter(time.Time{}))
+	eventuallyEvery(t, 500*time.Millisecond, 90*time.Second, "every endpoint up", upAfter(time.Time{}))
 
 	cutAt := time.Now().UTC()
 	net.set("", true)
@@ -142,7 +140,7 @@ func TestBlindProberPagesNobody(t *testing.T) {
 	}
 	// Several windows decided while blind: each endpoint's are no_data,
 	// and the ones with results say why.
-	poll(t, 60*time.Second, "five blind no_data windows of every endpoint", func() bool {
+	eventuallyEvery(t, 500*time.Millisecond, 60*time.Second, "five blind no_data windows of every endpoint", func() bool {
 		for _, id := range ids {
 			blindWindows := 0
 			for _, v := range verdictsAfter(t, addr, id, cutAt) {
@@ -170,7 +168,7 @@ func TestBlindProberPagesNobody(t *testing.T) {
 	if back["kind"] != "resolve" || back["incidentId"] != blind["incidentId"] {
 		t.Fatalf("notification after the network is back = %v, want the recovered notice of %v", back, blind["incidentId"])
 	}
-	poll(t, 60*time.Second, "every endpoint up again", upAfter(healAt))
+	eventuallyEvery(t, 500*time.Millisecond, 60*time.Second, "every endpoint up again", upAfter(healAt))
 	if got := rcv.all(); len(got) != 2 {
 		t.Fatalf("%d notifications, want only the blind and the recovered notice: %v", len(got), got)
 	}
@@ -185,19 +183,9 @@ func TestBlindProberPagesNobody(t *testing.T) {
 // opens from the blind one.
 func TestBlindRegionDropsOutOfTheDueRegions(t *testing.T) {
 	t.Parallel() // waits on windows: overlapped with the other long end-to-end tests
-	net := &lossyNetwork{cut: map[string]bool{}}
-	fixture := newSwitchServer(t, net.wrap(sdkHandler("fixture", "1.0.0")))
-	canary := newSwitchServer(t, net.wrap(canaryOK))
-	rcv, hook := newReceiver(t)
-	o := canaryOptions(t, hook, canary.url)
-	o.Regions = []string{"eu", "us"}
-	d, err := Start(t.Context(), RoleAll, o, Deps{Logger: testLogger(t), proberOptions: regionalClientName})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Stop(); _ = d.Wait() })
-	addr := d.Addr()
-	id := register(t, addr, map[string]any{"name": "two-regions", "url": fixture.url, "schedule": "@every 1s", "timeout": "1s"})
+	w := startBlindWorld(t, Deps{proberOptions: regionalClientName}, func(o *config.Options) { o.Regions = []string{"eu", "us"} })
+	net, rcv, addr := w.net, w.rcv, w.addr
+	id := register(t, addr, map[string]any{"name": "two-regions", "url": w.fixtureURL, "schedule": "@every 1s", "timeout": "1s"})
 	eventually(t, 60*time.Second, "an up verdict from both regions", func() bool {
 		v := lastVerdict(t, addr, id)
 		return v.State == msg.StateUp && v.RegionStates["eu"] == msg.StateUp && v.RegionStates["us"] == msg.StateUp
@@ -212,7 +200,7 @@ func TestBlindRegionDropsOutOfTheDueRegions(t *testing.T) {
 	}
 	// Without blindness every one of these would be regional (eu down,
 	// us up) and open a regional incident after two.
-	poll(t, 30*time.Second, "five windows judged by us alone", func() bool {
+	eventuallyEvery(t, 500*time.Millisecond, 30*time.Second, "five windows judged by us alone", func() bool {
 		alone := 0
 		for _, v := range verdictsAfter(t, addr, id, cutAt) {
 			if v.State == msg.StateUp && v.RegionStates["eu"] == msg.StateNoData && v.RegionStates["us"] == msg.StateUp {
