@@ -22,6 +22,10 @@
 // instead of silently stopping. "Due" is the scheduler's own slot rule
 // (schedule.Slots): an endpoint probed every 5 minutes has no
 // slot in 4 of 5 one-minute windows, and those get no verdict at all.
+// A window whose results all came from blind probers (prober/canary.go:
+// every canary failed) is no_data as well, with class ClassBlind and a
+// reason naming the regions; a blind region among sighted ones drops out
+// of the window as a dead region does (DecideDue).
 // no_data verdicts take the normal path: same dedup ID, publish first, then
 // RecordVerdict. Replicas deciding the same window publish under the same
 // dedup ID, which the queue collapses (after SQS's five minutes the alerter's
@@ -84,7 +88,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -600,7 +606,11 @@ func Decide(endpointID string, window time.Time, size time.Duration, results []m
 // is down but one is degraded; up otherwise; no_data without any result.
 // Class and Reason come from the deciding result: the latest down result of
 // the first failing region (by name), else the first degraded one, else
-// "ok".
+// "ok". A region whose latest result is blind (its prober's canaries all
+// failed) is left out of the judged regions and the quorum's base, shown
+// as no_data in RegionStates; when no judged region reported, the window
+// is no_data, with class ClassBlind and a reason naming the blind regions
+// if there were any.
 func DecideDue(endpointID string, window time.Time, size time.Duration, results []msg.ProbeResult, quorum int, due []string) msg.Verdict {
 	v := msg.Verdict{
 		Schema:     msg.SchemaVersion,
@@ -623,19 +633,46 @@ func DecideDue(endpointID string, window time.Time, size time.Duration, results 
 			latest[r.Region] = r
 		}
 	}
+	// A region whose latest result is blind drops out, as a dead region
+	// does: its prober could not see, so it is neither up nor down nor
+	// part of the quorum's base.
+	blind := map[string]msg.ProbeResult{}
+	for reg, r := range latest {
+		if r.Blind {
+			blind[reg] = r
+			delete(latest, reg)
+		}
+	}
 	regions := make([]string, 0, len(latest)+len(due))
 	for reg := range latest {
 		regions = append(regions, reg)
 	}
 	for _, reg := range due {
 		if _, ok := latest[reg]; !ok {
-			regions = append(regions, reg)
+			if _, isBlind := blind[reg]; !isBlind {
+				regions = append(regions, reg)
+			}
 		}
 	}
 	slices.Sort(regions)
 	regions = slices.Compact(regions)
 	if len(due) > 0 {
-		v.RegionStates = make(map[string]msg.State, len(regions))
+		v.RegionStates = make(map[string]msg.State, len(regions)+len(blind))
+		for reg := range blind {
+			v.RegionStates[reg] = msg.StateNoData
+		}
+	}
+	if len(latest) == 0 {
+		// Every result left was blind (or due regions sent nothing): the
+		// window says nothing about the endpoint.
+		for _, reg := range regions {
+			if v.RegionStates != nil {
+				v.RegionStates[reg] = msg.StateNoData
+			}
+		}
+		v.State = msg.StateNoData
+		v.Class, v.Reason = blindReason(blind)
+		return v
 	}
 
 	var down, degraded []msg.ProbeResult
@@ -689,6 +726,28 @@ func regionState(r msg.ProbeResult, reported bool) msg.State {
 		return msg.StateDegraded
 	}
 	return msg.StateUp
+}
+
+// ClassBlind is the class of a window decided no_data because the
+// prober of every region judged was blind (prober/canary.go).
+const ClassBlind = "prober_blind"
+
+// blindReason words a window whose results were all blind: which regions'
+// probers were blind, and since when. Empty without blind results.
+func blindReason(blind map[string]msg.ProbeResult) (class, reason string) {
+	if len(blind) == 0 {
+		return "", ""
+	}
+	regions := slices.Sorted(maps.Keys(blind))
+	parts := make([]string, 0, len(regions))
+	for _, reg := range regions {
+		where := "the prober"
+		if reg != "" {
+			where += " in region " + reg
+		}
+		parts = append(parts, where+" was blind (no canary answered) since "+blind[reg].BlindSince.UTC().Format(time.RFC3339))
+	}
+	return ClassBlind, strings.Join(parts, "; ")
 }
 
 func reasonOf(r msg.ProbeResult) string {

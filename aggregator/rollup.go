@@ -76,7 +76,7 @@ func (a *Aggregator) maintenance(ctx context.Context, tenant string) []model.Mai
 func latencyOf(results []msg.ProbeResult) *msg.VerdictLatency {
 	var l msg.VerdictLatency
 	for _, r := range results {
-		if r.Status != msg.StatusUp && r.Status != msg.StatusDegraded {
+		if r.Blind || (r.Status != msg.StatusUp && r.Status != msg.StatusDegraded) {
 			continue
 		}
 		if x, ok := r.Phases[msg.PhaseTotal]; ok {

@@ -78,6 +78,16 @@
 //     warning window (default 72h) or once expired, a credential_expiry
 //     event whose fingerprint hashes exp, iss and sub, never the token.
 //
+// # Canaries
+//
+// With canary URLs (canary.go, --canary-url) each prober checks the
+// operator's canaries every interval; DecideBlindness makes it blind when
+// no canary gave an HTTP answer several rounds in a row and sighted after
+// a few that did. While blind every result is published with Blind and
+// BlindSince set (the aggregator turns the windows into no_data), a result
+// that failed at the network level first waits for the canaries' word,
+// and the operator gets one notice per spell and one when it ends.
+//
 // # Safety
 //
 // Targets are hostile until proven otherwise: the dialer refuses loopback,

@@ -47,6 +47,16 @@ type WorkerOptions struct {
 	Metrics *WorkerMetrics // optional
 	// Clock tells whether a command's slot has been superseded. Default: real.
 	Clock clock.Clock
+	// Canary, when set, marks the results published while the prober is
+	// blind (canary.go); nil: every result is sighted.
+	Canary BlindnessSource
+}
+
+// BlindnessSource says whether the prober is blind; *Canary satisfies it.
+type BlindnessSource interface {
+	Blind() (since time.Time, blind bool)
+	Settle(ctx context.Context, after time.Time) (since time.Time, blind bool)
+	SettleBound() time.Duration
 }
 
 // WorkerMetrics count the commands a worker skipped instead of probing.
@@ -89,6 +99,7 @@ type Worker struct {
 	m         *WorkerMetrics
 	clk       clock.Clock
 	known     knownEndpoints
+	canary    BlindnessSource
 }
 
 // NewWorker returns a Worker.
@@ -100,7 +111,7 @@ func NewWorker(p *Prober, endpoints EndpointSource, pub ResultPublisher, opts Wo
 		opts.Clock = clock.Real{}
 	}
 	return &Worker{p: p, endpoints: endpoints, pub: pub, latest: opts.Latest, m: opts.Metrics, clk: opts.Clock,
-		log: opts.Logger.With("component", "prober-worker")}
+		canary: opts.Canary, log: opts.Logger.With("component", "prober-worker")}
 }
 
 // Superseded reports whether the slot of a command received at now has been
@@ -167,7 +178,39 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) error {
 		// endpoint. Leave the command for redelivery.
 		return fmt.Errorf("prober: probe of %s interrupted: %w", ep.ID, err)
 	}
+	w.markBlind(ctx, &res)
 	return w.publish(ctx, res, mem)
+}
+
+// markBlind marks res blind while the prober is blind. A result that
+// failed the way a broken local network fails waits (at most SettleBound)
+// for the canaries' word first: blindness takes BlindAfter failed rounds
+// to establish, and the results of those seconds would otherwise reach
+// the aggregator as down and page every owner at once.
+func (w *Worker) markBlind(ctx context.Context, res *msg.ProbeResult) {
+	if w.canary == nil {
+		return
+	}
+	since, blind := w.canary.Blind()
+	if !blind && res.Status == msg.StatusDown && NetworkClass(res.Class) {
+		sctx, cancel := context.WithTimeout(ctx, w.canary.SettleBound())
+		since, blind = w.canary.Settle(sctx, res.FinishedAt)
+		cancel()
+	}
+	if blind {
+		res.Blind, res.BlindSince = true, since.UTC()
+	}
+}
+
+// NetworkClass reports whether a failure of class could be the prober's
+// own network failing (no answer at all), as opposed to a target that
+// answered wrongly.
+func NetworkClass(class string) bool {
+	switch class {
+	case ClassTimeout, ClassRefused, ClassDNS, ClassTLS, ClassNetwork:
+		return true
+	}
+	return false
 }
 
 // endpoint loads the endpoint of a command. While the store is unavailable

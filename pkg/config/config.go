@@ -69,6 +69,14 @@ type Options struct {
 	Regions             []string
 	AllowPrivateTargets bool
 	ProbeConcurrency    int
+	// CanaryURLs are the operator's canary targets (--canary-url, repeated
+	// or comma-separated): every prober checks them each CanaryInterval,
+	// each check bounded by CanaryTimeout, and is blind when none gives an
+	// HTTP answer several rounds in a row (prober/canary.go). Empty: no
+	// canaries, and a prober is never blind.
+	CanaryURLs     []string
+	CanaryInterval time.Duration
+	CanaryTimeout  time.Duration
 	// PublicIndex serves /status, the one list of every tenant's public
 	// endpoints. Off, a multi-tenant deployment tells no visitor which
 	// tenants it monitors; per-endpoint pages, JSON, badges and feeds are
@@ -208,6 +216,8 @@ func Defaults() Options {
 		Grace:            5 * time.Second,
 		Region:           "local",
 		ProbeConcurrency: 16,
+		CanaryInterval:   30 * time.Second,
+		CanaryTimeout:    5 * time.Second,
 		ClaimLease:       2 * time.Minute,
 		SinkGiveUpAfter:  24 * time.Hour,
 		Visibility:       queue.DefaultVisibility,
@@ -252,6 +262,9 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	boolean(&o.AllowPrivateTargets, "allow-private-targets", "allow probing loopback, private and link-local addresses (tests, private deployments)")
 	boolean(&o.PublicIndex, "public-index", "serve /status, the list of every public endpoint of every tenant (off: only per-endpoint pages, JSON, badges and feeds)")
 	fs.IntVar(&o.ProbeConcurrency, "probe-concurrency", o.ProbeConcurrency, "probes run in parallel per prober"+envHint("probe-concurrency"))
+	fs.Var(&repeatValue{list: &o.CanaryURLs}, "canary-url", "canary target every prober checks to tell its own network failing from the endpoints' (repeat, or comma-separate; two or more, outside your infrastructure and the monitored servers' providers)"+envHint("canary-url"))
+	dur(&o.CanaryInterval, "canary-interval", "how often each prober checks its canaries (more often while they fail)")
+	dur(&o.CanaryTimeout, "canary-timeout", "how long one canary round may take; a canary that gave no HTTP answer by then failed")
 	str((*string)(&o.WebhookURL), "webhook-url", "send alerts to this webhook (secret: never logged; a command line shows in ps, prefer --webhook-url-file or the environment)")
 	str((*string)(&o.WebhookSecret), "webhook-secret", "HMAC-SHA256 secret to sign webhook alerts (prefer --webhook-secret-file or the environment)")
 	str(&o.WebhookURLFile, "webhook-url-file", "file holding the --webhook-url value (kept out of ps)")
@@ -297,6 +310,33 @@ func (l *listValue) Set(s string) error {
 	return nil
 }
 
+// repeatValue is a flag that may be repeated, each value comma-separated
+// too. The environment sets it first; the first value on the command line
+// then replaces the environment's (Parse marks it fresh in between).
+type repeatValue struct {
+	list  *[]string
+	fresh bool
+}
+
+func (r *repeatValue) String() string {
+	if r.list == nil {
+		return ""
+	}
+	return strings.Join(*r.list, ",")
+}
+
+func (r *repeatValue) Set(s string) error {
+	if r.fresh {
+		*r.list, r.fresh = nil, false
+	}
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			*r.list = append(*r.list, v)
+		}
+	}
+	return nil
+}
+
 func envHint(flagName string) string { return " (env " + EnvName(flagName) + ")" }
 
 // EnvName maps a flag name to its environment variable.
@@ -323,6 +363,11 @@ func Parse(name string, args []string, env func(string) string, stderr io.Writer
 	if envErr != nil {
 		return o, envErr
 	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if r, ok := f.Value.(*repeatValue); ok {
+			r.fresh = true
+		}
+	})
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(stderr, "usage of %s (every flag can also be set as MCPMON_<FLAG>):\n", name)
@@ -502,6 +547,17 @@ func (o Options) Validate() error {
 	}
 	if o.ProbeConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("--probe-concurrency %d: must be at least 1", o.ProbeConcurrency))
+	}
+	for _, raw := range o.CanaryURLs {
+		if u, err := url.Parse(raw); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			errs = append(errs, fmt.Errorf("--canary-url %q: want an http(s) URL with a host", model.RedactURL(raw)))
+		}
+	}
+	if o.CanaryInterval < time.Second || o.CanaryInterval > time.Hour {
+		errs = append(errs, fmt.Errorf("--canary-interval %s: must be between 1s and 1h", o.CanaryInterval))
+	}
+	if o.CanaryTimeout <= 0 || o.CanaryTimeout > o.CanaryInterval {
+		errs = append(errs, fmt.Errorf("--canary-timeout %s: must be positive and at most --canary-interval (%s)", o.CanaryTimeout, o.CanaryInterval))
 	}
 	if o.WebhookURL != "" {
 		if u, err := url.Parse(o.WebhookURL.Reveal()); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {

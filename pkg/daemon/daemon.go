@@ -156,7 +156,10 @@ type Daemon struct {
 	delay      *metrics.PipelineDelay
 	wrap       func(queueName string, h queue.Handler) queue.Handler // Deps.wrapHandler
 	proberOpts func(region string, o *prober.Options)                // Deps.proberOptions
-	replica    struct {                                              // replicaID
+	sinkOnce   sync.Once                                             // sinks.go
+	sinkSet    sinkSet
+	sinkErr    error
+	replica    struct { // replicaID
 		once sync.Once
 		id   string
 	}
@@ -533,7 +536,9 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		d.pageHosts = publicstatus.Hosts(pubCache)
 	}
 	if d.role.has(RoleProber) {
-		d.startProbers(ctx, qm) // regions.go: one per region with `run --regions`
+		if err := d.startProbers(ctx, qm); err != nil { // regions.go: one per region with `run --regions`
+			return err
+		}
 	}
 	if d.role.has(RoleAggregator) {
 		rm := aggregator.NewRegionMetrics(reg, o.Regions)

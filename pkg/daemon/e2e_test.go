@@ -337,8 +337,15 @@ func (c apiClient) latestState(t *testing.T, id string) msg.State {
 // observation of real state, not a guess of how long something takes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	eventuallyEvery(t, 50*time.Millisecond, timeout, what, cond)
+}
+
+// eventuallyEvery is eventually checking cond every interval, for
+// conditions that read many endpoints through the API.
+func eventuallyEvery(t *testing.T, every, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(50 * time.Millisecond)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/mcpmon/mcpmon/alerter"
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
@@ -83,12 +84,21 @@ func (d *Daemon) newScheduler(qm *queue.Metrics) *scheduler.Scheduler {
 }
 
 // startProbers starts the role's probers (proberRegions), each consuming
-// its region's commands queue and labelling its results with its region.
+// its region's commands queue and labelling its results with its region,
+// and, with --canary-url, each prober's canary (canary.go).
 // They share one set of metrics: a registry takes each family once.
-func (d *Daemon) startProbers(ctx context.Context, qm *queue.Metrics) {
+func (d *Daemon) startProbers(ctx context.Context, qm *queue.Metrics) error {
 	o := d.opts
 	pm := forgetting(&d.prune, prober.NewMetrics(d.reg))
 	wm := prober.NewWorkerMetrics(d.reg)
+	cm := prober.NewCanaryMetrics(d.reg)
+	var notices prober.BlindNotifier
+	if len(o.CanaryURLs) > 0 {
+		var err error
+		if notices, err = d.blindNotices(); err != nil {
+			return err
+		}
+	}
 	results := d.publisher(msg.QueueResults, qm)
 	prs := proberRegions(d.role, o.Regions, o.Region)
 	if len(o.Regions) > 0 {
@@ -113,9 +123,40 @@ func (d *Daemon) startProbers(ctx context.Context, qm *queue.Metrics) {
 		if d.proberOpts != nil {
 			d.proberOpts(pr.region, &po)
 		}
-		w := prober.NewWorker(prober.New(po), d.st, results, prober.WorkerOptions{
-			Latest: d.st, Logger: d.log, Clock: d.clk, Metrics: wm,
-		})
+		p := prober.New(po)
+		wo := prober.WorkerOptions{Latest: d.st, Logger: d.log, Clock: d.clk, Metrics: wm}
+		cm.Precreate(pr.region)
+		if len(o.CanaryURLs) > 0 {
+			c, err := prober.NewCanary(p, prober.CanaryOptions{URLs: o.CanaryURLs, Interval: o.CanaryInterval, Timeout: o.CanaryTimeout,
+				Notifier: notices, Metrics: cm, Logger: d.log})
+			if err != nil {
+				return usageError{fmt.Errorf("--canary-url: %w", err)}
+			}
+			wo.Canary = c
+			d.loop(ctx, "canary "+pr.region, c.Run)
+		}
+		w := prober.NewWorker(p, d.st, results, wo)
 		d.consume(ctx, pr.queue, w.Handle, o.ProbeConcurrency, qm)
 	}
+	return nil
+}
+
+// blindNotices is where a blind prober's notices go: the operator's
+// global sinks, through an alerter of this process's own (a prober-only
+// process has no other), sharing the store's ledger with every alerter.
+// nil without global sinks.
+func (d *Daemon) blindNotices() (prober.BlindNotifier, error) {
+	set, err := d.sinks()
+	if err != nil {
+		return nil, usageError{err}
+	}
+	if len(set.global) == 0 {
+		return nil, nil
+	}
+	al, err := alerter.New(alerter.Options{Store: d.st, Sinks: set.global, Clock: d.clk, Logger: d.log,
+		Owner: d.opts.ReplicaID, Lease: d.opts.ClaimLease, GiveUpAfter: d.opts.SinkGiveUpAfter})
+	if err != nil {
+		return nil, fmt.Errorf("blindness notices: %w", err)
+	}
+	return al, nil
 }

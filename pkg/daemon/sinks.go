@@ -17,7 +17,15 @@ type sinkSet struct {
 // sinks builds the global sinks from --webhook-url and --sinks-file, and the
 // per-endpoint resolver (sinks.EndpointResolver) that adds an endpoint's own
 // sinks, from the REST API, to them.
+//
+// The set is built once per process: the alerter and the probers'
+// blindness notices (regions.go) share it.
 func (d *Daemon) sinks() (sinkSet, error) {
+	d.sinkOnce.Do(func() { d.sinkSet, d.sinkErr = d.buildSinks() })
+	return d.sinkSet, d.sinkErr
+}
+
+func (d *Daemon) buildSinks() (sinkSet, error) {
 	var set sinkSet
 	cfgs := sinks.FromFlags(d.opts.WebhookURL.Reveal(), d.opts.WebhookSecret.Reveal())
 	if d.opts.SinksFile != "" {

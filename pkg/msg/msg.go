@@ -172,6 +172,13 @@ type ProbeResult struct {
 	// Events are notable changes seen by this probe (protocol version change,
 	// tool catalog drift, certificate near expiry).
 	Events []Event `json:"events,omitempty"`
+	// Blind says the prober could not reach any of its canaries when it
+	// published this result (prober/canary.go), blind since BlindSince:
+	// the result says nothing about the endpoint, so the aggregator leaves
+	// the region out of the window and decides no_data when no region is
+	// left. Readers without the field treat the result as sighted.
+	Blind      bool      `json:"blind,omitempty"`
+	BlindSince time.Time `json:"blindSince,omitzero"`
 }
 
 // Event is a notable change observed by a probe.
@@ -289,6 +296,35 @@ func AlertKey(endpointID, incidentID string) string {
 // the event kind (open, resolve, reminder-N) and the sink name.
 func LedgerKey(endpointID, incidentID, kind, sink string) string {
 	return AlertKey(endpointID, incidentID) + ":" + kind + ":" + sink
+}
+
+// BlindSpell is one spell of a prober's blindness in a region: from Since,
+// the first failed canary round of the run of failures that made it
+// blind, to Until, the round that made it sighted again (zero while it
+// lasts). It is what the operator is told, once when it starts and once
+// when it ends.
+type BlindSpell struct {
+	Region string
+	Since  time.Time
+	Until  time.Time
+}
+
+// ID identifies the spell: blind-<region>-<20060102T150405Z of Since>
+// ("_" for the empty region). Notifications about the spell carry it as
+// their incident ID, so the "blind" and the "recovered" notice of one
+// spell pair up at sinks with native dedup.
+func (s BlindSpell) ID() string {
+	region := s.Region
+	if region == "" {
+		region = "_"
+	}
+	return "blind-" + region + "-" + s.Since.UTC().Format("20060102T150405Z")
+}
+
+// LedgerKey is the once-only key of the spell's notice of kind (open:
+// blind, resolve: recovered) to sink.
+func (s BlindSpell) LedgerKey(kind, sink string) string {
+	return s.ID() + ":" + kind + ":" + sink
 }
 
 // Decode unmarshals a message body into v and checks its schema version.

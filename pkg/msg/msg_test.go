@@ -67,3 +67,51 @@ func TestDecodeSchema(t *testing.T) {
 		t.Fatal("want error on bad JSON")
 	}
 }
+
+func TestBlindFieldsAreOptionalOnTheWire(t *testing.T) {
+	sighted := ProbeResult{Schema: SchemaVersion, EndpointID: "ep1", ProbeRunID: "abc", Status: StatusUp}
+	if b := string(sighted.Body()); bytes.Contains([]byte(b), []byte("blind")) {
+		t.Fatalf("a sighted result's body names blindness: %s", b)
+	}
+	var old ProbeResult
+	if err := Decode([]byte(`{"schema":1,"endpointId":"ep1","probeRunId":"abc","status":"down"}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if old.Blind || !old.BlindSince.IsZero() {
+		t.Fatalf("a result written before blindness existed reads as blind: %+v", old)
+	}
+	since := time.Date(2026, 12, 1, 22, 0, 5, 0, time.UTC)
+	blind := sighted
+	blind.Blind, blind.BlindSince = true, since
+	var back ProbeResult
+	if err := Decode(blind.Body(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if !back.Blind || !back.BlindSince.Equal(since) {
+		t.Fatalf("blind result round trip = %+v", back)
+	}
+}
+
+func TestBlindSpellIdentity(t *testing.T) {
+	since := time.Date(2026, 12, 1, 22, 0, 5, 0, time.FixedZone("x", 3600))
+	s := BlindSpell{Region: "eu", Since: since}
+	if got := s.ID(); got != "blind-eu-20261201T210005Z" {
+		t.Errorf("ID = %q", got)
+	}
+	if got := (BlindSpell{Since: since}).ID(); got != "blind-_-20261201T210005Z" {
+		t.Errorf("regionless ID = %q", got)
+	}
+	if got := s.LedgerKey("open", "webhook"); got != "blind-eu-20261201T210005Z:open:webhook" {
+		t.Errorf("ledger key = %q", got)
+	}
+	// The end of a spell is not part of its identity: the recovered notice
+	// pairs with the blind one.
+	ended := s
+	ended.Until = since.Add(time.Minute)
+	if ended.ID() != s.ID() {
+		t.Error("a spell's ID changes when it ends")
+	}
+	if (BlindSpell{Region: "eu", Since: since.Add(time.Second)}).ID() == s.ID() {
+		t.Error("two spells share an ID")
+	}
+}
