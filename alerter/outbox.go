@@ -30,7 +30,7 @@ import (
 // claim held by another replica) gets none of the later ones in this drain,
 // so an open never trails its resolve, while the other sinks carry on — one
 // broken sink must not silence the rest. A maintenance deferral stops the
-// drain for every sink.
+// drain for every sink, but for the owner's updates behind it.
 func (a *Alerter) drain(ctx context.Context, endpointID string) error {
 	h := fnv.New32a()
 	h.Write([]byte(endpointID))
@@ -41,6 +41,11 @@ func (a *Alerter) drain(ctx context.Context, endpointID string) error {
 	if err != nil {
 		return fmt.Errorf("alerter: tracker of endpoint %s: %w", endpointID, err)
 	}
+	if len(t.Notices) > 0 {
+		if t, err = a.adoptNotices(ctx, endpointID); err != nil { // updates.go
+			return err
+		}
+	}
 	d, err := decodeData[trackerData](t.Data, "tracker "+endpointID)
 	if err != nil || len(d.Outbox) == 0 {
 		return err
@@ -49,14 +54,16 @@ func (a *Alerter) drain(ctx context.Context, endpointID string) error {
 	if err != nil {
 		return err
 	}
+	stopped := false
 	for _, p := range d.Outbox {
+		if stopped && p.alertKind() != alert.KindUpdate {
+			continue // an owner's update is not held back (gate)
+		}
 		next, err := a.drainOne(ctx, run, p)
 		if err != nil {
 			return err
 		}
-		if !next {
-			break
-		}
+		stopped = stopped || !next
 	}
 	return errors.Join(run.errs...)
 }
@@ -360,6 +367,7 @@ func notification(ep model.Endpoint, inc model.Incident, p pending) alert.Notifi
 		OpenedAt:     inc.OpenedAt,
 		ResolvedAt:   inc.ResolvedAt,
 		Sequence:     p.Seq,
+		Update:       updateOf(inc, p), // updates.go
 		Severity:     model.IncidentSeverity(inc.Kind),
 		IncidentKind: cmpOr(string(inc.Kind), string(model.IncidentGlobal)),
 		Regions:      inc.Regions,
