@@ -60,7 +60,7 @@ func (a *Alerter) adoptNotices(ctx context.Context, endpointID string) (model.Tr
 			return t, fmt.Errorf("alerter: adopt update notices of endpoint %s: %w", endpointID, err)
 		}
 		t.Version++
-		return t, nil
+		return t, a.hook("adopted")
 	}
 	return model.Tracker{}, fmt.Errorf("alerter: tracker of endpoint %s kept changing: %w", endpointID, store.ErrConflict)
 }

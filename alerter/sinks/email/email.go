@@ -302,6 +302,12 @@ func Subject(n alert.Notification) string {
 		s = "[mcpmon] RESOLVED: " + name
 	case alert.KindReminder:
 		s = fmt.Sprintf("[mcpmon] STILL DOWN (reminder %d): %s", n.Sequence, name)
+	case alert.KindUpdate:
+		s = "[mcpmon] UPDATE: " + name
+		if n.Update != nil {
+			s = "[mcpmon] UPDATE (" + n.Update.Status + "): " + name
+		}
+		return alert.Truncate(oneLine(s), 200)
 	default:
 		s = "[mcpmon] DOWN: " + name
 	}
@@ -380,6 +386,11 @@ func Body(n alert.Notification) string {
 		fmt.Fprintf(&b, "MCP endpoint %s is UP again.\n\n", where)
 	case alert.KindReminder:
 		fmt.Fprintf(&b, "MCP endpoint %s is STILL DOWN (reminder %d).\n\n", where, n.Sequence)
+	case alert.KindUpdate:
+		fmt.Fprintf(&b, "Update on the incident of MCP endpoint %s:\n\n", where)
+		if n.Update != nil {
+			fmt.Fprintf(&b, "%s (%s)\n\n%s\n\n", strings.ToUpper(n.Update.Status), ts(n.Update.At), n.Update.Message)
+		}
 	default:
 		fmt.Fprintf(&b, "MCP endpoint %s is DOWN.\n\n", where)
 	}
