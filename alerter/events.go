@@ -21,6 +21,9 @@
 //   - after the mark, before unlisting: the next sweep finds the key done
 //     (a duplicate, not a send) and unlists the event.
 //
+// A sink whose digest takes the event's severity gets it in its digest
+// instead (digest.go).
+//
 // Maintenance windows do not hold change events back: they silence outage
 // alerts, and the change a deploy in a window makes is what the owner
 // wants to hear about.
@@ -132,12 +135,22 @@ func (a *Alerter) deliverEvent(ctx context.Context, ep model.Endpoint, e model.C
 	settled = true
 	now := a.clk.Now()
 	var (
-		ds  []*notify.Delivery
-		out []alert.Sink // ds[i] is for out[i]
+		ds   []*notify.Delivery
+		out  []alert.Sink // ds[i] is for out[i]
+		errs []error
 	)
 	for _, s := range sinks {
 		if blocked[s.Name()] {
 			settled = false
+			continue
+		}
+		if rule, sched, ok := alert.DigestOf(s); ok && rule.Takes(e.Severity) {
+			// The sink has e once e is in its digest (digest.go).
+			if err := a.digestEvent(ctx, ep, e, s, rule, sched); err != nil {
+				settled = false
+				blocked[s.Name()] = true
+				errs = append(errs, err)
+			}
 			continue
 		}
 		n := eventNotification(ep, e, s.Name())
@@ -154,7 +167,6 @@ func (a *Alerter) deliverEvent(ctx context.Context, ep model.Endpoint, e model.C
 		out = append(out, s)
 	}
 	a.events.Deliver(ctx, ds...)
-	var errs []error
 	for i, d := range ds {
 		s, key := out[i], d.Notification.Key
 		if errors.Is(d.Err, notify.ErrCrash) {

@@ -397,10 +397,11 @@ func (a *Alerter) Run(ctx context.Context) error {
 
 // Sweep drains every outbox the store lists as pending (deferred
 // notifications whose maintenance ended, notifications a crash left behind,
-// sinks that came back) and refreshes the open-incidents gauge. Both reads
-// are indexes: a sweep costs what is pending and open, however many
-// incidents were resolved before. It is Run's body, exported for tests and
-// one-shot runners.
+// sinks that came back), notifies the pending change events, sends the
+// digests whose period is over and refreshes the open-incidents gauge.
+// Every read is an index or the digest entries not yet sent: a sweep costs
+// what is pending and open, however many incidents were resolved before.
+// It is Run's body, exported for tests and one-shot runners.
 func (a *Alerter) Sweep(ctx context.Context) error {
 	ids, err := a.st.PendingOutboxes(ctx)
 	if err != nil {
@@ -417,6 +418,9 @@ func (a *Alerter) Sweep(ctx context.Context) error {
 		}
 	}
 	if err := a.NotifyEvents(ctx); err != nil { // events.go
+		errs = append(errs, err)
+	}
+	if err := a.SendDigests(ctx); err != nil { // digest.go
 		errs = append(errs, err)
 	}
 	open, err := a.st.CountOpenIncidents(ctx)
