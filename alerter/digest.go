@@ -261,11 +261,9 @@ func (a *Alerter) sinkNamed(ctx context.Context, id, name string) (alert.Sink, e
 	if err != nil {
 		return nil, err
 	}
-	sinks := a.opts.Sinks
-	if a.opts.SinksFor != nil {
-		if sinks, err = a.opts.SinksFor(ctx, ep); err != nil {
-			return nil, fmt.Errorf("alerter: sinks of endpoint %s: %w", id, err)
-		}
+	sinks, err := a.sinksOf(ctx, ep)
+	if err != nil {
+		return nil, err
 	}
 	for _, s := range sinks {
 		if s.Name() == name {

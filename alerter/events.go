@@ -114,14 +114,24 @@ func (a *Alerter) NotifyEvents(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// sinksOf are the endpoint's sinks: SinksFor's when set, the global
+// ones otherwise.
+func (a *Alerter) sinksOf(ctx context.Context, ep model.Endpoint) ([]alert.Sink, error) {
+	if a.opts.SinksFor == nil {
+		return a.opts.Sinks, nil
+	}
+	sinks, err := a.opts.SinksFor(ctx, ep)
+	if err != nil {
+		return nil, fmt.Errorf("alerter: sinks of endpoint %s: %w", ep.ID, err)
+	}
+	return sinks, nil
+}
+
 // eventSinks are the endpoint's sinks subscribed to kind, one per name.
 func (a *Alerter) eventSinks(ctx context.Context, ep model.Endpoint, kind string) ([]alert.Sink, error) {
-	sinks := a.opts.Sinks
-	if a.opts.SinksFor != nil {
-		var err error
-		if sinks, err = a.opts.SinksFor(ctx, ep); err != nil {
-			return nil, fmt.Errorf("alerter: sinks of endpoint %s: %w", ep.ID, err)
-		}
+	sinks, err := a.sinksOf(ctx, ep)
+	if err != nil {
+		return nil, err
 	}
 	out := slices.DeleteFunc(slices.Clone(sinks), func(s alert.Sink) bool { return !alert.Subscribes(s, kind) })
 	return slices.CompactFunc(slices.SortedStableFunc(slices.Values(out), func(x, y alert.Sink) int {

@@ -89,11 +89,9 @@ func (a *Alerter) newDrainRun(ctx context.Context, endpointID string) (*drainRun
 	if err != nil {
 		return nil, err
 	}
-	sinks := a.opts.Sinks
-	if a.opts.SinksFor != nil {
-		if sinks, err = a.opts.SinksFor(ctx, ep); err != nil {
-			return nil, fmt.Errorf("alerter: sinks of endpoint %s: %w", endpointID, err)
-		}
+	sinks, err := a.sinksOf(ctx, ep) // events.go
+	if err != nil {
+		return nil, err
 	}
 	// A sink whose notify list leaves incidents out gets change events only.
 	sinks = slices.DeleteFunc(slices.Clone(sinks), func(s alert.Sink) bool { return !alert.Subscribes(s, alert.NotifyIncidents) })

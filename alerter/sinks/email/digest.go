@@ -2,7 +2,6 @@ package email
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -13,14 +12,8 @@ var _ alert.DigestNotifier = (*Sink)(nil)
 
 // NotifyDigest sends the mail for digest n in one SMTP session.
 func (s *Sink) NotifyDigest(ctx context.Context, n alert.DigestNotification) error {
-	msg := s.DigestMessage(n)
-	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
-	defer cancel()
-	if err := s.send(ctx, msg); err != nil {
-		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-			err = fmt.Errorf("%w: %w", cerr, err)
-		}
-		return s.classify(err)
+	if err := s.deliver(ctx, s.DigestMessage(n)); err != nil {
+		return err
 	}
 	s.logger.DebugContext(ctx, "email digest sent", "scope", n.Scope, "period_start", n.PeriodStart, "events", n.Total, "recipients", len(s.to))
 	return nil
