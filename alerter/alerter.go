@@ -153,7 +153,8 @@ type Alerter struct {
 	incidents, events *notify.Pipeline
 
 	// hook is a fault-injection point for the crash tests: called at
-	// "received", "applied", "claimed", "sent", "marked" and "settled"; an
+	// "received", "applied", "adopted" (update notices taken into the
+	// outbox), "claimed", "sent", "marked" and "settled"; an
 	// error wrapping notify.ErrCrash aborts processing as a crash would.
 	hook  func(point string) error
 	sleep func(ctx context.Context, d time.Duration) error

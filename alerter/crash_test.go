@@ -18,8 +18,8 @@ import (
 
 // TestCrashAtEveryStep kills the alerter (an injected crash: processing stops
 // where it is, nothing is released, and a new alerter with another identity
-// takes over on the same store) at each step of notifying an incident's open
-// and a change event. Both go through the one notify pipeline, so their
+// takes over on the same store) at each step of notifying an incident's open,
+// a change event and an owner's update. Both go through the one notify pipeline, so their
 // rows name the same ledger steps, and both have one duplicate window: a
 // crash between the sink's acceptance and the ledger mark.
 func TestCrashAtEveryStep(t *testing.T) { testCrashAtEveryStep(t, newEnv) }
@@ -36,6 +36,18 @@ func testCrashAtEveryStep(t *testing.T, newEnv func(*testing.T) *env) {
 		{"settled", 1}, // event unlisted
 	} {
 		t.Run("event-"+tt.point, func(t *testing.T) { testEventCrashAt(t, newEnv(t), tt.point, tt.sends) })
+	}
+	for _, tt := range []struct {
+		point string
+		sends int
+	}{
+		{"adopted", 1}, // notice in the outbox, before the claim
+		{"claimed", 1}, // claim taken, before the send: the lease must lapse first
+		{"sent", 2},    // sink accepted, ledger not marked: THE duplicate window
+		{"marked", 1},  // ledger done, outbox not yet settled
+		{"settled", 1}, // outbox settled
+	} {
+		t.Run("update-"+tt.point, func(t *testing.T) { testUpdateCrashAt(t, newEnv(t), tt.point, tt.sends) })
 	}
 }
 

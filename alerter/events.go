@@ -21,6 +21,9 @@
 //   - after the mark, before unlisting: the next sweep finds the key done
 //     (a duplicate, not a send) and unlists the event.
 //
+// A sink whose digest takes the event's severity gets it in its digest
+// instead (digest.go).
+//
 // Maintenance windows do not hold change events back: they silence outage
 // alerts, and the change a deploy in a window makes is what the owner
 // wants to hear about.
@@ -111,14 +114,24 @@ func (a *Alerter) NotifyEvents(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// sinksOf are the endpoint's sinks: SinksFor's when set, the global
+// ones otherwise.
+func (a *Alerter) sinksOf(ctx context.Context, ep model.Endpoint) ([]alert.Sink, error) {
+	if a.opts.SinksFor == nil {
+		return a.opts.Sinks, nil
+	}
+	sinks, err := a.opts.SinksFor(ctx, ep)
+	if err != nil {
+		return nil, fmt.Errorf("alerter: sinks of endpoint %s: %w", ep.ID, err)
+	}
+	return sinks, nil
+}
+
 // eventSinks are the endpoint's sinks subscribed to kind, one per name.
 func (a *Alerter) eventSinks(ctx context.Context, ep model.Endpoint, kind string) ([]alert.Sink, error) {
-	sinks := a.opts.Sinks
-	if a.opts.SinksFor != nil {
-		var err error
-		if sinks, err = a.opts.SinksFor(ctx, ep); err != nil {
-			return nil, fmt.Errorf("alerter: sinks of endpoint %s: %w", ep.ID, err)
-		}
+	sinks, err := a.sinksOf(ctx, ep)
+	if err != nil {
+		return nil, err
 	}
 	out := slices.DeleteFunc(slices.Clone(sinks), func(s alert.Sink) bool { return !alert.Subscribes(s, kind) })
 	return slices.CompactFunc(slices.SortedStableFunc(slices.Values(out), func(x, y alert.Sink) int {
@@ -132,12 +145,22 @@ func (a *Alerter) deliverEvent(ctx context.Context, ep model.Endpoint, e model.C
 	settled = true
 	now := a.clk.Now()
 	var (
-		ds  []*notify.Delivery
-		out []alert.Sink // ds[i] is for out[i]
+		ds   []*notify.Delivery
+		out  []alert.Sink // ds[i] is for out[i]
+		errs []error
 	)
 	for _, s := range sinks {
 		if blocked[s.Name()] {
 			settled = false
+			continue
+		}
+		if rule, sched, ok := alert.DigestOf(s); ok && rule.Takes(e.Severity) {
+			// The sink has e once e is in its digest (digest.go).
+			if err := a.digestEvent(ctx, ep, e, s, rule, sched); err != nil {
+				settled = false
+				blocked[s.Name()] = true
+				errs = append(errs, err)
+			}
 			continue
 		}
 		n := eventNotification(ep, e, s.Name())
@@ -154,7 +177,6 @@ func (a *Alerter) deliverEvent(ctx context.Context, ep model.Endpoint, e model.C
 		out = append(out, s)
 	}
 	a.events.Deliver(ctx, ds...)
-	var errs []error
 	for i, d := range ds {
 		s, key := out[i], d.Notification.Key
 		if errors.Is(d.Err, notify.ErrCrash) {

@@ -48,15 +48,23 @@ func gate(p pending, inc model.Incident, idata incidentData, active, openLeft bo
 			return actDefer, "maintenance"
 		}
 		return actSend, ""
-	default:
-		if active {
-			return actDrop, "maintenance"
+	}
+	if p.alertKind() == alert.KindUpdate {
+		if p.Seq < 1 || p.Seq > len(inc.Updates) {
+			return actDrop, "no such update"
 		}
-		if inc.State != model.IncidentOpen {
-			return actDrop, "incident " + string(inc.State)
-		}
+		// The owner posted it, in or out of a window, and asked for it
+		// to be sent: maintenance silences outage alerts, not the owner.
 		return actSend, ""
 	}
+	// A reminder.
+	if active {
+		return actDrop, "maintenance"
+	}
+	if inc.State != model.IncidentOpen {
+		return actDrop, "incident " + string(inc.State)
+	}
+	return actSend, ""
 }
 
 // maintenanceEnd reports whether a maintenance window silences ep at now,
@@ -119,9 +127,10 @@ func (a *Alerter) mute(ctx context.Context, run *drainRun, p pending, inc model.
 			a.muted(ctx, p, run.sinks)
 		}
 		return act, a.rewrite(ctx, run.endpointID, p, nil, func(_ *model.Incident, id *incidentData) {
-			if p.Kind == string(alert.KindOpen) {
+			switch p.alertKind() {
+			case alert.KindOpen:
 				id.OpenSuppressed = true
-			} else {
+			case alert.KindResolve, alert.KindReminder:
 				id.NotifiedAt = now
 			}
 		})

@@ -94,7 +94,7 @@ func (m *Metrics) sink(name string) {
 	}
 	m.seenSinks[name] = true
 	m.GivenUp.WithLabelValues(name)
-	for _, k := range []alert.Kind{alert.KindOpen, alert.KindResolve, alert.KindReminder} {
+	for _, k := range alert.Kinds() {
 		for _, o := range []string{notify.OutcomeSent, notify.OutcomeFailed, notify.OutcomeAbandoned, notify.OutcomeSuppressed, notify.OutcomeDuplicate} {
 			m.Alerts.WithLabelValues(name, string(k), o)
 		}

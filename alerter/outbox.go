@@ -30,7 +30,7 @@ import (
 // claim held by another replica) gets none of the later ones in this drain,
 // so an open never trails its resolve, while the other sinks carry on — one
 // broken sink must not silence the rest. A maintenance deferral stops the
-// drain for every sink.
+// drain for every sink, but for the owner's updates behind it.
 func (a *Alerter) drain(ctx context.Context, endpointID string) error {
 	h := fnv.New32a()
 	h.Write([]byte(endpointID))
@@ -41,6 +41,11 @@ func (a *Alerter) drain(ctx context.Context, endpointID string) error {
 	if err != nil {
 		return fmt.Errorf("alerter: tracker of endpoint %s: %w", endpointID, err)
 	}
+	if len(t.Notices) > 0 {
+		if t, err = a.adoptNotices(ctx, endpointID); err != nil { // updates.go
+			return err
+		}
+	}
 	d, err := decodeData[trackerData](t.Data, "tracker "+endpointID)
 	if err != nil || len(d.Outbox) == 0 {
 		return err
@@ -49,14 +54,16 @@ func (a *Alerter) drain(ctx context.Context, endpointID string) error {
 	if err != nil {
 		return err
 	}
+	stopped := false
 	for _, p := range d.Outbox {
+		if stopped && p.alertKind() != alert.KindUpdate {
+			continue // an owner's update is not held back (gate)
+		}
 		next, err := a.drainOne(ctx, run, p)
 		if err != nil {
 			return err
 		}
-		if !next {
-			break
-		}
+		stopped = stopped || !next
 	}
 	return errors.Join(run.errs...)
 }
@@ -82,11 +89,9 @@ func (a *Alerter) newDrainRun(ctx context.Context, endpointID string) (*drainRun
 	if err != nil {
 		return nil, err
 	}
-	sinks := a.opts.Sinks
-	if a.opts.SinksFor != nil {
-		if sinks, err = a.opts.SinksFor(ctx, ep); err != nil {
-			return nil, fmt.Errorf("alerter: sinks of endpoint %s: %w", endpointID, err)
-		}
+	sinks, err := a.sinksOf(ctx, ep) // events.go
+	if err != nil {
+		return nil, err
 	}
 	// A sink whose notify list leaves incidents out gets change events only.
 	sinks = slices.DeleteFunc(slices.Clone(sinks), func(s alert.Sink) bool { return !alert.Subscribes(s, alert.NotifyIncidents) })
@@ -360,6 +365,7 @@ func notification(ep model.Endpoint, inc model.Incident, p pending) alert.Notifi
 		OpenedAt:     inc.OpenedAt,
 		ResolvedAt:   inc.ResolvedAt,
 		Sequence:     p.Seq,
+		Update:       updateOf(inc, p), // updates.go
 		Severity:     model.IncidentSeverity(inc.Kind),
 		IncidentKind: cmpOr(string(inc.Kind), string(model.IncidentGlobal)),
 		Regions:      inc.Regions,
@@ -389,10 +395,11 @@ func (a *Alerter) Run(ctx context.Context) error {
 
 // Sweep drains every outbox the store lists as pending (deferred
 // notifications whose maintenance ended, notifications a crash left behind,
-// sinks that came back) and refreshes the open-incidents gauge. Both reads
-// are indexes: a sweep costs what is pending and open, however many
-// incidents were resolved before. It is Run's body, exported for tests and
-// one-shot runners.
+// sinks that came back), notifies the pending change events, sends the
+// digests whose period is over and refreshes the open-incidents gauge.
+// Every read is an index or the digest entries not yet sent: a sweep costs
+// what is pending and open, however many incidents were resolved before.
+// It is Run's body, exported for tests and one-shot runners.
 func (a *Alerter) Sweep(ctx context.Context) error {
 	ids, err := a.st.PendingOutboxes(ctx)
 	if err != nil {
@@ -409,6 +416,9 @@ func (a *Alerter) Sweep(ctx context.Context) error {
 		}
 	}
 	if err := a.NotifyEvents(ctx); err != nil { // events.go
+		errs = append(errs, err)
+	}
+	if err := a.SendDigests(ctx); err != nil { // digest.go
 		errs = append(errs, err)
 	}
 	open, err := a.st.CountOpenIncidents(ctx)

@@ -59,9 +59,9 @@ func effectiveRules(global model.Rules, ep *model.Rules) rules {
 // finishes; the ledger makes finishing it twice harmless.
 type pending struct {
 	IncidentID string `json:"incidentId"`
-	// Kind is open, resolve or reminder-N (the ledger kind).
+	// Kind is open, resolve, reminder-N or update-N (the ledger kind).
 	Kind      string    `json:"kind"`
-	Seq       int       `json:"seq,omitempty"` // reminder number
+	Seq       int       `json:"seq,omitempty"` // reminder or update number
 	CreatedAt time.Time `json:"createdAt"`
 	// VerdictEmittedAt feeds pipeline_delay_seconds{stage="verdict_to_alert"}.
 	VerdictEmittedAt time.Time `json:"verdictEmittedAt,omitzero"`
@@ -91,6 +91,9 @@ func (p pending) alertKind() alert.Kind {
 		return alert.KindOpen
 	case string(alert.KindResolve):
 		return alert.KindResolve
+	}
+	if isUpdateKind(p.Kind) {
+		return alert.KindUpdate
 	}
 	return alert.KindReminder
 }
@@ -122,11 +125,12 @@ type incidentData struct {
 	AckCounted bool `json:"ackCounted,omitempty"`
 }
 
-// setTrackerData stores d in t, with the outbox's size in t.Pending: the
-// store lists the endpoint as pending from it, in the same transaction.
+// setTrackerData stores d in t, with the outbox's size and the update
+// notices not yet taken into it in t.Pending: the store lists the endpoint
+// as pending from it, in the same transaction.
 func setTrackerData(t *model.Tracker, d trackerData) {
 	t.Data = encodeData(d)
-	t.Pending = len(d.Outbox)
+	t.Pending = len(d.Outbox) + len(t.Notices)
 }
 
 func decodeData[T any](raw json.RawMessage, what string) (T, error) {

@@ -93,13 +93,20 @@ func Record(d *Delivery, err error, redact func(error) string) (model.Delivery, 
 }
 
 // LedgerKind is the notification's kind as its ledger key, outbox entry
-// and delivery record name it: open, resolve or reminder-N.
+// and delivery record name it: open, resolve, reminder-N or update-N.
 func LedgerKind(n alert.Notification) string {
-	if n.Kind == alert.KindReminder {
+	switch n.Kind {
+	case alert.KindReminder:
 		return ReminderKind(n.Sequence)
+	case alert.KindUpdate:
+		return UpdateKind(n.Sequence)
 	}
 	return string(n.Kind)
 }
 
 // ReminderKind is the ledger kind of the seq-th reminder.
 func ReminderKind(seq int) string { return fmt.Sprintf("%s-%d", alert.KindReminder, seq) }
+
+// UpdateKind is the ledger kind of the notification of an incident's
+// seq-th update (from 1).
+func UpdateKind(seq int) string { return fmt.Sprintf("%s-%d", alert.KindUpdate, seq) }

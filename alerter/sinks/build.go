@@ -230,5 +230,16 @@ func build(c Config, hc *http.Client, dial func(ctx context.Context, network, ad
 	if err != nil {
 		return nil, fmt.Errorf("%w: sink %q: %w", ErrInvalid, c.Name, err)
 	}
-	return alert.Subscribed(routed(s, c.Severities), c.Notify), nil
+	out := alert.Subscribed(routed(s, c.Severities), c.Notify)
+	if c.Digest != nil {
+		// Validate checked the rule and the type, whose sinks all carry
+		// digests.
+		sched, err := c.Digest.Schedule()
+		dn, ok := s.(alert.DigestNotifier)
+		if err != nil || !ok {
+			return nil, fmt.Errorf("%w: sink %q: digest: type %s cannot take one", ErrInvalid, c.Name, c.Type)
+		}
+		out = alert.Digested(out, dn, *c.Digest, sched)
+	}
+	return out, nil
 }

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
@@ -106,6 +107,10 @@ type Config struct {
 	// incidents) and/or "warning" (regional incidents: some regions down,
 	// fewer than the quorum). Empty: both (severity.go).
 	Severities []string `json:"severities,omitempty"`
+	// Digest takes the change events of some severities (of the kinds in
+	// Notify) as one message per day or week instead of one each
+	// (digest.go).
+	Digest *alert.DigestRule `json:"digest,omitempty"`
 
 	// Timeout bounds one delivery attempt; 0 is the type's default.
 	Timeout time.Duration `json:"-"`
@@ -200,6 +205,7 @@ func (c Config) Validate() error {
 	}
 	p.notify() // events.go
 	p.severities()
+	p.digest() // digest.go
 	switch c.Type {
 	case TypeWebhook, TypeSlack:
 		p.hook()
@@ -353,6 +359,11 @@ func (c Config) Redacted() Config {
 	r.Tags = slices.Clone(c.Tags)
 	r.To = slices.Clone(c.To)
 	r.Notify = slices.Clone(c.Notify)
+	if c.Digest != nil {
+		d := *c.Digest
+		d.Severities = slices.Clone(d.Severities)
+		r.Digest = &d
+	}
 	for _, p := range []*string{&r.Secret, &r.RoutingKey, &r.APIKey, &r.SMTPPassword} {
 		*p = model.Secret(*p).String()
 	}

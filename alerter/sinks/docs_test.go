@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/alert"
 )
 
 // alerter/sinks/README.md, the sinks reference, is checked against this
@@ -86,5 +89,39 @@ func TestDocsSinksREADMETypesAndMembers(t *testing.T) {
 		if !strings.Contains(doc, "`"+m+"`") && !strings.Contains(doc, `"`+m+`":`) {
 			t.Errorf("alerter/sinks/README.md never names the sink member %s", m)
 		}
+	}
+}
+
+// TestDocsSinksREADMEDigestAndUpdates: the README names every member of a
+// digest setting, every incident notification kind, and the ledger key
+// shapes of updates and digests as the code builds them.
+func TestDocsSinksREADMEDigestAndUpdates(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	rt := reflect.TypeFor[alert.DigestRule]()
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		if !strings.Contains(doc, "`digest."+name+"`") {
+			t.Errorf("alerter/sinks/README.md never names the digest member digest.%s", name)
+		}
+	}
+	for _, k := range alert.Kinds() {
+		if !strings.Contains(doc, "| "+string(k)+" |") && !strings.Contains(doc, "| "+string(k)+" | native") {
+			t.Errorf("alerter/sinks/README.md: the type table has no %s column", k)
+		}
+	}
+	for _, s := range append(alert.DigestSeverities(), alert.DigestDaily, alert.DigestWeekly) {
+		if !strings.Contains(doc, "`"+s+"`") {
+			t.Errorf("alerter/sinks/README.md never names the digest value %s", s)
+		}
+	}
+	if key := alert.DigestKey("changes", "acme", time.Date(2026, 6, 10, 9, 0, 0, 0, time.FixedZone("CEST", 7200))); !strings.Contains(doc, `"key":"`+key+`"`) {
+		t.Errorf("alerter/sinks/README.md: the digest example's key is not %s", key)
+	}
+	if !strings.Contains(doc, "`alert-<endpointId>-<incidentId>:update-<N>:<sink>`") {
+		t.Error("alerter/sinks/README.md does not give an update's ledger key")
 	}
 }

@@ -110,6 +110,15 @@ func (s endpointSink) NotifyEvent(ctx context.Context, n alert.EventNotification
 // TakesSeverity passes the wrapped sink's severity routing through.
 func (s endpointSink) TakesSeverity(sev string) bool { return alert.Takes(s.Sink, sev) }
 
+// DigestRule and NotifyDigest reach the digest wrapper underneath.
+func (s endpointSink) DigestRule() (alert.DigestRule, alert.DigestSchedule) {
+	r, sched, _ := alert.DigestOf(s.Sink)
+	return r, sched
+}
+func (s endpointSink) NotifyDigest(ctx context.Context, n alert.DigestNotification) error {
+	return alert.ForwardDigest(ctx, s.Sink, n)
+}
+
 // guardedDial is the dial-time SSRF guard for per-endpoint sinks. A refused
 // address is a permanent failure: retrying cannot reach it, so the delivery
 // gives up at once instead of spending its budget.

@@ -1,6 +1,8 @@
 // Package alert is the contract between the alerter and its sinks: the
-// Notification for one incident event, the EventNotification for one change
-// event, the Sink interface every sink package implements (alerter/sinks/...)
+// Notification for one incident event (open, resolve, reminder, an owner's
+// update), the EventNotification for one change event, the
+// DigestNotification for one period's digested change events, the Sink
+// interface every sink package implements (alerter/sinks/...)
 // with its optional severity and event opt-ins.
 // It delivers nothing itself, so sinks, the alerter and the API can depend on
 // it without depending on each other.
@@ -21,7 +23,23 @@ const (
 	KindOpen     Kind = "open"
 	KindResolve  Kind = "resolve"
 	KindReminder Kind = "reminder"
+	// KindUpdate carries an update the incident's owner posted with
+	// notify set (Notification.Update).
+	KindUpdate Kind = "update"
 )
+
+// Kinds are the incident notification kinds, in the order docs and
+// metrics list them.
+func Kinds() []Kind { return []Kind{KindOpen, KindResolve, KindReminder, KindUpdate} }
+
+// Update is the owner's update an update notification carries.
+type Update struct {
+	// Seq numbers the incident's updates from 1, in the order posted.
+	Seq     int       `json:"seq"`
+	At      time.Time `json:"at"`
+	Status  string    `json:"status"` // investigating | identified | monitoring | resolved
+	Message string    `json:"message"`
+}
 
 // Notification is one incident event for one sink.
 type Notification struct {
@@ -40,8 +58,11 @@ type Notification struct {
 	FirstFailure time.Time         `json:"firstFailure"`
 	OpenedAt     time.Time         `json:"openedAt"`
 	ResolvedAt   *time.Time        `json:"resolvedAt,omitempty"`
-	// Sequence numbers reminders (1, 2, ...); 0 otherwise.
+	// Sequence numbers reminders (1, 2, ...) and updates (Update.Seq);
+	// 0 otherwise.
 	Sequence int `json:"sequence,omitempty"`
+	// Update is the owner's update (KindUpdate only).
+	Update *Update `json:"update,omitempty"`
 	// Severity is critical for a global incident, warning for a regional
 	// one (some regions down, fewer than the quorum), whose failing
 	// Regions are named; IncidentKind is global or regional.

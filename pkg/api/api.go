@@ -77,6 +77,10 @@ type Store interface {
 	GetIncident(ctx context.Context, id string) (model.Incident, error)
 	GetIncidentOf(ctx context.Context, tenant, id string) (model.Incident, error)
 	UpdateIncident(ctx context.Context, inc model.Incident) (model.Incident, error)
+	// An update posted with notify is saved with its notice on the
+	// endpoint's tracker, in one write (updates.go).
+	GetTracker(ctx context.Context, endpointID string) (model.Tracker, error)
+	SaveTracker(ctx context.Context, t model.Tracker, incidents ...model.Incident) error
 	ListIncidents(ctx context.Context, f store.IncidentFilter) ([]model.Incident, error)
 	Deliveries(ctx context.Context, incidentID string) ([]model.Delivery, error)
 

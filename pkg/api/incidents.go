@@ -2,6 +2,7 @@ package api
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -248,6 +249,13 @@ func (s *server) ackIncident(w http.ResponseWriter, r *http.Request) {
 // change says whether there is anything to write; unchanged, the incident
 // read is returned as is.
 func (s *server) changeIncident(r *http.Request, id string, change func(model.Incident) (model.Incident, bool, *apiv1.Problem)) (model.Incident, bool, *apiv1.Problem) {
+	return s.changeIncidentBy(r, id, change, s.store.UpdateIncident)
+}
+
+// changeIncidentBy is changeIncident writing through save, a
+// compare-and-set that answers store.ErrConflict on stale state.
+func (s *server) changeIncidentBy(r *http.Request, id string, change func(model.Incident) (model.Incident, bool, *apiv1.Problem),
+	save func(context.Context, model.Incident) (model.Incident, error)) (model.Incident, bool, *apiv1.Problem) {
 	for attempt := 1; ; attempt++ {
 		inc, p := s.incidentOf(r, id)
 		if p != nil {
@@ -257,7 +265,7 @@ func (s *server) changeIncident(r *http.Request, id string, change func(model.In
 		if p != nil || !write {
 			return inc, false, p
 		}
-		updated, err := s.store.UpdateIncident(r.Context(), next)
+		updated, err := save(r.Context(), next)
 		if errors.Is(err, store.ErrConflict) && attempt < patchMaxRetries {
 			continue
 		}

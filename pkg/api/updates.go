@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -47,7 +48,7 @@ func (s *server) postIncidentUpdate(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, p)
 		return
 	}
-	u := model.IncidentUpdate{Status: model.UpdateStatus(strings.TrimSpace(in.Status)), Message: strings.TrimSpace(in.Message)}
+	u := model.IncidentUpdate{Status: model.UpdateStatus(strings.TrimSpace(in.Status)), Message: strings.TrimSpace(in.Message), Notify: in.Notify}
 	if p, ok := auth.FromContext(r.Context()); ok {
 		u.By = p.Name
 		if u.By == "" {
@@ -68,7 +69,11 @@ func (s *server) postIncidentUpdate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	updated, _, p := s.changeIncident(r, id, func(inc model.Incident) (model.Incident, bool, *apiv1.Problem) {
+	save := s.store.UpdateIncident
+	if u.Notify {
+		save = s.saveNoticed
+	}
+	updated, _, p := s.changeIncidentBy(r, id, func(inc model.Incident) (model.Incident, bool, *apiv1.Problem) {
 		u.At = s.clock.Now().UTC()
 		next, err := inc.AddUpdate(u)
 		switch {
@@ -79,11 +84,31 @@ func (s *server) postIncidentUpdate(w http.ResponseWriter, r *http.Request) {
 			return inc, false, s.storeProblem(r, err, "incident "+id)
 		}
 		return next, true, nil
-	})
+	}, save)
 	if p != nil {
 		writeProblem(w, r, p)
 		return
 	}
-	s.log.Info("incident update posted", "incident", id, "endpoint", updated.EndpointID, "status", string(u.Status), "updates", len(updated.Updates))
+	s.log.Info("incident update posted", "incident", id, "endpoint", updated.EndpointID, "status", string(u.Status), "updates", len(updated.Updates), "notify", u.Notify)
 	writeJSON(w, http.StatusCreated, incidentView(updated))
+}
+
+// saveNoticed writes inc, whose last update asks to be notified, together
+// with that update's notice on the endpoint's tracker (one SaveTracker,
+// compare-and-set on both): once it returns the notice is as durable as
+// the update, and the store lists the outbox as pending for the alerter.
+// A stale tracker or incident is store.ErrConflict, which changeIncidentBy
+// retries on fresh state.
+func (s *server) saveNoticed(ctx context.Context, inc model.Incident) (model.Incident, error) {
+	t, err := s.store.GetTracker(ctx, inc.EndpointID)
+	if err != nil {
+		return inc, err
+	}
+	t.EndpointID = inc.EndpointID
+	t.QueueUpdateNotice(inc.ID, len(inc.Updates))
+	if err := s.store.SaveTracker(ctx, t, inc); err != nil {
+		return inc, err
+	}
+	inc.Version++
+	return inc, nil
 }

@@ -233,3 +233,36 @@ func TestIncidentUpdateAndAlerterResolveBothLand(t *testing.T) {
 		t.Fatalf("stored %+v (answer %+v): want the alerter's resolve and the update both", stored, got)
 	}
 }
+
+// TestIncidentUpdateWithNotifyQueuesItsNotice: an update posted with
+// notify is saved with a notice on its endpoint's tracker, in the write
+// that lists the outbox as pending for the alerter; one without notify
+// queues nothing.
+func TestIncidentUpdateWithNotifyQueuesItsNotice(t *testing.T) {
+	h := newHarness(t)
+	seedIncident(t, h, "inc", "ep-a", model.IncidentOpen)
+	var got apiv1.IncidentView
+	h.mustJSON("POST", "/v1/incidents/inc/updates", `{"status":"investigating","message":"Looking."}`, http.StatusCreated, &got)
+	if ids, _ := h.store.PendingOutboxes(t.Context()); slices.Contains(ids, "ep-a") {
+		t.Fatalf("an update without notify listed the outbox: %v", ids)
+	}
+	h.mustJSON("POST", "/v1/incidents/inc/updates", `{"status":"identified","message":"Found it.","notify":true}`, http.StatusCreated, &got)
+	tr, err := h.store.GetTracker(t.Context(), "ep-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []model.UpdateNotice{{IncidentID: "inc", Seq: 2}}; !slices.Equal(tr.Notices, want) || tr.Pending != 1 {
+		t.Fatalf("tracker notices %+v pending %d, want %+v", tr.Notices, tr.Pending, want)
+	}
+	if ids, _ := h.store.PendingOutboxes(t.Context()); !slices.Contains(ids, "ep-a") {
+		t.Fatalf("pending outboxes %v: the notice's write must list the endpoint", ids)
+	}
+	inc, err := h.store.GetIncident(t.Context(), "inc")
+	if err != nil || len(inc.Updates) != 2 || !inc.Updates[1].Notify || inc.Updates[0].Notify {
+		t.Fatalf("stored updates %+v (%v)", inc.Updates, err)
+	}
+	if len(got.Updates) != 2 || got.Updates[0].Message != "Found it." {
+		t.Fatalf("answer %+v", got.Updates)
+	}
+	h.mustJSON("POST", "/v1/incidents/inc/updates", `{"status":"identified","message":"x","notify":"yes"}`, http.StatusBadRequest, nil)
+}

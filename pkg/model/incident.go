@@ -97,11 +97,36 @@ type Tracker struct {
 	// Data holds alerter-private state, including its outbox of pending
 	// notifications.
 	Data json.RawMessage `json:"data,omitempty"`
-	// Pending is how many notifications the outbox in Data holds. The store
-	// cannot read Data; SaveTracker lists the endpoint in PendingOutboxes
-	// exactly while Pending > 0, in the same transaction as the tracker.
+	// Notices are the update notifications the incident owners asked for
+	// (QueueUpdateNotice) that the alerter has not yet taken into its
+	// outbox.
+	Notices []UpdateNotice `json:"notices,omitempty"`
+	// Pending is how many notifications the outbox in Data and Notices
+	// hold. The store cannot read Data; SaveTracker lists the endpoint in
+	// PendingOutboxes exactly while Pending > 0, in the same transaction
+	// as the tracker.
 	Pending int   `json:"pending,omitempty"`
 	Version int64 `json:"version"` // 0 = never saved
+}
+
+// UpdateNotice asks the alerter to send the Seq-th update (from 1) of an
+// incident to the incident's sinks.
+type UpdateNotice struct {
+	IncidentID string `json:"incidentId"`
+	Seq        int    `json:"seq"`
+}
+
+// QueueUpdateNotice asks for the seq-th update of incident to be sent:
+// saved with the incident that holds the update (one SaveTracker), it is
+// durable from the moment the update is, and the store lists the
+// endpoint's outbox as pending in that write. Asking twice is asking once.
+func (t *Tracker) QueueUpdateNotice(incidentID string, seq int) {
+	n := UpdateNotice{IncidentID: incidentID, Seq: seq}
+	if slices.Contains(t.Notices, n) {
+		return
+	}
+	t.Notices = append(slices.Clip(t.Notices), n)
+	t.Pending++
 }
 
 // DeliveryOutcome is where one notification stands at one sink.
@@ -190,6 +215,9 @@ type IncidentUpdate struct {
 	// By names the API key that posted it (its name, else its ID); empty
 	// when the API runs without keys. Never shown on a public page.
 	By string `json:"by,omitempty"`
+	// Notify: the owner asked for the update to go to the incident's
+	// sinks (Tracker.QueueUpdateNotice).
+	Notify bool `json:"notify,omitempty"`
 }
 
 // Problems are the rules u breaks, in field order ("status", "message"):

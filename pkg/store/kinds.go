@@ -42,6 +42,10 @@ const (
 	// KindMigrations: one marker per migration that has run, id = the
 	// migration's name and version.
 	KindMigrations = "alerter-migrations"
+	// KindDigestEntry: one change event waiting in a sink's digest, id =
+	// "<sink>|<scope>|<event key>"; removed once its period's digest is
+	// sent (alerter/digest.go).
+	KindDigestEntry = "digest-entry"
 )
 
 // ProberObjectKinds are removed with their endpoint by DeleteEndpoint.

@@ -145,7 +145,17 @@ func (s *Sink) Name() string { return s.o.Name }
 
 // Notify sends the message for n in one SMTP session.
 func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
-	msg := s.Message(n)
+	if err := s.deliver(ctx, s.Message(n)); err != nil {
+		return err
+	}
+	s.logger.DebugContext(ctx, "email alert sent", "incident", n.IncidentID, "kind", n.Kind, "recipients", len(s.to))
+	return nil
+}
+
+// deliver sends msg in one SMTP session within the sink's timeout and
+// returns the sink error contract's error: the one delivery path of
+// incidents, change events and digests.
+func (s *Sink) deliver(ctx context.Context, msg []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
 	if err := s.send(ctx, msg); err != nil {
@@ -156,7 +166,6 @@ func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
 		}
 		return s.classify(err)
 	}
-	s.logger.DebugContext(ctx, "email alert sent", "incident", n.IncidentID, "kind", n.Kind, "recipients", len(s.to))
 	return nil
 }
 
@@ -302,6 +311,12 @@ func Subject(n alert.Notification) string {
 		s = "[mcpmon] RESOLVED: " + name
 	case alert.KindReminder:
 		s = fmt.Sprintf("[mcpmon] STILL DOWN (reminder %d): %s", n.Sequence, name)
+	case alert.KindUpdate:
+		s = "[mcpmon] UPDATE: " + name
+		if n.Update != nil {
+			s = "[mcpmon] UPDATE (" + n.Update.Status + "): " + name
+		}
+		return alert.Truncate(oneLine(s), 200)
 	default:
 		s = "[mcpmon] DOWN: " + name
 	}
@@ -380,6 +395,11 @@ func Body(n alert.Notification) string {
 		fmt.Fprintf(&b, "MCP endpoint %s is UP again.\n\n", where)
 	case alert.KindReminder:
 		fmt.Fprintf(&b, "MCP endpoint %s is STILL DOWN (reminder %d).\n\n", where, n.Sequence)
+	case alert.KindUpdate:
+		fmt.Fprintf(&b, "Update on the incident of MCP endpoint %s:\n\n", where)
+		if n.Update != nil {
+			fmt.Fprintf(&b, "%s (%s)\n\n%s\n\n", strings.ToUpper(n.Update.Status), ts(n.Update.At), n.Update.Message)
+		}
 	default:
 		fmt.Fprintf(&b, "MCP endpoint %s is DOWN.\n\n", where)
 	}

@@ -74,6 +74,12 @@ type CloseAlert struct {
 	Note   string `json:"note,omitempty"`
 }
 
+// AddNote is the body of POST /v2/alerts/{alias}/notes?identifierType=alias.
+type AddNote struct {
+	Source string `json:"source,omitempty"`
+	Note   string `json:"note"`
+}
+
 // Response is the asynchronous 202 answer of the Alert API.
 type Response struct {
 	Result    string  `json:"result"`
@@ -151,10 +157,15 @@ func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
 		target string
 		body   any
 	)
-	if n.Kind == alert.KindResolve {
+	switch n.Kind {
+	case alert.KindResolve:
 		target = s.base + "/v2/alerts/" + url.PathEscape(alias) + "/close?identifierType=alias"
 		body = s.NewClose(n)
-	} else {
+	case alert.KindUpdate:
+		// The owner's update becomes a note on the incident's alert.
+		target = s.base + "/v2/alerts/" + url.PathEscape(alias) + "/notes?identifierType=alias"
+		body = s.NewNote(n)
+	default:
 		target = s.base + "/v2/alerts"
 		body = s.NewCreate(n)
 	}
@@ -243,6 +254,15 @@ func (s *Sink) NewClose(n alert.Notification) CloseAlert {
 			n.ResolvedAt.UTC().Format(time.RFC3339), n.ResolvedAt.Sub(n.OpenedAt).Round(time.Second))
 	}
 	return CloseAlert{Source: Source, Note: alert.Truncate(note, MaxNote)}
+}
+
+// NewNote builds the add-note request for the owner's update n.
+func (s *Sink) NewNote(n alert.Notification) AddNote {
+	note := "Update from the owner."
+	if u := n.Update; u != nil {
+		note = fmt.Sprintf("Update (%s) at %s: %s", u.Status, u.At.UTC().Format(time.RFC3339), u.Message)
+	}
+	return AddNote{Source: Source, Note: alert.Truncate(note, MaxNote)}
 }
 
 func (s *Sink) tags(n alert.Notification) []string {

@@ -47,6 +47,53 @@ func ChangeURL(alertURL string) string {
 
 var _ alert.EventNotifier = (*Sink)(nil)
 
+// notifyUpdate enqueues the owner's update n as a change event: on the
+// service's timeline beside the incident's alert, paging nobody.
+func (s *Sink) notifyUpdate(ctx context.Context, n alert.Notification) error {
+	resp, err := s.send(ctx, ChangeURL(s.o.URL), s.NewUpdateChange(n))
+	if err != nil {
+		return err
+	}
+	s.logger.DebugContext(ctx, "pagerduty update change event accepted", "incident", n.IncidentID, "status", resp.Status)
+	return nil
+}
+
+// NewUpdateChange builds the change event for the owner's update n; its
+// custom_details name the incident and its dedup key, so a reader can
+// find the alert it belongs to.
+func (s *Sink) NewUpdateChange(n alert.Notification) ChangeEvent {
+	name := n.EndpointName
+	if name == "" {
+		name = n.EndpointID
+	}
+	details := map[string]any{
+		"kind":          string(alert.KindUpdate),
+		"key":           n.Key,
+		"incident_id":   n.IncidentID,
+		"dedup_key":     DedupKey(n.IncidentID),
+		"endpoint_id":   n.EndpointID,
+		"endpoint_name": n.EndpointName,
+		"endpoint_url":  n.EndpointURL,
+	}
+	summary := fmt.Sprintf("[mcpmon] %s: update", name)
+	ts := n.OpenedAt
+	if u := n.Update; u != nil {
+		details["status"], details["message"], details["seq"] = u.Status, u.Message, u.Seq
+		summary = fmt.Sprintf("[mcpmon] %s: update (%s): %s", name, u.Status, u.Message)
+		ts = u.At
+	}
+	ev := ChangeEvent{RoutingKey: s.o.RoutingKey, Payload: ChangePayload{
+		Summary:       alert.Truncate(summary, MaxSummary),
+		Source:        source(n),
+		Timestamp:     ts.UTC().Format(time.RFC3339),
+		CustomDetails: details,
+	}}
+	if isHTTPURL(n.EndpointURL) {
+		ev.Links = []Link{{Href: n.EndpointURL, Text: "MCP endpoint " + name}}
+	}
+	return ev
+}
+
 // NotifyEvent enqueues n as a change event.
 func (s *Sink) NotifyEvent(ctx context.Context, n alert.EventNotification) error {
 	resp, err := s.send(ctx, ChangeURL(s.o.URL), s.NewChangeEvent(n))

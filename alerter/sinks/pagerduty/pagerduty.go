@@ -172,8 +172,12 @@ func (s *Sink) send(ctx context.Context, url string, payload any) (*post.Respons
 	return resp, err
 }
 
-// Notify enqueues the event for n.
+// Notify enqueues the event for n; an owner's update (which the Events
+// API cannot attach to an alert) goes as a change event (notifyUpdate).
 func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
+	if n.Kind == alert.KindUpdate {
+		return s.notifyUpdate(ctx, n)
+	}
 	resp, err := s.send(ctx, s.o.URL, s.NewEvent(n))
 	if err != nil {
 		return err

@@ -150,6 +150,11 @@ func NewMessage(n alert.Notification) Message {
 		emoji, headline = "✅", name+" recovered"
 	case alert.KindReminder:
 		emoji, headline = "⏰", fmt.Sprintf("%s is still down (reminder %d)", name, n.Sequence)
+	case alert.KindUpdate:
+		emoji, headline = "📝", name+": update"
+		if n.Update != nil {
+			headline += " (" + n.Update.Status + ")"
+		}
 	default:
 		emoji, headline = "🔴", name+" is down"
 	}
@@ -163,6 +168,9 @@ func NewMessage(n alert.Notification) Message {
 	}
 	if n.Kind == alert.KindResolve && n.ResolvedAt != nil {
 		why = fmt.Sprintf("Back up after %s. Last failure: %s", n.ResolvedAt.Sub(n.OpenedAt).Round(time.Second), why[len("*Reason:* "):])
+	}
+	if n.Kind == alert.KindUpdate && n.Update != nil {
+		why = "*" + escape(n.Update.Status) + "* · " + slackDate(n.Update.At) + "\n" + escape(n.Update.Message)
 	}
 
 	endpoint := escape(name)
@@ -191,7 +199,10 @@ func NewMessage(n alert.Notification) Message {
 	}
 
 	fallback := fmt.Sprintf("%s %s", emoji, headline)
-	if n.Kind != alert.KindResolve && (n.Class != "" || n.Reason != "") {
+	switch {
+	case n.Kind == alert.KindUpdate && n.Update != nil:
+		fallback += ": " + n.Update.Message
+	case n.Kind != alert.KindResolve && (n.Class != "" || n.Reason != ""):
 		fallback += ": " + strings.TrimSpace(n.Class+" "+n.Reason)
 	}
 	fallback += " (incident " + n.IncidentID + ")"

@@ -28,7 +28,7 @@ import (
 const (
 	HeaderTimestamp   = "X-Mcpmon-Timestamp" // Unix seconds of the attempt
 	HeaderSignature   = "X-Mcpmon-Signature" // v1=<hex HMAC-SHA256(secret, timestamp + "." + body)>
-	HeaderEvent       = "X-Mcpmon-Event"     // open | resolve | reminder
+	HeaderEvent       = "X-Mcpmon-Event"     // open | resolve | reminder | update | digest
 	HeaderIdempotency = "Idempotency-Key"    // the notification (ledger) key
 )
 
@@ -42,7 +42,7 @@ const DefaultTimeout = 10 * time.Second
 type Payload struct {
 	Version      int        `json:"version"`
 	Key          string     `json:"key"`
-	Kind         alert.Kind `json:"kind"`  // open | resolve | reminder
+	Kind         alert.Kind `json:"kind"`  // open | resolve | reminder | update
 	State        string     `json:"state"` // open | acknowledged | resolved
 	IncidentID   string     `json:"incidentId"`
 	Endpoint     Endpoint   `json:"endpoint"`
@@ -51,13 +51,24 @@ type Payload struct {
 	FirstFailure time.Time  `json:"firstFailure"`
 	OpenedAt     time.Time  `json:"openedAt"`
 	ResolvedAt   *time.Time `json:"resolvedAt,omitempty"`
-	Sequence     int        `json:"sequence,omitempty"` // reminders: 1, 2, ...
+	Sequence     int        `json:"sequence,omitempty"` // reminders and updates: 1, 2, ...
+	// Update is the owner's update (kind update): an optional field of
+	// version 1.
+	Update *Update `json:"update,omitempty"`
 	// Severity is critical (a global incident) or warning (a regional
 	// one); IncidentKind global or regional; Regions the failing regions
 	// of a regional incident. Added in version 1 as optional fields.
 	Severity     string   `json:"severity,omitempty"`
 	IncidentKind string   `json:"incidentKind,omitempty"`
 	Regions      []string `json:"regions,omitempty"`
+}
+
+// Update is the incident owner's update in a Payload of kind update.
+type Update struct {
+	Seq     int       `json:"seq"`
+	At      time.Time `json:"at"`
+	Status  string    `json:"status"` // investigating | identified | monitoring | resolved
+	Message string    `json:"message"`
 }
 
 // Endpoint identifies the monitored MCP endpoint in a Payload.
@@ -88,10 +99,18 @@ func NewPayload(n alert.Notification) Payload {
 		OpenedAt:     n.OpenedAt.UTC(),
 		ResolvedAt:   utcPtr(n.ResolvedAt),
 		Sequence:     n.Sequence,
+		Update:       newUpdate(n.Update),
 		Severity:     n.Severity,
 		IncidentKind: n.IncidentKind,
 		Regions:      n.Regions,
 	}
+}
+
+func newUpdate(u *alert.Update) *Update {
+	if u == nil {
+		return nil
+	}
+	return &Update{Seq: u.Seq, At: u.At.UTC(), Status: u.Status, Message: u.Message}
 }
 
 func utcPtr(t *time.Time) *time.Time {

@@ -44,6 +44,10 @@ type UpdateView struct {
 type UpdateInput struct {
 	Status  string `json:"status"`
 	Message string `json:"message"`
+	// Notify sends the update to the incident's sinks as an update
+	// notification, once per sink; false (the default) keeps it to the
+	// API and the status page.
+	Notify bool `json:"notify,omitempty"`
 }
 
 // TransitionView is one step of an incident's history: From is absent on
