@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpmon/mcpmon/alerter/grouping"
 	"github.com/mcpmon/mcpmon/alerter/notify"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/model"
@@ -146,7 +147,28 @@ func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc mod
 			run.blocked[s.Name()] = true
 			held++
 		default:
-			targets = append(targets, s)
+			g, ok := alert.GroupingOf(s)
+			if !ok {
+				targets = append(targets, s)
+				break
+			}
+			switch want, err := a.groupFor(ctx, run, p, inc, s, g, now); {
+			case errors.Is(err, notify.ErrClaimHeld):
+				run.blocked[s.Name()] = true
+				held++
+			case err != nil:
+				run.blocked[s.Name()] = true
+				held++
+				run.errs = append(run.errs, err)
+			case want == grouping.Alone:
+				targets = append(targets, s)
+			case want == grouping.Grouped:
+				// The group's notification carried p (group.go).
+			default:
+				// Waiting for its group: p and what follows it.
+				run.blocked[s.Name()] = true
+				held++
+			}
 		}
 	}
 	isOpen := p.Kind == string(alert.KindOpen)
