@@ -106,6 +106,10 @@ func ParseEndpointSinks(raw json.RawMessage) ([]Config, error) {
 		if c.SMTPCAFile != "" {
 			errs = append(errs, fmt.Errorf("%w: sink %q: smtpCAFile: not allowed in per-endpoint sinks (configure it in the sinks file)", ErrInvalid, c.Name))
 		}
+		if c.Group != nil {
+			// A group spans endpoints; a per-endpoint sink sees one.
+			errs = append(errs, fmt.Errorf("%w: sink %q: group: not allowed in per-endpoint sinks (configure it in the sinks file)", ErrInvalid, c.Name))
+		}
 	}
 	if err := validateAll(cfgs); err != nil {
 		errs = append(errs, err)
@@ -230,5 +234,5 @@ func build(c Config, hc *http.Client, dial func(ctx context.Context, network, ad
 	if err != nil {
 		return nil, fmt.Errorf("%w: sink %q: %w", ErrInvalid, c.Name, err)
 	}
-	return alert.Subscribed(routed(s, c.Severities), c.Notify), nil
+	return grouped(alert.Subscribed(routed(s, c.Severities), c.Notify), c.Group), nil
 }

@@ -106,6 +106,10 @@ type Config struct {
 	// incidents) and/or "warning" (regional incidents: some regions down,
 	// fewer than the quorum). Empty: both (severity.go).
 	Severities []string `json:"severities,omitempty"`
+	// Group, when set, sends the incidents of one tenant that open
+	// together for one cause as one grouped notification (group.go).
+	// Off by default; not for pagerduty and opsgenie.
+	Group *Group `json:"group,omitempty"`
 
 	// Timeout bounds one delivery attempt; 0 is the type's default.
 	Timeout time.Duration `json:"-"`
@@ -200,6 +204,7 @@ func (c Config) Validate() error {
 	}
 	p.notify() // events.go
 	p.severities()
+	p.group() // group.go
 	switch c.Type {
 	case TypeWebhook, TypeSlack:
 		p.hook()
@@ -353,6 +358,11 @@ func (c Config) Redacted() Config {
 	r.Tags = slices.Clone(c.Tags)
 	r.To = slices.Clone(c.To)
 	r.Notify = slices.Clone(c.Notify)
+	if c.Group != nil {
+		g := *c.Group
+		g.By = slices.Clone(g.By)
+		r.Group = &g
+	}
 	for _, p := range []*string{&r.Secret, &r.RoutingKey, &r.APIKey, &r.SMTPPassword} {
 		*p = model.Secret(*p).String()
 	}
