@@ -41,12 +41,17 @@ import (
 // pending notifications for that sink without a send.
 //
 // A slot is read and written under a lock taken in the ledger
-// (groupLockPrefix + the slot's ID, held for the lease), since the object
-// store has no compare-and-set and replicas join the same slot at once; a
-// drain that finds the lock held holds the notification back for the next
-// drain, as for a held ledger claim.
+// (groupLockPrefix + the slot's ID, held for one read and one write; a
+// crashed holder's lapses with the lease), since the object store has no
+// compare-and-set and replicas join the same slot at once. Sends happen
+// outside it. A drain that cannot get the lock holds the notification back
+// for the next drain, as for a held ledger claim.
 
-const groupLockPrefix = "grouplock-"
+const (
+	groupLockPrefix   = "grouplock-"
+	groupLockAttempts = 20
+	groupLockBackoff  = 10 * time.Millisecond
+)
 
 // groupState is the alerter's in-process part of grouping: the lock
 // that serialises one slot's users inside this process (the ledger lock
@@ -71,14 +76,22 @@ func (a *Alerter) lockSlot(ctx context.Context, id string) (unlock func(), err e
 	h.Write([]byte(id))
 	mu := &a.groups.locks[h.Sum32()%uint32(len(a.groups.locks))]
 	mu.Lock()
-	st, err := a.st.Claim(ctx, groupLockPrefix+id, a.opts.Owner, a.opts.Lease)
-	switch {
-	case err != nil:
-		mu.Unlock()
-		return nil, fmt.Errorf("alerter: lock group %s: %w", id, err)
-	case st != store.ClaimAcquired:
-		mu.Unlock()
-		return nil, fmt.Errorf("%w: group %s", notify.ErrClaimHeld, id)
+	for attempt := 1; ; attempt++ {
+		st, err := a.st.Claim(ctx, groupLockPrefix+id, a.opts.Owner, a.opts.Lease)
+		if err != nil {
+			mu.Unlock()
+			return nil, fmt.Errorf("alerter: lock group %s: %w", id, err)
+		}
+		if st == store.ClaimAcquired {
+			break
+		}
+		// Another replica holds it for one read and one write: wait that
+		// long a few times rather than leave a join to the next drain,
+		// which may come after the group's wait.
+		if attempt == groupLockAttempts || a.sleep(ctx, groupLockBackoff) != nil {
+			mu.Unlock()
+			return nil, fmt.Errorf("%w: group %s", notify.ErrClaimHeld, id)
+		}
 	}
 	return func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notify.WriteTimeout)
@@ -223,6 +236,11 @@ func (a *Alerter) groupingSink(name string) (alert.Sink, alert.Grouping, bool) {
 	return nil, alert.Grouping{}, false
 }
 
+// flushSlot decides slot id under its lock and writes the result (the
+// owed groups' members fixed), then sends what is owed without the lock,
+// so joins to the slot's next group never wait for a sink: two replicas
+// sending the same owed group are kept apart by its ledger key. Each
+// outcome is written back under the lock.
 func (a *Alerter) flushSlot(ctx context.Context, id string) error {
 	slot, err := a.loadSlot(ctx, id)
 	if err != nil {
@@ -234,44 +252,71 @@ func (a *Alerter) flushSlot(ctx context.Context, id string) error {
 		a.groupDue(slot.NextDue(g.Wait))
 		return nil
 	}
-	unlock, err := a.lockSlot(ctx, id)
+	var owed []grouping.Owed
+	err = a.withSlot(ctx, id, func(slot grouping.Slot) (grouping.Slot, error) {
+		if !ok {
+			// The sink is gone from the configuration or groups no longer:
+			// its members' notifications go as without grouping.
+			a.log.Info("group of a sink that no longer groups dropped", "group", id, "sink", slot.Sink)
+			return grouping.Slot{}, nil
+		}
+		recovered, err := a.recoveredMembers(ctx, slot)
+		if err != nil {
+			return slot, err
+		}
+		var next grouping.Slot
+		next, owed = slot.Due(now, g.Wait, func(id string) bool { return recovered[id] })
+		a.groupDue(next.NextDue(g.Wait))
+		slot = next
+		return next, nil
+	})
 	if err != nil {
 		return err
 	}
-	defer unlock()
-	if slot, err = a.loadSlot(ctx, id); err != nil {
-		return err
-	}
-	if !ok {
-		// The sink is gone from the configuration or groups no longer:
-		// its members' notifications go as without grouping.
-		a.log.Info("group of a sink that no longer groups dropped", "group", id, "sink", slot.Sink)
-		return a.saveSlot(ctx, id, grouping.Slot{})
-	}
-	recovered, err := a.recoveredMembers(ctx, slot)
-	if err != nil {
-		return err
-	}
-	next, owed := slot.Due(now, g.Wait, func(id string) bool { return recovered[id] })
-	if err := a.saveSlot(ctx, id, next); err != nil {
-		return err
-	}
-	a.groupDue(next.NextDue(g.Wait))
 	var errs []error
 	for _, o := range owed {
-		settled, err := a.sendGroup(ctx, next, o, s)
+		gr, _ := slot.Group(o.Start)
+		sent, retry, err := a.sendGroup(ctx, slot, gr, o, s)
 		if errors.Is(err, notify.ErrCrash) {
 			return err
 		}
 		if err != nil {
 			errs = append(errs, err)
 		}
-		next = settled
-		if err := a.saveSlot(ctx, id, next); err != nil {
-			return errors.Join(append(errs, err)...)
+		if sent {
+			if err := a.hook("group-settled"); err != nil {
+				return err
+			}
+		}
+		werr := a.withSlot(ctx, id, func(cur grouping.Slot) (grouping.Slot, error) {
+			if sent {
+				return cur.Sent(o), nil
+			}
+			return cur.Failed(o, retry), nil
+		})
+		if werr != nil {
+			errs = append(errs, werr)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// withSlot applies f to slot id under its lock and saves what f returns.
+func (a *Alerter) withSlot(ctx context.Context, id string, f func(grouping.Slot) (grouping.Slot, error)) error {
+	unlock, err := a.lockSlot(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	slot, err := a.loadSlot(ctx, id)
+	if err != nil {
+		return err
+	}
+	next, err := f(slot)
+	if err != nil {
+		return err
+	}
+	return a.saveSlot(ctx, id, next)
 }
 
 // recoveredMembers reads whether the members of the slot's open groups
@@ -297,15 +342,14 @@ func (a *Alerter) recoveredMembers(ctx context.Context, slot grouping.Slot) (map
 	return out, nil
 }
 
-// groupNotification builds what the sink receives for owed o.
-func groupNotification(slot grouping.Slot, o grouping.Owed, sink string) alert.GroupNotification {
-	gr := slot.Groups[o.Index]
+// groupNotification builds what the sink receives for group gr's kind.
+func groupNotification(slot grouping.Slot, gr grouping.Group, kind alert.Kind, sink string) alert.GroupNotification {
 	gid := msg.GroupID(slot.Tenant, slot.Hash, gr.Start)
 	n := alert.GroupNotification{
-		Key: msg.GroupLedgerKey(gid, string(o.Kind), sink), Kind: o.Kind, Tenant: slot.Tenant, GroupID: gid,
+		Key: msg.GroupLedgerKey(gid, string(kind), sink), Kind: kind, Tenant: slot.Tenant, GroupID: gid,
 		By: slot.By, StartedAt: gr.Start,
 	}
-	if o.Kind == alert.KindResolve {
+	if kind == alert.KindResolve {
 		t := gr.ResolvedAt
 		n.ResolvedAt = &t
 	}
@@ -318,29 +362,31 @@ func groupNotification(slot grouping.Slot, o grouping.Owed, sink string) alert.G
 	return n
 }
 
-// sendGroup delivers owed o through the notify pipeline and, once the
-// ledger has it done (sent, found done, or given up), settles the members
-// and returns the slot with o sent. A failure keeps o owed, with the
-// sink's redelivery state, for the next flush.
-func (a *Alerter) sendGroup(ctx context.Context, slot grouping.Slot, o grouping.Owed, s alert.Sink) (grouping.Slot, error) {
-	gr := slot.Groups[o.Index]
-	n := groupNotification(slot, o, s.Name())
+// sendGroup delivers owed o of group gr through the notify pipeline and,
+// once the ledger has it done (sent, found done, or given up), settles the
+// members: sent is then true. A failure leaves o owed, with the sink's
+// redelivery state retry, for the next flush.
+func (a *Alerter) sendGroup(ctx context.Context, slot grouping.Slot, gr grouping.Group, o grouping.Owed, s alert.Sink) (sent bool, retry notify.RetryState, err error) {
+	n := groupNotification(slot, gr, o.Kind, s.Name())
 	if !a.redeliver.Due(gr.Retry, a.clk.Now()) {
-		return slot, nil
+		return false, gr.Retry, nil
 	}
 	d := &notify.Delivery{Notification: alert.Notification{Key: n.Key, Kind: o.Kind},
 		Sink: groupCall{Sink: s, n: n}, Retry: gr.Retry, Origin: gr.Start}
 	a.events.Deliver(ctx, d)
 	switch {
 	case errors.Is(d.Err, notify.ErrCrash):
-		return slot, d.Err
+		return false, gr.Retry, d.Err
 	case d.Err != nil:
+		retry = gr.Retry
 		if d.Attempts > 0 {
-			slot.Groups = append([]grouping.Group(nil), slot.Groups...)
-			slot.Groups[o.Index].Retry = d.Retry
+			retry = d.Retry
+		}
+		if errors.Is(d.Err, notify.ErrClaimHeld) {
+			return false, retry, nil // another replica is sending it
 		}
 		a.log.Warn("grouped notification not delivered; the next sweep retries it", "sink", s.Name(), "group", n.GroupID, "kind", o.Kind, "err", redact(d.Err))
-		return slot, fmt.Errorf("alerter: %s of group %s: %w", o.Kind, n.GroupID, d.Err)
+		return false, retry, fmt.Errorf("alerter: %s of group %s: %w", o.Kind, n.GroupID, d.Err)
 	}
 	outcome, lastErr := model.DeliveryGrouped, ""
 	if d.GaveUp {
@@ -351,12 +397,12 @@ func (a *Alerter) sendGroup(ctx context.Context, slot grouping.Slot, o grouping.
 	}
 	for _, m := range gr.Members {
 		if err := a.settleMember(ctx, m, string(o.Kind), s.Name()); err != nil {
-			return slot, err
+			return false, gr.Retry, err
 		}
 		a.rec.Write(ctx, m.IncidentID, model.Delivery{Kind: string(o.Kind), Sink: s.Name(), Outcome: outcome,
 			Attempts: d.Attempts, FirstAttemptAt: d.FirstAttemptAt, LastAttemptAt: d.LastAttemptAt, DeliveredAt: d.DeliveredAt, LastError: lastErr})
 	}
-	return slot.Sent(o), nil
+	return true, notify.RetryState{}, nil
 }
 
 // settleMember marks m's own ledger key of kind for sink done without a

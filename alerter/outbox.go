@@ -389,9 +389,15 @@ func notification(ep model.Endpoint, inc model.Incident, p pending) alert.Notifi
 }
 
 // Run sweeps every SweepInterval until ctx is done.
+//
+// A grouping sink's group is due at its start plus the sink's wait, which
+// may fall between sweeps: Run then sweeps at that time too, so a grouped
+// notification is not late by up to a sweep interval.
 func (a *Alerter) Run(ctx context.Context) error {
 	t := time.NewTicker(a.opts.SweepInterval)
 	defer t.Stop()
+	early := time.NewTimer(time.Hour)
+	defer early.Stop()
 	for {
 		switch err := a.Sweep(ctx); {
 		case err == nil || ctx.Err() != nil:
@@ -401,26 +407,40 @@ func (a *Alerter) Run(ctx context.Context) error {
 		default:
 			a.log.Warn("sweep", "err", err)
 		}
+		early.Stop()
+		if due := a.takeGroupDue(); !due.IsZero() {
+			early.Reset(max(due.Sub(a.clk.Now()), 0) + 10*time.Millisecond)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-early.C:
 		}
 	}
 }
 
-// Sweep drains every outbox the store lists as pending (deferred
+// Sweep decides the grouping sinks' groups (group.go), then drains every
+// outbox the store lists as pending (deferred
 // notifications whose maintenance ended, notifications a crash left behind,
 // sinks that came back) and refreshes the open-incidents gauge. Both reads
 // are indexes: a sweep costs what is pending and open, however many
 // incidents were resolved before. It is Run's body, exported for tests and
 // one-shot runners.
 func (a *Alerter) Sweep(ctx context.Context) error {
+	// Groups first: the outboxes drained next then find their members'
+	// groups decided (group.go).
+	var errs []error
+	if err := a.flushGroups(ctx); err != nil {
+		if errors.Is(err, notify.ErrCrash) {
+			return err
+		}
+		errs = append(errs, err)
+	}
 	ids, err := a.st.PendingOutboxes(ctx)
 	if err != nil {
-		return fmt.Errorf("alerter: list pending outboxes: %w", err)
+		return errors.Join(append(errs, fmt.Errorf("alerter: list pending outboxes: %w", err))...)
 	}
-	var errs []error
 	for _, id := range ids {
 		if err := a.drain(ctx, id); err != nil {
 			if errors.Is(err, notify.ErrClaimHeld) {

@@ -201,11 +201,21 @@ func (s Slot) Join(m Member, now time.Time, wait time.Duration) Slot {
 	return s
 }
 
-// Owed is a grouped notification the slot owes: the group at Index, of
-// Kind open or resolve.
+// Owed is a grouped notification the slot owes: the group that started
+// at Start, of Kind open or resolve.
 type Owed struct {
-	Index int
+	Start time.Time
 	Kind  alert.Kind
+}
+
+// Group returns the group that started at start; ok is false once it is
+// gone (pruned).
+func (s Slot) Group(start time.Time) (g Group, ok bool) {
+	i := slices.IndexFunc(s.Groups, func(g Group) bool { return g.Start.Equal(start) })
+	if i < 0 {
+		return Group{}, false
+	}
+	return s.Groups[i], true
 }
 
 // Due advances the slot at now and returns the notifications it owes:
@@ -241,9 +251,9 @@ func (s Slot) Due(now time.Time, wait time.Duration, recovered func(incidentID s
 		}
 		switch g.Phase {
 		case Opening:
-			owed = append(owed, Owed{Index: len(groups), Kind: alert.KindOpen})
+			owed = append(owed, Owed{Start: g.Start, Kind: alert.KindOpen})
 		case Resolving:
-			owed = append(owed, Owed{Index: len(groups), Kind: alert.KindResolve})
+			owed = append(owed, Owed{Start: g.Start, Kind: alert.KindResolve})
 		}
 		groups = append(groups, g)
 	}
@@ -251,16 +261,32 @@ func (s Slot) Due(now time.Time, wait time.Duration, recovered func(incidentID s
 	return s, owed
 }
 
-// Sent applies a delivered (or given-up) owed notification.
+// Sent applies a delivered (or given-up) owed notification. It is a
+// no-op when the group has moved on (another replica applied it first) or
+// is gone.
 func (s Slot) Sent(o Owed) Slot {
-	s.Groups = slices.Clone(s.Groups)
-	g := &s.Groups[o.Index]
-	g.Retry = notify.RetryState{}
-	if o.Kind == alert.KindOpen {
-		g.Phase = Open
-	} else {
-		g.Phase = Resolved
+	return s.update(o, func(g *Group) {
+		switch {
+		case o.Kind == alert.KindOpen && g.Phase == Opening:
+			g.Phase, g.Retry = Open, notify.RetryState{}
+		case o.Kind == alert.KindResolve && g.Phase == Resolving:
+			g.Phase, g.Retry = Resolved, notify.RetryState{}
+		}
+	})
+}
+
+// Failed keeps o owed with the sink's redelivery state after a failure.
+func (s Slot) Failed(o Owed, retry notify.RetryState) Slot {
+	return s.update(o, func(g *Group) { g.Retry = retry })
+}
+
+func (s Slot) update(o Owed, f func(*Group)) Slot {
+	i := slices.IndexFunc(s.Groups, func(g Group) bool { return g.Start.Equal(o.Start) })
+	if i < 0 {
+		return s
 	}
+	s.Groups = slices.Clone(s.Groups)
+	f(&s.Groups[i])
 	return s
 }
 

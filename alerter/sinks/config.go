@@ -145,6 +145,9 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&j); err != nil {
+		if errors.Is(err, ErrInvalid) {
+			return err // a member's own strict reader (Group) said what is wrong
+		}
 		return fmt.Errorf("%w: %v", ErrInvalid, scrubJSONError(err))
 	}
 	*c = Config(j.configFields)
