@@ -243,6 +243,7 @@ func New(opts Options) (*Alerter, error) {
 		jitter:       rand.Float64,
 		eventRetries: map[string]notify.RetryState{},
 	}
+	a.groups.wake = make(chan struct{}, 1)
 	a.rec = notify.Records{Store: a.st, Log: a.log}
 	a.windows = store.NewWindows(a.st, a.log)
 	for _, s := range opts.Sinks {

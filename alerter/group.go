@@ -60,6 +60,8 @@ type groupState struct {
 	locks [64]sync.Mutex
 	mu    sync.Mutex
 	due   time.Time
+	// wake tells Run that due moved earlier.
+	wake chan struct{}
 }
 
 // slotID is the object ID of a slot: a digest, since tenant and sink names
@@ -160,7 +162,11 @@ func (a *Alerter) groupFor(ctx context.Context, run *drainRun, p pending, inc mo
 	if err != nil {
 		return grouping.Hold, err
 	}
-	if want := slot.ForPending(inc.ID, p.Kind, p.CreatedAt, now, g.Wait); want != grouping.Join {
+	want := slot.ForPending(inc.ID, p.Kind, p.CreatedAt, now, g.Wait)
+	if want == grouping.Hold && p.Kind == string(alert.KindResolve) {
+		return want, a.recoverMember(ctx, id, slot, inc.ID)
+	}
+	if want != grouping.Join {
 		return want, nil
 	}
 	unlock, err := a.lockSlot(ctx, id)
@@ -171,7 +177,7 @@ func (a *Alerter) groupFor(ctx context.Context, run *drainRun, p pending, inc mo
 	if slot, err = a.loadSlot(ctx, id); err != nil {
 		return grouping.Hold, err
 	}
-	want := slot.ForPending(inc.ID, p.Kind, p.CreatedAt, now, g.Wait)
+	want = slot.ForPending(inc.ID, p.Kind, p.CreatedAt, now, g.Wait)
 	if want != grouping.Join {
 		return want, nil
 	}
@@ -185,16 +191,43 @@ func (a *Alerter) groupFor(ctx context.Context, run *drainRun, p pending, inc mo
 	return grouping.Hold, nil
 }
 
+// recoverMember marks a member whose resolve the drain holds as
+// recovered in its group (grouping.Slot.Recover), so the group's resolve
+// is owed as soon as its last member recovers rather than when a sweep
+// finds every member's incident resolved; the last one wakes Run at once.
+func (a *Alerter) recoverMember(ctx context.Context, id string, slot grouping.Slot, incidentID string) error {
+	if _, changed, _ := slot.Recover(incidentID); !changed {
+		return nil
+	}
+	complete := false
+	err := a.withSlot(ctx, id, func(cur grouping.Slot) (grouping.Slot, error) {
+		var next grouping.Slot
+		next, _, complete = cur.Recover(incidentID)
+		return next, nil
+	})
+	if complete {
+		a.groupDue(a.clk.Now())
+	}
+	return err
+}
+
 // groupDue notes when a collecting group is due, for Run's next wake-up.
 func (a *Alerter) groupDue(t time.Time) {
 	if t.IsZero() {
 		return
 	}
 	a.groups.mu.Lock()
-	if a.groups.due.IsZero() || t.Before(a.groups.due) {
+	earlier := a.groups.due.IsZero() || t.Before(a.groups.due)
+	if earlier {
 		a.groups.due = t
 	}
 	a.groups.mu.Unlock()
+	if earlier {
+		select {
+		case a.groups.wake <- struct{}{}:
+		default: // Run has a wake-up pending already
+		}
+	}
 }
 
 // takeGroupDue returns and forgets the earliest noted due time.

@@ -390,32 +390,48 @@ func notification(ep model.Endpoint, inc model.Incident, p pending) alert.Notifi
 
 // Run sweeps every SweepInterval until ctx is done.
 //
-// A grouping sink's group is due at its start plus the sink's wait, which
-// may fall between sweeps: Run then sweeps at that time too, so a grouped
-// notification is not late by up to a sweep interval.
+// A grouping sink's group is due at its start plus the sink's wait, or
+// when its last member recovers, which may fall between sweeps: Run then
+// decides the groups at that time too (group.go notes it and wakes Run),
+// so a grouped notification is not late by up to a sweep interval. That
+// is flushGroups alone, not a whole sweep: the members' outboxes are
+// drained by their endpoints' next verdicts, or by the next sweep.
 func (a *Alerter) Run(ctx context.Context) error {
 	t := time.NewTicker(a.opts.SweepInterval)
 	defer t.Stop()
 	early := time.NewTimer(time.Hour)
+	early.Stop()
 	defer early.Stop()
+	var next time.Time // the earliest group due time not yet flushed
+	work := a.Sweep
 	for {
-		switch err := a.Sweep(ctx); {
-		case err == nil || ctx.Err() != nil:
-		case errors.Is(err, store.ErrUnavailable):
-			// The store logs its outage once; the next sweep retries.
-			a.log.Debug("sweep waits for the store", "err", err)
-		default:
-			a.log.Warn("sweep", "err", err)
+		if work != nil {
+			next = time.Time{}
+			switch err := work(ctx); {
+			case err == nil || ctx.Err() != nil:
+			case errors.Is(err, store.ErrUnavailable):
+				// The store logs its outage once; the next sweep retries.
+				a.log.Debug("sweep waits for the store", "err", err)
+			default:
+				a.log.Warn("sweep", "err", err)
+			}
+		}
+		if due := a.takeGroupDue(); !due.IsZero() && (next.IsZero() || due.Before(next)) {
+			next = due
 		}
 		early.Stop()
-		if due := a.takeGroupDue(); !due.IsZero() {
-			early.Reset(max(due.Sub(a.clk.Now()), 0) + 10*time.Millisecond)
+		if !next.IsZero() {
+			early.Reset(max(next.Sub(a.clk.Now()), 0) + 10*time.Millisecond)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+			work = a.Sweep
 		case <-early.C:
+			work = a.flushGroups
+		case <-a.groups.wake:
+			work = nil
 		}
 	}
 }

@@ -43,6 +43,9 @@ type Member struct {
 	Severity     string            `json:"severity,omitempty"`
 	FirstFailure time.Time         `json:"firstFailure,omitzero"`
 	OpenedAt     time.Time         `json:"openedAt,omitzero"`
+	// Recovered: the member's resolve reached the sink's drain (and is
+	// held there for the group's).
+	Recovered bool `json:"recovered,omitempty"`
 }
 
 // Key returns the values m has for each dimension of by and a digest of
@@ -201,6 +204,27 @@ func (s Slot) Join(m Member, now time.Time, wait time.Duration) Slot {
 	return s
 }
 
+// Recover marks incidentID recovered in its Open group. changed is false
+// when there is nothing to mark (not in an Open group, or marked already);
+// complete is true when every member of that group has now recovered, so
+// the group owes its resolve at once.
+func (s Slot) Recover(incidentID string) (next Slot, changed, complete bool) {
+	i := slices.IndexFunc(s.Groups, func(g Group) bool { return g.Phase == Open && g.has(incidentID) })
+	if i < 0 {
+		return s, false, false
+	}
+	g := s.Groups[i]
+	j := slices.IndexFunc(g.Members, func(m Member) bool { return m.IncidentID == incidentID })
+	if g.Members[j].Recovered {
+		return s, false, false
+	}
+	s.Groups = slices.Clone(s.Groups)
+	g.Members = slices.Clone(g.Members)
+	g.Members[j].Recovered = true
+	s.Groups[i] = g
+	return s, true, !slices.ContainsFunc(g.Members, func(m Member) bool { return !m.Recovered })
+}
+
 // Owed is a grouped notification the slot owes: the group that started
 // at Start, of Kind open or resolve.
 type Owed struct {
@@ -221,8 +245,9 @@ func (s Slot) Group(start time.Time) (g Group, ok bool) {
 // Due advances the slot at now and returns the notifications it owes:
 // a collecting group whose wait has ended becomes Lone (one member) or
 // Opening (owes the grouped open); an Open group whose members have all
-// recovered (recovered reports it per incident) becomes Resolving (owes
-// the grouped resolve); Opening and Resolving groups owe theirs until Sent
+// recovered (marked by Recover, or reported by recovered: the store's
+// word for a member whose resolve never reaches a drain, e.g. its endpoint
+// was deleted) becomes Resolving (owes the grouped resolve); Opening and Resolving groups owe theirs until Sent
 // is applied. Decided groups past Retention are dropped. The caller writes
 // the returned slot before sending what is owed, so the members a group
 // was sent with are the members it keeps.
@@ -241,7 +266,7 @@ func (s Slot) Due(now time.Time, wait time.Duration, recovered func(incidentID s
 				g.Phase = Opening
 			}
 		case Open:
-			if !slices.ContainsFunc(g.Members, func(m Member) bool { return !recovered(m.IncidentID) }) {
+			if !slices.ContainsFunc(g.Members, func(m Member) bool { return !m.Recovered && !recovered(m.IncidentID) }) {
 				g.Phase, g.ResolvedAt, g.Retry = Resolving, now, notify.RetryState{}
 			}
 		case Lone, Resolved:

@@ -185,6 +185,33 @@ func TestDue(t *testing.T) {
 	}
 }
 
+// TestRecoverCompletesTheGroup: members' resolves mark them recovered one
+// by one; the last makes the group owe its resolve without any store
+// read (recovered reports none).
+func TestRecoverCompletesTheGroup(t *testing.T) {
+	s := slot(group(Open, t0, "i", "j"))
+	s, changed, complete := s.Recover("i")
+	if !changed || complete {
+		t.Fatalf("first recovery: changed %v complete %v, want true false", changed, complete)
+	}
+	if _, changed, _ := s.Recover("i"); changed {
+		t.Fatal("a repeated recovery changed the slot")
+	}
+	if _, owed := s.Due(t0.Add(time.Hour), wait, func(string) bool { return false }); len(owed) != 0 {
+		t.Fatalf("owed %v with j still down", owed)
+	}
+	s, _, complete = s.Recover("j")
+	if !complete {
+		t.Fatal("the last recovery did not complete the group")
+	}
+	if _, owed := s.Due(t0.Add(time.Hour), wait, func(string) bool { return false }); !slices.Equal(owed, []Owed{{t0, alert.KindResolve}}) {
+		t.Fatalf("owed %v, want the grouped resolve", owed)
+	}
+	if _, changed, _ := slot(group(Collecting, t0, "i", "j")).Recover("i"); changed {
+		t.Fatal("a member of an unsent group was marked recovered")
+	}
+}
+
 func phasesOf(s Slot) []Phase {
 	var out []Phase
 	for _, g := range s.Groups {
