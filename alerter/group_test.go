@@ -27,8 +27,10 @@ type stormEnv struct {
 	sinks         []alert.Sink
 }
 
-func newStormEnv(t *testing.T) *stormEnv {
-	e := &stormEnv{env: newEnv(t), grouped: testpeers.NewReceiver(t, nil), each: testpeers.NewReceiver(t, nil)}
+func newStormEnv(t *testing.T) *stormEnv { return newStormEnvOn(t, newEnv(t)) }
+
+func newStormEnvOn(t *testing.T, base *env) *stormEnv {
+	e := &stormEnv{env: base, grouped: testpeers.NewReceiver(t, nil), each: testpeers.NewReceiver(t, nil)}
 	cfgs := []sinks.Config{
 		{Name: "grouped", Type: sinks.TypeWebhook, URL: e.grouped.URL, Group: &sinks.Group{By: []string{"class", "host"}, Wait: groupWait}},
 		{Name: "each", Type: sinks.TypeWebhook, URL: e.each.URL},
@@ -248,7 +250,9 @@ func TestGroupsAreSplitByKey(t *testing.T) {
 // has (after the sink accepted, before the ledger mark), where it goes out
 // again with the same Idempotency-Key; either way no member is ever sent
 // alone and every outbox settles.
-func TestGroupCrashAtEveryStep(t *testing.T) {
+func TestGroupCrashAtEveryStep(t *testing.T) { testGroupCrashAtEveryStep(t, newEnv) }
+
+func testGroupCrashAtEveryStep(t *testing.T, newEnv func(*testing.T) *env) {
 	for _, tt := range []struct {
 		point string
 		sends int
@@ -259,7 +263,7 @@ func TestGroupCrashAtEveryStep(t *testing.T) {
 		{"group-settled", 1}, // members settled, slot not yet written
 	} {
 		t.Run(tt.point, func(t *testing.T) {
-			e := newStormEnv(t)
+			e := newStormEnvOn(t, newEnv(t))
 			ids := e.gateway(5)
 			dead := e.alerter("dead")
 			e.all(dead, ids, 0, down, down)
@@ -298,8 +302,9 @@ func TestGroupCrashAtEveryStep(t *testing.T) {
 // TestTwoReplicasFormOneGroup: two alerters (other owners, one store)
 // handle the storm's verdicts at once; the members still form one group,
 // sent once.
-func TestTwoReplicasFormOneGroup(t *testing.T) {
-	e := newStormEnv(t)
+func TestTwoReplicasFormOneGroup(t *testing.T) { testTwoReplicasFormOneGroup(t, newStormEnv(t)) }
+
+func testTwoReplicasFormOneGroup(t *testing.T, e *stormEnv) {
 	ids := e.gateway(20)
 	a, b := e.alerter("a"), e.alerter("b")
 	for _, id := range ids {
