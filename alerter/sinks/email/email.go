@@ -145,7 +145,17 @@ func (s *Sink) Name() string { return s.o.Name }
 
 // Notify sends the message for n in one SMTP session.
 func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
-	msg := s.Message(n)
+	if err := s.deliver(ctx, s.Message(n)); err != nil {
+		return err
+	}
+	s.logger.DebugContext(ctx, "email alert sent", "incident", n.IncidentID, "kind", n.Kind, "recipients", len(s.to))
+	return nil
+}
+
+// deliver sends msg in one SMTP session bounded by the sink's timeout and
+// turns a failure into the sink error contract: the one send path of
+// incidents, change events and groups.
+func (s *Sink) deliver(ctx context.Context, msg []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
 	if err := s.send(ctx, msg); err != nil {
@@ -156,7 +166,6 @@ func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
 		}
 		return s.classify(err)
 	}
-	s.logger.DebugContext(ctx, "email alert sent", "incident", n.IncidentID, "kind", n.Kind, "recipients", len(s.to))
 	return nil
 }
 

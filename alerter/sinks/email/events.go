@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -15,14 +14,8 @@ var _ alert.EventNotifier = (*Sink)(nil)
 
 // NotifyEvent sends the mail for change event n in one SMTP session.
 func (s *Sink) NotifyEvent(ctx context.Context, n alert.EventNotification) error {
-	msg := s.EventMessage(n)
-	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
-	defer cancel()
-	if err := s.send(ctx, msg); err != nil {
-		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-			err = fmt.Errorf("%w: %w", cerr, err)
-		}
-		return s.classify(err)
+	if err := s.deliver(ctx, s.EventMessage(n)); err != nil {
+		return err
 	}
 	s.logger.DebugContext(ctx, "email change event sent", "endpoint", n.EndpointID, "kind", n.Kind, "recipients", len(s.to))
 	return nil

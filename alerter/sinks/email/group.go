@@ -2,7 +2,6 @@ package email
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -14,14 +13,8 @@ var _ alert.GroupNotifier = (*Sink)(nil)
 // NotifyGroup sends the mail for grouped notification n in one SMTP
 // session.
 func (s *Sink) NotifyGroup(ctx context.Context, n alert.GroupNotification) error {
-	msg := s.GroupMessage(n)
-	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
-	defer cancel()
-	if err := s.send(ctx, msg); err != nil {
-		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-			err = fmt.Errorf("%w: %w", cerr, err)
-		}
-		return s.classify(err)
+	if err := s.deliver(ctx, s.GroupMessage(n)); err != nil {
+		return err
 	}
 	s.logger.DebugContext(ctx, "email grouped notification sent", "group", n.GroupID, "kind", n.Kind, "members", len(n.Members), "recipients", len(s.to))
 	return nil
