@@ -95,6 +95,11 @@ type Store interface {
 	// The endpoint's tenant's maintenance windows, decoded once per change
 	// of its stamp (store.Windows).
 	store.WindowSource
+	// The groups of grouping sinks (group.go), kind store.KindAlertGroup.
+	GetObject(ctx context.Context, kind, id string) ([]byte, error)
+	PutObject(ctx context.Context, kind, id string, doc []byte) error
+	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
+	DeleteObject(ctx context.Context, kind, id string) error
 }
 
 // Options configure an Alerter. Store is required.
@@ -176,6 +181,8 @@ type Alerter struct {
 	eventsMu sync.Mutex
 	// windows are the maintenance windows the gate reads (outbox.go).
 	windows *store.Windows
+	// groups are the in-process locks and wake-up of grouping (group.go).
+	groups groupState
 }
 
 // New returns an Alerter.
@@ -237,6 +244,7 @@ func New(opts Options) (*Alerter, error) {
 		jitter:       rand.Float64,
 		eventRetries: map[string]notify.RetryState{},
 	}
+	a.groups.wake = make(chan struct{}, 1)
 	a.rec = notify.Records{Store: a.st, Log: a.log}
 	a.windows = store.NewWindows(a.st, a.log)
 	for _, s := range opts.Sinks {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpmon/mcpmon/alerter/grouping"
 	"github.com/mcpmon/mcpmon/alerter/notify"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/model"
@@ -151,7 +152,28 @@ func (a *Alerter) deliver(ctx context.Context, run *drainRun, p pending, inc mod
 			run.blocked[s.Name()] = true
 			held++
 		default:
-			targets = append(targets, s)
+			g, ok := alert.GroupingOf(s)
+			if !ok {
+				targets = append(targets, s)
+				break
+			}
+			switch want, err := a.groupFor(ctx, run, p, inc, s, g, now); {
+			case errors.Is(err, notify.ErrClaimHeld):
+				run.blocked[s.Name()] = true
+				held++
+			case err != nil:
+				run.blocked[s.Name()] = true
+				held++
+				run.errs = append(run.errs, err)
+			case want == grouping.Alone:
+				targets = append(targets, s)
+			case want == grouping.Grouped:
+				// The group's notification carried p (group.go).
+			default:
+				// Waiting for its group: p and what follows it.
+				run.blocked[s.Name()] = true
+				held++
+			}
 		}
 	}
 	isOpen := p.Kind == string(alert.KindOpen)
@@ -373,27 +395,55 @@ func notification(ep model.Endpoint, inc model.Incident, p pending) alert.Notifi
 }
 
 // Run sweeps every SweepInterval until ctx is done.
+//
+// A grouping sink's group is due at its start plus the sink's wait, or
+// when its last member recovers, which may fall between sweeps: Run then
+// decides the groups at that time too (group.go notes it and wakes Run),
+// so a grouped notification is not late by up to a sweep interval. That
+// is flushGroups alone, not a whole sweep: the members' outboxes are
+// drained by their endpoints' next verdicts, or by the next sweep.
 func (a *Alerter) Run(ctx context.Context) error {
 	t := time.NewTicker(a.opts.SweepInterval)
 	defer t.Stop()
+	early := time.NewTimer(time.Hour)
+	early.Stop()
+	defer early.Stop()
+	var next time.Time // the earliest group due time not yet flushed
+	work := a.Sweep
 	for {
-		switch err := a.Sweep(ctx); {
-		case err == nil || ctx.Err() != nil:
-		case errors.Is(err, store.ErrUnavailable):
-			// The store logs its outage once; the next sweep retries.
-			a.log.Debug("sweep waits for the store", "err", err)
-		default:
-			a.log.Warn("sweep", "err", err)
+		if work != nil {
+			next = time.Time{}
+			switch err := work(ctx); {
+			case err == nil || ctx.Err() != nil:
+			case errors.Is(err, store.ErrUnavailable):
+				// The store logs its outage once; the next sweep retries.
+				a.log.Debug("sweep waits for the store", "err", err)
+			default:
+				a.log.Warn("sweep", "err", err)
+			}
+		}
+		if due := a.takeGroupDue(); !due.IsZero() && (next.IsZero() || due.Before(next)) {
+			next = due
+		}
+		early.Stop()
+		if !next.IsZero() {
+			early.Reset(max(next.Sub(a.clk.Now()), 0) + 10*time.Millisecond)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+			work = a.Sweep
+		case <-early.C:
+			work = a.flushGroups
+		case <-a.groups.wake:
+			work = nil
 		}
 	}
 }
 
-// Sweep drains every outbox the store lists as pending (deferred
+// Sweep decides the grouping sinks' groups (group.go), then drains every
+// outbox the store lists as pending (deferred
 // notifications whose maintenance ended, notifications a crash left behind,
 // sinks that came back), notifies the pending change events, sends the
 // digests whose period is over and refreshes the open-incidents gauge.
@@ -401,11 +451,19 @@ func (a *Alerter) Run(ctx context.Context) error {
 // what is pending and open, however many incidents were resolved before.
 // It is Run's body, exported for tests and one-shot runners.
 func (a *Alerter) Sweep(ctx context.Context) error {
+	// Groups first: the outboxes drained next then find their members'
+	// groups decided (group.go).
+	var errs []error
+	if err := a.flushGroups(ctx); err != nil {
+		if errors.Is(err, notify.ErrCrash) {
+			return err
+		}
+		errs = append(errs, err)
+	}
 	ids, err := a.st.PendingOutboxes(ctx)
 	if err != nil {
-		return fmt.Errorf("alerter: list pending outboxes: %w", err)
+		return errors.Join(append(errs, fmt.Errorf("alerter: list pending outboxes: %w", err))...)
 	}
-	var errs []error
 	for _, id := range ids {
 		if err := a.drain(ctx, id); err != nil {
 			if errors.Is(err, notify.ErrClaimHeld) {

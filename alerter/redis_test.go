@@ -29,3 +29,9 @@ func TestBeyondTheDedupWindowRedis(t *testing.T) {
 func TestRegionsRedis(t *testing.T) { testRegions(t, newPipelineOn(t, newRedisEnv(t))) }
 
 func TestDeliveryRecordRedis(t *testing.T) { testDeliveryRecord(t, newRedisEnv) }
+
+func TestGroupCrashAtEveryStepRedis(t *testing.T) { testGroupCrashAtEveryStep(t, newRedisEnv) }
+
+func TestTwoReplicasFormOneGroupRedis(t *testing.T) {
+	testTwoReplicasFormOneGroup(t, newStormEnvOn(t, newRedisEnv(t)))
+}

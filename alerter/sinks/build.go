@@ -106,6 +106,10 @@ func ParseEndpointSinks(raw json.RawMessage) ([]Config, error) {
 		if c.SMTPCAFile != "" {
 			errs = append(errs, fmt.Errorf("%w: sink %q: smtpCAFile: not allowed in per-endpoint sinks (configure it in the sinks file)", ErrInvalid, c.Name))
 		}
+		if c.Group != nil {
+			// A group spans endpoints; a per-endpoint sink sees one.
+			errs = append(errs, fmt.Errorf("%w: sink %q: group: not allowed in per-endpoint sinks (configure it in the sinks file)", ErrInvalid, c.Name))
+		}
 	}
 	if err := validateAll(cfgs); err != nil {
 		errs = append(errs, err)
@@ -230,7 +234,7 @@ func build(c Config, hc *http.Client, dial func(ctx context.Context, network, ad
 	if err != nil {
 		return nil, fmt.Errorf("%w: sink %q: %w", ErrInvalid, c.Name, err)
 	}
-	out := alert.Subscribed(routed(s, c.Severities), c.Notify)
+	out := grouped(alert.Subscribed(routed(s, c.Severities), c.Notify), c.Group)
 	if c.Digest != nil {
 		// Validate checked the rule and the type, whose sinks all carry
 		// digests.

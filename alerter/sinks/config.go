@@ -111,6 +111,10 @@ type Config struct {
 	// Notify) as one message per day or week instead of one each
 	// (digest.go).
 	Digest *alert.DigestRule `json:"digest,omitempty"`
+	// Group, when set, sends the incidents of one tenant that open
+	// together for one cause as one grouped notification (group.go).
+	// Off by default; not for pagerduty and opsgenie.
+	Group *Group `json:"group,omitempty"`
 
 	// Timeout bounds one delivery attempt; 0 is the type's default.
 	Timeout time.Duration `json:"-"`
@@ -146,6 +150,9 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&j); err != nil {
+		if errors.Is(err, ErrInvalid) {
+			return err // a member's own strict reader (Group) said what is wrong
+		}
 		return fmt.Errorf("%w: %v", ErrInvalid, scrubJSONError(err))
 	}
 	*c = Config(j.configFields)
@@ -206,6 +213,7 @@ func (c Config) Validate() error {
 	p.notify() // events.go
 	p.severities()
 	p.digest() // digest.go
+	p.group()  // group.go
 	switch c.Type {
 	case TypeWebhook, TypeSlack:
 		p.hook()
@@ -363,6 +371,11 @@ func (c Config) Redacted() Config {
 		d := *c.Digest
 		d.Severities = slices.Clone(d.Severities)
 		r.Digest = &d
+	}
+	if c.Group != nil {
+		g := *c.Group
+		g.By = slices.Clone(g.By)
+		r.Group = &g
 	}
 	for _, p := range []*string{&r.Secret, &r.RoutingKey, &r.APIKey, &r.SMTPPassword} {
 		*p = model.Secret(*p).String()

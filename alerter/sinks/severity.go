@@ -40,9 +40,12 @@ func (s severitySink) TakesSeverity(sev string) bool { return slices.Contains(s.
 
 func (s severitySink) MetricLabel() string { return alert.MetricLabel(s.Sink) }
 
-// Subscribes and NotifyEvent reach the sink underneath, which embedding an
+// Subscribes, NotifyEvent and NotifyGroup reach the sink underneath, which embedding an
 // interface hides.
 func (s severitySink) Subscribes(kind string) bool { return alert.Subscribes(s.Sink, kind) }
 func (s severitySink) NotifyEvent(ctx context.Context, n alert.EventNotification) error {
 	return alert.ForwardEvent(ctx, s.Sink, n)
+}
+func (s severitySink) NotifyGroup(ctx context.Context, n alert.GroupNotification) error {
+	return alert.ForwardGroup(ctx, s.Sink, n)
 }

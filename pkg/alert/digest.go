@@ -231,3 +231,13 @@ func (s digested) TakesSeverity(sev string) bool { return Takes(s.Sink, sev) }
 func (s digested) NotifyEvent(ctx context.Context, n EventNotification) error {
 	return ForwardEvent(ctx, s.Sink, n)
 }
+
+// A digest sink may also group incidents: the group setting and grouped
+// sends reach the sink underneath.
+func (s digested) Grouping() Grouping {
+	g, _ := GroupingOf(s.Sink)
+	return g
+}
+func (s digested) NotifyGroup(ctx context.Context, n GroupNotification) error {
+	return ForwardGroup(ctx, s.Sink, n)
+}

@@ -94,6 +94,11 @@ func (s subscribed) MetricLabel() string         { return MetricLabel(s.Sink) }
 // TakesSeverity passes the wrapped sink's severity routing through.
 func (s subscribed) TakesSeverity(sev string) bool { return Takes(s.Sink, sev) }
 
+// NotifyGroup passes grouped notifications through to the wrapped sink.
+func (s subscribed) NotifyGroup(ctx context.Context, n GroupNotification) error {
+	return ForwardGroup(ctx, s.Sink, n)
+}
+
 func (s subscribed) NotifyEvent(ctx context.Context, n EventNotification) error {
 	if en, ok := s.Sink.(EventNotifier); ok {
 		return en.NotifyEvent(ctx, n)

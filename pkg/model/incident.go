@@ -148,6 +148,10 @@ const (
 	// notification: it failed permanently, or kept failing past the
 	// give-up age. LastError says which.
 	DeliveryGaveUp DeliveryOutcome = "gave_up"
+	// DeliveryGrouped: the sink got the notification inside a grouped one
+	// that listed this incident with others of the same cause
+	// (alerter/group.go); no message of its own was sent.
+	DeliveryGrouped DeliveryOutcome = "grouped"
 )
 
 // Delivery is what happened to one notification of an incident at one sink:

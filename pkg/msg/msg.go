@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -325,6 +326,19 @@ func (s BlindSpell) ID() string {
 // blind, resolve: recovered) to sink.
 func (s BlindSpell) LedgerKey(kind, sink string) string {
 	return s.ID() + ":" + kind + ":" + sink
+}
+
+// GroupID names one group of incidents (alerter/group.go) across its open
+// and resolve: group-<tenant>-<groupHash>-<start as Unix seconds>, where
+// groupHash is a digest of the values the members share.
+func GroupID(tenant, groupHash string, start time.Time) string {
+	return "group-" + tenant + "-" + groupHash + "-" + strconv.FormatInt(start.Unix(), 10)
+}
+
+// GroupLedgerKey is the idempotency-ledger key of one grouped
+// notification: the group ID, the kind (open, resolve) and the sink name.
+func GroupLedgerKey(groupID, kind, sink string) string {
+	return groupID + ":" + kind + ":" + sink
 }
 
 // Decode unmarshals a message body into v and checks its schema version.

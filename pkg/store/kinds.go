@@ -39,6 +39,10 @@ const (
 	// kept their own, one empty object per endpoint with a pending outbox;
 	// read and emptied once by the alerter's migration.
 	KindLegacyOutbox = "alerter-outbox"
+	// KindAlertGroup: one alerter/grouping.Slot per (tenant, group key,
+	// grouping sink), id = a digest of the three: the groups of incidents
+	// a sink gets as one notification, kept until decided and settled.
+	KindAlertGroup = "alerter-group"
 	// KindMigrations: one marker per migration that has run, id = the
 	// migration's name and version.
 	KindMigrations = "alerter-migrations"

@@ -154,7 +154,7 @@ func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
 
 // deliver sends msg in one SMTP session within the sink's timeout and
 // returns the sink error contract's error: the one delivery path of
-// incidents, change events and digests.
+// incidents, change events, digests and groups.
 func (s *Sink) deliver(ctx context.Context, msg []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
