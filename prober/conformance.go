@@ -52,6 +52,9 @@ func (c *confCapture) page(res []byte) {
 // regression).
 func (p *Prober) conformanceOf(r *run, res *msg.ProbeResult, secrets scrubber) (*msg.Conformance, []msg.Event) {
 	o := r.conf.obs
+	if r.conf.every < 0 {
+		return nil, nil
+	}
 	if res.Status == msg.StatusDown || o.Era == "" || (o.Initialize == nil && o.Discover == nil) {
 		return r.conf.prev, nil
 	}
@@ -68,7 +71,7 @@ func (r *run) activeChecks(ctx context.Context) {
 	c := &r.conf
 	era := r.version
 	c.obs.Era = era
-	if r.legacy != nil || !conformance.Due(r.ep.ID, c.prev, era, c.slot, c.every) {
+	if r.legacy != nil || c.every < 0 || !conformance.Due(r.ep.ID, c.prev, era, c.slot, c.every) {
 		return
 	}
 	start := time.Now()

@@ -350,3 +350,48 @@ func TestActiveChecksAreNotTheServersLatency(t *testing.T) {
 		t.Errorf("total %.3fs includes the active checks", total)
 	}
 }
+
+// BenchmarkConformanceCPURatio runs probers with conformance on and off
+// alternately against the same go-sdk server (a tool to list, JSON
+// answers), each carrying its previous result as the worker does, and
+// reports the CPU per probe of each and their ratio (target ≤ 1.10). With
+// the default period the active requests are sent by the first probe
+// only: the steady state, which is what a fleet pays. active/… is a probe
+// that sends them, once an hour per endpoint.
+//
+//	go test ./prober -run '^$' -bench 'ConformanceCPURatio' -benchtime 2000x
+func BenchmarkConformanceCPURatio(b *testing.B) {
+	url := benchServer(b) + "/tools"
+	on, off := testProber(b, nil), testProber(b, func(o *Options) { o.ConformanceEvery = -1 })
+	active := testProber(b, func(o *Options) { o.ConformanceEvery = time.Nanosecond })
+	ep := endpoint(url)
+	ep.Transport = TransportStreamableHTTP
+	run := func(p *Prober, prev *msg.ProbeResult, slot time.Time) *msg.ProbeResult {
+		res, _ := p.Run(context.Background(), ep, msg.NewProbeCommand(ep.ID, slot), prev)
+		if res.Class != ClassOK || res.ToolCount != 1 {
+			b.Fatalf("probe: %s %s tools %d", res.Class, res.Error, res.ToolCount)
+		}
+		return &res
+	}
+	seed := &msg.ProbeResult{Status: msg.StatusUp, ProtocolVersion: Version20251125, Transport: TransportStreamableHTTP}
+	prevOn, prevOff, prevActive := run(on, seed, testSlot), run(off, seed, testSlot), run(active, seed, testSlot)
+	if prevOn.Conformance == nil || prevOff.Conformance != nil {
+		b.Fatal("conformance not on and off")
+	}
+	rounds := max(b.N, 300)
+	var tOn, tOff, tActive time.Duration
+	for i := range rounds {
+		slot := testSlot.Add(time.Duration(i+1) * time.Second)
+		t0 := cpuTime()
+		prevOn = run(on, prevOn, slot)
+		t1 := cpuTime()
+		prevOff = run(off, prevOff, slot)
+		t2 := cpuTime()
+		prevActive = run(active, prevActive, slot)
+		tOn, tOff, tActive = tOn+t1-t0, tOff+t2-t1, tActive+cpuTime()-t2
+	}
+	b.ReportMetric(float64(tOn)/float64(rounds), "on-cpu-ns/probe")
+	b.ReportMetric(float64(tOff)/float64(rounds), "off-cpu-ns/probe")
+	b.ReportMetric(float64(tOn)/float64(tOff), "ratio")
+	b.ReportMetric(float64(tActive)/float64(tOff), "active/off")
+}

@@ -155,8 +155,8 @@ type Options struct {
 	MaxCachedTokens int
 	// ConformanceEvery is how often per endpoint a probe sends the extra
 	// requests of the active conformance rules (default
-	// conformance.ActiveEvery; negative: never). The passive rules judge
-	// every probe.
+	// conformance.ActiveEvery); the passive rules judge every probe.
+	// Negative turns conformance off: no rules, no result field.
 	ConformanceEvery time.Duration
 }
 

@@ -189,3 +189,31 @@ func TestBoundScrubsThenCuts(t *testing.T) {
 		t.Errorf("detail %q (%d bytes)", d, len(d))
 	}
 }
+
+// TestSchemaRulesAreCarriedWhileTheResultsAreTheSame: validation is the
+// costly part, so the same bytes are not validated twice; other bytes are.
+func TestSchemaRulesAreCarriedWhileTheResultsAreTheSame(t *testing.T) {
+	o := healthy2026()
+	first := Evaluate(o, slot)
+	if r, _ := first.Rule(RuleToolsListSchema); r.Outcome != msg.ConformancePass || first.Results == "" {
+		t.Fatalf("first: %+v, results %q", r, first.Results)
+	}
+	// A previous outcome that validation would not give shows it was carried.
+	marked := first
+	marked.Rules = append([]msg.RuleResult(nil), first.Rules...)
+	for i := range marked.Rules {
+		if marked.Rules[i].ID == RuleToolsListSchema {
+			marked.Rules[i] = msg.RuleResult{ID: RuleToolsListSchema, Outcome: msg.ConformanceFail, Detail: "carried"}
+		}
+	}
+	o.Prev = &marked
+	second := Evaluate(o, slot.Add(time.Minute))
+	if r, _ := second.Rule(RuleToolsListSchema); r.Detail != "carried" {
+		t.Errorf("same results validated again: %+v", r)
+	}
+	o.ToolPages = []json.RawMessage{json.RawMessage(`{"resultType":"complete","ttlMs":1,"cacheScope":"public","tools":[]}`)}
+	third := Evaluate(o, slot.Add(time.Minute))
+	if r, _ := third.Rule(RuleToolsListSchema); r.Outcome != msg.ConformancePass {
+		t.Errorf("other results not validated: %+v", r)
+	}
+}

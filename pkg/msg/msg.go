@@ -208,7 +208,11 @@ type Conformance struct {
 	ToolOrder string `json:"toolOrder,omitempty"`
 	// ToolSet is a digest of the same names sorted: the order is compared
 	// only while the set is the same.
-	ToolSet string       `json:"toolSet,omitempty"`
+	ToolSet string `json:"toolSet,omitempty"`
+	// Results is a digest of the results the schema rules validated:
+	// while it is unchanged, their outcomes are carried instead of
+	// validating the same bytes again.
+	Results string       `json:"results,omitempty"`
 	Rules   []RuleResult `json:"rules"`
 }
 
