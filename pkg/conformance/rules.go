@@ -129,6 +129,9 @@ type Observation struct {
 	// Active holds the answers to the extra requests; nil when they were
 	// not sent by this probe.
 	Active *Active
+
+	// toolOrder and toolSet are Evaluate's toolDigests of ToolPages.
+	toolOrder, toolSet string
 }
 
 // Active holds the answers to the extra requests of the active rules.
@@ -160,7 +163,8 @@ const MaxToolPages = maxObservedToolPages
 // bounds them (Bound) before they leave the process.
 func Evaluate(o Observation, slot time.Time) msg.Conformance {
 	c := msg.Conformance{Era: o.Era, CheckedAt: slot.UTC(), Rules: make([]msg.RuleResult, 0, len(rules))}
-	c.ToolOrder, c.ToolSet = toolDigests(o.ToolPages, o.ToolsListed)
+	o.toolOrder, o.toolSet = toolDigests(o.ToolPages, o.ToolsListed)
+	c.ToolOrder, c.ToolSet = o.toolOrder, o.toolSet
 	c.Results = resultsDigest(o)
 	sameResults := o.Prev != nil && o.Prev.Era == o.Era && o.Prev.Results == c.Results
 	if o.Active != nil {
@@ -340,7 +344,7 @@ func checkPing(o *Observation) (string, string) {
 }
 
 func checkToolsOrder(o *Observation) (string, string) {
-	order, set := toolDigests(o.ToolPages, o.ToolsListed)
+	order, set := o.toolOrder, o.toolSet
 	switch {
 	case order == "":
 		return na("tools/list not read whole")
