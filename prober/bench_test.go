@@ -37,6 +37,9 @@ func runBenchServer() int {
 	mux := http.NewServeMux()
 	mux.Handle("/json", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{JSONResponse: true}))
 	mux.Handle("/sse", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	// /tools serves a server with one tool, so a probe lists tools too.
+	withTool := sdkServer()
+	mux.Handle("/tools", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return withTool }, &mcp.StreamableHTTPOptions{JSONResponse: true}))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -40,6 +40,7 @@ func (r *run) discoverProbe(ctx context.Context) error {
 		return failf(ClassVersionMismatch, 0, "server/discover lists %s without %s", fromTarget(fmt.Sprint(dr.SupportedVersions)), Version20260728)
 	}
 	r.res.ProtocolVersion = Version20260728
+	r.conf.obs.Era, r.conf.obs.Discover = Version20260728, result
 	var info struct {
 		Name    string `json:"name"`
 		Version string `json:"version"`
@@ -56,5 +57,9 @@ func (r *run) discoverProbe(ctx context.Context) error {
 	_ = json.Unmarshal(dr.Capabilities, &caps)
 	r.hasTools = len(caps.Tools) > 0 && string(caps.Tools) != "null"
 	r.listTools(ctx)
-	return r.checkTool(ctx)
+	if err := r.checkTool(ctx); err != nil {
+		return err
+	}
+	r.activeChecks(ctx)
+	return nil
 }

@@ -38,13 +38,16 @@ func (r *run) handshake(ctx context.Context, version string) error {
 	if err := r.acceptInitialize(result, version); err != nil {
 		return err
 	}
+	r.conf.obs.Era, r.conf.obs.Initialize, r.conf.obs.SessionID = r.version, result, r.sessionID
 	if err := r.timed(msg.PhaseInitialized, func() error { return r.notify(ctx, "notifications/initialized") }); err != nil {
 		return err
 	}
 	if err := r.timed(msg.PhasePing, func() error {
 		_, err := r.call(ctx, "ping", emptyParams)
+		r.conf.obs.PingSent = true
 		var pe *probeError
 		if errors.As(err, &pe) && pe.rpc != nil && pe.rpc.Code == codeMethodNotFound {
+			r.conf.obs.PingNotFound = true
 			return nil // an answered -32601 still proves the server alive
 		}
 		return asRPCClass(err, ClassRPCError, "ping")
@@ -52,7 +55,11 @@ func (r *run) handshake(ctx context.Context, version string) error {
 		return err
 	}
 	r.listTools(ctx)
-	return r.checkTool(ctx)
+	if err := r.checkTool(ctx); err != nil {
+		return err
+	}
+	r.activeChecks(ctx)
+	return nil
 }
 
 // acceptInitialize checks the initialize result and records the server.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/conformance"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
@@ -152,6 +153,11 @@ type Options struct {
 	// MaxCachedTokens bounds the OAuth token cache (default 10000
 	// endpoints; the least recently used is dropped first).
 	MaxCachedTokens int
+	// ConformanceEvery is how often per endpoint a probe sends the extra
+	// requests of the active conformance rules (default
+	// conformance.ActiveEvery); the passive rules judge every probe.
+	// Negative turns conformance off: no rules, no result field.
+	ConformanceEvery time.Duration
 }
 
 // Prober runs MCP probes. It is safe for concurrent use; every probe gets its
@@ -252,6 +258,9 @@ func New(opts Options) *Prober {
 	}
 	if opts.Resolver == nil {
 		opts.Resolver = net.DefaultResolver
+	}
+	if opts.ConformanceEvery == 0 {
+		opts.ConformanceEvery = conformance.ActiveEvery
 	}
 	initParams := make(map[string]json.RawMessage, len(versions))
 	for _, v := range versions {
@@ -400,6 +409,10 @@ func (p *Prober) Run(ctx context.Context, ep model.Endpoint, cmd msg.ProbeComman
 
 	start := time.Now()
 	r := newRun(p, ep, &res)
+	r.conf.slot, r.conf.every = cmd.Slot, p.opts.ConformanceEvery
+	if prev != nil {
+		r.conf.prev = prev.Conformance
+	}
 	var err error = tokenErr
 	if tokenErr == nil {
 		err = r.probe(pctx, prev)
@@ -411,7 +424,8 @@ func (p *Prober) Run(ctx context.Context, ep model.Endpoint, cmd msg.ProbeComman
 	dl, _ := pctx.Deadline()
 	expired := !time.Now().Before(dl)
 	r.close()
-	total := time.Since(start)
+	// The active conformance requests are not the server's latency.
+	total := time.Since(start) - r.conf.activeTime
 	res.Phases[msg.PhaseTotal] = total.Seconds()
 	if tokenTime > 0 {
 		r.mu.Lock()
@@ -430,6 +444,9 @@ func (p *Prober) Run(ctx context.Context, ep model.Endpoint, cmd msg.ProbeComman
 	}
 	p.conclude(&res, ep, r, pe, total, secrets)
 	res.Status = StatusOf(res.Class)
+	var confEvents []msg.Event
+	res.Conformance, confEvents = p.conformanceOf(r, &res, secrets)
+	res.Events = append(res.Events, confEvents...)
 	if ep.OAuth != nil && res.Class == ClassAuthRejected {
 		// The target refused the token (revoked, or expired early): the
 		// next probe fetches a new one instead of repeating it.

@@ -58,6 +58,8 @@ type run struct {
 	tools     []json.RawMessage // nil when tools/list was not read
 	toolsMore bool              // tools/list had pages beyond those read (catalogLimits.full)
 	degraded  *probeError       // why an alive server is degraded (tools/list failing)
+
+	conf confCapture // what the conformance rules judge (conformance.go)
 }
 
 func newRun(p *Prober, ep model.Endpoint, res *msg.ProbeResult) *run {
@@ -205,6 +207,7 @@ func (r *run) resetSession() {
 		r.legacy = nil
 	}
 	r.sessionID, r.version, r.hasTools = "", "", false
+	r.conf.reset()
 	r.res.ServerName, r.res.ServerVersion, r.res.ProtocolVersion, r.res.Transport = "", "", "", ""
 	r.dropAttemptPhases()
 }

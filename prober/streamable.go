@@ -34,6 +34,8 @@ func (r *run) call(ctx context.Context, method string, params any) (json.RawMess
 		if len(r.sessionID) > 1024 {
 			return nil, failf(ClassProtocolError, resp.StatusCode, "Mcp-Session-Id header is over 1 KiB")
 		}
+	} else {
+		r.sessionHeaderSeen(resp.Header)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, r.statusError(ctx, resp, method)

@@ -39,6 +39,7 @@ func (r *run) listTools(ctx context.Context) {
 				return failf(ClassDegraded, 0, "malformed result: %v", err)
 			}
 			tools = append(tools, lr.Tools...)
+			r.conf.page(res)
 			rawBytes += len(res)
 			if lr.NextCursor == "" {
 				return nil
@@ -62,4 +63,5 @@ func (r *run) listTools(ctx context.Context) {
 		r.tools = []json.RawMessage{}
 	}
 	r.toolsMore = more
+	r.conf.obs.ToolsListed = !more
 }

@@ -283,10 +283,11 @@ func New(opts Options) http.Handler {
 			r.Patch("/{id}", s.patchEndpoint)
 			r.Delete("/{id}", s.deleteEndpoint)
 			r.Get("/{id}/verdicts", s.listVerdicts)
-			r.Get("/{id}/uptime", s.getUptime)   // uptime.go
-			r.Get("/{id}/history", s.getHistory) // uptime.go
-			r.Get("/{id}/catalog", s.getCatalog) // uptime.go
-			r.Get("/{id}/events", s.listEvents)  // events.go
+			r.Get("/{id}/uptime", s.getUptime)           // uptime.go
+			r.Get("/{id}/history", s.getHistory)         // uptime.go
+			r.Get("/{id}/catalog", s.getCatalog)         // uptime.go
+			r.Get("/{id}/events", s.listEvents)          // events.go
+			r.Get("/{id}/conformance", s.getConformance) // conformance.go
 		})
 		r.Route("/incidents", func(r chi.Router) {
 			r.Get("/", s.listIncidents)

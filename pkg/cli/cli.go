@@ -240,6 +240,7 @@ func (a *app) commands() []*cobra.Command {
 		a.uptimeCmd(),      // uptime.go
 		a.eventsCmd(),      // events.go
 		a.catalogCmd(),     // catalog.go
+		a.conformanceCmd(), // conformancecmd.go
 		a.auditCmd(),       // audit.go
 		a.statusCmd(),      // status.go
 		a.applyCmd(),       // apply.go

@@ -26,6 +26,7 @@ var referenceChecks = map[string][]string{
 	"api.md":             {"TestDocsAPIListsEveryOperation", "TestDocsAPIPaginatedLists"},
 	"cli.md":             {"TestDocsCLINamesEveryCommandAndFlag"},
 	"configuration.md":   {"TestDocsConfigurationDocumentsEveryFlag"},
+	"conformance.md":     {"TestDocsConformanceListsEveryRule"},
 	"deep-checks.md":     {"TestDocsDeepChecksDocumentEveryField", "TestDocsDeepChecksBounds"},
 	"events.md":          {"TestDocsEventKinds"},
 	"failure-classes.md": {"TestDocsClassTable"},

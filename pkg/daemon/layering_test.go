@@ -153,6 +153,12 @@ func TestStagesImportOnlyTheModelAndContracts(t *testing.T) {
 	allowed := []string{
 		"pkg/model", "pkg/msg", "pkg/queue", "pkg/store", // the contracts
 		"pkg/alert", "pkg/clock", "pkg/metrics", "pkg/schedule", "pkg/netguard", "pkg/jsonpath", // leaves
+		"pkg/conformance", // the spec rules: pure, over the model and the messages (checked below)
+	}
+	for _, d := range deps(t, "pkg/conformance") {
+		if !slices.Contains([]string{"pkg/model", "pkg/msg", "pkg/schedule"}, d) {
+			t.Errorf("pkg/conformance imports %s; the rules import only the model and the messages", d)
+		}
 	}
 	for _, stage := range []string{"prober", "aggregator", "alerter"} {
 		for _, d := range deps(t, stage) {

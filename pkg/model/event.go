@@ -56,12 +56,19 @@ const (
 	// the client secret goes to the pinned token endpoint only). Once per
 	// pinned and named pair.
 	EventAuthServerChanged = "auth_server_changed"
+	// EventConformanceRegressed: a spec-conformance rule that passed at
+	// the previous probe fails (pkg/conformance; raised by the prober, one
+	// event naming every rule that regressed in one probe). Advice: the
+	// endpoint's state is not changed.
+	EventConformanceRegressed = "conformance_regressed"
+	// EventConformanceRestored: a conformance rule that failed passes again.
+	EventConformanceRestored = "conformance_restored"
 )
 
 // EventKinds are the change-event kinds, in the order docs and metrics list
 // them.
 func EventKinds() []string {
-	return []string{EventCatalogBreaking, EventCatalogInfo, EventCatalogSecurity, EventVersion, EventCertificateExpiry, EventCredentialExpiry, EventCatalogDivergent, EventAuthServerChanged}
+	return []string{EventCatalogBreaking, EventCatalogInfo, EventCatalogSecurity, EventVersion, EventCertificateExpiry, EventCredentialExpiry, EventCatalogDivergent, EventAuthServerChanged, EventConformanceRegressed, EventConformanceRestored}
 }
 
 // IsEventKind reports whether k is one of EventKinds.

@@ -180,6 +180,68 @@ type ProbeResult struct {
 	// left. Readers without the field treat the result as sighted.
 	Blind      bool      `json:"blind,omitempty"`
 	BlindSince time.Time `json:"blindSince,omitzero"`
+	// Conformance is the endpoint's latest spec conformance (see
+	// pkg/conformance): evaluated by this probe when it got far enough to
+	// observe the server, else carried from the previous result. It never
+	// changes Status.
+	Conformance *Conformance `json:"conformance,omitempty"`
+}
+
+// Outcomes of one conformance rule.
+const (
+	ConformancePass = "pass"
+	ConformanceFail = "fail"
+	ConformanceNA   = "n/a" // the rule does not apply to the era, or the probe could not tell
+)
+
+// Bounds of a result's conformance: a rule list is the rule catalog's, so
+// MaxConformanceRules only guards a corrupt or hostile body; details are
+// scrubbed target text cut to MaxConformanceDetail bytes.
+const (
+	MaxConformanceRules  = 64
+	MaxConformanceDetail = 200
+)
+
+// Conformance is the outcome of every conformance rule for one endpoint.
+type Conformance struct {
+	// Era is the protocol revision the rules were evaluated against.
+	Era string `json:"era"`
+	// CheckedAt is the slot of the probe that evaluated the passive rules.
+	CheckedAt time.Time `json:"checkedAt"`
+	// ActiveAt is the slot of the probe that last sent the extra requests
+	// of the active rules; their outcomes are carried until the next one.
+	ActiveAt time.Time `json:"activeAt,omitzero"`
+	// ToolOrder is a digest of the listed tool names in the order listed,
+	// compared by the next probe (rule tools-order-stable).
+	ToolOrder string `json:"toolOrder,omitempty"`
+	// ToolSet is a digest of the same names sorted: the order is compared
+	// only while the set is the same.
+	ToolSet string `json:"toolSet,omitempty"`
+	// Results is a digest of the results the schema rules validated:
+	// while it is unchanged, their outcomes are carried instead of
+	// validating the same bytes again.
+	Results string       `json:"results,omitempty"`
+	Rules   []RuleResult `json:"rules"`
+}
+
+// RuleResult is one rule's outcome.
+type RuleResult struct {
+	ID      string `json:"id"`
+	Outcome string `json:"outcome"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// Rule returns the result of rule id, if c has one.
+func (c *Conformance) Rule(id string) (RuleResult, bool) {
+	if c == nil {
+		return RuleResult{}, false
+	}
+	for _, r := range c.Rules {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return RuleResult{}, false
 }
 
 // Event is a notable change observed by a probe.

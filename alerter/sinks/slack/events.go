@@ -23,14 +23,16 @@ func (s *Sink) NotifyEvent(ctx context.Context, n alert.EventNotification) error
 
 // eventHeadlines: emoji and wording per change-event kind.
 var eventHeadlines = map[string][2]string{
-	model.EventCatalogBreaking:   {"💥", "tool catalog changed (breaking)"},
-	model.EventCatalogInfo:       {"🧩", "tool catalog changed"},
-	model.EventCatalogSecurity:   {"🛡️", "tool description changed (security)"},
-	model.EventVersion:           {"🔀", "version changed"},
-	model.EventCertificateExpiry: {"🔒", "TLS certificate expires soon"},
-	model.EventCredentialExpiry:  {"🔑", "probe credential expires soon"},
-	model.EventCatalogDivergent:  {"🌐", "regions disagree on the tool catalog"},
-	model.EventAuthServerChanged: {"🚨", "OAuth authorization server changed (not followed)"},
+	model.EventCatalogBreaking:      {"💥", "tool catalog changed (breaking)"},
+	model.EventCatalogInfo:          {"🧩", "tool catalog changed"},
+	model.EventCatalogSecurity:      {"🛡️", "tool description changed (security)"},
+	model.EventVersion:              {"🔀", "version changed"},
+	model.EventCertificateExpiry:    {"🔒", "TLS certificate expires soon"},
+	model.EventCredentialExpiry:     {"🔑", "probe credential expires soon"},
+	model.EventCatalogDivergent:     {"🌐", "regions disagree on the tool catalog"},
+	model.EventAuthServerChanged:    {"🚨", "OAuth authorization server changed (not followed)"},
+	model.EventConformanceRegressed: {"📏", "spec conformance regressed"},
+	model.EventConformanceRestored:  {"📐", "spec conformance restored"},
 }
 
 // NewEventMessage renders a change event as Block Kit: a header, the
