@@ -18,7 +18,7 @@ func (s *Sink) NotifyEvent(ctx context.Context, n alert.EventNotification) error
 	msg := s.EventMessage(n)
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
-	if err := s.send(ctx, msg); err != nil {
+	if err := s.send(ctx, s.to, msg); err != nil {
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 			err = fmt.Errorf("%w: %w", cerr, err)
 		}
