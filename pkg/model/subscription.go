@@ -146,3 +146,24 @@ func IncidentEvents(inc Incident) []IncidentEvent {
 	}
 	return evs
 }
+
+// SubscriberNotice is what one subscriber of a page is told of one
+// incident event: the alerter decides it is owed, the subscriber side
+// (pkg/subscribe) renders and sends it.
+type SubscriberNotice struct {
+	// Key is the notice's ledger key (SubscriberNoticeKey), also the
+	// mail's Message-ID seed, so a resend is recognisably the same.
+	Key        string
+	Page       StatusPage
+	Subscriber Subscriber
+	Endpoint   Endpoint
+	Incident   Incident
+	Event      IncidentEvent
+}
+
+// SubscriberNoticeKey is the ledger key of telling subscriber sub of
+// incident's event: one per subscriber per incident event, whichever
+// replica, restart or sweep sends it.
+func SubscriberNoticeKey(sub, incident, event string) string {
+	return "sub-" + sub + "-" + incident + "-" + event
+}
