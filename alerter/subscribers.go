@@ -67,7 +67,7 @@ const (
 	subscriberBatch    = 500
 	subscriberParallel = 8
 	// DefaultSubscriberInterval is how often RunSubscribers sweeps.
-	DefaultSubscriberInterval = 10 * time.Second
+	DefaultSubscriberInterval = 5 * time.Second
 )
 
 // pageEventKey is the ledger key of fanning out incident's event to page's
