@@ -124,7 +124,8 @@ func TestSubscribersGetOneNoticePerIncidentEvent(t *testing.T) {
 		model.SubscriberNoticeKey("s1", inc, "resolved"),
 		model.SubscriberNoticeKey("s4", inc, "resolved"),
 	}
-	if got := sink.keys(); !slices.Equal(got, want) {
+	// One event's notices go out in parallel: compare as sets.
+	if got := sink.keys(); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
 		t.Fatalf("notices:\n got %v\nwant %v", got, want)
 	}
 	// Another replica (a restart) finds every notice done.
