@@ -299,7 +299,8 @@ func New(opts Options) http.Handler {
 		})
 		r.Route("/keys", s.keyRoutes) // keys.go
 		r.Route("/audit", s.auditLogRoutes)
-		r.Route("/dlq", s.dlqRoutes) // dlq.go
+		r.Route("/dlq", s.dlqRoutes)                                  // dlq.go
+		r.Route("/status-pages/{id}/subscribers", s.subscriberRoutes) // subscribers.go
 	})
 	return r
 }

@@ -53,7 +53,10 @@ type Subscriber struct {
 	State SubscriberState `json:"state"`
 	// Address is the e-mail address, sealed at rest (pkg/seal text form)
 	// when the deployment has a sealing key.
-	Address   string    `json:"address"`
+	Address string `json:"address"`
+	// Masked is MaskEmail of the address, kept beside the sealed one so
+	// the owner's API can show it without the key.
+	Masked    string    `json:"masked,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	// MailedAt is when the last confirmation mail went out.
 	MailedAt time.Time `json:"mailedAt,omitzero"`

@@ -187,7 +187,7 @@ func (s *Service) Subscribe(ctx context.Context, p model.StatusPage, address str
 	if !d.write {
 		return nil
 	}
-	d.next.Address = s.seal(id, addr)
+	d.next.Address, d.next.Masked = s.seal(id, addr), model.MaskEmail(addr)
 	// Written before the mail: a crash in between leaves a pending record
 	// that nobody was mailed, which the next subscribe after
 	// ConfirmMailEvery (or the expiry) mails again; the other order could
