@@ -297,6 +297,13 @@ func New(opts Options) http.Handler {
 			r.Put("/{id}", s.putMaintenance)
 			r.Delete("/{id}", s.deleteMaintenance)
 		})
+		r.Route("/status-pages", func(r chi.Router) { // statuspages.go
+			r.Get("/", s.listStatusPages)
+			r.Post("/", s.createStatusPage)
+			r.Get("/{id}", s.getStatusPage)
+			r.Put("/{id}", s.putStatusPage)
+			r.Delete("/{id}", s.deleteStatusPage)
+		})
 		r.Route("/keys", s.keyRoutes) // keys.go
 		r.Route("/audit", s.auditLogRoutes)
 		r.Route("/dlq", s.dlqRoutes)                                  // dlq.go

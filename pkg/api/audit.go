@@ -83,6 +83,9 @@ var auditRoutes = map[string]auditRoute{
 	"POST /v1/maintenance":            {ActionSilence, "maintenance", jsonFields(apiv1.MaintenanceInput{})},
 	"PUT /v1/maintenance/{id}":        {ActionUpdate, "maintenance", jsonFields(apiv1.MaintenanceInput{})},
 	"DELETE /v1/maintenance/{id}":     {ActionDelete, "maintenance", nil},
+	"POST /v1/status-pages":           {ActionCreate, "status-page", jsonFields(apiv1.StatusPageInput{})},
+	"PUT /v1/status-pages/{id}":       {ActionUpdate, "status-page", jsonFields(apiv1.StatusPageInput{})},
+	"DELETE /v1/status-pages/{id}":    {ActionDelete, "status-page", nil},
 	"POST /v1/keys":                   {ActionCreateKey, "key", jsonFields(keyRequest{})},
 	"DELETE /v1/keys/{id}":            {ActionRevokeKey, "key", nil},
 }

@@ -41,7 +41,7 @@ const (
 )
 
 // routeCase is one row of the route table: the scope a route needs, a sample
-// request (placeholders {endpoint}, {incident}, {maintenance}, {key} name
+// request (placeholders {endpoint}, {incident}, {maintenance}, {page}, {key} name
 // objects of tenant A, seeded fresh for each route) and how another tenant
 // must see it.
 type routeCase struct {
@@ -88,7 +88,14 @@ var routeTable = map[string]routeCase{
 	"GET /v1/maintenance/{id}": {scope: auth.ScopeRead, path: "/v1/maintenance/{maintenance}", tenant: notFound},
 	"PUT /v1/maintenance/{id}": {scope: auth.ScopeWrite, path: "/v1/maintenance/{maintenance}", tenant: notFound,
 		body: `{"name":"walk","endpointIds":["x"],"start":"2026-03-02T01:00:00Z","end":"2026-03-02T02:00:00Z"}`},
-	"DELETE /v1/maintenance/{id}":  {scope: auth.ScopeWrite, path: "/v1/maintenance/{maintenance}", tenant: notFound},
+	"DELETE /v1/maintenance/{id}": {scope: auth.ScopeWrite, path: "/v1/maintenance/{maintenance}", tenant: notFound},
+	"GET /v1/status-pages/":       {scope: auth.ScopeRead, path: "/v1/status-pages", tenant: absent, object: "{page}"},
+	"POST /v1/status-pages/": {scope: auth.ScopeWrite, path: "/v1/status-pages", tenant: ownTenant, list: "/v1/status-pages",
+		body: `{"slug":"walk-page","title":"walk"}`},
+	"GET /v1/status-pages/{id}": {scope: auth.ScopeRead, path: "/v1/status-pages/{page}", tenant: notFound},
+	"PUT /v1/status-pages/{id}": {scope: auth.ScopeWrite, path: "/v1/status-pages/{page}", tenant: notFound,
+		body: `{"slug":"walk-put","title":"walk"}`},
+	"DELETE /v1/status-pages/{id}": {scope: auth.ScopeWrite, path: "/v1/status-pages/{page}", tenant: notFound},
 	"GET /v1/keys/":                {scope: auth.ScopeAdmin, path: "/v1/keys", tenant: absent, object: "{key}"},
 	"POST /v1/keys/":               {scope: auth.ScopeAdmin, path: "/v1/keys", body: `{"name":"walk","scope":"read"}`, tenant: ownTenant, list: "/v1/keys"},
 	"DELETE /v1/keys/{id}":         {scope: auth.ScopeAdmin, path: "/v1/keys/{key}", tenant: notFound},
@@ -173,6 +180,12 @@ func (ah *authHarness) seed() map[string]string {
 		ah.t.Fatalf("seed maintenance: %d %s", resp.StatusCode, b)
 	}
 	ids["{maintenance}"] = m.ID
+	var page apiv1.StatusPageView
+	resp, b = ah.call("POST", "/v1/status-pages", ah.keys["a/write"], fmt.Sprintf(`{"slug":"seed-%d","title":"a"}`, ah.seq))
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &page) != nil {
+		ah.t.Fatalf("seed status page: %d %s", resp.StatusCode, b)
+	}
+	ids["{page}"] = page.ID
 	_, k, err := ah.keyring.Create(ah.t.Context(), auth.NewKey{Name: fmt.Sprintf("victim-%d", ah.seq), Tenant: "a", Scope: auth.ScopeRead})
 	if err != nil {
 		ah.t.Fatal(err)
@@ -183,7 +196,7 @@ func (ah *authHarness) seed() map[string]string {
 
 // placeholderIn returns the placeholder path names.
 func placeholderIn(path string) string {
-	for _, ph := range []string{"{endpoint}", "{incident}", "{maintenance}", "{key}"} {
+	for _, ph := range []string{"{endpoint}", "{incident}", "{maintenance}", "{page}", "{key}"} {
 		if strings.Contains(path, ph) {
 			return ph
 		}
@@ -206,7 +219,7 @@ func problemDetail(body []byte, id string) string {
 func (ah *authHarness) snapshot(ids map[string]string) string {
 	ah.t.Helper()
 	var out strings.Builder
-	for _, path := range []string{"/v1/endpoints/{endpoint}", "/v1/incidents/{incident}", "/v1/maintenance/{maintenance}"} {
+	for _, path := range []string{"/v1/endpoints/{endpoint}", "/v1/incidents/{incident}", "/v1/maintenance/{maintenance}", "/v1/status-pages/{page}"} {
 		resp, b := ah.call(http.MethodGet, fill(path, ids), ah.keys["a/admin"], "")
 		fmt.Fprintf(&out, "%d %s\n", resp.StatusCode, b)
 	}
@@ -329,7 +342,7 @@ func TestEveryRouteRequiresAKey(t *testing.T) {
 				case notFound:
 					// Exactly what a missing object answers: no oracle.
 					missing := strings.ReplaceAll(rc.path, "{endpoint}", "nosuchid")
-					for _, ph := range []string{"{incident}", "{maintenance}", "{key}"} {
+					for _, ph := range []string{"{incident}", "{maintenance}", "{page}", "{key}"} {
 						missing = strings.ReplaceAll(missing, ph, "nosuchid")
 					}
 					mresp, mb := ah.call(method, missing, ah.keys["b/admin"], rc.body)

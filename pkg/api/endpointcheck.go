@@ -243,20 +243,27 @@ func checkLabels(in map[string]string, bad reportFunc) map[string]string {
 	}
 	out := make(map[string]string, len(in))
 	for _, k := range slices.Sorted(maps.Keys(in)) {
-		v := in[k]
-		ptr := "#/labels/" + pointerEscape(k)
-		switch {
-		case len(k) > maxLabelKeyLen || !labelKeyRE.MatchString(k):
-			bad(ptr, "label names match %s and are at most %d characters", labelKeyRE, maxLabelKeyLen)
-		case len(v) > maxLabelValLen || !utf8.ValidString(v):
-			bad(ptr, "label values are valid UTF-8 of at most %d bytes", maxLabelValLen)
-		case v != "" && textProblem(v) != "":
-			bad(ptr, "label value %s", textProblem(v))
-		default:
-			out[k] = v
+		if detail := labelProblem(k, in[k]); detail != "" {
+			bad("#/labels/"+pointerEscape(k), "%s", detail)
+		} else {
+			out[k] = in[k]
 		}
 	}
 	return out
+}
+
+// labelProblem says why the label k=v is not acceptable, or "": the rule
+// of an endpoint's labels and of the selectors that match them.
+func labelProblem(k, v string) string {
+	switch {
+	case len(k) > maxLabelKeyLen || !labelKeyRE.MatchString(k):
+		return fmt.Sprintf("label names match %s and are at most %d characters", labelKeyRE, maxLabelKeyLen)
+	case len(v) > maxLabelValLen || !utf8.ValidString(v):
+		return fmt.Sprintf("label values are valid UTF-8 of at most %d bytes", maxLabelValLen)
+	case v != "" && textProblem(v) != "":
+		return "label value " + textProblem(v)
+	}
+	return ""
 }
 
 // ruleCounts is the counts of in as model rules (the model checks their

@@ -36,6 +36,8 @@ type Quotas struct {
 	// create's own transaction (PutObjectWithin), so it holds across
 	// replicas.
 	MaxMaintenance int
+	// MaxStatusPages per tenant, counted like MaxMaintenance.
+	MaxStatusPages int
 	// RatePerSecond is each tenant's sustained request rate on /v1 and
 	// Burst how many requests it may make at once; beyond them the API
 	// answers 429 with Retry-After. Each replica keeps its own buckets, so
@@ -48,6 +50,7 @@ type Quotas struct {
 const (
 	DefaultMaxEndpointsPerTenant   = 1000
 	DefaultMaxMaintenancePerTenant = 100
+	DefaultMaxStatusPagesPerTenant = 20
 	DefaultRateLimit               = 20.0
 	DefaultRateBurst               = 40
 )

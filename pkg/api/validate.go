@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -36,6 +37,11 @@ func textProblem(s string) string {
 	}
 	return ""
 }
+
+// multilineTextProblem is textProblem for text shown as paragraphs (a
+// status page's description): line feeds are allowed, every other control
+// character is not.
+func multilineTextProblem(s string) string { return textProblem(strings.ReplaceAll(s, "\n", " ")) }
 
 // isBidiControl reports the Unicode bidirectional formatting characters:
 // embeddings and overrides (U+202A–U+202E), isolates (U+2066–U+2069) and

@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mcpmon/mcpmon/alerter/sinks"
+	"github.com/mcpmon/mcpmon/pkg/client"
 	"github.com/mcpmon/mcpmon/pkg/declarative"
 )
 
@@ -17,7 +19,7 @@ func (a *app) applyCmd() *cobra.Command {
 	var allowEnv []string
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE|DIR [--prune] [--dry-run] [--force-secrets]",
-		Short: "Make the tenant's endpoints match YAML files, matched by name",
+		Short: "Make the tenant's endpoints (by name) and status pages (by slug) match YAML files",
 		Long: `apply reads endpoints from a YAML file or a directory of *.yaml/*.yml files
 and creates, updates and (with --prune) deletes the tenant's endpoints so the
 server matches them. Endpoints are matched by name: names must be unique in
@@ -34,7 +36,13 @@ mcpmon itself (MCPMON_TOKEN, MCPMON_SERVER and every other MCPMON_*) are
 never read.
 The server never returns secrets, so the diff compares header names and
 redacted sinks, not secret values: a rotated token alone is no change. Use
---force-secrets to re-send every endpoint's headers and sinks.`,
+--force-secrets to re-send every endpoint's headers and sinks.
+
+A statusPages: list declares the tenant's status pages, matched by slug and
+replaced whole when they differ, after the endpoints. --prune deletes the
+server's pages that no file declares only when some file has a statusPages
+key (statusPages: [] for none), so a file of endpoints alone leaves the
+pages be.`,
 		Example: `  mcpmon apply -f endpoints.yaml --dry-run
   mcpmon apply -f config/ --prune
   MCPMON_APPLY_SEARCH_TOKEN=... mcpmon apply -f endpoints.yaml --force-secrets
@@ -49,18 +57,23 @@ redacted sinks, not secret values: a rotated token alone is no change. Use
         Authorization: Bearer ${env:MCPMON_APPLY_SEARCH_TOKEN}
       labels: {team: search}
       sinks:
-        - {name: oncall, type: webhook, url: "${env:MCPMON_APPLY_ONCALL_HOOK}"}`,
+        - {name: oncall, type: webhook, url: "${env:MCPMON_APPLY_ONCALL_HOOK}"}
+  statusPages:
+    - slug: acme
+      title: Acme status
+      groups:
+        - {name: Search, selector: {team: search}}`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if path == "" {
 				return usagef("-f FILE|DIR is required")
 			}
 			ctx := cmd.Context()
-			ds, err := declarative.Load(declarative.OSFS{}, path)
+			loaded, err := declarative.LoadAll(declarative.OSFS{}, path)
 			if err != nil {
 				return err
 			}
-			desired, err := a.applyResolver(allowEnv).Resolve(ds)
+			desired, err := a.applyResolver(allowEnv).Resolve(loaded.Endpoints)
 			if err != nil {
 				return err
 			}
@@ -77,6 +90,19 @@ redacted sinks, not secret values: a rotated token alone is no change. Use
 			if err != nil {
 				return err
 			}
+			// Pages after endpoints: an endpoint that gives up a public
+			// slug does so before a page takes it.
+			if loaded.DeclaresPages {
+				pages, err := c.ListStatusPages(ctx)
+				if err != nil {
+					return err
+				}
+				pp, err := declarative.PlanStatusPages(loaded.StatusPages, pages, o.Prune)
+				if err != nil {
+					return err
+				}
+				plan.Changes = append(plan.Changes, pp.Changes...)
+			}
 			if dry || plan.Empty() {
 				return a.render(plan, func(w io.Writer) { printPlan(w, plan, dry) })
 			}
@@ -87,6 +113,13 @@ redacted sinks, not secret values: a rotated token alone is no change. Use
 			// since it was read is refused rather than overwritten.
 			done := declarative.Plan{}
 			for _, ch := range plan.Changes {
+				if ch.Kind == declarative.KindStatusPage {
+					if err := applyPageChange(ctx, c, &ch); err != nil {
+						return fmt.Errorf("%s status page %q: %w (%d change(s) applied before it)", ch.Action, ch.Name, err, len(done.Changes))
+					}
+					done.Changes = append(done.Changes, ch)
+					continue
+				}
 				switch ch.Action {
 				case declarative.Create:
 					v, err := c.CreateEndpoint(ctx, *ch.Input)
@@ -118,6 +151,22 @@ redacted sinks, not secret values: a rotated token alone is no change. Use
 	return cmd
 }
 
+// applyPageChange sends one status page change of a plan.
+func applyPageChange(ctx context.Context, c *client.Client, ch *declarative.Change) error {
+	switch ch.Action {
+	case declarative.Create:
+		v, err := c.CreateStatusPage(ctx, *ch.Page)
+		ch.ID = v.ID
+		return err
+	case declarative.Update:
+		_, err := c.ReplaceStatusPage(ctx, ch.ID, *ch.Page)
+		return err
+	case declarative.Delete:
+		return c.DeleteStatusPage(ctx, ch.ID)
+	}
+	return nil
+}
+
 // applyResolver confines the files' references to their own directories
 // and to the variables allow names (none given: declarative.DefaultAllowEnv).
 func (a *app) applyResolver(allow []string) declarative.Resolver {
@@ -135,16 +184,20 @@ func printPlan(w io.Writer, p declarative.Plan, dry bool) {
 		return
 	}
 	for _, c := range p.Changes {
+		name := c.Name
+		if c.Kind != "" {
+			name = c.Kind + " " + c.Name
+		}
 		switch c.Action {
 		case declarative.Create:
-			fmt.Fprintf(w, "+ create %s\t\n", c.Name)
+			fmt.Fprintf(w, "+ create %s\t\n", name)
 		case declarative.Update:
-			fmt.Fprintf(w, "~ update %s\t(%s)\n", c.Name, c.ID)
+			fmt.Fprintf(w, "~ update %s\t(%s)\n", name, c.ID)
 			for _, f := range c.Fields {
 				fmt.Fprintf(w, "    %s:\t%s → %s\n", f.Field, f.From, f.To)
 			}
 		case declarative.Delete:
-			fmt.Fprintf(w, "- delete %s\t(%s)\n", c.Name, c.ID)
+			fmt.Fprintf(w, "- delete %s\t(%s)\n", name, c.ID)
 		}
 	}
 	if dry {
@@ -155,8 +208,8 @@ func printPlan(w io.Writer, p declarative.Plan, dry bool) {
 func (a *app) exportCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "export [-o yaml|json]",
-		Short: "Write the tenant's endpoints in apply's format, secrets as ${env:…} references",
-		Long: `export writes every endpoint of the tenant as an apply file. Secrets never
+		Short: "Write the tenant's endpoints and status pages in apply's format, secrets as ${env:…} references",
+		Long: `export writes every endpoint and status page of the tenant as an apply file. Secrets never
 leave the server, so each one is written as a reference to an environment
 variable named MCPMON_APPLY_<ENDPOINT>_<HEADER> for a header, MCPMON_APPLY_<ENDPOINT>_SINK_<SINK>_<MEMBER>
 for a sink secret and MCPMON_APPLY_<ENDPOINT>_URL_<PARAM> for a URL query secret
@@ -175,7 +228,12 @@ server changes nothing.`,
 			if err != nil {
 				return err
 			}
+			pages, err := c.ListStatusPages(cmd.Context())
+			if err != nil {
+				return err
+			}
 			doc := declarative.Export(views)
+			doc.StatusPages = declarative.ExportStatusPages(pages)
 			if a.output == "json" {
 				return a.render(doc, nil)
 			}

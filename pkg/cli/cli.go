@@ -2,8 +2,8 @@
 // server roles (run, api, prober, aggregator, alerter, queues ensure,
 // secrets rotate), which it hands to pkg/daemon with their own flags, and
 // for the REST commands (endpoints, verdicts, uptime, events, catalog,
-// incidents, maintenance, keys, audit, dlq, status, apply, export, import
-// registry), which talk to a running server through pkg/client.
+// incidents, maintenance, status-pages, keys, audit, dlq, status, apply,
+// export, import registry), which talk to a running server through pkg/client.
 //
 // Input enters as the process's arguments and the injected IO (Env); no
 // package state, so tests run the tree in-process. Output leaves on
@@ -233,6 +233,7 @@ func (a *app) commands() []*cobra.Command {
 		a.endpointsCmd(),   // endpoints.go
 		a.incidentsCmd(),   // incidents.go
 		a.maintenanceCmd(), // maintenance.go
+		a.statusPagesCmd(), // statuspages.go
 		a.keysCmd(),        // keys.go
 		a.dlqCmd(),         // dlq.go
 		a.verdictsCmd(),    // verdicts.go

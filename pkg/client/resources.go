@@ -84,6 +84,43 @@ func (c *Client) RemoveMaintenance(ctx context.Context, id string) error {
 	return err
 }
 
+// ---- status pages
+
+// ListStatusPages returns every status page of the tenant, in slug order.
+func (c *Client) ListStatusPages(ctx context.Context) ([]apiv1.StatusPageView, error) {
+	var v apiv1.StatusPageList
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/status-pages"}, &v)
+	return v.Items, err
+}
+
+// GetStatusPage returns one status page.
+func (c *Client) GetStatusPage(ctx context.Context, id string) (apiv1.StatusPageView, error) {
+	var v apiv1.StatusPageView
+	_, err := c.do(ctx, request{method: http.MethodGet, path: "/v1/status-pages/" + esc(id)}, &v)
+	return v, err
+}
+
+// CreateStatusPage creates a status page (a slug or host in use, or the
+// quota reached: IsConflict).
+func (c *Client) CreateStatusPage(ctx context.Context, in apiv1.StatusPageInput) (apiv1.StatusPageView, error) {
+	var v apiv1.StatusPageView
+	_, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/status-pages", body: in}, &v)
+	return v, err
+}
+
+// ReplaceStatusPage replaces a status page whole.
+func (c *Client) ReplaceStatusPage(ctx context.Context, id string, in apiv1.StatusPageInput) (apiv1.StatusPageView, error) {
+	var v apiv1.StatusPageView
+	_, err := c.do(ctx, request{method: http.MethodPut, path: "/v1/status-pages/" + esc(id), body: in}, &v)
+	return v, err
+}
+
+// DeleteStatusPage deletes a status page.
+func (c *Client) DeleteStatusPage(ctx context.Context, id string) error {
+	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/v1/status-pages/" + esc(id)}, nil)
+	return err
+}
+
 // ---- keys
 
 // KeyInput is the body of POST /v1/keys (the API's own request type is

@@ -156,6 +156,8 @@ type Options struct {
 	// per replica.
 	MaxEndpointsPerTenant   int
 	MaxMaintenancePerTenant int
+	// MaxStatusPagesPerTenant is counted like MaxMaintenancePerTenant.
+	MaxStatusPagesPerTenant int
 	// RateLimit is each tenant's requests per second on /v1, RateBurst how
 	// many it may send at once; past them the API answers 429.
 	RateLimit float64
@@ -180,6 +182,7 @@ type Options struct {
 const (
 	DefaultMaxEndpointsPerTenant   = 1000
 	DefaultMaxMaintenancePerTenant = 100
+	DefaultMaxStatusPagesPerTenant = 20
 	DefaultRateLimit               = 20.0
 	DefaultRateBurst               = 40
 )
@@ -229,6 +232,7 @@ func Defaults() Options {
 
 		MaxEndpointsPerTenant:   DefaultMaxEndpointsPerTenant,
 		MaxMaintenancePerTenant: DefaultMaxMaintenancePerTenant,
+		MaxStatusPagesPerTenant: DefaultMaxStatusPagesPerTenant,
 		RateLimit:               DefaultRateLimit,
 		RateBurst:               DefaultRateBurst,
 		BootstrapKey:            true,
@@ -287,6 +291,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	num(&o.MaxReceiveCount, "max-receive-count", "receives after which a failing message moves to its dead-letter queue (1..1000; on SQS set by `queues ensure`)")
 	num(&o.MaxEndpointsPerTenant, "max-endpoints-per-tenant", "endpoints one tenant may register (0: no limit)")
 	num(&o.MaxMaintenancePerTenant, "max-maintenance-per-tenant", "maintenance windows one tenant may have (0: no limit)")
+	num(&o.MaxStatusPagesPerTenant, "max-status-pages-per-tenant", "status pages one tenant may have (0: no limit)")
 	fs.Float64Var(&o.RateLimit, "rate-limit", o.RateLimit, "REST API requests per second per tenant, answered 429 beyond it (0: no limit)"+envHint("rate-limit"))
 	num(&o.RateBurst, "rate-burst", "REST API requests a tenant may send at once above --rate-limit")
 	str(&o.SubscribeSMTPAddr, "subscribe-smtp-addr", "host:port of the SMTP relay that mails status page subscribers (empty: e-mail subscriptions are off)")
@@ -563,7 +568,7 @@ func (o Options) Validate() error {
 	for _, q := range []struct {
 		flag string
 		n    int
-	}{{"--max-endpoints-per-tenant", o.MaxEndpointsPerTenant}, {"--max-maintenance-per-tenant", o.MaxMaintenancePerTenant}, {"--rate-burst", o.RateBurst}} {
+	}{{"--max-endpoints-per-tenant", o.MaxEndpointsPerTenant}, {"--max-maintenance-per-tenant", o.MaxMaintenancePerTenant}, {"--max-status-pages-per-tenant", o.MaxStatusPagesPerTenant}, {"--rate-burst", o.RateBurst}} {
 		if q.n < 0 {
 			errs = append(errs, fmt.Errorf("%s %d: must be 0 (no limit) or more", q.flag, q.n))
 		}

@@ -509,7 +509,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			AllowedHosts:      apiHosts(o, d.ln.Addr()),
 			OperatorSinks:     sinkNames(o),
 			Quotas: api.Quotas{
-				MaxEndpoints: o.MaxEndpointsPerTenant, MaxMaintenance: o.MaxMaintenancePerTenant,
+				MaxEndpoints: o.MaxEndpointsPerTenant, MaxMaintenance: o.MaxMaintenancePerTenant, MaxStatusPages: o.MaxStatusPagesPerTenant,
 				RatePerSecond: o.RateLimit, Burst: o.RateBurst,
 			},
 			DeadLetters: d.qs.dead,

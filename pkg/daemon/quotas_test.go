@@ -11,9 +11,10 @@ import (
 // (config does not import the API, so they are written twice).
 func TestQuotaDefaultsAgree(t *testing.T) {
 	o := config.Defaults()
-	got := api.Quotas{MaxEndpoints: o.MaxEndpointsPerTenant, MaxMaintenance: o.MaxMaintenancePerTenant, RatePerSecond: o.RateLimit, Burst: o.RateBurst}
+	got := api.Quotas{MaxEndpoints: o.MaxEndpointsPerTenant, MaxMaintenance: o.MaxMaintenancePerTenant, MaxStatusPages: o.MaxStatusPagesPerTenant,
+		RatePerSecond: o.RateLimit, Burst: o.RateBurst}
 	want := api.Quotas{MaxEndpoints: api.DefaultMaxEndpointsPerTenant, MaxMaintenance: api.DefaultMaxMaintenancePerTenant,
-		RatePerSecond: api.DefaultRateLimit, Burst: api.DefaultRateBurst}
+		MaxStatusPages: api.DefaultMaxStatusPagesPerTenant, RatePerSecond: api.DefaultRateLimit, Burst: api.DefaultRateBurst}
 	if got != want {
 		t.Fatalf("config defaults %+v, api defaults %+v", got, want)
 	}

@@ -1,6 +1,7 @@
 // Package declarative owns mcpmon's declarative configuration: a YAML
-// document of a tenant's endpoints, keyed by endpoint name, that
-// `mcpmon apply` makes true and `mcpmon export` writes back.
+// document of a tenant's endpoints, keyed by endpoint name, and status
+// pages, keyed by slug (statuspages.go), that `mcpmon apply` makes true
+// and `mcpmon export` writes back.
 //
 // Everything here is pure: Load reads files into Desired endpoints,
 // Resolve fills in `${env:NAME}` and `${file:PATH}` references (through
@@ -49,6 +50,9 @@ import (
 //	    labels: {team: search}
 type Document struct {
 	Endpoints []apiv1.EndpointInput `json:"endpoints"`
+	// StatusPages are the tenant's status pages (statuspages.go); nil when
+	// the file has no statusPages key, empty for `statusPages: []`.
+	StatusPages []apiv1.StatusPageInput `json:"statusPages,omitempty"`
 }
 
 // Desired is one endpoint of the files with where it came from.
@@ -63,16 +67,25 @@ type Desired struct {
 // (not recursive), into the endpoints they declare. Two endpoints of one
 // name are refused: the name is the key apply matches on.
 func Load(fsys fs.FS, path string) ([]Desired, error) {
+	l, err := LoadAll(fsys, path)
+	return l.Endpoints, err
+}
+
+// LoadAll reads path as Load does, with the status pages the files
+// declare. Two pages of one slug are refused: the slug is the key apply
+// matches pages on.
+func LoadAll(fsys fs.FS, path string) (Loaded, error) {
+	var l Loaded
 	info, err := fs.Stat(fsys, path)
 	if err != nil {
-		return nil, err
+		return l, err
 	}
 	files := []string{path}
 	if info.IsDir() {
 		files = nil
 		entries, err := fs.ReadDir(fsys, path)
 		if err != nil {
-			return nil, err
+			return l, err
 		}
 		for _, e := range entries {
 			if ext := filepath.Ext(e.Name()); !e.IsDir() && (ext == ".yaml" || ext == ".yml") {
@@ -80,29 +93,36 @@ func Load(fsys fs.FS, path string) ([]Desired, error) {
 			}
 		}
 		if len(files) == 0 {
-			return nil, fmt.Errorf("%s: no *.yaml or *.yml file in the directory", path)
+			return l, fmt.Errorf("%s: no *.yaml or *.yml file in the directory", path)
 		}
 	}
-	var out []Desired
-	where := map[string]string{}
+	where, pageWhere := map[string]string{}, map[string]string{}
 	for _, f := range files {
 		b, err := fs.ReadFile(fsys, f)
 		if err != nil {
-			return nil, err
+			return Loaded{}, err
 		}
 		doc, err := Parse(b)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+			return Loaded{}, fmt.Errorf("%s: %w", f, err)
 		}
 		for _, in := range doc.Endpoints {
 			if prev, dup := where[in.Name]; dup {
-				return nil, fmt.Errorf("endpoint name %q is declared twice (%s and %s): apply matches endpoints by name, so each must be unique", in.Name, prev, f)
+				return Loaded{}, fmt.Errorf("endpoint name %q is declared twice (%s and %s): apply matches endpoints by name, so each must be unique", in.Name, prev, f)
 			}
 			where[in.Name] = f
-			out = append(out, Desired{Input: in, Source: f})
+			l.Endpoints = append(l.Endpoints, Desired{Input: in, Source: f})
+		}
+		l.DeclaresPages = l.DeclaresPages || doc.StatusPages != nil
+		for _, p := range doc.StatusPages {
+			if prev, dup := pageWhere[p.Slug]; dup {
+				return Loaded{}, fmt.Errorf("status page slug %q is declared twice (%s and %s): apply matches pages by slug, so each must be unique", p.Slug, prev, f)
+			}
+			pageWhere[p.Slug] = f
+			l.StatusPages = append(l.StatusPages, p)
 		}
 	}
-	return out, nil
+	return l, nil
 }
 
 // Bounds on one YAML document, checked before it is interpreted: its
@@ -155,6 +175,12 @@ func Parse(b []byte) (Document, error) {
 			return doc, fmt.Errorf("endpoints[%d]: name is required: apply matches endpoints by name", i)
 		}
 		doc.Endpoints[i].Name = strings.TrimSpace(in.Name)
+	}
+	for i, p := range doc.StatusPages {
+		if strings.TrimSpace(p.Slug) == "" {
+			return doc, fmt.Errorf("statusPages[%d]: slug is required: apply matches status pages by slug", i)
+		}
+		doc.StatusPages[i].Slug = strings.TrimSpace(p.Slug)
 	}
 	return doc, nil
 }

@@ -36,7 +36,10 @@ type FieldChange struct {
 // Change is one step of a plan.
 type Change struct {
 	Action Action `json:"action"`
-	Name   string `json:"name"`
+	// Kind is KindStatusPage for a status page (Name its slug); empty for
+	// an endpoint.
+	Kind string `json:"kind,omitempty"`
+	Name string `json:"name"`
 	// ID and Version are the server's endpoint (update, delete); an update
 	// is sent with If-Match on Version, so a change made since the plan was
 	// read is refused rather than overwritten.
@@ -47,6 +50,8 @@ type Change struct {
 	Input *apiv1.EndpointInput `json:"-"`
 	// Patch is the JSON merge patch an update sends (secrets resolved).
 	Patch map[string]any `json:"-"`
+	// Page is the whole page a status page's create or update sends.
+	Page *apiv1.StatusPageInput `json:"-"`
 }
 
 // Plan is the ordered list of changes: creates, then updates, then

@@ -2,7 +2,12 @@ package model
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -14,7 +19,16 @@ const (
 	MaxPageGroups      = 20
 	MaxGroupName       = 100
 	MaxGroupSelector   = 10
+	MaxPageLogoURL     = 2048 // bytes of the logo URL
+	MaxPageHost        = 253  // bytes of the host name (the DNS limit)
+	// MaxStatusPageBytes bounds a page's request body and its stored
+	// document: above what the field caps allow together, every character
+	// JSON-escaped.
+	MaxStatusPageBytes = 128 << 10
 )
+
+// ErrInvalidStatusPage reports a page that breaks a rule of Problems.
+var ErrInvalidStatusPage = errors.New("invalid status page")
 
 // StatusPage is a tenant's public status page: a title and description
 // over ordered groups of the tenant's public endpoints. It is served at
@@ -75,6 +89,141 @@ func (p StatusPage) Members(all []Endpoint) [][]Endpoint {
 		}
 	}
 	return out
+}
+
+// Problems are the rules p breaks, in field order, each Field a path in
+// the page's JSON form ("title", "groups/1/selector"): a title present and
+// within MaxPageTitle bytes, a description within MaxPageDescription, at
+// most MaxPageGroups groups, each named (within MaxGroupName) with at most
+// MaxGroupSelector selector labels, a logo URL that LogoURLProblem accepts
+// and a host that HostProblem accepts. It reads lengths and the two URLs'
+// syntax only, so it is cheap on any input. Display-text rules (control
+// characters), the slug's form and the label syntax belong to whoever
+// reads the page in: the API checks them beside these, with the same rules
+// as an endpoint's.
+func (p StatusPage) Problems() []FieldError {
+	var errs []FieldError
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, FieldError{Field: field, Detail: fmt.Sprintf(format, args...)})
+	}
+	switch {
+	case strings.TrimSpace(p.Title) == "":
+		bad("title", "is required")
+	case len(p.Title) > MaxPageTitle:
+		bad("title", "must be at most %d bytes", MaxPageTitle)
+	}
+	if len(p.Description) > MaxPageDescription {
+		bad("description", "must be at most %d bytes", MaxPageDescription)
+	}
+	if detail := LogoURLProblem(p.LogoURL); detail != "" {
+		bad("logoUrl", "%s", detail)
+	}
+	if detail := HostProblem(p.Host); detail != "" {
+		bad("host", "%s", detail)
+	}
+	if len(p.Groups) > MaxPageGroups {
+		bad("groups", "at most %d groups (got %d)", MaxPageGroups, len(p.Groups))
+		return errs
+	}
+	for i, g := range p.Groups {
+		at := "groups/" + strconv.Itoa(i)
+		switch {
+		case strings.TrimSpace(g.Name) == "":
+			bad(at+"/name", "is required")
+		case len(g.Name) > MaxGroupName:
+			bad(at+"/name", "must be at most %d bytes", MaxGroupName)
+		}
+		if len(g.Selector) > MaxGroupSelector {
+			bad(at+"/selector", "at most %d labels (got %d)", MaxGroupSelector, len(g.Selector))
+		}
+	}
+	return errs
+}
+
+// Validate is nil when p keeps every rule of Problems, else an error
+// wrapping ErrInvalidStatusPage that names the first rule broken.
+func (p StatusPage) Validate() error {
+	if errs := p.Problems(); len(errs) > 0 {
+		return fmt.Errorf("%w %q: %s %s", ErrInvalidStatusPage, p.Slug, errs[0].Field, errs[0].Detail)
+	}
+	return nil
+}
+
+// LogoURLProblem returns why raw is not an acceptable logo URL, or "" (an
+// empty one is no logo). The public page embeds it, so it is an absolute
+// https URL of at most MaxPageLogoURL bytes, without credentials in its
+// userinfo or in a credential-like query parameter (a page is public: a
+// token there would be published).
+func LogoURLProblem(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	if len(raw) > MaxPageLogoURL {
+		return fmt.Sprintf("must be at most %d bytes", MaxPageLogoURL)
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return "is not a valid URL"
+	case u.Scheme != "https":
+		return "must be an https URL"
+	case u.Opaque != "" || u.Hostname() == "":
+		return "must be an absolute URL such as https://example.com/logo.png"
+	case u.User != nil:
+		return "must not contain credentials (user:password@): the page is public"
+	case len(QuerySecrets(raw)) > 0:
+		return "must not carry a credential-like query parameter (token, key, signature, ...): the page is public"
+	}
+	return ""
+}
+
+// HostProblem returns why h is not an acceptable custom host name, or ""
+// (an empty one is no custom host). pkg/status compares it with a
+// request's Host header (its port dropped), so it is the bare name as a
+// browser sends it: a lowercase DNS name of at most MaxPageHost bytes, in
+// labels of 1 to 63 letters, digits and inner hyphens; no port, no IP
+// literal (an address names a server, not a page) and no wildcard.
+func HostProblem(h string) string {
+	if h == "" {
+		return ""
+	}
+	if len(h) > MaxPageHost {
+		return fmt.Sprintf("must be at most %d bytes", MaxPageHost)
+	}
+	if _, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
+		return "must be a DNS name, not an IP address"
+	}
+	switch {
+	case strings.Contains(h, "*"):
+		return "must be one host name, not a wildcard"
+	case strings.Contains(h, ":"):
+		return "must be a host name without a port"
+	case h != strings.ToLower(h):
+		return "must be lowercase"
+	}
+	labels := strings.Split(h, ".")
+	for _, l := range labels {
+		if !dnsLabel(l) {
+			return "must be a DNS name: dot-separated labels of 1 to 63 letters, digits and inner hyphens"
+		}
+	}
+	if last := labels[len(labels)-1]; strings.Trim(last, "0123456789") == "" {
+		return "must be a DNS name, not an IP address"
+	}
+	return ""
+}
+
+// dnsLabel reports whether l is one lowercase DNS label (RFC 1123).
+func dnsLabel(l string) bool {
+	if len(l) == 0 || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+		return false
+	}
+	for i := range len(l) {
+		if c := l[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // DecodeStatusPage reads a stored status page document.

@@ -1,0 +1,42 @@
+package apiv1
+
+import "time"
+
+// StatusPageInput is the body of POST /v1/status-pages and PUT
+// /v1/status-pages/{id}: a public page of the tenant's public endpoints,
+// in ordered groups each chosen by a label selector.
+type StatusPageInput struct {
+	Slug        string           `json:"slug"`
+	Title       string           `json:"title"`
+	Description string           `json:"description,omitempty"`
+	LogoURL     string           `json:"logoUrl,omitempty"`
+	Host        string           `json:"host,omitempty"`
+	Groups      []PageGroupInput `json:"groups,omitempty"`
+}
+
+// PageGroupInput is one titled section of a page: the tenant's public
+// endpoints having every selector label (none: all of them).
+type PageGroupInput struct {
+	Name     string            `json:"name"`
+	Selector map[string]string `json:"selector,omitempty"`
+}
+
+// StatusPageView is a stored status page.
+type StatusPageView struct {
+	ID          string           `json:"id"`
+	Tenant      string           `json:"tenant"`
+	Slug        string           `json:"slug"`
+	Title       string           `json:"title"`
+	Description string           `json:"description,omitempty"`
+	LogoURL     string           `json:"logoUrl,omitempty"`
+	Host        string           `json:"host,omitempty"`
+	Groups      []PageGroupInput `json:"groups,omitempty"`
+	CreatedAt   time.Time        `json:"createdAt,omitzero"`
+	UpdatedAt   time.Time        `json:"updatedAt,omitzero"`
+}
+
+// StatusPageList is the answer of GET /v1/status-pages: every page of the
+// tenant (at most --max-status-pages-per-tenant), in slug order.
+type StatusPageList struct {
+	Items []StatusPageView `json:"items"`
+}

@@ -1,0 +1,299 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/client"
+)
+
+func (a *app) statusPagesCmd() *cobra.Command {
+	g := group("status-pages", "Status pages: a tenant's public pages of its public endpoints, in groups",
+		"  mcpmon status-pages create --slug acme --title 'Acme status' --group 'Search:team=search' --group All\n  mcpmon status-pages list")
+	g.Aliases = []string{"pages"}
+	g.AddCommand(a.statusPagesList(), a.statusPagesGet(), a.statusPagesCreate(), a.statusPagesUpdate(), a.statusPagesDelete())
+	return g
+}
+
+func (a *app) statusPagesList() *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Short:   "List the tenant's status pages",
+		Example: "  mcpmon status-pages list\n  mcpmon status-pages list -o json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ps, err := c.ListStatusPages(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if ps == nil {
+				ps = []apiv1.StatusPageView{}
+			}
+			return a.render(ps, func(w io.Writer) {
+				row(w, "ID", "SLUG", "TITLE", "HOST", "GROUPS")
+				for _, p := range ps {
+					row(w, p.ID, p.Slug, p.Title, p.Host, len(p.Groups))
+				}
+			})
+		},
+	}
+}
+
+func (a *app) statusPagesGet() *cobra.Command {
+	return &cobra.Command{
+		Use:     "get ID|SLUG",
+		Short:   "Show one status page and its groups",
+		Example: "  mcpmon status-pages get acme\n  mcpmon status-pages get acme -o json > page.json",
+		Args:    exactArgs(1, "a status page ID or slug"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			p, err := pageByRef(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			return a.render(p, func(w io.Writer) {
+				fields(w, "ID", p.ID, "Slug", p.Slug, "Title", p.Title, "Description", p.Description,
+					"Logo URL", p.LogoURL, "Host", p.Host, "Created", p.CreatedAt, "Updated", p.UpdatedAt)
+				for _, g := range p.Groups {
+					fmt.Fprintf(w, "group %q: %s\n", g.Name, cell(g.Selector))
+				}
+			})
+		},
+	}
+}
+
+// pageFlags are the flags that build a StatusPageInput; -f reads one from
+// a JSON file (or - for stdin) instead.
+type pageFlags struct {
+	in     apiv1.StatusPageInput
+	groups []string
+	file   string
+}
+
+func (f *pageFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVarP(&f.file, "filename", "f", "", "the page as JSON (the API's body), - for stdin; no other page flag with it")
+	fl.StringVar(&f.in.Slug, "slug", "", "public name: /status/SLUG (shared with public endpoints' slugs)")
+	fl.StringVar(&f.in.Title, "title", "", "the page's title")
+	fl.StringVar(&f.in.Description, "description", "", "text under the title")
+	fl.StringVar(&f.in.LogoURL, "logo-url", "", "https URL of a logo")
+	fl.StringVar(&f.in.Host, "host", "", "custom host name whose requests are served this page at /")
+	fl.StringArrayVar(&f.groups, "group", nil, "NAME[:KEY=VALUE,...]: a group of the public endpoints having every label, in order (repeatable)")
+	_ = cmd.MarkFlagFilename("filename", "json")
+}
+
+var pageFlagNames = []string{"slug", "title", "description", "logo-url", "host", "group"}
+
+// input returns the page the flags describe over base (the current page
+// for update, empty for create): -f replaces it whole, each flag given
+// replaces its field, --group replaces every group.
+func (f *pageFlags) input(cmd *cobra.Command, stdin io.Reader, base apiv1.StatusPageInput) (apiv1.StatusPageInput, error) {
+	if f.file != "" {
+		for _, n := range pageFlagNames {
+			if changed(cmd, n) {
+				return base, usagef("-f and --%s: give the page in the file or as flags, not both", n)
+			}
+		}
+		return readPageFile(f.file, stdin)
+	}
+	in := base
+	set := func(flag string, dst *string, v string) {
+		if changed(cmd, flag) {
+			*dst = v
+		}
+	}
+	set("slug", &in.Slug, f.in.Slug)
+	set("title", &in.Title, f.in.Title)
+	set("description", &in.Description, f.in.Description)
+	set("logo-url", &in.LogoURL, f.in.LogoURL)
+	set("host", &in.Host, f.in.Host)
+	if changed(cmd, "group") {
+		in.Groups = nil
+		for _, g := range f.groups {
+			pg, err := parseGroupFlag(g)
+			if err != nil {
+				return in, err
+			}
+			in.Groups = append(in.Groups, pg)
+		}
+	}
+	return in, nil
+}
+
+// parseGroupFlag reads NAME[:KEY=VALUE,...]. A name holding ':' goes in
+// a -f file.
+func parseGroupFlag(s string) (apiv1.PageGroupInput, error) {
+	name, sel, hasSel := strings.Cut(s, ":")
+	g := apiv1.PageGroupInput{Name: name}
+	if !hasSel || strings.TrimSpace(sel) == "" {
+		return g, nil
+	}
+	g.Selector = map[string]string{}
+	for _, term := range strings.Split(sel, ",") {
+		k, v, ok := strings.Cut(term, "=")
+		if !ok || k == "" {
+			return g, usagef("--group %q: want NAME[:KEY=VALUE,...]", s)
+		}
+		g.Selector[k] = v
+	}
+	return g, nil
+}
+
+// maxPageFile bounds a -f file: above the API's body cap, so the API's
+// own 413 and field problems are what a user sees.
+const maxPageFile = 1 << 20
+
+// readPageFile decodes a page from path (- for stdin), refusing unknown
+// members as the API does.
+func readPageFile(path string, stdin io.Reader) (apiv1.StatusPageInput, error) {
+	var in apiv1.StatusPageInput
+	r := stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return in, usagef("-f: %v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxPageFile+1))
+	if err != nil {
+		return in, fmt.Errorf("-f %s: %w", path, err)
+	}
+	if len(b) > maxPageFile {
+		return in, usagef("-f %s: more than %d bytes", path, maxPageFile)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return in, usagef("-f %s: %v", path, strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return in, nil
+}
+
+func (a *app) statusPagesCreate() *cobra.Command {
+	var f pageFlags
+	cmd := &cobra.Command{
+		Use:   "create (--slug SLUG --title TITLE [flags] | -f page.json)",
+		Short: "Create a status page",
+		Example: `  mcpmon status-pages create --slug acme --title 'Acme status' \
+    --description 'Our public MCP servers' --host status.acme.example \
+    --group 'Search:team=search' --group 'Everything else'
+  mcpmon status-pages create -f page.json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, err := f.input(cmd, a.io.Stdin, apiv1.StatusPageInput{})
+			if err != nil {
+				return err
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			p, err := c.CreateStatusPage(cmd.Context(), in)
+			if err != nil {
+				return err
+			}
+			return a.render(p, func(w io.Writer) { fmt.Fprintf(w, "created status page %s (/status/%s)\n", p.ID, p.Slug) })
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func (a *app) statusPagesUpdate() *cobra.Command {
+	var f pageFlags
+	cmd := &cobra.Command{
+		Use:   "update ID|SLUG (flags | -f page.json)",
+		Short: "Change a status page: the flags given, or the whole page from -f",
+		Example: `  mcpmon status-pages update acme --title 'Acme, Inc. status'
+  mcpmon status-pages update acme --group 'Search:team=search' --group 'Billing:team=billing'
+  mcpmon status-pages get acme -o json | jq '.title="New"' | mcpmon status-pages update acme -f -`,
+		Args: exactArgs(1, "a status page ID or slug"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			cur, err := pageByRef(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			base := apiv1.StatusPageInput{Slug: cur.Slug, Title: cur.Title, Description: cur.Description,
+				LogoURL: cur.LogoURL, Host: cur.Host, Groups: cur.Groups}
+			in, err := f.input(cmd, a.io.Stdin, base)
+			if err != nil {
+				return err
+			}
+			p, err := c.ReplaceStatusPage(cmd.Context(), cur.ID, in)
+			if err != nil {
+				return err
+			}
+			return a.render(p, func(w io.Writer) { fmt.Fprintf(w, "updated status page %s (/status/%s)\n", p.ID, p.Slug) })
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func (a *app) statusPagesDelete() *cobra.Command {
+	return &cobra.Command{
+		Use:     "delete ID|SLUG...",
+		Aliases: []string{"rm"},
+		Short:   "Delete status pages",
+		Example: "  mcpmon status-pages delete acme",
+		Args:    minArgs(1, "at least one status page ID or slug"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			for _, ref := range args {
+				p, err := pageByRef(cmd.Context(), c, ref)
+				if err != nil {
+					return err
+				}
+				if err := c.DeleteStatusPage(cmd.Context(), p.ID); err != nil {
+					return err
+				}
+				fmt.Fprintf(a.io.Stderr, "deleted status page %s (%s)\n", p.ID, p.Slug)
+			}
+			return nil
+		},
+	}
+}
+
+// pageByRef finds one of the tenant's pages by ID, else by slug (unique
+// across the deployment, so at most one matches).
+func pageByRef(ctx context.Context, c *client.Client, ref string) (apiv1.StatusPageView, error) {
+	p, err := c.GetStatusPage(ctx, ref)
+	if !client.IsNotFound(err) {
+		return p, err
+	}
+	ps, lerr := c.ListStatusPages(ctx)
+	if lerr != nil {
+		return p, errors.Join(err, lerr)
+	}
+	for _, p := range ps {
+		if p.Slug == ref {
+			return p, nil
+		}
+	}
+	return p, notFoundError{fmt.Errorf("no status page with ID or slug %q (mcpmon status-pages list shows them)", ref)}
+}
