@@ -14,7 +14,6 @@ import (
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/config"
-	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -130,10 +129,12 @@ func TestEmailSubscriptionEndToEnd(t *testing.T) {
 	})
 	api := apiClient{addr: d.Addr()}
 	epID := register(t, d.Addr(), map[string]any{"name": "Subs Demo", "url": srv.url, "schedule": "@every 1s", "timeout": "1s", "public": true, "slug": "subs-demo-ep"})
-	page, _ := json.Marshal(model.StatusPage{ID: "pg-subs", Slug: "subs-demo", Title: "Subs Demo status", Groups: []model.PageGroup{{Name: "All"}}})
-	if err := d.st.PutObject(t.Context(), store.KindStatusPage, "pg-subs", page); err != nil {
-		t.Fatal(err)
+	resp := api.do(t, http.MethodPost, "/v1/status-pages", strings.NewReader(`{"slug":"subs-demo","title":"Subs Demo status","groups":[{"name":"All"}]}`))
+	var page struct{ ID string }
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /v1/status-pages: %d %v", resp.StatusCode, err)
 	}
+	resp.Body.Close()
 	run := time.Now().UnixNano()
 	alice, bob := fmt.Sprintf("alice-%d@example.com", run), fmt.Sprintf("bob-%d@example.com", run)
 	base := "http://" + d.Addr()
@@ -178,7 +179,7 @@ func TestEmailSubscriptionEndToEnd(t *testing.T) {
 	incID := openIncident()
 	waitMails(alice, 2)
 	waitMails(bob, 2)
-	resp := api.do(t, http.MethodPost, "/v1/incidents/"+incID+"/updates", strings.NewReader(`{"status":"identified","message":"A bad deploy; rolling back."}`))
+	resp = api.do(t, http.MethodPost, "/v1/incidents/"+incID+"/updates", strings.NewReader(`{"status":"identified","message":"A bad deploy; rolling back."}`))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("post update: %d", resp.StatusCode)
@@ -230,11 +231,19 @@ func TestEmailSubscriptionEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, doc := range docs {
-		if strings.Contains(string(doc), "@example.com") {
+		if strings.Contains(string(doc), alice) || strings.Contains(string(doc), bob) {
 			t.Fatalf("a subscriber's address is stored in plain: %s", doc)
 		}
 	}
 	if len(docs) != 1 {
 		t.Fatalf("%d subscribers stored, want bob's only", len(docs))
+	}
+	// The owner sees counts and masked addresses only.
+	var owner apiv1.SubscribersView
+	if err := json.Unmarshal([]byte(api.get(t, "/v1/status-pages/"+page.ID+"/subscribers")), &owner); err != nil {
+		t.Fatal(err)
+	}
+	if owner.Confirmed != 1 || len(owner.Items) != 1 || owner.Items[0].Address != "b***@example.com" {
+		t.Fatalf("owner view %+v: want bob alone, masked", owner)
 	}
 }
