@@ -13,12 +13,6 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-// subscriberRoutes serve a page's subscribers to the page's tenant
-// (pkg/subscribe takes them in publicly).
-func (s *server) subscriberRoutes(r chi.Router) {
-	r.Get("/", s.listSubscribers)
-}
-
 // listSubscribers shows the counts and masked addresses of a page's
 // subscribers, read from the store's per-page index. Another tenant's
 // page is the same 404 as a missing one.
