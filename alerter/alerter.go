@@ -142,6 +142,9 @@ type Options struct {
 	// that sink (default 24h); until then later drains retry it with
 	// backoff (notify.Redelivery).
 	GiveUpAfter time.Duration
+	// Subscribers, when set, is told of the incident events owed to status
+	// page subscribers (subscribers.go); nil: none are sent.
+	Subscribers SubscriberNotifier
 }
 
 // Alerter folds verdicts into incidents and dispatches their notifications.
@@ -179,6 +182,11 @@ type Alerter struct {
 	// eventsMu serialises NotifyEvents in this process: with one Owner the
 	// ledger would let two concurrent claims of a key through.
 	eventsMu sync.Mutex
+	// subsMu serialises NotifySubscribers in this process, for the same
+	// reason; subRetries is its redelivery state, keyed by ledger key.
+	subsMu     sync.Mutex
+	subRetries map[string]notify.RetryState
+	subs       *notify.Pipeline
 	// windows are the maintenance windows the gate reads (outbox.go).
 	windows *store.Windows
 	// groups are the in-process locks and wake-up of grouping (group.go).
@@ -243,6 +251,7 @@ func New(opts Options) (*Alerter, error) {
 		redeliver:    notify.NewRedelivery(opts.GiveUpAfter),
 		jitter:       rand.Float64,
 		eventRetries: map[string]notify.RetryState{},
+		subRetries:   map[string]notify.RetryState{},
 	}
 	a.groups.wake = make(chan struct{}, 1)
 	a.rec = notify.Records{Store: a.st, Log: a.log}
@@ -254,7 +263,7 @@ func New(opts Options) (*Alerter, error) {
 	return a, nil
 }
 
-// buildPipelines builds the incident and change-event pipelines from the
+// buildPipelines builds the incident, change-event and subscriber pipelines from the
 // options and the alerter's current clock, sleep, redelivery rule and hook
 // (tests replace those after New, then build again).
 func (a *Alerter) buildPipelines() {
@@ -271,6 +280,7 @@ func (a *Alerter) buildPipelines() {
 		Hook:       func(point string) error { return a.hook(point) },
 	}
 	a.events = notify.New(c)
+	a.subs = notify.New(c)
 	c.Records = &a.rec
 	a.incidents = notify.New(c)
 }

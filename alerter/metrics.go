@@ -26,6 +26,9 @@ type Metrics struct {
 	// EventNotifications counts change-event notifications per sink,
 	// event kind and outcome (events.go).
 	EventNotifications *prometheus.CounterVec
+	// SubscriberNotices counts status page subscriber notices by outcome
+	// (subscribers.go); never by subscriber or page.
+	SubscriberNotices *prometheus.CounterVec
 	// GivenUp counts the notifications (incident or change event) given
 	// up for a sink: failed permanently, or failing past the give-up age.
 	GivenUp *prometheus.CounterVec // sink
@@ -69,6 +72,10 @@ func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metric
 			Namespace: "mcpmon", Name: "event_notifications_total",
 			Help: "Change-event notifications per sink and event kind by outcome: sent, failed (retried by the next sweep), abandoned (failed permanently; not retried), duplicate (already in the ledger).",
 		}, []string{"sink", "kind", "outcome"}),
+		SubscriberNotices: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "mcpmon", Name: "subscriber_notices_total",
+			Help: "Status page subscriber notices (an incident opened, updated or resolved) by outcome: sent, failed (retried by the next sweep), abandoned (failed permanently; not retried), duplicate (already in the ledger).",
+		}, []string{"outcome"}),
 		GivenUp: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "mcpmon", Name: "deliveries_given_up_total",
 			Help: "Notifications (incident or change event) given up for a sink, never to be retried: failed permanently, or still failing after --sink-give-up-after.",
@@ -77,6 +84,9 @@ func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metric
 	}
 	for _, e := range []string{"opened", "resolved", "acknowledged"} {
 		m.Incidents.WithLabelValues(e)
+	}
+	for _, o := range []string{notify.OutcomeSent, notify.OutcomeFailed, notify.OutcomeAbandoned, notify.OutcomeDuplicate} {
+		m.SubscriberNotices.WithLabelValues(o)
 	}
 	for _, s := range []store.ClaimState{store.ClaimAcquired, store.ClaimDone, store.ClaimHeld} {
 		m.LedgerClaims.WithLabelValues(s.String())

@@ -311,7 +311,8 @@ func New(opts Options) http.Handler {
 		})
 		r.Route("/keys", s.keyRoutes) // keys.go
 		r.Route("/audit", s.auditLogRoutes)
-		r.Route("/dlq", s.dlqRoutes) // dlq.go
+		r.Route("/dlq", s.dlqRoutes)                               // dlq.go
+		r.Get("/status-pages/{id}/subscribers", s.listSubscribers) // subscribers.go
 	})
 	return r
 }

@@ -170,6 +170,20 @@ type Options struct {
 	// many it may send at once; past them the API answers 429.
 	RateLimit float64
 	RateBurst int
+
+	// Status page e-mail subscriptions (pkg/subscribe), sent through their
+	// own SMTP relay. SubscribeSMTPAddr empty: subscriptions are off and
+	// their routes are 404. SubscribeBaseURL is the public URL the links
+	// in the mails start with. SubscribeSMTPPassword is read from
+	// SubscribeSMTPPasswordFile.
+	SubscribeSMTPAddr, SubscribeSMTPFrom, SubscribeSMTPUsername string
+	SubscribeSMTPPasswordFile                                   string
+	SubscribeSMTPPassword                                       model.Secret
+	SubscribeSMTPTLS, SubscribeSMTPCAFile                       string
+	SubscribeBaseURL                                            string
+	// MaxSubscribersPerPage caps one page's subscribers, pending and
+	// confirmed, counted by the store in the write (0: the default).
+	MaxSubscribersPerPage int
 }
 
 // Tenant quota defaults (the same as pkg/api's Default* constants).
@@ -232,6 +246,7 @@ func Defaults() Options {
 		RateLimit:               DefaultRateLimit,
 		RateBurst:               DefaultRateBurst,
 		BootstrapKey:            true,
+		MaxSubscribersPerPage:   model.DefaultMaxSubscribersPerPage,
 	}
 }
 
@@ -292,6 +307,14 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	num(&o.MaxStatusPagesPerTenant, "max-status-pages-per-tenant", "status pages one tenant may have (0: no limit)")
 	fs.Float64Var(&o.RateLimit, "rate-limit", o.RateLimit, "REST API requests per second per tenant, answered 429 beyond it (0: no limit)"+envHint("rate-limit"))
 	num(&o.RateBurst, "rate-burst", "REST API requests a tenant may send at once above --rate-limit")
+	str(&o.SubscribeSMTPAddr, "subscribe-smtp-addr", "host:port of the SMTP relay that mails status page subscribers (empty: e-mail subscriptions are off)")
+	str(&o.SubscribeSMTPFrom, "subscribe-smtp-from", "From address of the mails to status page subscribers, e.g. \"Status <status@example.com>\"")
+	str(&o.SubscribeSMTPUsername, "subscribe-smtp-username", "SMTP user of --subscribe-smtp-addr (AUTH PLAIN, over TLS only)")
+	str(&o.SubscribeSMTPPasswordFile, "subscribe-smtp-password-file", "file holding the SMTP password of --subscribe-smtp-username")
+	str(&o.SubscribeSMTPTLS, "subscribe-smtp-tls", "TLS to --subscribe-smtp-addr: starttls, require-starttls, tls or none")
+	str(&o.SubscribeSMTPCAFile, "subscribe-smtp-ca-file", "PEM CA certificates that verify --subscribe-smtp-addr (default: the system roots)")
+	str(&o.SubscribeBaseURL, "subscribe-base-url", "public URL of this deployment's status pages, which the links in subscriber mails start with (e.g. https://status.example.com)")
+	num(&o.MaxSubscribersPerPage, "max-subscribers-per-page", "subscribers (pending and confirmed) one status page may have; past it a subscribe is 409")
 }
 
 // listValue is a comma-separated flag; each Set replaces the list, so a
@@ -413,6 +436,7 @@ func (o *Options) readSecretFiles() error {
 		{"--webhook-url-file", o.WebhookURLFile, (*string)(&o.WebhookURL)},
 		{"--webhook-secret-file", o.WebhookSecretFile, (*string)(&o.WebhookSecret)},
 		{"--metrics-token-file", o.MetricsTokenFile, (*string)(&o.MetricsToken)},
+		{"--subscribe-smtp-password-file", o.SubscribeSMTPPasswordFile, (*string)(&o.SubscribeSMTPPassword)},
 	} {
 		if f.path == "" {
 			continue
@@ -481,6 +505,12 @@ func defaultReplicaID(storeKind string) string {
 // Validate checks option values and combinations.
 func (o Options) Validate() error {
 	var errs []error
+	if o.SubscribeSMTPAddr != "" && (o.SubscribeSMTPFrom == "" || o.SubscribeBaseURL == "") {
+		errs = append(errs, errors.New("--subscribe-smtp-addr needs --subscribe-smtp-from and --subscribe-base-url (the public URL the confirmation and unsubscribe links start with)"))
+	}
+	if o.MaxSubscribersPerPage < 0 {
+		errs = append(errs, fmt.Errorf("--max-subscribers-per-page %d: want 0 or more", o.MaxSubscribersPerPage))
+	}
 	if _, _, err := net.SplitHostPort(o.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("--listen %q: want host:port, e.g. 127.0.0.1:8080", o.Listen))
 	}

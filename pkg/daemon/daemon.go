@@ -40,6 +40,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	publicstatus "github.com/mcpmon/mcpmon/pkg/status"
 	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/subscribe"
 	"github.com/mcpmon/mcpmon/prober"
 )
 
@@ -131,6 +132,9 @@ type Daemon struct {
 	reg  *prometheus.Registry
 	st   store.Store
 	qs   *queues
+	// subs is the status page subscription service (subscriptions.go),
+	// shared by the API and the alerter of one process.
+	subs *subscribe.Service
 	ln   net.Listener
 	srv  *http.Server
 	// metricsLn and metricsSrv serve /metrics apart from the API
@@ -534,6 +538,17 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		// A status page's custom host is known only from the store, so it
 		// is matched in front of the mux rather than by a mux pattern.
 		d.pageHosts = publicstatus.Hosts(pubCache)
+		subs, err := d.subscriptions() // subscriptions.go
+		if err != nil {
+			return err
+		}
+		if subs != nil {
+			h := subs.Handler()
+			for _, path := range subscribe.Routes {
+				mux.Handle(path, h)
+			}
+			d.loop(ctx, "subscriptions prune", func(ctx context.Context) error { return subs.RunPrune(ctx, 10*time.Minute) })
+		}
 	}
 	if d.role.has(RoleProber) {
 		if err := d.startProbers(ctx, qm); err != nil { // regions.go: one per region with `run --regions`
@@ -582,7 +597,16 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		if err != nil {
 			return usageError{err}
 		}
+		subs, err := d.subscriptions() // subscriptions.go
+		if err != nil {
+			return err
+		}
+		var notifier alerter.SubscriberNotifier
+		if subs != nil {
+			notifier = subs
+		}
 		al, err := alerter.New(alerter.Options{
+			Subscribers: notifier,
 			Store:       d.st,
 			Sinks:       sinks.global,
 			SinksFor:    sinks.forEndpoint,
@@ -595,6 +619,9 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		})
 		if err != nil {
 			return fmt.Errorf("alerter: %w", err)
+		}
+		if notifier != nil {
+			d.loop(ctx, "alerter subscribers", func(ctx context.Context) error { return al.RunSubscribers(ctx, 0) })
 		}
 		d.consume(ctx, msg.QueueVerdicts, al.Handle, 8, qm)
 		d.loop(ctx, "alerter sweep", al.Run)

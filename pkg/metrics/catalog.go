@@ -75,6 +75,7 @@ func Catalog() []Family {
 		{"mcpmon_alert_unmarked_seconds", Histogram, nil, "alerter", "buckets"},
 		{"mcpmon_deliveries_given_up_total", Counter, []string{"sink"}, "alerter", "global sink names + 5 endpoint:<type> labels"},
 		{"mcpmon_event_notifications_total", Counter, []string{"kind", "outcome", "sink"}, "alerter", "(global sink names + 5 endpoint:<type> labels) × 6 event kinds × 5 outcomes"},
+		{"mcpmon_subscriber_notices_total", Counter, []string{"outcome"}, "alerter", "4 outcomes (never a subscriber or page label)"},
 		// Queue plumbing (every role that sends or consumes).
 		{"mcpmon_queue_sends_total", Counter, []string{"queue"}, "queue", perQueue},
 		{"mcpmon_queue_duplicates_total", Counter, []string{"queue"}, "queue", perQueue},

@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -29,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -53,6 +55,9 @@ var (
 type key struct {
 	id   string
 	aead cipher.AEAD
+	// derived is HMAC-SHA256 of the key over the domain-separation label
+	// of Derive: a key for another use that reveals nothing of this one.
+	derived func(label string) []byte
 }
 
 // Keyring seals under its current key and opens under any of its keys.
@@ -86,7 +91,12 @@ func NewKeyring(keys ...[]byte) (*Keyring, error) {
 		if err != nil {
 			return nil, fmt.Errorf("secrets key %d: %w", i+1, err)
 		}
-		kr.keys = append(kr.keys, key{id: id, aead: aead})
+		raw := slices.Clone(raw)
+		kr.keys = append(kr.keys, key{id: id, aead: aead, derived: func(label string) []byte {
+			m := hmac.New(sha256.New, raw)
+			m.Write([]byte("mcpmon derived key\x00" + label))
+			return m.Sum(nil)
+		}})
 	}
 	return kr, nil
 }
@@ -98,6 +108,18 @@ func KeyID(raw []byte) string {
 	h.Write([]byte("mcpmon seal key id\x00"))
 	h.Write(raw)
 	return hex.EncodeToString(h.Sum(nil)[:4])
+}
+
+// Derive returns a key for label (a use other than sealing, such as
+// signing links) from each of the keyring's keys, current first: sign with
+// the first, accept any, and a rotation keeps what the older keys signed
+// valid while they stay in the keyring.
+func (k *Keyring) Derive(label string) [][]byte {
+	out := make([][]byte, len(k.keys))
+	for i, x := range k.keys {
+		out[i] = x.derived(label)
+	}
+	return out
 }
 
 // CurrentID is the ID of the key new values are sealed under.

@@ -24,6 +24,13 @@ const (
 	// KindStatusPage: one JSON-encoded model.StatusPage per page ID,
 	// indexed by tenant (TenantKinds).
 	KindStatusPage = "status-page"
+	// KindSubscriber: one JSON-encoded model.Subscriber per subscriber ID,
+	// indexed by its page's ID as its tenant (TenantKinds), so a page's
+	// subscribers are counted and capped in the write's transaction.
+	KindSubscriber = "status-subscriber"
+	// KindSubscribeKey: the key pkg/subscribe signs links with when the
+	// deployment has no sealing key to derive it from (id = "current").
+	KindSubscribeKey = "subscribe-key"
 	// KindAPIKey: one auth.Key record per API key, id = auth.Hash(key).
 	KindAPIKey = "apikey"
 	// KindAPIKeyUse: a key's last-used time, id = auth.Hash(key); kept
@@ -58,8 +65,9 @@ func ProberObjectKinds() [3]string {
 }
 
 // TenantKinds returns the Objects kinds whose documents belong to a tenant
-// and are indexed by it: maintenance windows and status pages.
-func TenantKinds() [2]string { return [2]string{KindMaintenance, KindStatusPage} }
+// and are indexed by it: maintenance windows, status pages, and status
+// page subscribers (whose "tenant" is their page).
+func TenantKinds() [3]string { return [3]string{KindMaintenance, KindStatusPage, KindSubscriber} }
 
 // IsTenantKind reports whether kind is one of TenantKinds.
 func IsTenantKind(kind string) bool {

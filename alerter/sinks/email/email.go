@@ -156,13 +156,22 @@ func (s *Sink) Notify(ctx context.Context, n alert.Notification) error {
 // returns the sink error contract's error: the one delivery path of
 // incidents, change events, digests and groups.
 func (s *Sink) deliver(ctx context.Context, msg []byte) error {
+	return s.deliverTo(ctx, s.to, msg, nil)
+}
+
+// deliverTo is deliver to other recipients; scrub, if set, takes what must
+// not be told (a subscriber's address) out of the error first.
+func (s *Sink) deliverTo(ctx context.Context, to []*mail.Address, msg []byte, scrub func(error) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
 	defer cancel()
-	if err := s.send(ctx, msg); err != nil {
+	if err := s.send(ctx, to, msg); err != nil {
 		// Cancellation closes the connection under net/smtp, which then
 		// reports "use of closed network connection": name the real cause.
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 			err = fmt.Errorf("%w: %w", cerr, err)
+		}
+		if scrub != nil {
+			err = scrub(err)
 		}
 		return s.classify(err)
 	}
@@ -173,7 +182,7 @@ func (s *Sink) tlsConfig() *tls.Config {
 	return &tls.Config{ServerName: s.o.ServerName, RootCAs: s.o.RootCAs, MinVersion: tls.VersionTLS12}
 }
 
-func (s *Sink) send(ctx context.Context, msg []byte) (err error) {
+func (s *Sink) send(ctx context.Context, to []*mail.Address, msg []byte) (err error) {
 	dial := s.o.DialContext
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
@@ -228,7 +237,7 @@ func (s *Sink) send(ctx context.Context, msg []byte) (err error) {
 	if err := c.Mail(s.from.Address); err != nil {
 		return err
 	}
-	for _, r := range s.to {
+	for _, r := range to {
 		if err := c.Rcpt(r.Address); err != nil {
 			return err
 		}
@@ -247,6 +256,46 @@ func (s *Sink) send(ctx context.Context, msg []byte) (err error) {
 	// turn a delivered alert into a retry (and a duplicate).
 	_ = c.Quit()
 	return nil
+}
+
+// Mail is one message to one recipient other than the sink's own To: a
+// status page subscriber's (pkg/subscribe). Key names the message as a
+// notification key does (its Message-ID derives from it); Headers are
+// added to the common ones (List-Unsubscribe, say) and may not replace
+// them.
+type Mail struct {
+	To      string
+	Subject string
+	Body    string
+	Key     string
+	Headers map[string]string
+}
+
+// Send delivers m in one SMTP session, with the sink's relay, sender and
+// error contract. The recipient is never named in an error.
+func (s *Sink) Send(ctx context.Context, m Mail) error {
+	to, err := mail.ParseAddress(m.To)
+	if err != nil {
+		return fmt.Errorf("sink %q: %w: recipient is not an address", s.o.Name, alert.ErrPermanent)
+	}
+	h, _ := s.headers(m.Subject, m.Key, "")
+	delete(h, "X-Mcpmon-Endpoint")
+	h["To"] = to.String()
+	for k, v := range m.Headers {
+		if _, taken := h[k]; !taken {
+			h[k] = oneLine(v)
+		}
+	}
+	return s.deliverTo(ctx, []*mail.Address{to}, render(h, m.Body), func(err error) error { return scrubAddress(err, to.Address) })
+}
+
+// scrubAddress keeps a recipient's address out of an SMTP error's text (a
+// relay may quote it back in a 550).
+func scrubAddress(err error, addr string) error {
+	if !strings.Contains(err.Error(), addr) {
+		return err
+	}
+	return &sendError{msg: strings.ReplaceAll(err.Error(), addr, "<recipient>"), cause: err}
 }
 
 type tlsError struct{ err error }

@@ -1,0 +1,341 @@
+// Status page subscribers: each confirmed subscriber of a page is told,
+// once, of every incident event (opened, each update, resolved) of the
+// page's endpoints that happened after it confirmed, through the same
+// notify pipeline as incidents and change events (without the record
+// stage: subscribers are not sinks of the incident).
+//
+// NotifySubscribers, run by any replica on a timer, reads the pages
+// (store.KindStatusPage), their members (model.StatusPage.Members over
+// the page tenant's endpoints), the latest incidents of each member, and
+// the page's confirmed subscribers, and decides per (subscriber, event)
+// whether the notice is owed (model.Subscriber.Owes, within
+// SubscriberHorizon). Each owed notice is a Delivery whose ledger key is
+// model.SubscriberNoticeKey: claim → send → mark, as every notification.
+// A page's event is itself claimed in the ledger (pageEventKey) while it
+// is fanned out and marked done once every owed subscriber has it, so a
+// later sweep skips it with one ledger read instead of one per
+// subscriber; a subscriber confirmed later is never owed it (Owes), so
+// the set of subscribers an event is owed to is fixed once the event
+// happened. What a crash between two steps costs is the notify ledger's
+// (notify/ledger.go): nothing, except the one duplicate window after a
+// send and before its mark, where the same notice (same Key, same
+// Message-ID) goes out again.
+package alerter
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mcpmon/mcpmon/alerter/notify"
+	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// SubscriberNotifier renders and sends one notice to one subscriber
+// (pkg/subscribe). It returns the alert.Sink error contract: an
+// alert.ErrPermanent failure gives the notice up for that subscriber.
+type SubscriberNotifier interface {
+	NotifySubscriber(ctx context.Context, n model.SubscriberNotice) error
+}
+
+// SubscriberStore is what telling subscribers needs from the store; every
+// store.Store provides it.
+type SubscriberStore interface {
+	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
+	ListObjectsOf(ctx context.Context, kind, tenant string) (map[string][]byte, error)
+	ListEndpointsOf(ctx context.Context, tenant string) ([]model.Endpoint, error)
+	ListIncidents(ctx context.Context, f store.IncidentFilter) ([]model.Incident, error)
+}
+
+const (
+	// SubscriberHorizon is how old an incident event may be and still be
+	// sent: a replica that was down for days does not mail old news. It
+	// is well inside the ledger's TTL (7 days by default), which must
+	// outlast it, or a done key could lapse while its event is still sent.
+	SubscriberHorizon = 48 * time.Hour
+	// subscriberIncidents is how many of each member endpoint's latest
+	// incidents a sweep looks at.
+	subscriberIncidents = 3
+	// subscriberBatch bounds the notices one sweep sends, and
+	// subscriberParallel how many are in flight at once; the rest wait
+	// for the next sweep.
+	subscriberBatch    = 500
+	subscriberParallel = 8
+	// DefaultSubscriberInterval is how often RunSubscribers sweeps.
+	DefaultSubscriberInterval = 5 * time.Second
+)
+
+// pageEventKey is the ledger key of fanning out incident's event to page's
+// subscribers.
+func pageEventKey(page, incident, event string) string {
+	return "subpage-" + page + "-" + incident + "-" + event
+}
+
+// pageEvent is one incident event of one page, with the notices it owes.
+type pageEvent struct {
+	key     string
+	notices []model.SubscriberNotice
+}
+
+// OwedNotices decides, for one page, which notices its confirmed
+// subscribers are owed at now: one per subscriber per event of the
+// incidents given (by member endpoint) within SubscriberHorizon, grouped
+// by event, oldest event first.
+func OwedNotices(page model.StatusPage, subs []model.Subscriber, members []model.Endpoint, incidents map[string][]model.Incident, now time.Time) []pageEvent {
+	var out []pageEvent
+	type at struct {
+		t time.Time
+		i int
+	}
+	var order []at
+	for _, ep := range members {
+		for _, inc := range incidents[ep.ID] {
+			for _, ev := range model.IncidentEvents(inc) {
+				if now.Sub(ev.At) > SubscriberHorizon {
+					continue
+				}
+				pe := pageEvent{key: pageEventKey(page.ID, inc.ID, ev.Name)}
+				for _, s := range subs {
+					if s.Owes(ev) {
+						pe.notices = append(pe.notices, model.SubscriberNotice{
+							Key:  model.SubscriberNoticeKey(s.ID, inc.ID, ev.Name),
+							Page: page, Subscriber: s, Endpoint: ep, Incident: inc, Event: ev,
+						})
+					}
+				}
+				if len(pe.notices) > 0 {
+					order = append(order, at{ev.At, len(out)})
+					out = append(out, pe)
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(order, func(x, y at) int { return x.t.Compare(y.t) })
+	sorted := make([]pageEvent, len(order))
+	for i, o := range order {
+		sorted[i] = out[o.i]
+	}
+	return sorted
+}
+
+// NotifySubscribers sends the notices owed to status page subscribers. It
+// does nothing without Options.Subscribers.
+func (a *Alerter) NotifySubscribers(ctx context.Context) error {
+	ss, ok := a.st.(SubscriberStore)
+	if a.opts.Subscribers == nil || !ok {
+		return nil
+	}
+	a.subsMu.Lock()
+	defer a.subsMu.Unlock()
+	docs, err := ss.ListObjects(ctx, store.KindStatusPage)
+	if err != nil {
+		return fmt.Errorf("alerter: status pages: %w", err)
+	}
+	pages := make([]model.StatusPage, 0, len(docs))
+	for id, doc := range docs {
+		p, err := model.DecodeStatusPage(doc)
+		if err != nil {
+			a.log.Warn("status page does not decode; its subscribers wait", "page", id, "err", err)
+			continue
+		}
+		pages = append(pages, p)
+	}
+	slices.SortFunc(pages, func(x, y model.StatusPage) int { return cmp.Compare(x.ID, y.ID) })
+	now := a.clk.Now()
+	for k, st := range a.subRetries {
+		if a.redeliver.Stale(st, now) {
+			delete(a.subRetries, k)
+		}
+	}
+	budget := subscriberBatch
+	var errs []error
+	for _, p := range pages {
+		if budget <= 0 {
+			break
+		}
+		evs, err := a.owedOf(ctx, ss, p, now)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, pe := range evs {
+			if budget <= 0 {
+				break
+			}
+			n, err := a.fanOut(ctx, pe, budget)
+			budget -= n
+			if errors.Is(err, notify.ErrCrash) {
+				return err
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// owedOf reads what OwedNotices decides over for page p.
+func (a *Alerter) owedOf(ctx context.Context, ss SubscriberStore, p model.StatusPage, now time.Time) ([]pageEvent, error) {
+	subDocs, err := ss.ListObjectsOf(ctx, store.KindSubscriber, p.ID)
+	if err != nil {
+		return nil, fmt.Errorf("alerter: subscribers of page %s: %w", p.ID, err)
+	}
+	var subs []model.Subscriber
+	for _, doc := range subDocs {
+		if s, err := model.DecodeSubscriber(doc); err == nil && s.State == model.SubscriberConfirmed {
+			subs = append(subs, s)
+		}
+	}
+	if len(subs) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(subs, func(x, y model.Subscriber) int { return cmp.Compare(x.ID, y.ID) })
+	eps, err := ss.ListEndpointsOf(ctx, model.TenantOf(p.Tenant))
+	if err != nil {
+		return nil, fmt.Errorf("alerter: endpoints of page %s: %w", p.ID, err)
+	}
+	var members []model.Endpoint
+	seen := map[string]bool{}
+	for _, group := range p.Members(eps) {
+		for _, ep := range group {
+			if !seen[ep.ID] {
+				seen[ep.ID] = true
+				members = append(members, ep)
+			}
+		}
+	}
+	incidents := map[string][]model.Incident{}
+	for _, ep := range members {
+		incs, err := ss.ListIncidents(ctx, store.IncidentFilter{EndpointID: ep.ID, Limit: subscriberIncidents})
+		if err != nil {
+			return nil, fmt.Errorf("alerter: incidents of endpoint %s: %w", ep.ID, err)
+		}
+		incidents[ep.ID] = incs
+	}
+	return OwedNotices(p, subs, members, incidents, now), nil
+}
+
+// fanOut sends pe's notices (at most budget of them) under pe's own
+// ledger claim, and marks pe done once every notice is settled (sent,
+// found done, or given up). It returns how many notices it dispatched.
+func (a *Alerter) fanOut(ctx context.Context, pe pageEvent, budget int) (int, error) {
+	st, err := a.st.Claim(ctx, pe.key, a.opts.Owner, a.opts.Lease)
+	if err != nil {
+		return 0, fmt.Errorf("alerter: claim %s: %w", pe.key, err)
+	}
+	if st != store.ClaimAcquired {
+		return 0, nil // done, or another replica is fanning it out
+	}
+	now := a.clk.Now()
+	settled := true
+	var ds []*notify.Delivery
+	for _, n := range pe.notices {
+		if len(ds) >= budget {
+			settled = false
+			break
+		}
+		rs, failing := a.subRetries[n.Key]
+		if failing && !a.redeliver.Due(rs, now) {
+			settled = false
+			continue
+		}
+		ds = append(ds, &notify.Delivery{Notification: alert.Notification{Key: n.Key},
+			Sink: subscriberCall{to: a.opts.Subscribers, n: n}, Retry: rs, Origin: n.Event.At})
+	}
+	var errs []error
+	for chunk := range slices.Chunk(ds, subscriberParallel) {
+		a.subs.Deliver(ctx, chunk...)
+		for _, d := range chunk {
+			if errors.Is(d.Err, notify.ErrCrash) {
+				return len(ds), d.Err // a crashed process releases nothing
+			}
+			switch {
+			case d.GaveUp || !d.DeliveredAt.IsZero() || d.Outcome == notify.OutcomeDuplicate:
+				delete(a.subRetries, d.Notification.Key)
+			case d.Err != nil && d.Attempts > 0:
+				a.subRetries[d.Notification.Key] = d.Retry
+			}
+			if outcome := eventOutcome(d); outcome != "" {
+				a.m.SubscriberNotices.WithLabelValues(outcome).Inc()
+			}
+			if d.Err != nil {
+				settled = false
+				errs = append(errs, redactedError{msg: redact(d.Err), err: d.Err})
+			}
+		}
+	}
+	if settled {
+		err = a.complete(ctx, pe.key)
+	} else {
+		err = a.release(ctx, pe.key)
+	}
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return len(ds), errors.Join(errs...)
+}
+
+func (a *Alerter) complete(ctx context.Context, key string) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notify.WriteTimeout)
+	defer cancel()
+	if err := a.st.Complete(cctx, key, a.opts.Owner); err != nil {
+		return fmt.Errorf("alerter: mark %s done: %w", key, err)
+	}
+	return nil
+}
+
+func (a *Alerter) release(ctx context.Context, key string) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notify.WriteTimeout)
+	defer cancel()
+	if err := a.st.Release(cctx, key, a.opts.Owner); err != nil {
+		return fmt.Errorf("alerter: release %s: %w", key, err)
+	}
+	return nil
+}
+
+// subscriberCall lets the retry stage, which calls Notify, send a notice.
+// Its name is the same for every subscriber: errors and logs never name
+// one.
+type subscriberCall struct {
+	to SubscriberNotifier
+	n  model.SubscriberNotice
+}
+
+func (c subscriberCall) Name() string { return "subscribers" }
+
+func (c subscriberCall) Notify(ctx context.Context, _ alert.Notification) error {
+	return c.to.NotifySubscriber(ctx, c.n)
+}
+
+// RunSubscribers sends owed subscriber notices every interval (<= 0:
+// DefaultSubscriberInterval) until ctx is done.
+func (a *Alerter) RunSubscribers(ctx context.Context, interval time.Duration) error {
+	if a.opts.Subscribers == nil {
+		return nil
+	}
+	if interval <= 0 {
+		interval = DefaultSubscriberInterval
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		switch err := a.NotifySubscribers(ctx); {
+		case err == nil || ctx.Err() != nil:
+		case errors.Is(err, store.ErrUnavailable):
+			a.log.Debug("subscriber notices wait for the store", "err", err)
+		default:
+			a.log.Warn("subscriber notices", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,241 @@
+package alerter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpmon/mcpmon/alerter/notify"
+	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// noticeSink records the notices it is given, by ledger key.
+type noticeSink struct {
+	mu   sync.Mutex
+	got  []string
+	fail error
+}
+
+func (s *noticeSink) NotifySubscriber(_ context.Context, n model.SubscriberNotice) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return s.fail
+	}
+	s.got = append(s.got, n.Key)
+	return nil
+}
+
+func (s *noticeSink) keys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.got)
+}
+
+// page puts a status page of tenant over every public endpoint of it.
+func (e *env) page(id, tenant string) {
+	e.t.Helper()
+	doc, _ := json.Marshal(model.StatusPage{ID: id, Tenant: tenant, Slug: "page-" + id, Title: id, Groups: []model.PageGroup{{Name: "all"}}})
+	if err := e.st.PutObject(e.ctx, store.KindStatusPage, id, doc); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// subscriber puts a subscriber of page in state, confirmed at confirmedAt.
+func (e *env) subscriber(id, page string, state model.SubscriberState, confirmedAt time.Time) {
+	e.t.Helper()
+	doc, _ := json.Marshal(model.Subscriber{ID: id, Page: page, State: state, Address: id + "@example.com", CreatedAt: t0.Add(-time.Hour), ConfirmedAt: confirmedAt})
+	if err := e.st.PutObject(e.ctx, store.KindSubscriber, id, doc); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// publicEndpoint registers a public endpoint of tenant.
+func (e *env) publicEndpoint(id, tenant string) {
+	e.t.Helper()
+	if _, err := e.st.CreateEndpoint(e.ctx, model.Endpoint{ID: id, Tenant: tenant, Name: "mcp " + id, Slug: "slug-" + id, Public: true,
+		URL: "https://" + id + ".example/mcp", Schedule: "@every 1m", Timeout: 5 * time.Second}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// appendUpdate appends an owner's update to the endpoint's latest incident.
+func (e *env) appendUpdate(ep, message string) {
+	e.t.Helper()
+	inc := e.incidents(ep)[0]
+	inc.Updates = append(inc.Updates, model.IncidentUpdate{At: e.clk.Now(), Status: model.UpdateIdentified, Message: message})
+	if _, err := e.st.UpdateIncident(e.ctx, inc); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) sweepSubscribers(a *Alerter, times int) {
+	e.t.Helper()
+	for range times {
+		if err := a.NotifySubscribers(e.ctx); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// TestSubscribersGetOneNoticePerIncidentEvent: a confirmed subscriber of a
+// page is told of the opening, each update and the resolution of an
+// incident of the page's endpoints once each, however often the sweep
+// runs; a pending subscriber, another tenant's page and a subscriber
+// confirmed after an event hear nothing of that event.
+func TestSubscribersGetOneNoticePerIncidentEvent(t *testing.T) {
+	e := newEnv(t)
+	e.publicEndpoint("ep1", "acme")
+	e.page("p1", "acme")
+	e.page("p2", "other") // lists none of acme's endpoints
+	e.subscriber("s1", "p1", model.SubscriberConfirmed, t0.Add(-time.Minute))
+	e.subscriber("s2", "p1", model.SubscriberPending, time.Time{})
+	e.subscriber("s3", "p2", model.SubscriberConfirmed, t0.Add(-time.Minute))
+	sink := &noticeSink{}
+	a := e.alerter("a", func(o *Options) { o.Subscribers = sink })
+
+	e.states("ep1", 0, down, down)
+	e.pump(a.Handle)
+	inc := e.incidents("ep1")[0].ID
+	e.sweepSubscribers(a, 3)
+	e.clk.Advance(time.Minute)
+	// s4 confirms after the opening: it is told of the update and the
+	// resolution only.
+	e.subscriber("s4", "p1", model.SubscriberConfirmed, e.clk.Now())
+	e.clk.Advance(time.Minute)
+	e.appendUpdate("ep1", "rolled back")
+	e.sweepSubscribers(a, 3)
+	e.states("ep1", 2, up, up)
+	e.clk.Advance(time.Minute)
+	e.pump(a.Handle)
+	e.sweepSubscribers(a, 3)
+
+	want := []string{
+		model.SubscriberNoticeKey("s1", inc, "opened"),
+		model.SubscriberNoticeKey("s1", inc, "update-1"),
+		model.SubscriberNoticeKey("s4", inc, "update-1"),
+		model.SubscriberNoticeKey("s1", inc, "resolved"),
+		model.SubscriberNoticeKey("s4", inc, "resolved"),
+	}
+	// One event's notices go out in parallel: compare as sets.
+	if got := sink.keys(); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Fatalf("notices:\n got %v\nwant %v", got, want)
+	}
+	// Another replica (a restart) finds every notice done.
+	e.sweepSubscribers(e.alerter("b", func(o *Options) { o.Subscribers = sink }), 2)
+	if got := sink.keys(); len(got) != len(want) {
+		t.Fatalf("after another replica's sweep: %d notices, want %d", len(got), len(want))
+	}
+}
+
+// TestSubscriberCrashAtEveryStep kills the replica at each ledger step of
+// a subscriber notice; another replica, after the dead one's lease, sends
+// what is left: exactly one notice, except the one duplicate window
+// between the send and its mark.
+func TestSubscriberCrashAtEveryStep(t *testing.T) {
+	for _, tt := range []struct {
+		point string
+		sends int
+	}{
+		{"claimed", 1}, // claim taken, before the send
+		{"sent", 2},    // accepted, not marked: THE duplicate window
+		{"marked", 1},  // marked; the page event not yet
+	} {
+		t.Run(tt.point, func(t *testing.T) {
+			e := newEnv(t)
+			e.publicEndpoint("ep1", "acme")
+			e.page("p1", "acme")
+			e.subscriber("s1", "p1", model.SubscriberConfirmed, t0.Add(-time.Minute))
+			sink := &noticeSink{}
+			dead := e.alerter("dead", func(o *Options) { o.Subscribers = sink })
+			e.states("ep1", 0, down, down)
+			e.pump(dead.Handle)
+			dead.hook = func(p string) error {
+				if p == tt.point {
+					return fmt.Errorf("at %s: %w", p, notify.ErrCrash)
+				}
+				return nil
+			}
+			if err := dead.NotifySubscribers(e.ctx); !errors.Is(err, notify.ErrCrash) {
+				t.Fatalf("crash at %s: err = %v", tt.point, err)
+			}
+			before := map[string]int{"claimed": 0, "sent": 1, "marked": 1}[tt.point]
+			if got := len(sink.keys()); got != before {
+				t.Fatalf("before takeover: %d notices, want %d", got, before)
+			}
+			e.clk.Advance(DefaultLease + time.Second)
+			e.sweepSubscribers(e.alerter("live", func(o *Options) { o.Subscribers = sink }), 3)
+			got := sink.keys()
+			if len(got) != tt.sends || got[0] != got[len(got)-1] {
+				t.Fatalf("crash at %s: notices %v, want %d of one key", tt.point, got, tt.sends)
+			}
+		})
+	}
+}
+
+// TestSubscriberGivenUpIsNotRetried: a notice refused for good (a 550
+// for a dead mailbox) is marked done, not retried every sweep.
+func TestSubscriberGivenUpIsNotRetried(t *testing.T) {
+	e := newEnv(t)
+	e.publicEndpoint("ep1", "acme")
+	e.page("p1", "acme")
+	e.subscriber("s1", "p1", model.SubscriberConfirmed, t0.Add(-time.Minute))
+	calls := 0
+	sink := notifierFunc(func(context.Context, model.SubscriberNotice) error {
+		calls++
+		return fmt.Errorf("550 no such mailbox: %w", alert.ErrPermanent)
+	})
+	a := e.alerter("a", func(o *Options) { o.Subscribers = sink })
+	e.states("ep1", 0, down, down)
+	e.pump(a.Handle)
+	e.sweepSubscribers(a, 3)
+	if calls != 1 {
+		t.Fatalf("%d sends of a permanently refused notice, want 1", calls)
+	}
+}
+
+type notifierFunc func(context.Context, model.SubscriberNotice) error
+
+func (f notifierFunc) NotifySubscriber(ctx context.Context, n model.SubscriberNotice) error {
+	return f(ctx, n)
+}
+
+// TestOwedNotices: the decision alone — confirmed subscribers, events at
+// or after their confirmation, within the horizon, oldest event first.
+func TestOwedNotices(t *testing.T) {
+	page := model.StatusPage{ID: "p"}
+	ep := model.Endpoint{ID: "ep"}
+	resolved := t0.Add(2 * time.Hour)
+	inc := model.Incident{ID: "i", OpenedAt: t0, ResolvedAt: &resolved,
+		Updates: []model.IncidentUpdate{{At: t0.Add(time.Hour)}}}
+	subs := []model.Subscriber{
+		{ID: "early", State: model.SubscriberConfirmed, ConfirmedAt: t0.Add(-time.Hour)},
+		{ID: "late", State: model.SubscriberConfirmed, ConfirmedAt: t0.Add(90 * time.Minute)},
+		{ID: "pending", State: model.SubscriberPending},
+	}
+	names := func(evs []pageEvent) (out []string) {
+		for _, pe := range evs {
+			for _, n := range pe.notices {
+				out = append(out, n.Key)
+			}
+		}
+		return out
+	}
+	got := names(OwedNotices(page, subs, []model.Endpoint{ep}, map[string][]model.Incident{"ep": {inc}}, resolved))
+	want := []string{"sub-early-i-opened", "sub-early-i-update-1", "sub-early-i-resolved", "sub-late-i-resolved"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("owed %v, want %v", got, want)
+	}
+	// Past the horizon only the resolution is still owed.
+	got = names(OwedNotices(page, subs, []model.Endpoint{ep}, map[string][]model.Incident{"ep": {inc}}, t0.Add(SubscriberHorizon+90*time.Minute)))
+	if want := []string{"sub-early-i-resolved", "sub-late-i-resolved"}; !slices.Equal(got, want) {
+		t.Fatalf("past the horizon: owed %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,54 @@
+package daemon
+
+import (
+	"crypto/x509"
+	"fmt"
+	"os"
+
+	"github.com/mcpmon/mcpmon/alerter/sinks/email"
+	"github.com/mcpmon/mcpmon/pkg/subscribe"
+)
+
+// subscriptions builds the status page subscription service once per
+// process (the API serves its routes, the alerter sends its notices); nil
+// without --subscribe-smtp-addr. The links are signed with a key derived
+// from the sealing keyring, which also seals the addresses at rest.
+func (d *Daemon) subscriptions() (*subscribe.Service, error) {
+	o := d.opts
+	if o.SubscribeSMTPAddr == "" || d.subs != nil {
+		return d.subs, nil
+	}
+	kr, err := keyring(o, d.log)
+	if err != nil {
+		return nil, err
+	}
+	var roots *x509.CertPool
+	if o.SubscribeSMTPCAFile != "" {
+		pem, err := os.ReadFile(o.SubscribeSMTPCAFile)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--subscribe-smtp-ca-file: %w", err)}
+		}
+		roots = x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, usageError{fmt.Errorf("--subscribe-smtp-ca-file %s: no PEM certificate", o.SubscribeSMTPCAFile)}
+		}
+	}
+	mailer, err := email.New(email.Options{
+		Name: "subscribers", Addr: o.SubscribeSMTPAddr, Username: o.SubscribeSMTPUsername, Password: o.SubscribeSMTPPassword.Reveal(),
+		TLS: o.SubscribeSMTPTLS, RootCAs: roots, From: o.SubscribeSMTPFrom,
+		// Send names each subscriber; the sink's own To is never used.
+		To: []string{o.SubscribeSMTPFrom}, Clock: d.clk, Logger: d.log,
+	})
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--subscribe-smtp-*: %w", err)}
+	}
+	d.subs, err = subscribe.New(subscribe.Options{
+		Store: d.st, Mailer: mailer, BaseURL: o.SubscribeBaseURL,
+		Keys: kr.Derive(subscribe.KeyLabel), Sealer: kr, Owner: o.ReplicaID,
+		MaxPerPage: o.MaxSubscribersPerPage, Clock: d.clk, Logger: d.log,
+	})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return d.subs, nil
+}

@@ -1,0 +1,395 @@
+// Package subscribe owns public e-mail subscriptions to status pages: the
+// double opt-in (subscribe, a signed confirmation link, confirm), the
+// one-click unsubscribe, and the mails themselves.
+//
+// Data enters through Handler's three public routes under
+// /status/{slug}/ (subscribe, confirm, unsubscribe) and through
+// NotifySubscriber, which the alerter calls for each notice it owes
+// (alerter/subscribers.go decides which, once, through the ledger).
+// Subscribers are kept as store.KindSubscriber documents, their addresses
+// sealed at rest when a Sealer is given; the signing key is derived from
+// the sealing keyring, or generated once and kept in the store
+// (StoredKey). Addresses leave only in mails to themselves: never in a
+// response, log line or metric. docs/guides/subscriptions.md describes
+// the flow and its privacy.
+package subscribe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpmon/mcpmon/alerter/sinks/email"
+	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// Store is what subscriptions need from pkg/store.
+type Store interface {
+	KeyStore
+	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
+	PutObjectWithin(ctx context.Context, kind, id string, doc []byte, limit int) error
+	CountObjectsOf(ctx context.Context, kind, tenant string) (int, error)
+	DeleteObject(ctx context.Context, kind, id string) error
+}
+
+// Mailer sends one mail (email.Sink.Send).
+type Mailer interface {
+	Send(ctx context.Context, m email.Mail) error
+}
+
+// Sealer seals addresses at rest (seal.Keyring).
+type Sealer interface {
+	Seal(plaintext, aad []byte) string
+	Open(text string, aad []byte) ([]byte, error)
+}
+
+// Options configure a Service. Store, Mailer and BaseURL are required.
+type Options struct {
+	Store  Store
+	Mailer Mailer
+	// BaseURL is the absolute URL the links in mails start with (the
+	// public side of this deployment, e.g. https://status.example.com).
+	BaseURL string
+	// Keys sign the links, the first current (seal.Keyring.Derive with
+	// KeyLabel); nil: a key generated once and kept in the store.
+	Keys [][]byte
+	// Sealer, when set, seals addresses at rest.
+	Sealer Sealer
+	// Owner names this replica in the ledger claim that generates a
+	// stored key.
+	Owner string
+	// MaxPerPage caps a page's subscribers, pending and confirmed (<= 0:
+	// model.DefaultMaxSubscribersPerPage).
+	MaxPerPage int
+	Clock      clock.Clock
+	Logger     *slog.Logger
+}
+
+// Service runs subscriptions for every page of the deployment.
+type Service struct {
+	o    Options
+	base *url.URL
+	clk  clock.Clock
+	log  *slog.Logger
+	mu   sync.Mutex
+	sig  *signer
+	lim  *limiter
+}
+
+// New checks o and returns a Service. It does not touch the store.
+func New(o Options) (*Service, error) {
+	if o.Store == nil || o.Mailer == nil {
+		return nil, errors.New("subscribe: Store and Mailer are required")
+	}
+	base, err := url.Parse(strings.TrimSuffix(o.BaseURL, "/"))
+	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
+		return nil, fmt.Errorf("subscribe: base URL %q: want an absolute http(s) URL", o.BaseURL)
+	}
+	if o.MaxPerPage <= 0 {
+		o.MaxPerPage = model.DefaultMaxSubscribersPerPage
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Service{o: o, base: base, clk: o.Clock, log: o.Logger.With("component", "subscribe"), lim: newLimiter(o.Clock)}
+	if len(o.Keys) > 0 {
+		s.sig = &signer{keys: o.Keys}
+	}
+	return s, nil
+}
+
+// signer returns the links' signer, reading the stored key on first use.
+func (s *Service) signer(ctx context.Context) (*signer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sig != nil {
+		return s.sig, nil
+	}
+	k, err := StoredKey(ctx, s.o.Store, s.o.Owner)
+	if err != nil {
+		return nil, fmt.Errorf("subscribe: signing key: %w", err)
+	}
+	s.sig = &signer{keys: [][]byte{k}}
+	return s.sig, nil
+}
+
+// Errors a subscribe answers with, besides the store's.
+var (
+	// ErrPageFull: the page has MaxPerPage subscribers. It is answered for
+	// every address alike, known or not, so it tells nothing of any.
+	ErrPageFull = errors.New("this page has reached its subscriber limit")
+	// ErrNoPage: no status page has the slug.
+	ErrNoPage = errors.New("no such status page")
+)
+
+// decision is what a subscribe does to a subscriber record.
+type decision struct {
+	write, mail bool
+	next        model.Subscriber
+}
+
+// decide is the subscribe rule: a new (or expired) address becomes
+// pending and is mailed a link; a pending one is mailed again at most
+// once per model.ConfirmMailEvery; a confirmed one is left alone (and
+// mailed nothing, so subscribing someone else's address cannot flood
+// them).
+func decide(found bool, cur model.Subscriber, id, page string, now time.Time) decision {
+	switch {
+	case !found || cur.Expired(now):
+		return decision{write: true, mail: true, next: model.Subscriber{ID: id, Page: page, State: model.SubscriberPending,
+			CreatedAt: now, MailedAt: now, ConfirmBy: now.Add(model.ConfirmTTL)}}
+	case cur.State == model.SubscriberPending && now.Sub(cur.MailedAt) >= model.ConfirmMailEvery:
+		cur.MailedAt, cur.ConfirmBy = now, now.Add(model.ConfirmTTL)
+		return decision{write: true, mail: true, next: cur}
+	}
+	return decision{next: cur}
+}
+
+// Subscribe takes address for page p. Whether the address was new,
+// pending or confirmed, a nil error is the only answer.
+func (s *Service) Subscribe(ctx context.Context, p model.StatusPage, address string) error {
+	addr, err := model.NormalizeEmail(address)
+	if err != nil {
+		return err
+	}
+	sig, err := s.signer(ctx)
+	if err != nil {
+		return err
+	}
+	// Counted before the lookup, and refused alike for every address, so
+	// a full page does not tell known addresses from new ones.
+	n, err := s.o.Store.CountObjectsOf(ctx, store.KindSubscriber, p.ID)
+	if err != nil {
+		return err
+	}
+	if n >= s.o.MaxPerPage {
+		return ErrPageFull
+	}
+	id := sig.subscriberID(p.ID, addr)
+	cur, found, err := s.get(ctx, id)
+	if err != nil {
+		return err
+	}
+	now := s.clk.Now()
+	d := decide(found, cur, id, p.ID, now)
+	if !d.write {
+		return nil
+	}
+	d.next.Address, d.next.Masked = s.seal(id, addr), model.MaskEmail(addr)
+	// Written before the mail: a crash in between leaves a pending record
+	// that nobody was mailed, which the next subscribe after
+	// ConfirmMailEvery (or the expiry) mails again; the other order could
+	// mail a link to a record that is not there.
+	if err := s.put(ctx, d.next); err != nil {
+		return err
+	}
+	if err := s.mailConfirm(ctx, sig, p, d.next, addr); err != nil {
+		// Let the next attempt mail at once.
+		d.next.MailedAt = time.Time{}
+		if perr := s.put(ctx, d.next); perr != nil {
+			err = errors.Join(err, perr)
+		}
+		return fmt.Errorf("subscribe: confirmation mail: %w", err)
+	}
+	return nil
+}
+
+// Confirm follows a confirmation link of page p. A link of a confirmed
+// subscriber confirms again without change.
+func (s *Service) Confirm(ctx context.Context, p model.StatusPage, tok string) error {
+	sig, err := s.signer(ctx)
+	if err != nil {
+		return err
+	}
+	now := s.clk.Now()
+	id, err := sig.check(tok, purposeConfirm, p.ID, now)
+	if err != nil {
+		return err
+	}
+	cur, found, err := s.get(ctx, id)
+	switch {
+	case err != nil:
+		return err
+	case !found || cur.Page != p.ID || cur.Expired(now):
+		return ErrBadToken
+	case cur.State == model.SubscriberConfirmed:
+		return nil
+	}
+	cur.State, cur.ConfirmedAt, cur.ConfirmBy = model.SubscriberConfirmed, now, time.Time{}
+	return s.put(ctx, cur)
+}
+
+// Unsubscribe follows an unsubscribe link of page p: the subscriber is
+// deleted. A link of a subscriber already gone succeeds.
+func (s *Service) Unsubscribe(ctx context.Context, p model.StatusPage, tok string) error {
+	sig, err := s.signer(ctx)
+	if err != nil {
+		return err
+	}
+	id, err := sig.check(tok, purposeUnsubscribe, p.ID, s.clk.Now())
+	if err != nil {
+		return err
+	}
+	cur, found, err := s.get(ctx, id)
+	if err != nil || !found || cur.Page != p.ID {
+		return err
+	}
+	if err := s.o.Store.DeleteObject(ctx, store.KindSubscriber, id); err != nil && !errors.Is(err, model.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// Prune deletes pending subscribers whose link has expired, and returns
+// how many.
+func (s *Service) Prune(ctx context.Context) (int, error) {
+	docs, err := s.o.Store.ListObjects(ctx, store.KindSubscriber)
+	if err != nil {
+		return 0, err
+	}
+	now, n := s.clk.Now(), 0
+	for id, doc := range docs {
+		sub, err := model.DecodeSubscriber(doc)
+		if err != nil || !sub.Expired(now) {
+			continue
+		}
+		if err := s.o.Store.DeleteObject(ctx, store.KindSubscriber, id); err != nil && !errors.Is(err, model.ErrNotFound) {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// RunPrune prunes every interval until ctx is done.
+func (s *Service) RunPrune(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if n, err := s.Prune(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("prune expired subscriptions", "err", err)
+		} else if n > 0 {
+			s.log.Info("dropped subscriptions never confirmed", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// NotifySubscriber mails n to its subscriber, with the unsubscribe link
+// and the RFC 8058 one-click headers. It keeps the alert.Sink error
+// contract (alerter/subscribers.go gives up on alert.ErrPermanent).
+func (s *Service) NotifySubscriber(ctx context.Context, n model.SubscriberNotice) error {
+	sig, err := s.signer(ctx)
+	if err != nil {
+		return err
+	}
+	addr, err := s.open(n.Subscriber)
+	if err != nil {
+		return fmt.Errorf("%w: subscriber %s: %w", alert.ErrPermanent, n.Subscriber.ID, err)
+	}
+	unsub := s.link(n.Page.Slug, "unsubscribe", sig.token(purposeUnsubscribe, n.Page.ID, n.Subscriber.ID, time.Time{}))
+	subject, body := noticeText(n, s.link(n.Page.Slug, "", ""), unsub)
+	return s.o.Mailer.Send(ctx, email.Mail{To: addr, Subject: subject, Body: body, Key: n.Key, Headers: map[string]string{
+		"List-Unsubscribe":      "<" + unsub + ">",
+		"List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+		"List-Id":               "<" + n.Page.ID + ".status." + s.base.Hostname() + ">",
+	}})
+}
+
+func (s *Service) mailConfirm(ctx context.Context, sig *signer, p model.StatusPage, sub model.Subscriber, addr string) error {
+	confirm := s.link(p.Slug, "confirm", sig.token(purposeConfirm, p.ID, sub.ID, sub.ConfirmBy))
+	subject, body := confirmText(p, confirm, sub.ConfirmBy)
+	return s.o.Mailer.Send(ctx, email.Mail{To: addr, Subject: subject, Body: body,
+		Key: fmt.Sprintf("subconfirm-%s-%d", sub.ID, sub.MailedAt.Unix())})
+}
+
+// link is BaseURL/status/{slug}[/{action}?t={tok}].
+func (s *Service) link(slug, action, tok string) string {
+	u := *s.base
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/status/" + url.PathEscape(slug)
+	if action != "" {
+		u.Path += "/" + action
+		u.RawQuery = url.Values{"t": {tok}}.Encode()
+	}
+	return u.String()
+}
+
+func aad(id string) []byte { return []byte(store.KindSubscriber + ":" + id + ":address") }
+
+func (s *Service) seal(id, addr string) string {
+	if s.o.Sealer == nil {
+		return addr
+	}
+	return s.o.Sealer.Seal([]byte(addr), aad(id))
+}
+
+// open returns sub's address, unsealed if it was sealed.
+func (s *Service) open(sub model.Subscriber) (string, error) {
+	if !strings.HasPrefix(sub.Address, "sealed:") {
+		return sub.Address, nil
+	}
+	if s.o.Sealer == nil {
+		return "", errors.New("address is sealed and no key is configured")
+	}
+	b, err := s.o.Sealer.Open(sub.Address, aad(sub.ID))
+	return string(b), err
+}
+
+func (s *Service) get(ctx context.Context, id string) (model.Subscriber, bool, error) {
+	doc, err := s.o.Store.GetObject(ctx, store.KindSubscriber, id)
+	if errors.Is(err, model.ErrNotFound) {
+		return model.Subscriber{}, false, nil
+	}
+	if err != nil {
+		return model.Subscriber{}, false, err
+	}
+	sub, err := model.DecodeSubscriber(doc)
+	return sub, err == nil, err
+}
+
+// put writes sub within the page's cap, counted in the write's own
+// transaction (PutObjectWithin), so concurrent subscribes on any replica
+// cannot pass it together.
+func (s *Service) put(ctx context.Context, sub model.Subscriber) error {
+	doc, err := json.Marshal(sub)
+	if err != nil {
+		return err
+	}
+	err = s.o.Store.PutObjectWithin(ctx, store.KindSubscriber, sub.ID, doc, s.o.MaxPerPage)
+	if errors.Is(err, store.ErrQuota) {
+		return ErrPageFull
+	}
+	return err
+}
+
+// PageBySlug finds the status page served at /status/{slug}.
+func PageBySlug(ctx context.Context, st interface {
+	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
+}, slug string) (model.StatusPage, error) {
+	docs, err := st.ListObjects(ctx, store.KindStatusPage)
+	if err != nil {
+		return model.StatusPage{}, err
+	}
+	for _, doc := range docs {
+		if p, err := model.DecodeStatusPage(doc); err == nil && p.Slug == slug {
+			return p, nil
+		}
+	}
+	return model.StatusPage{}, ErrNoPage
+}

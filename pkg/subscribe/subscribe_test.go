@@ -1,0 +1,324 @@
+package subscribe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpmon/mcpmon/alerter/sinks/email"
+	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/seal"
+	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/store/bolt"
+)
+
+var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+type fakeMailer struct {
+	mu   sync.Mutex
+	sent []email.Mail
+}
+
+func (m *fakeMailer) Send(_ context.Context, mail email.Mail) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sent = append(m.sent, mail)
+	return nil
+}
+
+func (m *fakeMailer) mails() []email.Mail {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]email.Mail(nil), m.sent...)
+}
+
+type fixture struct {
+	st   store.Store
+	clk  *clock.Fake
+	mail *fakeMailer
+	svc  *Service
+	page model.StatusPage
+}
+
+func newFixture(t *testing.T, max int) *fixture {
+	t.Helper()
+	clk := clock.NewFake(t0)
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "store.db"), bolt.Options{Clock: clk, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	kr, err := seal.NewKeyring(seal.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{st: st, clk: clk, mail: &fakeMailer{}, page: model.StatusPage{ID: "pg1", Slug: "acme", Title: "Acme"}}
+	doc, _ := json.Marshal(f.page)
+	if err := st.PutObject(t.Context(), store.KindStatusPage, f.page.ID, doc); err != nil {
+		t.Fatal(err)
+	}
+	f.svc, err = New(Options{Store: st, Mailer: f.mail, BaseURL: "https://status.example.com", Keys: kr.Derive(KeyLabel), Sealer: kr,
+		MaxPerPage: max, Clock: clk, Owner: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+var tokenRE = regexp.MustCompile(`/status/acme/(confirm|unsubscribe)\?t=([^\s>]+)`)
+
+func tokenIn(t *testing.T, text, action string) string {
+	t.Helper()
+	for _, m := range tokenRE.FindAllStringSubmatch(text, -1) {
+		if m[1] == action {
+			v, _ := url.QueryUnescape(m[2])
+			return v
+		}
+	}
+	t.Fatalf("no %s link in %q", action, text)
+	return ""
+}
+
+// TestSubscribeDecision: the double opt-in rule as a table.
+func TestSubscribeDecision(t *testing.T) {
+	pending := model.Subscriber{State: model.SubscriberPending, MailedAt: t0, ConfirmBy: t0.Add(model.ConfirmTTL)}
+	confirmed := model.Subscriber{State: model.SubscriberConfirmed, ConfirmedAt: t0}
+	for _, c := range []struct {
+		name        string
+		found       bool
+		cur         model.Subscriber
+		at          time.Time
+		write, mail bool
+	}{
+		{"new address", false, model.Subscriber{}, t0, true, true},
+		{"pending, mailed a minute ago", true, pending, t0.Add(time.Minute), false, false},
+		{"pending, mailed an hour ago", true, pending, t0.Add(time.Hour), true, true},
+		{"pending past its link", true, pending, t0.Add(model.ConfirmTTL), true, true},
+		{"confirmed", true, confirmed, t0.Add(48 * time.Hour), false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := decide(c.found, c.cur, "s1", "pg", c.at)
+			if d.write != c.write || d.mail != c.mail {
+				t.Fatalf("write %v mail %v, want %v %v", d.write, d.mail, c.write, c.mail)
+			}
+			if d.mail && (d.next.State != model.SubscriberPending || !d.next.ConfirmBy.Equal(c.at.Add(model.ConfirmTTL))) {
+				t.Fatalf("next %+v: want pending until %s", d.next, c.at.Add(model.ConfirmTTL))
+			}
+		})
+	}
+}
+
+// TestTokensRefuseForgeriesAndOtherUses: a link checks only for its own
+// page, purpose and subscriber, under a key of the keyring, before expiry.
+func TestTokensRefuseForgeriesAndOtherUses(t *testing.T) {
+	old, cur := signer{keys: [][]byte{[]byte("old-key")}}, signer{keys: [][]byte{[]byte("new-key"), []byte("old-key")}}
+	exp := t0.Add(time.Hour)
+	tok := cur.token(purposeConfirm, "pg", "s1", exp)
+	if id, err := cur.check(tok, purposeConfirm, "pg", t0); err != nil || id != "s1" {
+		t.Fatalf("own token: %q %v", id, err)
+	}
+	if _, err := cur.check(old.token(purposeConfirm, "pg", "s1", exp), purposeConfirm, "pg", t0); err != nil {
+		t.Fatalf("a token of the older key still in the keyring: %v", err)
+	}
+	forged := strings.Replace(tok, "s1.", "s2.", 1)
+	for name, c := range map[string]struct{ tok, purpose, page string }{
+		"other purpose":   {tok, purposeUnsubscribe, "pg"},
+		"other page":      {tok, purposeConfirm, "pg2"},
+		"other id":        {forged, purposeConfirm, "pg"},
+		"unknown key":     {signer{keys: [][]byte{[]byte("x")}}.token(purposeConfirm, "pg", "s1", exp), purposeConfirm, "pg"},
+		"truncated":       {tok[:len(tok)-3], purposeConfirm, "pg"},
+		"empty":           {"", purposeConfirm, "pg"},
+		"oversized":       {strings.Repeat("a", maxToken+1), purposeConfirm, "pg"},
+		"extended expiry": {strings.Replace(tok, ".", "9.", 1), purposeConfirm, "pg"},
+	} {
+		if _, err := cur.check(c.tok, c.purpose, c.page, t0); !errors.Is(err, ErrBadToken) {
+			t.Errorf("%s: err %v, want ErrBadToken", name, err)
+		}
+	}
+	if _, err := cur.check(tok, purposeConfirm, "pg", exp); !errors.Is(err, ErrBadToken) {
+		t.Fatalf("at expiry: %v, want ErrBadToken", err)
+	}
+}
+
+func post(t *testing.T, h http.Handler, path, contentType, body string) (int, string) {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	r.Header.Set("Content-Type", contentType)
+	r.RemoteAddr = "192.0.2.1:1234"
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	b, _ := io.ReadAll(w.Result().Body)
+	return w.Code, string(b)
+}
+
+// TestSubscribeAnswersAlikeAndMailsOnce: new, pending and confirmed
+// addresses get the same answer; one confirmation mail per address per
+// hour; the link confirms; the address is sealed at rest and appears in
+// no answer.
+func TestSubscribeAnswersAlikeAndMailsOnce(t *testing.T) {
+	f := newFixture(t, 0)
+	h := f.svc.Handler()
+	const addr = "Jane.Doe@Example.COM"
+	var answers []string
+	subscribe := func() {
+		code, body := post(t, h, "/status/acme/subscribe", "application/json", `{"email":"`+addr+`"}`)
+		if code != http.StatusAccepted || strings.Contains(strings.ToLower(body), "jane") {
+			t.Fatalf("subscribe: %d %s", code, body)
+		}
+		answers = append(answers, body)
+	}
+	subscribe() // new
+	subscribe() // pending
+	if n := len(f.mail.mails()); n != 1 {
+		t.Fatalf("%d confirmation mails, want 1", n)
+	}
+	m := f.mail.mails()[0]
+	if m.To != "Jane.Doe@example.com" {
+		t.Fatalf("mailed %q, want the address with its domain lower-cased", m.To)
+	}
+	r := httptest.NewRequest(http.MethodGet, "/status/acme/confirm?t="+url.QueryEscape(tokenIn(t, m.Body, "confirm")), nil)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusOK {
+		t.Fatalf("confirm: %d", w.Code)
+	}
+	f.clk.Advance(2 * time.Hour)
+	subscribe() // confirmed
+	if answers[0] != answers[1] || answers[1] != answers[2] {
+		t.Fatalf("answers differ: %q", answers)
+	}
+	if n := len(f.mail.mails()); n != 1 {
+		t.Fatalf("%d mails after subscribing a confirmed address, want still 1", n)
+	}
+	docs, err := f.st.ListObjectsOf(t.Context(), store.KindSubscriber, "pg1")
+	if err != nil || len(docs) != 1 {
+		t.Fatalf("subscribers of the page: %d, %v", len(docs), err)
+	}
+	for _, doc := range docs {
+		s, _ := model.DecodeSubscriber(doc)
+		if s.State != model.SubscriberConfirmed || !seal.IsSealed(s.Address) || strings.Contains(strings.ToLower(string(doc)), "jane") {
+			t.Fatalf("stored %s: want confirmed with a sealed address", doc)
+		}
+	}
+}
+
+// TestSubscribeBounds: a page's cap (409 for every address alike), the
+// per-client rate (429), a bad address and an oversized body (400), an
+// unknown page (404).
+func TestSubscribeBounds(t *testing.T) {
+	f := newFixture(t, 2)
+	h := f.svc.Handler()
+	form := "application/x-www-form-urlencoded"
+	for _, a := range []string{"a@example.com", "b@example.com"} {
+		if code, body := post(t, h, "/status/acme/subscribe", form, "email="+url.QueryEscape(a)); code != http.StatusAccepted {
+			t.Fatalf("subscribe %s: %d %s", a, code, body)
+		}
+	}
+	for _, a := range []string{"c@example.com", "a@example.com"} {
+		if code, _ := post(t, h, "/status/acme/subscribe", form, "email="+a); code != http.StatusConflict {
+			t.Fatalf("past the cap, %s: %d, want 409 for known and new alike", a, code)
+		}
+	}
+	for name, c := range map[string]struct {
+		path, body string
+		code       int
+	}{
+		"not an address": {"/status/acme/subscribe", "email=" + url.QueryEscape("Jane <j@example.com>"), http.StatusBadRequest},
+		"oversized body": {"/status/acme/subscribe", "email=" + strings.Repeat("a", MaxBody), http.StatusBadRequest},
+		"unknown page":   {"/status/nope/subscribe", "email=x@example.com", http.StatusNotFound},
+	} {
+		if code, _ := post(t, h, c.path, form, c.body); code != c.code {
+			t.Errorf("%s: %d, want %d", name, code, c.code)
+		}
+	}
+	var limited bool
+	for range perClientBurst + 1 {
+		if code, _ := post(t, h, "/status/acme/subscribe", form, "email=z@example.com"); code == http.StatusTooManyRequests {
+			limited = true
+		}
+	}
+	if !limited {
+		t.Fatal("a client past its burst was not limited")
+	}
+}
+
+// TestUnsubscribeIsOneClick: the notice carries List-Unsubscribe and the
+// RFC 8058 header; GET of the link changes nothing, POST deletes.
+func TestUnsubscribeIsOneClick(t *testing.T) {
+	f := newFixture(t, 0)
+	h := f.svc.Handler()
+	post(t, h, "/status/acme/subscribe", "application/json", `{"email":"j@example.com"}`)
+	confirm := tokenIn(t, f.mail.mails()[0].Body, "confirm")
+	if err := f.svc.Confirm(t.Context(), f.page, confirm); err != nil {
+		t.Fatal(err)
+	}
+	docs, _ := f.st.ListObjectsOf(t.Context(), store.KindSubscriber, "pg1")
+	var sub model.Subscriber
+	for _, doc := range docs {
+		sub, _ = model.DecodeSubscriber(doc)
+	}
+	n := model.SubscriberNotice{Key: "k", Page: f.page, Subscriber: sub, Endpoint: model.Endpoint{Name: "search"},
+		Event: model.IncidentEvent{Name: "opened", Kind: model.IncidentEventOpened, At: t0}}
+	if err := f.svc.NotifySubscriber(t.Context(), n); err != nil {
+		t.Fatal(err)
+	}
+	notice := f.mail.mails()[1]
+	if notice.To != "j@example.com" || notice.Headers["List-Unsubscribe-Post"] != "List-Unsubscribe=One-Click" || !strings.HasPrefix(notice.Headers["List-Unsubscribe"], "<https://status.example.com/status/acme/unsubscribe?t=") {
+		t.Fatalf("notice %+v: want the one-click headers", notice)
+	}
+	link := "/status/acme/unsubscribe?t=" + url.QueryEscape(tokenIn(t, notice.Body, "unsubscribe"))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, link, nil))
+	if n, _ := f.st.CountObjectsOf(t.Context(), store.KindSubscriber, "pg1"); w.Code != http.StatusOK || n != 1 {
+		t.Fatalf("GET unsubscribe: %d, %d subscribers; want 200 and no change", w.Code, n)
+	}
+	if code, _ := post(t, h, link, "application/x-www-form-urlencoded", "List-Unsubscribe=One-Click"); code != http.StatusOK {
+		t.Fatalf("POST unsubscribe: %d", code)
+	}
+	if n, _ := f.st.CountObjectsOf(t.Context(), store.KindSubscriber, "pg1"); n != 0 {
+		t.Fatalf("%d subscribers after unsubscribing, want 0", n)
+	}
+}
+
+// TestPruneDropsUnconfirmed: a pending subscriber is dropped once its
+// link has expired; its link no longer confirms.
+func TestPruneDropsUnconfirmed(t *testing.T) {
+	f := newFixture(t, 0)
+	post(t, f.svc.Handler(), "/status/acme/subscribe", "application/json", `{"email":"j@example.com"}`)
+	tok := tokenIn(t, f.mail.mails()[0].Body, "confirm")
+	if n, err := f.svc.Prune(t.Context()); n != 0 || err != nil {
+		t.Fatalf("prune before expiry: %d %v", n, err)
+	}
+	f.clk.Advance(model.ConfirmTTL)
+	if err := f.svc.Confirm(t.Context(), f.page, tok); !errors.Is(err, ErrBadToken) {
+		t.Fatalf("confirm after expiry: %v", err)
+	}
+	if n, err := f.svc.Prune(t.Context()); n != 1 || err != nil {
+		t.Fatalf("prune after expiry: %d %v", n, err)
+	}
+}
+
+// TestStoredKeyIsGeneratedOnce: without a sealing key, replicas share
+// one generated key.
+func TestStoredKeyIsGeneratedOnce(t *testing.T) {
+	f := newFixture(t, 0)
+	a, err := StoredKey(t.Context(), f.st, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := StoredKey(t.Context(), f.st, "b")
+	if err != nil || string(a) != string(b) || len(a) != 32 {
+		t.Fatalf("second replica: %x %v; want the first's key %x", b, err, a)
+	}
+}
