@@ -530,7 +530,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		mux.Handle("/docs", h)
 		// Public status pages and badges: outside /v1, no key, only the
 		// endpoints their owners made public (pkg/status).
-		pubCache := publicstatus.NewCache(publicstatus.Options{Store: d.st, Clock: d.clk, Logger: d.log, PublicIndex: o.PublicIndex})
+		pubCache := publicstatus.NewCache(publicstatus.Options{Store: d.st, Clock: d.clk, Logger: d.log, PublicIndex: o.PublicIndex, Subscribe: o.SubscribeSMTPAddr != ""})
 		pub := publicstatus.Handler(pubCache)
 		for _, path := range []string{"/status", "/status/", "/badge/"} {
 			mux.Handle(path, pub)

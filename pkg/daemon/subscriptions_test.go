@@ -138,6 +138,12 @@ func TestEmailSubscriptionEndToEnd(t *testing.T) {
 	run := time.Now().UnixNano()
 	alice, bob := fmt.Sprintf("alice-%d@example.com", run), fmt.Sprintf("bob-%d@example.com", run)
 	base := "http://" + d.Addr()
+	// The page offers the form the subscriptions below post, as a visitor
+	// would find it.
+	if code, body := call(t, http.MethodGet, base+"/status/subs-demo", nil); code != http.StatusOK ||
+		!strings.Contains(body, `method="post" action="/status/subs-demo/subscribe"`) || !strings.Contains(body, `name="email"`) {
+		t.Fatalf("GET /status/subs-demo: %d, want the page with its subscription form:\n%s", code, body)
+	}
 	for _, a := range []string{alice, alice, bob} {
 		code, body := call(t, http.MethodPost, base+"/status/subs-demo/subscribe", url.Values{"email": {a}})
 		if code != http.StatusAccepted || strings.Contains(body, a) {

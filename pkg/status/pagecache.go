@@ -101,7 +101,9 @@ func (c *Cache) statusPageLocked(ctx context.Context, slug string, now time.Time
 			groups[i] = append(groups[i], er.Page)
 		}
 	}
-	nr, err := RenderStatusPage(BuildStatusPage(PageInput{Page: sp, Groups: groups, Now: now}))
+	v := BuildStatusPage(PageInput{Page: sp, Groups: groups, Now: now})
+	v.Subscribe = c.subscribe
+	nr, err := RenderStatusPage(v)
 	if err != nil {
 		return stale(err)
 	}

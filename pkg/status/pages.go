@@ -57,6 +57,9 @@ type StatusPageView struct {
 	// Since is the newest last-verdict window among the page's endpoints.
 	Since     time.Time
 	Generated time.Time
+	// Subscribe shows the e-mail subscription form (Options.Subscribe);
+	// the page's CSP then lets forms post to this origin.
+	Subscribe bool
 
 	id string // the page's ID: names its feed, never rendered
 }
@@ -224,7 +227,7 @@ type RenderedPage struct {
 
 // RenderStatusPage renders v's HTML, JSON and feed with their ETags.
 func RenderStatusPage(v StatusPageView) (*RenderedPage, error) {
-	r := &RenderedPage{View: v, built: v.Generated, CSP: pageCSP(v.LogoOrigin)}
+	r := &RenderedPage{View: v, built: v.Generated, CSP: pageCSP(v.LogoOrigin, v.Subscribe)}
 	var b strings.Builder
 	if err := pages.ExecuteTemplate(&b, "statuspage", struct {
 		StatusPageView
@@ -252,12 +255,17 @@ func RenderStatusPage(v StatusPageView) (*RenderedPage, error) {
 }
 
 // pageCSP is csp with the logo's origin added to img-src, for the one page
-// that shows it.
-func pageCSP(logoOrigin string) string {
-	if logoOrigin == "" {
-		return csp
+// that shows it, and form-action 'self' for a page with the subscription
+// form.
+func pageCSP(logoOrigin string, subscribe bool) string {
+	out := csp
+	if logoOrigin != "" {
+		out = strings.Replace(out, "img-src 'self'", "img-src 'self' "+logoOrigin, 1)
 	}
-	return strings.Replace(csp, "img-src 'self'", "img-src 'self' "+logoOrigin, 1)
+	if subscribe {
+		out = strings.Replace(out, "form-action 'none'", "form-action 'self'", 1)
+	}
+	return out
 }
 
 // PageJSONView is GET /status/{slug}.json of a status page.

@@ -508,3 +508,29 @@ func TestPagesIndexResolvesRacesToTheOldest(t *testing.T) {
 		t.Errorf("by host %v", byHost)
 	}
 }
+
+// TestStatusPageSubscribeFormOnlyWhenSubscriptionsAreOn: with Subscribe
+// the page carries a form posting to its subscribe route and its CSP lets
+// forms post to this origin; without, neither (form-action 'none').
+func TestStatusPageSubscribeFormOnlyWhenSubscriptionsAreOn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		srv := serveWith(t, status.Options{Store: pageFixture(t, acmePage()), Clock: clock.NewFake(now), Subscribe: on})
+		resp, page := get(t, srv.URL+"/status/"+pageSlug)
+		form := `<form class="subscribe" id="subscribe" method="post" action="/status/` + pageSlug + `/subscribe">`
+		csp := resp.Header.Get("Content-Security-Policy")
+		if got := strings.Contains(page, form); got != on {
+			t.Errorf("Subscribe=%v: page has the subscription form: %v", on, got)
+		}
+		want := "form-action 'none'"
+		if on {
+			want = "form-action 'self'"
+		}
+		if !strings.Contains(csp, want) {
+			t.Errorf("Subscribe=%v: CSP %q lacks %q", on, csp, want)
+		}
+		// An endpoint's own page never takes forms.
+		if got := resp0(t, srv.URL+"/status/acme-search").Header.Get("Content-Security-Policy"); !strings.Contains(got, "form-action 'none'") {
+			t.Errorf("Subscribe=%v: an endpoint page's CSP %q lets forms post", on, got)
+		}
+	}
+}

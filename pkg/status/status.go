@@ -97,6 +97,10 @@ type Options struct {
 	// PublicIndex serves GET /status, the list of every public endpoint
 	// of the deployment; off, it is 404 like an unknown slug.
 	PublicIndex bool
+	// Subscribe shows a subscription form on each tenant's status page,
+	// posting to /status/{slug}/subscribe (pkg/subscribe): set when the
+	// deployment sends subscriber mail.
+	Subscribe bool
 }
 
 // Rendered is one public endpoint's four representations.
@@ -118,8 +122,8 @@ type Cache struct {
 	clk clock.Clock
 	ttl time.Duration
 	log *slog.Logger
-	// publicIndex: Options.PublicIndex.
-	publicIndex bool
+	// publicIndex, subscribe: Options.PublicIndex, Options.Subscribe.
+	publicIndex, subscribe bool
 
 	// refresh serialises store reads: concurrent misses for one slug read
 	// once, and a burst of misses cannot fan out into a burst of reads.
@@ -151,7 +155,7 @@ func NewCache(o Options) *Cache {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Cache{st: o.Store, clk: o.Clock, ttl: o.TTL, log: o.Logger.With("component", "status"), publicIndex: o.PublicIndex,
+	return &Cache{st: o.Store, clk: o.Clock, ttl: o.TTL, log: o.Logger.With("component", "status"), publicIndex: o.PublicIndex, subscribe: o.Subscribe,
 		entries: map[string]*Rendered{}, tools: map[string]toolsSeen{}, pageEntries: map[string]*RenderedPage{}}
 }
 
