@@ -9,7 +9,7 @@
 // the page tenant's endpoints), the latest incidents of each member, and
 // the page's confirmed subscribers, and decides per (subscriber, event)
 // whether the notice is owed (model.Subscriber.Owes, within
-// SubscriberHorizon). Each owed notice is a Delivery whose ledger key is
+// model.SubscriberHorizon). Each owed notice is a Delivery whose ledger key is
 // model.SubscriberNoticeKey: claim → send → mark, as every notification.
 // A page's event is itself claimed in the ledger (pageEventKey) while it
 // is fanned out and marked done once every owed subscriber has it, so a
@@ -53,11 +53,6 @@ type SubscriberStore interface {
 }
 
 const (
-	// SubscriberHorizon is how old an incident event may be and still be
-	// sent: a replica that was down for days does not mail old news. It
-	// is well inside the ledger's TTL (7 days by default), which must
-	// outlast it, or a done key could lapse while its event is still sent.
-	SubscriberHorizon = 48 * time.Hour
 	// subscriberIncidents is how many of each member endpoint's latest
 	// incidents a sweep looks at.
 	subscriberIncidents = 3
@@ -84,7 +79,7 @@ type pageEvent struct {
 
 // OwedNotices decides, for one page, which notices its confirmed
 // subscribers are owed at now: one per subscriber per event of the
-// incidents given (by member endpoint) within SubscriberHorizon, grouped
+// incidents given (by member endpoint) within model.SubscriberHorizon, grouped
 // by event, oldest event first.
 func OwedNotices(page model.StatusPage, subs []model.Subscriber, members []model.Endpoint, incidents map[string][]model.Incident, now time.Time) []pageEvent {
 	var out []pageEvent
@@ -96,7 +91,7 @@ func OwedNotices(page model.StatusPage, subs []model.Subscriber, members []model
 	for _, ep := range members {
 		for _, inc := range incidents[ep.ID] {
 			for _, ev := range model.IncidentEvents(inc) {
-				if now.Sub(ev.At) > SubscriberHorizon {
+				if now.Sub(ev.At) > model.SubscriberHorizon {
 					continue
 				}
 				pe := pageEvent{key: pageEventKey(page.ID, inc.ID, ev.Name)}

@@ -234,7 +234,7 @@ func TestOwedNotices(t *testing.T) {
 		t.Fatalf("owed %v, want %v", got, want)
 	}
 	// Past the horizon only the resolution is still owed.
-	got = names(OwedNotices(page, subs, []model.Endpoint{ep}, map[string][]model.Incident{"ep": {inc}}, t0.Add(SubscriberHorizon+90*time.Minute)))
+	got = names(OwedNotices(page, subs, []model.Endpoint{ep}, map[string][]model.Incident{"ep": {inc}}, t0.Add(model.SubscriberHorizon+90*time.Minute)))
 	if want := []string{"sub-early-i-resolved", "sub-late-i-resolved"}; !slices.Equal(got, want) {
 		t.Fatalf("past the horizon: owed %v, want %v", got, want)
 	}

@@ -560,6 +560,9 @@ func (o Options) Validate() error {
 	if o.LedgerTTL < time.Hour {
 		errs = append(errs, fmt.Errorf("--ledger-ttl %s: must be at least 1h (SQS redelivers and DLQ replays arrive long after 5 minutes)", o.LedgerTTL))
 	}
+	if o.SubscribeSMTPAddr != "" && o.LedgerTTL <= model.SubscriberHorizon {
+		errs = append(errs, fmt.Errorf("--ledger-ttl %s: with --subscribe-smtp-addr it must be longer than %s, how long a subscriber notice may still be sent, or a notice could be sent twice", o.LedgerTTL, model.SubscriberHorizon))
+	}
 	if o.AuditTTL < time.Hour || o.AuditTTL > MaxAuditTTL {
 		errs = append(errs, fmt.Errorf("--audit-ttl %s: must be between 1h and 2y (17520h)", o.AuditTTL))
 	}

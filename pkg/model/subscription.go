@@ -10,6 +10,13 @@ import (
 	"time"
 )
 
+// SubscriberHorizon is how old an incident event may be and still be sent
+// to a page's subscribers: a replica that was down for days does not mail
+// old news. The idempotency ledger must remember a sent notice longer
+// (--ledger-ttl, 7 days by default, is refused below it when subscriptions
+// are on), or a done key could lapse while its event is still sent.
+const SubscriberHorizon = 48 * time.Hour
+
 // SubscriberState is where a public subscriber is in the double opt-in.
 type SubscriberState string
 
