@@ -207,7 +207,10 @@ loop:
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
+			// Workers still running append to errs under emu.
+			emu.Lock()
 			errs = append(errs, ctx.Err())
+			emu.Unlock()
 			break loop
 		}
 		wg.Go(func() {
