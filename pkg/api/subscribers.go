@@ -73,14 +73,14 @@ func (s *server) createWebhookSubscriber(w http.ResponseWriter, r *http.Request)
 	}
 	var errs []apiv1.FieldError
 	if err := model.CheckWebhookURL(in.WebhookURL, s.httpHooks); err != nil {
-		errs = append(errs, apiv1.FieldError{Pointer: "/webhookUrl", Detail: err.Error()})
+		errs = append(errs, apiv1.FieldError{Pointer: "#/webhookUrl", Detail: err.Error()})
 	} else if s.validURL != nil {
 		if err := s.validURL(in.WebhookURL); err != nil {
-			errs = append(errs, apiv1.FieldError{Pointer: "/webhookUrl", Detail: err.Error()})
+			errs = append(errs, apiv1.FieldError{Pointer: "#/webhookUrl", Detail: err.Error()})
 		}
 	}
 	if err := model.CheckWebhookSecret(in.Secret); err != nil {
-		errs = append(errs, apiv1.FieldError{Pointer: "/secret", Detail: err.Error()})
+		errs = append(errs, apiv1.FieldError{Pointer: "#/secret", Detail: err.Error()})
 	}
 	if len(errs) > 0 {
 		writeProblem(w, r, invalid(errs...))
