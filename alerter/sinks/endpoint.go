@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"sync"
 
@@ -195,3 +196,9 @@ func RedactEndpointSinks(raw json.RawMessage) json.RawMessage {
 	}
 	return b
 }
+
+// GuardedClient is an HTTP client whose every connection passes the SSRF
+// guard, a refused address failing permanently: the client of receivers
+// chosen by API callers (per-endpoint sinks, status page webhook
+// subscribers).
+func GuardedClient() *http.Client { return DialingClient(guardedDial()) }

@@ -31,6 +31,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -50,6 +51,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/subscribe"
 )
 
 // Store is what the API reads and writes. pkg/store/bolt and pkg/store/redis
@@ -167,6 +169,15 @@ type Options struct {
 	// DeadLetters are the stage queues' dead-letter queues by stage name,
 	// served under /v1/dlq to the operator (dlq.go); empty answers 404.
 	DeadLetters map[string]queue.DeadLetterQueue
+	// SubscriberSealer seals webhook subscribers' URLs and secrets at rest
+	// (the sealing keyring); nil keeps them as given.
+	SubscriberSealer subscribe.Sealer
+	// MaxSubscribersPerPage caps a page's subscribers of every kind (<= 0:
+	// model.DefaultMaxSubscribersPerPage).
+	MaxSubscribersPerPage int
+	// AllowHTTPWebhooks accepts http:// webhook subscriber URLs (the
+	// allow-private-targets flag); https only otherwise.
+	AllowHTTPWebhooks bool
 }
 
 // DefaultMaxBodyBytes is the default request body cap.
@@ -198,6 +209,9 @@ type server struct {
 	limiter   *rateLimiter // nil: no rate limit
 	dlq       map[string]queue.DeadLetterQueue
 	regions   []string
+	subSeal   subscribe.Sealer
+	maxSubs   int
+	httpHooks bool
 }
 
 // New returns the /v1 API handler. It panics if opts.Store is nil: that is a
@@ -226,6 +240,9 @@ func New(opts Options) http.Handler {
 		metrics:   opts.Metrics,
 		quotas:    opts.Quotas,
 		dlq:       opts.DeadLetters,
+		subSeal:   opts.SubscriberSealer,
+		maxSubs:   cmp.Or(max(opts.MaxSubscribersPerPage, 0), model.DefaultMaxSubscribersPerPage),
+		httpHooks: opts.AllowHTTPWebhooks,
 	}
 	if s.redact == nil {
 		s.redact = model.RedactSinks
@@ -311,8 +328,10 @@ func New(opts Options) http.Handler {
 		})
 		r.Route("/keys", s.keyRoutes) // keys.go
 		r.Route("/audit", s.auditLogRoutes)
-		r.Route("/dlq", s.dlqRoutes)                               // dlq.go
-		r.Get("/status-pages/{id}/subscribers", s.listSubscribers) // subscribers.go
+		r.Route("/dlq", s.dlqRoutes)                                                  // dlq.go
+		r.Get("/status-pages/{id}/subscribers", s.listSubscribers)                    // subscribers.go
+		r.Post("/status-pages/{id}/subscribers", s.createWebhookSubscriber)           // subscribers.go
+		r.Delete("/status-pages/{id}/subscribers/{subscriberId}", s.deleteSubscriber) // subscribers.go
 	})
 	return r
 }

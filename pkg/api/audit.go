@@ -75,19 +75,21 @@ type auditRoute struct {
 // meaning. A state-changing route missing here is still recorded, by
 // auditOf's fallback.
 var auditRoutes = map[string]auditRoute{
-	"POST /v1/endpoints":              {ActionCreate, "endpoint", jsonFields(apiv1.EndpointInput{})},
-	"PATCH /v1/endpoints/{id}":        {ActionUpdate, "endpoint", jsonFields(apiv1.EndpointInput{})},
-	"DELETE /v1/endpoints/{id}":       {ActionDelete, "endpoint", nil},
-	"POST /v1/incidents/{id}/ack":     {ActionAcknowledge, "incident", jsonFields(apiv1.AckInput{})},
-	"POST /v1/incidents/{id}/updates": {ActionPostUpdate, "incident", jsonFields(apiv1.UpdateInput{})},
-	"POST /v1/maintenance":            {ActionSilence, "maintenance", jsonFields(apiv1.MaintenanceInput{})},
-	"PUT /v1/maintenance/{id}":        {ActionUpdate, "maintenance", jsonFields(apiv1.MaintenanceInput{})},
-	"DELETE /v1/maintenance/{id}":     {ActionDelete, "maintenance", nil},
-	"POST /v1/status-pages":           {ActionCreate, "status-page", jsonFields(apiv1.StatusPageInput{})},
-	"PUT /v1/status-pages/{id}":       {ActionUpdate, "status-page", jsonFields(apiv1.StatusPageInput{})},
-	"DELETE /v1/status-pages/{id}":    {ActionDelete, "status-page", nil},
-	"POST /v1/keys":                   {ActionCreateKey, "key", jsonFields(keyRequest{})},
-	"DELETE /v1/keys/{id}":            {ActionRevokeKey, "key", nil},
+	"POST /v1/endpoints":                                      {ActionCreate, "endpoint", jsonFields(apiv1.EndpointInput{})},
+	"PATCH /v1/endpoints/{id}":                                {ActionUpdate, "endpoint", jsonFields(apiv1.EndpointInput{})},
+	"DELETE /v1/endpoints/{id}":                               {ActionDelete, "endpoint", nil},
+	"POST /v1/incidents/{id}/ack":                             {ActionAcknowledge, "incident", jsonFields(apiv1.AckInput{})},
+	"POST /v1/incidents/{id}/updates":                         {ActionPostUpdate, "incident", jsonFields(apiv1.UpdateInput{})},
+	"POST /v1/maintenance":                                    {ActionSilence, "maintenance", jsonFields(apiv1.MaintenanceInput{})},
+	"PUT /v1/maintenance/{id}":                                {ActionUpdate, "maintenance", jsonFields(apiv1.MaintenanceInput{})},
+	"DELETE /v1/maintenance/{id}":                             {ActionDelete, "maintenance", nil},
+	"POST /v1/status-pages":                                   {ActionCreate, "status-page", jsonFields(apiv1.StatusPageInput{})},
+	"PUT /v1/status-pages/{id}":                               {ActionUpdate, "status-page", jsonFields(apiv1.StatusPageInput{})},
+	"DELETE /v1/status-pages/{id}":                            {ActionDelete, "status-page", nil},
+	"POST /v1/status-pages/{id}/subscribers":                  {ActionCreate, "status-subscriber", jsonFields(apiv1.WebhookSubscriberInput{})},
+	"DELETE /v1/status-pages/{id}/subscribers/{subscriberId}": {ActionDelete, "status-subscriber", nil},
+	"POST /v1/keys":                                           {ActionCreateKey, "key", jsonFields(keyRequest{})},
+	"DELETE /v1/keys/{id}":                                    {ActionRevokeKey, "key", nil},
 }
 
 // auditOf returns what a state-changing request on the route pattern does.

@@ -2,11 +2,13 @@ package api_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/api"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -45,5 +47,98 @@ func TestSubscribersShowCountsAndMaskedAddressesOnly(t *testing.T) {
 	}
 	if resp, body := ah.call("GET", "/v1/status-pages/pg1/subscribers", ah.keys["b/admin"], ""); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("another tenant: %d %s, want 404", resp.StatusCode, body)
+	}
+}
+
+// fakeSealer marks what it seals, so a test can see a field sealed.
+type fakeSealer struct{}
+
+func (fakeSealer) Seal(p, _ []byte) string { return "sealed:test:" + string(p) }
+func (fakeSealer) Open(s string, _ []byte) ([]byte, error) {
+	return []byte(strings.TrimPrefix(s, "sealed:test:")), nil
+}
+
+// TestWebhookSubscribersAreTheTenantsOwn: the page's tenant adds a
+// webhook subscriber (confirmed, URL shown as scheme and host, secret
+// never shown, both sealed at rest), lists it beside the e-mail ones and
+// removes it; a bad URL or secret is a 400 naming the field; another
+// tenant's key gets 404 for the page and for the subscriber; the page's
+// cap counts webhook subscribers.
+func TestWebhookSubscribersAreTheTenantsOwn(t *testing.T) {
+	ah := newAuthHarness(t, func(o *api.Options) { o.SubscriberSealer = fakeSealer{}; o.MaxSubscribersPerPage = 2 })
+	ctx := t.Context()
+	page, _ := json.Marshal(model.StatusPage{ID: "pg1", Tenant: "a", Slug: "acme", Title: "Acme"})
+	if err := ah.store.PutObject(ctx, store.KindStatusPage, "pg1", page); err != nil {
+		t.Fatal(err)
+	}
+	const hook = `{"webhookUrl":"https://hooks.example.com/t/s3cr3t-path?token=abc","secret":"shh-signing-key"}`
+	resp, body := ah.call("POST", "/v1/status-pages/pg1/subscribers", ah.keys["a/write"], hook)
+	var v apiv1.SubscriberView
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &v) != nil {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	if v.Kind != "webhook" || v.State != "confirmed" || v.ConfirmedAt == nil || v.Address != "https://hooks.example.com/"+model.Redacted+"?"+model.Redacted {
+		t.Fatalf("created %+v: want a confirmed webhook shown as scheme and host", v)
+	}
+	for _, leak := range []string{"s3cr3t-path", "token=abc", "shh-signing-key"} {
+		if strings.Contains(string(body), leak) {
+			t.Fatalf("create response shows %q: %s", leak, body)
+		}
+	}
+	doc, err := ah.store.GetObject(ctx, store.KindSubscriber, v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := model.DecodeSubscriber(doc)
+	if !strings.HasPrefix(stored.URL, "sealed:") || !strings.HasPrefix(stored.Secret, "sealed:") || stored.Page != "pg1" {
+		t.Fatalf("stored %+v: want URL and secret sealed, of page pg1", stored)
+	}
+
+	for _, tt := range []struct{ body, pointer string }{
+		{`{"webhookUrl":"http://hooks.example.com/x"}`, "#/webhookUrl"},
+		{`{"webhookUrl":"https://u:p@hooks.example.com/x"}`, "#/webhookUrl"},
+		{`{"webhookUrl":"/relative"}`, "#/webhookUrl"},
+		{`{"webhookUrl":"https://hooks.example.com/x","secret":"` + strings.Repeat("x", model.MaxWebhookSecret+1) + `"}`, "#/secret"},
+	} {
+		resp, body := ah.call("POST", "/v1/status-pages/pg1/subscribers", ah.keys["a/write"], tt.body)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"pointer":"`+tt.pointer+`"`) {
+			t.Errorf("POST %s: %d %s, want 400 naming %s", tt.body, resp.StatusCode, body, tt.pointer)
+		}
+	}
+	if resp, body := ah.call("POST", "/v1/status-pages/pg1/subscribers", ah.keys["a/write"], `{"webhookUrl":"https://x.example.com","extra":1}`); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("unknown member: %d %s, want 400", resp.StatusCode, body)
+	}
+	if resp, body := ah.call("POST", "/v1/status-pages/pg1/subscribers", ah.keys["b/admin"], hook); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("another tenant's create: %d %s, want 404", resp.StatusCode, body)
+	}
+	if resp, body := ah.call("DELETE", "/v1/status-pages/pg1/subscribers/"+v.ID, ah.keys["b/admin"], ""); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("another tenant's delete: %d %s, want 404", resp.StatusCode, body)
+	}
+
+	resp, body = ah.call("GET", "/v1/status-pages/pg1/subscribers", ah.keys["a/read"], "")
+	var list apiv1.SubscribersView
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &list) != nil || list.Confirmed != 1 || len(list.Items) != 1 || list.Items[0].Kind != "webhook" {
+		t.Fatalf("list: %d %s, want the one webhook subscriber", resp.StatusCode, body)
+	}
+	if strings.Contains(string(body), "sealed:") || strings.Contains(string(body), "s3cr3t") {
+		t.Fatalf("list shows a stored secret: %s", body)
+	}
+
+	// The cap (2) counts the webhook subscriber.
+	if resp, body := ah.call("POST", "/v1/status-pages/pg1/subscribers", ah.keys["a/write"], `{"webhookUrl":"https://two.example.com/h"}`); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("second: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := ah.call("POST", "/v1/status-pages/pg1/subscribers", ah.keys["a/write"], `{"webhookUrl":"https://three.example.com/h"}`); resp.StatusCode != http.StatusConflict {
+		t.Fatalf("past the cap: %d %s, want 409", resp.StatusCode, body)
+	}
+
+	if resp, body := ah.call("DELETE", "/v1/status-pages/pg1/subscribers/"+v.ID, ah.keys["a/write"], ""); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", resp.StatusCode, body)
+	}
+	if _, err := ah.store.GetObject(ctx, store.KindSubscriber, v.ID); !errors.Is(err, model.ErrNotFound) {
+		t.Fatalf("after delete: %v, want not found", err)
+	}
+	if resp, body := ah.call("DELETE", "/v1/status-pages/pg1/subscribers/"+v.ID, ah.keys["a/write"], ""); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("second delete: %d %s, want 404", resp.StatusCode, body)
 	}
 }

@@ -522,7 +522,10 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 				MaxEndpoints: o.MaxEndpointsPerTenant, MaxMaintenance: o.MaxMaintenancePerTenant, MaxStatusPages: o.MaxStatusPagesPerTenant,
 				RatePerSecond: o.RateLimit, Burst: o.RateBurst,
 			},
-			DeadLetters: d.qs.dead,
+			DeadLetters:           d.qs.dead,
+			SubscriberSealer:      subscriberSealer(o, d.log), // subscriptions.go
+			MaxSubscribersPerPage: o.MaxSubscribersPerPage,
+			AllowHTTPWebhooks:     allow,
 		})
 		mux.Handle("/v1/", h)
 		// The rendered API document: api.New serves it outside /v1 (the
@@ -601,10 +604,15 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		if err != nil {
 			return err
 		}
-		var notifier alerter.SubscriberNotifier
-		if subs != nil {
-			notifier = subs
+		hooks, err := d.webhookSubscriptions() // subscriptions.go
+		if err != nil {
+			return err
 		}
+		router := subscribe.Router{Webhook: hooks}
+		if subs != nil {
+			router.Mail = subs
+		}
+		var notifier alerter.SubscriberNotifier = router
 		al, err := alerter.New(alerter.Options{
 			Subscribers: notifier,
 			Store:       d.st,

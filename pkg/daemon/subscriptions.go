@@ -3,9 +3,13 @@ package daemon
 import (
 	"crypto/x509"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"os"
 
+	"github.com/mcpmon/mcpmon/alerter/sinks"
 	"github.com/mcpmon/mcpmon/alerter/sinks/email"
+	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/subscribe"
 )
 
@@ -51,4 +55,30 @@ func (d *Daemon) subscriptions() (*subscribe.Service, error) {
 		return nil, usageError{err}
 	}
 	return d.subs, nil
+}
+
+// subscriberSealer is the keyring that seals webhook subscribers' URLs and
+// secrets at rest; nil (kept as given) when no keyring loads, which the
+// store's own sealing setup reports.
+func subscriberSealer(o config.Options, logger *slog.Logger) subscribe.Sealer {
+	kr, err := keyring(o, logger)
+	if err != nil {
+		return nil
+	}
+	return kr
+}
+
+// webhookSubscriptions is the webhook subscribers' notifier: every POST
+// through the SSRF guard unless private targets are allowed, the URLs and
+// secrets opened with the sealing keyring.
+func (d *Daemon) webhookSubscriptions() (*subscribe.Webhooks, error) {
+	kr, err := keyring(d.opts, d.log)
+	if err != nil {
+		return nil, err
+	}
+	var client *http.Client
+	if !d.opts.AllowPrivateTargets {
+		client = sinks.GuardedClient()
+	}
+	return subscribe.NewWebhooks(subscribe.WebhookOptions{Sealer: kr, Client: client, Clock: d.clk, Logger: d.log}), nil
 }

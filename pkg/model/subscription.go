@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/mail"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,20 @@ const (
 	SubscriberConfirmed SubscriberState = "confirmed"
 )
 
+// SubscriberKind is how a subscriber is told: by mail (the public double
+// opt-in) or by webhook (made by the page's tenant through the API).
+type SubscriberKind string
+
+const (
+	// SubscriberEmail is a public e-mail subscriber; records without a
+	// kind are e-mail subscribers.
+	SubscriberEmail SubscriberKind = "email"
+	// SubscriberWebhook is a URL the page's tenant registered: it is
+	// confirmed at creation (the owner is the subscriber) and POSTed a
+	// signed SubscriberPayload per incident event.
+	SubscriberWebhook SubscriberKind = "webhook"
+)
+
 // Bounds of a subscription.
 const (
 	// MaxEmailAddress is RFC 5321's longest forward path.
@@ -43,6 +58,9 @@ const (
 	// DefaultMaxSubscribersPerPage caps a page's subscribers (pending and
 	// confirmed) unless the operator sets another cap.
 	DefaultMaxSubscribersPerPage = 10000
+	// MaxWebhookURL and MaxWebhookSecret bound a webhook subscriber.
+	MaxWebhookURL    = 2048
+	MaxWebhookSecret = 256
 )
 
 // Subscriber is one e-mail address subscribed to one status page. Nothing
@@ -58,11 +76,18 @@ type Subscriber struct {
 	// are listed, counted and capped (PutObjectWithin) from it alone.
 	Page  string          `json:"tenant"`
 	State SubscriberState `json:"state"`
+	// Kind is SubscriberEmail when empty (KindOrEmail).
+	Kind SubscriberKind `json:"kind,omitempty"`
 	// Address is the e-mail address, sealed at rest (pkg/seal text form)
 	// when the deployment has a sealing key.
 	Address string `json:"address"`
-	// Masked is MaskEmail of the address, kept beside the sealed one so
-	// the owner's API can show it without the key.
+	// URL and Secret are a webhook subscriber's receiver and optional
+	// signing key, sealed at rest like Address.
+	URL    string `json:"url,omitempty"`
+	Secret string `json:"secret,omitempty"`
+	// Masked is MaskEmail of the address, or the SecretURL rendering of a
+	// webhook's URL, kept beside the sealed one so the owner's API can
+	// show it without the key.
 	Masked    string    `json:"masked,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	// MailedAt is when the last confirmation mail went out.
@@ -79,6 +104,50 @@ func DecodeSubscriber(doc []byte) (Subscriber, error) {
 		return Subscriber{}, fmt.Errorf("decode subscriber: %w", err)
 	}
 	return s, nil
+}
+
+// KindOrEmail is s's kind, SubscriberEmail for records without one.
+func (s Subscriber) KindOrEmail() SubscriberKind {
+	if s.Kind == "" {
+		return SubscriberEmail
+	}
+	return s.Kind
+}
+
+// SubscriberAAD binds a sealed field of subscriber id to its record and
+// field, so a sealed value moved to another record or field does not open.
+func SubscriberAAD(id, field string) []byte {
+	return []byte("status-subscriber:" + id + ":" + field)
+}
+
+// Webhook subscriber problems, each naming what is wrong.
+var (
+	ErrWebhookURL    = errors.New("want an absolute https URL without user info, at most 2048 bytes")
+	ErrWebhookSecret = errors.New("want at most 256 printable characters")
+)
+
+// CheckWebhookURL checks a webhook subscriber's URL: absolute, https
+// (http too when allowHTTP: private deployments and tests), a host, no
+// user info, no control characters, bounded. Whether the host may be
+// reached is the SSRF guard's decision, at registration and on every send.
+func CheckWebhookURL(raw string, allowHTTP bool) error {
+	if raw == "" || len(raw) > MaxWebhookURL || strings.ContainsFunc(raw, func(r rune) bool { return r <= 0x20 || r == 0x7f }) {
+		return ErrWebhookURL
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil || u.Opaque != "" || !(u.Scheme == "https" || (allowHTTP && u.Scheme == "http")) {
+		return ErrWebhookURL
+	}
+	return nil
+}
+
+// CheckWebhookSecret checks a webhook subscriber's signing secret
+// (empty: deliveries are unsigned).
+func CheckWebhookSecret(s string) error {
+	if len(s) > MaxWebhookSecret || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return ErrWebhookSecret
+	}
+	return nil
 }
 
 // Expired reports whether s is pending past its link's expiry at now.
