@@ -48,7 +48,7 @@ func TestStormIsOneGroupedNotificationEndToEnd(t *testing.T) {
 	t0 := time.Now()
 	// Every endpoint is probed up before the server goes: they then fail
 	// together, as servers behind one gateway do.
-	eventually(t, 30*time.Second, "every endpoint probed up", func() bool {
+	eventually(t, 90*time.Second, "every endpoint probed up", func() bool {
 		for _, id := range ids {
 			if l := latest(t, d.Addr(), id).LatestResult; l == nil || l.Status != msg.StatusUp {
 				return false

@@ -244,7 +244,7 @@ func TestHugeCatalogStaysBounded(t *testing.T) {
 
 	d := startEmbedded(t, nil)
 	id := register(t, d.Addr(), map[string]any{"name": "huge", "url": target, "schedule": "@every 2s", "timeout": "2s"})
-	eventually(t, 30*time.Second, "a first catalog", func() bool {
+	eventually(t, 90*time.Second, "a first catalog", func() bool {
 		return strings.Contains(get(t, d.Addr(), "/v1/endpoints/"+id+"/catalog"), `"fingerprint"`)
 	})
 	waitProbes(t, d.Addr(), id, 4)
