@@ -15,6 +15,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/queue/embedded"
+	"github.com/mcpmon/mcpmon/pkg/seal"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
@@ -39,11 +40,7 @@ func (q *queues) get(name string) queue.Queue { return q.byName[name] }
 
 // openStore opens the store backend with endpoint secrets sealed at rest
 // (secrets.go): every component reads and writes endpoints through it.
-func openStore(ctx context.Context, o config.Options, clk clock.Clock, logger *slog.Logger) (store.Store, error) {
-	kr, err := keyring(o, logger)
-	if err != nil {
-		return nil, err
-	}
+func openStore(ctx context.Context, o config.Options, kr *seal.Keyring, clk clock.Clock, logger *slog.Logger) (store.Store, error) {
 	st, err := openBackend(ctx, o, clk, logger)
 	if err != nil {
 		return nil, err

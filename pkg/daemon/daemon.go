@@ -38,6 +38,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/seal"
 	publicstatus "github.com/mcpmon/mcpmon/pkg/status"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/subscribe"
@@ -131,7 +132,10 @@ type Daemon struct {
 	clk  clock.Clock
 	reg  *prometheus.Registry
 	st   store.Store
-	qs   *queues
+	// kr seals secrets at rest: endpoint secrets (openStore) and status
+	// page subscribers (subscriptions.go). Loaded once, before any backend.
+	kr *seal.Keyring
+	qs *queues
 	// subs is the status page subscription service (subscriptions.go),
 	// shared by the API and the alerter of one process.
 	subs *subscribe.Service
@@ -212,7 +216,10 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 	if d.tls, err = loadTLS(o); err != nil {
 		return nil, err
 	}
-	if d.st, err = openStore(ctx, o, d.clk, d.log); err != nil {
+	if d.kr, err = keyring(o, d.log); err != nil {
+		return nil, err
+	}
+	if d.st, err = openStore(ctx, o, d.kr, d.clk, d.log); err != nil {
 		return nil, err
 	}
 	qm := queue.NewMetrics(reg)
@@ -523,7 +530,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 				RatePerSecond: o.RateLimit, Burst: o.RateBurst,
 			},
 			DeadLetters:           d.qs.dead,
-			SubscriberSealer:      subscriberSealer(o, d.log), // subscriptions.go
+			SubscriberSealer:      d.kr,
 			MaxSubscribersPerPage: o.MaxSubscribersPerPage,
 			AllowHTTPWebhooks:     allow,
 		})
@@ -604,10 +611,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		if err != nil {
 			return err
 		}
-		hooks, err := d.webhookSubscriptions() // subscriptions.go
-		if err != nil {
-			return err
-		}
+		hooks := d.webhookSubscriptions() // subscriptions.go
 		router := subscribe.Router{Webhook: hooks}
 		if subs != nil {
 			router.Mail = subs

@@ -3,13 +3,11 @@ package daemon
 import (
 	"crypto/x509"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"os"
 
 	"github.com/mcpmon/mcpmon/alerter/sinks"
 	"github.com/mcpmon/mcpmon/alerter/sinks/email"
-	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/subscribe"
 )
 
@@ -21,10 +19,6 @@ func (d *Daemon) subscriptions() (*subscribe.Service, error) {
 	o := d.opts
 	if o.SubscribeSMTPAddr == "" || d.subs != nil {
 		return d.subs, nil
-	}
-	kr, err := keyring(o, d.log)
-	if err != nil {
-		return nil, err
 	}
 	var roots *x509.CertPool
 	if o.SubscribeSMTPCAFile != "" {
@@ -48,7 +42,7 @@ func (d *Daemon) subscriptions() (*subscribe.Service, error) {
 	}
 	d.subs, err = subscribe.New(subscribe.Options{
 		Store: d.st, Mailer: mailer, BaseURL: o.SubscribeBaseURL,
-		Keys: kr.Derive(subscribe.KeyLabel), Sealer: kr, Owner: o.ReplicaID,
+		Keys: d.kr.Derive(subscribe.KeyLabel), Sealer: d.kr, Owner: o.ReplicaID,
 		MaxPerPage: o.MaxSubscribersPerPage, Clock: d.clk, Logger: d.log,
 	})
 	if err != nil {
@@ -57,28 +51,13 @@ func (d *Daemon) subscriptions() (*subscribe.Service, error) {
 	return d.subs, nil
 }
 
-// subscriberSealer is the keyring that seals webhook subscribers' URLs and
-// secrets at rest; nil (kept as given) when no keyring loads, which the
-// store's own sealing setup reports.
-func subscriberSealer(o config.Options, logger *slog.Logger) subscribe.Sealer {
-	kr, err := keyring(o, logger)
-	if err != nil {
-		return nil
-	}
-	return kr
-}
-
 // webhookSubscriptions is the webhook subscribers' notifier: every POST
 // through the SSRF guard unless private targets are allowed, the URLs and
 // secrets opened with the sealing keyring.
-func (d *Daemon) webhookSubscriptions() (*subscribe.Webhooks, error) {
-	kr, err := keyring(d.opts, d.log)
-	if err != nil {
-		return nil, err
-	}
+func (d *Daemon) webhookSubscriptions() *subscribe.Webhooks {
 	var client *http.Client
 	if !d.opts.AllowPrivateTargets {
 		client = sinks.GuardedClient()
 	}
-	return subscribe.NewWebhooks(subscribe.WebhookOptions{Sealer: kr, Client: client, Clock: d.clk, Logger: d.log}), nil
+	return subscribe.NewWebhooks(subscribe.WebhookOptions{Sealer: d.kr, Client: client, Clock: d.clk, Logger: d.log})
 }
