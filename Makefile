@@ -2,13 +2,19 @@
 GO ?= go
 ARGS ?=
 
-.PHONY: run test lint bench build tidy chaos fuzz
+.PHONY: run test test-large lint bench build tidy chaos fuzz
 
 run: ## the whole pipeline in one process on embedded defaults
 	$(GO) run ./cmd/mcpmon run $(ARGS)
 
 test: ## install and start real peers (redis-server, fauxqs), then run every test
 	bash .ci/test.sh
+
+# `make test-large` runs the load-shaped tests at their documented size
+# (storms of 50 endpoints, 10,000 endpoints paged through the API):
+# `make test` runs the same tests at a dozen endpoints (testpeers.Size).
+test-large: ## every test, with the storm and paging tests at full size
+	MCPMON_TEST_FULL=1 GOTESTFLAGS='-timeout 25m' bash .ci/test.sh
 
 build:
 	$(GO) build -o bin/ ./cmd/...

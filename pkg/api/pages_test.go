@@ -95,10 +95,7 @@ func getJSON(t *testing.T, srv *httptest.Server, path string, into any) {
 // pages, returns every endpoint that exists throughout exactly once, in ID
 // order, and none deleted before its page — on both backends.
 func TestEndpointPagesReturnEachOnceWhileOthersChange(t *testing.T) {
-	n := 10_000
-	if testing.Short() {
-		n = 1_000
-	}
+	n := testpeers.Size(1_000, 10_000)
 	for name, open := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			st := open(t)

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
 // lossyNetwork stands between the probers and what they reach: while a
@@ -102,18 +103,18 @@ func verdictsAfter(t *testing.T, addr, id string, after time.Time) []msg.Verdict
 	return out
 }
 
-// TestBlindProberPagesNobody is the storm acceptance for blindness: fifty
-// endpoints whose network fails together with the canary give no owner
+// TestBlindProberPagesNobody is the storm acceptance for blindness: n
+// endpoints (12 under `make test`, 50 under `make test-large`) whose network fails together with the canary give no owner
 // notification, one operator notice that mcpmon is blind, and no_data
 // windows; with the network back, one "recovered" and the verdicts resume.
 func TestBlindProberPagesNobody(t *testing.T) {
 	t.Parallel() // waits on windows: overlapped with the other long end-to-end tests
-	// Fifty endpoints on a shared two-core machine: five-second slots
+	// A storm's worth of endpoints on a shared two-core machine: five-second slots
 	// and windows keep the probers ahead of their schedule.
 	w := startBlindWorld(t, Deps{}, func(o *config.Options) { o.Window, o.Grace = 5*time.Second, time.Second })
 	net, rcv, addr := w.net, w.rcv, w.addr
 
-	const n = 50
+	n := testpeers.Size(12, 50)
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = register(t, addr, map[string]any{"name": fmt.Sprintf("storm-%d", i), "url": fmt.Sprintf("%s?n=%d", w.fixtureURL, i),

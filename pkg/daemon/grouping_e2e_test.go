@@ -11,20 +11,21 @@ import (
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
 // TestStormIsOneGroupedNotificationEndToEnd runs mcpmon in-process with
 // two webhook sinks from a sinks file, one grouping by class and host, and
-// 50 endpoints on one fixture server. Taking the server down opens 50
-// incidents: the sink without grouping gets 50 opens, the grouping sink
-// one grouped open listing all 50. Bringing it back gives 50 resolves and
-// one grouped resolve.
+// n endpoints on one fixture server (12 under `make test`, 50 under
+// `make test-large`). Taking the server down opens n incidents: the sink
+// without grouping gets n opens, the grouping sink one grouped open
+// listing all n. Bringing it back gives n resolves and one grouped resolve.
 func TestStormIsOneGroupedNotificationEndToEnd(t *testing.T) {
 	if testing.Short() {
-		t.Skip("waits for 50 incidents to open and resolve (~40s)")
+		t.Skip("waits for a storm of incidents to open and resolve (~40s)")
 	}
 	t.Parallel() // mostly waiting on windows: overlapped with the other long end-to-end tests
-	const n = 50
+	n := testpeers.Size(12, 50)
 	srv := newMCPServer(t)
 	grouped, groupedURL := newReceiver(t)
 	each, eachURL := newReceiver(t)
@@ -36,7 +37,7 @@ func TestStormIsOneGroupedNotificationEndToEnd(t *testing.T) {
 	}
 	d := startEmbedded(t, func(o *config.Options) {
 		o.SinksFile = sinksFile
-		o.RateLimit = 0 // the test polls 50 endpoints
+		o.RateLimit = 0 // the test polls every endpoint
 	})
 	api := apiClient{addr: d.Addr()}
 	var ids []string
@@ -104,11 +105,11 @@ func TestStormIsOneGroupedNotificationEndToEnd(t *testing.T) {
 	from[grouped], from[each] = len(grouped.all()), len(each.all())
 	began := time.Now()
 	srv.stop()
-	eventually(t, 60*time.Second, "50 open incidents and 50 opens at the sink without grouping", func() bool {
+	eventually(t, 60*time.Second, fmt.Sprintf("%d open incidents and %d opens at the sink without grouping", n, n), func() bool {
 		opens, _, _, _, _ := kinds(each)
 		return len(incidents("open")) == n && opens == n
 	})
-	t.Logf("50 opens %s after the server went down", time.Since(began).Round(time.Millisecond))
+	t.Logf("%d opens %s after the server went down", n, time.Since(began).Round(time.Millisecond))
 	eventually(t, 30*time.Second, "one grouped open", func() bool {
 		_, _, g, _, _ := kinds(grouped)
 		return g == 1
@@ -124,17 +125,17 @@ func TestStormIsOneGroupedNotificationEndToEnd(t *testing.T) {
 	t.Logf("grouped open %s after the server went down", time.Since(began).Round(time.Millisecond))
 	began = time.Now()
 	srv.start()
-	eventually(t, 60*time.Second, "50 resolves at the sink without grouping", func() bool {
+	eventually(t, 60*time.Second, fmt.Sprintf("%d resolves at the sink without grouping", n), func() bool {
 		_, r, _, _, _ := kinds(each)
 		return r >= n
 	})
-	t.Logf("50 resolves %s after the server came back", time.Since(began).Round(time.Millisecond))
-	eventually(t, 60*time.Second, "50 resolves at the sink without grouping and one grouped resolve", func() bool {
+	t.Logf("%d resolves %s after the server came back", n, time.Since(began).Round(time.Millisecond))
+	eventually(t, 60*time.Second, fmt.Sprintf("%d resolves at the sink without grouping and one grouped resolve", n), func() bool {
 		_, r, _, _, _ := kinds(each)
 		_, _, _, g, _ := kinds(grouped)
 		return r == n && g == 1
 	})
-	t.Logf("50 resolves and the grouped resolve %s after the server came back", time.Since(began).Round(time.Millisecond))
+	t.Logf("%d resolves and the grouped resolve %s after the server came back", n, time.Since(began).Round(time.Millisecond))
 	if got := len(incidents("open")); got != 0 {
 		t.Fatalf("%d incidents still open", got)
 	}

@@ -29,7 +29,21 @@ const (
 	// and EnvNode22 the Node 22 that runs it (.ci/start-conformance.sh).
 	EnvConformance = "MCPMON_TEST_CONFORMANCE"
 	EnvNode22      = "MCPMON_TEST_NODE22"
+	// EnvFull asks the load-shaped tests for their documented size
+	// (`make test-large`); `make test` runs them small.
+	EnvFull = "MCPMON_TEST_FULL"
 )
+
+// Size is small under `make test` and full under `make test-large`
+// (MCPMON_TEST_FULL=1): the property a storm or paging test checks holds
+// at a dozen endpoints; the fifty or ten thousand of its acceptance are a
+// load run of their own.
+func Size(small, full int) int {
+	if os.Getenv(EnvFull) != "" {
+		return full
+	}
+	return small
+}
 
 // Conformance returns the MCP conformance suite's entry script and the
 // node binary to run it with, or skips/fails t.
