@@ -416,6 +416,28 @@ func TestGetEndpointShowsLatestResultAndVerdict(t *testing.T) {
 	}
 }
 
+// TestGetEndpointShowsABlindResult: a result the prober published while
+// blind says so, with since when, so an owner reading the API sees why the
+// window is no_data rather than guessing at their own server.
+func TestGetEndpointShowsABlindResult(t *testing.T) {
+	h := newHarness(t)
+	v := h.create(`{"name":"a","url":"https://a.example/mcp"}`)
+	slot, since := t0.Add(-30*time.Second), t0.Add(-5*time.Minute)
+	res := msg.ProbeResult{
+		Schema: msg.SchemaVersion, EndpointID: v.ID, ProbeRunID: msg.ProbeRunID(v.ID, slot), Slot: slot,
+		StartedAt: slot, FinishedAt: slot.Add(time.Second), Status: msg.StatusDown, Class: "timeout",
+		Blind: true, BlindSince: since,
+	}
+	if err := h.store.PutLatestResult(t.Context(), res); err != nil {
+		t.Fatal(err)
+	}
+	var got apiv1.EndpointView
+	h.mustJSON("GET", "/v1/endpoints/"+v.ID, "", http.StatusOK, &got)
+	if lr := got.LatestResult; lr == nil || !lr.Blind || lr.BlindSince == nil || !lr.BlindSince.Equal(since) {
+		t.Fatalf("latestResult = %+v, want blind since %v", lr, since)
+	}
+}
+
 func TestListVerdictsNewestFirstWithLimit(t *testing.T) {
 	h := newHarness(t)
 	v := h.create(`{"name":"a","url":"https://a.example/mcp"}`)

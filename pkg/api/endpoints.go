@@ -120,7 +120,11 @@ func resultView(r msg.ProbeResult) *apiv1.ResultView {
 		Status: r.Status, Class: r.Class, Error: r.Error, HTTPStatus: r.HTTPStatus, Transport: r.Transport,
 		ProtocolVersion: r.ProtocolVersion, ServerName: r.ServerName, ServerVersion: r.ServerVersion,
 		CertExpiry: r.CertExpiry, ToolCount: r.ToolCount, CatalogFingerprint: r.CatalogFingerprint,
-		CatalogTruncated: r.CatalogTruncated, Events: r.Events,
+		CatalogTruncated: r.CatalogTruncated, Events: r.Events, Blind: r.Blind,
+	}
+	if r.Blind && !r.BlindSince.IsZero() {
+		since := r.BlindSince
+		v.BlindSince = &since
 	}
 	if len(r.Phases) > 0 {
 		v.Phases = make(map[string]string, len(r.Phases))

@@ -164,6 +164,10 @@ type ResultView struct {
 	CatalogFingerprint string            `json:"catalogFingerprint,omitempty"`
 	CatalogTruncated   bool              `json:"catalogTruncated,omitempty"`
 	Events             []msg.Event       `json:"events,omitempty"`
+	// Blind: the prober could reach none of its canaries when it probed,
+	// since BlindSince; the result's window is no_data, not down.
+	Blind      bool       `json:"blind,omitempty"`
+	BlindSince *time.Time `json:"blindSince,omitempty"`
 }
 
 // VerdictView is one verdict of an endpoint.
