@@ -552,16 +552,18 @@ func checkSetLevelRemoved(o *Observation) (string, string) {
 	return checkRemoved(o.Active.SetLevel, "logging/setLevel")
 }
 
-// errorCode is the code of a's JSON-RPC error, or why it has none.
-func errorCode(a Answer) (code string, why string) {
+// wrongCode says how a is not a JSON-RPC error of code want, or is "".
+func wrongCode(a Answer, want string) string {
 	ra, ok := decodeAnswer(a)
 	switch {
 	case !ok:
-		return "", fmt.Sprintf("answered HTTP %d without a JSON-RPC answer", a.Status)
+		return fmt.Sprintf("answered HTTP %d without a JSON-RPC answer", a.Status)
 	case ra.Error == nil:
-		return "", fmt.Sprintf("answered HTTP %d with a result", a.Status)
+		return fmt.Sprintf("answered HTTP %d with a result", a.Status)
+	case ra.Error.Code.String() != want:
+		return "answered error " + ra.Error.Code.String()
 	}
-	return ra.Error.Code.String(), ""
+	return ""
 }
 
 func checkHeaderMismatchCode(o *Observation) (string, string) {
@@ -569,12 +571,8 @@ func checkHeaderMismatchCode(o *Observation) (string, string) {
 	if out, d, ok := answerNA(a); ok {
 		return out, d
 	}
-	code, why := errorCode(a)
-	switch {
-	case why != "":
+	if why := wrongCode(a, "-32020"); why != "" {
 		return fail("a tools/list request with Mcp-Method %s was %s, want error -32020", MismatchedMethod, why)
-	case code != "-32020":
-		return fail("a tools/list request with Mcp-Method %s was answered error %s, want -32020", MismatchedMethod, code)
 	}
 	return pass()
 }
@@ -584,13 +582,10 @@ func checkUnsupportedVersion(o *Observation) (string, string) {
 	if out, d, ok := answerNA(a); ok {
 		return out, d
 	}
-	code, why := errorCode(a)
-	switch {
-	case why != "":
+	if why := wrongCode(a, "-32022"); why != "" {
 		return fail("a request of protocol version %s was %s, want 400 with error -32022", FutureVersion, why)
-	case code != "-32022":
-		return fail("a request of protocol version %s was answered error %s, want -32022", FutureVersion, code)
-	case a.Status != 400:
+	}
+	if a.Status != 400 {
 		return fail("a request of protocol version %s was answered HTTP %d, want 400", FutureVersion, a.Status)
 	}
 	ra, _ := decodeAnswer(a)
