@@ -3,8 +3,10 @@
 # the Node 22 it needs (npm's `node` package: this machine's node is older),
 # pinned by pkg/cli/testdata/conformance/package-lock.json, `npm ci` into its
 # git-ignored node_modules, if missing; prints the export lines the Go tests
-# read. The tests run the suite's client scenarios themselves, with
-# `mcpmon probe` as the client: nothing is left running here.
+# read. The tests run the suite themselves: its client scenarios with
+# `mcpmon probe` as the client (pkg/cli), its server scenarios against the
+# prober's fixtures (prober, the agreement test). Nothing is left running
+# here.
 #
 # usage: eval "$(.ci/start-conformance.sh DIR)"
 set -euo pipefail

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -105,10 +106,31 @@ func (r *run) activeChecks(ctx context.Context) {
 		r.nextID++
 		a.BadVersion = r.extra(ctx, r.body(rpc, r.nextID, params), rpc, map[string]string{"Mcp-Protocol-Version": conformance.UnsupportedVersion})
 	}
-	if applies(conformance.RuleHeaderMismatch) {
+	if applies(conformance.RuleHeaderMismatch) || applies(conformance.RuleHeaderMismatchCode) {
 		r.nextID++
 		a.HeaderMismatch = r.extra(ctx, r.body("tools/list", r.nextID, map[string]any{}), "tools/list", map[string]string{"Mcp-Method": conformance.MismatchedMethod})
 	}
+	if applies(conformance.RulePingRemoved) {
+		r.nextID++
+		a.Ping = r.extra(ctx, r.body("ping", r.nextID, map[string]any{}), "ping", nil)
+	}
+	if applies(conformance.RuleSetLevelRemoved) {
+		r.nextID++
+		a.SetLevel = r.extra(ctx, r.body("logging/setLevel", r.nextID, map[string]any{"level": "info"}), "logging/setLevel", nil)
+	}
+	if applies(conformance.RuleUnsupportedVersion) {
+		r.nextID++
+		a.BadMetaVersion = r.extra(ctx, r.futureVersionBody(r.nextID), "tools/list", map[string]string{"Mcp-Protocol-Version": conformance.FutureVersion})
+	}
+}
+
+// futureVersionBody is a 2026-07-28 tools/list whose _meta asks for
+// conformance.FutureVersion, the header saying the same (a mismatch would
+// be answered -32020 instead).
+func (r *run) futureVersionBody(id int64) []byte {
+	meta := maps.Clone(r.p.meta)
+	meta["io.modelcontextprotocol/protocolVersion"] = conformance.FutureVersion
+	return marshalRequest("tools/list", id, map[string]any{"_meta": meta})
 }
 
 // extra sends one active request, the probe's own headers with set

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -20,14 +22,19 @@ import (
 )
 
 // confServer is a raw MCP server of one era (2025-11-25, or 2026-07-28
-// stateless) that conforms to every rule but the one named by broken,
-// which it breaks and nothing else. broken can change while it serves (a
-// deploy, a restart).
+// stateless) that conforms to every rule but those named by broken (a
+// comma-separated list of rule IDs, or breakNoDescription), which it breaks
+// and nothing else. broken can change while it serves (a deploy, a
+// restart).
 type confServer struct {
 	era    string
-	broken atomic.Value // string: a rule ID, or ""
+	broken atomic.Value // string
 	lists  atomic.Int64
 }
+
+// breakNoDescription makes confServer list a tool without a description,
+// which the schema allows and the official suite's tools-list check does not.
+const breakNoDescription = "tool-without-description"
 
 func newConfServer(t testing.TB, era, broken string) (*confServer, *httptest.Server) {
 	s := &confServer{era: era}
@@ -35,7 +42,19 @@ func newConfServer(t testing.TB, era, broken string) (*confServer, *httptest.Ser
 	return s, serve(t, s)
 }
 
-func (s *confServer) breaks(rule string) bool { return s.broken.Load().(string) == rule }
+func (s *confServer) breaks(rule string) bool {
+	return slices.Contains(strings.Split(s.broken.Load().(string), ","), rule)
+}
+
+// loopback reports whether hostport names this machine: the DNS-rebinding
+// protection a local server owes, on Host and Origin alike.
+func loopback(hostport string) bool {
+	h := hostport
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		h = host
+	}
+	return h == "127.0.0.1" || h == "localhost" || h == "::1"
+}
 
 func (s *confServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodDelete {
@@ -47,12 +66,20 @@ func (s *confServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	rpcErr := func(status int, id json.RawMessage, code int, m string) {
-		writeJSON(w, status, map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": m}})
+	rpcErr := func(status int, id json.RawMessage, code int, m string, data ...any) {
+		e := map[string]any{"code": code, "message": m}
+		if len(data) > 0 {
+			e["data"] = data[0]
+		}
+		writeJSON(w, status, map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
 	}
-	if o := r.Header.Get("Origin"); o != "" && !s.breaks(conformance.RuleForeignOrigin) {
-		http.Error(w, "forbidden origin", http.StatusForbidden)
-		return
+	if !s.breaks(conformance.RuleForeignOrigin) {
+		o := r.Header.Get("Origin")
+		u, err := url.Parse(o)
+		if !loopback(r.Host) || (o != "" && (err != nil || !loopback(u.Host))) {
+			http.Error(w, "forbidden origin", http.StatusForbidden)
+			return
+		}
 	}
 	if len(b) > 0 && b[0] == '[' {
 		if !s.breaks(conformance.RuleBatchRefused) {
@@ -75,17 +102,40 @@ func (s *confServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ID     json.RawMessage `json:"id"`
 	}
 	_ = json.Unmarshal(b, &m)
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(versions[:], v) && !s.breaks(conformance.RuleVersionHeader) {
-		rpcErr(http.StatusBadRequest, m.ID, -32600, "unsupported MCP-Protocol-Version")
-		return
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(versions[:], v) {
+		switch {
+		case s.era == Version20260728 && s.breaks(conformance.RuleUnsupportedVersion):
+			rpcErr(http.StatusBadRequest, m.ID, -32600, "unsupported protocol version")
+			return
+		case s.era == Version20260728:
+			rpcErr(http.StatusBadRequest, m.ID, -32022, "unsupported protocol version",
+				map[string]any{"requested": v, "supported": []string{Version20260728}})
+			return
+		case !s.breaks(conformance.RuleVersionHeader):
+			rpcErr(http.StatusBadRequest, m.ID, -32600, "unsupported MCP-Protocol-Version")
+			return
+		}
 	}
 	if s.era == Version20260728 {
 		if h := r.Header.Get("Mcp-Method"); h != m.Method && !s.breaks(conformance.RuleHeaderMismatch) {
-			rpcErr(http.StatusBadRequest, m.ID, -32020, "header mismatch")
+			code := -32020
+			if s.breaks(conformance.RuleHeaderMismatchCode) {
+				code = -32600
+			}
+			rpcErr(http.StatusBadRequest, m.ID, code, "header mismatch")
 			return
 		}
 		if s.breaks(conformance.RuleNoSession) {
 			w.Header().Set("Mcp-Session-Id", "s-1")
+		}
+		removed := map[string]string{"ping": conformance.RulePingRemoved, "logging/setLevel": conformance.RuleSetLevelRemoved}
+		if rule, ok := removed[m.Method]; ok {
+			if s.breaks(rule) {
+				writeJSON(w, 200, result(m.ID, s.stamp(map[string]any{})))
+			} else {
+				rpcErr(http.StatusNotFound, m.ID, -32601, "method not found")
+			}
+			return
 		}
 	}
 	switch {
@@ -118,14 +168,17 @@ func (s *confServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, result(m.ID, dr))
 	case m.Method == "tools/list":
 		tools := []any{
-			map[string]any{"name": "alpha", "inputSchema": map[string]any{"type": "object"}},
-			map[string]any{"name": "beta", "inputSchema": map[string]any{"type": "object"}},
+			map[string]any{"name": "alpha", "description": "The first tool.", "inputSchema": map[string]any{"type": "object"}},
+			map[string]any{"name": "beta", "description": "The second tool.", "inputSchema": map[string]any{"type": "object"}},
 		}
 		if s.lists.Add(1)%2 == 0 && s.breaks(conformance.RuleToolsOrderStable) {
 			slices.Reverse(tools)
 		}
 		if s.breaks(conformance.RuleToolsListSchema) {
-			tools[1] = map[string]any{"name": "beta", "inputSchema": map[string]any{"properties": map[string]any{}}}
+			tools[1] = map[string]any{"name": "beta", "description": "The second tool.", "inputSchema": map[string]any{"properties": map[string]any{}}}
+		}
+		if s.breaks(breakNoDescription) {
+			delete(tools[1].(map[string]any), "description")
 		}
 		lr := s.stamp(map[string]any{"tools": tools})
 		if s.breaks(conformance.RuleCacheFields) {
@@ -167,6 +220,12 @@ func (p *Prober) Run2(ep model.Endpoint, slot time.Time, prev *msg.ProbeResult) 
 // rules failing are exactly want.
 func assertConforms(t *testing.T, res msg.ProbeResult, era string, want ...string) {
 	t.Helper()
+	assertOutcomes(t, res, era, nil, want...)
+}
+
+// assertOutcomes is assertConforms with the rules of na expected n/a.
+func assertOutcomes(t *testing.T, res msg.ProbeResult, era string, na []string, want ...string) {
+	t.Helper()
 	if res.Status != msg.StatusUp || res.Class != ClassOK {
 		t.Fatalf("status %s class %s (%s): conformance must not change the verdict", res.Status, res.Class, res.Error)
 	}
@@ -183,8 +242,11 @@ func assertConforms(t *testing.T, res msg.ProbeResult, era string, want ...strin
 			continue
 		}
 		wantOutcome := msg.ConformancePass
-		if slices.Contains(want, rule.ID) {
+		switch {
+		case slices.Contains(want, rule.ID):
 			wantOutcome = msg.ConformanceFail
+		case slices.Contains(na, rule.ID):
+			wantOutcome = msg.ConformanceNA
 		}
 		if r.Outcome != wantOutcome {
 			t.Errorf("rule %s: %s %q, want %s", rule.ID, r.Outcome, r.Detail, wantOutcome)
@@ -237,31 +299,50 @@ func TestEachRuleDetectsTheServerThatBreaksIt(t *testing.T) {
 		rule string
 		era  string
 		also []string // rules the same break fails too
+		// url, when set, starts the fixture instead of a confServer; na
+		// are the rules it leaves n/a.
+		url func(t *testing.T) string
+		na  []string
 	}{
-		{conformance.RuleInitializeSchema, Version20251125, nil},
-		{conformance.RuleDiscoverSchema, Version20260728, nil},
-		{conformance.RuleToolsListSchema, Version20251125, nil},
-		{conformance.RuleToolsListSchema, Version20260728, nil},
-		{conformance.RuleCacheFields, Version20260728, []string{conformance.RuleToolsListSchema}},
-		{conformance.RuleResultType, Version20260728, []string{conformance.RuleToolsListSchema}},
-		{conformance.RuleSessionIDASCII, Version20251125, nil},
-		{conformance.RuleNoSession, Version20260728, nil},
-		{conformance.RulePingAnswered, Version20251125, nil},
-		{conformance.RuleToolsOrderStable, Version20260728, nil},
-		{conformance.RuleBatchRefused, Version20251125, nil},
-		{conformance.RuleBatchRefused, Version20260728, nil},
-		{conformance.RuleForeignOrigin, Version20251125, nil},
-		{conformance.RuleForeignOrigin, Version20260728, nil},
-		{conformance.RuleVersionHeader, Version20251125, nil},
-		{conformance.RuleHeaderMismatch, Version20260728, nil},
+		{rule: conformance.RuleInitializeSchema, era: Version20251125},
+		{rule: conformance.RuleDiscoverSchema, era: Version20260728},
+		{rule: conformance.RuleToolsListSchema, era: Version20251125},
+		{rule: conformance.RuleToolsListSchema, era: Version20260728},
+		{rule: conformance.RuleCacheFields, era: Version20260728, also: []string{conformance.RuleToolsListSchema}},
+		{rule: conformance.RuleResultType, era: Version20260728, also: []string{conformance.RuleToolsListSchema}},
+		{rule: conformance.RuleSessionIDASCII, era: Version20251125},
+		{rule: conformance.RuleNoSession, era: Version20260728},
+		{rule: conformance.RulePingAnswered, era: Version20251125},
+		{rule: conformance.RuleToolsOrderStable, era: Version20260728},
+		{rule: conformance.RuleBatchRefused, era: Version20251125},
+		{rule: conformance.RuleBatchRefused, era: Version20260728},
+		{rule: conformance.RuleForeignOrigin, era: Version20251125},
+		{rule: conformance.RuleForeignOrigin, era: Version20260728},
+		{rule: conformance.RuleVersionHeader, era: Version20251125},
+		{rule: conformance.RuleHeaderMismatch, era: Version20260728, also: []string{conformance.RuleHeaderMismatchCode}},
+		{rule: conformance.RuleHeaderMismatchCode, era: Version20260728},
+		{rule: conformance.RulePingRemoved, era: Version20260728},
+		{rule: conformance.RuleSetLevelRemoved, era: Version20260728},
+		{rule: conformance.RuleUnsupportedVersion, era: Version20260728},
+		// A go-sdk server of 2025-06-18 behind the HTTP+SSE transport:
+		// the legacy stream has no session and takes no extra requests.
+		{rule: conformance.RuleStreamableHTTP, era: Version20250618, url: func(t *testing.T) string {
+			return legacySSE(t, sdkServer(Version20250618)).URL
+		}, na: []string{conformance.RuleSessionIDASCII, conformance.RuleBatchRefused, conformance.RuleVersionHeader}},
 	}
 	covered := map[string]bool{}
 	for _, tc := range cases {
 		covered[tc.rule] = true
 		t.Run(tc.rule+" "+tc.era, func(t *testing.T) {
-			_, srv := newConfServer(t, tc.era, tc.rule)
-			res := probeTwice(t, testProber(t, nil), endpoint(srv.URL))
-			assertConforms(t, res, tc.era, append([]string{tc.rule}, tc.also...)...)
+			var u string
+			if tc.url != nil {
+				u = tc.url(t)
+			} else {
+				_, srv := newConfServer(t, tc.era, tc.rule)
+				u = srv.URL
+			}
+			res := probeTwice(t, testProber(t, nil), endpoint(u))
+			assertOutcomes(t, res, tc.era, tc.na, append([]string{tc.rule}, tc.also...)...)
 			if r, _ := res.Conformance.Rule(tc.rule); r.Detail == "" {
 				t.Errorf("%s failed without a detail", tc.rule)
 			}

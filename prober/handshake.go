@@ -39,6 +39,7 @@ func (r *run) handshake(ctx context.Context, version string) error {
 		return err
 	}
 	r.conf.obs.Era, r.conf.obs.Initialize, r.conf.obs.SessionID = r.version, result, r.sessionID
+	r.conf.obs.LegacySSE = r.legacy != nil
 	if err := r.timed(msg.PhaseInitialized, func() error { return r.notify(ctx, "notifications/initialized") }); err != nil {
 		return err
 	}

@@ -38,10 +38,17 @@ const (
 	RuleForeignOrigin    = "foreign-origin-refused"
 	RuleVersionHeader    = "protocol-version-header-validated"
 	RuleHeaderMismatch   = "header-mismatch-refused"
-	specBase             = "https://modelcontextprotocol.io/specification/"
-	maxObservedToolPages = 8
-	maxAnswerBody        = 4 << 10
-	maxDetail            = msg.MaxConformanceDetail
+	// The deprecated and removed features, and the error codes 2026-07-28
+	// fixes.
+	RuleStreamableHTTP     = "streamable-http-transport"
+	RulePingRemoved        = "ping-removed"
+	RuleSetLevelRemoved    = "logging-set-level-removed"
+	RuleHeaderMismatchCode = "header-mismatch-error-code"
+	RuleUnsupportedVersion = "unsupported-version-error"
+	specBase               = "https://modelcontextprotocol.io/specification/"
+	maxObservedToolPages   = 8
+	maxAnswerBody          = 4 << 10
+	maxDetail              = msg.MaxConformanceDetail
 )
 
 // Rule is one conformance check.
@@ -70,6 +77,7 @@ var (
 	allEras        = []string{Era20241105, Era20250326, Era20250618, Era20251125, Era20260728}
 	sessionEras    = []string{Era20250326, Era20250618, Era20251125}
 	noBatchEras    = []string{Era20250618, Era20251125, Era20260728}
+	streamableEras = []string{Era20250326, Era20250618, Era20251125}
 )
 
 // rules is the catalog, in the order results list them.
@@ -100,6 +108,16 @@ var rules = []Rule{
 		Spec: specBase + "2025-11-25/basic/transports#protocol-version-header", check: checkVersionHeader},
 	{ID: RuleHeaderMismatch, Title: "a request whose Mcp-Method header contradicts its body is answered 400", Eras: []string{Era20260728}, Active: true,
 		Spec: specBase + "2026-07-28/basic/transports/streamable-http#server-validation", check: checkHeaderMismatch},
+	{ID: RuleStreamableHTTP, Title: "a server of a 2025-03-26 or later revision is reached over Streamable HTTP, not the HTTP+SSE transport 2025-03-26 deprecated", Eras: streamableEras,
+		Spec: specBase + "2025-03-26/basic/transports#backwards-compatibility", check: checkStreamable},
+	{ID: RulePingRemoved, Title: "ping is answered with an error, not a result: the 2026-07-28 schema has no PingRequest", Eras: []string{Era20260728}, Active: true,
+		Spec: specBase + "2026-07-28/changelog", check: checkPingRemoved},
+	{ID: RuleSetLevelRemoved, Title: "logging/setLevel is answered with an error, not a result: the 2026-07-28 schema has no SetLevelRequest", Eras: []string{Era20260728}, Active: true,
+		Spec: specBase + "2026-07-28/changelog", check: checkSetLevelRemoved},
+	{ID: RuleHeaderMismatchCode, Title: "a request whose Mcp-Method header contradicts its body is answered with error -32020 (HeaderMismatchError)", Eras: []string{Era20260728}, Active: true,
+		Spec: specBase + "2026-07-28/schema#headermismatcherror", check: checkHeaderMismatchCode},
+	{ID: RuleUnsupportedVersion, Title: "a request of an unsupported revision is answered 400 with error -32022 naming the supported versions (UnsupportedProtocolVersionError)", Eras: []string{Era20260728}, Active: true,
+		Spec: specBase + "2026-07-28/schema#unsupportedprotocolversionerror", check: checkUnsupportedVersion},
 }
 
 // Rules returns the rule catalog.
@@ -124,6 +142,8 @@ type Observation struct {
 	SessionHeader bool
 	// PingSent and PingNotFound: ping was asked and answered -32601.
 	PingSent, PingNotFound bool
+	// LegacySSE says the handshake ran over the HTTP+SSE transport.
+	LegacySSE bool
 	// Prev is the endpoint's previous conformance, if any.
 	Prev *msg.Conformance
 	// Active holds the answers to the extra requests; nil when they were
@@ -137,6 +157,9 @@ type Observation struct {
 // Active holds the answers to the extra requests of the active rules.
 type Active struct {
 	Batch, ForeignOrigin, BadVersion, HeaderMismatch Answer
+	// Ping and SetLevel ask the methods 2026-07-28 removed; BadMetaVersion
+	// is a 2026-07-28 request of FutureVersion.
+	Ping, SetLevel, BadMetaVersion Answer
 }
 
 // Answer is what the server answered one extra request.
@@ -482,6 +505,96 @@ func checkHeaderMismatch(o *Observation) (string, string) {
 	return pass()
 }
 
+func checkStreamable(o *Observation) (string, string) {
+	if o.LegacySSE {
+		return fail("the server spoke %s over the HTTP+SSE transport, which that revision replaced with Streamable HTTP", o.Era)
+	}
+	return pass()
+}
+
+// rpcAnswer is what the rules read of a JSON-RPC answer.
+type rpcAnswer struct {
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code json.Number `json:"code"`
+		Data struct {
+			Requested *string  `json:"requested"`
+			Supported []string `json:"supported"`
+		} `json:"data"`
+	} `json:"error"`
+}
+
+// decodeAnswer reads a's JSON-RPC answer; ok is false when it has none.
+func decodeAnswer(a Answer) (rpcAnswer, bool) {
+	var ra rpcAnswer
+	d := json.NewDecoder(bytes.NewReader(jsonRPCBody(a)))
+	d.UseNumber()
+	if d.Decode(&ra) != nil || (ra.Result == nil && ra.Error == nil) {
+		return ra, false
+	}
+	return ra, true
+}
+
+// checkRemoved fails a removed method answered with a result.
+func checkRemoved(a Answer, method string) (string, string) {
+	if out, d, ok := answerNA(a); ok {
+		return out, d
+	}
+	if ra, ok := decodeAnswer(a); ok && ra.Error == nil && a.Status >= 200 && a.Status <= 299 {
+		return fail("%s was answered HTTP %d with a result; 2026-07-28 removed it (want -32601 method not found)", method, a.Status)
+	}
+	return pass()
+}
+
+func checkPingRemoved(o *Observation) (string, string) { return checkRemoved(o.Active.Ping, "ping") }
+
+func checkSetLevelRemoved(o *Observation) (string, string) {
+	return checkRemoved(o.Active.SetLevel, "logging/setLevel")
+}
+
+// wrongCode says how a is not a JSON-RPC error of code want, or is "".
+func wrongCode(a Answer, want string) string {
+	ra, ok := decodeAnswer(a)
+	switch {
+	case !ok:
+		return fmt.Sprintf("answered HTTP %d without a JSON-RPC answer", a.Status)
+	case ra.Error == nil:
+		return fmt.Sprintf("answered HTTP %d with a result", a.Status)
+	case ra.Error.Code.String() != want:
+		return "answered error " + ra.Error.Code.String()
+	}
+	return ""
+}
+
+func checkHeaderMismatchCode(o *Observation) (string, string) {
+	a := o.Active.HeaderMismatch
+	if out, d, ok := answerNA(a); ok {
+		return out, d
+	}
+	if why := wrongCode(a, "-32020"); why != "" {
+		return fail("a tools/list request with Mcp-Method %s was %s, want error -32020", MismatchedMethod, why)
+	}
+	return pass()
+}
+
+func checkUnsupportedVersion(o *Observation) (string, string) {
+	a := o.Active.BadMetaVersion
+	if out, d, ok := answerNA(a); ok {
+		return out, d
+	}
+	if why := wrongCode(a, "-32022"); why != "" {
+		return fail("a request of protocol version %s was %s, want 400 with error -32022", FutureVersion, why)
+	}
+	if a.Status != 400 {
+		return fail("a request of protocol version %s was answered HTTP %d, want 400", FutureVersion, a.Status)
+	}
+	ra, _ := decodeAnswer(a)
+	if ra.Error.Data.Requested == nil || !slices.Contains(ra.Error.Data.Supported, Era20260728) {
+		return fail("the -32022 error's data does not name the requested version and list %s among the supported ones", Era20260728)
+	}
+	return pass()
+}
+
 // What the active requests send.
 const (
 	// ForeignOrigin is the Origin of the DNS-rebinding check: a name no
@@ -489,6 +602,11 @@ const (
 	ForeignOrigin = "https://rebind.mcpmon.invalid"
 	// UnsupportedVersion is a revision no server speaks.
 	UnsupportedVersion = "1999-01-01"
+	// FutureVersion is a revision newer than any server speaks: what a
+	// client newer than the server asks, and must be told -32022 with the
+	// versions to fall back to. (An older unknown one may be taken for a
+	// 2025-era header and answered a plain 400.)
+	FutureVersion = "2099-01-01"
 	// MismatchedMethod is the Mcp-Method header sent with a tools/list
 	// body.
 	MismatchedMethod = "prompts/list"

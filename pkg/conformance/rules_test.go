@@ -217,3 +217,59 @@ func TestSchemaRulesAreCarriedWhileTheResultsAreTheSame(t *testing.T) {
 		t.Errorf("other results not validated: %+v", r)
 	}
 }
+
+// TestDeprecatedFeatureAndErrorCodeRules judges the answers the rules of
+// removed methods and fixed error codes read, as a table.
+func TestDeprecatedFeatureAndErrorCodeRules(t *testing.T) {
+	js := func(status int, body string) Answer {
+		return Answer{Sent: true, Status: status, ContentType: "application/json", Body: []byte(body)}
+	}
+	sse := func(status int, body string) Answer {
+		return Answer{Sent: true, Status: status, ContentType: "text/event-stream", Body: []byte("id: 1\ndata:\n\nevent: message\ndata: " + body + "\n")}
+	}
+	notFound := js(404, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"method not found"}}`)
+	answered := sse(200, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	mismatch := js(400, `{"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"header mismatch"}}`)
+	future := js(400, `{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"unsupported","data":{"requested":"2099-01-01","supported":["2025-11-25","2026-07-28"]}}}`)
+	P, F, N := msg.ConformancePass, msg.ConformanceFail, msg.ConformanceNA
+	for _, tc := range []struct {
+		name, rule string
+		active     Active
+		want       string
+	}{
+		{"ping not found", RulePingRemoved, Active{Ping: notFound}, P},
+		{"ping answered", RulePingRemoved, Active{Ping: answered}, F},
+		{"ping refused at HTTP", RulePingRemoved, Active{Ping: js(400, `bad request`)}, P},
+		{"ping not sent", RulePingRemoved, Active{}, N},
+		{"setLevel not found", RuleSetLevelRemoved, Active{SetLevel: notFound}, P},
+		{"setLevel answered", RuleSetLevelRemoved, Active{SetLevel: answered}, F},
+		{"mismatch -32020", RuleHeaderMismatchCode, Active{HeaderMismatch: mismatch}, P},
+		{"mismatch another code", RuleHeaderMismatchCode, Active{HeaderMismatch: js(400, `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"x"}}`)}, F},
+		{"mismatch plain text", RuleHeaderMismatchCode, Active{HeaderMismatch: js(400, `Bad Request`)}, F},
+		{"mismatch no answer", RuleHeaderMismatchCode, Active{HeaderMismatch: Answer{Sent: true, Err: "timeout"}}, N},
+		{"future -32022", RuleUnsupportedVersion, Active{BadMetaVersion: future}, P},
+		{"future -32022 over 200", RuleUnsupportedVersion, Active{BadMetaVersion: js(200, string(future.Body))}, F},
+		{"future without data", RuleUnsupportedVersion, Active{BadMetaVersion: js(400, `{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"x"}}`)}, F},
+		{"future answered", RuleUnsupportedVersion, Active{BadMetaVersion: answered}, F},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := healthy2026()
+			o.Active = &tc.active
+			c := Evaluate(o, slot)
+			r, _ := c.Rule(tc.rule)
+			if r.Outcome != tc.want {
+				t.Errorf("%s: %s %q, want %s", tc.rule, r.Outcome, r.Detail, tc.want)
+			}
+		})
+	}
+	legacy := Observation{Era: Era20250618, Initialize: []byte(validResult(Era20250618, DefInitializeResult)), LegacySSE: true}
+	c := Evaluate(legacy, slot)
+	if r, _ := c.Rule(RuleStreamableHTTP); r.Outcome != F {
+		t.Errorf("a 2025-06-18 server over HTTP+SSE: %+v", r)
+	}
+	legacy.LegacySSE = false
+	c = Evaluate(legacy, slot)
+	if r, _ := c.Rule(RuleStreamableHTTP); r.Outcome != P {
+		t.Errorf("a 2025-06-18 server over Streamable HTTP: %+v", r)
+	}
+}
