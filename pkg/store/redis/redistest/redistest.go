@@ -55,21 +55,14 @@ func RandomPrefix() string {
 }
 
 // Flush deletes only the keys under prefix (never FLUSHDB: other packages'
-// tests share this Redis). On a cluster URL it scans every primary, for the
-// prefix as given and as wrapped in a hash tag ("{p}:", redis.Options.Prefix).
+// tests share this Redis). On a cluster URL it scans every primary.
 func Flush(tb testing.TB, url, prefix string) {
 	ctx := context.Background()
 	if hosts, ok := ClusterAddrs(url); ok {
 		c := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: hosts})
 		defer c.Close()
-		patterns := []string{prefix + "*", "{" + strings.TrimSuffix(prefix, ":") + "}:*"}
 		err := c.ForEachMaster(ctx, func(ctx context.Context, node *goredis.Client) error {
-			for _, p := range patterns {
-				if err := flush(ctx, node, p); err != nil {
-					return err
-				}
-			}
-			return nil
+			return flush(ctx, node, prefix+"*")
 		})
 		if err != nil {
 			tb.Errorf("flush %s* on the cluster: %v", prefix, err)
