@@ -32,17 +32,18 @@ fail() {
 	exit 1
 }
 
-# A node's cluster bus listens on PORT+10000, so ports are drawn below 55535.
+# A node's cluster bus listens on PORT+10000, so ports are drawn below 55535,
+# and no node's port may be another's bus port.
+# A replica always qualifies to take over (validity factor 0): a test kills a
+# primary whose replica may itself have been restarted moments before.
 ports=()
+taken=" "
 : >"$base/nodes"
-for _ in 1 2 3 4 5 6; do
-	for attempt in $(seq 1 20); do
-		port=$((20000 + RANDOM % 35000))
-		port_free "$port" && port_free $((port + 10000)) || continue
-		case " ${ports[*]-} " in *" $port "*) continue ;; esac
-		break
-	done
-	node="$base/$port"
+
+# start_node PORT: start a node there and wait (bounded) for PING; fails if
+# it exits first (another process took the port since it was checked).
+start_node() {
+	local port=$1 node="$base/$1" pid
 	mkdir -p "$node"
 	cat >"$node/redis.conf" <<EOF
 bind 127.0.0.1
@@ -51,6 +52,7 @@ protected-mode yes
 cluster-enabled yes
 cluster-config-file $node/nodes.conf
 cluster-node-timeout 1000
+cluster-replica-validity-factor 0
 appendonly no
 save ""
 dir $node
@@ -59,17 +61,34 @@ logfile $node/redis.log
 EOF
 	redis-server "$node/redis.conf" </dev/null >/dev/null 2>&1 &
 	pid=$!
-	echo "$pid" >"$dir/rediscluster-$port.pid"
-	echo "$port $pid $node/redis.conf" >>"$base/nodes"
-	ports+=("$port")
-done
-
-for port in "${ports[@]}"; do
-	for _ in $(seq 1 100); do # up to ~10s per node
-		redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -q PONG && continue 2
+	for _ in $(seq 1 100); do # up to ~10s
+		if redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -q PONG; then
+			echo "$pid" >"$dir/rediscluster-$port.pid"
+			echo "$port $pid $node/redis.conf" >>"$base/nodes"
+			return 0
+		fi
+		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
-	fail "node on port $port did not answer PING"
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	return 1
+}
+
+for _ in 1 2 3 4 5 6; do
+	started=0
+	for _ in $(seq 1 20); do
+		port=$((20000 + RANDOM % 35000))
+		case "$taken" in *" $port "* | *" $((port + 10000)) "* | *" $((port - 10000)) "*) continue ;; esac
+		port_free "$port" && port_free $((port + 10000)) || continue
+		taken="$taken$port $((port + 10000)) "
+		if start_node "$port"; then
+			started=1
+			ports+=("$port")
+			break
+		fi
+	done
+	[ "$started" = 1 ] || fail "could not start a node on a free port"
 done
 
 addrs=()
