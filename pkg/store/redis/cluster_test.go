@@ -165,3 +165,32 @@ func TestClusterRefusesOneSlotData(t *testing.T) {
 		t.Fatalf("New = %v, want ErrOneSlotData", err)
 	}
 }
+
+// TestClusterQuotaSettlesAStoppedCreate: a reservation left by a create
+// that stopped before its endpoint was written holds a place only until it
+// is a minute old; then the next create at the limit takes the place.
+func TestClusterQuotaSettlesAStoppedCreate(t *testing.T) {
+	url := testpeers.RedisClusterURL(t)
+	prefix := redistest.RandomPrefix()
+	clk := clock.NewFake(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	s := open(t, url, redis.Options{Prefix: prefix, Clock: clk})
+	ctx := t.Context()
+	if _, err := s.CreateEndpointWithin(ctx, model.Endpoint{ID: "a", Schedule: "@every 1m"}, 2); err != nil {
+		t.Fatal(err)
+	}
+	// What a create leaves when it stops between reserving and writing.
+	quota := prefix + "{g}:tenant_quota:" + model.DefaultTenant
+	if err := clusterClient(t, url).ZAdd(ctx, quota, goredis.Z{Score: float64(clk.Now().UnixMilli()), Member: "ghost"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateEndpointWithin(ctx, model.Endpoint{ID: "b", Schedule: "@every 1m"}, 2); !errors.Is(err, store.ErrQuota) {
+		t.Fatalf("create beside a fresh reservation = %v, want ErrQuota", err)
+	}
+	clk.Advance(2 * time.Minute)
+	if _, err := s.CreateEndpointWithin(ctx, model.Endpoint{ID: "b", Schedule: "@every 1m"}, 2); err != nil {
+		t.Fatalf("create once the reservation is stale: %v", err)
+	}
+	if _, err := s.CreateEndpointWithin(ctx, model.Endpoint{ID: "c", Schedule: "@every 1m"}, 2); !errors.Is(err, store.ErrQuota) {
+		t.Fatalf("third create within 2 = %v, want ErrQuota", err)
+	}
+}

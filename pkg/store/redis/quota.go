@@ -82,17 +82,23 @@ func (s *Store) reserve(ctx context.Context, e model.Endpoint, limit int) (int, 
 // exists in this tenant (another create of the same ID won, and its
 // member is the one just reserved).
 func (s *Store) unreserve(ctx context.Context, tenant, id, op string) error {
-	owner, err := s.rdb.HGet(ctx, s.ke(id, "endpoint_tenants"), id).Result()
-	if errors.Is(err, goredis.Nil) {
-		owner, err = "", nil
-	}
-	if err := s.done(op, err); err != nil {
+	owner, err := s.endpointOwner(ctx, id, op)
+	if err != nil {
 		return err
 	}
 	if owner == model.TenantOf(tenant) {
 		return nil
 	}
 	return s.done(op, s.rdb.ZRem(ctx, s.quotaSet(tenant), id).Err())
+}
+
+// endpointOwner is the tenant of endpoint id, "" if there is none.
+func (s *Store) endpointOwner(ctx context.Context, id, op string) (string, error) {
+	owner, err := s.rdb.HGet(ctx, s.ke(id, "endpoint_tenants"), id).Result()
+	if errors.Is(err, goredis.Nil) {
+		return "", nil
+	}
+	return owner, s.done(op, err)
 }
 
 // pruneQuota settles the tenant's members in flight for longer than
@@ -107,11 +113,8 @@ func (s *Store) pruneQuota(ctx context.Context, tenant string) error {
 	}
 	for _, z := range stale {
 		id, _ := z.Member.(string)
-		owner, err := s.rdb.HGet(ctx, s.ke(id, "endpoint_tenants"), id).Result()
-		if errors.Is(err, goredis.Nil) {
-			owner, err = "", nil
-		}
-		if err := s.done(op, err); err != nil {
+		owner, err := s.endpointOwner(ctx, id, op)
+		if err != nil {
 			return err
 		}
 		if owner == model.TenantOf(tenant) {
