@@ -307,21 +307,38 @@ func (s *Store) ListEndpointsPage(ctx context.Context, tenant, after string, lim
 	return page, nil
 }
 
-// endpointsByID reads the records of ids, one HMGET per shard they span,
-// skipping those gone since the IDs were listed; the order is by shard.
+// endpointsByID reads the records of ids, one HMGET per shard they span
+// in one pipeline, skipping those gone since the IDs were listed; the
+// order is the shards', so callers sort.
 func (s *Store) endpointsByID(ctx context.Context, ids []string, op string) ([]model.Endpoint, error) {
 	byShard := map[int][]string{}
 	for _, id := range ids {
 		sh := s.shard(id)
 		byShard[sh] = append(byShard[sh], id)
 	}
-	out := []model.Endpoint{}
-	for sh, ids := range byShard {
-		eps, err := hmgetJSON[model.Endpoint](ctx, s, s.ks(sh, "endpoints"), ids, op, "endpoint")
-		if err != nil {
-			return nil, err
+	cmds := map[int]*goredis.SliceCmd{}
+	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for sh, ids := range byShard {
+			cmds[sh] = p.HMGet(ctx, s.ks(sh, "endpoints"), ids...)
 		}
-		out = append(out, eps...)
+		return nil
+	})
+	if err := s.done(op, err); err != nil {
+		return nil, err
+	}
+	out := make([]model.Endpoint, 0, len(ids))
+	for sh, c := range cmds {
+		for i, r := range c.Val() {
+			raw, ok := r.(string)
+			if !ok {
+				continue
+			}
+			e, err := decode[model.Endpoint]("endpoint "+byShard[sh][i], raw)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		}
 	}
 	return out, nil
 }
