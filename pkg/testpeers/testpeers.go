@@ -31,14 +31,6 @@ const (
 	EnvNode22      = "MCPMON_TEST_NODE22"
 )
 
-// The test Redis Cluster, written by .ci/start-rediscluster.sh: 3 primaries
-// and 3 replicas (redis+cluster://h1,h2,h3), and its nodes file, "PORT PID
-// CONF" per node, for tests that kill a primary.
-const (
-	EnvRedisClusterURL   = "MCPMON_TEST_REDIS_CLUSTER_URL"
-	EnvRedisClusterNodes = "MCPMON_TEST_REDIS_CLUSTER_NODES"
-)
-
 // Conformance returns the MCP conformance suite's entry script and the
 // node binary to run it with, or skips/fails t.
 func Conformance(t testing.TB) (entry, node string) {
@@ -50,6 +42,14 @@ func Chromium(t testing.TB) string { return lookup(t, EnvChromium, "chromium (De
 
 // RedisURL returns the test Redis URL or skips/fails t.
 func RedisURL(t testing.TB) string { return lookup(t, EnvRedisURL, "redis-server") }
+
+// The test Redis Cluster, written by .ci/start-rediscluster.sh: 3 primaries
+// and 3 replicas (redis+cluster://h1,h2,h3), and its nodes file, "PORT PID
+// CONF" per node, for tests that kill a primary.
+const (
+	EnvRedisClusterURL   = "MCPMON_TEST_REDIS_CLUSTER_URL"
+	EnvRedisClusterNodes = "MCPMON_TEST_REDIS_CLUSTER_NODES"
+)
 
 // RedisClusterURL returns the test Redis Cluster's URL or skips/fails t.
 func RedisClusterURL(t testing.TB) string {
