@@ -9,7 +9,7 @@ peers_dir=$(mktemp -d "${TMPDIR:-/tmp}/mcpmon-peers.XXXXXX")
 cleanup() { bash .ci/stop-peers.sh "$peers_dir" || true; }
 trap cleanup EXIT
 
-for peer in redis fauxqs smtp prometheus tsmcp conformance chromium; do
+for peer in redis rediscluster fauxqs smtp prometheus tsmcp conformance chromium; do
   script=".ci/start-$peer.sh"
   [ -f "$script" ] || continue
   echo "==> starting test peer: $peer" >&2

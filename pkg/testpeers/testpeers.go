@@ -57,6 +57,24 @@ func Chromium(t testing.TB) string { return lookup(t, EnvChromium, "chromium (De
 // RedisURL returns the test Redis URL or skips/fails t.
 func RedisURL(t testing.TB) string { return lookup(t, EnvRedisURL, "redis-server") }
 
+// The test Redis Cluster, written by .ci/start-rediscluster.sh: 3 primaries
+// and 3 replicas (redis+cluster://h1,h2,h3), and its nodes file, "PORT PID
+// CONF" per node, for tests that kill a primary.
+const (
+	EnvRedisClusterURL   = "MCPMON_TEST_REDIS_CLUSTER_URL"
+	EnvRedisClusterNodes = "MCPMON_TEST_REDIS_CLUSTER_NODES"
+)
+
+// RedisClusterURL returns the test Redis Cluster's URL or skips/fails t.
+func RedisClusterURL(t testing.TB) string {
+	return lookup(t, EnvRedisClusterURL, "a Redis Cluster (redis-server)")
+}
+
+// RedisClusterNodes returns the test Redis Cluster's nodes file or skips/fails t.
+func RedisClusterNodes(t testing.TB) string {
+	return lookup(t, EnvRedisClusterNodes, "a Redis Cluster (redis-server)")
+}
+
 // SQSEndpoint returns the fauxqs endpoint URL or skips/fails t.
 func SQSEndpoint(t testing.TB) string { return lookup(t, EnvSQSEndpoint, "fauxqs") }
 

@@ -36,8 +36,16 @@ func (s *Store) RecordDelivery(ctx context.Context, incidentID string, d model.D
 	if err := store.ValidDelivery(incidentID, d); err != nil {
 		return fmt.Errorf("redis store: %w", err)
 	}
-	key, field := s.k("deliveries", incidentID), store.DeliveryField(d)
+	field := store.DeliveryField(d)
 	op := "record delivery " + field + " of incident " + incidentID
+	sh, ok, err := s.incidentShard(ctx, incidentID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s: %w", op, model.ErrNotFound)
+	}
+	key := s.ks(sh, "deliveries", incidentID)
 	for range maxDeliveryCAS {
 		raw, err := s.rdb.HGet(ctx, key, field).Result()
 		if errors.Is(err, goredis.Nil) {
@@ -56,7 +64,7 @@ func (s *Store) RecordDelivery(ctx context.Context, incidentID string, d model.D
 		if err != nil {
 			return err
 		}
-		n, err := casDelivery.Run(ctx, s.rdb, []string{s.k("incidents"), key}, incidentID, field, raw, next).Int()
+		n, err := casDelivery.Run(ctx, s.rdb, []string{s.ks(sh, "incidents"), key}, incidentID, field, raw, next).Int()
 		if err := s.done(op, err); err != nil {
 			return err
 		}
@@ -72,7 +80,14 @@ func (s *Store) RecordDelivery(ctx context.Context, incidentID string, d model.D
 
 // Deliveries returns the incident's records in store.SortDeliveries order.
 func (s *Store) Deliveries(ctx context.Context, incidentID string) ([]model.Delivery, error) {
-	all, err := s.rdb.HGetAll(ctx, s.k("deliveries", incidentID)).Result()
+	sh, ok, err := s.incidentShard(ctx, incidentID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return []model.Delivery{}, nil
+	}
+	all, err := s.rdb.HGetAll(ctx, s.ks(sh, "deliveries", incidentID)).Result()
 	if err := s.done("deliveries of incident "+incidentID, err); err != nil {
 		return nil, err
 	}

@@ -71,19 +71,20 @@ for _, id in ipairs(redis.call('HKEYS', KEYS[1])) do
 end
 return n`)
 
-func (s *Store) tenantSet(tenant string) string {
-	return s.k("tenant_endpoints", model.TenantOf(tenant))
+// tenantSet and tenantIDs are shard sh's part of the tenant's index.
+func (s *Store) tenantSet(sh int, tenant string) string {
+	return s.ks(sh, "tenant_endpoints", model.TenantOf(tenant))
 }
 
-func (s *Store) tenantIDs(tenant string) string {
-	return s.k("tenant_endpoint_ids", model.TenantOf(tenant))
+func (s *Store) tenantIDs(sh int, tenant string) string {
+	return s.ks(sh, "tenant_endpoint_ids", model.TenantOf(tenant))
 }
 
 // IndexTenants puts every endpoint missing from the per-tenant index into
 // DefaultTenant's (records from before tenants carry no tenant) and returns
 // how many it added. New runs it; it is idempotent and cheap once done.
 func (s *Store) IndexTenants(ctx context.Context) (int, error) {
-	n, err := indexTenants.Run(ctx, s.rdb, []string{s.k("endpoints"), s.k("endpoint_tenants"), s.tenantSet(model.DefaultTenant)},
+	n, err := indexTenants.Run(ctx, s.rdb, []string{s.k("endpoints"), s.k("endpoint_tenants"), s.tenantSet(0, model.DefaultTenant)},
 		model.DefaultTenant).Int()
 	if err := s.done("index endpoints by tenant", err); err != nil {
 		return n, err
@@ -128,19 +129,39 @@ func (s *Store) CreateEndpointWithin(ctx context.Context, e model.Endpoint, limi
 	if err != nil {
 		return model.Endpoint{}, err
 	}
-	n, err := createEndpoint.Run(ctx, s.rdb, []string{s.k("endpoints"), s.k("endpoint_versions"), s.k("endpoint_tenants"), s.tenantSet(e.Tenant),
-		s.tenantIDs(e.Tenant), s.k("endpoint_ids_indexed"), s.k("endpoints_stamp")},
-		e.ID, raw, e.Tenant, max(limit, 0)).Int()
-	if err := s.done("create endpoint "+e.ID, err); err != nil {
+	if s.sharded {
+		return e, s.createSharded(ctx, e, raw, limit)
+	}
+	n, err := s.runCreateEndpoint(ctx, e, raw, limit)
+	if err != nil {
 		return model.Endpoint{}, err
 	}
-	switch n {
-	case 0:
-		return model.Endpoint{}, fmt.Errorf("create endpoint %s: already exists: %w", e.ID, store.ErrConflict)
-	case -1:
-		return model.Endpoint{}, fmt.Errorf("create endpoint %s: tenant %q has %d endpoints: %w", e.ID, e.Tenant, limit, store.ErrQuota)
+	if err := createResult(n, e, limit); err != nil {
+		return model.Endpoint{}, err
 	}
 	return e, nil
+}
+
+// runCreateEndpoint runs createEndpoint in e's shard; limit is checked
+// against the shard's part of the tenant's index (the whole index when
+// unsharded).
+func (s *Store) runCreateEndpoint(ctx context.Context, e model.Endpoint, raw string, limit int) (int, error) {
+	sh := s.shard(e.ID)
+	n, err := createEndpoint.Run(ctx, s.rdb, []string{s.ks(sh, "endpoints"), s.ks(sh, "endpoint_versions"), s.ks(sh, "endpoint_tenants"), s.tenantSet(sh, e.Tenant),
+		s.tenantIDs(sh, e.Tenant), s.ks(sh, "endpoint_ids_indexed"), s.ks(sh, "endpoints_stamp")},
+		e.ID, raw, e.Tenant, max(limit, 0)).Int()
+	return n, s.done("create endpoint "+e.ID, err)
+}
+
+// createResult turns createEndpoint's answer into CreateEndpointWithin's error.
+func createResult(n int, e model.Endpoint, limit int) error {
+	switch n {
+	case 0:
+		return fmt.Errorf("create endpoint %s: already exists: %w", e.ID, store.ErrConflict)
+	case -1:
+		return fmt.Errorf("create endpoint %s: tenant %q has %d endpoints: %w", e.ID, e.Tenant, limit, store.ErrQuota)
+	}
+	return nil
 }
 
 // UpdateEndpoint replaces the endpoint if e.Version matches the stored one.
@@ -156,7 +177,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e model.Endpoint) (model.End
 	if err != nil {
 		return model.Endpoint{}, err
 	}
-	n, err := updateEndpoint.Run(ctx, s.rdb, []string{s.k("endpoints"), s.k("endpoint_versions"), s.k("endpoints_stamp")},
+	n, err := updateEndpoint.Run(ctx, s.rdb, []string{s.ke(e.ID, "endpoints"), s.ke(e.ID, "endpoint_versions"), s.ke(e.ID, "endpoints_stamp")},
 		e.ID, cur.Version, raw, e.Version).Int()
 	if err := s.done("update endpoint "+e.ID, err); err != nil {
 		return model.Endpoint{}, err
@@ -171,38 +192,52 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e model.Endpoint) (model.End
 }
 
 // EndpointsStamp returns a number that changes whenever an endpoint is
-// created, updated or deleted (a counter the three scripts increment), so
-// a reader that lists every endpoint periodically can skip a listing while
-// it stays the same.
+// created, updated or deleted (a counter per shard the three scripts
+// increment, summed: each only grows), so a reader that lists every
+// endpoint periodically can skip a listing while it stays the same.
 func (s *Store) EndpointsStamp(ctx context.Context) (uint64, error) {
-	n, err := s.rdb.Get(ctx, s.k("endpoints_stamp")).Uint64()
-	if errors.Is(err, goredis.Nil) {
-		return 0, nil
-	}
-	if err := s.done("read the endpoints stamp", err); err != nil {
+	cmds, err := perShard(ctx, s, "read the endpoints stamp", func(p goredis.Pipeliner, sh int) *goredis.StringCmd {
+		return p.Get(ctx, s.ks(sh, "endpoints_stamp"))
+	})
+	if err != nil {
 		return 0, err
 	}
-	return n, nil
+	var sum uint64
+	for _, c := range cmds {
+		n, err := c.Uint64()
+		if errors.Is(err, goredis.Nil) {
+			continue
+		}
+		if err := s.done("read the endpoints stamp", err); err != nil {
+			return 0, err
+		}
+		sum += n
+	}
+	return sum, nil
 }
 
 // GetEndpoint returns the endpoint or ErrNotFound.
 func (s *Store) GetEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
-	return hgetJSON[model.Endpoint](ctx, s, s.k("endpoints"), id, "get endpoint "+id, "endpoint "+id)
+	return hgetJSON[model.Endpoint](ctx, s, s.ke(id, "endpoints"), id, "get endpoint "+id, "endpoint "+id)
 }
 
 // ListEndpoints returns every endpoint ordered by ID.
 func (s *Store) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
-	all, err := s.rdb.HGetAll(ctx, s.k("endpoints")).Result()
-	if err := s.done("list endpoints", err); err != nil {
+	cmds, err := perShard(ctx, s, "list endpoints", func(p goredis.Pipeliner, sh int) *goredis.MapStringStringCmd {
+		return p.HGetAll(ctx, s.ks(sh, "endpoints"))
+	})
+	if err != nil {
 		return nil, err
 	}
-	out := make([]model.Endpoint, 0, len(all))
-	for id, raw := range all {
-		e, err := decode[model.Endpoint]("endpoint "+id, raw)
-		if err != nil {
-			return nil, err
+	out := []model.Endpoint{}
+	for _, c := range cmds {
+		for id, raw := range c.Val() {
+			e, err := decode[model.Endpoint]("endpoint "+id, raw)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
 		}
-		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
@@ -212,14 +247,17 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
 // tenant's set, then its records. One deleted between the two reads is
 // left out.
 func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]model.Endpoint, error) {
-	ids, err := s.rdb.SMembers(ctx, s.tenantSet(tenant)).Result()
-	if err := s.done("list endpoints of tenant", err); err != nil {
+	cmds, err := perShard(ctx, s, "list endpoints of tenant", func(p goredis.Pipeliner, sh int) *goredis.StringSliceCmd {
+		return p.SMembers(ctx, s.tenantSet(sh, tenant))
+	})
+	if err != nil {
 		return nil, err
 	}
-	if len(ids) == 0 {
-		return []model.Endpoint{}, nil
+	ids := make([]string, 0)
+	for _, c := range cmds {
+		ids = append(ids, c.Val()...)
 	}
-	out, err := hmgetJSON[model.Endpoint](ctx, s, s.k("endpoints"), ids, "list endpoints of tenant", "endpoint")
+	out, err := s.endpointsByID(ctx, ids, "list endpoints of tenant")
 	if err != nil {
 		return nil, err
 	}
@@ -240,9 +278,19 @@ func (s *Store) ListEndpointsPage(ctx context.Context, tenant, after string, lim
 	if after != "" {
 		from = "(" + after
 	}
-	ids, err := s.rdb.ZRangeByLex(ctx, s.tenantIDs(tenant), &goredis.ZRangeBy{Min: from, Max: "+", Count: int64(limit) + 1}).Result()
-	if err := s.done("list endpoints of tenant", err); err != nil {
+	cmds, err := perShard(ctx, s, "list endpoints of tenant", func(p goredis.Pipeliner, sh int) *goredis.StringSliceCmd {
+		return p.ZRangeByLex(ctx, s.tenantIDs(sh, tenant), &goredis.ZRangeBy{Min: from, Max: "+", Count: int64(limit) + 1})
+	})
+	if err != nil {
 		return page, err
+	}
+	var ids []string
+	for _, c := range cmds {
+		ids = append(ids, c.Val()...)
+	}
+	sort.Strings(ids) // each shard's IDs come sorted; the first limit+1 of their union are the page's
+	if len(ids) > limit+1 {
+		ids = ids[:limit+1]
 	}
 	if len(ids) > limit {
 		ids = ids[:limit]
@@ -251,8 +299,48 @@ func (s *Store) ListEndpointsPage(ctx context.Context, tenant, after string, lim
 	if len(ids) == 0 {
 		return page, nil
 	}
-	page.Endpoints, err = hmgetJSON[model.Endpoint](ctx, s, s.k("endpoints"), ids, "list endpoints of tenant", "endpoint")
-	return page, err
+	page.Endpoints, err = s.endpointsByID(ctx, ids, "list endpoints of tenant")
+	if err != nil {
+		return page, err
+	}
+	sort.Slice(page.Endpoints, func(i, j int) bool { return page.Endpoints[i].ID < page.Endpoints[j].ID })
+	return page, nil
+}
+
+// endpointsByID reads the records of ids, one HMGET per shard they span
+// in one pipeline, skipping those gone since the IDs were listed; the
+// order is the shards', so callers sort.
+func (s *Store) endpointsByID(ctx context.Context, ids []string, op string) ([]model.Endpoint, error) {
+	byShard := map[int][]string{}
+	for _, id := range ids {
+		sh := s.shard(id)
+		byShard[sh] = append(byShard[sh], id)
+	}
+	cmds := map[int]*goredis.SliceCmd{}
+	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		for sh, ids := range byShard {
+			cmds[sh] = p.HMGet(ctx, s.ks(sh, "endpoints"), ids...)
+		}
+		return nil
+	})
+	if err := s.done(op, err); err != nil {
+		return nil, err
+	}
+	out := make([]model.Endpoint, 0, len(ids))
+	for sh, c := range cmds {
+		for i, r := range c.Val() {
+			raw, ok := r.(string)
+			if !ok {
+				continue
+			}
+			e, err := decode[model.Endpoint]("endpoint "+byShard[sh][i], raw)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
 
 // deleteEndpoint removes the endpoint, its latest result, every undecided
@@ -308,22 +396,31 @@ return n`)
 func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 	var n int
 	for range 3 {
-		tenant, err := s.rdb.HGet(ctx, s.k("endpoint_tenants"), id).Result()
+		tenant, err := s.rdb.HGet(ctx, s.ke(id, "endpoint_tenants"), id).Result()
 		if errors.Is(err, goredis.Nil) {
 			tenant, err = model.DefaultTenant, nil
 		}
 		if err := s.done("delete endpoint "+id, err); err != nil {
 			return err
 		}
+		if err := s.leaveQuota(ctx, tenant, id); err != nil {
+			return err
+		}
+		sh := s.shard(id)
 		n, err = deleteEndpoint.Run(ctx, s.rdb, []string{
-			s.k("endpoints"), s.k("endpoint_versions"), s.k("latest"), s.k("latest_slot"),
-			s.k("window_results", id), s.k("windows"),
-			s.k("objects", store.KindCatalog), s.k("objects", store.KindServerIdentity),
-			s.k("endpoint_tenants"), s.tenantSet(tenant), s.tenantIDs(tenant), s.k("endpoint_ids_indexed"), s.k("endpoints_stamp"),
-			s.objectRegions(id), s.k("objects", store.KindAuthServer),
+			s.ks(sh, "endpoints"), s.ks(sh, "endpoint_versions"), s.ks(sh, "latest"), s.ks(sh, "latest_slot"),
+			s.ks(sh, "window_results", id), s.ks(sh, "windows"),
+			s.ks(sh, "objects", store.KindCatalog), s.ks(sh, "objects", store.KindServerIdentity),
+			s.ks(sh, "endpoint_tenants"), s.tenantSet(sh, tenant), s.tenantIDs(sh, tenant), s.ks(sh, "endpoint_ids_indexed"), s.ks(sh, "endpoints_stamp"),
+			s.objectRegions(id), s.ks(sh, "objects", store.KindAuthServer),
 		}, id, tenant, store.RegionSeparator).Int()
 		if err := s.done("delete endpoint "+id, err); err != nil {
 			return err
+		}
+		if n != -1 {
+			if err := s.dropQuota(ctx, tenant, id); err != nil {
+				return err
+			}
 		}
 		if n != -1 {
 			break

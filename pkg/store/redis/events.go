@@ -15,6 +15,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -53,8 +54,8 @@ for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], ARGV[6]) end
 return id`)
 
 func (s *Store) eventKeys(endpointID string) []string {
-	return []string{s.k("events", endpointID), s.k("event", endpointID), s.k("event_fp", endpointID),
-		s.k("events_seq", endpointID), s.k("events_pending")}
+	return []string{s.ke(endpointID, "events", endpointID), s.ke(endpointID, "event", endpointID), s.ke(endpointID, "event_fp", endpointID),
+		s.ke(endpointID, "events_seq", endpointID), s.ke(endpointID, "events_pending")}
 }
 
 // AppendEvents stores the events not yet known by fingerprint; see
@@ -101,14 +102,14 @@ func (s *Store) ListEvents(ctx context.Context, endpointID string, f store.Event
 		hi = "(" + f.Before
 	}
 	for len(out) < limit {
-		ids, err := s.rdb.ZRevRangeByLex(ctx, s.k("events", endpointID), &goredis.ZRangeBy{Min: lo, Max: hi, Count: int64(limit)}).Result()
+		ids, err := s.rdb.ZRevRangeByLex(ctx, s.ke(endpointID, "events", endpointID), &goredis.ZRangeBy{Min: lo, Max: hi, Count: int64(limit)}).Result()
 		if err := s.done(op, err); err != nil {
 			return nil, err
 		}
 		if len(ids) == 0 {
 			break
 		}
-		raws, err := s.rdb.HMGet(ctx, s.k("event", endpointID), ids...).Result()
+		raws, err := s.rdb.HMGet(ctx, s.ke(endpointID, "event", endpointID), ids...).Result()
 		if err := s.done(op, err); err != nil {
 			return nil, err
 		}
@@ -141,21 +142,40 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]model.ChangeEve
 	if limit > 0 {
 		by.Count = int64(limit)
 	}
-	members, err := s.rdb.ZRangeByLex(ctx, s.k("events_pending"), by).Result()
-	if err := s.done("pending events", err); err != nil {
+	cmds, err := perShard(ctx, s, "pending events", func(p goredis.Pipeliner, sh int) *goredis.StringSliceCmd {
+		return p.ZRangeByLex(ctx, s.ks(sh, "events_pending"), by)
+	})
+	if err != nil {
 		return nil, err
 	}
-	var stale []any
+	// Members start with the event ID, which sorts by time: the first
+	// limit of the shards' merged lists are the oldest limit.
+	type member struct {
+		m  string
+		sh int
+	}
+	var members []member
+	for i, c := range cmds {
+		for _, m := range c.Val() {
+			members = append(members, member{m, s.shards()[i]})
+		}
+	}
+	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.m, b.m) })
+	if limit > 0 && len(members) > limit {
+		members = members[:limit]
+	}
+	stale := map[int][]any{}
 	cutoff := store.EventCutoff(s.clk.Now(), s.history)
-	for _, m := range members {
+	for _, mb := range members {
+		m := mb.m
 		id, ep, ok := strings.Cut(m, "|")
 		if !ok {
-			stale = append(stale, m)
+			stale[mb.sh] = append(stale[mb.sh], m)
 			continue
 		}
-		raw, err := s.rdb.HGet(ctx, s.k("event", ep), id).Result()
+		raw, err := s.rdb.HGet(ctx, s.ke(ep, "event", ep), id).Result()
 		if err == goredis.Nil {
-			stale = append(stale, m)
+			stale[mb.sh] = append(stale[mb.sh], m)
 			continue
 		}
 		if err := s.done("pending event "+id+" of endpoint "+ep, err); err != nil {
@@ -166,14 +186,14 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]model.ChangeEve
 			return nil, err
 		}
 		if e.ObservedAt.Before(cutoff) {
-			stale = append(stale, m)
+			stale[mb.sh] = append(stale[mb.sh], m)
 			continue
 		}
 		e.ID = id
 		out = append(out, e)
 	}
-	if len(stale) > 0 {
-		if err := s.done("unlist aged pending events", s.rdb.ZRem(ctx, s.k("events_pending"), stale...).Err()); err != nil {
+	for sh, ms := range stale {
+		if err := s.done("unlist aged pending events", s.rdb.ZRem(ctx, s.ks(sh, "events_pending"), ms...).Err()); err != nil {
 			return nil, err
 		}
 	}
@@ -182,6 +202,6 @@ func (s *Store) PendingEvents(ctx context.Context, limit int) ([]model.ChangeEve
 
 // SettleEvent unlists an event from the pending index; see store.Events.
 func (s *Store) SettleEvent(ctx context.Context, ref store.EventRef) error {
-	err := s.rdb.ZRem(ctx, s.k("events_pending"), ref.ID+"|"+ref.EndpointID).Err()
+	err := s.rdb.ZRem(ctx, s.ke(ref.EndpointID, "events_pending"), ref.ID+"|"+ref.EndpointID).Err()
 	return s.done("settle event "+ref.ID+" of endpoint "+ref.EndpointID, err)
 }

@@ -20,7 +20,7 @@ import (
 // GetTracker returns the endpoint's tracker, or a zero Tracker (Version 0)
 // for the endpoint if none was saved.
 func (s *Store) GetTracker(ctx context.Context, endpointID string) (model.Tracker, error) {
-	raw, err := s.rdb.HGet(ctx, s.k("trackers"), endpointID).Result()
+	raw, err := s.rdb.HGet(ctx, s.ke(endpointID, "trackers"), endpointID).Result()
 	if errors.Is(err, goredis.Nil) {
 		return model.Tracker{EndpointID: endpointID}, nil
 	}
@@ -92,12 +92,16 @@ func (s *Store) SaveTracker(ctx context.Context, t model.Tracker, incidents ...m
 	if err != nil {
 		return err
 	}
-	keys := []string{s.k("trackers"), s.k("tracker_versions"), s.k("incidents"), s.k("incident_versions"),
-		s.k("incidents_by_opened"), s.k("outboxes_pending"), s.k("incidents_open"), s.k("incident_tenants")}
+	sh := s.shard(t.EndpointID)
+	keys := []string{s.ks(sh, "trackers"), s.ks(sh, "tracker_versions"), s.ks(sh, "incidents"), s.ks(sh, "incident_versions"),
+		s.ks(sh, "incidents_by_opened"), s.ks(sh, "outboxes_pending"), s.ks(sh, "incidents_open"), s.ks(sh, "incident_tenants")}
 	args := []any{t.EndpointID, expected, traw, flag(t.Pending > 0), len(incidents)}
 	for _, inc := range incidents {
 		if inc.ID == "" {
 			return errors.New("redis store: save tracker: incident ID is required")
+		}
+		if s.sharded && (!incidentOf(inc.ID, inc.EndpointID) || s.shard(inc.EndpointID) != sh) {
+			return fmt.Errorf("redis store: save tracker %s: incident %s must be an incident ID of its endpoint %s in the tracker's shard (sharded cluster layout)", t.EndpointID, inc.ID, inc.EndpointID)
 		}
 		v := inc.Version
 		inc.Version++
@@ -105,7 +109,7 @@ func (s *Store) SaveTracker(ctx context.Context, t model.Tracker, incidents ...m
 		if err != nil {
 			return err
 		}
-		keys = append(keys, s.k("incidents_by_endpoint", inc.EndpointID), s.tenantIncidents(inc.Tenant))
+		keys = append(keys, s.ks(sh, "incidents_by_endpoint", inc.EndpointID), s.tenantIncidents(sh, inc.Tenant))
 		args = append(args, inc.ID, v, raw, ms(inc.OpenedWindow), flag(inc.Unresolved()), model.TenantOf(inc.Tenant))
 	}
 	n, err := saveTracker.Run(ctx, s.rdb, keys, args...).Int()
@@ -125,12 +129,15 @@ func (s *Store) SaveTracker(ctx context.Context, t model.Tracker, incidents ...m
 // PendingOutboxes lists the endpoints whose tracker holds pending
 // notifications, from the set saveTracker keeps.
 func (s *Store) PendingOutboxes(ctx context.Context) ([]string, error) {
-	ids, err := s.rdb.SMembers(ctx, s.k("outboxes_pending")).Result()
-	if err := s.done("list pending outboxes", err); err != nil {
+	cmds, err := perShard(ctx, s, "list pending outboxes", func(p goredis.Pipeliner, sh int) *goredis.StringSliceCmd {
+		return p.SMembers(ctx, s.ks(sh, "outboxes_pending"))
+	})
+	if err != nil {
 		return nil, err
 	}
-	if ids == nil {
-		ids = []string{}
+	ids := []string{}
+	for _, c := range cmds {
+		ids = append(ids, c.Val()...)
 	}
 	sort.Strings(ids)
 	return ids, nil
@@ -138,16 +145,29 @@ func (s *Store) PendingOutboxes(ctx context.Context) ([]string, error) {
 
 // CountOpenIncidents is the size of the open-incident set.
 func (s *Store) CountOpenIncidents(ctx context.Context) (int, error) {
-	n, err := s.rdb.SCard(ctx, s.k("incidents_open")).Result()
-	if err := s.done("count open incidents", err); err != nil {
+	cmds, err := perShard(ctx, s, "count open incidents", func(p goredis.Pipeliner, sh int) *goredis.IntCmd {
+		return p.SCard(ctx, s.ks(sh, "incidents_open"))
+	})
+	if err != nil {
 		return 0, err
 	}
-	return int(n), nil
+	n := 0
+	for _, c := range cmds {
+		n += int(c.Val())
+	}
+	return n, nil
 }
 
 // GetIncident returns the incident or ErrNotFound.
 func (s *Store) GetIncident(ctx context.Context, id string) (model.Incident, error) {
-	return hgetJSON[model.Incident](ctx, s, s.k("incidents"), id, "get incident "+id, "incident "+id)
+	sh, ok, err := s.incidentShard(ctx, id)
+	if err != nil {
+		return model.Incident{}, err
+	}
+	if !ok {
+		return model.Incident{}, fmt.Errorf("incident %s: %w", id, model.ErrNotFound)
+	}
+	return hgetJSON[model.Incident](ctx, s, s.ks(sh, "incidents"), id, "get incident "+id, "incident "+id)
 }
 
 // updateIncident: -1 absent, 0 conflict, 1 written. KEYS: incidents,
@@ -180,8 +200,9 @@ func (s *Store) UpdateIncident(ctx context.Context, inc model.Incident) (model.I
 		return model.Incident{}, err
 	}
 	n, err := updateIncident.Run(ctx, s.rdb,
-		[]string{s.k("incidents"), s.k("incident_versions"), s.k("incidents_by_opened"), s.k("incidents_by_endpoint", inc.EndpointID), s.k("incidents_open"),
-			s.k("incident_tenants"), s.tenantIncidents(inc.Tenant)},
+		[]string{s.ke(inc.EndpointID, "incidents"), s.ke(inc.EndpointID, "incident_versions"), s.ke(inc.EndpointID, "incidents_by_opened"),
+			s.ke(inc.EndpointID, "incidents_by_endpoint", inc.EndpointID), s.ke(inc.EndpointID, "incidents_open"),
+			s.ke(inc.EndpointID, "incident_tenants"), s.tenantIncidents(s.shard(inc.EndpointID), inc.Tenant)},
 		inc.ID, expected, raw, ms(inc.OpenedWindow), flag(inc.Unresolved()), model.TenantOf(inc.Tenant)).Int()
 	if err := s.done("update incident "+inc.ID, err); err != nil {
 		return model.Incident{}, err
@@ -200,12 +221,15 @@ func (s *Store) UpdateIncident(ctx context.Context, inc model.Incident) (model.I
 // filter names an endpoint, else the tenant's when it names one, else the
 // global one, a page at a time.
 func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]model.Incident, error) {
-	index := s.k("incidents_by_opened")
+	sh := s.shard(f.EndpointID)
+	index := s.ks(sh, "incidents_by_opened")
 	switch {
 	case f.EndpointID != "":
-		index = s.k("incidents_by_endpoint", f.EndpointID)
+		index = s.ks(sh, "incidents_by_endpoint", f.EndpointID)
+	case s.sharded:
+		return s.listIncidentsMerged(ctx, f) // incidents_merge.go
 	case f.Tenant != "":
-		index = s.tenantIncidents(f.Tenant)
+		index = s.tenantIncidents(sh, f.Tenant)
 	}
 	const page = 200
 	out := []model.Incident{}
@@ -224,7 +248,7 @@ func (s *Store) ListIncidents(ctx context.Context, f store.IncidentFilter) ([]mo
 		if len(ids) == 0 {
 			return out, nil
 		}
-		incs, err := hmgetJSON[model.Incident](ctx, s, s.k("incidents"), ids, "list incidents", "incident")
+		incs, err := hmgetJSON[model.Incident](ctx, s, s.ks(sh, "incidents"), ids, "list incidents", "incident")
 		if err != nil {
 			return nil, err
 		}

@@ -66,6 +66,10 @@ if v then
 end
 return 0`)
 
+// ledgerKey is key's ledger key, in key's own shard: each script touches
+// one ledger key, so any slot works and the keys spread.
+func (s *Store) ledgerKey(key string) string { return s.ks(s.shard(key), "ledger", key) }
+
 // Claim takes key for owner for lease (store.DefaultLease if <= 0). Absent
 // keys, done keys past their TTL and claims past their lease are acquired; a
 // live claim by the same owner is re-acquired (lease renewed).
@@ -77,7 +81,7 @@ func (s *Store) Claim(ctx context.Context, key, owner string, lease time.Duratio
 		lease = store.DefaultLease
 	}
 	px := lease + s.ttl
-	n, err := claimScript.Run(ctx, s.rdb, []string{s.k("ledger", key)}, owner, s.ledgerNow(), lease.Milliseconds(), px.Milliseconds()).Int()
+	n, err := claimScript.Run(ctx, s.rdb, []string{s.ledgerKey(key)}, owner, s.ledgerNow(), lease.Milliseconds(), px.Milliseconds()).Int()
 	if err := s.done("claim "+key, err); err != nil {
 		return 0, err
 	}
@@ -96,7 +100,7 @@ func (s *Store) ledgerNow() string {
 // Complete marks owner's claim done for the TTL; see bolt.Store.Complete for
 // the exact rules (both backends pass the same suite).
 func (s *Store) Complete(ctx context.Context, key, owner string) error {
-	n, err := completeScript.Run(ctx, s.rdb, []string{s.k("ledger", key)},
+	n, err := completeScript.Run(ctx, s.rdb, []string{s.ledgerKey(key)},
 		owner, s.ledgerNow(), s.ttl.Milliseconds()).Int()
 	if err := s.done("complete "+key, err); err != nil {
 		return err
@@ -109,6 +113,6 @@ func (s *Store) Complete(ctx context.Context, key, owner string) error {
 
 // Release drops owner's claim; a no-op when owner does not hold key.
 func (s *Store) Release(ctx context.Context, key, owner string) error {
-	err := releaseScript.Run(ctx, s.rdb, []string{s.k("ledger", key)}, owner).Err()
+	err := releaseScript.Run(ctx, s.rdb, []string{s.ledgerKey(key)}, owner).Err()
 	return s.done("release "+key, err)
 }

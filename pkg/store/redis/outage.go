@@ -28,6 +28,13 @@ func (s *Store) done(op string, err error) error {
 		s.recovered()
 		return fmt.Errorf("redis store: %s: %w", op, err)
 	}
+	if c, ok := s.rdb.(*goredis.ClusterClient); ok {
+		// go-redis keeps routing a dead primary's slots to it until it
+		// next reloads the slot map (every minute by default): a failure
+		// asks for a reload now, so the replica that takes the slots over
+		// is used as soon as the cluster promotes it. Reloads coalesce.
+		c.ReloadState(context.Background())
+	}
 	s.mu.Lock()
 	first := s.downSince.IsZero()
 	if first {

@@ -7,7 +7,8 @@
 //
 // Data enters through the store.Store methods; every multi-key transition is
 // one Lua script, executed atomically by Redis, and data leaves through the
-// same methods. All keys live under one prefix (default "mcpmon:").
+// same methods. All keys live under one prefix (default "mcpmon:"); on a
+// Redis Cluster they are slotted by endpoint (layout.go).
 //
 // Logical deadlines (lease ends, done-key expiry, verdict retention) are
 // absolute milliseconds stored in the values and compared inside the
@@ -48,21 +49,22 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-// DefaultPrefix prefixes every key; cluster mode uses DefaultClusterPrefix.
+// DefaultPrefix prefixes every key.
 const (
 	DefaultPrefix = "mcpmon:"
-	// DefaultClusterPrefix carries a hash tag so every key maps to one slot:
-	// the Lua scripts touch several keys at once, which Redis Cluster allows
-	// only within one slot. Cluster then gives failover, not sharding — the
-	// ledger is small (one key per notification for 7 days).
+	// DefaultClusterPrefix is the prefix of the one-slot cluster layout:
+	// with a hash tag in the prefix every key maps to one slot, so the
+	// cluster gives failover, not sharding. Without one (DefaultPrefix) a
+	// cluster gets the sharded layout (layout.go).
 	DefaultClusterPrefix = "{mcpmon}:"
 )
 
 // Options configure New. Zero values use the defaults.
 type Options struct {
 	// Prefix is prepended to every key (default "mcpmon:"). In cluster mode
-	// a prefix without a {hash tag} is wrapped in one ("mcpmon:" becomes
-	// "{mcpmon}:") so the keys a Lua script touches share a slot.
+	// a prefix without a {hash tag} gets the sharded layout, keys slotted
+	// by endpoint (docs/design/redis-cluster.md); one with a tag keeps
+	// every key in that tag's slot.
 	Prefix string
 	// LedgerTTL is how long a done ledger key is remembered. Default
 	// store.DefaultLedgerTTL (7 days): SQS dedups for only 5 minutes and
@@ -102,7 +104,11 @@ type Options struct {
 type Store struct {
 	rdb goredis.UniversalClient
 	p   string
-	clk clock.Clock
+	// sharded: keys are slotted by endpoint under base (layout.go); p is
+	// then base plus the global keys' tag.
+	sharded bool
+	base    string
+	clk     clock.Clock
 	// serverTime: ledger deadlines come from the Redis server's clock
 	// (false only with Options.LeasesOnClock).
 	serverTime bool
@@ -163,18 +169,17 @@ func New(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	}
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
-		if cluster {
-			opts.Prefix = DefaultClusterPrefix
-		}
 	}
-	if cluster && !hasHashTag(opts.Prefix) {
-		tagged := clusterPrefix(opts.Prefix)
-		opts.Logger.Info("redis cluster: prefix given a hash tag so the Lua transitions' keys share one slot", "prefix", opts.Prefix, "using", tagged)
-		opts.Prefix = tagged
+	sharded := cluster && !hasHashTag(opts.Prefix)
+	p := opts.Prefix
+	if sharded {
+		p = opts.Prefix + "{" + globalTag + "}:"
 	}
 	s := &Store{
 		rdb:        rdb,
-		p:          opts.Prefix,
+		p:          p,
+		sharded:    sharded,
+		base:       opts.Prefix,
 		clk:        opts.Clock,
 		serverTime: !opts.LeasesOnClock,
 		ttl:        opts.LedgerTTL,
@@ -188,6 +193,15 @@ func New(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		}
 		_ = rdb.Close()
 		return nil, fmt.Errorf("%w (check --redis-url and that Redis is running)", err)
+	}
+	if sharded {
+		if err := s.refuseOneSlotData(ctx); err != nil {
+			_ = rdb.Close()
+			return nil, err
+		}
+		// The sharded layout is younger than every index, so no record
+		// predates one: the passes below have nothing to do.
+		return s, nil
 	}
 	// Endpoints from before tenants join the default tenant's index; a
 	// failure here only delays that to the next start.

@@ -99,3 +99,12 @@ func TestBadURL(t *testing.T) {
 		}
 	}
 }
+
+// TestConformanceOnCluster runs the shared suite on a real 3-primary Redis
+// Cluster, where every script must keep its keys in one slot.
+func TestConformanceOnCluster(t *testing.T) {
+	url := testpeers.RedisClusterURL(t)
+	storetest.Run(t, func(t *testing.T, clk *clock.Fake) store.Store {
+		return open(t, url, redis.Options{Clock: clk, LeasesOnClock: true})
+	})
+}

@@ -4,8 +4,10 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,13 +30,13 @@ func (s *Store) PutLatestResult(ctx context.Context, r msg.ProbeResult) error {
 	if err != nil {
 		return err
 	}
-	err = putLatest.Run(ctx, s.rdb, []string{s.k("latest"), s.k("latest_slot")}, r.EndpointID, ms(r.Slot), raw).Err()
+	err = putLatest.Run(ctx, s.rdb, []string{s.ke(r.EndpointID, "latest"), s.ke(r.EndpointID, "latest_slot")}, r.EndpointID, ms(r.Slot), raw).Err()
 	return s.done("put latest result of "+r.EndpointID, err)
 }
 
 // LatestResult returns the endpoint's latest probe result or ErrNotFound.
 func (s *Store) LatestResult(ctx context.Context, endpointID string) (msg.ProbeResult, error) {
-	return hgetJSON[msg.ProbeResult](ctx, s, s.k("latest"), endpointID, "get latest result of "+endpointID, "latest result of "+endpointID)
+	return hgetJSON[msg.ProbeResult](ctx, s, s.ke(endpointID, "latest"), endpointID, "get latest result of "+endpointID, "latest result of "+endpointID)
 }
 
 // Window results of one endpoint live in one hash, field
@@ -58,7 +60,7 @@ func (s *Store) AddWindowResult(ctx context.Context, window time.Time, r msg.Pro
 	}
 	w := ms(window)
 	n, err := addWindowResult.Run(ctx, s.rdb,
-		[]string{s.k("last_verdict_window"), s.k("window_results", r.EndpointID), s.k("windows")},
+		[]string{s.ke(r.EndpointID, "last_verdict_window"), s.ke(r.EndpointID, "window_results", r.EndpointID), s.ke(r.EndpointID, "windows")},
 		r.EndpointID, w, w+"|"+r.ProbeRunID+"|"+r.Region, raw).Int()
 	if err := s.done("add result "+r.ProbeRunID+" of "+r.EndpointID, err); err != nil {
 		return false, err
@@ -71,7 +73,7 @@ func (s *Store) AddWindowResult(ctx context.Context, window time.Time, r msg.Pro
 
 // WindowResults returns the window's results ordered by (Region, ProbeRunID).
 func (s *Store) WindowResults(ctx context.Context, ref store.WindowRef) ([]msg.ProbeResult, error) {
-	all, err := s.rdb.HGetAll(ctx, s.k("window_results", ref.EndpointID)).Result()
+	all, err := s.rdb.HGetAll(ctx, s.ke(ref.EndpointID, "window_results", ref.EndpointID)).Result()
 	if err := s.done("window results of "+ref.EndpointID, err); err != nil {
 		return nil, err
 	}
@@ -94,9 +96,15 @@ func (s *Store) WindowResults(ctx context.Context, ref store.WindowRef) ([]msg.P
 // OpenWindows lists undecided windows starting before `before`, ordered by
 // window then endpoint ID.
 func (s *Store) OpenWindows(ctx context.Context, before time.Time) ([]store.WindowRef, error) {
-	members, err := s.rdb.ZRangeByScore(ctx, s.k("windows"), &goredis.ZRangeBy{Min: "-inf", Max: "(" + ms(before)}).Result()
-	if err := s.done("open windows", err); err != nil {
+	cmds, err := perShard(ctx, s, "open windows", func(p goredis.Pipeliner, sh int) *goredis.StringSliceCmd {
+		return p.ZRangeByScore(ctx, s.ks(sh, "windows"), &goredis.ZRangeBy{Min: "-inf", Max: "(" + ms(before)})
+	})
+	if err != nil {
 		return nil, err
+	}
+	var members []string
+	for _, c := range cmds {
+		members = append(members, c.Val()...)
 	}
 	out := make([]store.WindowRef, 0, len(members))
 	for _, m := range members {
@@ -107,5 +115,8 @@ func (s *Store) OpenWindows(ctx context.Context, before time.Time) ([]store.Wind
 		}
 		out = append(out, store.WindowRef{EndpointID: id, Window: t})
 	}
+	slices.SortFunc(out, func(a, b store.WindowRef) int { // the shards' lists, merged
+		return cmp.Or(a.Window.Compare(b.Window), strings.Compare(a.EndpointID, b.EndpointID))
+	})
 	return out, nil
 }

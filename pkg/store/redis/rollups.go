@@ -49,7 +49,7 @@ func (s *Store) rollupKey(endpointID string, size time.Duration, start time.Time
 	if size == model.Daily {
 		res = "d"
 	}
-	return s.k("rollup", res, endpointID, strconv.FormatInt(start.Unix(), 10))
+	return s.ke(endpointID, "rollup", res, endpointID, strconv.FormatInt(start.Unix(), 10))
 }
 
 // rollupTTL is how long the bucket of size at start is still kept at now

@@ -45,7 +45,7 @@ func (s *Store) owned(ctx context.Context, owners, records, tenant, id, op strin
 // GetEndpointOf returns the tenant's endpoint, checked against
 // "endpoint_tenants" in the script that reads it.
 func (s *Store) GetEndpointOf(ctx context.Context, tenant, id string) (model.Endpoint, error) {
-	raw, ok, err := s.owned(ctx, s.k("endpoint_tenants"), s.k("endpoints"), tenant, id, "get endpoint "+id)
+	raw, ok, err := s.owned(ctx, s.ke(id, "endpoint_tenants"), s.ke(id, "endpoints"), tenant, id, "get endpoint "+id)
 	if err != nil {
 		return model.Endpoint{}, err
 	}
@@ -58,7 +58,14 @@ func (s *Store) GetEndpointOf(ctx context.Context, tenant, id string) (model.End
 // GetIncidentOf returns the tenant's incident, checked against
 // "incident_tenants" in the script that reads it.
 func (s *Store) GetIncidentOf(ctx context.Context, tenant, id string) (model.Incident, error) {
-	raw, ok, err := s.owned(ctx, s.k("incident_tenants"), s.k("incidents"), tenant, id, "get incident "+id)
+	sh, ok, err := s.incidentShard(ctx, id)
+	if err != nil {
+		return model.Incident{}, err
+	}
+	if !ok {
+		return model.Incident{}, fmt.Errorf("incident %s: %w", id, model.ErrNotFound)
+	}
+	raw, ok, err := s.owned(ctx, s.ks(sh, "incident_tenants"), s.ks(sh, "incidents"), tenant, id, "get incident "+id)
 	if err != nil {
 		return model.Incident{}, err
 	}
@@ -68,8 +75,8 @@ func (s *Store) GetIncidentOf(ctx context.Context, tenant, id string) (model.Inc
 	return decode[model.Incident]("incident "+id, raw)
 }
 
-func (s *Store) tenantIncidents(tenant string) string {
-	return s.k("incidents_by_tenant", model.TenantOf(tenant))
+func (s *Store) tenantIncidents(sh int, tenant string) string {
+	return s.ks(sh, "incidents_by_tenant", model.TenantOf(tenant))
 }
 
 func (s *Store) objectOwners(kind string) string { return s.k("object_tenants", kind) }
@@ -278,7 +285,7 @@ func (s *Store) IndexOwners(ctx context.Context) (int, error) {
 			if err != nil {
 				return err
 			}
-			n, err := indexIncidentTenant.Run(ctx, s.rdb, []string{s.k("incidents"), s.k("incident_tenants"), s.tenantIncidents(inc.Tenant)},
+			n, err := indexIncidentTenant.Run(ctx, s.rdb, []string{s.k("incidents"), s.k("incident_tenants"), s.tenantIncidents(0, inc.Tenant)},
 				id, model.TenantOf(inc.Tenant), ms(inc.OpenedWindow)).Int()
 			added += n
 			return s.done("index incident "+id+" by tenant", err)

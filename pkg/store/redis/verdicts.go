@@ -50,7 +50,8 @@ func (s *Store) RecordVerdict(ctx context.Context, v msg.Verdict) (bool, error) 
 	cutoff := now.Add(-s.history)
 	rkeys, rargs := s.rollupArgs(v, now) // rollups.go
 	n, err := recordVerdict.Run(ctx, s.rdb,
-		append([]string{s.k("last_verdict"), s.k("last_verdict_window"), s.k("verdicts", v.EndpointID), s.k("window_results", v.EndpointID), s.k("windows")}, rkeys...),
+		append([]string{s.ke(v.EndpointID, "last_verdict"), s.ke(v.EndpointID, "last_verdict_window"), s.ke(v.EndpointID, "verdicts", v.EndpointID),
+			s.ke(v.EndpointID, "window_results", v.EndpointID), s.ke(v.EndpointID, "windows")}, rkeys...),
 		append([]any{v.EndpointID, ms(v.Window), raw, ms(cutoff)}, rargs...)...).Int()
 	if err := s.done("record verdict of "+v.EndpointID, err); err != nil {
 		return false, err
@@ -60,7 +61,7 @@ func (s *Store) RecordVerdict(ctx context.Context, v msg.Verdict) (bool, error) 
 
 // LastVerdict returns the endpoint's newest verdict or ErrNotFound.
 func (s *Store) LastVerdict(ctx context.Context, endpointID string) (msg.Verdict, error) {
-	return hgetJSON[msg.Verdict](ctx, s, s.k("last_verdict"), endpointID, "last verdict of "+endpointID, "last verdict of "+endpointID)
+	return hgetJSON[msg.Verdict](ctx, s, s.ke(endpointID, "last_verdict"), endpointID, "last verdict of "+endpointID, "last verdict of "+endpointID)
 }
 
 // ListVerdicts returns up to limit verdicts (all if limit <= 0), newest
@@ -79,7 +80,7 @@ func (s *Store) ListVerdictsBefore(ctx context.Context, endpointID string, befor
 	if limit > 0 {
 		by.Count = int64(limit)
 	}
-	raws, err := s.rdb.ZRevRangeByScore(ctx, s.k("verdicts", endpointID), by).Result()
+	raws, err := s.rdb.ZRevRangeByScore(ctx, s.ke(endpointID, "verdicts", endpointID), by).Result()
 	if err := s.done("list verdicts of "+endpointID, err); err != nil {
 		return nil, err
 	}
