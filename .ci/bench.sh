@@ -12,6 +12,28 @@ for peer in fauxqs redis; do
   eval "$(bash ".ci/start-$peer.sh" "$peers_dir")"
 done
 
+# The monitors set beside mcpmon, built from their release's module into a
+# git-ignored directory, once per version. `go install MODULE@VERSION` would
+# build the same thing, but it first asks the module proxy for the module's
+# version list (to warn of deprecation), which this environment's proxy
+# refuses; the release's own go.mod and go.sum pin every dependency either way.
+GATUS_VERSION=v5.36.0
+BLACKBOX_VERSION=v0.28.0
+bench_tools=$PWD/.tmp/bench/bin
+bench_tool() { # MODULE VERSION PACKAGE-DIR → prints the binary's path
+  local mod=$1 ver=$2 pkg=$3 bin
+  bin=$bench_tools/$(basename "${mod%/v[0-9]*}")-$ver
+  if [ ! -x "$bin" ]; then
+    echo "==> building $mod@$ver" >&2
+    local src
+    src=$(cd "$peers_dir" && go mod download -json "$mod@$ver" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    [ -n "$src" ] || { echo "bench: go mod download $mod@$ver gave no directory" >&2; return 1; }
+    mkdir -p "$bench_tools"
+    (cd "$src" && go build -trimpath -o "$bin.tmp" "$pkg") >&2 && mv "$bin.tmp" "$bin"
+  fi
+  echo "$bin"
+}
+
 echo "==> machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" >&2
 
 echo "==> Go benchmarks" >&2
@@ -67,6 +89,19 @@ if [ -n "$IDLE_SIZES" ]; then
   echo
   echo "==> idle cost: whole \`mcpmon run\` with $IDLE_SIZES endpoints registered and nothing due (targets: < 1 % of a core, <= 4 KiB RSS per endpoint); about 4 minutes" >&2
   go run ./cmd/mcpmon-load --idle "$IDLE_SIZES"
+fi
+
+# VERSUS_ENDPOINTS= (empty) skips the side-by-side run; a bigger N, e.g.
+# VERSUS_ENDPOINTS=1000, measures memory per endpoint past the fixed costs.
+VERSUS_ENDPOINTS=${VERSUS_ENDPOINTS-50}
+if [ -n "$VERSUS_ENDPOINTS" ]; then
+  echo
+  echo "==> side by side: $VERSUS_ENDPOINTS go-sdk endpoints every second, \`mcpmon run\` vs Gatus $GATUS_VERSION vs blackbox_exporter $BLACKBOX_VERSION + Prometheus, all at once (goal: mcpmon's CPU per check below theirs); about 2 minutes after the builds" >&2
+  gatus=$(bench_tool github.com/TwiN/gatus/v5 "$GATUS_VERSION" .)
+  blackbox=$(bench_tool github.com/prometheus/blackbox_exporter "$BLACKBOX_VERSION" .)
+  eval "$(bash .ci/start-prometheus.sh "$peers_dir")"
+  go run ./cmd/mcpmon-load --versus --endpoints "$VERSUS_ENDPOINTS" \
+    --gatus "$gatus" --blackbox "$blackbox" --prometheus "$MCPMON_TEST_PROMETHEUS" ${VERSUS_ARGS:-}
 fi
 
 echo
