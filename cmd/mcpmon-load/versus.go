@@ -64,6 +64,8 @@ type monitor struct {
 	endpoints int
 	procs     []*e2e.Proc
 	checks    func(ctx context.Context) (total, ok float64, err error)
+	// failures, if set, says what the checks that were not ok were.
+	failures func(ctx context.Context) string
 }
 
 // sample is a monitor's state at one instant.
@@ -180,6 +182,9 @@ func runVersus(ctx context.Context, o versusOptions, stdout, stderr io.Writer) e
 			r.rss += rss
 		}
 		results[i] = r
+		if r.ok < r.checks && m.failures != nil {
+			fmt.Fprintf(stderr, "versus: %s (%d endpoints): %.0f of %.0f checks not ok since the start: %s\n", m.name, m.endpoints, after.checks-after.ok, after.checks, m.failures(ctx))
+		}
 	}
 	fmt.Fprintf(stdout, "the same %d go-sdk MCP endpoints (one server in a child process, JSON answers) checked every %s by each monitor at once; window %s after %s settle; %d CPUs, load average %s at the start, %s at the end\n\n",
 		o.endpoints, versusInterval, elapsed.Round(time.Second), o.settle, runtime.NumCPU(), load0, loadavg())
@@ -286,8 +291,8 @@ var checkOf = map[string]string{
 
 // startMcpmon runs `mcpmon run` (this binary's --mcpmon-child, which calls
 // the daemon.Main the CLI's run command calls) on dir with default
-// settings, loopback targets allowed and no API keys, and registers one
-// endpoint per URL through the REST API.
+// settings but for loopback targets allowed, no API keys and no API
+// limits, and registers one endpoint per URL through the REST API.
 func startMcpmon(ctx context.Context, exe, dir string, urls []string, cpuprofile string, stderr io.Writer) (*monitor, error) {
 	addr, err := e2e.FreeAddr()
 	if err != nil {
@@ -297,7 +302,9 @@ func startMcpmon(ctx context.Context, exe, dir string, urls []string, cpuprofile
 	if cpuprofile != "" {
 		args = append(args, "--cpuprofile", cpuprofile)
 	}
-	args = append(args, "--", "--listen", addr, "--data-dir", filepath.Join(dir, "mcpmon"), "--auth", "none", "--allow-private-targets", "--log-level", "warn")
+	args = append(args, "--", "--listen", addr, "--data-dir", filepath.Join(dir, "mcpmon"), "--auth", "none", "--allow-private-targets", "--log-level", "warn",
+		// The registrations below are one burst from one client.
+		"--rate-limit", "0", "--max-endpoints-per-tenant", "0")
 	p, err := startLogged(exe, args, nil, dir, "mcpmon")
 	if err != nil {
 		return nil, err
@@ -309,6 +316,21 @@ func startMcpmon(ctx context.Context, exe, dir string, urls []string, cpuprofile
 		}
 		return counter(mfs, "mcpmon_probes_total", nil), counter(mfs, "mcpmon_probes_total", map[string]string{"class": "ok"}), nil
 	}}
+	m.failures = func(ctx context.Context) string {
+		mfs, err := scrape(ctx, "http://"+addr+"/metrics")
+		if err != nil {
+			return err.Error()
+		}
+		by := map[string]float64{}
+		for _, s := range mfs["mcpmon_probes_total"].GetMetric() {
+			for _, lp := range s.GetLabel() {
+				if lp.GetName() == "class" && lp.GetValue() != "ok" {
+					by[lp.GetValue()] += s.GetCounter().GetValue()
+				}
+			}
+		}
+		return fmt.Sprint(by)
+	}
 	if err := p.WaitReady(ctx, time.Minute, e2e.HTTPReady(addr)); err != nil {
 		return m, err
 	}
