@@ -151,18 +151,12 @@ func main() {
 		return
 	}
 	if o.synthetic > 0 {
-		if o.cpuprofile != "" {
-			f, err := os.Create(o.cpuprofile)
-			if err == nil {
-				err = pprof.StartCPUProfile(f)
-			}
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "mcpmon-load: --cpuprofile:", err)
-				os.Exit(1)
-			}
-			defer f.Close()
-			defer pprof.StopCPUProfile()
+		stopProfile, err := startCPUProfile(o.cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mcpmon-load: --cpuprofile:", err)
+			os.Exit(1)
 		}
+		defer stopProfile()
 		if err := runSynthetic(ctx, o, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "mcpmon-load:", err)
 			os.Exit(1)
@@ -278,17 +272,11 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	reg = nil
 	_ = reg
 
-	if o.cpuprofile != "" {
-		f, err := os.Create(o.cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(o.cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	var before syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	var srvBefore time.Duration
@@ -380,6 +368,26 @@ loop:
 		fmt.Fprintf(stdout, "| %s | %s |\n", r[0], r[1])
 	}
 	return nil
+}
+
+// startCPUProfile profiles this process into path until stop is called;
+// an empty path profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func setDummyAWSCreds() {

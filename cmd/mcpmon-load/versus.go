@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -348,17 +347,11 @@ func startMcpmon(ctx context.Context, exe, dir string, urls []string, cpuprofile
 
 // runMcpmonChild is `mcpmon run args`, with a CPU profile over its life.
 func runMcpmonChild(ctx context.Context, args []string, cpuprofile string, stdout, stderr io.Writer) error {
-	if cpuprofile != "" {
-		f, err := os.Create(cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	return daemon.Main(ctx, daemon.RoleAll, args, os.Getenv, stdout, stderr)
 }
 
