@@ -39,7 +39,7 @@ VERSUS_ENDPOINTS=${VERSUS_ENDPOINTS-50}
 versus() {
   [ -n "$VERSUS_ENDPOINTS" ] || return 0
   echo
-  echo "==> side by side: $VERSUS_ENDPOINTS go-sdk endpoints every second, \`mcpmon run\` vs Gatus $GATUS_VERSION vs blackbox_exporter $BLACKBOX_VERSION + Prometheus, all at once (goal: mcpmon's CPU per check below theirs); about 2 minutes after the builds" >&2
+  echo "==> side by side: $VERSUS_ENDPOINTS go-sdk endpoints every second, \`mcpmon run\` vs Gatus $GATUS_VERSION vs blackbox_exporter $BLACKBOX_VERSION + Prometheus, all at once (goal: mcpmon's CPU per check below theirs); about 2 minutes, after a first build of the two tools that takes minutes" >&2
   local gatus blackbox
   gatus=$(bench_tool github.com/TwiN/gatus/v5 "$GATUS_VERSION" .)
   blackbox=$(bench_tool github.com/prometheus/blackbox_exporter "$BLACKBOX_VERSION" .)
