@@ -2,7 +2,7 @@
 GO ?= go
 ARGS ?=
 
-.PHONY: run test lint bench bench-versus build tidy chaos fuzz
+.PHONY: run test lint bench build tidy chaos fuzz
 
 run: ## the whole pipeline in one process on embedded defaults
 	$(GO) run ./cmd/mcpmon run $(ARGS)
@@ -25,6 +25,7 @@ VERSUS_ARGS ?=
 bench: ## Go benchmarks and the load harness table
 	VERSUS_ENDPOINTS='$(VERSUS_ENDPOINTS)' VERSUS_ARGS='$(VERSUS_ARGS)' bash .ci/bench.sh
 
+.PHONY: bench-versus
 bench-versus: ## mcpmon, Gatus and blackbox_exporter + Prometheus checking one fleet at once
 	VERSUS_ENDPOINTS='$(VERSUS_ENDPOINTS)' VERSUS_ARGS='$(VERSUS_ARGS)' bash .ci/bench.sh --versus-only
 
