@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -67,6 +68,7 @@ type options struct {
 	gatus               string
 	blackbox            string
 	prometheus          string
+	mcpmonArgs          string
 	mcpmonChild         bool // internal: `mcpmon run` with the arguments after --
 	fleetSessionTimeout time.Duration
 }
@@ -92,6 +94,7 @@ func main() {
 	fs.StringVar(&o.gatus, "gatus", "", "--versus: the Gatus binary (empty: leave Gatus out)")
 	fs.StringVar(&o.blackbox, "blackbox", "", "--versus: the blackbox_exporter binary (empty, or no --prometheus: leave it out)")
 	fs.StringVar(&o.prometheus, "prometheus", "", "--versus: the Prometheus binary that scrapes the blackbox_exporter")
+	fs.StringVar(&o.mcpmonArgs, "mcpmon-args", "", "--versus: more `mcpmon run` flags, separated by spaces (e.g. --probe-concurrency=64)")
 	fs.BoolVar(&o.mcpmonChild, "mcpmon-child", false, "internal: run `mcpmon run` with the arguments after --")
 	fs.DurationVar(&o.duration, "duration", 25*time.Second, "how long to run the pipeline")
 	fs.StringVar(&o.queue, "queue", "embedded", "embedded or sqs")
@@ -126,7 +129,7 @@ func main() {
 			os.Exit(2)
 		} else {
 			err = runVersus(ctx, versusOptions{endpoints: o.endpoints, settle: o.versusSettle, window: o.versusWindow,
-				gatus: o.gatus, blackbox: o.blackbox, prometheus: o.prometheus, cpuprofile: o.cpuprofile}, os.Stdout, os.Stderr)
+				gatus: o.gatus, blackbox: o.blackbox, prometheus: o.prometheus, cpuprofile: o.cpuprofile, mcpmonArgs: strings.Fields(o.mcpmonArgs)}, os.Stdout, os.Stderr)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "mcpmon-load:", err)

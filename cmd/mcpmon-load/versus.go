@@ -33,7 +33,8 @@ type versusOptions struct {
 	gatus      string // binaries; empty: that monitor is left out
 	blackbox   string
 	prometheus string
-	cpuprofile string // mcpmon's CPU profile, written by its child on exit
+	cpuprofile string   // mcpmon's CPU profile, written by its child on exit
+	mcpmonArgs []string // more `mcpmon run` flags, e.g. --probe-concurrency 64
 }
 
 // versusInterval is every monitor's check interval.
@@ -122,7 +123,7 @@ func runVersus(ctx context.Context, o versusOptions, stdout, stderr io.Writer) e
 		if n == o.endpoints {
 			profile = o.cpuprofile
 		}
-		m, err := startMcpmon(ctx, exe, sub, urls[:n], profile, stderr)
+		m, err := startMcpmon(ctx, exe, sub, urls[:n], profile, o.mcpmonArgs, stderr)
 		if m != nil {
 			monitors = append(monitors, m)
 		}
@@ -291,8 +292,9 @@ var checkOf = map[string]string{
 // startMcpmon runs `mcpmon run` (this binary's --mcpmon-child, which calls
 // the daemon.Main the CLI's run command calls) on dir with default
 // settings but for loopback targets allowed, no API keys and no API
-// limits, and registers one endpoint per URL through the REST API.
-func startMcpmon(ctx context.Context, exe, dir string, urls []string, cpuprofile string, stderr io.Writer) (*monitor, error) {
+// limits (and extra flags), and registers one endpoint per URL through the
+// REST API.
+func startMcpmon(ctx context.Context, exe, dir string, urls []string, cpuprofile string, extra []string, stderr io.Writer) (*monitor, error) {
 	addr, err := e2e.FreeAddr()
 	if err != nil {
 		return nil, err
@@ -304,6 +306,7 @@ func startMcpmon(ctx context.Context, exe, dir string, urls []string, cpuprofile
 	args = append(args, "--", "--listen", addr, "--data-dir", filepath.Join(dir, "mcpmon"), "--auth", "none", "--allow-private-targets", "--log-level", "warn",
 		// The registrations below are one burst from one client.
 		"--rate-limit", "0", "--max-endpoints-per-tenant", "0")
+	args = append(args, extra...)
 	p, err := startLogged(exe, args, nil, dir, "mcpmon")
 	if err != nil {
 		return nil, err
