@@ -23,8 +23,17 @@ lint:
 	gofmt -l . | (! grep .) || (echo "gofmt needed on the files above" >&2; exit 1)
 	$(GO) vet ./...
 
+# VERSUS_ENDPOINTS sizes the side-by-side run with Gatus and blackbox_exporter
+# (empty skips it in `make bench`); 1000 measures memory per endpoint past the
+# fixed costs. VERSUS_ARGS passes more mcpmon-load flags.
+VERSUS_ENDPOINTS ?= 50
+VERSUS_ARGS ?=
 bench: ## Go benchmarks and the load harness table
-	bash .ci/bench.sh
+	VERSUS_ENDPOINTS='$(VERSUS_ENDPOINTS)' VERSUS_ARGS='$(VERSUS_ARGS)' bash .ci/bench.sh
+
+.PHONY: bench-versus
+bench-versus: ## mcpmon, Gatus and blackbox_exporter + Prometheus checking one fleet at once
+	VERSUS_ENDPOINTS='$(VERSUS_ENDPOINTS)' VERSUS_ARGS='$(VERSUS_ARGS)' bash .ci/bench.sh --versus-only
 
 # `make chaos` runs cmd/mcpmon-chaos at the documented size (50 endpoints × 8
 # outages = 400 planned) in both modes; `make test` runs it at a small size.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make bench`: Go benchmarks for the hot paths and the load harness table.
+# `make bench`: Go benchmarks for the hot paths, the load harness table and
+# mcpmon beside Gatus and blackbox_exporter (`make bench-versus` runs only that).
 # Starts fauxqs (as make test does) so the SQS cost figures are real requests
 # counted by the SDK middleware, all on 127.0.0.1.
 set -euo pipefail
@@ -7,12 +8,59 @@ cd "$(dirname "$0")/.."
 
 peers_dir=$(mktemp -d "${TMPDIR:-/tmp}/mcpmon-bench.XXXXXX")
 trap 'bash .ci/stop-peers.sh "$peers_dir" || true' EXIT
+
+# The monitors set beside mcpmon, built from their release's module into a
+# git-ignored directory, once per version. `go install MODULE@VERSION` would
+# build the same thing, but it first asks the module proxy for the module's
+# version list (to warn of deprecation), which this environment's proxy
+# refuses; the release's own go.mod and go.sum pin every dependency either way.
+GATUS_VERSION=v5.36.0
+BLACKBOX_VERSION=v0.28.0
+bench_tools=$PWD/.tmp/bench/bin
+bench_tool() { # MODULE VERSION PACKAGE-DIR → prints the binary's path
+  local mod=$1 ver=$2 pkg=$3 bin
+  bin=$bench_tools/$(basename "${mod%/v[0-9]*}")-$ver
+  if [ ! -x "$bin" ]; then
+    echo "==> building $mod@$ver" >&2
+    local src
+    src=$(cd "$peers_dir" && go mod download -json "$mod@$ver" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    [ -n "$src" ] || { echo "bench: go mod download $mod@$ver gave no directory" >&2; return 1; }
+    mkdir -p "$bench_tools"
+    (cd "$src" && go build -trimpath -o "$bin.tmp" "$pkg") >&2 && mv "$bin.tmp" "$bin"
+  fi
+  echo "$bin"
+}
+
+# versus: mcpmon beside the monitors a user would pick instead, on one fleet.
+# VERSUS_ENDPOINTS= (empty) skips it in the full run; a bigger N, e.g.
+# VERSUS_ENDPOINTS=1000, measures memory per endpoint past the fixed costs;
+# VERSUS_ARGS passes more flags (--versus-window 2m, --cpuprofile FILE).
+VERSUS_ENDPOINTS=${VERSUS_ENDPOINTS-50}
+versus() {
+  [ -n "$VERSUS_ENDPOINTS" ] || return 0
+  echo
+  echo "==> side by side: $VERSUS_ENDPOINTS go-sdk endpoints every second, \`mcpmon run\` vs Gatus $GATUS_VERSION vs blackbox_exporter $BLACKBOX_VERSION + Prometheus, all at once (goal: mcpmon's CPU per check below theirs); about 2 minutes, after a first build of the two tools that takes minutes" >&2
+  local gatus blackbox
+  gatus=$(bench_tool github.com/TwiN/gatus/v5 "$GATUS_VERSION" .)
+  blackbox=$(bench_tool github.com/prometheus/blackbox_exporter "$BLACKBOX_VERSION" .)
+  eval "$(bash .ci/start-prometheus.sh "$peers_dir")"
+  # shellcheck disable=SC2086 # VERSUS_ARGS is a list of flags
+  go run ./cmd/mcpmon-load --versus --endpoints "$VERSUS_ENDPOINTS" \
+    --gatus "$gatus" --blackbox "$blackbox" --prometheus "$MCPMON_TEST_PROMETHEUS" ${VERSUS_ARGS:-}
+}
+
+echo "==> machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" >&2
+# `make bench-versus`: the side-by-side run alone.
+if [ "${1:-}" = --versus-only ]; then
+  versus
+  exit
+fi
+
 for peer in fauxqs redis; do
   echo "==> starting $peer" >&2
   eval "$(bash ".ci/start-$peer.sh" "$peers_dir")"
 done
 
-echo "==> machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" >&2
 
 echo "==> Go benchmarks" >&2
 go test -run '^$' -bench . -benchmem -benchtime "${BENCHTIME:-1x}" \
@@ -72,3 +120,5 @@ fi
 echo
 echo "==> status pages: badge and status JSON from the cache over loopback HTTP (target >= 20,000 req/s on 2 cores, 0 store reads/req); 1,000 public pages + overview rendered" >&2
 go test -run '^$' -bench 'FromCache|Render1000' -benchtime "${STATUS_BENCHTIME:-2s}" ./pkg/status/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)' || true
+
+versus

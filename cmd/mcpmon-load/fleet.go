@@ -27,9 +27,11 @@ const fleetReady = "mcpmon-load: fleet server ready "
 // every path is an endpoint — /e/0 … /e/9999 are 10,000 targets to the
 // pipeline, one process and one port to the machine. Running it in its own
 // process keeps the servers' CPU out of the pipeline's getrusage figure.
-func serveFleet(ctx context.Context, stdout io.Writer) error {
+// sessionTimeout closes sessions idle that long (0: never), for clients
+// that initialize and never DELETE.
+func serveFleet(ctx context.Context, sessionTimeout time.Duration, stdout io.Writer) error {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "load", Version: "1.0.0"}, nil)
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: true})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: true, SessionTimeout: sessionTimeout})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -54,12 +56,12 @@ type fleet struct {
 
 // startFleet starts this binary as a fleet-server child and returns n
 // endpoint URLs on it.
-func startFleet(ctx context.Context, n int, stderr io.Writer) (*fleet, []string, error) {
+func startFleet(ctx context.Context, n int, sessionTimeout time.Duration, stderr io.Writer) (*fleet, []string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.Command(exe, "--fleet-child")
+	cmd := exec.Command(exe, "--fleet-child", "--fleet-session-timeout", sessionTimeout.String())
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

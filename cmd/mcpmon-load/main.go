@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -60,6 +61,16 @@ type options struct {
 	idleProfiles string
 	idleChild    string // data dir: run as the idle measurement's child
 	idleCPUProf  string
+
+	versus              bool // the same fleet checked by mcpmon, Gatus and blackbox_exporter
+	versusSettle        time.Duration
+	versusWindow        time.Duration
+	gatus               string
+	blackbox            string
+	prometheus          string
+	mcpmonArgs          string
+	mcpmonChild         bool // internal: `mcpmon run` with the arguments after --
+	fleetSessionTimeout time.Duration
 }
 
 func main() {
@@ -76,6 +87,15 @@ func main() {
 	fs.IntVar(&o.synthetic, "synthetic", 0, "instead of probing, publish this many results straight into the results queue and measure the aggregator alone (results folded/s, verdicts applied/s)")
 	fs.IntVar(&o.aggregators, "aggregators", 2, "--synthetic on SQS: aggregator daemons")
 	fs.BoolVar(&o.fleetChild, "fleet-child", false, "internal: serve the --fleet MCP server until SIGTERM")
+	fs.DurationVar(&o.fleetSessionTimeout, "fleet-session-timeout", 0, "internal: the --fleet server closes sessions idle this long (0: never)")
+	fs.BoolVar(&o.versus, "versus", false, "instead of the load run, check the same --endpoints go-sdk endpoints every second with `mcpmon run`, Gatus (--gatus) and blackbox_exporter scraped by Prometheus (--blackbox, --prometheus), all at once, and print CPU per check and RSS per endpoint of each; --cpuprofile profiles mcpmon's side")
+	fs.DurationVar(&o.versusSettle, "versus-settle", 20*time.Second, "--versus: how long every monitor runs before the window")
+	fs.DurationVar(&o.versusWindow, "versus-window", time.Minute, "--versus: how long to measure")
+	fs.StringVar(&o.gatus, "gatus", "", "--versus: the Gatus binary (empty: leave Gatus out)")
+	fs.StringVar(&o.blackbox, "blackbox", "", "--versus: the blackbox_exporter binary (empty, or no --prometheus: leave it out)")
+	fs.StringVar(&o.prometheus, "prometheus", "", "--versus: the Prometheus binary that scrapes the blackbox_exporter")
+	fs.StringVar(&o.mcpmonArgs, "mcpmon-args", "", "--versus: more `mcpmon run` flags, separated by spaces (e.g. --probe-concurrency=64)")
+	fs.BoolVar(&o.mcpmonChild, "mcpmon-child", false, "internal: run `mcpmon run` with the arguments after --")
 	fs.DurationVar(&o.duration, "duration", 25*time.Second, "how long to run the pipeline")
 	fs.StringVar(&o.queue, "queue", "embedded", "embedded or sqs")
 	fs.StringVar(&o.sqsEndpoint, "sqs-endpoint", os.Getenv("MCPMON_TEST_SQS_ENDPOINT"), "SQS endpoint (an emulator on 127.0.0.1)")
@@ -94,7 +114,24 @@ func main() {
 		os.Exit(2)
 	}
 	if o.fleetChild {
-		if err := serveFleet(ctx, os.Stdout); err != nil {
+		if err := serveFleet(ctx, o.fleetSessionTimeout, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "mcpmon-load:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if o.mcpmonChild || o.versus {
+		var err error
+		if o.mcpmonChild {
+			err = runMcpmonChild(ctx, fs.Args(), o.cpuprofile, os.Stdout, os.Stderr)
+		} else if o.endpoints < 2 || o.endpoints > 100_000 || o.versusWindow < 10*time.Second || o.versusWindow > 30*time.Minute {
+			fmt.Fprintln(os.Stderr, "mcpmon-load: --versus needs --endpoints 2..100000 and --versus-window 10s..30m")
+			os.Exit(2)
+		} else {
+			err = runVersus(ctx, versusOptions{endpoints: o.endpoints, settle: o.versusSettle, window: o.versusWindow,
+				gatus: o.gatus, blackbox: o.blackbox, prometheus: o.prometheus, cpuprofile: o.cpuprofile, mcpmonArgs: strings.Fields(o.mcpmonArgs)}, os.Stdout, os.Stderr)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "mcpmon-load:", err)
 			os.Exit(1)
 		}
@@ -117,18 +154,12 @@ func main() {
 		return
 	}
 	if o.synthetic > 0 {
-		if o.cpuprofile != "" {
-			f, err := os.Create(o.cpuprofile)
-			if err == nil {
-				err = pprof.StartCPUProfile(f)
-			}
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "mcpmon-load: --cpuprofile:", err)
-				os.Exit(1)
-			}
-			defer f.Close()
-			defer pprof.StopCPUProfile()
+		stopProfile, err := startCPUProfile(o.cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mcpmon-load: --cpuprofile:", err)
+			os.Exit(1)
 		}
+		defer stopProfile()
 		if err := runSynthetic(ctx, o, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "mcpmon-load:", err)
 			os.Exit(1)
@@ -161,7 +192,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		srv  *fleet
 	)
 	if o.fleet {
-		if srv, urls, err = startFleet(ctx, o.endpoints, stderr); err != nil {
+		if srv, urls, err = startFleet(ctx, o.endpoints, 0, stderr); err != nil {
 			return err
 		}
 		defer srv.stop()
@@ -244,17 +275,11 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	reg = nil
 	_ = reg
 
-	if o.cpuprofile != "" {
-		f, err := os.Create(o.cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startCPUProfile(o.cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	var before syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	var srvBefore time.Duration
@@ -346,6 +371,26 @@ loop:
 		fmt.Fprintf(stdout, "| %s | %s |\n", r[0], r[1])
 	}
 	return nil
+}
+
+// startCPUProfile profiles this process into path until stop is called;
+// an empty path profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func setDummyAWSCreds() {

@@ -54,6 +54,9 @@ func Start(spec Spec) (*Proc, error) {
 	return p, nil
 }
 
+// PID is the process's ID, for reading its /proc entries.
+func (p *Proc) PID() int { return p.cmd.Process.Pid }
+
 // Exited is closed once the process has exited.
 func (p *Proc) Exited() <-chan struct{} { return p.exited }
 
