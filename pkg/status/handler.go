@@ -13,9 +13,9 @@ const CacheControl = "public, max-age=60, stale-while-revalidate=300"
 
 // Handler serves GET /status (with Options.PublicIndex), /status/{slug},
 // /status/{slug}.json, /status/{slug}/feed.atom, /badge/{slug}.svg and
-// /badge/{slug}/conformance.svg from c. Mount it on /status, /status/ and /badge/. A slug held by both a
-// status page and a public endpoint (two writes that raced) serves the
-// page; the endpoint keeps its badge.
+// /badge/{slug}/conformance.svg from c. Mount it on /status, /status/
+// and /badge/. A slug held by both a status page and a public endpoint
+// (two writes that raced) serves the page; the endpoint keeps its badge.
 func Handler(c *Cache) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
