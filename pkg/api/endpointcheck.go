@@ -46,6 +46,7 @@ func (s *server) toEndpoint(in apiv1.EndpointInput, checkTarget bool) (model.End
 		ProtocolVersion: in.ProtocolVersion, Schedule: strings.TrimSpace(in.Schedule), Paused: in.Paused,
 		Public: in.Public, Slug: in.Slug, Rules: ruleCounts(in.Rules),
 	}
+	e.PublicConformance = in.PublicConformance
 	var modelErrs model.FieldErrors
 	errors.As(e.Validate(), &modelErrs)
 	ruled := func(field string) bool { return reportModel(modelErrs, field, bad) }

@@ -41,6 +41,7 @@ func (s *server) endpointView(e model.Endpoint) apiv1.EndpointView {
 		Schedule: e.Schedule, Timeout: e.Timeout.String(), Labels: e.Labels, Paused: e.Paused,
 		Public: e.Public, Slug: e.Slug, Regions: e.Regions, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt, Version: e.Version,
 	}
+	v.PublicConformance = e.PublicConformance
 	if v.Transport == "" {
 		// A record written without one (by an older version, or straight
 		// to the store) is probed as auto: say so, as the contract does.
@@ -104,6 +105,7 @@ func input(e model.Endpoint) apiv1.EndpointInput {
 		Rules: rulesInput(e.Rules), Sinks: e.Sinks, Paused: e.Paused,
 		Public: e.Public, Slug: e.Slug, Regions: e.Regions,
 	}
+	in.PublicConformance = e.PublicConformance
 	if e.Timeout > 0 { // a record written without one gets the default
 		in.Timeout = e.Timeout.String()
 	}

@@ -30,6 +30,7 @@ func Export(views []apiv1.EndpointView) Document {
 			LatencyThreshold: v.LatencyThreshold, Labels: v.Labels, Rules: v.Rules,
 			Paused: v.Paused, Public: v.Public, Slug: v.Slug,
 		}
+		in.PublicConformance = v.PublicConformance
 		if v.Transport != apiv1.DefaultTransport {
 			in.Transport = v.Transport
 		}

@@ -237,6 +237,9 @@ func diff(d apiv1.EndpointInput, cur apiv1.EndpointView, o Options) (Change, boo
 	if d.Slug != cur.Slug {
 		set("slug", cur.Slug, d.Slug, orNull(d.Slug))
 	}
+	if d.PublicConformance != cur.PublicConformance {
+		set("publicConformance", fmt.Sprint(cur.PublicConformance), fmt.Sprint(d.PublicConformance), d.PublicConformance)
+	}
 	return c, len(c.Fields) > 0
 }
 

@@ -106,6 +106,10 @@ func TestPlanMatchesByName(t *testing.T) {
 				v.Sinks = json.RawMessage(`[{"name":"hook","type":"webhook","url":"<redacted>"}]`)
 			})},
 			want: []string{"update:a:sinks"}},
+		{name: "publishing conformance is a change",
+			desired: []apiv1.EndpointInput{input("a", func(in *apiv1.EndpointInput) { in.Public, in.Slug, in.PublicConformance = true, "a-mcp", true })},
+			current: []apiv1.EndpointView{view("a", func(v *apiv1.EndpointView) { v.Public, v.Slug = true, "a-mcp" })},
+			want:    []string{"update:a:publicConformance"}, patch: map[string]any{"publicConformance": true}},
 		{name: "creates, updates and deletes come in that order",
 			desired: []apiv1.EndpointInput{input("z", nil), input("m", func(in *apiv1.EndpointInput) { in.Paused = true })},
 			current: []apiv1.EndpointView{view("m", nil), view("a", nil)}, opts: Options{Prune: true},
@@ -244,6 +248,7 @@ func TestExportPlansNoChange(t *testing.T) {
 			v.Sinks = json.RawMessage(`[{"name":"hook","type":"webhook","url":"https://hooks.example.com/<redacted>"}]`)
 		}),
 		view("b", func(v *apiv1.EndpointView) { v.Paused = true; v.Timeout = "3s" }),
+		view("c", func(v *apiv1.EndpointView) { v.Public, v.Slug, v.PublicConformance = true, "c-mcp", true }),
 	}
 	out, err := YAML(Export(views))
 	if err != nil {

@@ -44,6 +44,12 @@ type Endpoint struct {
 	// Version increases on every update (compare-and-set).
 	Version int64 `json:"version"`
 
+	// PublicConformance adds the spec-conformance line (rule counts and
+	// the failing rules' IDs, never a rule's detail) to the public page
+	// and JSON of a Public endpoint, and serves its conformance badge
+	// (pkg/status). It publishes nothing while the endpoint is private.
+	PublicConformance bool `json:"publicConformance,omitempty"`
+
 	// ToolCheck calls one read-only tool after the handshake; nil: none.
 	// Its arguments are secrets like header values.
 	ToolCheck *ToolCheck `json:"toolCheck,omitempty"`

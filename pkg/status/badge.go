@@ -70,6 +70,12 @@ func Badge(label string, p Page) []byte {
 	if !ok {
 		colour = "#9f9f9f"
 	}
+	return renderBadge(label, msg, colour)
+}
+
+// renderBadge is the flat badge of label and msg, the message half in
+// colour.
+func renderBadge(label, msg, colour string) []byte {
 	label = strings.TrimSpace(label)
 	lt, mt := TextWidth(label), TextWidth(msg)
 	lw, mw := lt+10, mt+10

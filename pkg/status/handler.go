@@ -12,10 +12,10 @@ import (
 const CacheControl = "public, max-age=60, stale-while-revalidate=300"
 
 // Handler serves GET /status (with Options.PublicIndex), /status/{slug},
-// /status/{slug}.json, /status/{slug}/feed.atom and /badge/{slug}.svg
-// from c. Mount it on /status, /status/ and /badge/. A slug held by both a
-// status page and a public endpoint (two writes that raced) serves the
-// page; the endpoint keeps its badge.
+// /status/{slug}.json, /status/{slug}/feed.atom, /badge/{slug}.svg and
+// /badge/{slug}/conformance.svg from c. Mount it on /status, /status/
+// and /badge/. A slug held by both a status page and a public endpoint
+// (two writes that raced) serves the page; the endpoint keeps its badge.
 func Handler(c *Cache) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
@@ -74,6 +74,18 @@ func Handler(c *Cache) http.Handler {
 			return
 		}
 		serve(w, r, "image/svg+xml", rd.ETagSVG, rd.SVG, csp)
+	})
+	mux.HandleFunc("GET /badge/{slug}/conformance.svg", func(w http.ResponseWriter, r *http.Request) {
+		rd, err := c.Get(r.Context(), r.PathValue("slug"))
+		if err != nil {
+			c.fail(w, r, err)
+			return
+		}
+		if rd.ConformanceSVG == nil {
+			notFound(w) // not opted in: the same answer as an unknown slug
+			return
+		}
+		serve(w, r, "image/svg+xml", rd.ETagConformanceSVG, rd.ConformanceSVG, csp)
 	})
 	return mux
 }

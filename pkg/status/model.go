@@ -51,6 +51,9 @@ type Page struct {
 	ToolCount    int
 	HasTools     bool
 	ToolsChanged time.Time
+	// Conformance is the spec-conformance line, nil unless the owner
+	// opted in (model.Endpoint.PublicConformance).
+	Conformance *ConformanceLine
 
 	Bars      []Bar
 	Incidents []IncidentRow
@@ -193,6 +196,14 @@ func Build(in Input) Page {
 		p.ToolCount, p.HasTools = in.Latest.ToolCount, true
 	}
 	p.ToolsChanged = in.ToolsChanged
+	if e.PublicConformance {
+		var c *msg.Conformance
+		if in.HasLatest {
+			c = in.Latest.Conformance
+		}
+		line := conformanceLine(c)
+		p.Conformance = &line
+	}
 
 	p.Bars = make([]Bar, 0, Days)
 	for d := from90; d.Before(to); d = d.Add(model.Daily) {

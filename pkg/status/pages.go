@@ -299,6 +299,8 @@ type PageEndpointJSON struct {
 	Since     *time.Time `json:"since"`
 	Uptime30d *float64   `json:"uptime30d"`
 	Uptime90d *float64   `json:"uptime90d"`
+	// Conformance: as in the endpoint's own JSON, only when opted in.
+	Conformance *ConformanceJSON `json:"conformance,omitempty"`
 }
 
 // PageIncidentJSON is one incident of a page's JSON: the endpoint's slug
@@ -319,7 +321,8 @@ func PageJSONOf(v StatusPageView) PageJSONView {
 	for _, g := range v.Groups {
 		gj := GroupJSON{Name: g.Name, Endpoints: make([]PageEndpointJSON, 0, len(g.Endpoints))}
 		for _, p := range g.Endpoints {
-			ej := PageEndpointJSON{Slug: p.Slug, Name: p.Name, State: p.State, StateText: p.StateWord, Sentence: p.Sentence}
+			ej := PageEndpointJSON{Slug: p.Slug, Name: p.Name, State: p.State, StateText: p.StateWord, Sentence: p.Sentence,
+				Conformance: conformanceJSON(p.Conformance)}
 			if !p.Since.IsZero() {
 				since := p.Since
 				ej.Since = &since

@@ -103,12 +103,16 @@ type Options struct {
 	Subscribe bool
 }
 
-// Rendered is one public endpoint's four representations.
+// Rendered is one public endpoint's four representations, and its
+// conformance badge when the page has a conformance line.
 type Rendered struct {
 	Page                                  Page
 	HTML, JSON, SVG, Feed                 []byte
 	ETagHTML, ETagJSON, ETagSVG, ETagFeed string
-	built                                 time.Time
+	// ConformanceSVG is nil without Page.Conformance.
+	ConformanceSVG     []byte
+	ETagConformanceSVG string
+	built              time.Time
 }
 
 type toolsSeen struct {
@@ -359,6 +363,10 @@ func Render(p Page) (*Rendered, error) {
 	r.Feed = feed
 	r.ETagHTML, r.ETagJSON, r.ETagSVG = etag(p.Since, r.HTML), etag(p.Since, r.JSON), etag(p.Since, r.SVG)
 	r.ETagFeed = etag(updated, r.Feed)
+	if p.Conformance != nil {
+		r.ConformanceSVG = ConformanceBadge(*p.Conformance)
+		r.ETagConformanceSVG = etag(p.Since, r.ConformanceSVG)
+	}
 	return r, nil
 }
 
@@ -389,6 +397,9 @@ type JSONView struct {
 	// with its owner's updates.
 	Incidents []IncidentJSON `json:"incidents"`
 	UpdatedAt time.Time      `json:"updatedAt"`
+	// Conformance is present only when the owner opted in
+	// (model.Endpoint.PublicConformance).
+	Conformance *ConformanceJSON `json:"conformance,omitempty"`
 }
 
 // IncidentJSON is one incident of the public JSON.
@@ -411,7 +422,7 @@ type UpdateJSON struct {
 // JSONOf is p's public JSON.
 func JSONOf(p Page) JSONView {
 	v := JSONView{Slug: p.Slug, Name: p.Name, State: p.State, StateText: p.StateWord, Sentence: p.Sentence,
-		Incidents90d: len(p.Incidents), UpdatedAt: p.Generated}
+		Incidents90d: len(p.Incidents), UpdatedAt: p.Generated, Conformance: conformanceJSON(p.Conformance)}
 	if !p.Since.IsZero() {
 		v.Since = &p.Since
 	}

@@ -49,6 +49,9 @@ type EndpointInput struct {
 	// unique across the deployment.
 	Public bool   `json:"public,omitempty"`
 	Slug   string `json:"slug,omitempty"`
+	// PublicConformance adds the conformance line to the public page and
+	// JSON and serves /badge/{slug}/conformance.svg (with Public).
+	PublicConformance bool `json:"publicConformance,omitempty"`
 	// ToolCheck, OAuth and CredentialWarning are the credentialed deep
 	// checks. Tool argument values and the client secret are secrets,
 	// never returned.
@@ -121,6 +124,9 @@ type EndpointView struct {
 	CreatedAt        time.Time         `json:"createdAt"`
 	UpdatedAt        time.Time         `json:"updatedAt"`
 	Version          int64             `json:"version"`
+
+	// PublicConformance: see EndpointInput.
+	PublicConformance bool `json:"publicConformance,omitempty"`
 
 	// State is the endpoint's current state: the last verdict's state (up,
 	// degraded, down, regional, no_data), "paused", or "pending" before
