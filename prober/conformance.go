@@ -72,7 +72,7 @@ func (r *run) activeChecks(ctx context.Context) {
 	c := &r.conf
 	era := r.version
 	c.obs.Era = era
-	if r.legacy != nil || c.every < 0 || !conformance.Due(r.ep.ID, c.prev, era, c.slot, c.every) {
+	if r.legacy != nil || c.every < 0 || !conformance.Due(r.ep.ID, c.prev, era, conformance.ResultsDigest(c.obs), c.slot, c.every) {
 		return
 	}
 	start := time.Now()

@@ -382,6 +382,10 @@ func checkToolsOrder(o *Observation) (string, string) {
 }
 
 // resultsDigest is a digest of the results the schema rules validate.
+// ResultsDigest is the digest of the answers o saw that the schema rules
+// validate (the Results of the conformance Evaluate returns).
+func ResultsDigest(o Observation) string { return resultsDigest(o) }
+
 func resultsDigest(o Observation) string {
 	h := sha256.New()
 	for _, b := range append([]json.RawMessage{o.Initialize, o.Discover}, o.ToolPages...) {
@@ -616,16 +620,29 @@ const (
 // endpoint by default: they cost the target a few extra requests.
 const ActiveEvery = time.Hour
 
+// RecheckDivisor bounds the early rounds Due grants a server whose answers
+// changed: at most this many per period of every.
+const RecheckDivisor = 12
+
 // Due reports whether the probe at slot sends the active rules' requests:
-// when prev has none (never sent, or another era), or prev's were sent in
-// an earlier period of every. Each endpoint's periods are offset by a hash
-// of its ID, so a fleet's extra requests spread over the period instead of
-// all landing at the top of the hour. every <= 0 means never.
-func Due(endpointID string, prev *msg.Conformance, era string, slot time.Time, every time.Duration) bool {
+// when prev has none (never sent, or another era), when prev's were sent in
+// an earlier period of every, or when the server's answers (results, the
+// ResultsDigest of this probe's observation) differ from prev's and prev's
+// requests are at least every/RecheckDivisor old. A deploy that brings a
+// regression changes the answers, so it shows within minutes instead of up
+// to a period later, and a server whose answers change on every probe costs
+// at most RecheckDivisor extra rounds a period. Each endpoint's periods are
+// offset by a hash of its ID, so a fleet's extra requests spread over the
+// period instead of all landing at the top of the hour. every <= 0 means
+// never.
+func Due(endpointID string, prev *msg.Conformance, era, results string, slot time.Time, every time.Duration) bool {
 	if every <= 0 {
 		return false
 	}
 	if prev == nil || prev.ActiveAt.IsZero() || (era != "" && prev.Era != era) {
+		return true
+	}
+	if results != "" && prev.Results != "" && results != prev.Results && slot.Sub(prev.ActiveAt) >= every/RecheckDivisor {
 		return true
 	}
 	var h uint64 = 14695981039346656037

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -158,26 +159,62 @@ func TestEventsOnRegressionAndRestore(t *testing.T) {
 }
 
 func TestDueOncePerPeriod(t *testing.T) {
-	prev := &msg.Conformance{Era: Era20251125, ActiveAt: slot}
-	if !Due("ep", nil, Era20251125, slot, time.Hour) || !Due("ep", &msg.Conformance{Era: Era20251125}, Era20251125, slot, time.Hour) {
+	prev := &msg.Conformance{Era: Era20251125, ActiveAt: slot, Results: "r1"}
+	if !Due("ep", nil, Era20251125, "", slot, time.Hour) || !Due("ep", &msg.Conformance{Era: Era20251125}, Era20251125, "", slot, time.Hour) {
 		t.Error("never checked: due")
 	}
-	if !Due("ep", prev, Era20260728, slot.Add(time.Minute), time.Hour) {
+	if !Due("ep", prev, Era20260728, "", slot.Add(time.Minute), time.Hour) {
 		t.Error("another era: due")
 	}
-	if Due("ep", prev, Era20251125, slot, -1) {
+	if Due("ep", prev, Era20251125, "", slot, -1) {
 		t.Error("disabled: due")
 	}
 	due := 0
 	for m := 1; m <= 60; m++ {
 		at := slot.Add(time.Duration(m) * time.Minute)
-		if Due("ep", prev, Era20251125, at, time.Hour) {
+		if Due("ep", prev, Era20251125, "r1", at, time.Hour) {
 			due++
-			prev = &msg.Conformance{Era: Era20251125, ActiveAt: at}
+			prev = &msg.Conformance{Era: Era20251125, ActiveAt: at, Results: "r1"}
 		}
 	}
 	if due != 1 {
 		t.Errorf("due %d times in an hour of minutely probes, want 1", due)
+	}
+}
+
+// TestDueSoonAfterTheAnswersChange: a deploy changes what the server
+// answers, and the active rules (batches, Origin, version headers) are
+// checked within minutes of it rather than at the next period; a server
+// whose answers change on every probe is checked at most RecheckDivisor
+// times a period.
+func TestDueSoonAfterTheAnswersChange(t *testing.T) {
+	every := time.Hour
+	prev := &msg.Conformance{Era: Era20251125, ActiveAt: slot, Results: "before"}
+	if Due("ep", prev, Era20251125, "after", slot.Add(every/RecheckDivisor-time.Second), every) {
+		t.Error("due before every/RecheckDivisor has passed")
+	}
+	// For "ep" no period boundary falls in these five minutes: unchanged
+	// answers are not due, changed ones are.
+	at := slot.Add(every / RecheckDivisor)
+	if Due("ep", prev, Era20251125, "before", at, every) {
+		t.Fatalf("unchanged answers due %s after the last active round", every/RecheckDivisor)
+	}
+	if !Due("ep", prev, Era20251125, "after", at, every) {
+		t.Errorf("answers changed %s after the last active round: not due", every/RecheckDivisor)
+	}
+	if Due("ep", prev, Era20251125, "", at, every) || Due("ep", &msg.Conformance{Era: Era20251125, ActiveAt: slot}, Era20251125, "after", at, every) {
+		t.Error("due with no digest to compare")
+	}
+	due := 0
+	for m := 1; m <= 60; m++ {
+		at := slot.Add(time.Duration(m) * time.Minute)
+		if Due("ep", prev, Era20251125, fmt.Sprint("answers-", m), at, every) {
+			due++
+			prev = &msg.Conformance{Era: Era20251125, ActiveAt: at, Results: fmt.Sprint("answers-", m)}
+		}
+	}
+	if due > RecheckDivisor+1 {
+		t.Errorf("due %d times in an hour with answers changing every minute, want at most %d", due, RecheckDivisor+1)
 	}
 }
 
