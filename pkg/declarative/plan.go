@@ -237,6 +237,9 @@ func diff(d apiv1.EndpointInput, cur apiv1.EndpointView, o Options) (Change, boo
 	if d.Slug != cur.Slug {
 		set("slug", cur.Slug, d.Slug, orNull(d.Slug))
 	}
+	if d.TraceContext != cur.TraceContext {
+		set("traceContext", fmt.Sprint(cur.TraceContext), fmt.Sprint(d.TraceContext), d.TraceContext)
+	}
 	return c, len(c.Fields) > 0
 }
 

@@ -40,8 +40,8 @@ type Setup struct {
 	// URL (base + /v1/traces) for OTLP/HTTP, scheme://host:port for gRPC.
 	// Empty: the exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT.
 	URL string
-	// Shown is the receiver as it may be logged: scheme and host, with a
-	// path or query redacted.
+	// Shown is the receiver as it may be logged: model.RedactURL's form,
+	// credential-like query values redacted.
 	Shown string
 }
 
