@@ -106,6 +106,10 @@ func TestPlanMatchesByName(t *testing.T) {
 				v.Sinks = json.RawMessage(`[{"name":"hook","type":"webhook","url":"<redacted>"}]`)
 			})},
 			want: []string{"update:a:sinks"}},
+		{name: "traceContext is patched both ways",
+			desired: []apiv1.EndpointInput{input("a", func(in *apiv1.EndpointInput) { in.TraceContext = true }), input("b", nil)},
+			current: []apiv1.EndpointView{view("a", nil), view("b", func(v *apiv1.EndpointView) { v.TraceContext = true })},
+			want:    []string{"update:a:traceContext", "update:b:traceContext"}, patch: map[string]any{"traceContext": true}},
 		{name: "creates, updates and deletes come in that order",
 			desired: []apiv1.EndpointInput{input("z", nil), input("m", func(in *apiv1.EndpointInput) { in.Paused = true })},
 			current: []apiv1.EndpointView{view("m", nil), view("a", nil)}, opts: Options{Prune: true},
@@ -243,7 +247,7 @@ func TestExportPlansNoChange(t *testing.T) {
 			v.Rules = &apiv1.RulesInput{OpenAfter: 2}
 			v.Sinks = json.RawMessage(`[{"name":"hook","type":"webhook","url":"https://hooks.example.com/<redacted>"}]`)
 		}),
-		view("b", func(v *apiv1.EndpointView) { v.Paused = true; v.Timeout = "3s" }),
+		view("b", func(v *apiv1.EndpointView) { v.Paused = true; v.Timeout = "3s"; v.TraceContext = true }),
 	}
 	out, err := YAML(Export(views))
 	if err != nil {

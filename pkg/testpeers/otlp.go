@@ -34,6 +34,7 @@ type OTLPReceiver struct {
 	mu      sync.Mutex
 	raw     []byte
 	spans   []OTLPSpan
+	headers []http.Header // of each OTLP/HTTP export
 	changed chan struct{}
 }
 
@@ -93,6 +94,9 @@ func (o *OTLPReceiver) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	o.mu.Lock()
+	o.headers = append(o.headers, r.Header.Clone())
+	o.mu.Unlock()
 	o.add(b, req.Traces())
 	out, _ := ptraceotlp.NewExportResponse().MarshalProto()
 	w.Header().Set("Content-Type", "application/x-protobuf")
@@ -156,6 +160,13 @@ func (o *OTLPReceiver) Spans() []OTLPSpan {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]OTLPSpan(nil), o.spans...)
+}
+
+// Headers returns the request headers of every OTLP/HTTP export so far.
+func (o *OTLPReceiver) Headers() []http.Header {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]http.Header(nil), o.headers...)
 }
 
 // Raw returns the bytes of every export so far, concatenated.
