@@ -27,13 +27,7 @@ func TestRunExportsProbeTracesOverOTLP(t *testing.T) {
 		t.Skip("builds and runs mcpmon; skipped with -short")
 	}
 	rcv := testpeers.NewOTLPReceiver(t)
-	srv := mcp.NewServer(&mcp.Implementation{Name: "trace-fixture", Version: "1.0.0"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
-			Text string `json:"text"`
-		}) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
-		})
+	srv := echoMCPServer("trace-fixture")
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	var mu sync.Mutex
 	seen := map[string][]string{} // path → traceparent of each request ("" when none)
