@@ -192,7 +192,7 @@ func (o *OTLPReceiver) WaitSpans(t testing.TB, timeout time.Duration, what strin
 		select {
 		case <-changed:
 		case <-deadline.C:
-			t.Fatalf("OTLP receiver: no %s within %s (%d spans received)", what, timeout, len(spans))
+			t.Fatalf("OTLP receiver: %s not seen within %s (%d spans received)", what, timeout, len(spans))
 		case <-t.Context().Done():
 			t.Fatalf("OTLP receiver: test ended waiting for %s", what)
 		}
