@@ -78,6 +78,15 @@
 //     warning window (default 72h) or once expired, a credential_expiry
 //     event whose fingerprint hashes exp, iss and sub, never the token.
 //
+// # Traces
+//
+// With Options.Tracer (pkg/tracing builds it from --otlp-endpoint) each
+// probe is a trace (otel.go): a root span "probe" with the result's
+// class, status, era, transport and the target's host, and one child per
+// phase with the phase's own start and end. An endpoint with TraceContext
+// also gets the probe's traceparent on every request (request.go), and
+// under 2026-07-28 in params._meta. Without a tracer no span is started.
+//
 // # Canaries
 //
 // With canary URLs (canary.go, --canary-url) each prober checks the

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/conformance"
 	"github.com/mcpmon/mcpmon/pkg/model"
@@ -158,6 +160,9 @@ type Options struct {
 	// conformance.ActiveEvery); the passive rules judge every probe.
 	// Negative turns conformance off: no rules, no result field.
 	ConformanceEvery time.Duration
+	// Tracer makes each probe a trace (otel.go); nil: no spans, and no
+	// trace context is sent to any target.
+	Tracer trace.TracerProvider
 }
 
 // Prober runs MCP probes. It is safe for concurrent use; every probe gets its
@@ -179,6 +184,8 @@ type Prober struct {
 	// through tokenClient (oauth.go).
 	tokens      *tokenCache
 	tokenClient *http.Client
+	// tracer is Options.Tracer's, nil without one.
+	tracer trace.Tracer
 }
 
 func (p *Prober) getReader(r io.Reader) *bufio.Reader {
@@ -281,6 +288,9 @@ func New(opts Options) *Prober {
 		},
 	}
 	p.tokenClient = newTokenClient(p)
+	if opts.Tracer != nil {
+		p.tracer = opts.Tracer.Tracer(TracerName)
+	}
 	return p
 }
 
@@ -389,6 +399,7 @@ func (p *Prober) Run(ctx context.Context, ep model.Endpoint, cmd msg.ProbeComman
 		StartedAt:  p.clock.Now().UTC(),
 		Phases:     map[string]float64{},
 	}
+	ctx, span := p.startProbeSpan(ctx, ep, cmd, time.Now())
 	pctx, cancel := context.WithTimeout(ctx, p.timeoutOf(ep))
 	defer cancel()
 
@@ -397,9 +408,11 @@ func (p *Prober) Run(ctx context.Context, ep model.Endpoint, cmd msg.ProbeComman
 	// An OAuth token is obtained before the clock of the probe starts: the
 	// token URL's latency is not the MCP server's (it has its own phase).
 	var tokenTime time.Duration
+	var tokenStart time.Time
 	var tokenErr *probeError
 	var authChanged *authChange
 	if ep.OAuth != nil {
+		tokenStart = time.Now()
 		tr := p.token(pctx, ep)
 		tokenTime, tokenErr, authChanged, mem.authServer = tr.fetched, tr.err, tr.changed, tr.pin
 		if tokenErr == nil {
@@ -409,6 +422,7 @@ func (p *Prober) Run(ctx context.Context, ep model.Endpoint, cmd msg.ProbeComman
 
 	start := time.Now()
 	r := newRun(p, ep, &res)
+	r.propagateTo(ctx, span)
 	r.conf.slot, r.conf.every = cmd.Slot, p.opts.ConformanceEvery
 	if prev != nil {
 		r.conf.prev = prev.Conformance
@@ -429,7 +443,7 @@ func (p *Prober) Run(ctx context.Context, ep model.Endpoint, cmd msg.ProbeComman
 	res.Phases[msg.PhaseTotal] = total.Seconds()
 	if tokenTime > 0 {
 		r.mu.Lock()
-		r.addPhase(msg.PhaseAuthToken, tokenTime)
+		r.addPhase(msg.PhaseAuthToken, tokenStart, tokenStart.Add(tokenTime))
 		r.mu.Unlock()
 	}
 	r.copyPhases()
@@ -484,6 +498,7 @@ func (p *Prober) Run(ctx context.Context, ep model.Endpoint, cmd msg.ProbeComman
 		mem.catalog = catalog
 	}
 	res.FinishedAt = p.clock.Now().UTC()
+	r.endProbeSpan(span, &res, time.Now())
 
 	p.opts.Metrics.observe(&res)
 	lvl := slog.LevelDebug

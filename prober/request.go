@@ -39,7 +39,9 @@ var headersExcluded = map[string]bool{
 //   - MCP-Protocol-Version once negotiated, but on initialize and the
 //     legacy transport;
 //   - Mcp-Method under 2026-07-28, and Mcp-Name with the tool's name on
-//     the tool check's tools/call.
+//     the tool check's tools/call;
+//   - Traceparent and Tracestate, the probe's trace context, when the
+//     endpoint opted in (otel.go).
 //
 // It is the only place the probe's headers are chosen. The slice is reused
 // by the next call.
@@ -49,9 +51,10 @@ func (r *run) headers(method, rpc string) []hfield {
 	setVersion := r.version != "" && rpc != "initialize" && r.legacy == nil && !stream
 	setMethod := r.version == Version20260728 && !stream
 	setName := setMethod && rpc == "tools/call" && r.ep.ToolCheck != nil
+	setTrace := r.traceparent != ""
 	eph := r.endpointHeaders()
 	if r.hbuf == nil {
-		r.hbuf = make([]hfield, 0, len(eph)+5)
+		r.hbuf = make([]hfield, 0, len(eph)+7)
 	}
 	hs := r.hbuf[:0]
 	for _, f := range eph {
@@ -60,7 +63,8 @@ func (r *run) headers(method, rpc string) []hfield {
 			f.k == "Mcp-Session-Id" && setSession,
 			f.k == "Mcp-Protocol-Version" && setVersion,
 			f.k == "Mcp-Method" && setMethod,
-			f.k == "Mcp-Name" && setName:
+			f.k == "Mcp-Name" && setName,
+			(f.k == "Traceparent" || f.k == "Tracestate") && setTrace:
 			continue
 		}
 		hs = append(hs, f)
@@ -81,6 +85,12 @@ func (r *run) headers(method, rpc string) []hfield {
 	}
 	if setName {
 		hs = append(hs, hfield{"Mcp-Name", wireHeaderValue(r.ep.ToolCheck.Name)})
+	}
+	if setTrace {
+		hs = append(hs, hfield{"Traceparent", r.traceparent})
+		if r.tracestate != "" {
+			hs = append(hs, hfield{"Tracestate", wireHeaderValue(r.tracestate)})
+		}
 	}
 	slices.SortFunc(hs, func(a, b hfield) int { return strings.Compare(a.k, b.k) })
 	r.hbuf = hs
@@ -150,7 +160,8 @@ func newRequest(ctx context.Context, method string, u *url.URL, body []byte) *ht
 }
 
 // body encodes a JSON-RPC request (id 0: a notification); under 2026-07-28
-// its params carry _meta.
+// its params carry _meta, with the trace context when the endpoint opted
+// in (the traceparent and tracestate keys of SEP-414).
 func (r *run) body(method string, id int64, params any) []byte {
 	if r.version == Version20260728 {
 		m, _ := params.(map[string]any)
@@ -161,7 +172,7 @@ func (r *run) body(method string, id int64, params any) []byte {
 		if m == nil {
 			m = map[string]any{}
 		}
-		m["_meta"] = r.p.meta
+		m["_meta"] = r.meta()
 		params = m
 	} else if raw, ok := params.(json.RawMessage); ok || params == nil {
 		// The 2025-era requests are constant but for the id: spell them
@@ -187,6 +198,23 @@ func (r *run) body(method string, id int64, params any) []byte {
 		return append(b, '}')
 	}
 	return marshalRequest(method, id, params)
+}
+
+// meta is the 2026-07-28 params._meta of the run's requests: the
+// prober's own, or a copy with the trace context added.
+func (r *run) meta() map[string]any {
+	if r.traceparent == "" {
+		return r.p.meta
+	}
+	m := make(map[string]any, len(r.p.meta)+2)
+	for k, v := range r.p.meta {
+		m[k] = v
+	}
+	m["traceparent"] = r.traceparent
+	if r.tracestate != "" {
+		m["tracestate"] = r.tracestate
+	}
+	return m
 }
 
 func marshalRequest(method string, id int64, params any) []byte {

@@ -60,6 +60,10 @@ type run struct {
 	degraded  *probeError       // why an alive server is degraded (tools/list failing)
 
 	conf confCapture // what the conformance rules judge (conformance.go)
+
+	// traceparent and tracestate go to the target on every request when
+	// the endpoint opted in (otel.go); empty otherwise.
+	traceparent, tracestate string
 }
 
 func newRun(p *Prober, ep model.Endpoint, res *msg.ProbeResult) *run {

@@ -30,7 +30,7 @@ func (r *run) trace(ctx context.Context) context.Context {
 			return
 		}
 		if i := r.markAt(startKey); i >= 0 {
-			r.addPhase(phase, time.Since(r.marks[i].at))
+			r.addPhase(phase, r.marks[i].at, time.Now())
 		}
 	}
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -45,10 +45,13 @@ func (r *run) trace(ctx context.Context) context.Context {
 
 // phaseDur is one recorded phase; timeMark the start of a traced one. A
 // probe has at most eleven phases and three traced starts: small arrays
-// searched in order instead of two maps per probe.
+// searched in order instead of two maps per probe. start and end bound the
+// phase's span (otel.go): a phase timed more than once runs from its first
+// start to its last end, while d adds up the times actually spent in it.
 type phaseDur struct {
-	name string
-	d    time.Duration
+	name       string
+	d          time.Duration
+	start, end time.Time
 }
 
 type timeMark struct {
@@ -75,14 +78,16 @@ func (r *run) markAt(name string) int {
 	return -1
 }
 
-// addPhase adds d to phase, recording it if new. r.mu is held.
-func (r *run) addPhase(phase string, d time.Duration) {
+// addPhase adds the time from start to end to phase, recording it if new.
+// r.mu is held.
+func (r *run) addPhase(phase string, start, end time.Time) {
 	if i := r.phaseAt(phase); i >= 0 {
-		r.phases[i].d += d
+		r.phases[i].d += end.Sub(start)
+		r.phases[i].end = end
 		return
 	}
 	if r.nPhases < len(r.phases) {
-		r.phases[r.nPhases] = phaseDur{phase, d}
+		r.phases[r.nPhases] = phaseDur{phase, end.Sub(start), start, end}
 		r.nPhases++
 	}
 }
@@ -90,8 +95,9 @@ func (r *run) addPhase(phase string, d time.Duration) {
 func (r *run) timed(phase string, f func() error) error {
 	t := time.Now()
 	err := f()
+	end := time.Now()
 	r.mu.Lock()
-	r.addPhase(phase, time.Since(t))
+	r.addPhase(phase, t, end)
 	r.mu.Unlock()
 	return err
 }

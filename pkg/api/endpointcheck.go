@@ -44,7 +44,7 @@ func (s *server) toEndpoint(in apiv1.EndpointInput, checkTarget bool) (model.End
 	e := model.Endpoint{
 		Name: strings.TrimSpace(in.Name), URL: strings.TrimSpace(in.URL), Transport: cmp.Or(in.Transport, apiv1.DefaultTransport),
 		ProtocolVersion: in.ProtocolVersion, Schedule: strings.TrimSpace(in.Schedule), Paused: in.Paused,
-		Public: in.Public, Slug: in.Slug, Rules: ruleCounts(in.Rules),
+		Public: in.Public, Slug: in.Slug, Rules: ruleCounts(in.Rules), TraceContext: in.TraceContext,
 	}
 	e.PublicConformance = in.PublicConformance
 	var modelErrs model.FieldErrors

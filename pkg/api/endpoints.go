@@ -65,6 +65,7 @@ func (s *server) endpointView(e model.Endpoint) apiv1.EndpointView {
 	if e.CredentialWarning > 0 {
 		v.CredentialWarning = e.CredentialWarning.String()
 	}
+	v.TraceContext = e.TraceContext
 	return v
 }
 
@@ -103,7 +104,7 @@ func input(e model.Endpoint) apiv1.EndpointInput {
 		Name: e.Name, URL: e.URL, Transport: e.Transport, ProtocolVersion: e.ProtocolVersion,
 		Schedule: e.Schedule, Headers: e.Headers, Labels: e.Labels,
 		Rules: rulesInput(e.Rules), Sinks: e.Sinks, Paused: e.Paused,
-		Public: e.Public, Slug: e.Slug, Regions: e.Regions,
+		Public: e.Public, Slug: e.Slug, Regions: e.Regions, TraceContext: e.TraceContext,
 	}
 	in.PublicConformance = e.PublicConformance
 	if e.Timeout > 0 { // a record written without one gets the default

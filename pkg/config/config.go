@@ -184,6 +184,11 @@ type Options struct {
 	// MaxSubscribersPerPage caps one page's subscribers, pending and
 	// confirmed, counted by the store in the write (0: the default).
 	MaxSubscribersPerPage int
+
+	// OTLPEndpoint is the base URL of an OTLP receiver (--otlp-endpoint):
+	// set, every probe is exported as a trace (pkg/tracing, which also
+	// reads the standard OTEL_* variables and checks the value at start).
+	OTLPEndpoint string
 }
 
 // Tenant quota defaults (the same as pkg/api's Default* constants).
@@ -315,6 +320,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	str(&o.SubscribeSMTPCAFile, "subscribe-smtp-ca-file", "PEM CA certificates that verify --subscribe-smtp-addr (default: the system roots)")
 	str(&o.SubscribeBaseURL, "subscribe-base-url", "public URL of this deployment's status pages, which the links in subscriber mails start with (e.g. https://status.example.com)")
 	num(&o.MaxSubscribersPerPage, "max-subscribers-per-page", "subscribers (pending and confirmed) one status page may have; past it a subscribe is 409")
+	str(&o.OTLPEndpoint, "otlp-endpoint", "base URL of an OTLP receiver (e.g. http://collector:4318; with OTEL_EXPORTER_OTLP_PROTOCOL=grpc, :4317): every probe is exported as a trace; empty: OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT, else no tracing")
 }
 
 // listValue is a comma-separated flag; each Set replaces the list, so a

@@ -42,6 +42,7 @@ import (
 	publicstatus "github.com/mcpmon/mcpmon/pkg/status"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/subscribe"
+	"github.com/mcpmon/mcpmon/pkg/tracing"
 	"github.com/mcpmon/mcpmon/prober"
 )
 
@@ -174,6 +175,9 @@ type Daemon struct {
 	// pageHosts serves status pages at the root of their custom hosts
 	// (pkg/status); nil without the API role.
 	pageHosts func(http.Handler) http.Handler
+	// tracing exports the probers' spans (tracing.go); nil before the
+	// probers start and in roles without them.
+	tracing *tracing.Tracing
 }
 
 // Start opens the backends, builds the role's components and starts them.
@@ -201,6 +205,7 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 			cancel()
 			d.drainCancel()
 			d.wg.Wait() // loops started before the failure stop before their backends close
+			d.stopTracing()
 			d.closeBackends()
 			for _, ln := range []net.Listener{d.ln, d.metricsLn} {
 				if ln != nil {
@@ -400,6 +405,7 @@ func (d *Daemon) shutdownOnDone(ctx context.Context) {
 	d.wg.Wait()
 	drainTimer.Stop()
 	d.drainCancel()
+	d.stopTracing()
 	d.closeBackends()
 	d.log.Info("stopped")
 	close(d.stopped)

@@ -46,13 +46,7 @@ func newMCPServer(t *testing.T) *mcpServer {
 func (s *mcpServer) url() string { return "http://" + s.addr + "/mcp" }
 
 func (s *mcpServer) serve(ln net.Listener) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "e2e-fixture", Version: "1.0.0"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
-			Text string `json:"text"`
-		}) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
-		})
+	srv := echoMCPServer("e2e-fixture")
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	s.srv = hs
@@ -60,6 +54,18 @@ func (s *mcpServer) serve(ln net.Listener) {
 	// cleanup when a test skips right after creating the server) sets the
 	// field to nil concurrently.
 	go func() { _ = hs.Serve(ln) }()
+}
+
+// echoMCPServer is a go-sdk MCP server named name with one tool, echo.
+func echoMCPServer(name string) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo the text back."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+			Text string `json:"text"`
+		}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+		})
+	return srv
 }
 
 func (s *mcpServer) stop() {

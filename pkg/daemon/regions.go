@@ -99,6 +99,9 @@ func (d *Daemon) startProbers(ctx context.Context, qm *queue.Metrics) error {
 			return err
 		}
 	}
+	if err := d.startTracing(ctx); err != nil {
+		return err
+	}
 	results := d.publisher(msg.QueueResults, qm)
 	prs := proberRegions(d.role, o.Regions, o.Region)
 	if len(o.Regions) > 0 {
@@ -119,6 +122,7 @@ func (d *Daemon) startProbers(ctx context.Context, qm *queue.Metrics) error {
 			Catalogs:            d.st,
 			ClientName:          "mcpmon",
 			ClientVersion:       Version,
+			Tracer:              d.tracing.Provider(),
 		}
 		if d.proberOpts != nil {
 			d.proberOpts(pr.region, &po)

@@ -28,7 +28,7 @@ func Export(views []apiv1.EndpointView) Document {
 		in := apiv1.EndpointInput{
 			Name: v.Name, URL: exportURL(v.Name, v.URL), ProtocolVersion: v.ProtocolVersion,
 			LatencyThreshold: v.LatencyThreshold, Labels: v.Labels, Rules: v.Rules,
-			Paused: v.Paused, Public: v.Public, Slug: v.Slug,
+			Paused: v.Paused, Public: v.Public, Slug: v.Slug, TraceContext: v.TraceContext,
 		}
 		in.PublicConformance = v.PublicConformance
 		if v.Transport != apiv1.DefaultTransport {

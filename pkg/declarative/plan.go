@@ -240,6 +240,9 @@ func diff(d apiv1.EndpointInput, cur apiv1.EndpointView, o Options) (Change, boo
 	if d.PublicConformance != cur.PublicConformance {
 		set("publicConformance", fmt.Sprint(cur.PublicConformance), fmt.Sprint(d.PublicConformance), d.PublicConformance)
 	}
+	if d.TraceContext != cur.TraceContext {
+		set("traceContext", fmt.Sprint(cur.TraceContext), fmt.Sprint(d.TraceContext), d.TraceContext)
+	}
 	return c, len(c.Fields) > 0
 }
 

@@ -110,6 +110,10 @@ func TestPlanMatchesByName(t *testing.T) {
 			desired: []apiv1.EndpointInput{input("a", func(in *apiv1.EndpointInput) { in.Public, in.Slug, in.PublicConformance = true, "a-mcp", true })},
 			current: []apiv1.EndpointView{view("a", func(v *apiv1.EndpointView) { v.Public, v.Slug = true, "a-mcp" })},
 			want:    []string{"update:a:publicConformance"}, patch: map[string]any{"publicConformance": true}},
+		{name: "traceContext is patched both ways",
+			desired: []apiv1.EndpointInput{input("a", func(in *apiv1.EndpointInput) { in.TraceContext = true }), input("b", nil)},
+			current: []apiv1.EndpointView{view("a", nil), view("b", func(v *apiv1.EndpointView) { v.TraceContext = true })},
+			want:    []string{"update:a:traceContext", "update:b:traceContext"}, patch: map[string]any{"traceContext": true}},
 		{name: "creates, updates and deletes come in that order",
 			desired: []apiv1.EndpointInput{input("z", nil), input("m", func(in *apiv1.EndpointInput) { in.Paused = true })},
 			current: []apiv1.EndpointView{view("m", nil), view("a", nil)}, opts: Options{Prune: true},
@@ -247,7 +251,7 @@ func TestExportPlansNoChange(t *testing.T) {
 			v.Rules = &apiv1.RulesInput{OpenAfter: 2}
 			v.Sinks = json.RawMessage(`[{"name":"hook","type":"webhook","url":"https://hooks.example.com/<redacted>"}]`)
 		}),
-		view("b", func(v *apiv1.EndpointView) { v.Paused = true; v.Timeout = "3s" }),
+		view("b", func(v *apiv1.EndpointView) { v.Paused = true; v.Timeout = "3s"; v.TraceContext = true }),
 		view("c", func(v *apiv1.EndpointView) { v.Public, v.Slug, v.PublicConformance = true, "c-mcp", true }),
 	}
 	out, err := YAML(Export(views))

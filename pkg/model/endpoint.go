@@ -59,6 +59,11 @@ type Endpoint struct {
 	// CredentialWarning is how long before a configured JWT bearer token
 	// expires the probe starts warning (0: the prober's default, 72h).
 	CredentialWarning time.Duration `json:"credentialWarning,omitempty"`
+	// TraceContext sends the probe's W3C trace context (traceparent,
+	// tracestate) to the endpoint on every request of a traced probe, so
+	// the server's own spans join the probe's trace. Off by default: a
+	// server learns mcpmon's trace IDs only when its owner asks.
+	TraceContext bool `json:"traceContext,omitempty"`
 }
 
 // ToolCheck names a read-only tool the probe calls after the handshake and

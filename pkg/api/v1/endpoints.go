@@ -61,6 +61,9 @@ type EndpointInput struct {
 	// Regions probe the endpoint, some of the deployment's --regions;
 	// empty: all of them.
 	Regions []string `json:"regions,omitempty"`
+	// TraceContext sends each traced probe's W3C traceparent to the
+	// endpoint (header, and params._meta under 2026-07-28); default off.
+	TraceContext bool `json:"traceContext,omitempty"`
 }
 
 // RulesInput tunes verdicts and incidents; zero fields use the defaults.
@@ -147,6 +150,7 @@ type EndpointView struct {
 	ToolCheck         *ToolCheckInput `json:"toolCheck,omitempty"`
 	OAuth             *OAuthInput     `json:"oauth,omitempty"`
 	CredentialWarning string          `json:"credentialWarning,omitempty"`
+	TraceContext      bool            `json:"traceContext,omitempty"`
 }
 
 // ResultView is the latest probe result of an endpoint.
