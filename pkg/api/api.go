@@ -178,6 +178,9 @@ type Options struct {
 	// AllowHTTPWebhooks accepts http:// webhook subscriber URLs (the
 	// allow-private-targets flag); https only otherwise.
 	AllowHTTPWebhooks bool
+	// Probes serves POST /v1/endpoints/{id}/probe (probenow.go); nil
+	// answers it with 503.
+	Probes ProbeRequester
 }
 
 // DefaultMaxBodyBytes is the default request body cap.
@@ -212,6 +215,7 @@ type server struct {
 	subSeal   subscribe.Sealer
 	maxSubs   int
 	httpHooks bool
+	probes    ProbeRequester
 }
 
 // New returns the /v1 API handler. It panics if opts.Store is nil: that is a
@@ -243,6 +247,7 @@ func New(opts Options) http.Handler {
 		subSeal:   opts.SubscriberSealer,
 		maxSubs:   cmp.Or(max(opts.MaxSubscribersPerPage, 0), model.DefaultMaxSubscribersPerPage),
 		httpHooks: opts.AllowHTTPWebhooks,
+		probes:    opts.Probes,
 	}
 	if s.redact == nil {
 		s.redact = model.RedactSinks
@@ -305,6 +310,7 @@ func New(opts Options) http.Handler {
 			r.Get("/{id}/catalog", s.getCatalog)         // uptime.go
 			r.Get("/{id}/events", s.listEvents)          // events.go
 			r.Get("/{id}/conformance", s.getConformance) // conformance.go
+			r.Post("/{id}/probe", s.probeEndpoint)       // probenow.go
 		})
 		r.Route("/incidents", func(r chi.Router) {
 			r.Get("/", s.listIncidents)

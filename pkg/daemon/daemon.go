@@ -526,6 +526,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			SubscriberSealer:      subscriberSealer(o, d.log), // subscriptions.go
 			MaxSubscribersPerPage: o.MaxSubscribersPerPage,
 			AllowHTTPWebhooks:     allow,
+			Probes:                sched, // POST /v1/endpoints/{id}/probe: the scheduler's queues, per region
 		})
 		mux.Handle("/v1/", h)
 		// The rendered API document: api.New serves it outside /v1 (the
