@@ -181,6 +181,9 @@ type Options struct {
 	// Probes serves POST /v1/endpoints/{id}/probe (probenow.go); nil
 	// answers it with 503.
 	Probes ProbeRequester
+	// MCP, when set, builds the handler served at /mcp from this API's own
+	// handler (mcp.go; the process wires mcpapi.New); nil serves no /mcp.
+	MCP func(rest http.Handler) http.Handler
 }
 
 // DefaultMaxBodyBytes is the default request body cap.
@@ -294,6 +297,7 @@ func New(opts Options) http.Handler {
 	// (openapi.go, docs.go).
 	r.Get("/v1/openapi.json", specHandler())
 	r.Get("/docs", docsHandler())
+	s.mountMCP(r, opts.MCP) // mcp.go
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate) // auth.go: key and scope for every /v1 route
 		r.Use(s.recordAudit)  // audit.go: who changed what
