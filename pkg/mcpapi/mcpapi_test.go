@@ -494,11 +494,11 @@ const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pro
 func TestForeignOriginIs403(t *testing.T) {
 	f := newFixture(t)
 	for origin, want := range map[string]int{
-		"http://evil.example":                    http.StatusForbidden,
-		"null":                                   http.StatusForbidden,
+		"http://evil.example":                   http.StatusForbidden,
+		"null":                                  http.StatusForbidden,
 		strings.Replace(f.srv.URL, "1", "2", 1): http.StatusForbidden,
-		f.srv.URL:                                http.StatusOK,
-		"":                                       http.StatusOK,
+		f.srv.URL:                               http.StatusOK,
+		"":                                      http.StatusOK,
 	} {
 		req, _ := http.NewRequestWithContext(t.Context(), "POST", f.srv.URL+"/mcp", strings.NewReader(initialize))
 		req.Header.Set("Content-Type", "application/json")

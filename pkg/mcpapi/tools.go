@@ -211,7 +211,9 @@ func idSchema() *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "string", MinLength: ptr(1), MaxLength: ptr(maxID), Pattern: idPattern}
 }
 
-func str(maxLen int) *jsonschema.Schema { return &jsonschema.Schema{Type: "string", MaxLength: ptr(maxLen)} }
+func str(maxLen int) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", MaxLength: ptr(maxLen)}
+}
 
 func enum(values ...string) *jsonschema.Schema {
 	s := &jsonschema.Schema{Type: "string"}
