@@ -157,3 +157,15 @@ func TestProbeNowThatDoesNotArriveIsAccepted(t *testing.T) {
 		}
 	})
 }
+
+// TestProbeNowTakesNoInput: a body naming anything is a 400 naming it.
+func TestProbeNowTakesNoInput(t *testing.T) {
+	f := &fakeProber{answers: true}
+	h := newHarness(t, withProber(f))
+	ep := h.create(`{"name":"docs","url":"https://mcp.example.com/mcp"}`)
+	h.mustJSON("POST", "/v1/endpoints/"+ep.ID+"/probe", `{}`, http.StatusOK, nil)
+	resp, b := h.do("POST", "/v1/endpoints/"+ep.ID+"/probe", "", `{"region":"eu"}`)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "region") {
+		t.Errorf("a body with a member: %d %s, want 400 naming it", resp.StatusCode, b)
+	}
+}
