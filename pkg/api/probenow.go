@@ -28,8 +28,10 @@ const (
 	// probePollFirst and probePollMax pace the reads of the latest result
 	// while the probe runs: soon for a fast target, then at most this
 	// often, so one waiting request costs a handful of store reads a second.
-	probePollFirst = 25 * time.Millisecond
-	probePollMax   = 500 * time.Millisecond
+	// probeWriteSlack is the time left to write the answer after the wait.
+	probeWriteSlack = 10 * time.Second
+	probePollFirst  = 25 * time.Millisecond
+	probePollMax    = 500 * time.Millisecond
 )
 
 // probeEndpoint serves POST /v1/endpoints/{id}/probe: it asks for a probe
@@ -78,7 +80,12 @@ func (s *server) probeEndpoint(w http.ResponseWriter, r *http.Request) {
 	if wait <= 0 {
 		wait = apiv1.DefaultTimeout // a record stored without one is probed with the default
 	}
-	res, err := s.awaitResult(r.Context(), id, runID, wait+probeWaitMargin)
+	wait += probeWaitMargin
+	// The wait may outlast the server's write timeout (--http-write-timeout,
+	// 60 s by default; an endpoint's timeout is up to 2 m): this response
+	// gets its own deadline. A writer that cannot set one keeps the server's.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + probeWriteSlack))
+	res, err := s.awaitResult(r.Context(), id, runID, wait)
 	switch {
 	case err == nil:
 		writeJSON(w, http.StatusOK, resultView(res))

@@ -169,3 +169,49 @@ func TestProbeNowTakesNoInput(t *testing.T) {
 		t.Errorf("a body with a member: %d %s, want 400 naming it", resp.StatusCode, b)
 	}
 }
+
+// slowProber stores the slot's result after delay, like a probe of a slow
+// target.
+type slowProber struct {
+	st    store.Store
+	delay time.Duration
+}
+
+func (p slowProber) ProbeNow(_ context.Context, ep model.Endpoint, slot time.Time) error {
+	time.AfterFunc(p.delay, func() {
+		_ = p.st.PutLatestResult(context.Background(), msg.ProbeResult{EndpointID: ep.ID, ProbeRunID: msg.ProbeRunID(ep.ID, slot), Slot: slot,
+			StartedAt: slot, FinishedAt: slot.Add(p.delay), Status: msg.StatusUp, Class: "ok"})
+	})
+	return nil
+}
+
+// TestProbeNowOutlastsTheWriteTimeout: a probe slower than the server's
+// write timeout still gets its answer written.
+func TestProbeNowOutlastsTheWriteTimeout(t *testing.T) {
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "mcpmon.db"), bolt.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	srv := httptest.NewUnstartedServer(api.New(api.Options{Store: st, Probes: slowProber{st: st, delay: 600 * time.Millisecond}, NewID: func() string { return "ep1" }}))
+	srv.Config.WriteTimeout = 200 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	post := func(path, body string) (*http.Response, error) {
+		return srv.Client().Post(srv.URL+path, "application/json", strings.NewReader(body))
+	}
+	resp, err := post("/v1/endpoints", `{"name":"slow","url":"https://mcp.example.com/mcp","timeout":"2s"}`)
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	resp, err = post("/v1/endpoints/ep1/probe", "")
+	if err != nil {
+		t.Fatalf("probe slower than the write timeout: %v", err)
+	}
+	defer resp.Body.Close()
+	var res apiv1.ResultView
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&res) != nil || res.Status != msg.StatusUp {
+		t.Errorf("probe: %d %+v, want 200 with the result", resp.StatusCode, res)
+	}
+}

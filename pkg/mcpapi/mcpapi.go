@@ -20,8 +20,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
 // Bounds of what /mcp reads and what a tool reads back from the REST API.
@@ -99,9 +102,18 @@ func refuseForeignOrigin(next http.Handler) http.Handler {
 			http.Error(w, "cross-origin requests to /mcp are refused", http.StatusForbidden)
 			return
 		}
+		// probe_endpoint_now waits up to an endpoint's longest timeout
+		// plus the API's margin, which may outlast the server's write
+		// timeout; a request that has passed the key check gets that long.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(maxToolWait))
 		next.ServeHTTP(w, r)
 	})
 }
+
+// maxToolWait bounds the longest tool call: probe_endpoint_now of an
+// endpoint with the longest timeout, the API's wait margin and time to
+// write the answer.
+const maxToolWait = apiv1.MaxTimeout + 30*time.Second
 
 // cancelOnly keeps a context's deadline and cancellation and none of
 // its values: a tool's REST request must be routed and authenticated from

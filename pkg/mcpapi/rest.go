@@ -50,17 +50,14 @@ func (r *response) Write(p []byte) (int, error) {
 // 2xx JSON answer into out. A problem answer is returned as a *toolError
 // carrying its detail, so the tool's caller reads what a REST client reads.
 func (rc restCall) do(ctx context.Context, method, path string, body any, out any) (int, error) {
-	var rd *bytes.Reader
+	var b []byte
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
 			return 0, fmt.Errorf("encode %s %s: %w", method, path, err)
 		}
-		rd = bytes.NewReader(b)
-	} else {
-		rd = bytes.NewReader(nil)
 	}
-	req, err := http.NewRequestWithContext(cancelOnly{ctx}, method, path, rd)
+	req, err := http.NewRequestWithContext(cancelOnly{ctx}, method, path, bytes.NewReader(b))
 	if err != nil {
 		return 0, fmt.Errorf("build %s %s: %w", method, path, err)
 	}
@@ -106,9 +103,6 @@ type toolError struct {
 }
 
 func (e *toolError) Error() string { return e.msg }
-
-// Status is the REST status of the refusal (0 when it was not one).
-func (e *toolError) Status() int { return e.status }
 
 // problemError turns a problem+json body into a toolError.
 func problemError(status int, body []byte) error {
