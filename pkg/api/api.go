@@ -178,6 +178,12 @@ type Options struct {
 	// AllowHTTPWebhooks accepts http:// webhook subscriber URLs (the
 	// allow-private-targets flag); https only otherwise.
 	AllowHTTPWebhooks bool
+	// Probes serves POST /v1/endpoints/{id}/probe (probenow.go); nil
+	// answers it with 503.
+	Probes ProbeRequester
+	// MCP, when set, builds the handler served at /mcp from this API's own
+	// handler (mcp.go; the process wires mcpapi.New); nil serves no /mcp.
+	MCP func(rest http.Handler) http.Handler
 }
 
 // DefaultMaxBodyBytes is the default request body cap.
@@ -212,6 +218,7 @@ type server struct {
 	subSeal   subscribe.Sealer
 	maxSubs   int
 	httpHooks bool
+	probes    ProbeRequester
 }
 
 // New returns the /v1 API handler. It panics if opts.Store is nil: that is a
@@ -243,6 +250,7 @@ func New(opts Options) http.Handler {
 		subSeal:   opts.SubscriberSealer,
 		maxSubs:   cmp.Or(max(opts.MaxSubscribersPerPage, 0), model.DefaultMaxSubscribersPerPage),
 		httpHooks: opts.AllowHTTPWebhooks,
+		probes:    opts.Probes,
 	}
 	if s.redact == nil {
 		s.redact = model.RedactSinks
@@ -289,6 +297,7 @@ func New(opts Options) http.Handler {
 	// (openapi.go, docs.go).
 	r.Get("/v1/openapi.json", specHandler())
 	r.Get("/docs", docsHandler())
+	s.mountMCP(r, opts.MCP) // mcp.go
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate) // auth.go: key and scope for every /v1 route
 		r.Use(s.recordAudit)  // audit.go: who changed what
@@ -305,6 +314,7 @@ func New(opts Options) http.Handler {
 			r.Get("/{id}/catalog", s.getCatalog)         // uptime.go
 			r.Get("/{id}/events", s.listEvents)          // events.go
 			r.Get("/{id}/conformance", s.getConformance) // conformance.go
+			r.Post("/{id}/probe", s.probeEndpoint)       // probenow.go
 		})
 		r.Route("/incidents", func(r chi.Router) {
 			r.Get("/", s.listIncidents)

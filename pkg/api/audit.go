@@ -62,6 +62,7 @@ const (
 	ActionPostUpdate  = "post-update" // an incident update posted
 	ActionCreateKey   = "create-key"
 	ActionRevokeKey   = "revoke-key"
+	ActionProbe       = "probe" // a probe asked for on demand
 )
 
 // auditRoute says what a state-changing route does, and which request
@@ -78,6 +79,7 @@ var auditRoutes = map[string]auditRoute{
 	"POST /v1/endpoints":                                      {ActionCreate, "endpoint", jsonFields(apiv1.EndpointInput{})},
 	"PATCH /v1/endpoints/{id}":                                {ActionUpdate, "endpoint", jsonFields(apiv1.EndpointInput{})},
 	"DELETE /v1/endpoints/{id}":                               {ActionDelete, "endpoint", nil},
+	"POST /v1/endpoints/{id}/probe":                           {ActionProbe, "endpoint", nil},
 	"POST /v1/incidents/{id}/ack":                             {ActionAcknowledge, "incident", jsonFields(apiv1.AckInput{})},
 	"POST /v1/incidents/{id}/updates":                         {ActionPostUpdate, "incident", jsonFields(apiv1.UpdateInput{})},
 	"POST /v1/maintenance":                                    {ActionSilence, "maintenance", jsonFields(apiv1.MaintenanceInput{})},

@@ -52,9 +52,22 @@ func RequiredScope(method string) auth.Scope {
 // client address over its failed-authentication budget
 // (auth.FailureLimiter) is refused with 429 before its key is looked at.
 func (s *server) authenticate(next http.Handler) http.Handler {
-	if s.authn == nil {
-		return next
+	return s.authenticateFor(func(r *http.Request) auth.Scope { return RequiredScope(r.Method) })(next)
+}
+
+// authenticateFor is authenticate with the scope a request needs decided
+// by need: /mcp (mcp.go) admits any live key at the door, and each tool's
+// REST request is held to its own route's scope.
+func (s *server) authenticateFor(need func(*http.Request) auth.Scope) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if s.authn == nil {
+			return next
+		}
+		return s.authenticated(need, next)
 	}
+}
+
+func (s *server) authenticated(needOf func(*http.Request) auth.Scope, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		client := auth.ClientAddress(r.RemoteAddr)
 		if wait, blocked := s.failures.Blocked(client, s.clock.Now()); blocked {
@@ -89,7 +102,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			s.refused(r, client, http.StatusUnauthorized, reason, auth.Principal{})
 			return
 		}
-		if need := RequiredScope(r.Method); !p.Scope.Allows(need) {
+		if need := needOf(r); !p.Scope.Allows(need) {
 			forbidden(w, r, need, p.Scope)
 			s.refused(r, client, http.StatusForbidden, refusalScope, p)
 			return

@@ -78,6 +78,7 @@ var routeTable = map[string]routeCase{
 	"GET /v1/endpoints/{id}/catalog":     {scope: auth.ScopeRead, path: "/v1/endpoints/{endpoint}/catalog", tenant: notFound},
 	"GET /v1/endpoints/{id}/events":      {scope: auth.ScopeRead, path: "/v1/endpoints/{endpoint}/events?kind=catalog_breaking", tenant: notFound},
 	"GET /v1/endpoints/{id}/conformance": {scope: auth.ScopeRead, path: "/v1/endpoints/{endpoint}/conformance", tenant: notFound},
+	"POST /v1/endpoints/{id}/probe":      {scope: auth.ScopeWrite, path: "/v1/endpoints/{endpoint}/probe", tenant: notFound},
 	"GET /v1/incidents/":                 {scope: auth.ScopeRead, path: "/v1/incidents", tenant: absent, object: "{incident}"},
 	"GET /v1/incidents/{id}":             {scope: auth.ScopeRead, path: "/v1/incidents/{incident}", tenant: notFound},
 	"POST /v1/incidents/{id}/ack":        {scope: auth.ScopeWrite, path: "/v1/incidents/{incident}/ack", tenant: notFound},

@@ -24,6 +24,7 @@ type probeFlags struct {
 	headers                    []string
 	tool, toolArgs             string
 	expectContains             string
+	expect                     string
 	oauthTokenURL              string
 	oauthClientID              string
 	oauthClientSecret          string
@@ -45,15 +46,21 @@ stored, and no server is needed: use it to try a server before registering
 it, or to see from another network what a prober saw.
 
 Exit status: 0 when the server is up or degraded, 1 when it is down (the
-reason on stderr), 2 for a usage error.`,
+reason on stderr), 2 for a usage error. With --expect STATUS (up, degraded
+or down), a deploy gate: 0 when the probe's status is STATUS, else 1 with
+one line saying what it was and why.`,
 		Example: `  mcpmon probe https://mcp.example.com/mcp
   mcpmon probe https://mcp.example.com/mcp --header 'Authorization=Bearer ${env:TOKEN}' -o json
   mcpmon probe http://127.0.0.1:3001/mcp --allow-private-targets --transport streamable-http
+  mcpmon probe https://mcp.example.com/mcp --expect up -o json
   mcpmon probe https://billing.example/mcp --tool health --tool-args '{"deep":false}' --expect-contains ok \
     --oauth-token-url https://auth.example/token --oauth-client-id probe \
     --oauth-client-secret '${env:PROBE_SECRET}'`,
 		Args: exactURL,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.expect != "" && !slices.Contains(expectStatuses, msg.Status(f.expect)) {
+				return usagef("--expect %q: want up, degraded or down", f.expect)
+			}
 			ep, err := a.probeEndpoint(args[0], &f)
 			if err != nil {
 				return err
@@ -65,10 +72,7 @@ reason on stderr), 2 for a usage error.`,
 			if err := a.render(res, func(w io.Writer) { probeTable(w, ep.URL, res) }); err != nil {
 				return err
 			}
-			if res.Status == msg.StatusDown {
-				return fmt.Errorf("down (%s): %s", res.Class, res.Error)
-			}
-			return nil
+			return probeOutcome(res, msg.Status(f.expect))
 		},
 	}
 	fl := cmd.Flags()
@@ -80,14 +84,36 @@ reason on stderr), 2 for a usage error.`,
 	fl.StringVar(&f.tool, "tool", "", "after the handshake, call this read-only tool")
 	fl.StringVar(&f.toolArgs, "tool-args", "", "the tool's arguments, a JSON object")
 	fl.StringVar(&f.expectContains, "expect-contains", "", "the tool result's text must contain this")
+	fl.StringVar(&f.expect, "expect", "", "exit 0 only when the status is this: up, degraded or down (a deploy gate)")
 	fl.StringVar(&f.oauthTokenURL, "oauth-token-url", "", "OAuth token URL (client credentials); default: discovered from the server's protected-resource and authorization-server metadata")
 	fl.StringVar(&f.oauthClientID, "oauth-client-id", "", "OAuth client ID")
 	fl.StringVar(&f.oauthClientSecret, "oauth-client-secret", "", "OAuth client secret, a reference: '${env:SECRET}' or '${file:PATH}'")
 	fl.StringSliceVar(&f.oauthScopes, "oauth-scope", nil, "OAuth scopes (comma-separated or repeated)")
 	fl.StringVar(&f.oauthAudience, "oauth-audience", "", "OAuth audience parameter, when the authorization server wants one")
 	fl.BoolVar(&f.allowPrivate, "allow-private-targets", false, "allow loopback, private and link-local targets (refused by default, like the daemon)")
+	_ = cmd.RegisterFlagCompletionFunc("expect", cobra.FixedCompletions([]string{"up", "degraded", "down"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("transport", cobra.FixedCompletions([]string{"auto", "streamable-http", "sse"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// expectStatuses are the values of --expect.
+var expectStatuses = []msg.Status{msg.StatusUp, msg.StatusDegraded, msg.StatusDown}
+
+// probeOutcome is the exit of `mcpmon probe`: without an expectation, an
+// error when the server is down; with one, an error when the status is
+// another, naming what it was and why.
+func probeOutcome(res msg.ProbeResult, expect msg.Status) error {
+	switch {
+	case expect == "" && res.Status != msg.StatusDown:
+		return nil
+	case expect == "":
+		return fmt.Errorf("down (%s): %s", res.Class, res.Error)
+	case res.Status == expect:
+		return nil
+	case res.Error != "":
+		return fmt.Errorf("%s (%s), want %s: %s", res.Status, res.Class, expect, res.Error)
+	}
+	return fmt.Errorf("%s (%s), want %s", res.Status, res.Class, expect)
 }
 
 func exactURL(cmd *cobra.Command, args []string) error {

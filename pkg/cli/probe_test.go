@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -108,4 +109,55 @@ func TestProbeSecretsComeFromReferences(t *testing.T) {
 	h.fails(ExitUsage, "${env:NAME}", "probe", "--allow-private-targets", "--header", "Authorization=Bearer "+token, hs.URL)
 	h.fails(ExitUsage, "MISSING_TOKEN", "probe", "--allow-private-targets", "--header", "Authorization=Bearer ${env:MISSING_TOKEN}", hs.URL)
 	h.fails(ExitError, "auth_rejected", "probe", "--allow-private-targets", "--header", "Authorization=Bearer ${env:PROBE_TOKEN}x", hs.URL)
+}
+
+// TestProbeExpectIsADeployGate: with --expect the exit says whether the
+// status is the one expected, with one line saying what it was; the
+// output is the same result.
+func TestProbeExpectIsADeployGate(t *testing.T) {
+	url, _ := newMCPServer(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String() + "/mcp"
+	ln.Close() // refused from now on
+	h := &harness{t: t, env: map[string]string{}}
+
+	if out := h.ok("probe", "--allow-private-targets", "--expect", "up", url); !strings.Contains(out, "Status:       up") {
+		t.Errorf("--expect up of an up server:\n%s", out)
+	}
+	h.fails(ExitError, "up (ok), want down", "probe", "--allow-private-targets", "--expect", "down", url)
+	h.ok("probe", "--allow-private-targets", "--expect", "down", closed)
+	_, errOut, code := h.run("probe", "--allow-private-targets", "--expect", "up", closed)
+	if code != ExitError || !strings.Contains(errOut, "down (refused), want up: ") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Errorf("--expect up of a refused port: exit %d, stderr %q; want %d and one line", code, errOut, ExitError)
+	}
+	h.fails(ExitUsage, `--expect "sideways"`, "probe", "--allow-private-targets", "--expect", "sideways", url)
+}
+
+func TestProbeOutcome(t *testing.T) {
+	up := msg.ProbeResult{Status: msg.StatusUp, Class: "ok"}
+	slow := msg.ProbeResult{Status: msg.StatusDegraded, Class: "slow", Error: "total 4s over 3s"}
+	down := msg.ProbeResult{Status: msg.StatusDown, Class: "timeout", Error: "no answer in 10s"}
+	for _, tc := range []struct {
+		res    msg.ProbeResult
+		expect msg.Status
+		want   string // "" for exit 0
+	}{
+		{up, "", ""},
+		{slow, "", ""},
+		{down, "", "down (timeout): no answer in 10s"},
+		{up, msg.StatusUp, ""},
+		{slow, msg.StatusUp, "degraded (slow), want up: total 4s over 3s"},
+		{down, msg.StatusUp, "down (timeout), want up: no answer in 10s"},
+		{down, msg.StatusDown, ""},
+		{up, msg.StatusDown, "up (ok), want down"},
+		{slow, msg.StatusDegraded, ""},
+	} {
+		err := probeOutcome(tc.res, tc.expect)
+		if got := fmt.Sprint(err); (err == nil) != (tc.want == "") || (err != nil && got != tc.want) {
+			t.Errorf("probeOutcome(%s, expect %q) = %v, want %q", tc.res.Status, tc.expect, err, tc.want)
+		}
+	}
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/mcpapi"
 	"github.com/mcpmon/mcpmon/pkg/metrics"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
@@ -539,8 +540,13 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			SubscriberSealer:      d.kr,
 			MaxSubscribersPerPage: o.MaxSubscribersPerPage,
 			AllowHTTPWebhooks:     allow,
+			Probes:                sched, // POST /v1/endpoints/{id}/probe: the scheduler's queues, per region
+			MCP: func(rest http.Handler) http.Handler { // /mcp: every tool a request to /v1
+				return mcpapi.New(rest, mcpapi.Options{Version: Version, Logger: d.log})
+			},
 		})
 		mux.Handle("/v1/", h)
+		mux.Handle("/mcp", h) // pkg/mcpapi through the API's key check
 		// The rendered API document: api.New serves it outside /v1 (the
 		// document lists GET /docs), so it is mounted by name.
 		mux.Handle("/docs", h)

@@ -30,6 +30,7 @@ var referenceChecks = map[string][]string{
 	"deep-checks.md":     {"TestDocsDeepChecksDocumentEveryField", "TestDocsDeepChecksBounds"},
 	"events.md":          {"TestDocsEventKinds"},
 	"failure-classes.md": {"TestDocsClassTable"},
+	"mcp.md":             {"TestDocsMCPToolsTable"},
 	"metrics.md":         {"TestDocsMetricsCatalog"},
 	"probing.md":         {"TestDocsProbingErasAndPhases"},
 	"registry-import.md": {"TestDocsRegistryImportFlags", "TestDocsRegistryMembers"},

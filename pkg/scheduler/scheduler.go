@@ -35,6 +35,7 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"log/slog"
 	"slices"
@@ -444,7 +445,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		shards[i] = jobs
 		wg.Go(func() {
 			for j := range jobs {
-				s.publish(ctx, j)
+				_ = s.publish(ctx, j) // logged by publishTo; the next slot is tried as scheduled
 			}
 		})
 	}
@@ -528,31 +529,44 @@ func (s *Scheduler) popDue(now time.Time, due []job) (_ []job, wait time.Duratio
 // per queue), so a region's copy is deduplicated against that region's
 // copies from other schedulers, never against another region's. A region
 // whose send fails does not hold back the others: its slot is no_data for
-// that region only.
-func (s *Scheduler) publish(ctx context.Context, j job) {
+// that region only. The error joins every region's failure.
+func (s *Scheduler) publish(ctx context.Context, j job) error {
 	cmd := msg.NewProbeCommand(j.id, j.slot)
 	in := queue.SendInput{GroupID: cmd.GroupID(), Body: cmd.Body()}
 	if s.regions == nil {
-		s.publishTo(ctx, s.send, "", j, in)
-		return
+		return s.publishTo(ctx, s.send, "", j, in)
 	}
+	var errs []error
 	for _, r := range schedule.DueRegions(s.regionNames, j.regions) {
-		s.publishTo(ctx, s.regions[r], r, j, in)
+		errs = append(errs, s.publishTo(ctx, s.regions[r], r, j, in))
 	}
+	return errors.Join(errs...)
 }
 
-func (s *Scheduler) publishTo(ctx context.Context, send CommandSender, region string, j job, in queue.SendInput) {
+func (s *Scheduler) publishTo(ctx context.Context, send CommandSender, region string, j job, in queue.SendInput) error {
 	if _, err := send.Publish(ctx, in); err != nil {
 		if ctx.Err() == nil {
 			s.log.Warn("publish probe command failed; the endpoint's next slot will be tried as scheduled",
 				"endpoint", j.id, "slot", j.slot, "region", region, "err", err)
 		}
-		return
+		return fmt.Errorf("scheduler: publish probe command of %s for %s (region %q): %w", j.id, j.slot.Format(time.RFC3339), region, err)
 	}
 	if s.metrics != nil {
 		s.metrics.commands.Inc()
 		s.metrics.lag.Observe(s.clock.Now().Sub(j.slot).Seconds())
 	}
+	return nil
+}
+
+// ProbeNow publishes ep's command for slot (whole seconds) outside its
+// schedule, to the queues a scheduled slot of ep goes to: one per due
+// region with a region set. The command is an ordinary one, so its run ID
+// is the slot's and the prober, aggregator and alerter treat its result
+// like a scheduled one; two calls for one slot are one probe, deduplicated
+// by the commands queue. A paused endpoint is the caller's to refuse.
+func (s *Scheduler) ProbeNow(ctx context.Context, ep model.Endpoint, slot time.Time) error {
+	j := job{id: ep.ID, slot: slot.UTC().Truncate(time.Second), regions: regionChoice(ep.Regions)}
+	return s.publish(ctx, j)
 }
 
 // regionChoice keeps an endpoint's region choice, nil when it chose none

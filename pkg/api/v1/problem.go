@@ -43,6 +43,9 @@ const (
 	TypeTooManyUpdates = "urn:mcpmon:problem:too-many-updates"
 	// TypeRateLimited is the problem type of a 429.
 	TypeRateLimited = "urn:mcpmon:problem:rate-limited"
+	// TypeEndpointPaused is the problem type of a probe asked of a paused
+	// endpoint (409).
+	TypeEndpointPaused = "urn:mcpmon:problem:endpoint-paused"
 )
 
 // ProblemContentType is the media type of error responses.
