@@ -52,9 +52,21 @@ func RequiredScope(method string) auth.Scope {
 // client address over its failed-authentication budget
 // (auth.FailureLimiter) is refused with 429 before its key is looked at.
 func (s *server) authenticate(next http.Handler) http.Handler {
-	if s.authn == nil {
-		return next
+	return s.authenticateFor(RequiredScope)(next)
+}
+
+// authenticateFor is authenticate with the scope a request needs decided
+// by need (the agent exchange needs auth.ScopeAgent whatever the method).
+func (s *server) authenticateFor(need func(method string) auth.Scope) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if s.authn == nil {
+			return next
+		}
+		return s.authenticated(next, need)
 	}
+}
+
+func (s *server) authenticated(next http.Handler, required func(method string) auth.Scope) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		client := auth.ClientAddress(r.RemoteAddr)
 		if wait, blocked := s.failures.Blocked(client, s.clock.Now()); blocked {
@@ -89,7 +101,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			s.refused(r, client, http.StatusUnauthorized, reason, auth.Principal{})
 			return
 		}
-		if need := RequiredScope(r.Method); !p.Scope.Allows(need) {
+		if need := required(r.Method); !p.Scope.Allows(need) {
 			forbidden(w, r, need, p.Scope)
 			s.refused(r, client, http.StatusForbidden, refusalScope, p)
 			return

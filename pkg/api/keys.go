@@ -42,6 +42,28 @@ type keyRequest struct {
 	ExpiresIn string     `json:"expiresIn"`
 }
 
+// keyExpiry is a new key's expiry from at most one of expires (a time)
+// and expiresIn (a duration from now); zero: never.
+func keyExpiry(expires *time.Time, expiresIn string, now time.Time) (time.Time, []apiv1.FieldError) {
+	var at time.Time
+	var errs []apiv1.FieldError
+	switch {
+	case expires != nil && expiresIn != "":
+		errs = append(errs, apiv1.FieldError{Pointer: "#/expiresIn", Detail: "give expires or expiresIn, not both"})
+	case expires != nil:
+		if at = *expires; !at.After(now) {
+			errs = append(errs, apiv1.FieldError{Pointer: "#/expires", Detail: "must be in the future"})
+		}
+	case expiresIn != "":
+		d, err := time.ParseDuration(expiresIn)
+		if err != nil || d <= 0 {
+			errs = append(errs, apiv1.FieldError{Pointer: "#/expiresIn", Detail: `must be a positive duration such as "720h"`})
+		}
+		at = now.Add(d)
+	}
+	return at, errs
+}
+
 // keysOff answers /v1/keys when the process runs without keys.
 func (s *server) keysOff(w http.ResponseWriter, r *http.Request) bool {
 	if s.keys != nil {
@@ -74,21 +96,8 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		errs = append(errs, apiv1.FieldError{Pointer: "#/scope", Detail: "must be read, write or admin"})
 	}
-	var expires time.Time
-	switch {
-	case req.Expires != nil && req.ExpiresIn != "":
-		errs = append(errs, apiv1.FieldError{Pointer: "#/expiresIn", Detail: "give expires or expiresIn, not both"})
-	case req.Expires != nil:
-		if expires = *req.Expires; !expires.After(now) {
-			errs = append(errs, apiv1.FieldError{Pointer: "#/expires", Detail: "must be in the future"})
-		}
-	case req.ExpiresIn != "":
-		d, err := time.ParseDuration(req.ExpiresIn)
-		if err != nil || d <= 0 {
-			errs = append(errs, apiv1.FieldError{Pointer: "#/expiresIn", Detail: `must be a positive duration such as "720h"`})
-		}
-		expires = now.Add(d)
-	}
+	expires, expErrs := keyExpiry(req.Expires, req.ExpiresIn, now)
+	errs = append(errs, expErrs...)
 	if len(errs) > 0 {
 		writeProblem(w, r, invalid(errs...))
 		return

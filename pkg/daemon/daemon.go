@@ -38,6 +38,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/scheduler"
 	publicstatus "github.com/mcpmon/mcpmon/pkg/status"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/subscribe"
@@ -479,7 +480,8 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 	})
 
 	if d.role.has(RoleAPI) {
-		sched := d.newScheduler(qm) // regions.go
+		locs := scheduler.NewLocations(scheduler.LocationOptions{Clock: d.clk}) // agents.go
+		sched := d.newScheduler(qm, locs)                                       // regions.go
 		// Load the schedule before serving; a store that is not reachable
 		// yet is waited for by the sync loop below, not a failed start.
 		eps, err := d.st.ListEndpoints(ctx)
@@ -520,12 +522,16 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			OperatorSinks:     sinkNames(o),
 			Quotas: api.Quotas{
 				MaxEndpoints: o.MaxEndpointsPerTenant, MaxMaintenance: o.MaxMaintenancePerTenant, MaxStatusPages: o.MaxStatusPagesPerTenant,
+				MaxAgents:     o.MaxAgentsPerTenant,
 				RatePerSecond: o.RateLimit, Burst: o.RateBurst,
 			},
 			DeadLetters:           d.qs.dead,
 			SubscriberSealer:      subscriberSealer(o, d.log), // subscriptions.go
 			MaxSubscribersPerPage: o.MaxSubscribersPerPage,
 			AllowHTTPWebhooks:     allow,
+			AgentCommands:         locs,
+			AgentResults:          d.agentResults(qm), // agents.go
+			AgentSecretsOverHTTP:  o.AgentSecretsOverHTTP,
 		})
 		mux.Handle("/v1/", h)
 		// The rendered API document: api.New serves it outside /v1 (the
