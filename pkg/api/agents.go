@@ -404,6 +404,8 @@ func (s *server) agentResults(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !slices.Contains(ep.Regions, loc) {
+			// The key's location is its scope: it does not cover this endpoint.
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpmon", error="insufficient_scope"`)
 			writeProblem(w, r, problemf(http.StatusForbidden, "", "results[%d]: endpoint %s is not probed from location %s", i, ep.ID, p.Location))
 			return
 		}
