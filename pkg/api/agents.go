@@ -153,11 +153,7 @@ func (s *server) createAgent(w http.ResponseWriter, r *http.Request) {
 	secret, key, err := s.keys.Create(r.Context(), auth.NewKey{Name: req.Name, Tenant: auth.TenantFrom(r.Context()), Scope: auth.ScopeAgent,
 		Location: req.Location, Expires: expires})
 	if err != nil {
-		if errors.Is(err, auth.ErrNameTaken) {
-			writeProblem(w, r, problemf(http.StatusConflict, "", "a live key of this tenant is already named %q; revoke it or pick another name", req.Name))
-			return
-		}
-		writeProblem(w, r, s.storeProblem(r, err, "agents"))
+		writeProblem(w, r, s.createKeyProblem(r, err, req.Name))
 		return
 	}
 	s.log.Info("agent created", "key_id", key.ID, "name", key.Name, "tenant", key.Tenant, "location", key.Location, "by", principalID(r))
@@ -348,18 +344,9 @@ func agentEndpoint(ep model.Endpoint) apiv1.AgentEndpoint {
 	if ep.LatencyThreshold > 0 {
 		v.LatencyThreshold = ep.LatencyThreshold.String()
 	}
-	if ep.CredentialWarning > 0 {
-		v.CredentialWarning = ep.CredentialWarning.String()
-	}
-	if tc := ep.ToolCheck; tc != nil {
-		v.ToolCheck = &apiv1.ToolCheckInput{Name: tc.Name, Arguments: tc.Arguments}
-		if x := tc.Expect; x != nil {
-			v.ToolCheck.Expect = &apiv1.ToolExpectInput{Contains: x.Contains, JSONPath: x.JSONPath, Equals: x.Equals}
-		}
-	}
-	if o := ep.OAuth; o != nil {
-		v.OAuth = &apiv1.OAuthInput{TokenURL: o.TokenURL, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Scopes: o.Scopes, Audience: o.Audience}
-	}
+	var deep apiv1.EndpointInput
+	deepCheckInput(ep, &deep)
+	v.ToolCheck, v.OAuth, v.CredentialWarning = deep.ToolCheck, deep.OAuth, deep.CredentialWarning
 	return v
 }
 

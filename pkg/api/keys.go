@@ -64,6 +64,14 @@ func keyExpiry(expires *time.Time, expiresIn string, now time.Time) (time.Time, 
 	return at, errs
 }
 
+// createKeyProblem is the answer to a failed KeyManager.Create.
+func (s *server) createKeyProblem(r *http.Request, err error, name string) *apiv1.Problem {
+	if errors.Is(err, auth.ErrNameTaken) {
+		return problemf(http.StatusConflict, "", "a live key of this tenant is already named %q; revoke it or pick another name", name)
+	}
+	return s.storeProblem(r, err, "API keys")
+}
+
 // keysOff answers /v1/keys when the process runs without keys.
 func (s *server) keysOff(w http.ResponseWriter, r *http.Request) bool {
 	if s.keys != nil {
@@ -106,11 +114,7 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request) {
 	// tenant, never another's.
 	secret, key, err := s.keys.Create(r.Context(), auth.NewKey{Name: req.Name, Tenant: auth.TenantFrom(r.Context()), Scope: scope, Expires: expires})
 	if err != nil {
-		if errors.Is(err, auth.ErrNameTaken) {
-			writeProblem(w, r, problemf(http.StatusConflict, "", "a live key of this tenant is already named %q; revoke it or pick another name", req.Name))
-			return
-		}
-		writeProblem(w, r, s.storeProblem(r, err, "API keys"))
+		writeProblem(w, r, s.createKeyProblem(r, err, req.Name))
 		return
 	}
 	s.log.Info("API key created", "key_id", key.ID, "name", key.Name, "tenant", key.Tenant, "scope", key.Scope, "by", principalID(r))
