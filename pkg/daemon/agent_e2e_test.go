@@ -20,7 +20,8 @@ import (
 // on 127.0.0.1, an agent with private targets allowed probes it for its
 // location; down then up gives one alert and one resolve, though the agent
 // is SIGKILLed and restarted mid-outage; its key reads nothing else; once
-// revoked, the agent exits within seconds with one line.
+// revoked, the agent exits within seconds with one line, and its
+// location's windows are no_data.
 func TestAgentProbesWhatTheCentralProberMayNot(t *testing.T) {
 	t.Parallel()
 	srv := newMCPServer(t)
@@ -125,6 +126,13 @@ func TestAgentProbesWhatTheCentralProberMayNot(t *testing.T) {
 	if agent.Err() == nil || !strings.Contains(agent.Output(), "refused the agent key") {
 		t.Fatalf("revoked agent exited with %v, output:\n%s", agent.Err(), agent.Output())
 	}
+	// Its location silent, the endpoint's windows are no_data, not down,
+	// and page nobody.
+	gone := time.Now()
+	eventually(t, 30*time.Second, "no_data windows once the agent is gone", func() bool {
+		v := c.lastVerdict(t, id)
+		return v.State == msg.StateNoData && v.Window.After(gone)
+	})
 	if got := rcv.all(); len(got) != 2 {
 		t.Fatalf("received %d alerts, want one open and one resolve: %v", len(got), got)
 	}
