@@ -4,7 +4,13 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/scheduler"
 )
+
+// agentLocations holds this API replica's agent locations' commands.
+func (d *Daemon) agentLocations() *scheduler.Locations {
+	return scheduler.NewLocations(scheduler.LocationOptions{Clock: d.clk})
+}
 
 // Agents (`mcpmon agent`, pkg/agent) in a process: the API role's
 // scheduler puts agent locations' slots into a scheduler.Locations of its

@@ -38,7 +38,6 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/pkg/queue"
-	"github.com/mcpmon/mcpmon/pkg/scheduler"
 	publicstatus "github.com/mcpmon/mcpmon/pkg/status"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/subscribe"
@@ -480,8 +479,8 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 	})
 
 	if d.role.has(RoleAPI) {
-		locs := scheduler.NewLocations(scheduler.LocationOptions{Clock: d.clk}) // agents.go
-		sched := d.newScheduler(qm, locs)                                       // regions.go
+		locs := d.agentLocations()        // agents.go
+		sched := d.newScheduler(qm, locs) // regions.go
 		// Load the schedule before serving; a store that is not reachable
 		// yet is waited for by the sync loop below, not a failed start.
 		eps, err := d.st.ListEndpoints(ctx)
