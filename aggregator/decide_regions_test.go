@@ -97,6 +97,7 @@ func TestDueRegionsNarrowedToLiveProbers(t *testing.T) {
 		{"heartbeats unknown", func(time.Time) ([]string, bool) { return nil, false }, nil, []string{"eu", "us", "ap"}},
 		{"a dead region drops out", func(time.Time) ([]string, bool) { return []string{"eu", "us"}, true }, nil, []string{"eu", "us"}},
 		{"the endpoint's choice, narrowed", func(time.Time) ([]string, bool) { return []string{"eu", "us"}, true }, []string{"us", "ap"}, []string{"us"}},
+		{"an agent location stays due", func(time.Time) ([]string, bool) { return []string{"eu"}, true }, []string{"loc-office", "us"}, []string{"loc-office"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

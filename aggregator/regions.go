@@ -25,6 +25,9 @@ type LiveRegions interface {
 // window starting at w: its own choice within the configured set, narrowed
 // to the regions with a live prober during the window when heartbeats are
 // known. nil without a region set (the regions that reported are compared).
+// An agent location stays due whatever the heartbeats say: its agent
+// beats by polling the API, not into the prober membership, so a silent
+// agent's windows are no_data for its location.
 func (a *Aggregator) dueRegions(ctx context.Context, ep model.Endpoint, w time.Time) []string {
 	due := schedule.DueRegions(a.opts.Regions, ep.Regions)
 	if len(due) == 0 || a.opts.Live == nil {
@@ -34,7 +37,7 @@ func (a *Aggregator) dueRegions(ctx context.Context, ep model.Endpoint, w time.T
 	if !ok {
 		return due
 	}
-	return slices.DeleteFunc(slices.Clone(due), func(r string) bool { return !slices.Contains(live, r) })
+	return slices.DeleteFunc(slices.Clone(due), func(r string) bool { return !schedule.IsLocation(r) && !slices.Contains(live, r) })
 }
 
 // RegionMetrics are the per-region metrics of a deployment with a region

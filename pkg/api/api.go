@@ -184,6 +184,16 @@ type Options struct {
 	// MCP, when set, builds the handler served at /mcp from this API's own
 	// handler (mcp.go; the process wires mcpapi.New); nil serves no /mcp.
 	MCP func(rest http.Handler) http.Handler
+	// AgentCommands holds agent locations' probe commands for
+	// GET /v1/agent/commands (agents.go); nil serves none.
+	AgentCommands AgentCommandSource
+	// AgentResults is the results queue agents' results are published to;
+	// nil refuses them.
+	AgentResults ResultPublisher
+	// AgentSecretsOverHTTP sends commands whose endpoints carry secrets
+	// to agents polling over plain HTTP (tests on loopback); otherwise
+	// only over TLS.
+	AgentSecretsOverHTTP bool
 }
 
 // DefaultMaxBodyBytes is the default request body cap.
@@ -219,6 +229,11 @@ type server struct {
 	maxSubs   int
 	httpHooks bool
 	probes    ProbeRequester
+	// The agent exchange (agents.go).
+	agentCmds  AgentCommandSource
+	agentPub   ResultPublisher
+	agentPlain bool
+	seen       agentSeen
 }
 
 // New returns the /v1 API handler. It panics if opts.Store is nil: that is a
@@ -251,6 +266,10 @@ func New(opts Options) http.Handler {
 		maxSubs:   cmp.Or(max(opts.MaxSubscribersPerPage, 0), model.DefaultMaxSubscribersPerPage),
 		httpHooks: opts.AllowHTTPWebhooks,
 		probes:    opts.Probes,
+
+		agentCmds:  opts.AgentCommands,
+		agentPub:   opts.AgentResults,
+		agentPlain: opts.AgentSecretsOverHTTP,
 	}
 	if s.redact == nil {
 		s.redact = model.RedactSinks
@@ -298,6 +317,7 @@ func New(opts Options) http.Handler {
 	r.Get("/v1/openapi.json", specHandler())
 	r.Get("/docs", docsHandler())
 	s.mountMCP(r, opts.MCP) // mcp.go
+	r.Route("/v1/agent", s.agentExchangeRoutes) // agents.go: agent keys only, outside the audit log
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate) // auth.go: key and scope for every /v1 route
 		r.Use(s.recordAudit)  // audit.go: who changed what
@@ -336,7 +356,8 @@ func New(opts Options) http.Handler {
 			r.Put("/{id}", s.putStatusPage)
 			r.Delete("/{id}", s.deleteStatusPage)
 		})
-		r.Route("/keys", s.keyRoutes) // keys.go
+		r.Route("/keys", s.keyRoutes)     // keys.go
+		r.Route("/agents", s.agentRoutes) // agents.go
 		r.Route("/audit", s.auditLogRoutes)
 		r.Route("/dlq", s.dlqRoutes)                                                  // dlq.go
 		r.Get("/status-pages/{id}/subscribers", s.listSubscribers)                    // subscribers.go

@@ -57,7 +57,8 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 
 // authenticateFor is authenticate with the scope a request needs decided
 // by need: /mcp (mcp.go) admits any live key at the door, and each tool's
-// REST request is held to its own route's scope.
+// REST request is held to its own route's scope; the agent exchange
+// (agents.go) needs auth.ScopeAgent whatever the method.
 func (s *server) authenticateFor(need func(*http.Request) auth.Scope) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		if s.authn == nil {

@@ -38,6 +38,10 @@ const (
 	// operator: the route is the default tenant's (the operator's) alone;
 	// any other tenant's admin gets 404, as for a path that does not exist.
 	operator
+	// agentOnly: only an agent key opens the route; any other tenant's
+	// admin key is 403 (what an agent of another tenant sees is
+	// TestAgentExchangeStaysInItsTenantAndLocation's).
+	agentOnly
 )
 
 // routeCase is one row of the route table: the scope a route needs, a sample
@@ -104,6 +108,12 @@ var routeTable = map[string]routeCase{
 	"GET /v1/keys/":                {scope: auth.ScopeAdmin, path: "/v1/keys", tenant: absent, object: "{key}"},
 	"POST /v1/keys/":               {scope: auth.ScopeAdmin, path: "/v1/keys", body: `{"name":"walk","scope":"read"}`, tenant: ownTenant, list: "/v1/keys"},
 	"DELETE /v1/keys/{id}":         {scope: auth.ScopeAdmin, path: "/v1/keys/{key}", tenant: notFound},
+	"GET /v1/agents/":              {scope: auth.ScopeWrite, path: "/v1/agents", tenant: absent, object: "{agent}"},
+	"POST /v1/agents/":             {scope: auth.ScopeWrite, path: "/v1/agents", body: `{"name":"walk-agent","location":"walk"}`, tenant: ownTenant, list: "/v1/agents"},
+	"GET /v1/agents/{id}":          {scope: auth.ScopeWrite, path: "/v1/agents/{agent}", tenant: notFound},
+	"DELETE /v1/agents/{id}":       {scope: auth.ScopeWrite, path: "/v1/agents/{agent}", tenant: notFound},
+	"GET /v1/agent/commands":       {scope: auth.ScopeAgent, path: "/v1/agent/commands?wait=0s", tenant: agentOnly},
+	"POST /v1/agent/results":       {scope: auth.ScopeAgent, path: "/v1/agent/results", body: `{"results":[]}`, tenant: agentOnly},
 	"GET /v1/audit/":               {scope: auth.ScopeAdmin, path: "/v1/audit", tenant: absent, object: "{endpoint}"},
 	"GET /v1/dlq/":                 {scope: auth.ScopeAdmin, path: "/v1/dlq", tenant: operator},
 	"GET /v1/dlq/{queue}/messages": {scope: auth.ScopeAdmin, path: "/v1/dlq/verdicts/messages", tenant: operator},
@@ -133,8 +143,12 @@ func newAuthHarness(t *testing.T, tweak ...func(*api.Options)) *authHarness {
 	for _, tk := range []struct {
 		tenant string
 		scope  auth.Scope
-	}{{"a", auth.ScopeRead}, {"a", auth.ScopeWrite}, {"a", auth.ScopeAdmin}, {"b", auth.ScopeAdmin}} {
-		secret, _, err := ah.keyring.Create(t.Context(), auth.NewKey{Name: string(tk.scope), Tenant: tk.tenant, Scope: tk.scope})
+	}{{"a", auth.ScopeRead}, {"a", auth.ScopeWrite}, {"a", auth.ScopeAdmin}, {"b", auth.ScopeAdmin}, {"a", auth.ScopeAgent}} {
+		nk := auth.NewKey{Name: string(tk.scope), Tenant: tk.tenant, Scope: tk.scope}
+		if tk.scope == auth.ScopeAgent {
+			nk.Location = "office"
+		}
+		secret, _, err := ah.keyring.Create(t.Context(), nk)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,12 +210,17 @@ func (ah *authHarness) seed() map[string]string {
 		ah.t.Fatal(err)
 	}
 	ids["{key}"] = k.ID
+	_, ag, err := ah.keyring.Create(ah.t.Context(), auth.NewKey{Name: fmt.Sprintf("agent-%d", ah.seq), Tenant: "a", Scope: auth.ScopeAgent, Location: "office"})
+	if err != nil {
+		ah.t.Fatal(err)
+	}
+	ids["{agent}"] = ag.ID
 	return ids
 }
 
 // placeholderIn returns the placeholder path names.
 func placeholderIn(path string) string {
-	for _, ph := range []string{"{endpoint}", "{incident}", "{maintenance}", "{page}", "{key}"} {
+	for _, ph := range []string{"{endpoint}", "{incident}", "{maintenance}", "{page}", "{key}", "{agent}"} {
 		if strings.Contains(path, ph) {
 			return ph
 		}
@@ -347,7 +366,7 @@ func TestEveryRouteRequiresAKey(t *testing.T) {
 				case notFound:
 					// Exactly what a missing object answers: no oracle.
 					missing := strings.ReplaceAll(rc.path, "{endpoint}", "nosuchid")
-					for _, ph := range []string{"{incident}", "{maintenance}", "{page}", "{key}"} {
+					for _, ph := range []string{"{incident}", "{maintenance}", "{page}", "{key}", "{agent}"} {
 						missing = strings.ReplaceAll(missing, ph, "nosuchid")
 					}
 					mresp, mb := ah.call(method, missing, ah.keys["b/admin"], rc.body)
@@ -368,6 +387,10 @@ func TestEveryRouteRequiresAKey(t *testing.T) {
 					}
 					if _, list := ah.call(http.MethodGet, rc.list, ah.keys["a/admin"], ""); hasID(list, created.ID) {
 						problem = fmt.Sprintf("tenant a's %s shows %s, created by tenant b", rc.list, created.ID)
+					}
+				case agentOnly:
+					if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Content-Type") != apiv1.ProblemContentType {
+						problem = fmt.Sprintf("%d %s, want 403 problem+json: only an agent key opens it", resp.StatusCode, b)
 					}
 				case operator:
 					if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != apiv1.ProblemContentType {

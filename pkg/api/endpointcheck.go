@@ -59,7 +59,10 @@ func (s *server) toEndpoint(in apiv1.EndpointInput, checkTarget bool) (model.End
 		bad("#/regions", "%s", regionDetail)
 	}
 	checkName(e.Name, bad)
-	s.checkURLField(e.URL, checkTarget, ruled("url"), bad)
+	// An endpoint probed by agents alone is probed from inside its
+	// owner's network: the central SSRF guard is not its target policy
+	// (the agent's own guard is).
+	s.checkURLField(e.URL, checkTarget && schedule.Central(e.Regions), ruled("url"), bad)
 	s.checkProtocol(e.Transport, e.ProtocolVersion, ruled("transport"), ruled("protocolVersion"), bad)
 	var interval time.Duration
 	e.Schedule, interval = checkSchedule(e.Schedule, s.clock.Now(), bad)

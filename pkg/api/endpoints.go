@@ -17,6 +17,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -341,7 +342,9 @@ func (s *server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		warnings := carrySecrets(&in, cur, patch)
 		deepWarnings, deepErrs := carryDeepSecrets(&in, cur, patch)
 		warnings = append(warnings, deepWarnings...)
-		next, errs := s.toEndpoint(in, strings.TrimSpace(in.URL) != cur.URL)
+		// The target policy is checked again when the URL moves, and when
+		// an endpoint probed by agents alone is handed to central probers.
+		next, errs := s.toEndpoint(in, strings.TrimSpace(in.URL) != cur.URL || (schedule.Central(in.Regions) && !schedule.Central(cur.Regions)))
 		errs = append(deepErrs, errs...)
 		if len(errs) > 0 {
 			writeProblem(w, r, invalid(errs...))

@@ -42,6 +42,36 @@ type keyRequest struct {
 	ExpiresIn string     `json:"expiresIn"`
 }
 
+// keyExpiry is a new key's expiry from at most one of expires (a time)
+// and expiresIn (a duration from now); zero: never.
+func keyExpiry(expires *time.Time, expiresIn string, now time.Time) (time.Time, []apiv1.FieldError) {
+	var at time.Time
+	var errs []apiv1.FieldError
+	switch {
+	case expires != nil && expiresIn != "":
+		errs = append(errs, apiv1.FieldError{Pointer: "#/expiresIn", Detail: "give expires or expiresIn, not both"})
+	case expires != nil:
+		if at = *expires; !at.After(now) {
+			errs = append(errs, apiv1.FieldError{Pointer: "#/expires", Detail: "must be in the future"})
+		}
+	case expiresIn != "":
+		d, err := time.ParseDuration(expiresIn)
+		if err != nil || d <= 0 {
+			errs = append(errs, apiv1.FieldError{Pointer: "#/expiresIn", Detail: `must be a positive duration such as "720h"`})
+		}
+		at = now.Add(d)
+	}
+	return at, errs
+}
+
+// createKeyProblem is the answer to a failed KeyManager.Create.
+func (s *server) createKeyProblem(r *http.Request, err error, name string) *apiv1.Problem {
+	if errors.Is(err, auth.ErrNameTaken) {
+		return problemf(http.StatusConflict, "", "a live key of this tenant is already named %q; revoke it or pick another name", name)
+	}
+	return s.storeProblem(r, err, "API keys")
+}
+
 // keysOff answers /v1/keys when the process runs without keys.
 func (s *server) keysOff(w http.ResponseWriter, r *http.Request) bool {
 	if s.keys != nil {
@@ -74,21 +104,8 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		errs = append(errs, apiv1.FieldError{Pointer: "#/scope", Detail: "must be read, write or admin"})
 	}
-	var expires time.Time
-	switch {
-	case req.Expires != nil && req.ExpiresIn != "":
-		errs = append(errs, apiv1.FieldError{Pointer: "#/expiresIn", Detail: "give expires or expiresIn, not both"})
-	case req.Expires != nil:
-		if expires = *req.Expires; !expires.After(now) {
-			errs = append(errs, apiv1.FieldError{Pointer: "#/expires", Detail: "must be in the future"})
-		}
-	case req.ExpiresIn != "":
-		d, err := time.ParseDuration(req.ExpiresIn)
-		if err != nil || d <= 0 {
-			errs = append(errs, apiv1.FieldError{Pointer: "#/expiresIn", Detail: `must be a positive duration such as "720h"`})
-		}
-		expires = now.Add(d)
-	}
+	expires, expErrs := keyExpiry(req.Expires, req.ExpiresIn, now)
+	errs = append(errs, expErrs...)
 	if len(errs) > 0 {
 		writeProblem(w, r, invalid(errs...))
 		return
@@ -97,11 +114,7 @@ func (s *server) createKey(w http.ResponseWriter, r *http.Request) {
 	// tenant, never another's.
 	secret, key, err := s.keys.Create(r.Context(), auth.NewKey{Name: req.Name, Tenant: auth.TenantFrom(r.Context()), Scope: scope, Expires: expires})
 	if err != nil {
-		if errors.Is(err, auth.ErrNameTaken) {
-			writeProblem(w, r, problemf(http.StatusConflict, "", "a live key of this tenant is already named %q; revoke it or pick another name", req.Name))
-			return
-		}
-		writeProblem(w, r, s.storeProblem(r, err, "API keys"))
+		writeProblem(w, r, s.createKeyProblem(r, err, req.Name))
 		return
 	}
 	s.log.Info("API key created", "key_id", key.ID, "name", key.Name, "tenant", key.Tenant, "scope", key.Scope, "by", principalID(r))

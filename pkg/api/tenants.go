@@ -38,6 +38,8 @@ type Quotas struct {
 	MaxMaintenance int
 	// MaxStatusPages per tenant, counted like MaxMaintenance.
 	MaxStatusPages int
+	// MaxAgents is how many live agent keys a tenant may hold (agents.go).
+	MaxAgents int
 	// RatePerSecond is each tenant's sustained request rate on /v1 and
 	// Burst how many requests it may make at once; beyond them the API
 	// answers 429 with Retry-After. Each replica keeps its own buckets, so
@@ -51,6 +53,7 @@ const (
 	DefaultMaxEndpointsPerTenant   = 1000
 	DefaultMaxMaintenancePerTenant = 100
 	DefaultMaxStatusPagesPerTenant = 20
+	DefaultMaxAgentsPerTenant      = 50
 	DefaultRateLimit               = 20.0
 	DefaultRateBurst               = 40
 )

@@ -69,6 +69,10 @@ const (
 	ScopeRead  Scope = "read"  // GET and HEAD
 	ScopeWrite Scope = "write" // plus every state-changing request
 	ScopeAdmin Scope = "admin" // plus managing keys (and, later, tenants)
+	// ScopeAgent is outside the order: an agent key (`mcpmon agent`) may
+	// fetch its location's probe commands and post their results, and
+	// nothing else; no other key may do that.
+	ScopeAgent Scope = "agent"
 )
 
 func (s Scope) rank() int {
@@ -83,16 +87,22 @@ func (s Scope) rank() int {
 	return 0
 }
 
-// Valid reports whether s is one of the three scopes.
-func (s Scope) Valid() bool { return s.rank() > 0 }
+// Valid reports whether s is one of the four scopes.
+func (s Scope) Valid() bool { return s.rank() > 0 || s == ScopeAgent }
 
 // Allows reports whether a key of scope s may do what needs requires.
-func (s Scope) Allows(needs Scope) bool { return s.Valid() && s.rank() >= needs.rank() }
+func (s Scope) Allows(needs Scope) bool {
+	if s == ScopeAgent || needs == ScopeAgent {
+		return s == needs
+	}
+	return s.Valid() && s.rank() >= needs.rank()
+}
 
-// ParseScope parses "read", "write" or "admin".
+// ParseScope parses "read", "write" or "admin". Agent keys are made by
+// CreateAgent, with their location, never by naming the scope.
 func ParseScope(v string) (Scope, error) {
 	s := Scope(strings.ToLower(strings.TrimSpace(v)))
-	if !s.Valid() {
+	if s.rank() == 0 {
 		return "", fmt.Errorf("scope %q: want read, write or admin", v)
 	}
 	return s, nil
@@ -102,11 +112,14 @@ func ParseScope(v string) (Scope, error) {
 type Key struct {
 	// ID is the first 16 hex characters of the key's hash: enough to name
 	// it in lists and revocations, and useless for guessing the key.
-	ID      string    `json:"id"`
-	Name    string    `json:"name"`
-	Tenant  string    `json:"tenant"`
-	Scope   Scope     `json:"scope"`
-	Created time.Time `json:"created"`
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Tenant string `json:"tenant"`
+	Scope  Scope  `json:"scope"`
+	// Location is an agent key's location (schedule.ValidLocation); empty
+	// for every other scope.
+	Location string    `json:"location,omitempty"`
+	Created  time.Time `json:"created"`
 	// Expires is zero for a key that does not expire.
 	Expires time.Time `json:"expires,omitzero"`
 	// Revoked is zero for a live key.
@@ -129,17 +142,19 @@ func (k Key) Status(now time.Time) string {
 	return "active"
 }
 
-// Principal is who a request acts as: the key's identity, tenant and scope.
+// Principal is who a request acts as: the key's identity, tenant and scope
+// (and an agent key's location).
 type Principal struct {
-	KeyID  string
-	Name   string
-	Tenant string
-	Scope  Scope
+	KeyID    string
+	Name     string
+	Tenant   string
+	Scope    Scope
+	Location string
 }
 
 // Principal returns the request identity a key grants.
 func (k Key) Principal() Principal {
-	return Principal{KeyID: k.ID, Name: k.Name, Tenant: k.Tenant, Scope: k.Scope}
+	return Principal{KeyID: k.ID, Name: k.Name, Tenant: k.Tenant, Scope: k.Scope, Location: k.Location}
 }
 
 // contextKey is a typed context key, as chi does it: no other package can

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/schedule"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -82,12 +83,14 @@ type usage struct {
 
 // record is a key's stored document (the hash is its id).
 type record struct {
-	Name    string    `json:"name"`
-	Tenant  string    `json:"tenant"`
-	Scope   Scope     `json:"scope"`
-	Created time.Time `json:"created"`
-	Expires time.Time `json:"expires,omitzero"`
-	Revoked time.Time `json:"revoked,omitzero"`
+	Name   string `json:"name"`
+	Tenant string `json:"tenant"`
+	Scope  Scope  `json:"scope"`
+	// Location: agent keys only (older records have none).
+	Location string    `json:"location,omitempty"`
+	Created  time.Time `json:"created"`
+	Expires  time.Time `json:"expires,omitzero"`
+	Revoked  time.Time `json:"revoked,omitzero"`
 }
 
 type useRecord struct {
@@ -192,11 +195,11 @@ func decodeKey(h string, doc []byte) (Key, error) {
 	if err := json.Unmarshal(doc, &r); err != nil {
 		return Key{}, fmt.Errorf("decode API key %s: %w", idOf(h), err)
 	}
-	return Key{ID: idOf(h), Name: r.Name, Tenant: r.Tenant, Scope: r.Scope, Created: r.Created, Expires: r.Expires, Revoked: r.Revoked, hash: h}, nil
+	return Key{ID: idOf(h), Name: r.Name, Tenant: r.Tenant, Scope: r.Scope, Location: r.Location, Created: r.Created, Expires: r.Expires, Revoked: r.Revoked, hash: h}, nil
 }
 
 func (k *Keyring) put(ctx context.Context, key Key) error {
-	doc, err := json.Marshal(record{Name: key.Name, Tenant: key.Tenant, Scope: key.Scope, Created: key.Created, Expires: key.Expires, Revoked: key.Revoked})
+	doc, err := json.Marshal(record{Name: key.Name, Tenant: key.Tenant, Scope: key.Scope, Location: key.Location, Created: key.Created, Expires: key.Expires, Revoked: key.Revoked})
 	if err != nil {
 		return err
 	}
@@ -215,6 +218,9 @@ type NewKey struct {
 	Name   string
 	Tenant string // DefaultTenant if empty
 	Scope  Scope
+	// Location is required with ScopeAgent (schedule.ValidLocation) and
+	// refused with every other scope.
+	Location string
 	// Expires is zero for a key that does not expire.
 	Expires time.Time
 }
@@ -249,6 +255,12 @@ func (k *Keyring) Create(ctx context.Context, nk NewKey) (string, Key, error) {
 	if !nk.Scope.Valid() {
 		return "", Key{}, fmt.Errorf("scope %q: want read, write or admin", nk.Scope)
 	}
+	switch {
+	case nk.Scope == ScopeAgent && !schedule.ValidLocation(nk.Location):
+		return "", Key{}, fmt.Errorf("location %q: 1-28 of [a-z0-9-], starting with a letter or digit", nk.Location)
+	case nk.Scope != ScopeAgent && nk.Location != "":
+		return "", Key{}, errors.New("only agent keys have a location")
+	}
 	if nk.Tenant == "" {
 		nk.Tenant = DefaultTenant
 	}
@@ -269,7 +281,7 @@ func (k *Keyring) Create(ctx context.Context, nk NewKey) (string, Key, error) {
 	}
 	secret := Generate()
 	h := Hash(secret)
-	key := Key{ID: idOf(h), Name: nk.Name, Tenant: nk.Tenant, Scope: nk.Scope, Created: now, Expires: nk.Expires.UTC(), hash: h}
+	key := Key{ID: idOf(h), Name: nk.Name, Tenant: nk.Tenant, Scope: nk.Scope, Location: nk.Location, Created: now, Expires: nk.Expires.UTC(), hash: h}
 	if nk.Expires.IsZero() {
 		key.Expires = time.Time{}
 	}

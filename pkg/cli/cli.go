@@ -235,6 +235,8 @@ func (a *app) commands() []*cobra.Command {
 		a.maintenanceCmd(), // maintenance.go
 		a.statusPagesCmd(), // statuspages.go
 		a.keysCmd(),        // keys.go
+		a.agentsCmd(),      // agents.go
+		a.agentCmd(),       // agents.go
 		a.dlqCmd(),         // dlq.go
 		a.verdictsCmd(),    // verdicts.go
 		a.uptimeCmd(),      // uptime.go

@@ -166,6 +166,12 @@ type Options struct {
 	MaxMaintenancePerTenant int
 	// MaxStatusPagesPerTenant is counted like MaxMaintenancePerTenant.
 	MaxStatusPagesPerTenant int
+	// MaxAgentsPerTenant bounds a tenant's live agent keys (/v1/agents).
+	MaxAgentsPerTenant int
+	// AgentSecretsOverHTTP sends agents the commands of endpoints that
+	// carry secrets over plain HTTP too (tests on loopback); otherwise
+	// only over TLS.
+	AgentSecretsOverHTTP bool
 	// RateLimit is each tenant's requests per second on /v1, RateBurst how
 	// many it may send at once; past them the API answers 429.
 	RateLimit float64
@@ -196,6 +202,7 @@ const (
 	DefaultMaxEndpointsPerTenant   = 1000
 	DefaultMaxMaintenancePerTenant = 100
 	DefaultMaxStatusPagesPerTenant = 20
+	DefaultMaxAgentsPerTenant      = 50
 	DefaultRateLimit               = 20.0
 	DefaultRateBurst               = 40
 )
@@ -248,6 +255,7 @@ func Defaults() Options {
 		MaxEndpointsPerTenant:   DefaultMaxEndpointsPerTenant,
 		MaxMaintenancePerTenant: DefaultMaxMaintenancePerTenant,
 		MaxStatusPagesPerTenant: DefaultMaxStatusPagesPerTenant,
+		MaxAgentsPerTenant:      DefaultMaxAgentsPerTenant,
 		RateLimit:               DefaultRateLimit,
 		RateBurst:               DefaultRateBurst,
 		BootstrapKey:            true,
@@ -310,6 +318,8 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	num(&o.MaxEndpointsPerTenant, "max-endpoints-per-tenant", "endpoints one tenant may register (0: no limit)")
 	num(&o.MaxMaintenancePerTenant, "max-maintenance-per-tenant", "maintenance windows one tenant may have (0: no limit)")
 	num(&o.MaxStatusPagesPerTenant, "max-status-pages-per-tenant", "status pages one tenant may have (0: no limit)")
+	num(&o.MaxAgentsPerTenant, "max-agents-per-tenant", "live agent keys one tenant may have (`mcpmon agents create`; 0: no limit)")
+	boolean(&o.AgentSecretsOverHTTP, "agent-secrets-over-http", "send agents the commands of endpoints with secrets over plain HTTP too (tests on loopback; otherwise only over TLS)")
 	fs.Float64Var(&o.RateLimit, "rate-limit", o.RateLimit, "REST API requests per second per tenant, answered 429 beyond it (0: no limit)"+envHint("rate-limit"))
 	num(&o.RateBurst, "rate-burst", "REST API requests a tenant may send at once above --rate-limit")
 	str(&o.SubscribeSMTPAddr, "subscribe-smtp-addr", "host:port of the SMTP relay that mails status page subscribers (empty: e-mail subscriptions are off)")
@@ -633,7 +643,7 @@ func (o Options) Validate() error {
 	for _, q := range []struct {
 		flag string
 		n    int
-	}{{"--max-endpoints-per-tenant", o.MaxEndpointsPerTenant}, {"--max-maintenance-per-tenant", o.MaxMaintenancePerTenant}, {"--max-status-pages-per-tenant", o.MaxStatusPagesPerTenant}, {"--rate-burst", o.RateBurst}} {
+	}{{"--max-endpoints-per-tenant", o.MaxEndpointsPerTenant}, {"--max-maintenance-per-tenant", o.MaxMaintenancePerTenant}, {"--max-status-pages-per-tenant", o.MaxStatusPagesPerTenant}, {"--max-agents-per-tenant", o.MaxAgentsPerTenant}, {"--rate-burst", o.RateBurst}} {
 		if q.n < 0 {
 			errs = append(errs, fmt.Errorf("%s %d: must be 0 (no limit) or more", q.flag, q.n))
 		}

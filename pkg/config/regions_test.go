@@ -19,7 +19,7 @@ func TestRegionsFlag(t *testing.T) {
 	if o, err := Parse("mcpmon", nil, envOf(nil), io.Discard); err != nil || o.Regions != nil {
 		t.Fatalf("default regions = %v %v, want none (one commands queue)", o.Regions, err)
 	}
-	for _, bad := range []string{"EU", "eu,eu", "-eu", "eu_west", strings.Repeat("a", 33)} {
+	for _, bad := range []string{"EU", "eu,eu", "-eu", "eu_west", strings.Repeat("a", 33), "loc-office"} {
 		if _, err := Parse("mcpmon", []string{"--regions", bad}, envOf(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "--regions") {
 			t.Errorf("--regions %q: %v, want an error naming --regions", bad, err)
 		}

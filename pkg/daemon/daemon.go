@@ -493,7 +493,8 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 	})
 
 	if d.role.has(RoleAPI) {
-		sched := d.newScheduler(qm) // regions.go
+		locs := d.agentLocations()        // agents.go
+		sched := d.newScheduler(qm, locs) // regions.go
 		// Load the schedule before serving; a store that is not reachable
 		// yet is waited for by the sync loop below, not a failed start.
 		eps, err := d.st.ListEndpoints(ctx)
@@ -534,6 +535,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			OperatorSinks:     sinkNames(o),
 			Quotas: api.Quotas{
 				MaxEndpoints: o.MaxEndpointsPerTenant, MaxMaintenance: o.MaxMaintenancePerTenant, MaxStatusPages: o.MaxStatusPagesPerTenant,
+				MaxAgents:     o.MaxAgentsPerTenant,
 				RatePerSecond: o.RateLimit, Burst: o.RateBurst,
 			},
 			DeadLetters:           d.qs.dead,
@@ -544,6 +546,9 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			MCP: func(rest http.Handler) http.Handler { // /mcp: every tool a request to /v1
 				return mcpapi.New(rest, mcpapi.Options{Version: Version, Logger: d.log})
 			},
+			AgentCommands:         locs,
+			AgentResults:          d.agentResults(qm), // agents.go
+			AgentSecretsOverHTTP:  o.AgentSecretsOverHTTP,
 		})
 		mux.Handle("/v1/", h)
 		mux.Handle("/mcp", h) // pkg/mcpapi through the API's key check

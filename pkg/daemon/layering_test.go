@@ -63,7 +63,7 @@ func TestLayering(t *testing.T) {
 	if d := deps(t, "pkg/jsonpath"); len(d) != 0 {
 		t.Errorf("pkg/jsonpath imports %v; the tool check's path rule is a leaf (the API validates with it, the prober selects)", d)
 	}
-	allowed := []string{"pkg/daemon", "cmd/mcpmon-load"}
+	allowed := []string{"pkg/daemon", "cmd/mcpmon-load", "pkg/agent"}
 	for _, who := range importers(t, "prober") {
 		if !slices.Contains(allowed, who) {
 			t.Errorf("%s imports prober; only %v may (to probe)", who, allowed)

@@ -71,9 +71,10 @@ func checkRegions(role Role, o config.Options) error {
 }
 
 // newScheduler builds the API role's scheduler: publishing to the one
-// commands queue, or fanning each slot out to every due region's queue.
-func (d *Daemon) newScheduler(qm *queue.Metrics) *scheduler.Scheduler {
-	opts := scheduler.Options{Clock: d.clk, Logger: d.log, Metrics: scheduler.NewMetrics(d.reg)}
+// commands queue, or fanning each slot out to every due region's queue,
+// and agent locations' slots to locs (agents.go).
+func (d *Daemon) newScheduler(qm *queue.Metrics, locs scheduler.LocationSink) *scheduler.Scheduler {
+	opts := scheduler.Options{Clock: d.clk, Logger: d.log, Metrics: scheduler.NewMetrics(d.reg), Locations: locs}
 	if len(d.opts.Regions) == 0 {
 		return scheduler.New(d.publisher(msg.CommandsQueue(""), qm), opts)
 	}

@@ -32,6 +32,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"errors"
@@ -75,6 +76,17 @@ type Options struct {
 	// commands queue). The sender given to New is then unused. Empty: one
 	// command per slot to New's sender, as without a region set.
 	Regions []Region
+	// Locations takes the commands of agent locations
+	// (schedule.IsLocation), with or without a region set: agents fetch
+	// them through the API, not from a queue. Nil: location slots are not
+	// emitted.
+	Locations LocationSink
+}
+
+// LocationSink holds the commands of agent locations until their agents
+// fetch them; *Locations satisfies it.
+type LocationSink interface {
+	Put(tenant, location string, cmd msg.ProbeCommand)
 }
 
 // Region is one region of the deployment's set and where its commands go.
@@ -94,6 +106,7 @@ type Scheduler struct {
 	// regions and regionNames are Options.Regions (nil: no fan-out).
 	regions     map[string]CommandSender
 	regionNames []string
+	locations   LocationSink
 
 	mu      sync.Mutex
 	entries map[string]*entry
@@ -119,6 +132,8 @@ type entry struct {
 	// regions is the endpoint's own region choice (model.Endpoint.Regions),
 	// replaced, never mutated, so a job may hold it without the lock.
 	regions []string
+	// tenant owns the endpoint: an agent location is the tenant's own.
+	tenant string
 }
 
 type job struct {
@@ -126,6 +141,7 @@ type job struct {
 	slot    time.Time
 	shard   uint32
 	regions []string
+	tenant  string
 }
 
 // New returns a Scheduler that publishes through send.
@@ -151,6 +167,7 @@ func New(send CommandSender, opts Options) *Scheduler {
 	return &Scheduler{
 		regions:     regions,
 		regionNames: names,
+		locations:   opts.Locations,
 		send:        send,
 		clock:       opts.Clock,
 		log:         opts.Logger.With("component", "scheduler"),
@@ -187,7 +204,7 @@ func (s *Scheduler) upsertLocked(ep model.Endpoint, now time.Time, gen uint64) e
 	}
 	src := strings.TrimSpace(ep.Schedule)
 	if e, ok := s.entries[ep.ID]; ok && e.schedule == src {
-		e.regions = regionChoice(ep.Regions)
+		e.regions, e.tenant = regionChoice(ep.Regions), ep.Tenant
 		e.version = max(e.version, ep.Version)
 		e.gen = max(e.gen, gen)
 		return nil
@@ -201,14 +218,14 @@ func (s *Scheduler) upsertLocked(ep model.Endpoint, now time.Time, gen uint64) e
 	next := sl.Next(now).Unix()
 	if e, ok := s.entries[ep.ID]; ok {
 		e.schedule, e.slots, e.next = src, sl, next
-		e.regions = regionChoice(ep.Regions)
+		e.regions, e.tenant = regionChoice(ep.Regions), ep.Tenant
 		e.version, e.gen = max(e.version, ep.Version), max(e.gen, gen)
 		heap.Fix(&s.heap, e.index)
 	} else {
 		h := fnv.New32a()
 		h.Write([]byte(ep.ID))
 		e := &entry{id: ep.ID, schedule: src, slots: sl, next: next, shard: h.Sum32() % uint32(s.workers),
-			version: ep.Version, gen: gen, regions: regionChoice(ep.Regions)}
+			version: ep.Version, gen: gen, regions: regionChoice(ep.Regions), tenant: ep.Tenant}
 		s.entries[ep.ID] = e
 		heap.Push(&s.heap, e)
 	}
@@ -509,7 +526,7 @@ func (s *Scheduler) popDue(now time.Time, due []job) (_ []job, wait time.Duratio
 			skipped++
 			s.log.Debug("skipping missed slots", "endpoint", e.id, "oldest_missed", missed, "emitting", slot)
 		}
-		due = append(due, job{id: e.id, slot: slot, shard: e.shard, regions: e.regions})
+		due = append(due, job{id: e.id, slot: slot, shard: e.shard, regions: e.regions, tenant: e.tenant})
 		next := e.slots.Next(slot)
 		e.next = next.Unix()
 		if next.IsZero() {
@@ -529,18 +546,35 @@ func (s *Scheduler) popDue(now time.Time, due []job) (_ []job, wait time.Duratio
 // per queue), so a region's copy is deduplicated against that region's
 // copies from other schedulers, never against another region's. A region
 // whose send fails does not hold back the others: its slot is no_data for
-// that region only. The error joins every region's failure.
+// that region only. An agent location's copy goes to the location sink.
+// The error joins every region's failure.
 func (s *Scheduler) publish(ctx context.Context, j job) error {
 	cmd := msg.NewProbeCommand(j.id, j.slot)
 	in := queue.SendInput{GroupID: cmd.GroupID(), Body: cmd.Body()}
-	if s.regions == nil {
-		return s.publishTo(ctx, s.send, "", j, in)
-	}
 	var errs []error
+	if s.regions == nil && schedule.Central(j.regions) {
+		errs = append(errs, s.publishTo(ctx, s.send, "", j, in))
+	}
 	for _, r := range schedule.DueRegions(s.regionNames, j.regions) {
-		errs = append(errs, s.publishTo(ctx, s.regions[r], r, j, in))
+		switch {
+		case schedule.IsLocation(r):
+			s.putLocation(r, j, cmd)
+		case s.regions != nil:
+			errs = append(errs, s.publishTo(ctx, s.regions[r], r, j, in))
+		}
 	}
 	return errors.Join(errs...)
+}
+
+func (s *Scheduler) putLocation(location string, j job, cmd msg.ProbeCommand) {
+	if s.locations == nil {
+		return
+	}
+	s.locations.Put(cmp.Or(j.tenant, model.DefaultTenant), location, cmd)
+	if s.metrics != nil {
+		s.metrics.commands.Inc()
+		s.metrics.lag.Observe(s.clock.Now().Sub(j.slot).Seconds())
+	}
 }
 
 func (s *Scheduler) publishTo(ctx context.Context, send CommandSender, region string, j job, in queue.SendInput) error {

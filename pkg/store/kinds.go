@@ -36,6 +36,10 @@ const (
 	// KindAPIKeyUse: a key's last-used time, id = auth.Hash(key); kept
 	// apart from the record so flushing it never races a revocation.
 	KindAPIKeyUse = "apikey-use"
+	// KindAgentSeen: what an agent's polls told the API (last poll,
+	// version, results per minute), id = the agent key's ID; advisory,
+	// written at most every few seconds per agent.
+	KindAgentSeen = "agent-seen"
 	// KindProberHeartbeat: one pkg/membership beat per prober replica and
 	// region, id = "<region>|<replica>".
 	KindProberHeartbeat = "prober-heartbeat"

@@ -1,0 +1,588 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/auth"
+	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/schedule"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+// Agents (`mcpmon agent`) probe from inside their owner's network and talk
+// to nothing but this API. An agent is an API key of scope agent bound to
+// one location of one tenant; the location is the region "loc-NAME" that
+// endpoints name to be probed there (schedule.Location). /v1/agents
+// manages those keys (write scope); /v1/agent/commands and
+// /v1/agent/results are the only routes an agent key opens, and they open
+// for no other key.
+//
+// Commands come from the scheduler's location buffer (AgentCommandSource)
+// for the key's tenant and location only. A posted result is checked
+// against the tenant's endpoint, which must name the key's location, is
+// stamped with that location as its region, and is published to the
+// results queue under its usual deduplication ID
+// (<endpointId>-<probeRunId>-<region>): the aggregator cannot tell it from
+// a central prober's, so every verdict rule applies unchanged.
+
+// AgentCommandSource is where agents' commands wait; *scheduler.Locations
+// implements it.
+type AgentCommandSource interface {
+	Take(ctx context.Context, tenant, location string, limit int, wait time.Duration) []msg.ProbeCommand
+	Done(tenant, location, endpointID string, slot time.Time)
+}
+
+// ResultPublisher sends a result to the results queue; *queue.Publisher
+// implements it.
+type ResultPublisher interface {
+	Publish(ctx context.Context, in queue.SendInput) (string, error)
+}
+
+// latestResults is the optional store capability of keeping an endpoint's
+// latest result, so GET /v1/endpoints/{id} shows an agent's as it shows a
+// central prober's. Every store backend has it.
+type latestResults interface {
+	PutLatestResult(ctx context.Context, r msg.ProbeResult) error
+}
+
+// Bounds of an agent's result: the body cap bounds the whole post, these
+// each field the aggregator and the API show.
+const (
+	maxResultText   = 2048 // error, event message
+	maxResultName   = 256  // class, transport, server name and version, event kind
+	maxResultPhases = 16
+	maxResultEvents = 32
+	// A result's slot may be this old when posted (a probe timeout plus
+	// retries through a server restart) ...
+	maxResultAge = 15 * time.Minute
+	// ... and this far ahead of the server's clock (skew).
+	maxResultAhead = time.Minute
+)
+
+// agentRoutes serves /v1/agents: the tenant's agent keys.
+func (s *server) agentRoutes(r chi.Router) {
+	r.Use(s.requireScope(auth.ScopeWrite))
+	r.Get("/", s.listAgents)
+	r.Post("/", s.createAgent)
+	r.Get("/{id}", s.getAgent)
+	r.Delete("/{id}", s.revokeAgent)
+}
+
+// agentExchangeRoutes serves /v1/agent: what an agent key may do. It is
+// mounted apart from /v1's audit log: a poll changes nothing and a result
+// is the pipeline's data, not a configuration change.
+func (s *server) agentExchangeRoutes(r chi.Router) {
+	r.Use(s.authenticateFor(func(*http.Request) auth.Scope { return auth.ScopeAgent }))
+	r.Use(s.limitRate)
+	r.Get("/commands", s.agentCommands)
+	r.Post("/results", s.agentResults)
+}
+
+func (s *server) agentView(k auth.Key, now time.Time) apiv1.AgentView {
+	kv := keyView(k, now)
+	v := apiv1.AgentView{ID: k.ID, Name: k.Name, Location: k.Location, Region: schedule.Location(k.Location), Status: kv.Status,
+		Created: k.Created, Expires: kv.Expires, Revoked: kv.Revoked}
+	if st, ok := s.seen.get(k.ID); ok {
+		at := st.LastSeen
+		v.LastSeen, v.Version, v.ProbesPerMinute = &at, st.Version, st.perMinute(now)
+	}
+	return v
+}
+
+// agentKeys are the tenant's agent keys.
+func (s *server) agentKeys(r *http.Request) ([]auth.Key, error) {
+	keys, err := s.keys.List(r.Context(), auth.TenantFrom(r.Context()))
+	return slices.DeleteFunc(keys, func(k auth.Key) bool { return k.Scope != auth.ScopeAgent }), err
+}
+
+func (s *server) createAgent(w http.ResponseWriter, r *http.Request) {
+	if s.keysOff(w, r) {
+		return
+	}
+	body, p := s.readBody(w, r, false)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	var req apiv1.AgentInput
+	if p := decodeStrict(body, &req); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	now := s.clock.Now().UTC()
+	var errs []apiv1.FieldError
+	if err := auth.ValidateName(req.Name); err != nil {
+		errs = append(errs, apiv1.FieldError{Pointer: "#/name", Detail: err.Error()})
+	}
+	if !schedule.ValidLocation(req.Location) {
+		errs = append(errs, apiv1.FieldError{Pointer: "#/location", Detail: "must be 1-28 of [a-z0-9-], starting with a letter or digit"})
+	}
+	expires, expErrs := keyExpiry(req.Expires, req.ExpiresIn, now)
+	if errs = append(errs, expErrs...); len(errs) > 0 {
+		writeProblem(w, r, invalid(errs...))
+		return
+	}
+	if limit := s.quotas.MaxAgents; limit > 0 {
+		// Counted from the list, not in the create's transaction: two
+		// creates racing on two replicas may pass it together, by one.
+		keys, err := s.agentKeys(r)
+		if err != nil {
+			writeProblem(w, r, s.storeProblem(r, err, "agents"))
+			return
+		}
+		if live := slices.DeleteFunc(keys, func(k auth.Key) bool { return k.Status(now) != "active" }); len(live) >= limit {
+			writeProblem(w, r, quotaProblem("agents", "--max-agents-per-tenant", limit))
+			return
+		}
+	}
+	secret, key, err := s.keys.Create(r.Context(), auth.NewKey{Name: req.Name, Tenant: auth.TenantFrom(r.Context()), Scope: auth.ScopeAgent,
+		Location: req.Location, Expires: expires})
+	if err != nil {
+		writeProblem(w, r, s.createKeyProblem(r, err, req.Name))
+		return
+	}
+	s.log.Info("agent created", "key_id", key.ID, "name", key.Name, "tenant", key.Tenant, "location", key.Location, "by", principalID(r))
+	v := s.agentView(key, now)
+	v.Key = secret
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Location", "/v1/agents/"+key.ID)
+	writeJSON(w, http.StatusCreated, v)
+}
+
+func (s *server) listAgents(w http.ResponseWriter, r *http.Request) {
+	if s.keysOff(w, r) {
+		return
+	}
+	keys, err := s.agentKeys(r)
+	if err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "agents"))
+		return
+	}
+	s.seen.load(r.Context(), s.store, keys)
+	now := s.clock.Now()
+	out := apiv1.AgentList{Agents: make([]apiv1.AgentView, len(keys))}
+	for i, k := range keys {
+		out.Agents[i] = s.agentView(k, now)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// agentOf finds the tenant's agent by ID or name; 404 otherwise.
+func (s *server) agentOf(w http.ResponseWriter, r *http.Request) (auth.Key, bool) {
+	if s.keysOff(w, r) {
+		return auth.Key{}, false
+	}
+	keys, err := s.agentKeys(r)
+	if err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "agents"))
+		return auth.Key{}, false
+	}
+	ref := chi.URLParam(r, "id")
+	if i := slices.IndexFunc(keys, func(k auth.Key) bool { return k.ID == ref }); i >= 0 {
+		return keys[i], true
+	}
+	var named []auth.Key
+	for _, k := range keys {
+		if k.Name == ref && k.Revoked.IsZero() {
+			named = append(named, k)
+		}
+	}
+	if len(named) == 1 {
+		return named[0], true
+	}
+	writeProblem(w, r, problemf(http.StatusNotFound, "", "no such agent"))
+	return auth.Key{}, false
+}
+
+func (s *server) getAgent(w http.ResponseWriter, r *http.Request) {
+	k, ok := s.agentOf(w, r)
+	if !ok {
+		return
+	}
+	s.seen.load(r.Context(), s.store, []auth.Key{k})
+	writeJSON(w, http.StatusOK, s.agentView(k, s.clock.Now()))
+}
+
+// revokeAgent revokes the agent's key: this replica refuses its next poll,
+// every other within the keyring's cache TTL (seconds).
+func (s *server) revokeAgent(w http.ResponseWriter, r *http.Request) {
+	k, ok := s.agentOf(w, r)
+	if !ok {
+		return
+	}
+	key, err := s.keys.Revoke(r.Context(), auth.TenantFrom(r.Context()), k.ID)
+	if err != nil {
+		writeProblem(w, r, s.storeProblem(r, err, "agent "+k.ID))
+		return
+	}
+	s.log.Info("agent revoked", "key_id", key.ID, "name", key.Name, "tenant", key.Tenant, "location", key.Location, "by", principalID(r))
+	writeJSON(w, http.StatusOK, s.agentView(key, s.clock.Now()))
+}
+
+// agentPrincipal is the request's agent key; without one (authentication
+// off) there is no location to serve.
+func agentPrincipal(w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
+	p, ok := auth.FromContext(r.Context())
+	if !ok || p.Scope != auth.ScopeAgent || p.Location == "" {
+		writeProblem(w, r, problemf(http.StatusNotFound, "", "agents need API keys: this server runs with --auth none"))
+		return auth.Principal{}, false
+	}
+	return p, true
+}
+
+// agentCommands serves GET /v1/agent/commands?wait=25s&limit=100: the
+// location's due probes, waiting up to wait for one. Each poll is the
+// agent's heartbeat.
+func (s *server) agentCommands(w http.ResponseWriter, r *http.Request) {
+	p, ok := agentPrincipal(w, r)
+	if !ok {
+		return
+	}
+	wait, limit, prob := agentPollParams(r)
+	if prob != nil {
+		writeProblem(w, r, prob)
+		return
+	}
+	s.seen.poll(r.Context(), s.store, p.KeyID, agentVersion(r), s.clock.Now())
+	out := apiv1.AgentCommands{Commands: []apiv1.AgentCommand{}}
+	if s.agentCmds == nil {
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	loc := schedule.Location(p.Location)
+	for _, cmd := range s.agentCmds.Take(r.Context(), p.Tenant, loc, limit, wait) {
+		ep, err := s.store.GetEndpointOf(r.Context(), p.Tenant, cmd.EndpointID)
+		switch {
+		case errors.Is(err, model.ErrNotFound):
+			s.agentCmds.Done(p.Tenant, loc, cmd.EndpointID, cmd.Slot)
+			continue
+		case err != nil:
+			// Left leased: handed out again when the lease ends.
+			s.log.Warn("agent command: endpoint not loaded", "endpoint", cmd.EndpointID, "err", err)
+			continue
+		case ep.Paused || !slices.Contains(ep.Regions, loc):
+			s.agentCmds.Done(p.Tenant, loc, cmd.EndpointID, cmd.Slot)
+			continue
+		case hasCentralSecrets(ep) && r.TLS == nil && !s.agentPlain:
+			out.Withheld++
+			continue
+		}
+		out.Commands = append(out.Commands, apiv1.AgentCommand{EndpointID: ep.ID, Slot: cmd.Slot, Endpoint: agentEndpoint(ep)})
+	}
+	if out.Withheld > 0 {
+		s.log.Warn("agent commands withheld: their endpoints carry secrets and the agent polls over plain HTTP; serve the API over TLS",
+			"tenant", p.Tenant, "location", p.Location, "withheld", out.Withheld)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, out)
+}
+
+// agentPollParams reads ?wait= (a Go duration up to apiv1.MaxAgentWait)
+// and ?limit= (1 to apiv1.MaxAgentCommands).
+func agentPollParams(r *http.Request) (time.Duration, int, *apiv1.Problem) {
+	wait, limit := apiv1.DefaultAgentWait, apiv1.MaxAgentCommands
+	var errs []apiv1.FieldError
+	if raw := r.URL.Query().Get("wait"); raw != "" {
+		d, err := time.ParseDuration(raw)
+		if err != nil || d < 0 || d > apiv1.MaxAgentWait {
+			errs = append(errs, apiv1.FieldError{Pointer: "?wait", Detail: fmt.Sprintf("must be a duration from 0s to %s", apiv1.MaxAgentWait)})
+		}
+		wait = d
+	}
+	if raw := r.URL.Query().Get("limit"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > apiv1.MaxAgentCommands {
+			errs = append(errs, apiv1.FieldError{Pointer: "?limit", Detail: fmt.Sprintf("must be 1 to %d", apiv1.MaxAgentCommands)})
+		}
+		limit = n
+	}
+	if len(errs) > 0 {
+		return 0, 0, invalid(errs...)
+	}
+	return wait, limit, nil
+}
+
+// agentVersion is the version an agent's User-Agent names, bounded.
+func agentVersion(r *http.Request) string {
+	v, ok := strings.CutPrefix(r.UserAgent(), apiv1.AgentUserAgent)
+	if !ok {
+		return ""
+	}
+	v, _, _ = strings.Cut(v, " ")
+	if len(v) > 64 || textProblem(v) != "" {
+		return ""
+	}
+	return v
+}
+
+// hasCentralSecrets reports whether an endpoint's probe needs a secret the
+// server keeps.
+func hasCentralSecrets(ep model.Endpoint) bool {
+	return len(ep.Headers) > 0 || (ep.OAuth != nil && ep.OAuth.ClientSecret != "") || (ep.ToolCheck != nil && len(ep.ToolCheck.Arguments) > 0)
+}
+
+// agentEndpoint is the endpoint as an agent's prober needs it, secrets in
+// clear (the caller decided the connection may carry them).
+func agentEndpoint(ep model.Endpoint) apiv1.AgentEndpoint {
+	v := apiv1.AgentEndpoint{ID: ep.ID, URL: ep.URL, Transport: ep.Transport, ProtocolVersion: ep.ProtocolVersion, Schedule: ep.Schedule,
+		Timeout: ep.Timeout.String(), Headers: ep.Headers, Version: ep.Version}
+	if ep.LatencyThreshold > 0 {
+		v.LatencyThreshold = ep.LatencyThreshold.String()
+	}
+	var deep apiv1.EndpointInput
+	deepCheckInput(ep, &deep)
+	v.ToolCheck, v.OAuth, v.CredentialWarning = deep.ToolCheck, deep.OAuth, deep.CredentialWarning
+	return v
+}
+
+// agentResults serves POST /v1/agent/results. Every result is checked
+// before any is published, so a refused post publishes nothing; an agent
+// that retries a post after a failed publish republishes under the same
+// deduplication IDs, which the results queue keeps once.
+func (s *server) agentResults(w http.ResponseWriter, r *http.Request) {
+	p, ok := agentPrincipal(w, r)
+	if !ok {
+		return
+	}
+	body, prob := s.readBody(w, r, false)
+	if prob != nil {
+		writeProblem(w, r, prob)
+		return
+	}
+	var req apiv1.AgentResults
+	if prob := decodeStrict(body, &req); prob != nil {
+		writeProblem(w, r, prob)
+		return
+	}
+	switch n := len(req.Results); {
+	case n == 0:
+		writeProblem(w, r, invalid(apiv1.FieldError{Pointer: "#/results", Detail: "is empty"}))
+		return
+	case n > apiv1.MaxAgentResults:
+		writeProblem(w, r, invalid(apiv1.FieldError{Pointer: "#/results", Detail: fmt.Sprintf("at most %d results per request", apiv1.MaxAgentResults)}))
+		return
+	}
+	if s.agentPub == nil {
+		writeProblem(w, r, problemf(http.StatusServiceUnavailable, "", "this server publishes no agent results"))
+		return
+	}
+	loc := schedule.Location(p.Location)
+	now := s.clock.Now()
+	for i := range req.Results {
+		res := &req.Results[i]
+		ep, err := s.store.GetEndpointOf(r.Context(), p.Tenant, res.EndpointID)
+		if err != nil {
+			writeProblem(w, r, s.storeProblem(r, err, fmt.Sprintf("endpoint of results[%d]", i)))
+			return
+		}
+		if !slices.Contains(ep.Regions, loc) {
+			// The key's location is its scope: it does not cover this endpoint.
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpmon", error="insufficient_scope"`)
+			writeProblem(w, r, problemf(http.StatusForbidden, "", "results[%d]: endpoint %s is not probed from location %s", i, ep.ID, p.Location))
+			return
+		}
+		if fe := checkAgentResult(res, now); fe != nil {
+			fe.Pointer = fmt.Sprintf("#/results/%d/%s", i, fe.Pointer)
+			writeProblem(w, r, invalid(*fe))
+			return
+		}
+		res.Region = loc
+	}
+	for _, res := range req.Results {
+		if ls, ok := s.store.(latestResults); ok {
+			if err := ls.PutLatestResult(r.Context(), res); err != nil {
+				s.log.Debug("store an agent's latest result failed", "endpoint", res.EndpointID, "err", err)
+			}
+		}
+		if _, err := s.agentPub.Publish(r.Context(), queue.SendInput{GroupID: res.GroupID(), DedupID: res.DedupID(), Body: res.Body()}); err != nil {
+			s.log.Warn("publish an agent's result failed", "dedup_id", res.DedupID(), "err", err)
+			writeProblem(w, r, problemf(http.StatusServiceUnavailable, "", "the results queue is unavailable; post the results again"))
+			return
+		}
+		if s.agentCmds != nil {
+			s.agentCmds.Done(p.Tenant, loc, res.EndpointID, res.Slot)
+		}
+	}
+	s.seen.results(p.KeyID, len(req.Results), now)
+	writeJSON(w, http.StatusOK, apiv1.AgentResultsAccepted{Accepted: len(req.Results)})
+}
+
+// checkAgentResult checks a posted result's identity and bounds its
+// fields; the problem's pointer is relative to the result.
+func checkAgentResult(res *msg.ProbeResult, now time.Time) *apiv1.FieldError {
+	bad := func(ptr, format string, args ...any) *apiv1.FieldError {
+		return &apiv1.FieldError{Pointer: ptr, Detail: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case res.Schema != msg.SchemaVersion:
+		return bad("schema", "must be %d", msg.SchemaVersion)
+	case res.Slot.IsZero() || !res.Slot.Equal(res.Slot.Truncate(time.Second)):
+		return bad("slot", "must be the command's slot")
+	case res.Slot.Before(now.Add(-maxResultAge)) || res.Slot.After(now.Add(maxResultAhead)):
+		return bad("slot", "is more than %s old or %s ahead of the server", maxResultAge, maxResultAhead)
+	case res.ProbeRunID != msg.ProbeRunID(res.EndpointID, res.Slot):
+		return bad("probeRunId", "is not the run ID of the endpoint's slot")
+	case res.Status != msg.StatusUp && res.Status != msg.StatusDegraded && res.Status != msg.StatusDown:
+		return bad("status", "must be up, degraded or down")
+	case len(res.Error) > maxResultText:
+		return bad("error", "is longer than %d bytes", maxResultText)
+	case len(res.Phases) > maxResultPhases:
+		return bad("phases", "at most %d phases", maxResultPhases)
+	case len(res.Events) > maxResultEvents:
+		return bad("events", "at most %d events", maxResultEvents)
+	case res.Conformance != nil && len(res.Conformance.Rules) > msg.MaxConformanceRules:
+		return bad("conformance/rules", "at most %d rules", msg.MaxConformanceRules)
+	}
+	for name, v := range map[string]string{"class": res.Class, "transport": res.Transport, "protocolVersion": res.ProtocolVersion,
+		"serverName": res.ServerName, "serverVersion": res.ServerVersion, "catalogFingerprint": res.CatalogFingerprint} {
+		if len(v) > maxResultName {
+			return bad(name, "is longer than %d bytes", maxResultName)
+		}
+	}
+	for phase, secs := range res.Phases {
+		if len(phase) > maxResultName || math.IsNaN(secs) || math.IsInf(secs, 0) || secs < 0 {
+			return bad("phases", "a phase is a short name and a finite, non-negative number of seconds")
+		}
+	}
+	for i, e := range res.Events {
+		if len(e.Kind) > maxResultName || len(e.Severity) > maxResultName || len(e.Message) > maxResultText || len(e.Fingerprint) > maxResultName {
+			return bad(fmt.Sprintf("events/%d", i), "kind, severity and fingerprint are at most %d bytes, message %d", maxResultName, maxResultText)
+		}
+	}
+	if c := res.Conformance; c != nil {
+		for i, rr := range c.Rules {
+			if len(rr.ID) > maxResultName || len(rr.Outcome) > maxResultName || len(rr.Detail) > msg.MaxConformanceDetail {
+				return bad(fmt.Sprintf("conformance/rules/%d", i), "id and outcome are at most %d bytes, detail %d", maxResultName, msg.MaxConformanceDetail)
+			}
+		}
+	}
+	return nil
+}
+
+// agentSeen is what agents' polls told this replica, and what other
+// replicas wrote of it: last poll, version and the results posted per
+// minute. It is written to the store (store.KindAgentSeen) at most every
+// agentSeenWrite per agent, so a poll costs no store write and
+// GET /v1/agents on any replica shows a poll of seconds ago.
+type agentSeen struct {
+	mu sync.Mutex
+	m  map[string]*agentState // key ID →
+}
+
+// agentState is one agent's record, as stored.
+type agentState struct {
+	LastSeen time.Time `json:"lastSeen"`
+	Version  string    `json:"version,omitempty"`
+	// Minute and Count count the results of the minute starting at
+	// Minute; Previous those of the minute before it.
+	Minute   time.Time `json:"minute,omitzero"`
+	Count    int       `json:"count,omitempty"`
+	Previous int       `json:"previous,omitempty"`
+	written  time.Time
+}
+
+const agentSeenWrite = 15 * time.Second
+
+func (st *agentState) perMinute(now time.Time) int {
+	switch m := now.UTC().Truncate(time.Minute); {
+	case m.Equal(st.Minute):
+		return max(st.Previous, st.Count)
+	case m.Equal(st.Minute.Add(time.Minute)):
+		return st.Count
+	}
+	return 0
+}
+
+func (st *agentState) count(n int, now time.Time) {
+	m := now.UTC().Truncate(time.Minute)
+	switch {
+	case m.Equal(st.Minute):
+	case m.Equal(st.Minute.Add(time.Minute)):
+		st.Minute, st.Previous, st.Count = m, st.Count, 0
+	default:
+		st.Minute, st.Previous, st.Count = m, 0, 0
+	}
+	st.Count += n
+}
+
+func (a *agentSeen) get(id string) (agentState, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st, ok := a.m[id]
+	if !ok {
+		return agentState{}, false
+	}
+	return *st, true
+}
+
+func (a *agentSeen) state(id string) *agentState {
+	if a.m == nil {
+		a.m = map[string]*agentState{}
+	}
+	st := a.m[id]
+	if st == nil {
+		st = &agentState{}
+		a.m[id] = st
+	}
+	return st
+}
+
+// poll records a poll and writes the record when it is due.
+func (a *agentSeen) poll(ctx context.Context, st Store, id, version string, now time.Time) {
+	a.mu.Lock()
+	s := a.state(id)
+	s.LastSeen, s.Version = now.UTC(), version
+	due := now.Sub(s.written) >= agentSeenWrite
+	if due {
+		s.written = now
+	}
+	doc, _ := json.Marshal(s)
+	a.mu.Unlock()
+	if due {
+		// Advisory, like a key's last use: a failed write costs other
+		// replicas a stale lastSeen, nothing else.
+		_ = st.PutObject(ctx, store.KindAgentSeen, id, doc)
+	}
+}
+
+func (a *agentSeen) results(id string, n int, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.state(id).count(n, now)
+}
+
+// load takes what other replicas wrote of keys' agents, where it is
+// newer than what this replica saw.
+func (a *agentSeen) load(ctx context.Context, st Store, keys []auth.Key) {
+	for _, k := range keys {
+		doc, err := st.GetObject(ctx, store.KindAgentSeen, k.ID)
+		if err != nil {
+			continue
+		}
+		var stored agentState
+		if json.Unmarshal(doc, &stored) != nil {
+			continue
+		}
+		a.mu.Lock()
+		if s := a.state(k.ID); stored.LastSeen.After(s.LastSeen) {
+			stored.written = s.written
+			*s = stored
+		}
+		a.mu.Unlock()
+	}
+}

@@ -1,0 +1,225 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/api"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/scheduler"
+)
+
+// What the process wires into Options.
+var (
+	_ api.AgentCommandSource = (*scheduler.Locations)(nil)
+	_ api.ResultPublisher    = (*queue.Publisher)(nil)
+)
+
+// published records what the API publishes to the results queue.
+type published struct {
+	mu   sync.Mutex
+	sent []queue.SendInput
+}
+
+func (p *published) Publish(_ context.Context, in queue.SendInput) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sent = append(p.sent, in)
+	return "m", nil
+}
+
+func (p *published) all() []queue.SendInput {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]queue.SendInput(nil), p.sent...)
+}
+
+type agentHarness struct {
+	*authHarness
+	locs *scheduler.Locations
+	pub  *published
+}
+
+func newAgentHarness(t *testing.T, plainSecrets bool) *agentHarness {
+	ag := &agentHarness{locs: scheduler.NewLocations(scheduler.LocationOptions{}), pub: &published{}}
+	ag.authHarness = newAuthHarness(t, func(o *api.Options) {
+		o.AgentCommands, o.AgentResults, o.AgentSecretsOverHTTP = ag.locs, ag.pub, plainSecrets
+	})
+	return ag
+}
+
+// endpoint registers an endpoint of the key's tenant probed from regions.
+func (ag *agentHarness) endpoint(key, name string, regions ...string) string {
+	ag.t.Helper()
+	body, _ := json.Marshal(map[string]any{"name": name, "url": "https://mcp.example.com/" + name, "regions": regions,
+		"headers": map[string]string{"Authorization": "Bearer central-secret"}})
+	resp, b := ag.call(http.MethodPost, "/v1/endpoints", key, string(body))
+	var v apiv1.EndpointView
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &v) != nil {
+		ag.t.Fatalf("register %s: %d %s", name, resp.StatusCode, b)
+	}
+	return v.ID
+}
+
+func (ag *agentHarness) agent(key, name, location string) string {
+	ag.t.Helper()
+	resp, b := ag.call(http.MethodPost, "/v1/agents", key, fmt.Sprintf(`{"name":%q,"location":%q}`, name, location))
+	var v apiv1.AgentView
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &v) != nil || v.Key == "" {
+		ag.t.Fatalf("create agent: %d %s", resp.StatusCode, b)
+	}
+	return v.Key
+}
+
+func result(endpointID string, slot time.Time, region string) msg.ProbeResult {
+	return msg.ProbeResult{Schema: msg.SchemaVersion, EndpointID: endpointID, ProbeRunID: msg.ProbeRunID(endpointID, slot), Slot: slot,
+		Region: region, StartedAt: slot, FinishedAt: slot.Add(time.Second), Status: msg.StatusUp, Class: "ok"}
+}
+
+func resultsBody(rs ...msg.ProbeResult) string {
+	b, _ := json.Marshal(apiv1.AgentResults{Results: rs})
+	return string(b)
+}
+
+// An agent key gets its own tenant's and location's commands, and its
+// results are published under the location, for those endpoints only;
+// a refused post publishes nothing.
+func TestAgentExchangeStaysInItsTenantAndLocation(t *testing.T) {
+	ag := newAgentHarness(t, true)
+	office := ag.endpoint(ag.keys["a/write"], "office", "loc-office")
+	lab := ag.endpoint(ag.keys["a/write"], "lab", "loc-lab")
+	theirs := ag.endpoint(ag.keys["b/admin"], "theirs", "loc-office")
+	key := ag.agent(ag.keys["a/write"], "office-1", "office")
+	slot := t0.Add(-10 * time.Second)
+	ag.locs.Put("a", "loc-office", msg.NewProbeCommand(office, slot))
+	ag.locs.Put("a", "loc-lab", msg.NewProbeCommand(lab, slot))
+	ag.locs.Put("b", "loc-office", msg.NewProbeCommand(theirs, slot))
+
+	resp, b := ag.call(http.MethodGet, "/v1/agent/commands?wait=0s", key, "")
+	var cmds apiv1.AgentCommands
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &cmds) != nil {
+		t.Fatalf("poll: %d %s", resp.StatusCode, b)
+	}
+	if len(cmds.Commands) != 1 || cmds.Commands[0].EndpointID != office || !cmds.Commands[0].Slot.Equal(slot) {
+		t.Fatalf("commands = %+v, want only %s at %v", cmds.Commands, office, slot)
+	}
+	if got := cmds.Commands[0].Endpoint.Headers["Authorization"]; got != "Bearer central-secret" {
+		t.Fatalf("the command's endpoint has Authorization %q, want the central secret (plain HTTP allowed here)", got)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		body   string
+		status int
+	}{
+		{"another location's endpoint", resultsBody(result(office, slot, ""), result(lab, slot, "")), http.StatusForbidden},
+		{"another tenant's endpoint", resultsBody(result(theirs, slot, "")), http.StatusNotFound},
+		{"no such endpoint", resultsBody(result("nosuch", slot, "")), http.StatusNotFound},
+		{"a run ID not of the slot", strings.Replace(resultsBody(result(office, slot, "")), msg.ProbeRunID(office, slot), "0123", 1), http.StatusBadRequest},
+		{"a slot from long ago", resultsBody(result(office, t0.Add(-time.Hour), "")), http.StatusBadRequest},
+		{"no results", `{"results":[]}`, http.StatusBadRequest},
+	} {
+		if resp, b := ag.call(http.MethodPost, "/v1/agent/results", key, tc.body); resp.StatusCode != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.name, resp.StatusCode, b, tc.status)
+		}
+	}
+	if got := ag.pub.all(); len(got) != 0 {
+		t.Fatalf("refused posts published %d results", len(got))
+	}
+
+	// The agent's own region claim is replaced by its key's location.
+	if resp, b := ag.call(http.MethodPost, "/v1/agent/results", key, resultsBody(result(office, slot, "eu"))); resp.StatusCode != http.StatusOK {
+		t.Fatalf("post: %d %s", resp.StatusCode, b)
+	}
+	sent := ag.pub.all()
+	if want := office + "-" + msg.ProbeRunID(office, slot) + "-loc-office"; len(sent) != 1 || sent[0].DedupID != want || sent[0].GroupID != office {
+		t.Fatalf("published %+v, want one result with dedup ID %s", sent, want)
+	}
+	var res msg.ProbeResult
+	if err := msg.Decode(sent[0].Body, &res); err != nil || res.Region != "loc-office" {
+		t.Fatalf("published result region %q (%v), want loc-office", res.Region, err)
+	}
+	if n := ag.locs.Len("a", "loc-office"); n != 0 {
+		t.Errorf("the answered command is still held (%d)", n)
+	}
+	if n := ag.locs.Len("b", "loc-office"); n != 1 {
+		t.Errorf("another tenant's command was taken (%d left, want 1)", n)
+	}
+}
+
+func TestAgentCommandsWithSecretsNeedTLS(t *testing.T) {
+	ag := newAgentHarness(t, false)
+	id := ag.endpoint(ag.keys["a/write"], "office", "loc-office")
+	key := ag.agent(ag.keys["a/write"], "office-1", "office")
+	ag.locs.Put("a", "loc-office", msg.NewProbeCommand(id, t0))
+	resp, b := ag.call(http.MethodGet, "/v1/agent/commands?wait=0s", key, "")
+	var cmds apiv1.AgentCommands
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &cmds) != nil {
+		t.Fatalf("poll: %d %s", resp.StatusCode, b)
+	}
+	if len(cmds.Commands) != 0 || cmds.Withheld != 1 || strings.Contains(string(b), "central-secret") {
+		t.Fatalf("over plain HTTP: %s, want the command withheld", b)
+	}
+}
+
+func TestAgentPollParametersAreBounded(t *testing.T) {
+	ag := newAgentHarness(t, true)
+	key := ag.agent(ag.keys["a/write"], "office-1", "office")
+	for _, q := range []string{"wait=31s", "wait=-1s", "wait=soon", "limit=0", "limit=501"} {
+		resp, b := ag.call(http.MethodGet, "/v1/agent/commands?"+q, key, "")
+		name, _, _ := strings.Cut(q, "=")
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"?`+name+`"`) {
+			t.Errorf("?%s: %d %s, want 400 naming ?%s", q, resp.StatusCode, b, name)
+		}
+	}
+}
+
+func TestRevokedAgentIsRefused(t *testing.T) {
+	ag := newAgentHarness(t, true)
+	key := ag.agent(ag.keys["a/write"], "office-1", "office")
+	if resp, b := ag.call(http.MethodGet, "/v1/agent/commands?wait=0s", key, ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("poll: %d %s", resp.StatusCode, b)
+	}
+	resp, b := ag.call(http.MethodGet, "/v1/agents", ag.keys["a/write"], "")
+	var list apiv1.AgentList
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &list) != nil {
+		t.Fatalf("list: %d %s", resp.StatusCode, b)
+	}
+	seen := false
+	for _, a := range list.Agents {
+		seen = seen || (a.Name == "office-1" && a.LastSeen != nil && a.LastSeen.Equal(t0))
+	}
+	if !seen {
+		t.Fatalf("list: %s, want office-1 seen at its poll", b)
+	}
+	if resp, b := ag.call(http.MethodDelete, "/v1/agents/office-1", ag.keys["a/write"], ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("revoke: %d %s", resp.StatusCode, b)
+	}
+	if resp, _ := ag.call(http.MethodGet, "/v1/agent/commands?wait=0s", key, ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a revoked agent's poll: %d, want 401", resp.StatusCode)
+	}
+}
+
+func TestAgentQuota(t *testing.T) {
+	// The harness's own agent key of tenant a counts: one more fits.
+	h := newAuthHarness(t, func(o *api.Options) { o.Quotas.MaxAgents = 2 })
+	if resp, b := h.call(http.MethodPost, "/v1/agents", h.keys["a/write"], `{"name":"one","location":"office"}`); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("first agent: %d %s", resp.StatusCode, b)
+	}
+	resp, b := h.call(http.MethodPost, "/v1/agents", h.keys["a/write"], `{"name":"two","location":"office"}`)
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(string(b), "--max-agents-per-tenant") {
+		t.Fatalf("second agent: %d %s, want 409 naming the quota", resp.StatusCode, b)
+	}
+	if resp, b := h.call(http.MethodPost, "/v1/agents", h.keys["a/write"], `{"name":"bad","location":"Bad:Loc"}`); resp.StatusCode != http.StatusBadRequest ||
+		!strings.Contains(string(b), "#/location") {
+		t.Fatalf("bad location: %d %s, want 400 naming #/location", resp.StatusCode, b)
+	}
+}

@@ -1,0 +1,109 @@
+package apiv1
+
+import (
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+)
+
+// AgentInput is the body of POST /v1/agents: an agent key for one
+// location of the caller's tenant. At most one of Expires and ExpiresIn.
+type AgentInput struct {
+	Name string `json:"name"`
+	// Location names where the agent runs: 1-28 of [a-z0-9-]. Endpoints
+	// name it in their regions as "loc-" + Location.
+	Location  string     `json:"location"`
+	Expires   *time.Time `json:"expires,omitempty"`
+	ExpiresIn string     `json:"expiresIn,omitempty"`
+}
+
+// AgentView is an agent as the API returns it: its key's record and what
+// its polls told the server.
+type AgentView struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Location string `json:"location"`
+	// Region is what endpoints name in their regions to be probed there.
+	Region  string     `json:"region"`
+	Status  string     `json:"status"` // active, expired or revoked
+	Created time.Time  `json:"created"`
+	Expires *time.Time `json:"expires,omitempty"`
+	Revoked *time.Time `json:"revoked,omitempty"`
+	// LastSeen is the agent's last poll (absent before its first).
+	LastSeen *time.Time `json:"lastSeen,omitempty"`
+	// Version is the agent's own, from its User-Agent.
+	Version string `json:"version,omitempty"`
+	// ProbesPerMinute counts the results it posted over the last minute
+	// it was seen in.
+	ProbesPerMinute int `json:"probesPerMinute"`
+	// Key is the agent's token, only in the response to its creation.
+	Key string `json:"key,omitempty"`
+}
+
+// AgentList is the body of GET /v1/agents.
+type AgentList struct {
+	Agents []AgentView `json:"agents"`
+}
+
+// AgentCommand is one probe an agent owes: the slot of an endpoint, with
+// the endpoint as the prober needs it.
+type AgentCommand struct {
+	EndpointID string        `json:"endpointId"`
+	Slot       time.Time     `json:"slot"`
+	Endpoint   AgentEndpoint `json:"endpoint"`
+}
+
+// AgentEndpoint is what an agent needs of an endpoint to probe it.
+// Secret values (header values, tool arguments, the OAuth client secret)
+// are in clear: the server sends commands that carry them only over TLS,
+// unless it was started to allow plain HTTP for tests.
+type AgentEndpoint struct {
+	ID                string            `json:"id"`
+	URL               string            `json:"url"`
+	Transport         string            `json:"transport"`
+	ProtocolVersion   string            `json:"protocolVersion,omitempty"`
+	Schedule          string            `json:"schedule"`
+	Timeout           string            `json:"timeout"`
+	LatencyThreshold  string            `json:"latencyThreshold,omitempty"`
+	Headers           map[string]string `json:"headers,omitempty"`
+	ToolCheck         *ToolCheckInput   `json:"toolCheck,omitempty"`
+	OAuth             *OAuthInput       `json:"oauth,omitempty"`
+	CredentialWarning string            `json:"credentialWarning,omitempty"`
+	Version           int64             `json:"version"`
+}
+
+// AgentCommands is the body of GET /v1/agent/commands.
+type AgentCommands struct {
+	Commands []AgentCommand `json:"commands"`
+	// Withheld counts commands not sent because they carry secrets and
+	// the request did not come over TLS.
+	Withheld int `json:"withheld,omitempty"`
+}
+
+// AgentResults is the body of POST /v1/agent/results: the results of
+// commands, as the prober made them.
+type AgentResults struct {
+	Results []msg.ProbeResult `json:"results"`
+}
+
+// AgentResultsAccepted is the answer to POST /v1/agent/results: every
+// result was published to the results queue.
+type AgentResultsAccepted struct {
+	Accepted int `json:"accepted"`
+}
+
+// AgentUserAgent starts the User-Agent of `mcpmon agent`; the version
+// follows the slash.
+const AgentUserAgent = "mcpmon-agent/"
+
+// Bounds of the agent exchanges.
+const (
+	// MaxAgentWait bounds ?wait= of GET /v1/agent/commands, below the
+	// server's write timeout.
+	MaxAgentWait     = 30 * time.Second
+	DefaultAgentWait = 25 * time.Second
+	// MaxAgentCommands bounds ?limit= (and the default) of one poll.
+	MaxAgentCommands = 500
+	// MaxAgentResults bounds the results of one POST.
+	MaxAgentResults = 100
+)

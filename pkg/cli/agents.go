@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpmon/mcpmon/pkg/agent"
+	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/daemon"
+	"github.com/mcpmon/mcpmon/pkg/model"
+)
+
+// agentTokenEnv holds an agent's key: preferred to --token, whose value
+// shows in ps.
+const agentTokenEnv = "MCPMON_AGENT_TOKEN"
+
+// agentCmd runs a prober inside the user's network (pkg/agent).
+func (a *app) agentCmd() *cobra.Command {
+	var tokenFile, logLevel string
+	o := agent.Options{Version: daemon.Version}
+	cmd := &cobra.Command{
+		Use:   "agent --server URL [--token-file FILE] [--allow-private-targets]",
+		Short: "Probe from inside your network: fetch a location's probes from the API over HTTPS, post their results",
+		Example: `  export MCPMON_AGENT_TOKEN=$(cat /etc/mcpmon/agent.token)
+  mcpmon agent --server https://mcpmon.example.com --allow-private-targets
+  mcpmon agent --server https://mcpmon.example.com --token-file /etc/mcpmon/agent.token`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+				return usagef("--log-level %q: want debug, info, warn or error", logLevel)
+			}
+			log := slog.New(slog.NewTextHandler(a.io.Stderr, &slog.HandlerOptions{Level: lvl}))
+			token, err := a.agentToken(cmd, tokenFile, log)
+			if err != nil {
+				return err
+			}
+			o.Server, o.Token, o.Logger = a.server, token, log
+			if err := o.Validate(); err != nil {
+				return usageError{err}
+			}
+			log.Info("agent starting", "server", o.Server, "version", o.Version, "allow_private_targets", o.AllowPrivateTargets)
+			// A refused key ends the agent with one line and exit 1
+			// (agent.ErrRefused): retrying cannot help, its supervisor
+			// should show it.
+			return agent.Run(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the agent key (preferred; or "+agentTokenEnv+"): a --token value shows in ps")
+	cmd.Flags().BoolVar(&o.AllowPrivateTargets, "allow-private-targets", false, "probe loopback, private and link-local addresses: the agent's own SSRF guard, off for the servers it is there for")
+	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 16, "probes in flight at once")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+// agentToken is the agent's key: --token-file, else MCPMON_AGENT_TOKEN,
+// else --token (MCPMON_TOKEN).
+func (a *app) agentToken(cmd *cobra.Command, file string, log *slog.Logger) (model.Secret, error) {
+	if file != "" {
+		read := a.io.ReadFile
+		if read == nil {
+			read = os.ReadFile
+		}
+		b, err := read(file)
+		if err != nil {
+			return "", usagef("--token-file: %v", err)
+		}
+		return model.Secret(strings.TrimSpace(string(b))), nil
+	}
+	if t := strings.TrimSpace(a.io.Getenv(agentTokenEnv)); t != "" {
+		return model.Secret(t), nil
+	}
+	if f := cmd.Flags().Lookup("token"); f != nil && f.Changed {
+		log.Warn("the agent key was given with --token: it shows in ps; prefer --token-file or " + agentTokenEnv)
+	}
+	return model.Secret(a.token), nil
+}
+
+// agentsCmd manages agent keys through the REST API (a write key).
+func (a *app) agentsCmd() *cobra.Command {
+	g := group("agents", "Agents: create, list, revoke the keys of `mcpmon agent` (write)",
+		`  mcpmon agents create --name office-1 --location office > agent.token
+  mcpmon agents list
+  mcpmon agents revoke office-1`)
+	g.Aliases = []string{"agent-keys"}
+	g.AddCommand(a.agentsCreate(), a.agentsList(), a.agentsRevoke())
+	return g
+}
+
+func (a *app) agentsCreate() *cobra.Command {
+	var in apiv1.AgentInput
+	cmd := &cobra.Command{
+		Use:   "create --name NAME --location LOCATION [--expires-in D]",
+		Short: "Create an agent key for a location; the key is printed once, alone on stdout",
+		Example: `  mcpmon agents create --name office-1 --location office > agent.token
+  # endpoints probed there name the location's region
+  mcpmon endpoints create --name billing --url http://10.0.0.7/mcp --regions loc-office`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if in.Name == "" || in.Location == "" {
+				return usagef("--name and --location are required")
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			v, err := c.CreateAgent(cmd.Context(), in)
+			if err != nil {
+				return err
+			}
+			return a.render(v, func(w io.Writer) {
+				fmt.Fprintf(a.io.Stderr, "created agent %s (%s) for location %s: endpoints name it as region %q; the key is shown only now:\n", v.ID, v.Name, v.Location, v.Region)
+				fmt.Fprintln(w, v.Key)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&in.Name, "name", "", "name, unique among the tenant's live keys")
+	cmd.Flags().StringVar(&in.Location, "location", "", "where the agent runs: 1-28 of [a-z0-9-]")
+	cmd.Flags().StringVar(&in.ExpiresIn, "expires-in", "", "expires this long from now, e.g. 720h (default never)")
+	return cmd
+}
+
+func (a *app) agentsList() *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Short:   "List the tenant's agents: location, status, last poll, version, probes per minute",
+		Example: "  mcpmon agents list\n  mcpmon agents list -o json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			agents, err := c.ListAgents(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if agents == nil {
+				agents = []apiv1.AgentView{}
+			}
+			return a.render(agents, func(w io.Writer) {
+				row(w, "ID", "NAME", "LOCATION", "STATUS", "LAST SEEN", "VERSION", "PROBES/MIN")
+				for _, v := range agents {
+					row(w, v.ID, v.Name, v.Location, v.Status, v.LastSeen, v.Version, fmt.Sprint(v.ProbesPerMinute))
+				}
+			})
+		},
+	}
+}
+
+func (a *app) agentsRevoke() *cobra.Command {
+	return &cobra.Command{
+		Use:     "revoke ID|NAME",
+		Short:   "Revoke an agent's key: its next poll is refused and it exits",
+		Example: "  mcpmon agents revoke office-1",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			v, err := c.RevokeAgent(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.render(v, func(w io.Writer) { fmt.Fprintf(w, "revoked agent %s (%s)\n", v.ID, v.Name) })
+		},
+	}
+}
