@@ -91,6 +91,9 @@ func QueuesIn(r Role, regions []string, region string) RoleQueues {
 		for _, q := range commandQueues(regions) {
 			use.Sends[q] = true
 		}
+		// Agents post their results to the API (pkg/api/agents.go), which
+		// publishes them as a prober would.
+		use.Sends[msg.QueueResults] = true
 	}
 	if r.has(RoleProber) {
 		for _, pr := range proberRegions(r, regions, region) {
