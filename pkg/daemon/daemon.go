@@ -684,11 +684,11 @@ func (d *Daemon) banner(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, `mcpmon %s (%s): listening on %s (%s%s)
-API on %s://%s/v1  metrics on %s://%s/metrics
+API on %s://%s/v1  MCP on %s://%s/mcp  metrics on %s://%s/metrics
 register an MCP endpoint:
   curl -sS -X POST %s://%s/v1/endpoints -H "Authorization: Bearer $MCPMON_TOKEN" -H 'Content-Type: application/json' \
     -d '{"name":"example","url":"https://mcp.example.com/mcp","schedule":"@every 30s"}'
-`, Version, d.role, addr, proto, where, scheme, host, scheme, metricsAt, scheme, host)
+`, Version, d.role, addr, proto, where, scheme, host, scheme, host, scheme, metricsAt, scheme, host)
 }
 
 // Gather scrapes the process's registry (the load harness reads it).

@@ -223,6 +223,9 @@ func TestPlaintextWarningAndBanner(t *testing.T) {
 	if want := "listening on " + d.Addr() + " (HTTP)"; !strings.Contains(out.String(), want) {
 		t.Errorf("banner %q lacks %q", out, want)
 	}
+	if want := "MCP on http://" + d.Addr() + "/mcp"; !strings.Contains(out.String(), want) {
+		t.Errorf("banner %q lacks %q", out, want)
+	}
 }
 
 // TestServesTLS: with --tls-cert/--tls-key the listener speaks HTTPS only,
