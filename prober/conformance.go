@@ -126,9 +126,10 @@ func (r *run) activeChecks(ctx context.Context) {
 
 // futureVersionBody is a 2026-07-28 tools/list whose _meta asks for
 // conformance.FutureVersion, the header saying the same (a mismatch would
-// be answered -32020 instead).
+// be answered -32020 instead); the rest of _meta is the run's, trace
+// context included.
 func (r *run) futureVersionBody(id int64) []byte {
-	meta := maps.Clone(r.p.meta)
+	meta := maps.Clone(r.meta())
 	meta["io.modelcontextprotocol/protocolVersion"] = conformance.FutureVersion
 	return marshalRequest("tools/list", id, map[string]any{"_meta": meta})
 }
