@@ -130,7 +130,7 @@ func Run(ctx context.Context, o Options) error {
 		o.Clock = clock.Real{}
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleep
+		o.Sleep = clock.Sleep
 	}
 	if o.HTTPClient == nil {
 		// The poll waits up to Wait for an answer; the timeout leaves it
@@ -204,17 +204,6 @@ func Run(ctx context.Context, o Options) error {
 // backoff is the wait after the n-th failure in a row.
 func backoff(n int) time.Duration {
 	return min(MinBackoff<<min(n-1, 10), MaxBackoff)
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 func trimSlash(s string) string {

@@ -350,7 +350,7 @@ func (s *Scheduler) SyncEvery(ctx context.Context, src EndpointLister, interval 
 			stamp, stampOK = n, err == nil
 		}
 		if stampOK && synced && stamp == syncedAt && s.clock.Now().Sub(lastListed) < staleListing*interval {
-			if !sleepCtx(ctx, interval) {
+			if !clock.Sleep(ctx, interval) {
 				return nil
 			}
 			continue
@@ -385,7 +385,7 @@ func (s *Scheduler) SyncEvery(ctx context.Context, src EndpointLister, interval 
 			synced, syncedAt, lastListed = stampOK, stamp, began
 			wait = max(interval, s.clock.Now().Sub(began)*resyncBudget)
 		}
-		if !sleepCtx(ctx, wait) {
+		if !clock.Sleep(ctx, wait) {
 			return nil
 		}
 	}
@@ -401,18 +401,6 @@ type EndpointStamper interface {
 // staleListing bounds, in resync intervals, how long an unchanged stamp
 // may stand in for a listing.
 const staleListing = 20
-
-// sleepCtx waits d; false when ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
 
 // resyncBudget bounds the share of time SyncEvery spends resyncing to
 // 1/resyncBudget (0.5 %): an idle process with a large fleet should not
