@@ -316,7 +316,7 @@ func New(opts Options) http.Handler {
 	// (openapi.go, docs.go).
 	r.Get("/v1/openapi.json", specHandler())
 	r.Get("/docs", docsHandler())
-	s.mountMCP(r, opts.MCP) // mcp.go
+	s.mountMCP(r, opts.MCP)                     // mcp.go
 	r.Route("/v1/agent", s.agentExchangeRoutes) // agents.go: agent keys only, outside the audit log
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate) // auth.go: key and scope for every /v1 route

@@ -546,9 +546,9 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			MCP: func(rest http.Handler) http.Handler { // /mcp: every tool a request to /v1
 				return mcpapi.New(rest, mcpapi.Options{Version: Version, Logger: d.log})
 			},
-			AgentCommands:         locs,
-			AgentResults:          d.agentResults(qm), // agents.go
-			AgentSecretsOverHTTP:  o.AgentSecretsOverHTTP,
+			AgentCommands:        locs,
+			AgentResults:         d.agentResults(qm), // agents.go
+			AgentSecretsOverHTTP: o.AgentSecretsOverHTTP,
 		})
 		mux.Handle("/v1/", h)
 		mux.Handle("/mcp", h) // pkg/mcpapi through the API's key check

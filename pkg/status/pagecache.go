@@ -16,22 +16,10 @@ import (
 // own cached page. ErrNotFound for a slug no status page has. A store
 // failure serves the stale page if there is one.
 func (c *Cache) StatusPage(ctx context.Context, slug string) (*RenderedPage, error) {
-	now := c.clk.Now()
-	c.mu.RLock()
-	r, ok := c.pageEntries[slug]
-	_, known := c.pageIndex[slug]
-	indexFresh := c.fresh(c.indexAt, now)
-	c.mu.RUnlock()
-	if ok && c.fresh(r.built, now) {
-		return r, nil
-	}
-	if !known && indexFresh {
-		return nil, ErrNotFound
-	}
-	c.refresh.Lock()
-	defer c.refresh.Unlock()
-	return c.statusPageLocked(ctx, slug, now)
+	return lookup(ctx, c, c.pageEntries, c.pageIndex, slug, c.statusPageLocked)
 }
+
+func (r *RenderedPage) builtAt() time.Time { return r.built }
 
 // HostPage returns the status page whose custom host is host (any form a
 // Host header takes). ErrNotFound when no page has it, answered from the

@@ -169,22 +169,33 @@ func (c *Cache) fresh(t time.Time, now time.Time) bool { return !t.IsZero() && n
 // cached one is older than the TTL. ErrNotFound for a slug no public
 // endpoint has. A store failure serves the stale page if there is one.
 func (c *Cache) Get(ctx context.Context, slug string) (*Rendered, error) {
+	return lookup(ctx, c, c.entries, c.index, slug, c.getLocked)
+}
+
+// lookup is the read path both kinds of page share: the cached entry while
+// it is fresh, ErrNotFound for a slug the fresh index does not hold (no
+// store read), else load under c.refresh, which serialises the refreshes.
+func lookup[E interface{ builtAt() time.Time }, I any](ctx context.Context, c *Cache, entries map[string]E, index map[string]I, slug string,
+	load func(ctx context.Context, slug string, now time.Time) (E, error)) (E, error) {
 	now := c.clk.Now()
 	c.mu.RLock()
-	r, ok := c.entries[slug]
-	_, known := c.index[slug]
+	r, ok := entries[slug]
+	_, known := index[slug]
 	indexFresh := c.fresh(c.indexAt, now)
 	c.mu.RUnlock()
-	if ok && c.fresh(r.built, now) {
+	if ok && c.fresh(r.builtAt(), now) {
 		return r, nil
 	}
 	if !known && indexFresh {
-		return nil, ErrNotFound
+		var none E
+		return none, ErrNotFound
 	}
 	c.refresh.Lock()
 	defer c.refresh.Unlock()
-	return c.getLocked(ctx, slug, now)
+	return load(ctx, slug, now)
 }
+
+func (r *Rendered) builtAt() time.Time { return r.built }
 
 func (c *Cache) getLocked(ctx context.Context, slug string, now time.Time) (*Rendered, error) {
 	c.mu.RLock()
