@@ -26,12 +26,13 @@ import (
 const patchMaxRetries = 3
 
 // reservedHeaders are set by the prober itself; letting an endpoint override
-// them would break the protocol exchange or the HTTP framing.
+// them would break the protocol exchange or the HTTP framing, or (the W3C
+// trace context) forge the probe's trace for the server's spans.
 var reservedHeaders = map[string]bool{
 	"Accept": true, "Connection": true, "Content-Length": true, "Content-Type": true, "Host": true,
 	"Keep-Alive": true, "Last-Event-Id": true, "Mcp-Method": true, "Mcp-Protocol-Version": true,
 	"Mcp-Session-Id": true, "Mcp-Name": true, "Proxy-Connection": true, "Te": true, "Trailer": true,
-	"Transfer-Encoding": true, "Upgrade": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Traceparent": true, "Tracestate": true,
 }
 
 var labelKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./-]*$`)

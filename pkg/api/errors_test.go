@@ -100,6 +100,7 @@ func TestClientErrors(t *testing.T) {
 		{"latency over timeout", "POST", "/v1/endpoints", "", valid(`,"timeout":"5s","latencyThreshold":"6s"`), 400, "#/latencyThreshold", ""},
 		{"bad header name", "POST", "/v1/endpoints", "", valid(`,"headers":{"Bad Header":"v"}`), 400, "#/headers/Bad Header", ""},
 		{"reserved header", "POST", "/v1/endpoints", "", valid(`,"headers":{"host":"evil"}`), 400, "#/headers/host", ""},
+		{"trace context header", "POST", "/v1/endpoints", "", valid(`,"headers":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`), 400, "#/headers/traceparent", ""},
 		{"CRLF header value", "POST", "/v1/endpoints", "", valid(`,"headers":{"X-A":"v\r\nX-B: w"}`), 400, "#/headers/X-A", ""},
 		{"placeholder header value", "POST", "/v1/endpoints", "", valid(`,"headers":{"Authorization":"<redacted>"}`), 400, "#/headers/Authorization", ""},
 		{"duplicate header", "POST", "/v1/endpoints", "", valid(`,"headers":{"x-a":"1","X-A":"2"}`), 400, "#/headers/x-a", ""},

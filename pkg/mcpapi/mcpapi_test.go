@@ -57,7 +57,7 @@ type fixture struct {
 	toolRequests atomic.Int64
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, tweak ...func(*api.Options)) *fixture {
 	t.Helper()
 	clk := clock.NewFake(t0)
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "mcpmon.db"), bolt.Options{Clock: clk, SweepInterval: -1})
@@ -68,7 +68,7 @@ func newFixture(t *testing.T) *fixture {
 	keyring := auth.NewKeyring(st, auth.Options{Clock: clk})
 	n := 0
 	f := &fixture{keys: map[string]string{}}
-	h := api.New(api.Options{
+	opts := api.Options{
 		Store: st, Authenticator: keyring, Keys: keyring, Clock: clk, Probes: storedProber{st},
 		NewID: func() string { n++; return fmt.Sprintf("id%d", n) },
 		MCP: func(rest http.Handler) http.Handler {
@@ -78,7 +78,11 @@ func newFixture(t *testing.T) *fixture {
 			})
 			return mcpapi.New(counted, mcpapi.Options{Version: "test"})
 		},
-	})
+	}
+	for _, tw := range tweak {
+		tw(&opts)
+	}
+	h := api.New(opts)
 	f.srv, f.st = httptest.NewServer(h), st
 	t.Cleanup(f.srv.Close)
 	for _, k := range []struct {
@@ -484,6 +488,40 @@ func TestMCPWithoutAKeyIs401(t *testing.T) {
 	}
 	if _, err := f.connect(t, "", ""); err == nil {
 		t.Error("a go-sdk client without a key connected")
+	}
+}
+
+// TestDoorSpendsARequestToken: every request to /mcp is charged to the
+// key's tenant at the door, so initialize and tools/list cannot outrun the
+// tenant's rate; past it the answer is the REST 429. (The fixture's own
+// setup spends tenant a's tokens; b is fresh.)
+func TestDoorSpendsARequestToken(t *testing.T) {
+	f := newFixture(t, func(o *api.Options) { o.Quotas = api.Quotas{RatePerSecond: 0.001, Burst: 3} })
+	post := func(key string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", f.srv.URL+"/mcp", strings.NewReader(initialize))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+f.keys[key])
+		resp, err := f.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for i := range 3 {
+		if resp := post("b/write"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("initialize %d within the burst: %d", i+1, resp.StatusCode)
+		}
+	}
+	resp := post("b/write")
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Content-Type") != apiv1.ProblemContentType || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("initialize past the burst: %d %q Retry-After %q, want 429 problem+json with Retry-After",
+			resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Retry-After"))
+	}
+	if f.toolRequests.Load() != 0 {
+		t.Errorf("initialize made %d REST requests, want 0", f.toolRequests.Load())
 	}
 }
 
