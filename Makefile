@@ -36,7 +36,7 @@ bench-versus: ## mcpmon, Gatus and blackbox_exporter + Prometheus checking one f
 	VERSUS_ENDPOINTS='$(VERSUS_ENDPOINTS)' VERSUS_ARGS='$(VERSUS_ARGS)' bash .ci/bench.sh --versus-only
 
 # `make chaos` runs cmd/mcpmon-chaos at the documented size (50 endpoints × 8
-# outages = 400 planned) in both modes; `make test` runs it at a small size.
+# outages = 400 planned) in every mode (fleet, embedded, agent); `make test` runs it at a small size.
 # The harness runs its own redis-server (it kills it mid-run); start-redis.sh
 # installs the binary. Pass more flags with CHAOS_ARGS="--seed 7".
 CHAOS_ARGS ?=
@@ -49,6 +49,7 @@ chaos: ## chaos test: kill replicas and Redis mid-run; every outage must page ex
 	rc=0; \
 	$(GO) run ./cmd/mcpmon-chaos --mode fleet --endpoints 50 --outages 8 $(CHAOS_ARGS) || rc=1; \
 	$(GO) run ./cmd/mcpmon-chaos --mode embedded --endpoints 50 --outages 8 $(CHAOS_ARGS) || rc=1; \
+	$(GO) run ./cmd/mcpmon-chaos --mode agent --endpoints 50 --outages 8 $(CHAOS_ARGS) || rc=1; \
 	exit $$rc
 
 # `make fuzz` runs every fuzz target (Go's native fuzzing) for FUZZTIME each;

@@ -64,8 +64,8 @@ func defaultOptions() options {
 
 func (o options) validate() error {
 	var errs []string
-	if o.Mode != ModeFleet && o.Mode != ModeEmbedded {
-		errs = append(errs, "--mode must be fleet or embedded")
+	if o.Mode != ModeFleet && o.Mode != ModeEmbedded && o.Mode != ModeAgent {
+		errs = append(errs, "--mode must be fleet, embedded or agent")
 	}
 	if o.Endpoints < 1 || o.Endpoints > 500 {
 		errs = append(errs, "--endpoints must be 1..500")
@@ -82,8 +82,8 @@ func (o options) validate() error {
 	if o.SinkFailRate < 0 || o.SinkFailRate >= 1 {
 		errs = append(errs, "--sink-fail must be in [0, 1)")
 	}
-	if o.Mode == ModeFleet && o.SQSEndpoint == "" {
-		errs = append(errs, "--mode fleet needs --sqs-endpoint (or MCPMON_TEST_SQS_ENDPOINT): start fauxqs with .ci/start-fauxqs.sh")
+	if o.Mode != ModeEmbedded && o.SQSEndpoint == "" {
+		errs = append(errs, "--mode fleet and agent need --sqs-endpoint (or MCPMON_TEST_SQS_ENDPOINT): start fauxqs with .ci/start-fauxqs.sh")
 	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
@@ -137,6 +137,8 @@ type harness struct {
 	apis    []*proc // those serving the REST API
 	redis   *proc
 	ids     []string // API endpoint ID per target
+	agents  []*proc  // agent mode: the `mcpmon agent` processes (agent.go)
+	token   string   // agent mode: the admin API key
 
 	mu    sync.Mutex
 	kills []killEvent
@@ -297,7 +299,10 @@ func (h *harness) startPipeline(ctx context.Context) error {
 	if b, err := ensure.CombinedOutput(); err != nil {
 		return fmt.Errorf("mcpmon queues ensure: %w\n%s", err, b)
 	}
-	for _, role := range []string{"api", "prober", "aggregator", "alerter"} {
+	if err := h.prepareAgentMode(ctx, &env); err != nil { // agent.go
+		return err
+	}
+	for _, role := range fleetRoles(h.o.Mode) {
 		for i := 1; i <= 2; i++ {
 			name := fmt.Sprintf("%s-%d", role, i)
 			args := []string{role}
@@ -324,7 +329,7 @@ func (h *harness) startPipeline(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return h.startAgents(ctx, env) // agent.go
 }
 
 func (h *harness) stopAll() {
@@ -354,6 +359,9 @@ func (h *harness) api(ctx context.Context, method, path string, body, into any) 
 			return err
 		}
 		req.Header.Set("Content-Type", "application/json")
+		if h.token != "" {
+			req.Header.Set("Authorization", "Bearer "+h.token)
+		}
 		resp, err := pollClient.Do(req)
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
@@ -383,6 +391,7 @@ func (h *harness) register(ctx context.Context) error {
 		}
 		body := map[string]any{"name": fmt.Sprintf("chaos-%03d", i), "url": t.url, "transport": "streamable-http",
 			"schedule": "@every 1s", "timeout": h.o.ProbeTimeout.String()}
+		h.endpointRegions(body) // agent.go
 		if err := h.api(ctx, http.MethodPost, "/v1/endpoints", body, &v); err != nil {
 			return fmt.Errorf("register endpoint %d: %w", i, err)
 		}
@@ -454,7 +463,7 @@ func (h *harness) killLoop(ctx context.Context, rng *rand.Rand) {
 			return
 		case <-tick.C:
 		}
-		p := h.procs[rng.IntN(len(h.procs))]
+		p := h.victim(rng) // agent.go
 		h.mu.Lock()
 		h.kills = append(h.kills, killEvent{At: time.Now(), Name: p.name})
 		h.mu.Unlock()

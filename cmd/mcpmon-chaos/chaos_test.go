@@ -10,8 +10,9 @@ import (
 )
 
 // TestChaosEveryOutagePagesOnce runs the chaos harness at the CI size in
-// both modes: every planned outage must page exactly once (one open, one
-// resolve) while replicas, the single process or redis-server are SIGKILLed.
+// every mode: every planned outage must page exactly once (one open, one
+// resolve) while replicas, the single process, agents or redis-server are
+// SIGKILLed.
 func TestChaosEveryOutagePagesOnce(t *testing.T) {
 	sqsEndpoint := testpeers.SQSEndpoint(t)
 	_ = testpeers.RedisURL(t) // .ci/start-redis.sh installed redis-server; the harness runs its own to kill it
@@ -22,7 +23,7 @@ func TestChaosEveryOutagePagesOnce(t *testing.T) {
 		t.Fatalf("redis-server not in PATH: %v", err)
 	}
 	bin := testpeers.Mcpmon(t)
-	for _, mode := range []string{ModeFleet, ModeEmbedded} {
+	for _, mode := range []string{ModeFleet, ModeEmbedded, ModeAgent} {
 		t.Run(mode, func(t *testing.T) {
 			o := ciOptions(mode, sqsEndpoint, bin)
 			if err := run(t.Context(), o, t.Output()); err != nil {
@@ -38,6 +39,9 @@ func ciOptions(mode, sqsEndpoint, bin string) options {
 	o := defaultOptions()
 	o.Mode, o.SQSEndpoint, o.Mcpmon = mode, sqsEndpoint, bin
 	o.Endpoints, o.Outages = 6, 2
+	if mode == ModeAgent {
+		o.Endpoints, o.Outages = 4, 1 // about 60s: the chaos package stays within minutes on 2 cores
+	}
 	return o
 }
 

@@ -32,6 +32,9 @@ func (h *harness) printReport(plan Plan, r report, ws windowStats, verdicts [][]
 	if o.Mode == ModeFleet {
 		what = "api, prober, aggregator, alerter × 2 processes on fauxqs + redis-server"
 	}
+	if o.Mode == ModeAgent {
+		what = agentModeWhat
+	}
 	perKind := map[Mode]int{}
 	for _, out := range plan.Outages {
 		perKind[out.Kind]++

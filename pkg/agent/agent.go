@@ -12,7 +12,10 @@
 // once. The SSRF guard is the agent's own: --allow-private-targets lets it
 // probe the private servers it is there for.
 //
-// An unreachable or failing server is waited out with backoff; a refused
+// An agent may be given several servers, the API replicas of one
+// deployment: it keeps to one until a request to it fails on the network
+// or with a 5xx, 429 or 408, then moves to the next (servers.go). An
+// unreachable or failing server is waited out with backoff; a refused
 // key (401 or 403: revoked, expired, unknown) ends Run with ErrRefused, so
 // the process exits non-zero and its supervisor shows why.
 package agent
@@ -48,7 +51,10 @@ var ErrRefused = errors.New("the server refused the agent key (revoked, expired 
 type Options struct {
 	// Server is the API's base URL: https, or http to a loopback address.
 	Server string
-	Token  model.Secret
+	// Failover are more base URLs of the same deployment (its other API
+	// replicas), tried in order after Server when the one in use fails.
+	Failover []string
+	Token    model.Secret
 	// AllowPrivateTargets turns the agent's SSRF guard off: it may probe
 	// private and loopback addresses, as an agent inside a network must.
 	AllowPrivateTargets bool
@@ -78,15 +84,19 @@ const (
 
 // Validate checks the options a command line gives.
 func (o Options) Validate() error {
-	u, err := url.Parse(o.Server)
-	switch {
-	case o.Server == "":
+	if o.Server == "" {
 		return errors.New("--server is required: the mcpmon API's URL")
-	case err != nil || u.Host == "" || u.User != nil || (u.Scheme != "https" && u.Scheme != "http"):
-		return fmt.Errorf("--server %q: want https://host[:port]", o.Server)
-	case u.Scheme == "http" && !loopback(u.Hostname()):
-		return fmt.Errorf("--server %q: an agent talks to the API over HTTPS only (plain http only to a loopback address)", o.Server)
-	case o.Token == "":
+	}
+	for _, s := range append([]string{o.Server}, o.Failover...) {
+		u, err := url.Parse(s)
+		switch {
+		case err != nil || u.Host == "" || u.User != nil || (u.Scheme != "https" && u.Scheme != "http"):
+			return fmt.Errorf("--server %q: want https://host[:port]", s)
+		case u.Scheme == "http" && !loopback(u.Hostname()):
+			return fmt.Errorf("--server %q: an agent talks to the API over HTTPS only (plain http only to a loopback address)", s)
+		}
+	}
+	if o.Token == "" {
 		return errors.New("no agent key: give --token-file FILE or MCPMON_AGENT_TOKEN (`mcpmon agents create` makes one)")
 	}
 	return nil
@@ -103,7 +113,7 @@ func loopback(host string) bool {
 // agent is one Run's state.
 type agent struct {
 	o      Options
-	base   string
+	srv    *servers // servers.go
 	log    *slog.Logger
 	worker *prober.Worker
 	eps    *endpoints
@@ -137,7 +147,7 @@ func Run(ctx context.Context, o Options) error {
 		// room and still ends a connection that went silent.
 		o.HTTPClient = &http.Client{Timeout: o.Wait + 30*time.Second}
 	}
-	a := &agent{o: o, base: trimSlash(o.Server), log: o.Logger.With("component", "agent"), eps: &endpoints{m: map[string]model.Endpoint{}},
+	a := &agent{o: o, srv: newServers(o.Server, o.Failover), log: o.Logger.With("component", "agent"), eps: &endpoints{m: map[string]model.Endpoint{}},
 		refused: make(chan struct{})}
 	po := prober.Options{AllowPrivateTargets: o.AllowPrivateTargets, Logger: o.Logger, Clock: o.Clock,
 		ClientName: "mcpmon-agent", ClientVersion: o.Version}
@@ -171,7 +181,11 @@ func Run(ctx context.Context, o Options) error {
 				a.log.Warn("polling the server failed; retrying with backoff", "err", err)
 			}
 			failures++
-			o.Sleep(ctx, backoff(failures)) // a done ctx ends the loop's next turn
+			// A server that fails is left for the next at once; the
+			// backoff waits once each server has failed in turn.
+			if n := a.srv.len(); !retryable(err) || failures%n == 0 {
+				o.Sleep(ctx, backoff(max(failures/n, 1))) // a done ctx ends the loop's next turn
+			}
 			continue
 		}
 		if failures > 0 {
@@ -206,13 +220,6 @@ func backoff(n int) time.Duration {
 	return min(MinBackoff<<min(n-1, 10), MaxBackoff)
 }
 
-func trimSlash(s string) string {
-	for len(s) > 0 && s[len(s)-1] == '/' {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
 func (a *agent) refuse() { a.refusedOnce.Do(func() { close(a.refused) }) }
 
 func (a *agent) isRefused() bool {
@@ -231,12 +238,14 @@ const maxCommandsBody = 16 << 20
 // poll is one long poll.
 func (a *agent) poll(ctx context.Context) ([]apiv1.AgentCommand, error) {
 	q := url.Values{"wait": {a.o.Wait.String()}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+"/v1/agent/commands?"+q.Encode(), nil)
+	base := a.srv.current()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/agent/commands?"+q.Encode(), nil)
 	if err != nil {
 		return nil, err
 	}
 	body, err := a.do(req)
 	if err != nil {
+		a.failedOver(ctx, base, err)
 		return nil, err
 	}
 	var out apiv1.AgentCommands
@@ -313,7 +322,8 @@ func (p poster) Publish(ctx context.Context, in queue.SendInput) (string, error)
 	body := make([]byte, 0, len(in.Body)+16)
 	body = append(append(append(body, `{"results":[`...), in.Body...), "]}"...)
 	for n := 1; ; n++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.a.base+"/v1/agent/results", bytes.NewReader(body))
+		base := p.a.srv.current()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/agent/results", bytes.NewReader(body))
 		if err != nil {
 			return "", err
 		}
@@ -327,7 +337,12 @@ func (p poster) Publish(ctx context.Context, in queue.SendInput) (string, error)
 		case n == 1:
 			p.a.log.Warn("posting a result failed; retrying with backoff", "dedup_id", in.DedupID, "err", err)
 		}
-		if !p.a.o.Sleep(ctx, backoff(n)) {
+		p.a.failedOver(ctx, base, err)
+		// Each server is tried once before the backoff's wait.
+		if n%p.a.srv.len() == 0 && !p.a.o.Sleep(ctx, backoff(n/p.a.srv.len())) {
+			return "", fmt.Errorf("post result %s: %w", in.DedupID, ctx.Err())
+		}
+		if ctx.Err() != nil {
 			return "", fmt.Errorf("post result %s: %w", in.DedupID, ctx.Err())
 		}
 	}

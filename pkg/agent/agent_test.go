@@ -127,6 +127,9 @@ func TestValidateRefusesPlainHTTPBeyondLoopback(t *testing.T) {
 			t.Errorf("Validate(%q) = %v, want ok=%v", server, err, ok)
 		}
 	}
+	if err := (Options{Server: "https://x", Failover: []string{"http://mcpmon.example.com"}, Token: token}).Validate(); err == nil {
+		t.Error("Validate took a plain-HTTP failover server beyond loopback")
+	}
 	if err := (Options{Server: "https://x"}).Validate(); err == nil {
 		t.Error("Validate without a token succeeded")
 	}
@@ -174,5 +177,102 @@ func TestRunProbesWithItsOwnGuard(t *testing.T) {
 		if r.Status != tc.want || r.Class != tc.class || r.ProbeRunID != msg.ProbeRunID("e1", slot) || !r.Slot.Equal(slot) {
 			t.Errorf("allow private %v: result %s/%s run %s slot %v, want %s/%s for the command's slot", tc.allow, r.Status, r.Class, r.ProbeRunID, r.Slot, tc.want, tc.class)
 		}
+	}
+}
+
+// An agent given several servers keeps to one until it fails, then moves
+// to the next at once: a command taken from a, whose polls and posts then
+// fail, is probed and its result posted to b.
+func TestAgentFailsOverBetweenServers(t *testing.T) {
+	target := mcpFixture(t)
+	slot := time.Now().UTC().Truncate(time.Second)
+	cmd := apiv1.AgentCommand{EndpointID: "e1", Slot: slot, Endpoint: apiv1.AgentEndpoint{ID: "e1", URL: target, Transport: "auto",
+		Schedule: "@every 1h", Timeout: "5s"}}
+	var polledA sync.Once
+	a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served := false
+		if r.URL.Path == "/v1/agent/commands" {
+			polledA.Do(func() { commands(cmd)(w); served = true })
+		}
+		if !served {
+			w.WriteHeader(http.StatusServiceUnavailable) // a replica going down
+		}
+	}))
+	t.Cleanup(a.Close)
+	// b answers polls only once it has the result, then refuses the key,
+	// which ends Run.
+	b := newFakeServer(t)
+	posted := make(chan struct{})
+	b.polls = []func(http.ResponseWriter){func(w http.ResponseWriter) { w.WriteHeader(http.StatusUnauthorized) }}
+	inner := b.Config.Handler
+	b.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/agent/commands" {
+			select {
+			case <-posted:
+			case <-time.After(20 * time.Second):
+			}
+		}
+		inner.ServeHTTP(w, r)
+		if r.URL.Path == "/v1/agent/results" {
+			close(posted)
+		}
+	})
+	var s sleeps
+	err := Run(t.Context(), Options{Server: a.URL, Failover: []string{b.URL + "/"}, Token: token, AllowPrivateTargets: true,
+		Wait: time.Second, Sleep: s.sleep})
+	if !errors.Is(err, ErrRefused) {
+		t.Fatalf("Run = %v, want ErrRefused from b", err)
+	}
+	b.mu.Lock()
+	results := slices.Clone(b.results)
+	b.mu.Unlock()
+	if len(results) != 1 || results[0].ProbeRunID != msg.ProbeRunID("e1", slot) || results[0].Status != msg.StatusUp {
+		t.Fatalf("b took results %+v, want the up result of the command a handed out", results)
+	}
+	if len(s.d) != 0 {
+		t.Errorf("backoff waits %v, want none: a failing server is left for the next at once", s.d)
+	}
+}
+
+// With every server failing, the backoff waits once per round of the
+// list, doubling per round.
+func TestAgentBacksOffPerRoundOfServers(t *testing.T) {
+	fail := func(n int, last int) *fakeServer {
+		polls := make([]func(http.ResponseWriter), 0, n+1)
+		for range n {
+			polls = append(polls, status(http.StatusServiceUnavailable))
+		}
+		return newFakeServer(t, append(polls, status(last))...)
+	}
+	a, b := fail(2, http.StatusUnauthorized), fail(2, http.StatusUnauthorized)
+	var s sleeps
+	err := Run(t.Context(), Options{Server: a.URL, Failover: []string{b.URL}, Token: token, Sleep: s.sleep})
+	if !errors.Is(err, ErrRefused) {
+		t.Fatalf("Run = %v, want ErrRefused", err)
+	}
+	if want := []time.Duration{MinBackoff, 2 * MinBackoff}; !slices.Equal(s.d, want) {
+		t.Fatalf("backoff waits = %v, want %v: one per round of a, b", s.d, want)
+	}
+}
+
+// With one server, nothing changes: the backoff waits after every failure.
+func TestServersStepOncePerFailure(t *testing.T) {
+	s := newServers("https://a/", []string{"https://b", "https://c"})
+	if s.current() != "https://a" {
+		t.Fatalf("current = %q, want the first, its slash trimmed", s.current())
+	}
+	if next := s.failed("https://a"); next != "https://b" {
+		t.Fatalf("failed(a) = %q, want b", next)
+	}
+	if next := s.failed("https://a"); next != "" || s.current() != "https://b" {
+		t.Fatalf("a second failure of a moved on to %q (current %q): a poll and a post failing together step once", next, s.current())
+	}
+	s.failed("https://b")
+	if next := s.failed("https://c"); next != "https://a" {
+		t.Fatalf("failed(c) = %q, want round to a", next)
+	}
+	one := newServers("https://only", nil)
+	if next := one.failed("https://only"); next != "" || one.current() != "https://only" {
+		t.Fatalf("one server: failed = %q, current %q", next, one.current())
 	}
 }

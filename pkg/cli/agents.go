@@ -22,13 +22,15 @@ const agentTokenEnv = "MCPMON_AGENT_TOKEN"
 // agentCmd runs a prober inside the user's network (pkg/agent).
 func (a *app) agentCmd() *cobra.Command {
 	var tokenFile, logLevel string
+	var servers []string
 	o := agent.Options{Version: daemon.Version}
 	cmd := &cobra.Command{
-		Use:   "agent --server URL [--token-file FILE] [--allow-private-targets]",
+		Use:   "agent --server URL [--server URL]... [--token-file FILE] [--allow-private-targets]",
 		Short: "Probe from inside your network: fetch a location's probes from the API over HTTPS, post their results",
 		Example: `  export MCPMON_AGENT_TOKEN=$(cat /etc/mcpmon/agent.token)
   mcpmon agent --server https://mcpmon.example.com --allow-private-targets
-  mcpmon agent --server https://mcpmon.example.com --token-file /etc/mcpmon/agent.token`,
+  mcpmon agent --server https://mcpmon.example.com --token-file /etc/mcpmon/agent.token
+  mcpmon agent --server https://api-1.example.com --server https://api-2.example.com`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var lvl slog.Level
@@ -40,17 +42,25 @@ func (a *app) agentCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o.Server, o.Token, o.Logger = a.server, token, log
+			if len(servers) == 0 { // MCPMON_SERVER, a comma list too, or the default
+				servers = strings.Split(a.server, ",")
+			}
+			for i := range servers {
+				servers[i] = strings.TrimSpace(servers[i])
+			}
+			o.Server, o.Failover, o.Token, o.Logger = servers[0], servers[1:], token, log
 			if err := o.Validate(); err != nil {
 				return usageError{err}
 			}
-			log.Info("agent starting", "server", o.Server, "version", o.Version, "allow_private_targets", o.AllowPrivateTargets)
+			log.Info("agent starting", "server", o.Server, "failover", o.Failover, "version", o.Version, "allow_private_targets", o.AllowPrivateTargets)
 			// A refused key ends the agent with one line and exit 1
 			// (agent.ErrRefused): retrying cannot help, its supervisor
 			// should show it.
 			return agent.Run(cmd.Context(), o)
 		},
 	}
+	// The agent's own --server, over the global one: it may be repeated.
+	cmd.Flags().StringSliceVar(&servers, "server", nil, "mcpmon API base URL (env MCPMON_SERVER); repeat it or give a comma list for the API replicas of one deployment: the agent keeps to one until it fails, then moves to the next")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the agent key (preferred; or "+agentTokenEnv+"): a --token value shows in ps")
 	cmd.Flags().BoolVar(&o.AllowPrivateTargets, "allow-private-targets", false, "probe loopback, private and link-local addresses: the agent's own SSRF guard, off for the servers it is there for")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 16, "probes in flight at once")
