@@ -33,9 +33,9 @@ const (
 	// The agent probing the endpoint holds no value for an agent-side
 	// secret reference (${agent:NAME}) the endpoint makes: nothing is sent
 	// to the target (pkg/agent sets it, no prober does).
-	ClassSecretMissing = "secret_missing"
-	ClassToolFailed        = "tool_failed"        // the endpoint's tool check failed: tool missing, isError, error or unexpected result
-	ClassAuthTokenFailed   = "auth_token_failed"  // the OAuth client-credentials token could not be obtained
+	ClassSecretMissing   = "secret_missing"
+	ClassToolFailed      = "tool_failed"       // the endpoint's tool check failed: tool missing, isError, error or unexpected result
+	ClassAuthTokenFailed = "auth_token_failed" // the OAuth client-credentials token could not be obtained
 	// Discovery named another authorization server than the pinned one,
 	// which the probe did not follow (oauthpin.go).
 	ClassAuthServerChanged = "auth_server_changed"
