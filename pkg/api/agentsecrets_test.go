@@ -94,4 +94,14 @@ func TestAgentSecretRefsAreShownAndSentAsWritten(t *testing.T) {
 	if ep.Headers["Authorization"] != "Bearer ${agent:billing-token}" || string(ep.ToolCheck.Arguments) != `{"account":"${agent:acct}"}` {
 		t.Errorf("the command carries %v %s, want the references as written", ep.Headers, ep.ToolCheck.Arguments)
 	}
+
+	// Handing it to the central probers is refused, and changes nothing.
+	if resp, b := ag.call(http.MethodPatch, "/v1/endpoints/"+v.ID, key, `{"regions":null}`); resp.StatusCode != http.StatusBadRequest ||
+		!strings.Contains(string(b), "#/regions") {
+		t.Fatalf("patch regions away: %d %s, want 400 at #/regions", resp.StatusCode, b)
+	}
+	resp, b = ag.call(http.MethodGet, "/v1/endpoints/"+v.ID, key, "")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"regions":["loc-office"]`) {
+		t.Fatalf("after the refused patch: %d %s", resp.StatusCode, b)
+	}
 }
