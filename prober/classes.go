@@ -30,8 +30,12 @@ const (
 	ClassTLS               = "tls"                // handshake failed: unknown authority, expired, wrong name
 	ClassNetwork           = "network_error"      // any other transport failure (reset, EOF mid-response)
 	ClassBlockedTarget     = "blocked_target"     // SSRF guard refused the address (loopback, private, metadata, ...)
-	ClassToolFailed        = "tool_failed"        // the endpoint's tool check failed: tool missing, isError, error or unexpected result
-	ClassAuthTokenFailed   = "auth_token_failed"  // the OAuth client-credentials token could not be obtained
+	// The agent probing the endpoint holds no value for an agent-side
+	// secret reference (${agent:NAME}) the endpoint makes: nothing is sent
+	// to the target (pkg/agent sets it, no prober does).
+	ClassSecretMissing   = "secret_missing"
+	ClassToolFailed      = "tool_failed"       // the endpoint's tool check failed: tool missing, isError, error or unexpected result
+	ClassAuthTokenFailed = "auth_token_failed" // the OAuth client-credentials token could not be obtained
 	// Discovery named another authorization server than the pinned one,
 	// which the probe did not follow (oauthpin.go).
 	ClassAuthServerChanged = "auth_server_changed"
@@ -74,6 +78,7 @@ var classes = [...]ClassInfo{
 	{ClassTLS, msg.StatusDown, "TLS handshake failed (unknown authority, expired, wrong host)"},
 	{ClassNetwork, msg.StatusDown, "other transport failure (reset, truncated response)"},
 	{ClassBlockedTarget, msg.StatusDown, "SSRF guard refused the target address"},
+	{ClassSecretMissing, msg.StatusDown, "the agent probing the endpoint has no value for an agent-side secret it refers to (`${agent:NAME}`): nothing was sent to the target; the message names the agent, the secret and the variable to set"},
 }
 
 // StatusOf maps a class to the probe status; unknown classes are down.

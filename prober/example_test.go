@@ -36,6 +36,7 @@ func ExampleStatusOf() {
 	// tls                down
 	// network_error      down
 	// blocked_target     down
+	// secret_missing     down
 }
 
 // The registration-time check the REST API runs on an endpoint's transport

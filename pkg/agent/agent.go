@@ -12,6 +12,12 @@
 // once. The SSRF guard is the agent's own: --allow-private-targets lets it
 // probe the private servers it is there for.
 //
+// Agent-side secrets (secrets.go) fill in the ${agent:NAME} references a
+// command's endpoint makes just before it is probed; a reference the agent
+// cannot fill in fails the probe as secret_missing without sending
+// anything, and the values are scrubbed from a result's text before it is
+// posted. So those secrets never leave the agent's network.
+//
 // An agent may be given several servers, the API replicas of one
 // deployment: it keeps to one until a request to it fails on the network
 // or with a 5xx, 429 or 408, then moves to the next (servers.go). An
@@ -33,7 +39,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
@@ -73,6 +81,14 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) bool
 	// Prober adjusts the prober's options (tests: a resolver, root CAs).
 	Prober func(*prober.Options)
+	// Secrets fill in agent-side secret references (nil: none; *Secrets
+	// reads --secrets-file and MCPMON_AGENT_SECRET_*).
+	Secrets SecretSource
+}
+
+// SecretSource holds the agent-side secrets; *Secrets is one.
+type SecretSource interface {
+	Lookup(name string) (model.Secret, bool)
 }
 
 // Backoff bounds: the wait after a failed poll or post doubles from
@@ -120,6 +136,12 @@ type agent struct {
 	// refused is closed once the server refuses the key.
 	refused     chan struct{}
 	refusedOnce sync.Once
+	// name is the agent's key's name, as the server's polls tell it.
+	name atomic.Pointer[string]
+	// missing is the secrets last reported missing per endpoint, so a
+	// missing secret is logged as a warning once, not every probe.
+	missingMu sync.Mutex
+	missing   map[string]string
 }
 
 // Run polls for commands and probes them until ctx is done (nil) or the
@@ -148,7 +170,7 @@ func Run(ctx context.Context, o Options) error {
 		o.HTTPClient = &http.Client{Timeout: o.Wait + 30*time.Second}
 	}
 	a := &agent{o: o, srv: newServers(o.Server, o.Failover), log: o.Logger.With("component", "agent"), eps: &endpoints{m: map[string]model.Endpoint{}},
-		refused: make(chan struct{})}
+		refused: make(chan struct{}), missing: map[string]string{}}
 	po := prober.Options{AllowPrivateTargets: o.AllowPrivateTargets, Logger: o.Logger, Clock: o.Clock,
 		ClientName: "mcpmon-agent", ClientVersion: o.Version}
 	if o.Prober != nil {
@@ -198,13 +220,26 @@ func Run(ctx context.Context, o Options) error {
 				a.log.Warn("command with an endpoint the prober cannot use; skipped", "endpoint", c.EndpointID, "err", err)
 				continue
 			}
-			a.eps.put(ep)
+			ep, values, missing, err := model.ResolveAgentRefs(ep, a.lookup)
+			if err != nil {
+				a.log.Warn("command with a malformed agent secret reference; skipped", "endpoint", c.EndpointID, "err", err)
+				continue
+			}
 			select {
 			case slots <- struct{}{}:
 			case <-ctx.Done():
 				continue
 			}
 			cmd := msg.NewProbeCommand(c.EndpointID, c.Slot)
+			if len(missing) > 0 {
+				wg.Go(func() {
+					defer func() { <-slots }()
+					a.secretMissing(ctx, cmd, missing)
+				})
+				continue
+			}
+			a.noteMissing(cmd.EndpointID, nil)
+			a.eps.put(ep, values)
 			wg.Go(func() {
 				defer func() { <-slots }()
 				if err := a.worker.Handle(ctx, queue.Message{ID: cmd.ProbeRunID(), Body: cmd.Body()}); err != nil && ctx.Err() == nil {
@@ -251,6 +286,9 @@ func (a *agent) poll(ctx context.Context) ([]apiv1.AgentCommand, error) {
 	var out apiv1.AgentCommands
 	if err := json.Unmarshal(body, &out); err != nil {
 		return nil, fmt.Errorf("decode commands: %w", err)
+	}
+	if out.Agent != "" {
+		a.name.Store(&out.Agent)
 	}
 	if out.Withheld > 0 {
 		a.log.Warn("the server withheld commands whose endpoints carry secrets: it sends them only over TLS", "withheld", out.Withheld)
@@ -319,6 +357,7 @@ func (a *agent) do(req *http.Request) ([]byte, error) {
 type poster struct{ a *agent }
 
 func (p poster) Publish(ctx context.Context, in queue.SendInput) (string, error) {
+	in.Body = p.a.scrub(in.Body)
 	body := make([]byte, 0, len(in.Body)+16)
 	body = append(append(append(body, `{"results":[`...), in.Body...), "]}"...)
 	for n := 1; ; n++ {
@@ -354,12 +393,39 @@ func (p poster) Publish(ctx context.Context, in queue.SendInput) (string, error)
 type endpoints struct {
 	mu sync.Mutex
 	m  map[string]model.Endpoint
+	// values are the agent-side secret values each endpoint was given,
+	// scrubbed from its results' text.
+	values map[string][]string
 }
 
-func (e *endpoints) put(ep model.Endpoint) {
+// put keeps ep, probed with the agent-side secret values given.
+func (e *endpoints) put(ep model.Endpoint, values []string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.m[ep.ID] = ep
+	if e.values == nil {
+		e.values = map[string][]string{}
+	}
+	var keep []string
+	for _, v := range values {
+		// As the prober's scrubber: replacing "1" everywhere would
+		// garble every message and protect nothing.
+		if len(v) >= minScrubLen {
+			keep = append(keep, v)
+		}
+	}
+	if len(keep) == 0 {
+		delete(e.values, ep.ID)
+	} else {
+		e.values[ep.ID] = keep
+	}
+}
+
+// secretValues are the agent-side secret values endpoint id was given.
+func (e *endpoints) secretValues(id string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.values[id]
 }
 
 func (e *endpoints) GetEndpoint(_ context.Context, id string) (model.Endpoint, error) {
@@ -428,4 +494,118 @@ func toModel(in apiv1.AgentEndpoint) (model.Endpoint, error) {
 		return model.Endpoint{}, errors.New("endpoint without ID or URL")
 	}
 	return ep, nil
+}
+
+// lookup is the model's view of the agent's secrets, for the substitution
+// only: the value goes straight into the endpoint the prober sends.
+func (a *agent) lookup(name string) (string, bool) {
+	if a.o.Secrets == nil {
+		return "", false
+	}
+	v, ok := a.o.Secrets.Lookup(name)
+	return v.Reveal(), ok
+}
+
+// agentName is the agent as its messages name it.
+func (a *agent) agentName() string {
+	if n := a.name.Load(); n != nil && *n != "" && len(*n) <= 64 {
+		return "agent " + *n
+	}
+	return "this agent"
+}
+
+// Bounds of a result's text the API checks (pkg/api checkAgentResult):
+// scrubbing may lengthen a text, so it is cut again after.
+const (
+	maxResultText = 2048
+	minScrubLen   = 4
+)
+
+// MissingSecretText is the error of a probe the agent could not send for
+// lack of the secrets missing (sorted names): which agent, which secrets,
+// and what to set. It names no value.
+func MissingSecretText(agent string, missing []string) string {
+	const show = 8
+	names, vars := missing, make([]string, 0, min(len(missing), show))
+	more := ""
+	if len(names) > show {
+		more = fmt.Sprintf(" (and %d more)", len(names)-show)
+		names = names[:show]
+	}
+	for _, n := range names {
+		vars = append(vars, model.SecretEnvVar(n))
+	}
+	if len(names) == 1 && more == "" {
+		return fmt.Sprintf("%s has no secret %s: set %s or add it to --secrets-file", agent, names[0], vars[0])
+	}
+	return fmt.Sprintf("%s has no secrets %s%s: set %s or add them to --secrets-file", agent, strings.Join(names, ", "), more, strings.Join(vars, ", "))
+}
+
+// secretMissing posts the result of a probe of cmd that was not sent: the
+// agent lacks the secrets missing. The target sees nothing.
+func (a *agent) secretMissing(ctx context.Context, cmd msg.ProbeCommand, missing []string) {
+	now := a.o.Clock.Now().UTC()
+	res := msg.ProbeResult{Schema: msg.SchemaVersion, EndpointID: cmd.EndpointID, ProbeRunID: cmd.ProbeRunID(), Slot: cmd.Slot,
+		StartedAt: now, FinishedAt: now, Status: msg.StatusDown, Class: prober.ClassSecretMissing,
+		Error: MissingSecretText(a.agentName(), missing)}
+	a.noteMissing(cmd.EndpointID, missing)
+	if _, err := (poster{a}).Publish(ctx, queue.SendInput{GroupID: res.GroupID(), DedupID: res.DedupID(), Body: res.Body()}); err != nil && ctx.Err() == nil {
+		a.log.Warn("probe not reported", "endpoint", cmd.EndpointID, "slot", cmd.Slot, "err", err)
+	}
+}
+
+// noteMissing logs the secrets an endpoint lacks when they change: a
+// warning once, then at debug while they stay missing.
+func (a *agent) noteMissing(endpointID string, missing []string) {
+	key := strings.Join(missing, ",")
+	a.missingMu.Lock()
+	prev, seen := a.missing[endpointID]
+	if key == "" {
+		delete(a.missing, endpointID)
+	} else {
+		a.missing[endpointID] = key
+	}
+	a.missingMu.Unlock()
+	switch {
+	case key == "" && seen:
+		a.log.Info("the endpoint's agent-side secrets are all set again", "endpoint", endpointID)
+	case key == "":
+	case !seen || prev != key:
+		a.log.Warn("an endpoint refers to agent-side secrets this agent lacks; its probes fail as secret_missing until they are set",
+			"endpoint", endpointID, "missing", missing)
+	default:
+		a.log.Debug("agent-side secrets still missing", "endpoint", endpointID, "missing", missing)
+	}
+}
+
+// scrub replaces the agent-side secret values of the result's endpoint in
+// the result's text (what the target sent back may quote them) before it
+// leaves the agent. A body that does not decode is the worker's and is
+// left as it is.
+func (a *agent) scrub(body []byte) []byte {
+	var res msg.ProbeResult
+	if msg.Decode(body, &res) != nil {
+		return body
+	}
+	values := a.eps.secretValues(res.EndpointID)
+	if len(values) == 0 {
+		return body
+	}
+	cut := func(s string, limit int) string {
+		if s = model.Scrub(s, values...); len(s) > limit {
+			s = strings.ToValidUTF8(s[:limit], "") // drops a rune cut in two
+		}
+		return s
+	}
+	res.Error = cut(res.Error, maxResultText)
+	res.ServerName, res.ServerVersion = cut(res.ServerName, 256), cut(res.ServerVersion, 256)
+	for i := range res.Events {
+		res.Events[i].Message = cut(res.Events[i].Message, maxResultText)
+	}
+	if c := res.Conformance; c != nil {
+		for i := range c.Rules {
+			c.Rules[i].Detail = cut(c.Rules[i].Detail, msg.MaxConformanceDetail)
+		}
+	}
+	return res.Body()
 }

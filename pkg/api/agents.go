@@ -259,7 +259,7 @@ func (s *server) agentCommands(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.seen.poll(r.Context(), s.store, p.KeyID, agentVersion(r), s.clock.Now())
-	out := apiv1.AgentCommands{Commands: []apiv1.AgentCommand{}}
+	out := apiv1.AgentCommands{Commands: []apiv1.AgentCommand{}, Agent: p.Name}
 	if s.agentCmds == nil {
 		writeJSON(w, http.StatusOK, out)
 		return
@@ -331,13 +331,13 @@ func agentVersion(r *http.Request) string {
 }
 
 // hasCentralSecrets reports whether an endpoint's probe needs a secret the
-// server keeps.
-func hasCentralSecrets(ep model.Endpoint) bool {
-	return len(ep.Headers) > 0 || (ep.OAuth != nil && ep.OAuth.ClientSecret != "") || (ep.ToolCheck != nil && len(ep.ToolCheck.Arguments) > 0)
-}
+// server keeps: a value that is only agent-side references
+// (model.AgentOnly) is not one, so its command may go over plain HTTP.
+func hasCentralSecrets(ep model.Endpoint) bool { return model.CentralSecrets(ep) }
 
-// agentEndpoint is the endpoint as an agent's prober needs it, secrets in
-// clear (the caller decided the connection may carry them).
+// agentEndpoint is the endpoint as an agent's prober needs it, central
+// secrets in clear (the caller decided the connection may carry them) and
+// agent-side references as written: the agent fills those in.
 func agentEndpoint(ep model.Endpoint) apiv1.AgentEndpoint {
 	v := apiv1.AgentEndpoint{ID: ep.ID, URL: ep.URL, Transport: ep.Transport, ProtocolVersion: ep.ProtocolVersion, Schedule: ep.Schedule,
 		Timeout: ep.Timeout.String(), Headers: ep.Headers, Version: ep.Version}

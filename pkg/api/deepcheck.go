@@ -177,9 +177,12 @@ func hasPlaceholder(v any) bool {
 
 // redactLeaves replaces every scalar value in v (strings, numbers,
 // booleans) with "<redacted>", keeping the shape: which arguments are set
-// is configuration, their values are secrets.
+// is configuration, their values are secrets. A string that is only
+// agent-side references is kept (model.RedactValue).
 func redactLeaves(v any) any {
 	switch t := v.(type) {
+	case string:
+		return model.RedactValue(t)
 	case map[string]any:
 		for k, c := range t {
 			t[k] = redactLeaves(c)
@@ -224,7 +227,7 @@ func oauthView(o *model.OAuthClient) *apiv1.OAuthInput {
 	}
 	v := &apiv1.OAuthInput{TokenURL: o.TokenURL, ClientID: o.ClientID, Scopes: o.Scopes, Audience: o.Audience}
 	if o.ClientSecret != "" {
-		v.ClientSecret = Redacted
+		v.ClientSecret = model.RedactValue(o.ClientSecret)
 	}
 	return v
 }

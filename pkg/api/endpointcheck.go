@@ -74,6 +74,11 @@ func (s *server) toEndpoint(in apiv1.EndpointInput, checkTarget bool) (model.End
 	e.Rules = checkRepeatInterval(in.Rules, e.Rules, bad)
 	e.Sinks = s.checkSinks(in.Sinks, bad)
 	s.deepChecks(in, &e, bad)
+	// Agent-side secret references: well-formed, and only on endpoints
+	// that agents alone probe (model.ValidateAgentRefs).
+	for _, fe := range model.ValidateAgentRefs(e) {
+		bad("#/"+fe.Field, "%s", fe.Detail)
+	}
 	return e, errs
 }
 

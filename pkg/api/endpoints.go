@@ -54,8 +54,8 @@ func (s *server) endpointView(e model.Endpoint) apiv1.EndpointView {
 	}
 	if len(e.Headers) > 0 {
 		v.Headers = make(map[string]string, len(e.Headers))
-		for k := range e.Headers {
-			v.Headers[k] = Redacted
+		for k, val := range e.Headers {
+			v.Headers[k] = model.RedactValue(val)
 		}
 	}
 	v.Rules = rulesInput(e.Rules)

@@ -5,7 +5,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -21,16 +23,17 @@ const agentTokenEnv = "MCPMON_AGENT_TOKEN"
 
 // agentCmd runs a prober inside the user's network (pkg/agent).
 func (a *app) agentCmd() *cobra.Command {
-	var tokenFile, logLevel string
+	var tokenFile, logLevel, secretsFile string
 	var servers []string
 	o := agent.Options{Version: daemon.Version}
 	cmd := &cobra.Command{
-		Use:   "agent --server URL [--server URL]... [--token-file FILE] [--allow-private-targets]",
+		Use:   "agent --server URL [--server URL]... [--token-file FILE] [--secrets-file FILE] [--allow-private-targets]",
 		Short: "Probe from inside your network: fetch a location's probes from the API over HTTPS, post their results",
 		Example: `  export MCPMON_AGENT_TOKEN=$(cat /etc/mcpmon/agent.token)
   mcpmon agent --server https://mcpmon.example.com --allow-private-targets
   mcpmon agent --server https://mcpmon.example.com --token-file /etc/mcpmon/agent.token
-  mcpmon agent --server https://api-1.example.com --server https://api-2.example.com`,
+  mcpmon agent --server https://api-1.example.com --server https://api-2.example.com
+  MCPMON_AGENT_SECRET_BILLING_TOKEN=… mcpmon agent --server https://mcpmon.example.com --secrets-file /etc/mcpmon/agent.secrets`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var lvl slog.Level
@@ -52,7 +55,34 @@ func (a *app) agentCmd() *cobra.Command {
 			if err := o.Validate(); err != nil {
 				return usageError{err}
 			}
-			log.Info("agent starting", "server", o.Server, "failover", o.Failover, "version", o.Version, "allow_private_targets", o.AllowPrivateTargets)
+			secrets, err := agent.LoadSecrets(secretsFile, func(k string) (string, bool) { v := a.io.Getenv(k); return v, v != "" }, log)
+			if err != nil {
+				return usageError{err}
+			}
+			o.Secrets = secrets
+			if secretsFile != "" {
+				// SIGHUP re-reads the file; a bad file keeps the
+				// secrets read before.
+				hup := make(chan os.Signal, 1)
+				signal.Notify(hup, syscall.SIGHUP)
+				defer signal.Stop(hup)
+				go func() {
+					for {
+						select {
+						case <-hup:
+							if err := secrets.Reload(); err != nil {
+								log.Warn("re-reading the secrets file failed; keeping the secrets read before", "err", err)
+							} else {
+								log.Info("secrets file re-read", "secrets", secrets.Len())
+							}
+						case <-cmd.Context().Done():
+							return
+						}
+					}
+				}()
+			}
+			log.Info("agent starting", "server", o.Server, "failover", o.Failover, "version", o.Version, "allow_private_targets", o.AllowPrivateTargets,
+				"secrets_file", secretsFile, "file_secrets", secrets.Len())
 			// A refused key ends the agent with one line and exit 1
 			// (agent.ErrRefused): retrying cannot help, its supervisor
 			// should show it.
@@ -62,6 +92,7 @@ func (a *app) agentCmd() *cobra.Command {
 	// The agent's own --server, over the global one: it may be repeated.
 	cmd.Flags().StringSliceVar(&servers, "server", nil, "mcpmon API base URL (env MCPMON_SERVER); repeat it or give a comma list for the API replicas of one deployment: the agent keeps to one until it fails, then moves to the next")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the agent key (preferred; or "+agentTokenEnv+"): a --token value shows in ps")
+	cmd.Flags().StringVar(&secretsFile, "secrets-file", "", "file of agent-side secrets, one NAME=value a line (# comments), for endpoints' ${agent:NAME} references; re-read on SIGHUP. MCPMON_AGENT_SECRET_<NAME> variables add to it")
 	cmd.Flags().BoolVar(&o.AllowPrivateTargets, "allow-private-targets", false, "probe loopback, private and link-local addresses: the agent's own SSRF guard, off for the servers it is there for")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 16, "probes in flight at once")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")

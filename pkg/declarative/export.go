@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // Export turns the server's endpoints into a Document that apply accepts
@@ -44,6 +45,9 @@ func Export(views []apiv1.EndpointView) Document {
 			in.Headers = map[string]string{}
 			for _, k := range slices.Sorted(maps.Keys(v.Headers)) {
 				in.Headers[k] = ref(PlaceholderName(v.Name, k))
+				if model.AgentOnly(v.Headers[k]) {
+					in.Headers[k] = v.Headers[k] // an agent-side reference: a name, shown as written
+				}
 			}
 		}
 		if len(v.Sinks) > 0 && string(v.Sinks) != "null" {

@@ -196,6 +196,13 @@ func TestResolveRefusesLiteralSecrets(t *testing.T) {
 					t.Fatalf("header = %q", in.Headers["Authorization"])
 				}
 			}},
+		{name: "header from the probing agent", yaml: `headers: {Authorization: "Bearer ${agent:billing-token}"}`,
+			check: func(t *testing.T, in apiv1.EndpointInput) {
+				if in.Headers["Authorization"] != "Bearer ${agent:billing-token}" {
+					t.Fatalf("header = %q, want the agent-side reference as written", in.Headers["Authorization"])
+				}
+			}},
+		{name: "a literal beside an agent reference", yaml: `headers: {Authorization: "sk-live-1${agent:x}"}`, wantErr: "must come from"},
 		{name: "header from a file relative to the YAML", yaml: `headers: {X-Key: "${file:key.txt}"}`,
 			check: func(t *testing.T, in apiv1.EndpointInput) {
 				if in.Headers["X-Key"] != "filekey" {

@@ -240,8 +240,10 @@ func (r Resolver) resolveOne(d Desired, redact func(json.RawMessage) json.RawMes
 		hs := make(map[string]string, len(in.Headers))
 		for _, k := range slices.Sorted(maps.Keys(in.Headers)) {
 			v := in.Headers[k]
-			if !hasRef(v) {
-				return in, fmt.Errorf("headers.%s: header values are secrets and must come from ${env:NAME} or ${file:PATH} (e.g. \"Bearer ${env:TOKEN}\"), not be written in the file", k)
+			// An agent-side reference (${agent:NAME}) is a name, not a
+			// secret: the agent probing the endpoint fills it in.
+			if !hasRef(v) && !model.AgentOnly(v) {
+				return in, fmt.Errorf("headers.%s: header values are secrets and must come from ${env:NAME} or ${file:PATH} (e.g. \"Bearer ${env:TOKEN}\"), or from the probing agent as ${agent:NAME}, not be written in the file", k)
 			}
 			if hs[k], err = r.expand(v, base); err != nil {
 				return in, fmt.Errorf("headers.%s: %w", k, err)

@@ -61,6 +61,17 @@ func (s Secret) MarshalJSON() ([]byte, error) { return []byte(quote(s.String()))
 // LogValue makes slog print the redacted text.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
+// RedactValue renders a secret-bearing value of an endpoint (a header
+// value, the OAuth client secret, a tool argument): Redacted, or the value
+// as written when it is nothing but agent-side references (AgentOnly,
+// secretref.go), which name secrets the agent holds without holding one.
+func RedactValue(v string) string {
+	if AgentOnly(v) {
+		return v
+	}
+	return Redacted
+}
+
 // SecretURL is a URL that is itself a credential: a Slack or webhook URL
 // carries its key in the path or the query. It renders as scheme and host
 // only, so an operator can tell which receiver is meant, with a path and a

@@ -56,7 +56,9 @@ type AgentCommand struct {
 // AgentEndpoint is what an agent needs of an endpoint to probe it.
 // Secret values (header values, tool arguments, the OAuth client secret)
 // are in clear: the server sends commands that carry them only over TLS,
-// unless it was started to allow plain HTTP for tests.
+// unless it was started to allow plain HTTP for tests. Agent-side
+// references (${agent:NAME}, model.AgentRefs) are sent as written; the
+// agent fills them in from its own secrets.
 type AgentEndpoint struct {
 	ID                string            `json:"id"`
 	URL               string            `json:"url"`
@@ -78,6 +80,9 @@ type AgentCommands struct {
 	// Withheld counts commands not sent because they carry secrets and
 	// the request did not come over TLS.
 	Withheld int `json:"withheld,omitempty"`
+	// Agent is the name of the polling agent's key, for the agent's own
+	// messages ("agent office-1 has no secret …").
+	Agent string `json:"agent,omitempty"`
 }
 
 // AgentResults is the body of POST /v1/agent/results: the results of
