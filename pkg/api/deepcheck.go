@@ -175,30 +175,6 @@ func hasPlaceholder(v any) bool {
 	return false
 }
 
-// redactLeaves replaces every scalar value in v (strings, numbers,
-// booleans) with "<redacted>", keeping the shape: which arguments are set
-// is configuration, their values are secrets. A string that is only
-// agent-side references is kept (model.RedactValue).
-func redactLeaves(v any) any {
-	switch t := v.(type) {
-	case string:
-		return model.RedactValue(t)
-	case map[string]any:
-		for k, c := range t {
-			t[k] = redactLeaves(c)
-		}
-		return t
-	case []any:
-		for i := range t {
-			t[i] = redactLeaves(t[i])
-		}
-		return t
-	case nil:
-		return nil
-	}
-	return Redacted
-}
-
 // toolCheckView is the tool check as the API returns it.
 func toolCheckView(tc *model.ToolCheck) *apiv1.ToolCheckInput {
 	if tc == nil {
@@ -210,7 +186,7 @@ func toolCheckView(tc *model.ToolCheck) *apiv1.ToolCheckInput {
 		if json.Unmarshal(tc.Arguments, &doc) != nil {
 			v.Arguments = json.RawMessage(`"` + Redacted + `"`)
 		} else {
-			b, _ := json.Marshal(redactLeaves(doc))
+			b, _ := json.Marshal(model.RedactLeaves(doc))
 			v.Arguments = b
 		}
 	}

@@ -53,6 +53,7 @@ func Export(views []apiv1.EndpointView) Document {
 		if len(v.Sinks) > 0 && string(v.Sinks) != "null" {
 			in.Sinks = exportSinks(v.Name, v.Sinks)
 		}
+		exportDeep(v, &in)
 		doc.Endpoints = append(doc.Endpoints, in)
 	}
 	return doc

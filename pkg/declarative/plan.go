@@ -228,6 +228,8 @@ func diff(d apiv1.EndpointInput, cur apiv1.EndpointView, o Options) (Change, boo
 		set("sinks", showJSON(curSinks), showJSON(wantSinks), value)
 	}
 
+	diffDeep(d, cur, urlChanged || o.ForceSecrets, set)
+
 	if d.Paused != cur.Paused {
 		set("paused", fmt.Sprint(cur.Paused), fmt.Sprint(d.Paused), d.Paused)
 	}

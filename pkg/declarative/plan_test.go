@@ -114,6 +114,50 @@ func TestPlanMatchesByName(t *testing.T) {
 			desired: []apiv1.EndpointInput{input("a", func(in *apiv1.EndpointInput) { in.TraceContext = true }), input("b", nil)},
 			current: []apiv1.EndpointView{view("a", nil), view("b", func(v *apiv1.EndpointView) { v.TraceContext = true })},
 			want:    []string{"update:a:traceContext", "update:b:traceContext"}, patch: map[string]any{"traceContext": true}},
+		{name: "regions are compared as sets and patched whole",
+			desired: []apiv1.EndpointInput{input("a", func(in *apiv1.EndpointInput) { in.Regions = []string{"us", "loc-office"} }),
+				input("b", func(in *apiv1.EndpointInput) { in.Regions = []string{"eu", "us"} })},
+			current: []apiv1.EndpointView{view("a", func(v *apiv1.EndpointView) { v.Regions = []string{"eu"} }),
+				view("b", func(v *apiv1.EndpointView) { v.Regions = []string{"us", "eu"} })},
+			want: []string{"update:a:regions"}, patch: map[string]any{"regions": []string{"loc-office", "us"}}},
+		{name: "regions left out of the file are removed",
+			desired: []apiv1.EndpointInput{input("a", nil)},
+			current: []apiv1.EndpointView{view("a", func(v *apiv1.EndpointView) { v.Regions = []string{"eu"} })},
+			want:    []string{"update:a:regions"}, patch: map[string]any{"regions": nil}},
+		{name: "credentialWarning compares by value",
+			desired: []apiv1.EndpointInput{input("a", func(in *apiv1.EndpointInput) { in.CredentialWarning = "24h" }),
+				input("b", func(in *apiv1.EndpointInput) { in.CredentialWarning = "48h" })},
+			current: []apiv1.EndpointView{view("a", func(v *apiv1.EndpointView) { v.CredentialWarning = "24h0m0s" }), view("b", nil)},
+			want:    []string{"update:b:credentialWarning"}, patch: map[string]any{"credentialWarning": "48h"}},
+		{name: "tool arguments compare redacted; a changed expectation re-sends them and nulls what went",
+			desired: []apiv1.EndpointInput{
+				input("a", func(in *apiv1.EndpointInput) {
+					in.ToolCheck = &apiv1.ToolCheckInput{Name: "t", Arguments: json.RawMessage(`{"q":"new"}`), Expect: &apiv1.ToolExpectInput{Contains: "ok"}}
+				}),
+				input("b", func(in *apiv1.EndpointInput) {
+					in.ToolCheck = &apiv1.ToolCheckInput{Name: "t", Arguments: json.RawMessage(`{"q":"x"}`), Expect: &apiv1.ToolExpectInput{JSONPath: "$.ok"}}
+				})},
+			current: []apiv1.EndpointView{
+				view("a", func(v *apiv1.EndpointView) {
+					v.ToolCheck = &apiv1.ToolCheckInput{Name: "t", Arguments: json.RawMessage(`{"q":"<redacted>"}`), Expect: &apiv1.ToolExpectInput{Contains: "ok"}}
+				}),
+				view("b", func(v *apiv1.EndpointView) {
+					v.ToolCheck = &apiv1.ToolCheckInput{Name: "t", Arguments: json.RawMessage(`{"q":"<redacted>","old":"<redacted>"}`), Expect: &apiv1.ToolExpectInput{Contains: "ok"}}
+				})},
+			want: []string{"update:b:toolCheck"},
+			patch: map[string]any{"toolCheck": map[string]any{"arguments": map[string]any{"old": nil, "q": "x"},
+				"expect": map[string]any{"contains": nil, "equals": nil, "jsonPath": "$.ok"}, "name": "t"}}},
+		{name: "a tool check left out of the file is removed; an OAuth client's visible fields are compared",
+			desired: []apiv1.EndpointInput{input("a", func(in *apiv1.EndpointInput) {
+				in.OAuth = &apiv1.OAuthInput{TokenURL: "https://auth.example.com/token", ClientID: "c2", ClientSecret: "s"}
+			})},
+			current: []apiv1.EndpointView{view("a", func(v *apiv1.EndpointView) {
+				v.ToolCheck = &apiv1.ToolCheckInput{Name: "t"}
+				v.OAuth = &apiv1.OAuthInput{TokenURL: "https://auth.example.com/token", ClientID: "c1", ClientSecret: apiv1.Redacted, Scopes: []string{"read"}}
+			})},
+			want: []string{"update:a:toolCheck,oauth"},
+			patch: map[string]any{"toolCheck": nil, "oauth": map[string]any{"audience": nil, "clientId": "c2", "clientSecret": "s",
+				"scopes": nil, "tokenUrl": "https://auth.example.com/token"}}},
 		{name: "creates, updates and deletes come in that order",
 			desired: []apiv1.EndpointInput{input("z", nil), input("m", func(in *apiv1.EndpointInput) { in.Paused = true })},
 			current: []apiv1.EndpointView{view("m", nil), view("a", nil)}, opts: Options{Prune: true},
@@ -219,6 +263,17 @@ func TestResolveRefusesLiteralSecrets(t *testing.T) {
 				}
 			}},
 		{name: "literal URL token", yaml: `url: "https://a.example.com/mcp?token=abc"`, wantErr: `query parameter "token"`},
+		{name: "literal OAuth client secret", yaml: `oauth: {clientId: c, clientSecret: abc}`, wantErr: "oauth.clientSecret"},
+		{name: "OAuth client secret and a tool argument from env", yaml: "oauth: {clientId: c, clientSecret: \"${env:TOKEN}\"}\n    toolCheck: {name: t, arguments: {q: \"${env:TOKEN}\", n: 7, plain: x}}",
+			check: func(t *testing.T, in apiv1.EndpointInput) {
+				if in.OAuth.ClientSecret != "s3cret" {
+					t.Fatalf("clientSecret = %q", in.OAuth.ClientSecret)
+				}
+				var args map[string]any
+				if err := json.Unmarshal(in.ToolCheck.Arguments, &args); err != nil || args["q"] != "s3cret" || args["n"] != 7.0 || args["plain"] != "x" {
+					t.Fatalf("arguments = %s (%v)", in.ToolCheck.Arguments, err)
+				}
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := "endpoints:\n  - name: e\n    url: https://a.example.com/mcp\n"
@@ -260,6 +315,13 @@ func TestExportPlansNoChange(t *testing.T) {
 		}),
 		view("b", func(v *apiv1.EndpointView) { v.Paused = true; v.Timeout = "3s"; v.TraceContext = true }),
 		view("c", func(v *apiv1.EndpointView) { v.Public, v.Slug, v.PublicConformance = true, "c-mcp", true }),
+		view("d", func(v *apiv1.EndpointView) {
+			v.Regions = []string{"eu", "loc-office"}
+			v.CredentialWarning = "24h0m0s"
+			v.ToolCheck = &apiv1.ToolCheckInput{Name: "balance", Arguments: json.RawMessage(`{"account":"<redacted>","agent":"${agent:acct}"}`),
+				Expect: &apiv1.ToolExpectInput{JSONPath: "$.ok", Equals: json.RawMessage(`true`)}}
+			v.OAuth = &apiv1.OAuthInput{TokenURL: "https://auth.example.com/token", ClientID: "c", ClientSecret: apiv1.Redacted, Scopes: []string{"read"}}
+		}),
 	}
 	out, err := YAML(Export(views))
 	if err != nil {
@@ -273,8 +335,10 @@ func TestExportPlansNoChange(t *testing.T) {
 		t.Fatalf("export does not parse: %v\n%s", err, out)
 	}
 	env := map[string]string{
-		"MCPMON_APPLY_A_AUTHORIZATION": "tok",
-		"MCPMON_APPLY_A_SINK_HOOK_URL": "https://hooks.example.com/secret",
+		"MCPMON_APPLY_A_AUTHORIZATION":      "tok",
+		"MCPMON_APPLY_A_SINK_HOOK_URL":      "https://hooks.example.com/secret",
+		"MCPMON_APPLY_D_TOOLCHECK_ACCOUNT":  "acct-7",
+		"MCPMON_APPLY_D_OAUTH_CLIENTSECRET": "cs",
 	}
 	r := Resolver{Env: func(k string) (string, bool) { v, ok := env[k]; return v, ok }, ReadFile: func(string) ([]byte, error) { return nil, errors.New("no files") }}
 	ds := make([]Desired, len(doc.Endpoints))

@@ -251,9 +251,12 @@ func (r Resolver) resolveOne(d Desired, redact func(json.RawMessage) json.RawMes
 		}
 		in.Headers = hs
 	}
+	if err := r.resolveDeep(&in, base); err != nil {
+		return in, err
+	}
 	for _, f := range []*string{&in.Name, &in.Schedule, &in.Timeout, &in.Slug} {
 		if hasRef(*f) {
-			return in, fmt.Errorf("references are only for secrets (url, headers, sinks): found one in %q", *f)
+			return in, fmt.Errorf("references are only for secrets (url, headers, sinks, toolCheck.arguments, oauth.clientSecret): found one in %q", *f)
 		}
 	}
 	if s := bytes.TrimSpace(in.Sinks); len(s) > 0 && string(s) != "null" {

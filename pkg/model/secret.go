@@ -72,6 +72,29 @@ func RedactValue(v string) string {
 	return Redacted
 }
 
+// RedactLeaves renders a decoded JSON document of secret-bearing values
+// (a tool check's arguments) in place: every string leaf as RedactValue,
+// every other scalar as Redacted, nulls kept, so the shape stays visible.
+func RedactLeaves(v any) any {
+	switch t := v.(type) {
+	case string:
+		return RedactValue(t)
+	case map[string]any:
+		for k, c := range t {
+			t[k] = RedactLeaves(c)
+		}
+		return t
+	case []any:
+		for i := range t {
+			t[i] = RedactLeaves(t[i])
+		}
+		return t
+	case nil:
+		return nil
+	}
+	return Redacted
+}
+
 // SecretURL is a URL that is itself a credential: a Slack or webhook URL
 // carries its key in the path or the query. It renders as scheme and host
 // only, so an operator can tell which receiver is meant, with a path and a
