@@ -19,15 +19,7 @@ import (
 // names, the MCPMON_APPLY_ ones and files beside the YAML still resolve.
 func TestApplyCannotExfiltrateThroughReferences(t *testing.T) {
 	mcpURL, _ := newMCPServer(t)
-	dataDir := t.TempDir()
-	h := &harness{t: t, hc: apispec.Client(t), env: map[string]string{
-		"CI_DEPLOY_KEY": "ci-secret-value", "MCPMON_APPLY_SEARCH_TOKEN": "search-secret",
-	}}
-	key := strings.TrimSpace(h.ok("keys", "create", "--local", "--name", "admin", "--scope", "admin", "--data-dir", dataDir))
-	addr, stop := h.startServer(dataDir)
-	defer stop()
-	h.setenv("MCPMON_SERVER", "http://"+addr)
-	h.setenv("MCPMON_TOKEN", key)
+	h, key := startAdmin(t, map[string]string{"CI_DEPLOY_KEY": "ci-secret-value", "MCPMON_APPLY_SEARCH_TOKEN": "search-secret"})
 
 	root := t.TempDir()
 	cfg := filepath.Join(root, "cfg")
@@ -95,17 +87,10 @@ func TestApplyCannotExfiltrateThroughReferences(t *testing.T) {
 // references and never appear in the export.
 func TestApplyKeepsRegionsAndDeepChecksInStep(t *testing.T) {
 	mcpURL, _ := newMCPServer(t)
-	dataDir := t.TempDir()
-	h := &harness{t: t, hc: apispec.Client(t), env: map[string]string{
-		"MCPMON_APPLY_DEEP_Q": "query-secret", "MCPMON_APPLY_DEEP_CS": "client-secret",
-	}}
-	key := strings.TrimSpace(h.ok("keys", "create", "--local", "--name", "admin", "--scope", "admin", "--data-dir", dataDir))
-	addr, stop := h.startServer(dataDir)
-	defer stop()
-	h.setenv("MCPMON_SERVER", "http://"+addr)
-	h.setenv("MCPMON_TOKEN", key)
+	h, _ := startAdmin(t, map[string]string{"MCPMON_APPLY_DEEP_Q": "query-secret", "MCPMON_APPLY_DEEP_CS": "client-secret"})
 	dir := t.TempDir()
 	write := func(name, body string) string {
+		t.Helper()
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
@@ -175,4 +160,20 @@ func TestApplyKeepsRegionsAndDeepChecksInStep(t *testing.T) {
 		t.Fatalf("after the edit %+v (oauth %+v)", v, v.OAuth)
 	}
 	noChange(f, "the edited file")
+}
+
+// startAdmin starts a real `mcpmon run` with API keys on and returns a
+// harness whose CLI talks to it with a fresh admin key (also returned),
+// env being the rest of the CLI's environment. The server stops with the
+// test.
+func startAdmin(t *testing.T, env map[string]string) (*harness, string) {
+	t.Helper()
+	dataDir := t.TempDir()
+	h := &harness{t: t, hc: apispec.Client(t), env: env}
+	key := strings.TrimSpace(h.ok("keys", "create", "--local", "--name", "admin", "--scope", "admin", "--data-dir", dataDir))
+	addr, stop := h.startServer(dataDir)
+	t.Cleanup(stop)
+	h.setenv("MCPMON_SERVER", "http://"+addr)
+	h.setenv("MCPMON_TOKEN", key)
+	return h, key
 }
