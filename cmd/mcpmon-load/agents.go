@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,7 @@ type agentsOptions struct {
 	schedule         string
 	interval         time.Duration // of schedule, for the expected rate
 	settle, window   time.Duration
+	concurrency      int // per agent; 0: the agent's default
 	mcpmonArgs       []string
 }
 
@@ -100,7 +102,7 @@ func runAgents(ctx context.Context, o agentsOptions, stdout, stderr io.Writer) e
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	for i, k := range keys {
 		wg.Go(func() {
-			errs[i] = agent.Run(actx, agent.Options{Server: api.URL, Token: model.Secret(k), AllowPrivateTargets: true, Version: "load",
+			errs[i] = agent.Run(actx, agent.Options{Server: api.URL, Token: model.Secret(k), AllowPrivateTargets: true, Version: "load", Concurrency: o.concurrency,
 				HTTPClient: &http.Client{Transport: &countingTransport{next: &http.Transport{MaxIdleConnsPerHost: 4}, st: st},
 					Timeout: apiv1.DefaultAgentWait + 30*time.Second},
 				Logger: logger})
@@ -134,8 +136,8 @@ func runAgents(ctx context.Context, o agentsOptions, stdout, stderr io.Writer) e
 			return fmt.Errorf("agent %d: %w", i, err)
 		}
 	}
-	fmt.Fprintf(stdout, "agents: %d agents × %d endpoints (%d) on %q against one `mcpmon run` (embedded queue and store), %s measured after %s; machine: %d CPUs, load %s\n\n",
-		o.agents, o.perAgent, n, o.schedule, elapsed.Round(time.Second), o.settle, runtime.NumCPU(), loadavg())
+	fmt.Fprintf(stdout, "agents: %d agents × %d endpoints (%d) on %q, %d probes in flight per agent, against one `mcpmon run` (embedded queue and store), %s measured after %s; machine: %d CPUs, load %s\n\n",
+		o.agents, o.perAgent, n, o.schedule, cmp.Or(o.concurrency, agent.DefaultConcurrency), elapsed.Round(time.Second), o.settle, runtime.NumCPU(), loadavg())
 	writeTable(stdout, agentsRows(o, st.snapshot(), before, after, elapsed))
 	return nil
 }
@@ -417,5 +419,5 @@ func runAgentsMode(ctx context.Context, o options) error {
 		settle = 2*interval + 10*time.Second
 	}
 	return runAgents(ctx, agentsOptions{agents: o.agents, perAgent: o.endpointsPerAgent, schedule: o.schedule, interval: interval,
-		settle: settle, window: o.duration, mcpmonArgs: strings.Fields(o.mcpmonArgs)}, os.Stdout, os.Stderr)
+		settle: settle, window: o.duration, concurrency: o.agentConcurrency, mcpmonArgs: strings.Fields(o.mcpmonArgs)}, os.Stdout, os.Stderr)
 }

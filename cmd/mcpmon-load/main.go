@@ -75,6 +75,7 @@ type options struct {
 	agents            int // agents mode: this many in-process agents against one `mcpmon run`
 	endpointsPerAgent int
 	agentsSettle      time.Duration
+	agentConcurrency  int
 }
 
 func main() {
@@ -102,6 +103,7 @@ func main() {
 	fs.BoolVar(&o.mcpmonChild, "mcpmon-child", false, "internal: run `mcpmon run` with the arguments after --")
 	fs.IntVar(&o.agents, "agents", 0, "instead of the load run, run this many agents (pkg/agent over real HTTP, each its own key and location) against one `mcpmon run` in a child process and print what the API spent serving them; --schedule, --duration and --mcpmon-args apply")
 	fs.IntVar(&o.endpointsPerAgent, "endpoints-per-agent", 200, "--agents: endpoints probed from each agent's location")
+	fs.IntVar(&o.agentConcurrency, "agent-concurrency", 0, "--agents: each agent's probes in flight (0: the agent's default, 16)")
 	fs.DurationVar(&o.agentsSettle, "agents-settle", 0, "--agents: how long the agents run before the measurement (default: two schedule intervals + 10s)")
 	fs.DurationVar(&o.duration, "duration", 25*time.Second, "how long to run the pipeline")
 	fs.StringVar(&o.queue, "queue", "embedded", "embedded or sqs")

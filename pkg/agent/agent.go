@@ -52,7 +52,7 @@ type Options struct {
 	// AllowPrivateTargets turns the agent's SSRF guard off: it may probe
 	// private and loopback addresses, as an agent inside a network must.
 	AllowPrivateTargets bool
-	// Concurrency bounds the probes in flight (default 16).
+	// Concurrency bounds the probes in flight (default DefaultConcurrency).
 	Concurrency int
 	// Wait is the long poll's wait (default apiv1.DefaultAgentWait).
 	Wait time.Duration
@@ -79,6 +79,9 @@ const (
 	MinBackoff = 500 * time.Millisecond
 	MaxBackoff = 30 * time.Second
 )
+
+// DefaultConcurrency is the probes in flight of an agent by default.
+const DefaultConcurrency = 16
 
 // MaxFlushInterval bounds how long a result waits for others to share
 // its post: one post a second per agent instead of one per result.
@@ -135,7 +138,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	o.Concurrency = cmp.Or(max(o.Concurrency, 0), 16)
+	o.Concurrency = cmp.Or(max(o.Concurrency, 0), DefaultConcurrency)
 	o.Wait = cmp.Or(max(min(o.Wait, apiv1.MaxAgentWait), 0), apiv1.DefaultAgentWait)
 	o.Version = cmp.Or(o.Version, "dev")
 	if o.FlushInterval <= 0 || o.FlushInterval > MaxFlushInterval {
