@@ -302,3 +302,45 @@ func TestAgentKeysHaveARateOfTheirOwn(t *testing.T) {
 		t.Fatalf("a second later: %d %s", resp.StatusCode, b)
 	}
 }
+
+// FuzzAgentResults holds POST /v1/agent/results to its contract on any
+// body: never a 5xx; a 200 publishes exactly the results it counts as
+// accepted and accounts for every posted result as accepted or refused;
+// any other answer publishes nothing.
+func FuzzAgentResults(f *testing.F) {
+	slot := t0.Add(-10 * time.Second)
+	good := result("ENDPOINT", slot, "")
+	late := result("ENDPOINT", t0.Add(-time.Hour), "")
+	f.Add(resultsBody(good))
+	f.Add(resultsBody(good, late, result("nosuch", slot, "")))
+	f.Add(`{"results":[]}`)
+	f.Add(`{"results":[{"schema":1,"endpointId":"ENDPOINT","slot":"2026-03-01T11:59:50Z","status":"up","phases":{"x":-1}}]}`)
+	f.Add(`{"results":[null,{},[]]}`)
+	f.Add(`{"results":{"a":1}}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		ag := newAgentHarness(t, true)
+		id := ag.endpoint(ag.keys["a/write"], "office", "loc-office")
+		key := ag.agent(ag.keys["a/write"], "office-1", "office")
+		body = strings.ReplaceAll(body, "ENDPOINT", id)
+		body = strings.ReplaceAll(body, msg.ProbeRunID("ENDPOINT", slot), msg.ProbeRunID(id, slot))
+		resp, b := ag.call(http.MethodPost, "/v1/agent/results", key, body)
+		sent := len(ag.pub.all())
+		if resp.StatusCode >= 500 {
+			t.Fatalf("%d %s for %q", resp.StatusCode, b, body)
+		}
+		if resp.StatusCode != http.StatusOK {
+			if sent != 0 {
+				t.Fatalf("%d published %d results", resp.StatusCode, sent)
+			}
+			return
+		}
+		var req apiv1.AgentResults
+		var got apiv1.AgentResultsAccepted
+		if json.Unmarshal([]byte(body), &req) != nil || json.Unmarshal(b, &got) != nil {
+			t.Fatalf("200 %s for a body that does not decode: %q", b, body)
+		}
+		if got.Accepted < 1 || got.Accepted+len(got.Refused) != len(req.Results) || sent != got.Accepted {
+			t.Fatalf("200 %s for %d results published %d", b, len(req.Results), sent)
+		}
+	})
+}
