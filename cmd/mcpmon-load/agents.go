@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/mcpmon/mcpmon/pkg/agent"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
@@ -315,9 +316,17 @@ func sampleAgentsRun(ctx context.Context, addr string, pid int, f *fleet) (agent
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	s.selfCPU = tv(ru.Utime) + tv(ru.Stime)
-	mfs, err := scrape(ctx, "http://"+addr+"/metrics")
+	// A saturated API may not answer a scrape in time: the verdicts are
+	// then missing from the table, not the other figures.
+	var mfs map[string]*dto.MetricFamily
+	for range 3 {
+		if mfs, err = scrape(ctx, "http://"+addr+"/metrics"); err == nil {
+			break
+		}
+	}
 	if err != nil {
-		return s, err
+		fmt.Fprintln(os.Stderr, "agents: no verdict counts:", err)
+		return s, nil
 	}
 	s.verdicts = map[string]float64{}
 	for _, m := range mfs["mcpmon_verdicts_total"].GetMetric() {
@@ -337,6 +346,7 @@ func agentsRows(o agentsOptions, s exchangeSnapshot, before, after agentsSample,
 	expected := float64(n) / o.interval.Seconds()
 	got := float64(s.accepted) / secs
 	apiCPU := after.apiCPU - before.apiCPU
+	noDataRow := "n/a: /metrics did not answer"
 	var verdicts, noData float64
 	for state, v := range after.verdicts {
 		d := v - before.verdicts[state]
@@ -344,6 +354,9 @@ func agentsRows(o agentsOptions, s exchangeSnapshot, before, after agentsSample,
 		if state == "no_data" {
 			noData += d
 		}
+	}
+	if before.verdicts != nil && after.verdicts != nil {
+		noDataRow = fmt.Sprintf("%.1f %% (%.0f of %.0f verdicts)", 100*noData/math.Max(1, verdicts), noData, verdicts)
 	}
 	pct := func(d time.Duration) string { return fmt.Sprintf("%.1f %% of a core", 100*d.Seconds()/secs) }
 	rows := [][]string{
@@ -360,7 +373,7 @@ func agentsRows(o agentsOptions, s exchangeSnapshot, before, after agentsSample,
 		{"command handed out after its slot p50 / p99; > 5 s late", fmt.Sprintf("%s; %d", quantilePair(s.lateness), countOver(s.lateness, 5*time.Second))},
 		{"429 answers: polls, posts", fmt.Sprintf("%d, %d", s.status429["poll"], s.status429["post"])},
 		{"other non-2xx answers: polls, posts", fmt.Sprintf("%d, %d", s.statusElse["poll"], s.statusElse["post"])},
-		{"windows no_data", fmt.Sprintf("%.1f %% (%.0f of %.0f verdicts)", 100*noData/math.Max(1, verdicts), noData, verdicts)},
+		{"windows no_data", noDataRow},
 		{"agents' CPU (this process), MCP servers' CPU", fmt.Sprintf("%s, %s", pct(after.selfCPU-before.selfCPU), pct(after.fleetCPU-before.fleetCPU))},
 	}
 	return rows
