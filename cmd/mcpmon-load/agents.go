@@ -26,6 +26,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/agent"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/daemon"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/schedule"
@@ -62,11 +63,6 @@ func runAgents(ctx context.Context, o agentsOptions, stdout, stderr io.Writer) e
 	}
 	defer srv.stop()
 	data := filepath.Join(dir, "mcpmon")
-	fmt.Fprintf(stderr, "agents: writing %d endpoints into the store\n", n)
-	if err := registerAgentEndpoints(ctx, data, urls, o.perAgent, o.schedule, stderr); err != nil {
-		return err
-	}
-
 	addr, err := e2e.FreeAddr()
 	if err != nil {
 		return err
@@ -76,9 +72,26 @@ func runAgents(ctx context.Context, o agentsOptions, stdout, stderr io.Writer) e
 		return err
 	}
 	keyFile := filepath.Join(dir, "admin.key")
-	args := append([]string{"--mcpmon-child", "--", "--listen", addr, "--data-dir", data, "--bootstrap-key-file", keyFile,
+	runArgs := append([]string{"--listen", addr, "--data-dir", data, "--bootstrap-key-file", keyFile,
 		"--log-level", "warn", "--max-agents-per-tenant", "0"}, o.mcpmonArgs...)
-	child, err := startLogged(exe, args, nil, dir, "mcpmon")
+	cfg, err := config.Parse("mcpmon run", runArgs, os.Getenv, stderr)
+	if err != nil {
+		return fmt.Errorf("--mcpmon-args: %w", err)
+	}
+	if cfg.Queue == config.QueueSQS {
+		setDummyAWSCreds() // the emulator's; the child inherits them
+		env := func(k string) string {
+			return map[string]string{"MCPMON_SQS_ENDPOINT": cfg.SQSEndpoint, "MCPMON_SQS_REGION": cfg.SQSRegion, "MCPMON_SQS_PREFIX": cfg.SQSPrefix}[k]
+		}
+		if err := daemon.EnsureQueues(ctx, nil, env, io.Discard, stderr); err != nil {
+			return fmt.Errorf("create the SQS queues: %w", err)
+		}
+	}
+	fmt.Fprintf(stderr, "agents: writing %d endpoints into the store\n", n)
+	if err := registerAgentEndpoints(ctx, cfg, urls, o.perAgent, o.schedule, stderr); err != nil {
+		return err
+	}
+	child, err := startLogged(exe, append([]string{"--mcpmon-child", "--"}, runArgs...), nil, dir, "mcpmon")
 	if err != nil {
 		return err
 	}
@@ -137,18 +150,19 @@ func runAgents(ctx context.Context, o agentsOptions, stdout, stderr io.Writer) e
 			return fmt.Errorf("agent %d: %w", i, err)
 		}
 	}
-	fmt.Fprintf(stdout, "agents: %d agents × %d endpoints (%d) on %q, %d probes in flight per agent, against one `mcpmon run` (embedded queue and store), %s measured after %s; machine: %d CPUs, load %s\n\n",
-		o.agents, o.perAgent, n, o.schedule, cmp.Or(o.concurrency, agent.DefaultConcurrency), elapsed.Round(time.Second), o.settle, runtime.NumCPU(), loadavg())
+	fmt.Fprintf(stdout, "agents: %d agents × %d endpoints (%d) on %q, %d probes in flight per agent, against one `mcpmon run` (queue %s, store %s), %s measured after %s; machine: %d CPUs, load %s\n\n",
+		o.agents, o.perAgent, n, o.schedule, cmp.Or(o.concurrency, agent.DefaultConcurrency), cfg.Queue, cfg.Store, elapsed.Round(time.Second), o.settle, runtime.NumCPU(), loadavg())
 	writeTable(stdout, agentsRows(o, st.snapshot(), before, after, elapsed))
 	return nil
 }
 
-// registerAgentEndpoints writes the endpoints straight into the store,
-// perAgent to each location a000, a001, …: the API would only add HTTP and
-// auth per endpoint, which is not what is measured.
-func registerAgentEndpoints(ctx context.Context, dir string, urls []string, perAgent int, sched string, stderr io.Writer) error {
-	cfg := idleConfig(dir)
-	cfg.BootstrapKey = false // the measured child's first start makes the admin key
+// registerAgentEndpoints writes the endpoints straight into the store of
+// cfg (the child's), perAgent to each location a000, a001, …: the API
+// would only add HTTP and auth per endpoint, which is not what is measured.
+func registerAgentEndpoints(ctx context.Context, cfg config.Options, urls []string, perAgent int, sched string, stderr io.Writer) error {
+	// The store the measured child opens; its first start makes the
+	// admin key.
+	cfg.Listen, cfg.BootstrapKey, cfg.BootstrapKeyFile = "127.0.0.1:0", false, ""
 	d, err := daemon.Start(ctx, daemon.RoleAll, cfg, daemon.Deps{Registry: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
