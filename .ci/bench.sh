@@ -107,6 +107,10 @@ echo
 echo "==> SQS cost per stage: 500 endpoints on @every 10s on fauxqs + Redis, requests per probe result by queue" >&2
 go run ./cmd/mcpmon-load --fleet --endpoints 500 --schedule '@every 10s' --duration 60s --queue sqs --redis-url "$MCPMON_TEST_REDIS_URL" --peer 1000
 echo
+echo "==> agents: ${AGENTS:-5} in-process agents (real HTTP) × ${AGENTS_ENDPOINTS:-40} endpoints on @every ${AGENTS_EVERY:-10s} against one \`mcpmon run\` in a child process: results accepted vs expected, API CPU, 429s, no_data share (target: accepted/expected ≈ 1, no 429s); the issue's size is AGENTS=50 AGENTS_ENDPOINTS=200 AGENTS_EVERY=30s AGENTS_DURATION=3m AGENTS_WINDOW=1m" >&2
+go run ./cmd/mcpmon-load --agents "${AGENTS:-5}" --endpoints-per-agent "${AGENTS_ENDPOINTS:-40}" --schedule "@every ${AGENTS_EVERY:-10s}" \
+  --duration "${AGENTS_DURATION:-30s}" --mcpmon-args "--window ${AGENTS_WINDOW:-10s} --grace 2s"
+echo
 echo "==> store throughput: 20,000 results straight into the results queue, 2 aggregators on fauxqs + Redis (target >= 20,000 results/s)" >&2
 go run ./cmd/mcpmon-load --synthetic 20000 --endpoints 10000 --queue sqs --redis-url "$MCPMON_TEST_REDIS_URL"
 # IDLE_SIZES= (empty) skips the idle measurement.

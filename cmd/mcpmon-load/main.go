@@ -71,6 +71,11 @@ type options struct {
 	mcpmonArgs          string
 	mcpmonChild         bool // internal: `mcpmon run` with the arguments after --
 	fleetSessionTimeout time.Duration
+
+	agents            int // agents mode: this many in-process agents against one `mcpmon run`
+	endpointsPerAgent int
+	agentsSettle      time.Duration
+	agentConcurrency  int
 }
 
 func main() {
@@ -96,6 +101,10 @@ func main() {
 	fs.StringVar(&o.prometheus, "prometheus", "", "--versus: the Prometheus binary that scrapes the blackbox_exporter")
 	fs.StringVar(&o.mcpmonArgs, "mcpmon-args", "", "--versus: more `mcpmon run` flags, separated by spaces (e.g. --probe-concurrency=64)")
 	fs.BoolVar(&o.mcpmonChild, "mcpmon-child", false, "internal: run `mcpmon run` with the arguments after --")
+	fs.IntVar(&o.agents, "agents", 0, "instead of the load run, run this many agents (pkg/agent over real HTTP, each its own key and location) against one `mcpmon run` in a child process and print what the API spent serving them; --schedule, --duration and --mcpmon-args apply")
+	fs.IntVar(&o.endpointsPerAgent, "endpoints-per-agent", 200, "--agents: endpoints probed from each agent's location")
+	fs.IntVar(&o.agentConcurrency, "agent-concurrency", 0, "--agents: each agent's probes in flight (0: the agent's default, 16)")
+	fs.DurationVar(&o.agentsSettle, "agents-settle", 0, "--agents: how long the agents run before the measurement (default: two schedule intervals + 10s)")
 	fs.DurationVar(&o.duration, "duration", 25*time.Second, "how long to run the pipeline")
 	fs.StringVar(&o.queue, "queue", "embedded", "embedded or sqs")
 	fs.StringVar(&o.sqsEndpoint, "sqs-endpoint", os.Getenv("MCPMON_TEST_SQS_ENDPOINT"), "SQS endpoint (an emulator on 127.0.0.1)")
@@ -132,6 +141,13 @@ func main() {
 				gatus: o.gatus, blackbox: o.blackbox, prometheus: o.prometheus, cpuprofile: o.cpuprofile, mcpmonArgs: strings.Fields(o.mcpmonArgs)}, os.Stdout, os.Stderr)
 		}
 		if err != nil {
+			fmt.Fprintln(os.Stderr, "mcpmon-load:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if o.agents > 0 {
+		if err := runAgentsMode(ctx, o); err != nil {
 			fmt.Fprintln(os.Stderr, "mcpmon-load:", err)
 			os.Exit(1)
 		}

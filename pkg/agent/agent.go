@@ -66,7 +66,7 @@ type Options struct {
 	// AllowPrivateTargets turns the agent's SSRF guard off: it may probe
 	// private and loopback addresses, as an agent inside a network must.
 	AllowPrivateTargets bool
-	// Concurrency bounds the probes in flight (default 16).
+	// Concurrency bounds the probes in flight (default DefaultConcurrency).
 	Concurrency int
 	// Wait is the long poll's wait (default apiv1.DefaultAgentWait).
 	Wait time.Duration
@@ -81,6 +81,10 @@ type Options struct {
 	Sleep func(ctx context.Context, d time.Duration) bool
 	// Prober adjusts the prober's options (tests: a resolver, root CAs).
 	Prober func(*prober.Options)
+	// FlushInterval is the longest a result waits to be posted with the
+	// ones after it (default and at most MaxFlushInterval); a post carries
+	// up to apiv1.MaxAgentResults.
+	FlushInterval time.Duration
 	// Secrets fill in agent-side secret references (nil: none; *Secrets
 	// reads --secrets-file and MCPMON_AGENT_SECRET_*).
 	Secrets SecretSource
@@ -97,6 +101,18 @@ const (
 	MinBackoff = 500 * time.Millisecond
 	MaxBackoff = 30 * time.Second
 )
+
+// DefaultConcurrency is the probes in flight of an agent by default.
+const DefaultConcurrency = 16
+
+// MaxFlushInterval bounds how long a result waits for others to share
+// its post: one post a second per agent instead of one per result.
+const MaxFlushInterval = time.Second
+
+// maxPending bounds the results waiting to be posted; past it a finished
+// probe waits for room, so a server that refuses posts for long holds the
+// probes back instead of filling memory.
+const maxPending = 10 * apiv1.MaxAgentResults
 
 // Validate checks the options a command line gives.
 func (o Options) Validate() error {
@@ -133,6 +149,8 @@ type agent struct {
 	log    *slog.Logger
 	worker *prober.Worker
 	eps    *endpoints
+	// pending carries the worker's results to the poster's batches.
+	pending chan queue.SendInput
 	// refused is closed once the server refuses the key.
 	refused     chan struct{}
 	refusedOnce sync.Once
@@ -152,9 +170,12 @@ func Run(ctx context.Context, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	o.Concurrency = cmp.Or(max(o.Concurrency, 0), 16)
+	o.Concurrency = cmp.Or(max(o.Concurrency, 0), DefaultConcurrency)
 	o.Wait = cmp.Or(max(min(o.Wait, apiv1.MaxAgentWait), 0), apiv1.DefaultAgentWait)
 	o.Version = cmp.Or(o.Version, "dev")
+	if o.FlushInterval <= 0 || o.FlushInterval > MaxFlushInterval {
+		o.FlushInterval = MaxFlushInterval
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -170,7 +191,8 @@ func Run(ctx context.Context, o Options) error {
 		o.HTTPClient = &http.Client{Timeout: o.Wait + 30*time.Second}
 	}
 	a := &agent{o: o, srv: newServers(o.Server, o.Failover), log: o.Logger.With("component", "agent"), eps: &endpoints{m: map[string]model.Endpoint{}},
-		refused: make(chan struct{}), missing: map[string]string{}}
+		refused: make(chan struct{}), missing: map[string]string{},
+		pending: make(chan queue.SendInput, maxPending)}
 	po := prober.Options{AllowPrivateTargets: o.AllowPrivateTargets, Logger: o.Logger, Clock: o.Clock,
 		ClientName: "mcpmon-agent", ClientVersion: o.Version}
 	if o.Prober != nil {
@@ -189,6 +211,7 @@ func Run(ctx context.Context, o Options) error {
 	}()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	wg.Go(func() { a.postBatches(ctx) })
 	slots := make(chan struct{}, o.Concurrency)
 	failures := 0
 	for {
@@ -318,8 +341,8 @@ func retryable(err error) bool {
 	return true // the network
 }
 
-// do sends req with the key and returns the body of a 2xx answer. A 401
-// or 403 marks the key refused.
+// do sends req with the key and returns the body of a 2xx answer. A 401,
+// or a 403 to a poll, marks the key refused.
 func (a *agent) do(req *http.Request) ([]byte, error) {
 	req.Header.Set("Authorization", "Bearer "+a.o.Token.Reveal())
 	req.Header.Set("User-Agent", apiv1.AgentUserAgent+a.o.Version)
@@ -339,7 +362,9 @@ func (a *agent) do(req *http.Request) ([]byte, error) {
 	if resp.StatusCode/100 == 2 {
 		return body, nil
 	}
-	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+	// A 403 to a post is about its results (another location's endpoint),
+	// not the key: the poll, which carries no results, decides that.
+	if resp.StatusCode == http.StatusUnauthorized || (resp.StatusCode == http.StatusForbidden && req.Method == http.MethodGet) {
 		a.refuse()
 	}
 	var p apiv1.Problem
@@ -351,38 +376,100 @@ func (a *agent) do(req *http.Request) ([]byte, error) {
 	return nil, &statusError{status: resp.StatusCode, detail: strconv.Quote(detail)}
 }
 
-// poster is the worker's ResultPublisher: it posts each result, retrying
-// with backoff while the server is unreachable or failing, until the
-// result is accepted or the agent stops.
+// poster is the worker's ResultPublisher: it hands each result to the
+// batches postBatches sends, waiting only while maxPending are waiting.
 type poster struct{ a *agent }
 
 func (p poster) Publish(ctx context.Context, in queue.SendInput) (string, error) {
 	in.Body = p.a.scrub(in.Body)
-	body := make([]byte, 0, len(in.Body)+16)
-	body = append(append(append(body, `{"results":[`...), in.Body...), "]}"...)
+	select {
+	case p.a.pending <- in:
+		return in.DedupID, nil
+	case <-ctx.Done():
+		return "", fmt.Errorf("post result %s: %w", in.DedupID, ctx.Err())
+	}
+}
+
+// postBatches posts the pending results until ctx ends: a batch is what
+// is waiting FlushInterval after its first result, or
+// apiv1.MaxAgentResults if that many come sooner. Results still waiting
+// when ctx ends are abandoned with the probes in flight: the server hands
+// their commands out again when their lease ends, and a result posted
+// twice is kept once.
+func (a *agent) postBatches(ctx context.Context) {
+	for {
+		var batch []queue.SendInput
+		select {
+		case in := <-a.pending:
+			batch = append(batch, in)
+		case <-ctx.Done():
+			return
+		}
+		timer := time.NewTimer(a.o.FlushInterval)
+	fill:
+		for len(batch) < apiv1.MaxAgentResults {
+			select {
+			case in := <-a.pending:
+				batch = append(batch, in)
+			case <-timer.C:
+				break fill
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			}
+		}
+		timer.Stop()
+		if err := a.postBatch(ctx, batch); err != nil && ctx.Err() == nil {
+			a.log.Warn("results not reported", "results", len(batch), "err", err)
+		}
+	}
+}
+
+// postBatch posts one batch, retrying the whole batch with backoff while
+// the server is unreachable or failing (what it published already it
+// keeps once), until it answers or the agent stops. Results the server
+// refuses are logged and dropped: posting them again cannot help.
+func (a *agent) postBatch(ctx context.Context, batch []queue.SendInput) error {
+	body := []byte(`{"results":[`)
+	for i, in := range batch {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, in.Body...)
+	}
+	body = append(body, "]}"...)
 	for n := 1; ; n++ {
-		base := p.a.srv.current()
+		base := a.srv.current()
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/agent/results", bytes.NewReader(body))
 		if err != nil {
-			return "", err
+			return err
 		}
 		req.Header.Set("Content-Type", "application/json")
-		_, err = p.a.do(req)
+		answer, err := a.do(req)
 		switch {
 		case err == nil:
-			return in.DedupID, nil
-		case p.a.isRefused() || !retryable(err):
-			return "", fmt.Errorf("post result %s: %w", in.DedupID, err)
+			var out apiv1.AgentResultsAccepted
+			_ = json.Unmarshal(answer, &out)
+			for _, r := range out.Refused {
+				if r.Index >= 0 && r.Index < len(batch) {
+					a.log.Warn("the server refused a result", "dedup_id", batch[r.Index].DedupID, "status", r.Status, "detail", r.Detail, "pointer", r.Pointer)
+				}
+			}
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("post %d results: %w", len(batch), ctx.Err())
+		case a.isRefused() || !retryable(err):
+			return fmt.Errorf("post %d results (first %s): %w", len(batch), batch[0].DedupID, err)
 		case n == 1:
-			p.a.log.Warn("posting a result failed; retrying with backoff", "dedup_id", in.DedupID, "err", err)
+			a.log.Warn("posting results failed; retrying with backoff", "results", len(batch), "err", err)
 		}
-		p.a.failedOver(ctx, base, err)
+		a.failedOver(ctx, base, err)
 		// Each server is tried once before the backoff's wait.
-		if n%p.a.srv.len() == 0 && !p.a.o.Sleep(ctx, backoff(n/p.a.srv.len())) {
-			return "", fmt.Errorf("post result %s: %w", in.DedupID, ctx.Err())
+		if n%a.srv.len() == 0 && !a.o.Sleep(ctx, backoff(n/a.srv.len())) {
+			return fmt.Errorf("post %d results: %w", len(batch), ctx.Err())
 		}
 		if ctx.Err() != nil {
-			return "", fmt.Errorf("post result %s: %w", in.DedupID, ctx.Err())
+			return fmt.Errorf("post %d results: %w", len(batch), ctx.Err())
 		}
 	}
 }

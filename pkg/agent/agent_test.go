@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -14,7 +16,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/prober"
 )
 
@@ -274,5 +278,64 @@ func TestServersStepOncePerFailure(t *testing.T) {
 	one := newServers("https://only", nil)
 	if next := one.failed("https://only"); next != "" || one.current() != "https://only" {
 		t.Fatalf("one server: failed = %q, current %q", next, one.current())
+	}
+}
+
+// Results waiting are posted together, up to apiv1.MaxAgentResults a
+// post; a failed post is retried whole, and results the server refuses
+// are dropped, not posted again.
+func TestResultsShareAPost(t *testing.T) {
+	var mu sync.Mutex
+	posted := make(chan int, 8)                     // results per post answered 200
+	answers := []int{http.StatusServiceUnavailable} // then 200
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body apiv1.AgentResults
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || r.URL.Path != "/v1/agent/results" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(answers) > 0 {
+			w.WriteHeader(answers[0])
+			answers = answers[1:]
+			return
+		}
+		posted <- len(body.Results)
+		_ = json.NewEncoder(w).Encode(apiv1.AgentResultsAccepted{Accepted: len(body.Results) - 1,
+			Refused: []apiv1.AgentResultRefused{{Index: 0, Status: http.StatusBadRequest, Detail: "bad"}}})
+	}))
+	t.Cleanup(srv.Close)
+	var s sleeps
+	a := &agent{o: Options{Token: token, HTTPClient: srv.Client(), Sleep: s.sleep, FlushInterval: 10 * time.Millisecond},
+		srv: newServers(srv.URL, nil), eps: &endpoints{m: map[string]model.Endpoint{}}, log: slog.New(slog.DiscardHandler), pending: make(chan queue.SendInput, maxPending), refused: make(chan struct{})}
+	slot := time.Now().UTC().Truncate(time.Second)
+	const n = apiv1.MaxAgentResults + 50
+	for i := range n {
+		res := msg.ProbeResult{Schema: msg.SchemaVersion, EndpointID: fmt.Sprintf("e%d", i), Slot: slot, Status: msg.StatusUp}
+		res.ProbeRunID = msg.ProbeRunID(res.EndpointID, slot)
+		if _, err := (poster{a}).Publish(t.Context(), queue.SendInput{DedupID: res.DedupID(), Body: res.Body()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { a.postBatches(ctx); close(done) }()
+	var got []int
+	for len(got) < 2 {
+		select {
+		case k := <-posted:
+			got = append(got, k)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("posts so far carried %v results, want 2 posts", got)
+		}
+	}
+	if got[0] != apiv1.MaxAgentResults || got[1] != 50 {
+		t.Fatalf("posts carried %v results, want %d then 50", got, apiv1.MaxAgentResults)
+	}
+	cancel()
+	<-done
+	if !slices.Equal(s.d, []time.Duration{MinBackoff}) {
+		t.Fatalf("backoff waits %v, want one after the 503", s.d)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
+	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
@@ -88,9 +89,41 @@ func (s *server) agentRoutes(r chi.Router) {
 // is the pipeline's data, not a configuration change.
 func (s *server) agentExchangeRoutes(r chi.Router) {
 	r.Use(s.authenticateFor(func(*http.Request) auth.Scope { return auth.ScopeAgent }))
-	r.Use(s.limitRate)
+	r.Use(s.limitAgentRate)
 	r.Get("/commands", s.agentCommands)
 	r.Post("/results", s.agentResults)
+}
+
+// newAgentRateLimiter is the bucket per agent key: agents post and poll
+// at the pace of their locations' schedules, so they are costed per
+// request on a bucket sized for a location (apiv1.AgentRatePerSecond), not
+// on their tenant's --rate-limit, which people and scripts share and which
+// 50 agents would exhaust. Off when the API's rate limit is off.
+func newAgentRateLimiter(on bool, clk clock.Clock) *rateLimiter {
+	if !on {
+		return nil
+	}
+	return newRateLimiter(Quotas{RatePerSecond: apiv1.AgentRatePerSecond, Burst: apiv1.AgentRateBurst}, clk)
+}
+
+// limitAgentRate answers 429 with Retry-After when the request's agent key
+// is past its rate. It follows authenticate, so the key is known.
+func (s *server) limitAgentRate(next http.Handler) http.Handler {
+	if s.agentLimiter == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := auth.FromContext(r.Context())
+		ok, wait := s.agentLimiter.allow(p.KeyID)
+		if !ok {
+			secs := max(1, int(math.Ceil(wait.Seconds())))
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+			writeProblem(w, r, problemf(http.StatusTooManyRequests, apiv1.TypeRateLimited,
+				"this agent key is over its request rate (%d per second, bursts of %d); retry in %d s", apiv1.AgentRatePerSecond, apiv1.AgentRateBurst, secs))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *server) agentView(k auth.Key, now time.Time) apiv1.AgentView {
@@ -350,10 +383,15 @@ func agentEndpoint(ep model.Endpoint) apiv1.AgentEndpoint {
 	return v
 }
 
-// agentResults serves POST /v1/agent/results. Every result is checked
-// before any is published, so a refused post publishes nothing; an agent
-// that retries a post after a failed publish republishes under the same
-// deduplication IDs, which the results queue keeps once.
+// agentResults serves POST /v1/agent/results: up to
+// apiv1.MaxAgentResults results, each checked on its own before any is
+// published. A result refused (invalid, another location's endpoint, no
+// such endpoint) is listed with its reason and nothing of it is published;
+// the others are. A post whose every result is refused is answered with
+// the first refusal's problem, as a post of one result always was. A failed
+// publish fails the whole post (503): the agent posts it again, and what
+// was published already is republished under the same deduplication IDs,
+// which the results queue keeps once.
 func (s *server) agentResults(w http.ResponseWriter, r *http.Request) {
 	p, ok := agentPrincipal(w, r)
 	if !ok {
@@ -383,43 +421,119 @@ func (s *server) agentResults(w http.ResponseWriter, r *http.Request) {
 	}
 	loc := schedule.Location(p.Location)
 	now := s.clock.Now()
+	var accepted []msg.ProbeResult
+	var refused []apiv1.AgentResultRefused
 	for i := range req.Results {
 		res := &req.Results[i]
-		ep, err := s.store.GetEndpointOf(r.Context(), p.Tenant, res.EndpointID)
-		if err != nil {
+		ref, err := s.checkPostedResult(r.Context(), p, res, now)
+		switch {
+		case err != nil:
 			writeProblem(w, r, s.storeProblem(r, err, fmt.Sprintf("endpoint of results[%d]", i)))
 			return
-		}
-		if !slices.Contains(ep.Regions, loc) {
-			// The key's location is its scope: it does not cover this endpoint.
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpmon", error="insufficient_scope"`)
-			writeProblem(w, r, problemf(http.StatusForbidden, "", "results[%d]: endpoint %s is not probed from location %s", i, ep.ID, p.Location))
-			return
-		}
-		if fe := checkAgentResult(res, now); fe != nil {
-			fe.Pointer = fmt.Sprintf("#/results/%d/%s", i, fe.Pointer)
-			writeProblem(w, r, invalid(*fe))
-			return
+		case ref != nil:
+			ref.Index = i
+			if ref.Pointer != "" {
+				ref.Pointer = fmt.Sprintf("#/results/%d/%s", i, ref.Pointer)
+			}
+			refused = append(refused, *ref)
+			continue
 		}
 		res.Region = loc
+		accepted = append(accepted, *res)
 	}
-	for _, res := range req.Results {
-		if ls, ok := s.store.(latestResults); ok {
-			if err := ls.PutLatestResult(r.Context(), res); err != nil {
-				s.log.Debug("store an agent's latest result failed", "endpoint", res.EndpointID, "err", err)
+	if len(accepted) == 0 {
+		first := refused[0]
+		if first.Status == http.StatusForbidden {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpmon", error="insufficient_scope"`)
+		}
+		if first.Pointer != "" {
+			writeProblem(w, r, invalid(apiv1.FieldError{Pointer: first.Pointer, Detail: first.Detail}))
+		} else {
+			writeProblem(w, r, problemf(first.Status, "", "results[%d]: %s", first.Index, first.Detail))
+		}
+		return
+	}
+	if err := s.publishAgentResults(r.Context(), p, loc, accepted); err != nil {
+		writeProblem(w, r, problemf(http.StatusServiceUnavailable, "", "the results queue is unavailable; post the results again"))
+		return
+	}
+	if len(refused) > 0 {
+		s.log.Warn("agent results refused", "tenant", p.Tenant, "location", p.Location, "refused", len(refused), "first", refused[0].Detail)
+	}
+	s.seen.results(p.KeyID, len(accepted), now)
+	writeJSON(w, http.StatusOK, apiv1.AgentResultsAccepted{Accepted: len(accepted), Refused: refused})
+}
+
+// checkPostedResult decides one posted result: nil to publish it, a
+// refusal (its index unset) to refuse it alone, or the store's error.
+func (s *server) checkPostedResult(ctx context.Context, p auth.Principal, res *msg.ProbeResult, now time.Time) (*apiv1.AgentResultRefused, error) {
+	ep, err := s.store.GetEndpointOf(ctx, p.Tenant, res.EndpointID)
+	switch {
+	case errors.Is(err, model.ErrNotFound):
+		return &apiv1.AgentResultRefused{Status: http.StatusNotFound, Detail: fmt.Sprintf("endpoint %q not found", boundedID(res.EndpointID))}, nil
+	case err != nil:
+		return nil, err
+	case !slices.Contains(ep.Regions, schedule.Location(p.Location)):
+		// The key's location is its scope: it does not cover this endpoint.
+		return &apiv1.AgentResultRefused{Status: http.StatusForbidden, Detail: fmt.Sprintf("endpoint %s is not probed from location %s", ep.ID, p.Location)}, nil
+	}
+	if fe := checkAgentResult(res, now); fe != nil {
+		return &apiv1.AgentResultRefused{Status: http.StatusBadRequest, Detail: fe.Detail, Pointer: fe.Pointer}, nil
+	}
+	return nil, nil
+}
+
+// boundedID is an endpoint ID from a post, cut short for a refusal.
+func boundedID(id string) string {
+	if len(id) > maxResultName {
+		return id[:maxResultName] + "…"
+	}
+	return id
+}
+
+// publishAgentResults stores each result as its endpoint's latest and
+// publishes it, then marks its command done: the endpoints' results at
+// once, so the publisher sends them in one batch, each endpoint's in the
+// order posted (its message group's order). The first failed publish is
+// the error; what was published before it stays so.
+func (s *server) publishAgentResults(ctx context.Context, p auth.Principal, loc string, results []msg.ProbeResult) error {
+	byEndpoint := map[string][]msg.ProbeResult{}
+	for _, res := range results {
+		byEndpoint[res.EndpointID] = append(byEndpoint[res.EndpointID], res)
+	}
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for _, rs := range byEndpoint {
+		wg.Go(func() {
+			for _, res := range rs {
+				if err := s.publishAgentResult(ctx, p, loc, res); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					return
+				}
 			}
-		}
-		if _, err := s.agentPub.Publish(r.Context(), queue.SendInput{GroupID: res.GroupID(), DedupID: res.DedupID(), Body: res.Body()}); err != nil {
-			s.log.Warn("publish an agent's result failed", "dedup_id", res.DedupID(), "err", err)
-			writeProblem(w, r, problemf(http.StatusServiceUnavailable, "", "the results queue is unavailable; post the results again"))
-			return
-		}
-		if s.agentCmds != nil {
-			s.agentCmds.Done(p.Tenant, loc, res.EndpointID, res.Slot)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (s *server) publishAgentResult(ctx context.Context, p auth.Principal, loc string, res msg.ProbeResult) error {
+	if ls, ok := s.store.(latestResults); ok {
+		if err := ls.PutLatestResult(ctx, res); err != nil {
+			s.log.Debug("store an agent's latest result failed", "endpoint", res.EndpointID, "err", err)
 		}
 	}
-	s.seen.results(p.KeyID, len(req.Results), now)
-	writeJSON(w, http.StatusOK, apiv1.AgentResultsAccepted{Accepted: len(req.Results)})
+	if _, err := s.agentPub.Publish(ctx, queue.SendInput{GroupID: res.GroupID(), DedupID: res.DedupID(), Body: res.Body()}); err != nil {
+		s.log.Warn("publish an agent's result failed", "dedup_id", res.DedupID(), "err", err)
+		return err
+	}
+	if s.agentCmds != nil {
+		s.agentCmds.Done(p.Tenant, loc, res.EndpointID, res.Slot)
+	}
+	return nil
 }
 
 // checkAgentResult checks a posted result's identity and bounds its

@@ -48,11 +48,11 @@ type agentHarness struct {
 	pub  *published
 }
 
-func newAgentHarness(t *testing.T, plainSecrets bool) *agentHarness {
+func newAgentHarness(t *testing.T, plainSecrets bool, tweak ...func(*api.Options)) *agentHarness {
 	ag := &agentHarness{locs: scheduler.NewLocations(scheduler.LocationOptions{}), pub: &published{}}
-	ag.authHarness = newAuthHarness(t, func(o *api.Options) {
+	ag.authHarness = newAuthHarness(t, append([]func(*api.Options){func(o *api.Options) {
 		o.AgentCommands, o.AgentResults, o.AgentSecretsOverHTTP = ag.locs, ag.pub, plainSecrets
-	})
+	}}, tweak...)...)
 	return ag
 }
 
@@ -120,7 +120,8 @@ func TestAgentExchangeStaysInItsTenantAndLocation(t *testing.T) {
 		body   string
 		status int
 	}{
-		{"another location's endpoint", resultsBody(result(office, slot, ""), result(lab, slot, "")), http.StatusForbidden},
+		{"another location's endpoint", resultsBody(result(lab, slot, "")), http.StatusForbidden},
+		{"every result refused", resultsBody(result(lab, slot, ""), result("nosuch", slot, "")), http.StatusForbidden},
 		{"another tenant's endpoint", resultsBody(result(theirs, slot, "")), http.StatusNotFound},
 		{"no such endpoint", resultsBody(result("nosuch", slot, "")), http.StatusNotFound},
 		{"a run ID not of the slot", strings.Replace(resultsBody(result(office, slot, "")), msg.ProbeRunID(office, slot), "0123", 1), http.StatusBadRequest},
@@ -222,4 +223,124 @@ func TestAgentQuota(t *testing.T) {
 		!strings.Contains(string(b), "#/location") {
 		t.Fatalf("bad location: %d %s, want 400 naming #/location", resp.StatusCode, b)
 	}
+}
+
+// A batch post decides each result alone: the good ones are published,
+// each under its own deduplication ID, and their commands done; a bad one
+// is refused with its index, status and reason, and nothing of it is
+// published. Posted again, the batch republishes the same IDs.
+func TestBatchPostRefusesABadResultAlone(t *testing.T) {
+	ag := newAgentHarness(t, true)
+	office := ag.endpoint(ag.keys["a/write"], "office", "loc-office")
+	other := ag.endpoint(ag.keys["a/write"], "other", "loc-office")
+	lab := ag.endpoint(ag.keys["a/write"], "lab", "loc-lab")
+	key := ag.agent(ag.keys["a/write"], "office-1", "office")
+	slot, slot2 := t0.Add(-20*time.Second), t0.Add(-10*time.Second)
+	for _, c := range []msg.ProbeCommand{msg.NewProbeCommand(office, slot), msg.NewProbeCommand(office, slot2), msg.NewProbeCommand(other, slot)} {
+		ag.locs.Put("a", "loc-office", c)
+	}
+	badRun := result(other, slot, "")
+	badRun.ProbeRunID = "0123"
+	body := resultsBody(result(office, slot, ""), result(lab, slot, ""), result("nosuch", slot, ""), badRun, result(office, slot2, ""))
+
+	for attempt := range 2 {
+		resp, b := ag.call(http.MethodPost, "/v1/agent/results", key, body)
+		var got apiv1.AgentResultsAccepted
+		if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &got) != nil {
+			t.Fatalf("post %d: %d %s, want 200", attempt+1, resp.StatusCode, b)
+		}
+		want := []apiv1.AgentResultRefused{
+			{Index: 1, Status: http.StatusForbidden},
+			{Index: 2, Status: http.StatusNotFound},
+			{Index: 3, Status: http.StatusBadRequest, Pointer: "#/results/3/probeRunId"},
+		}
+		if got.Accepted != 2 || len(got.Refused) != len(want) {
+			t.Fatalf("post %d: %s, want 2 accepted and 3 refused", attempt+1, b)
+		}
+		for i, w := range want {
+			if r := got.Refused[i]; r.Index != w.Index || r.Status != w.Status || r.Pointer != w.Pointer || r.Detail == "" {
+				t.Errorf("refused[%d] = %+v, want %+v with a reason", i, r, w)
+			}
+		}
+	}
+	var ids []string
+	for _, in := range ag.pub.all() {
+		ids = append(ids, in.DedupID)
+	}
+	one, two := office+"-"+msg.ProbeRunID(office, slot)+"-loc-office", office+"-"+msg.ProbeRunID(office, slot2)+"-loc-office"
+	if len(ids) != 4 || ids[0] != one || ids[1] != two || ids[2] != one || ids[3] != two {
+		t.Fatalf("published %v, want %s then %s, twice (the queue keeps each once)", ids, one, two)
+	}
+	if n := ag.locs.Len("a", "loc-office"); n != 1 {
+		t.Errorf("%d commands held, want 1: the refused result's", n)
+	}
+}
+
+// Agent keys are costed on a bucket of their own, per key: a tenant past
+// its --rate-limit does not hold its agents back, and an agent past its
+// own rate gets 429 with Retry-After while the tenant's people do not.
+func TestAgentKeysHaveARateOfTheirOwn(t *testing.T) {
+	ag := newAgentHarness(t, true, withQuotas(api.Quotas{RatePerSecond: 0.5, Burst: 3}))
+	key := ag.agent(ag.keys["a/write"], "office-1", "office")
+	for range 3 {
+		ag.call(http.MethodGet, "/v1/endpoints", ag.keys["a/read"], "")
+	}
+	if resp, _ := ag.call(http.MethodGet, "/v1/endpoints", ag.keys["a/read"], ""); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the tenant past its burst: %d, want 429", resp.StatusCode)
+	}
+	for i := range apiv1.AgentRateBurst {
+		if resp, b := ag.call(http.MethodGet, "/v1/agent/commands?wait=0s", key, ""); resp.StatusCode != http.StatusOK {
+			t.Fatalf("agent poll %d within its own burst: %d %s", i+1, resp.StatusCode, b)
+		}
+	}
+	resp, b := ag.call(http.MethodGet, "/v1/agent/commands?wait=0s", key, "")
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(b), "agent key") {
+		t.Fatalf("agent past its burst: %d Retry-After %q %s, want 429 naming the agent key's rate", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+	ag.clock.Advance(time.Second)
+	if resp, b := ag.call(http.MethodGet, "/v1/agent/commands?wait=0s", key, ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a second later: %d %s", resp.StatusCode, b)
+	}
+}
+
+// FuzzAgentResults holds POST /v1/agent/results to its contract on any
+// body: never a 5xx; a 200 publishes exactly the results it counts as
+// accepted and accounts for every posted result as accepted or refused;
+// any other answer publishes nothing.
+func FuzzAgentResults(f *testing.F) {
+	slot := t0.Add(-10 * time.Second)
+	good := result("ENDPOINT", slot, "")
+	late := result("ENDPOINT", t0.Add(-time.Hour), "")
+	f.Add(resultsBody(good))
+	f.Add(resultsBody(good, late, result("nosuch", slot, "")))
+	f.Add(`{"results":[]}`)
+	f.Add(`{"results":[{"schema":1,"endpointId":"ENDPOINT","slot":"2026-03-01T11:59:50Z","status":"up","phases":{"x":-1}}]}`)
+	f.Add(`{"results":[null,{},[]]}`)
+	f.Add(`{"results":{"a":1}}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		ag := newAgentHarness(t, true)
+		id := ag.endpoint(ag.keys["a/write"], "office", "loc-office")
+		key := ag.agent(ag.keys["a/write"], "office-1", "office")
+		body = strings.ReplaceAll(body, "ENDPOINT", id)
+		body = strings.ReplaceAll(body, msg.ProbeRunID("ENDPOINT", slot), msg.ProbeRunID(id, slot))
+		resp, b := ag.call(http.MethodPost, "/v1/agent/results", key, body)
+		sent := len(ag.pub.all())
+		if resp.StatusCode >= 500 {
+			t.Fatalf("%d %s for %q", resp.StatusCode, b, body)
+		}
+		if resp.StatusCode != http.StatusOK {
+			if sent != 0 {
+				t.Fatalf("%d published %d results", resp.StatusCode, sent)
+			}
+			return
+		}
+		var req apiv1.AgentResults
+		var got apiv1.AgentResultsAccepted
+		if json.Unmarshal([]byte(body), &req) != nil || json.Unmarshal(b, &got) != nil {
+			t.Fatalf("200 %s for a body that does not decode: %q", b, body)
+		}
+		if got.Accepted < 1 || got.Accepted+len(got.Refused) != len(req.Results) || sent != got.Accepted {
+			t.Fatalf("200 %s for %d results published %d", b, len(req.Results), sent)
+		}
+	})
 }

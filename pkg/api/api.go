@@ -223,12 +223,14 @@ type server struct {
 	metrics   *Metrics
 	quotas    Quotas
 	limiter   *rateLimiter // nil: no rate limit
-	dlq       map[string]queue.DeadLetterQueue
-	regions   []string
-	subSeal   subscribe.Sealer
-	maxSubs   int
-	httpHooks bool
-	probes    ProbeRequester
+	// agentLimiter is agent keys' own, per key (agents.go); nil with limiter.
+	agentLimiter *rateLimiter
+	dlq          map[string]queue.DeadLetterQueue
+	regions      []string
+	subSeal      subscribe.Sealer
+	maxSubs      int
+	httpHooks    bool
+	probes       ProbeRequester
 	// The agent exchange (agents.go).
 	agentCmds  AgentCommandSource
 	agentPub   ResultPublisher
@@ -297,6 +299,7 @@ func New(opts Options) http.Handler {
 		s.audit = al
 	}
 	s.limiter = newRateLimiter(opts.Quotas, s.clock)
+	s.agentLimiter = newAgentRateLimiter(s.limiter != nil, s.clock)
 
 	r := chi.NewRouter()
 	r.Use(requestID, s.logRequests, s.recoverer, hostAllowList(opts.AllowedHosts), requireJSON) // guards.go

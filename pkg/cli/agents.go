@@ -94,7 +94,7 @@ func (a *app) agentCmd() *cobra.Command {
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the agent key (preferred; or "+agentTokenEnv+"): a --token value shows in ps")
 	cmd.Flags().StringVar(&secretsFile, "secrets-file", "", "file of agent-side secrets, one NAME=value a line (# comments), for endpoints' ${agent:NAME} references; re-read on SIGHUP. MCPMON_AGENT_SECRET_<NAME> variables add to it")
 	cmd.Flags().BoolVar(&o.AllowPrivateTargets, "allow-private-targets", false, "probe loopback, private and link-local addresses: the agent's own SSRF guard, off for the servers it is there for")
-	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 16, "probes in flight at once")
+	cmd.Flags().IntVar(&o.Concurrency, "concurrency", agent.DefaultConcurrency, "probes in flight at once (at least probes per second × a probe's wall time; see the agents guide)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

@@ -91,10 +91,25 @@ type AgentResults struct {
 	Results []msg.ProbeResult `json:"results"`
 }
 
-// AgentResultsAccepted is the answer to POST /v1/agent/results: every
-// result was published to the results queue.
+// AgentResultsAccepted is the answer to POST /v1/agent/results: Accepted
+// results were published to the results queue; Refused lists the others,
+// each refused alone with its reason and nothing of it published. A post
+// whose every result is refused is answered with the first refusal's
+// problem instead (as a post of one result always was).
 type AgentResultsAccepted struct {
-	Accepted int `json:"accepted"`
+	Accepted int                  `json:"accepted"`
+	Refused  []AgentResultRefused `json:"refused,omitempty"`
+}
+
+// AgentResultRefused is one refused result of a post: its index in
+// results, the HTTP status it would have had alone (400 invalid, 403 not
+// this location's endpoint, 404 no such endpoint), why, and the JSON
+// pointer of the field at fault. Posting it again cannot help.
+type AgentResultRefused struct {
+	Index   int    `json:"index"`
+	Status  int    `json:"status"`
+	Detail  string `json:"detail"`
+	Pointer string `json:"pointer,omitempty"`
 }
 
 // AgentUserAgent starts the User-Agent of `mcpmon agent`; the version
@@ -111,4 +126,10 @@ const (
 	MaxAgentCommands = 500
 	// MaxAgentResults bounds the results of one POST.
 	MaxAgentResults = 100
+	// AgentRatePerSecond and AgentRateBurst are each agent key's request
+	// rate on /v1/agent, a bucket of its own apart from its tenant's
+	// --rate-limit: a location of 200 endpoints on @every 1s is 2 posts of
+	// 100 results and a few polls a second.
+	AgentRatePerSecond = 10
+	AgentRateBurst     = 20
 )
