@@ -138,7 +138,10 @@ func (a *Alerter) NotifyAgents(ctx context.Context) error {
 		}
 	}
 	now := a.clk.Now()
-	a.m.agentsOnline(seen, now, a.agentOfflineAfter())
+	if a.agentSeries == nil {
+		a.agentSeries = map[[2]string]bool{}
+	}
+	a.m.agentsOnline(seen, a.agentSeries, now, a.agentOfflineAfter())
 	steps := decideAgents(seen, notices, now, a.agentOfflineAfter())
 	var (
 		eps    []model.Endpoint
@@ -368,12 +371,13 @@ func (a *Alerter) RunAgents(ctx context.Context, interval time.Duration) error {
 }
 
 // agentsOnline sets the online gauge of every agent with a record and
-// drops the series of agents without one (revoked).
-func (m *Metrics) agentsOnline(seen map[string]model.AgentSeen, now time.Time, after time.Duration) {
+// drops the series of agents without one (revoked); series is the label
+// pairs set last time, kept by the caller.
+func (m *Metrics) agentsOnline(seen map[string]model.AgentSeen, series map[[2]string]bool, now time.Time, after time.Duration) {
 	if m == nil || m.AgentOnline == nil {
 		return
 	}
-	m.AgentOnline.Reset()
+	set := map[[2]string]bool{}
 	for id, s := range seen {
 		if s.LastSeen.IsZero() {
 			continue
@@ -383,5 +387,13 @@ func (m *Metrics) agentsOnline(seen map[string]model.AgentSeen, now time.Time, a
 			v = 1
 		}
 		m.AgentOnline.WithLabelValues(id, s.Location).Set(v)
+		set[[2]string{id, s.Location}] = true
 	}
+	for k := range series {
+		if !set[k] {
+			m.AgentOnline.DeleteLabelValues(k[0], k[1])
+		}
+		delete(series, k)
+	}
+	maps.Copy(series, set)
 }

@@ -186,8 +186,10 @@ type Alerter struct {
 	// eventsMu serialises NotifyEvents in this process: with one Owner the
 	// ledger would let two concurrent claims of a key through.
 	eventsMu sync.Mutex
-	// agentsMu serialises NotifyAgents in this process, for the same reason.
-	agentsMu sync.Mutex
+	// agentsMu serialises NotifyAgents in this process, for the same
+	// reason; agentSeries are the agent_online series it set (agents.go).
+	agentsMu    sync.Mutex
+	agentSeries map[[2]string]bool
 	// subsMu serialises NotifySubscribers in this process, for the same
 	// reason; subRetries is its redelivery state, keyed by ledger key.
 	subsMu     sync.Mutex

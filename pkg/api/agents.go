@@ -537,6 +537,15 @@ func (a *agentSeen) state(id string) *agentState {
 // it sent a valid time, and writes the record when it is due.
 func (a *agentSeen) poll(ctx context.Context, st Store, p auth.Principal, version string, skew *time.Duration, now time.Time) {
 	a.mu.Lock()
+	_, known := a.m[p.KeyID]
+	a.mu.Unlock()
+	if !known {
+		// The first poll this replica serves (after a restart, or an
+		// agent moving from another replica) starts from the stored
+		// record, so its write keeps the results counted there.
+		a.load(ctx, st, []auth.Key{{ID: p.KeyID}})
+	}
+	a.mu.Lock()
 	s := a.state(p.KeyID)
 	s.Tenant, s.Location, s.Name = p.Tenant, p.Location, p.Name
 	s.LastSeen, s.Version = now.UTC(), version
