@@ -15,7 +15,7 @@
 //     forgotten without a message.
 //
 // A message goes to every distinct sink of the tenant's endpoints probed
-// from the agent's location (the sinks their incidents go to: global ones
+// from the agent's location that takes their warning incidents (global ones
 // by name, an endpoint's own by name and configuration), as a change-event
 // notification of kind agent_offline or agent_online, through the events'
 // notify pipeline under the ledger key
@@ -208,7 +208,7 @@ type agentSink struct {
 }
 
 // agentSinks are the distinct sinks that take incidents of the tenant's
-// endpoints probed from s's location, in identity order. A global sink is
+// endpoints probed from s's location, warnings included, in identity order. A global sink is
 // one sink whichever endpoints it serves; an endpoint's own sink is
 // identified by its name and a digest of its configuration, so two
 // endpoints' identical sinks are one, and two different sinks of one name
@@ -226,7 +226,10 @@ func (a *Alerter) agentSinks(ctx context.Context, eps []model.Endpoint, s model.
 		}
 		own := ownSinkConfigs(ep.Sinks)
 		for _, sk := range sinks {
-			if !alert.Subscribes(sk, alert.NotifyIncidents) {
+			// Routed as a warning, both halves of the pair: a sink that
+			// takes only critical incidents (a pager) is not woken for
+			// an agent, and one that heard "offline" hears "back".
+			if !alert.Subscribes(sk, alert.NotifyIncidents) || !alert.Takes(sk, model.SeverityWarning) {
 				continue
 			}
 			id := sk.Name()

@@ -227,3 +227,32 @@ func TestAgentGap(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentNoticeSkipsCriticalOnlySinks: a sink routed to critical
+// incidents only is not woken for an agent; one that takes warnings is.
+func TestAgentNoticeSkipsCriticalOnlySinks(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.st.CreateEndpoint(e.ctx, model.Endpoint{ID: "ep1", Name: "billing", URL: "http://10.0.0.7/mcp", Schedule: "@every 30s", Regions: []string{"loc-office"}}); err != nil {
+		t.Fatal(err)
+	}
+	pager, chat := newHookBodies(t), newHookBodies(t)
+	global, err := sinks.Build([]sinks.Config{
+		{Name: "pager", Type: "webhook", URL: pager.srv.URL, Severities: []string{model.SeverityCritical}},
+		{Name: "chat", Type: "webhook", URL: chat.srv.URL},
+	}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := e.alerter("r1", func(o *Options) { o.Sinks = global })
+	e.agentRecord("k1", model.AgentSeen{Location: "office", Name: "office-1", LastSeen: e.clk.Now()})
+	e.clk.Advance(2 * time.Minute)
+	if err := a.NotifyAgents(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(pager.take()); n != 0 {
+		t.Errorf("the critical-only pager got %d agent notices", n)
+	}
+	if got := chat.take(); len(got) != 1 || got[0].Kind != KindAgentOffline {
+		t.Errorf("the chat sink got %+v, want one agent_offline", got)
+	}
+}
