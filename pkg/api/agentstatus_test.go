@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // pollAt polls as the agent with key would, its clock sending agentTime
@@ -103,4 +106,28 @@ func gaugeOf(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("no single series of %s", name)
 	return 0
+}
+
+// TestRevokingAnAgentDropsItsRecord: by either route, a revoked agent's
+// record leaves the store, so the agent watcher does not report its
+// silence.
+func TestRevokingAnAgentDropsItsRecord(t *testing.T) {
+	for _, route := range []string{"/v1/agents/", "/v1/keys/"} {
+		t.Run(route, func(t *testing.T) {
+			ag := newAgentHarness(t, true)
+			admin := ag.keys["a/admin"]
+			key := ag.agent(admin, "office-1", "office")
+			ag.pollAt(key, "")
+			id := ag.agentView(admin, "office-1").ID
+			if _, err := ag.store.GetObject(t.Context(), store.KindAgentSeen, id); err != nil {
+				t.Fatalf("no record after the first poll: %v", err)
+			}
+			if resp, b := ag.call(http.MethodDelete, route+id, admin, ""); resp.StatusCode != http.StatusOK {
+				t.Fatalf("revoke: %d %s", resp.StatusCode, b)
+			}
+			if _, err := ag.store.GetObject(t.Context(), store.KindAgentSeen, id); !errors.Is(err, model.ErrNotFound) {
+				t.Errorf("the revoked agent's record: %v, want not found", err)
+			}
+		})
+	}
 }
