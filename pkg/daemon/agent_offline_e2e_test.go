@@ -15,18 +15,21 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/testpeers/e2e"
 )
 
-// TestSilentAgentTellsItsTenantOnce: on `mcpmon run`, an agent whose
-// location probes two endpoints is SIGKILLed; one agent_offline (not one
-// per endpoint) reaches the webhook both endpoints alert, GET /v1/agents
-// shows it offline since its last poll, and after a restart one
+// TestSilentAgentTellsItsTenantOnce: on `mcpmon run --regions eu`, an
+// agent whose location probes three endpoints is SIGKILLed; one
+// agent_offline (not one per endpoint) reaches the webhook they all alert,
+// GET /v1/agents shows it offline since its last poll; with the location
+// offline, an endpoint probed from eu and the location whose server dies
+// is down (judged by eu alone), not regional; after a restart one
 // agent_online follows.
 func TestSilentAgentTellsItsTenantOnce(t *testing.T) {
 	t.Parallel()
-	srv := newMCPServer(t)
+	srv, mixedSrv := newMCPServer(t), newMCPServer(t)
 	rcv, hook := newReceiver(t)
 	dir := t.TempDir()
 	api := testpeers.StartMcpmon(t, []string{"run", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
-		"--window", "1s", "--grace", "300ms", "--replica-id", "e2e", "--agent-offline-after", "1m"},
+		"--window", "1s", "--grace", "300ms", "--replica-id", "e2e", "--agent-offline-after", "1m",
+		"--regions", "eu", "--allow-private-targets"},
 		append(os.Environ(), "MCPMON_WEBHOOK_URL="+hook))
 	c := apiClient{addr: strings.TrimPrefix(api.URL, "http://"), key: api.Token}
 	var ids []string
@@ -34,6 +37,8 @@ func TestSilentAgentTellsItsTenantOnce(t *testing.T) {
 		ids = append(ids, c.register(t, map[string]any{"name": name, "url": srv.url(), "schedule": "@every 1s", "timeout": "1s",
 			"regions": []string{"loc-office"}}))
 	}
+	mixed := c.register(t, map[string]any{"name": "mixed", "url": mixedSrv.url(), "schedule": "@every 1s", "timeout": "1s",
+		"regions": []string{"eu", "loc-office"}})
 	status, b := c.send(t, http.MethodPost, "/v1/agents", map[string]any{"name": "office-1", "location": "office"})
 	if status != http.StatusCreated {
 		t.Fatalf("create agent: %d %s", status, b)
@@ -51,6 +56,10 @@ func TestSilentAgentTellsItsTenantOnce(t *testing.T) {
 	for _, id := range ids {
 		eventually(t, 30*time.Second, "an up verdict from the agent's location", func() bool { return c.latestState(t, id) == msg.StateUp })
 	}
+	eventually(t, 30*time.Second, "an up verdict from eu and the location", func() bool {
+		v := c.lastVerdict(t, mixed)
+		return v.State == msg.StateUp && v.RegionStates["eu"] == msg.StateUp && v.RegionStates["loc-office"] == msg.StateUp
+	})
 	type view struct {
 		Online           bool
 		OfflineSince     *time.Time
@@ -85,13 +94,24 @@ func TestSilentAgentTellsItsTenantOnce(t *testing.T) {
 		}
 	}
 
+	// The location offline, eu alone judges the mixed endpoint: its
+	// server gone, it is down and pages (critical), not regional.
+	mixedSrv.stop()
+	open := rcv.wait(t, 60*time.Second)
+	if ep, _ := open["endpoint"].(map[string]any); open["kind"] != "open" || ep["id"] != mixed || open["severity"] != "critical" || open["incidentKind"] != "global" {
+		t.Fatalf("after the mixed endpoint's server stopped: %v, want a critical open of %s", open, mixed)
+	}
+	if v := c.lastVerdict(t, mixed); v.State != msg.StateDown {
+		t.Errorf("the mixed endpoint's last verdict: %+v, want down", v)
+	}
+
 	agent = startAgent()
 	on := rcv.wait(t, 60*time.Second)
 	if on["kind"] != "agent_online" || !strings.Contains(on["message"].(string), "back online after") {
-		t.Fatalf("second notification = %v, want agent_online", on)
+		t.Fatalf("third notification = %v, want agent_online", on)
 	}
-	if got := rcv.all(); len(got) != 2 {
-		t.Fatalf("received %d notifications, want one agent_offline and one agent_online: %v", len(got), got)
+	if got := rcv.all(); len(got) != 3 {
+		t.Fatalf("received %d notifications, want agent_offline, the open and agent_online: %v", len(got), got)
 	}
 	if v := agentView(); !v.Online {
 		t.Errorf("a restarted agent: %+v, want online", v)
