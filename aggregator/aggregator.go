@@ -159,6 +159,10 @@ type Options struct {
 	// fleet is gone is left out instead of holding every window below the
 	// quorum.
 	Live LiveRegions
+	// Agents, when set, tells which agent locations had no live agent
+	// (regions.go): such a location is left out of a window's due
+	// regions, as a dead region is.
+	Agents AgentLocations
 	// RegionMetrics count each region's window states (nil: none).
 	RegionMetrics *RegionMetrics
 	// Members, when set, partitions decisions across the live aggregator

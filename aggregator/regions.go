@@ -21,23 +21,43 @@ type LiveRegions interface {
 	LiveAt(ctx context.Context, t time.Time) (regions []string, ok bool)
 }
 
+// AgentLocations reports whether an agent location had no live agent:
+// agents beat by polling the API (model.AgentSeen), not into the prober
+// membership. pkg/daemon implements it over the store's records.
+type AgentLocations interface {
+	// Offline reports whether every agent of tenant's location (its
+	// region, loc-NAME) had gone without a poll for the offline timeout
+	// by t and has not polled since. false when it cannot tell.
+	Offline(ctx context.Context, tenant, region string, t time.Time) bool
+}
+
 // dueRegions are the regions endpoint ep was due to be probed from in the
 // window starting at w: its own choice within the configured set, narrowed
 // to the regions with a live prober during the window when heartbeats are
 // known. nil without a region set (the regions that reported are compared).
-// An agent location stays due whatever the heartbeats say: its agent
-// beats by polling the API, not into the prober membership, so a silent
-// agent's windows are no_data for its location.
+// An agent location is left out when all its agents were offline at the
+// window's end (AgentLocations): its windows are then judged among the
+// regions that reported, and an endpoint probed only there is no_data. A
+// location whose agent is online but sent nothing stays due, as no_data
+// in the quorum's base; so does a location the agents' records cannot
+// speak for.
 func (a *Aggregator) dueRegions(ctx context.Context, ep model.Endpoint, w time.Time) []string {
 	due := schedule.DueRegions(a.opts.Regions, ep.Regions)
-	if len(due) == 0 || a.opts.Live == nil {
+	if len(due) == 0 {
 		return due
 	}
-	live, ok := a.opts.Live.LiveAt(ctx, w)
-	if !ok {
-		return due
+	var live []string
+	liveOK := false
+	if a.opts.Live != nil {
+		live, liveOK = a.opts.Live.LiveAt(ctx, w)
 	}
-	return slices.DeleteFunc(slices.Clone(due), func(r string) bool { return !schedule.IsLocation(r) && !slices.Contains(live, r) })
+	end := w.Add(a.opts.Window)
+	return slices.DeleteFunc(slices.Clone(due), func(r string) bool {
+		if schedule.IsLocation(r) {
+			return a.opts.Agents != nil && a.opts.Agents.Offline(ctx, ep.Tenant, r, end)
+		}
+		return liveOK && !slices.Contains(live, r)
+	})
 }
 
 // RegionMetrics are the per-region metrics of a deployment with a region

@@ -145,6 +145,10 @@ type Options struct {
 	// Subscribers, when set, is told of the incident events owed to status
 	// page subscribers (subscribers.go); nil: none are sent.
 	Subscribers SubscriberNotifier
+	// AgentOfflineAfter is how long an agent may go without a poll before
+	// its tenant is told it is offline (agents.go; default
+	// model.DefaultAgentOfflineAfter).
+	AgentOfflineAfter time.Duration
 }
 
 // Alerter folds verdicts into incidents and dispatches their notifications.
@@ -182,6 +186,10 @@ type Alerter struct {
 	// eventsMu serialises NotifyEvents in this process: with one Owner the
 	// ledger would let two concurrent claims of a key through.
 	eventsMu sync.Mutex
+	// agentsMu serialises NotifyAgents in this process, for the same
+	// reason; agentSeries are the agent_online series it set (agents.go).
+	agentsMu    sync.Mutex
+	agentSeries map[[2]string]bool
 	// subsMu serialises NotifySubscribers in this process, for the same
 	// reason; subRetries is its redelivery state, keyed by ledger key.
 	subsMu     sync.Mutex

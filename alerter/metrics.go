@@ -32,6 +32,9 @@ type Metrics struct {
 	// GivenUp counts the notifications (incident or change event) given
 	// up for a sink: failed permanently, or failing past the give-up age.
 	GivenUp *prometheus.CounterVec // sink
+	// AgentOnline is 1 per agent that polled within the offline timeout,
+	// 0 per agent that did not (agents.go), by the agents' store records.
+	AgentOnline *prometheus.GaugeVec // agent, location
 
 	mu        sync.Mutex
 	seenSinks map[string]bool
@@ -76,6 +79,10 @@ func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metric
 			Namespace: "mcpmon", Name: "subscriber_notices_total",
 			Help: "Status page subscriber notices (an incident opened, updated or resolved) by outcome: sent, failed (retried by the next sweep), abandoned (failed permanently; not retried), duplicate (already in the ledger).",
 		}, []string{"outcome"}),
+		AgentOnline: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "mcpmon", Name: "agent_online",
+			Help: "1 when the agent polled the API within --agent-offline-after, else 0 (from the agents' records in the store).",
+		}, []string{"agent", "location"}),
 		GivenUp: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "mcpmon", Name: "deliveries_given_up_total",
 			Help: "Notifications (incident or change event) given up for a sink, never to be retried: failed permanently, or still failing after --sink-give-up-after.",

@@ -160,6 +160,8 @@ type agent struct {
 	// missing secret is logged as a warning once, not every probe.
 	missingMu sync.Mutex
 	missing   map[string]string
+	// skewed: the last answer's Date was off by more than MaxClockSkew.
+	skewed atomic.Bool
 }
 
 // Run polls for commands and probes them until ctx is done (nil) or the
@@ -273,6 +275,35 @@ func Run(ctx context.Context, o Options) error {
 	}
 }
 
+// MaxClockSkew is how far the server's clock (its Date header) may be
+// from the agent's before the agent warns: probe deadlines and slots are
+// the server's times, measured on the agent's clock.
+const MaxClockSkew = 30 * time.Second
+
+// checkClock compares the server's Date with the agent's clock, warning
+// once when they drift apart by more than MaxClockSkew and once when they
+// agree again. Date has whole seconds; an unparsable one is ignored.
+func (a *agent) checkClock(date string) {
+	if date == "" || len(date) > 64 {
+		return
+	}
+	server, err := http.ParseTime(date)
+	if err != nil {
+		return
+	}
+	skew := a.o.Clock.Now().Sub(server)
+	off := skew > MaxClockSkew || skew < -MaxClockSkew
+	if a.skewed.Swap(off) == off {
+		return
+	}
+	if off {
+		a.log.Warn("this machine's clock differs from the server's; probe deadlines and slots will be off: sync it (NTP)",
+			"skew", skew.Round(time.Second).String(), "server_date", date, "max", MaxClockSkew.String())
+		return
+	}
+	a.log.Info("this machine's clock agrees with the server's again", "skew", skew.Round(time.Second).String())
+}
+
 // backoff is the wait after the n-th failure in a row.
 func backoff(n int) time.Duration {
 	return min(MinBackoff<<min(n-1, 10), MaxBackoff)
@@ -347,11 +378,13 @@ func (a *agent) do(req *http.Request) ([]byte, error) {
 	req.Header.Set("Authorization", "Bearer "+a.o.Token.Reveal())
 	req.Header.Set("User-Agent", apiv1.AgentUserAgent+a.o.Version)
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set(apiv1.AgentTimeHeader, a.o.Clock.Now().UTC().Format(time.RFC3339Nano))
 	resp, err := a.o.HTTPClient.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	a.checkClock(resp.Header.Get("Date"))
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxCommandsBody+1))
 	if err != nil {
 		return nil, fmt.Errorf("read answer: %w", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
@@ -307,7 +308,7 @@ func TestResultsShareAPost(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	var s sleeps
-	a := &agent{o: Options{Token: token, HTTPClient: srv.Client(), Sleep: s.sleep, FlushInterval: 10 * time.Millisecond},
+	a := &agent{o: Options{Token: token, HTTPClient: srv.Client(), Sleep: s.sleep, FlushInterval: 10 * time.Millisecond, Clock: clock.Real{}},
 		srv: newServers(srv.URL, nil), eps: &endpoints{m: map[string]model.Endpoint{}}, log: slog.New(slog.DiscardHandler), pending: make(chan queue.SendInput, maxPending), refused: make(chan struct{})}
 	slot := time.Now().UTC().Truncate(time.Second)
 	const n = apiv1.MaxAgentResults + 50

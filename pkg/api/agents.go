@@ -130,9 +130,17 @@ func (s *server) agentView(k auth.Key, now time.Time) apiv1.AgentView {
 	kv := keyView(k, now)
 	v := apiv1.AgentView{ID: k.ID, Name: k.Name, Location: k.Location, Region: schedule.Location(k.Location), Status: kv.Status,
 		Created: k.Created, Expires: kv.Expires, Revoked: kv.Revoked}
-	if st, ok := s.seen.get(k.ID); ok {
+	if st, ok := s.seen.get(k.ID); ok && !st.LastSeen.IsZero() {
 		at := st.LastSeen
-		v.LastSeen, v.Version, v.ProbesPerMinute = &at, st.Version, st.perMinute(now)
+		v.LastSeen, v.Version, v.ProbesPerMinute = &at, st.Version, st.PerMinute(now)
+		v.Online = st.Online(now, s.offlineAfter)
+		if st.Offline(now, s.offlineAfter) {
+			v.OfflineSince = &at
+		}
+		if st.ClockSkew != nil {
+			secs := st.ClockSkew.Seconds()
+			v.ClockSkewSeconds = &secs
+		}
 	}
 	return v
 }
@@ -263,6 +271,10 @@ func (s *server) revokeAgent(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, s.storeProblem(r, err, "agent "+k.ID))
 		return
 	}
+	if err := s.seen.forget(r.Context(), s.store, key); err != nil {
+		// The agent watcher then reports the revoked agent offline once.
+		s.log.Warn("agent revoked: its last-seen record stays", "key_id", key.ID, "err", err)
+	}
 	s.log.Info("agent revoked", "key_id", key.ID, "name", key.Name, "tenant", key.Tenant, "location", key.Location, "by", principalID(r))
 	writeJSON(w, http.StatusOK, s.agentView(key, s.clock.Now()))
 }
@@ -291,7 +303,12 @@ func (s *server) agentCommands(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, prob)
 		return
 	}
-	s.seen.poll(r.Context(), s.store, p.KeyID, agentVersion(r), s.clock.Now())
+	now := s.clock.Now()
+	var skew *time.Duration
+	if d, ok := model.AgentSkew(r.Header.Get(apiv1.AgentTimeHeader), now); ok {
+		skew = &d
+	}
+	s.seen.poll(r.Context(), s.store, p, agentVersion(r), skew, now)
 	out := apiv1.AgentCommands{Commands: []apiv1.AgentCommand{}, Agent: p.Name}
 	if s.agentCmds == nil {
 		writeJSON(w, http.StatusOK, out)
@@ -460,7 +477,7 @@ func (s *server) agentResults(w http.ResponseWriter, r *http.Request) {
 	if len(refused) > 0 {
 		s.log.Warn("agent results refused", "tenant", p.Tenant, "location", p.Location, "refused", len(refused), "first", refused[0].Detail)
 	}
-	s.seen.results(p.KeyID, len(accepted), now)
+	s.seen.results(p, len(accepted), now)
 	writeJSON(w, http.StatusOK, apiv1.AgentResultsAccepted{Accepted: len(accepted), Refused: refused})
 }
 
@@ -589,59 +606,33 @@ func checkAgentResult(res *msg.ProbeResult, now time.Time) *apiv1.FieldError {
 }
 
 // agentSeen is what agents' polls told this replica, and what other
-// replicas wrote of it: last poll, version and the results posted per
-// minute. It is written to the store (store.KindAgentSeen) at most every
-// agentSeenWrite per agent, so a poll costs no store write and
-// GET /v1/agents on any replica shows a poll of seconds ago.
+// replicas wrote of it: a model.AgentSeen per agent. It is written to the
+// store (store.KindAgentSeen) at most every agentSeenWrite per agent, so
+// a poll costs no store write and GET /v1/agents on any replica shows a
+// poll of seconds ago.
 type agentSeen struct {
 	mu sync.Mutex
 	m  map[string]*agentState // key ID →
+	// metrics, when set, exports each agent's series (agentstatus.go).
+	metrics *AgentMetrics
 }
 
-// agentState is one agent's record, as stored.
+// agentState is one agent's record and when this replica last wrote it.
 type agentState struct {
-	LastSeen time.Time `json:"lastSeen"`
-	Version  string    `json:"version,omitempty"`
-	// Minute and Count count the results of the minute starting at
-	// Minute; Previous those of the minute before it.
-	Minute   time.Time `json:"minute,omitzero"`
-	Count    int       `json:"count,omitempty"`
-	Previous int       `json:"previous,omitempty"`
-	written  time.Time
+	model.AgentSeen
+	written time.Time
 }
 
 const agentSeenWrite = 15 * time.Second
 
-func (st *agentState) perMinute(now time.Time) int {
-	switch m := now.UTC().Truncate(time.Minute); {
-	case m.Equal(st.Minute):
-		return max(st.Previous, st.Count)
-	case m.Equal(st.Minute.Add(time.Minute)):
-		return st.Count
-	}
-	return 0
-}
-
-func (st *agentState) count(n int, now time.Time) {
-	m := now.UTC().Truncate(time.Minute)
-	switch {
-	case m.Equal(st.Minute):
-	case m.Equal(st.Minute.Add(time.Minute)):
-		st.Minute, st.Previous, st.Count = m, st.Count, 0
-	default:
-		st.Minute, st.Previous, st.Count = m, 0, 0
-	}
-	st.Count += n
-}
-
-func (a *agentSeen) get(id string) (agentState, bool) {
+func (a *agentSeen) get(id string) (model.AgentSeen, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st, ok := a.m[id]
 	if !ok {
-		return agentState{}, false
+		return model.AgentSeen{}, false
 	}
-	return *st, true
+	return st.AgentSeen, true
 }
 
 func (a *agentSeen) state(id string) *agentState {
@@ -656,28 +647,59 @@ func (a *agentSeen) state(id string) *agentState {
 	return st
 }
 
-// poll records a poll and writes the record when it is due.
-func (a *agentSeen) poll(ctx context.Context, st Store, id, version string, now time.Time) {
+// poll records a poll received at now, with the agent's clock skew when
+// it sent a valid time, and writes the record when it is due.
+func (a *agentSeen) poll(ctx context.Context, st Store, p auth.Principal, version string, skew *time.Duration, now time.Time) {
 	a.mu.Lock()
-	s := a.state(id)
+	_, known := a.m[p.KeyID]
+	a.mu.Unlock()
+	if !known {
+		// The first poll this replica serves (after a restart, or an
+		// agent moving from another replica) starts from the stored
+		// record, so its write keeps the results counted there.
+		a.load(ctx, st, []auth.Key{{ID: p.KeyID}})
+	}
+	a.mu.Lock()
+	s := a.state(p.KeyID)
+	s.Tenant, s.Location, s.Name = p.Tenant, p.Location, p.Name
 	s.LastSeen, s.Version = now.UTC(), version
+	if skew != nil {
+		s.ClockSkew = skew
+	}
 	due := now.Sub(s.written) >= agentSeenWrite
 	if due {
 		s.written = now
 	}
-	doc, _ := json.Marshal(s)
+	doc, _ := json.Marshal(s.AgentSeen)
+	rec := s.AgentSeen
 	a.mu.Unlock()
+	a.metrics.polled(p.KeyID, rec)
 	if due {
 		// Advisory, like a key's last use: a failed write costs other
-		// replicas a stale lastSeen, nothing else.
-		_ = st.PutObject(ctx, store.KindAgentSeen, id, doc)
+		// replicas a stale lastSeen (and the agent watcher a late
+		// "back online"), nothing else.
+		_ = st.PutObject(ctx, store.KindAgentSeen, p.KeyID, doc)
 	}
 }
 
-func (a *agentSeen) results(id string, n int, now time.Time) {
+func (a *agentSeen) results(p auth.Principal, n int, now time.Time) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.state(id).count(n, now)
+	a.state(p.KeyID).CountResults(n, now)
+	a.mu.Unlock()
+	a.metrics.posted(p.KeyID, p.Location, n)
+}
+
+// forget drops a revoked agent's record, here and in the store, so the
+// agent watcher does not report its silence.
+func (a *agentSeen) forget(ctx context.Context, st Store, k auth.Key) error {
+	a.mu.Lock()
+	delete(a.m, k.ID)
+	a.mu.Unlock()
+	a.metrics.forget(k.ID, k.Location)
+	if err := st.DeleteObject(ctx, store.KindAgentSeen, k.ID); err != nil && !errors.Is(err, model.ErrNotFound) {
+		return err
+	}
+	return nil
 }
 
 // load takes what other replicas wrote of keys' agents, where it is
@@ -688,14 +710,13 @@ func (a *agentSeen) load(ctx context.Context, st Store, keys []auth.Key) {
 		if err != nil {
 			continue
 		}
-		var stored agentState
+		var stored model.AgentSeen
 		if json.Unmarshal(doc, &stored) != nil {
 			continue
 		}
 		a.mu.Lock()
 		if s := a.state(k.ID); stored.LastSeen.After(s.LastSeen) {
-			stored.written = s.written
-			*s = stored
+			s.AgentSeen = stored
 		}
 		a.mu.Unlock()
 	}

@@ -194,6 +194,9 @@ type Options struct {
 	// to agents polling over plain HTTP (tests on loopback); otherwise
 	// only over TLS.
 	AgentSecretsOverHTTP bool
+	// AgentOfflineAfter is how long an agent may go without a poll before
+	// GET /v1/agents shows it offline (default model.DefaultAgentOfflineAfter).
+	AgentOfflineAfter time.Duration
 }
 
 // DefaultMaxBodyBytes is the default request body cap.
@@ -236,6 +239,8 @@ type server struct {
 	agentPub   ResultPublisher
 	agentPlain bool
 	seen       agentSeen
+	// offlineAfter: an agent without a poll for this long is offline.
+	offlineAfter time.Duration
 }
 
 // New returns the /v1 API handler. It panics if opts.Store is nil: that is a
@@ -272,6 +277,11 @@ func New(opts Options) http.Handler {
 		agentCmds:  opts.AgentCommands,
 		agentPub:   opts.AgentResults,
 		agentPlain: opts.AgentSecretsOverHTTP,
+
+		offlineAfter: cmp.Or(max(opts.AgentOfflineAfter, 0), model.DefaultAgentOfflineAfter),
+	}
+	if opts.Metrics != nil {
+		s.seen.metrics = opts.Metrics.Agents
 	}
 	if s.redact == nil {
 		s.redact = model.RedactSinks

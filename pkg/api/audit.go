@@ -40,6 +40,9 @@ type Metrics struct {
 	// AuditAppendFailures counts state changes that succeeded but left no
 	// audit entry (the store refused the append).
 	AuditAppendFailures prometheus.Counter
+	// Agents are the per-agent series of the polls and results this
+	// replica served (agentstatus.go).
+	Agents *AgentMetrics
 }
 
 // NewMetrics registers the API's metrics on reg.
@@ -49,6 +52,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "mcpmon_audit_append_failures_total",
 			Help: "State changes made over the API whose audit entry could not be stored.",
 		}),
+		Agents: newAgentMetrics(reg),
 	}
 }
 

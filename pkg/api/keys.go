@@ -179,6 +179,11 @@ func (s *server) revokeKey(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, s.storeProblem(r, err, "API keys"))
 		return
 	}
+	if key.Scope == auth.ScopeAgent {
+		if err := s.seen.forget(r.Context(), s.store, key); err != nil { // agents.go
+			s.log.Warn("agent revoked: its last-seen record stays", "key_id", key.ID, "err", err)
+		}
+	}
 	s.log.Info("API key revoked", "key_id", key.ID, "name", key.Name, "tenant", key.Tenant, "by", principalID(r))
 	writeJSON(w, http.StatusOK, keyView(key, s.clock.Now()))
 }

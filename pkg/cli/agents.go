@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -169,7 +170,7 @@ func (a *app) agentsCreate() *cobra.Command {
 func (a *app) agentsList() *cobra.Command {
 	return &cobra.Command{
 		Use:     "list",
-		Short:   "List the tenant's agents: location, status, last poll, version, probes per minute",
+		Short:   "List the tenant's agents: location, status, last poll, online, version, probes per minute, clock skew",
 		Example: "  mcpmon agents list\n  mcpmon agents list -o json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -185,9 +186,17 @@ func (a *app) agentsList() *cobra.Command {
 				agents = []apiv1.AgentView{}
 			}
 			return a.render(agents, func(w io.Writer) {
-				row(w, "ID", "NAME", "LOCATION", "STATUS", "LAST SEEN", "VERSION", "PROBES/MIN")
+				row(w, "ID", "NAME", "LOCATION", "STATUS", "LAST SEEN", "ONLINE", "VERSION", "PROBES/MIN", "SKEW")
 				for _, v := range agents {
-					row(w, v.ID, v.Name, v.Location, v.Status, v.LastSeen, v.Version, fmt.Sprint(v.ProbesPerMinute))
+					online := "no"
+					if v.Online {
+						online = "yes"
+					}
+					skew := ""
+					if v.ClockSkewSeconds != nil {
+						skew = (time.Duration(*v.ClockSkewSeconds * float64(time.Second))).Round(time.Millisecond).String()
+					}
+					row(w, v.ID, v.Name, v.Location, v.Status, v.LastSeen, online, v.Version, fmt.Sprint(v.ProbesPerMinute), skew)
 				}
 			})
 		},

@@ -172,6 +172,10 @@ type Options struct {
 	// carry secrets over plain HTTP too (tests on loopback); otherwise
 	// only over TLS.
 	AgentSecretsOverHTTP bool
+	// AgentOfflineAfter is how long an agent may go without a poll before
+	// it counts as offline: GET /v1/agents, the agent notices to its
+	// tenant, and its location left out of the due regions.
+	AgentOfflineAfter time.Duration
 	// RateLimit is each tenant's requests per second on /v1, RateBurst how
 	// many it may send at once; past them the API answers 429.
 	RateLimit float64
@@ -256,6 +260,7 @@ func Defaults() Options {
 		MaxMaintenancePerTenant: DefaultMaxMaintenancePerTenant,
 		MaxStatusPagesPerTenant: DefaultMaxStatusPagesPerTenant,
 		MaxAgentsPerTenant:      DefaultMaxAgentsPerTenant,
+		AgentOfflineAfter:       model.DefaultAgentOfflineAfter,
 		RateLimit:               DefaultRateLimit,
 		RateBurst:               DefaultRateBurst,
 		BootstrapKey:            true,
@@ -319,6 +324,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	num(&o.MaxMaintenancePerTenant, "max-maintenance-per-tenant", "maintenance windows one tenant may have (0: no limit)")
 	num(&o.MaxStatusPagesPerTenant, "max-status-pages-per-tenant", "status pages one tenant may have (0: no limit)")
 	num(&o.MaxAgentsPerTenant, "max-agents-per-tenant", "live agent keys one tenant may have (`mcpmon agents create`; 0: no limit)")
+	dur(&o.AgentOfflineAfter, "agent-offline-after", "how long an agent may go without a poll before it counts as offline: its tenant is told once, and its location's windows stop counting (1m..1h)")
 	boolean(&o.AgentSecretsOverHTTP, "agent-secrets-over-http", "send agents the commands of endpoints with secrets over plain HTTP too (tests on loopback; otherwise only over TLS)")
 	fs.Float64Var(&o.RateLimit, "rate-limit", o.RateLimit, "REST API requests per second per tenant, answered 429 beyond it (0: no limit)"+envHint("rate-limit"))
 	num(&o.RateBurst, "rate-burst", "REST API requests a tenant may send at once above --rate-limit")
@@ -584,6 +590,9 @@ func (o Options) Validate() error {
 	}
 	if o.SinkGiveUpAfter < time.Second || o.SinkGiveUpAfter > 30*24*time.Hour {
 		errs = append(errs, fmt.Errorf("--sink-give-up-after %s: must be between 1s and 720h", o.SinkGiveUpAfter))
+	}
+	if o.AgentOfflineAfter < model.MinAgentOfflineAfter || o.AgentOfflineAfter > model.MaxAgentOfflineAfter {
+		errs = append(errs, fmt.Errorf("--agent-offline-after %s: must be between %s and %s", o.AgentOfflineAfter, model.MinAgentOfflineAfter, model.MaxAgentOfflineAfter))
 	}
 	if o.ClaimLease < time.Second || o.ClaimLease > time.Hour {
 		errs = append(errs, fmt.Errorf("--claim-lease %s: must be between 1s and 1h", o.ClaimLease))

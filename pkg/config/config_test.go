@@ -61,6 +61,8 @@ func TestParseErrors(t *testing.T) {
 		{args: []string{"--api-hosts", "::1"}, want: "--api-hosts"},
 		{args: []string{"--http-read-timeout", "0s"}, want: "--http-read-timeout"},
 		{args: []string{"--http-idle-timeout", "2h"}, want: "--http-idle-timeout"},
+		{args: []string{"--agent-offline-after", "30s"}, want: "--agent-offline-after"}, // below the longest poll plus a record write
+		{args: []string{"--agent-offline-after", "2h"}, want: "--agent-offline-after"},
 	} {
 		_, err := Parse("mcpmon", tc.args, envOf(tc.env), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -549,6 +549,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			AgentCommands:        locs,
 			AgentResults:         d.agentResults(qm), // agents.go
 			AgentSecretsOverHTTP: o.AgentSecretsOverHTTP,
+			AgentOfflineAfter:    o.AgentOfflineAfter,
 		})
 		mux.Handle("/v1/", h)
 		mux.Handle("/mcp", h) // pkg/mcpapi through the API's key check
@@ -605,6 +606,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Grace:         o.Grace,
 			Regions:       o.Regions,
 			Live:          live,
+			Agents:        d.agentFleet(), // agents.go
 			RegionMetrics: rm,
 			Members:       members,
 			Replica:       d.replicaID(),
@@ -645,6 +647,8 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Owner:       o.ReplicaID,
 			Lease:       o.ClaimLease,
 			GiveUpAfter: o.SinkGiveUpAfter,
+
+			AgentOfflineAfter: o.AgentOfflineAfter,
 		})
 		if err != nil {
 			return fmt.Errorf("alerter: %w", err)
@@ -655,6 +659,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		d.consume(ctx, msg.QueueVerdicts, al.Handle, 8, qm)
 		d.loop(ctx, "alerter sweep", al.Run)
 		d.loop(ctx, "alerter events", func(ctx context.Context) error { return al.RunEvents(ctx, 0) })
+		d.loop(ctx, "alerter agents", func(ctx context.Context) error { return al.RunAgents(ctx, 0) }) // alerter/agents.go
 		d.loop(ctx, "alerter migrations", func(ctx context.Context) error { return alerter.RunMigrations(ctx, d.st, d.log, 0) })
 	}
 	d.loop(ctx, "metrics prune", d.pruneMetrics)

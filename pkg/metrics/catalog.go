@@ -56,6 +56,9 @@ func Catalog() []Family {
 		{"mcpmon_scheduler_lag_seconds", Histogram, nil, "api", "buckets"},
 		// API.
 		{"mcpmon_audit_append_failures_total", Counter, nil, "api", "1"},
+		{"mcpmon_agent_last_seen_timestamp_seconds", Gauge, []string{"agent", "location"}, "api", "agent keys (--max-agents-per-tenant per tenant)"},
+		{"mcpmon_agent_clock_skew_seconds", Gauge, []string{"agent", "location"}, "api", "agent keys (--max-agents-per-tenant per tenant)"},
+		{"mcpmon_agent_results_total", Counter, []string{"agent", "location"}, "api", "agent keys (--max-agents-per-tenant per tenant)"},
 		// Aggregator.
 		{"mcpmon_verdict_state", Gauge, []string{"endpoint", "state"}, "aggregator", "endpoints × 5 states"},
 		{"mcpmon_verdicts_total", Counter, []string{"state"}, "aggregator", "5 states"},
@@ -76,6 +79,7 @@ func Catalog() []Family {
 		{"mcpmon_deliveries_given_up_total", Counter, []string{"sink"}, "alerter", "global sink names + 5 endpoint:<type> labels"},
 		{"mcpmon_event_notifications_total", Counter, []string{"kind", "outcome", "sink"}, "alerter", "(global sink names + 5 endpoint:<type> labels) × 6 event kinds × 5 outcomes"},
 		{"mcpmon_subscriber_notices_total", Counter, []string{"outcome"}, "alerter", "4 outcomes (never a subscriber or page label)"},
+		{"mcpmon_agent_online", Gauge, []string{"agent", "location"}, "alerter", "agent keys that polled once (--max-agents-per-tenant per tenant)"},
 		// Queue plumbing (every role that sends or consumes).
 		{"mcpmon_queue_sends_total", Counter, []string{"queue"}, "queue", perQueue},
 		{"mcpmon_queue_duplicates_total", Counter, []string{"queue"}, "queue", perQueue},

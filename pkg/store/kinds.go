@@ -40,6 +40,9 @@ const (
 	// version, results per minute), id = the agent key's ID; advisory,
 	// written at most every few seconds per agent.
 	KindAgentSeen = "agent-seen"
+	// KindAgentOffline: an agent the alerter told its tenant is offline
+	// and not yet back, id = the agent key's ID (alerter/agents.go).
+	KindAgentOffline = "agent-offline"
 	// KindProberHeartbeat: one pkg/membership beat per prober replica and
 	// region, id = "<region>|<replica>".
 	KindProberHeartbeat = "prober-heartbeat"

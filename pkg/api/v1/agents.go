@@ -36,6 +36,15 @@ type AgentView struct {
 	// ProbesPerMinute counts the results it posted over the last minute
 	// it was seen in.
 	ProbesPerMinute int `json:"probesPerMinute"`
+	// Online: it polled within the server's --agent-offline-after.
+	Online bool `json:"online"`
+	// OfflineSince is its last poll, when it has not polled since for
+	// --agent-offline-after (absent while online or before its first).
+	OfflineSince *time.Time `json:"offlineSince,omitempty"`
+	// ClockSkewSeconds is the agent's clock minus the server's, in
+	// seconds, at its last poll that sent its time (AgentTimeHeader);
+	// absent when none did. Slightly negative by the request's latency.
+	ClockSkewSeconds *float64 `json:"clockSkewSeconds,omitempty"`
 	// Key is the agent's token, only in the response to its creation.
 	Key string `json:"key,omitempty"`
 }
@@ -115,6 +124,10 @@ type AgentResultRefused struct {
 // AgentUserAgent starts the User-Agent of `mcpmon agent`; the version
 // follows the slash.
 const AgentUserAgent = "mcpmon-agent/"
+
+// AgentTimeHeader carries the agent's clock (RFC 3339 with fraction) on
+// every request, so the server can show its skew.
+const AgentTimeHeader = "Mcpmon-Agent-Time"
 
 // Bounds of the agent exchanges.
 const (

@@ -1,0 +1,120 @@
+package daemon
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
+	"github.com/mcpmon/mcpmon/pkg/testpeers/e2e"
+)
+
+// TestSilentAgentTellsItsTenantOnce: on `mcpmon run --regions eu`, an
+// agent whose location probes three endpoints is SIGKILLed; one
+// agent_offline (not one per endpoint) reaches the webhook they all alert,
+// GET /v1/agents shows it offline since its last poll; with the location
+// offline, an endpoint probed from eu and the location whose server dies
+// is down (judged by eu alone), not regional; after a restart one
+// agent_online follows.
+func TestSilentAgentTellsItsTenantOnce(t *testing.T) {
+	t.Parallel()
+	srv, mixedSrv := newMCPServer(t), newMCPServer(t)
+	rcv, hook := newReceiver(t)
+	dir := t.TempDir()
+	api := testpeers.StartMcpmon(t, []string{"run", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
+		"--window", "1s", "--grace", "300ms", "--replica-id", "e2e", "--agent-offline-after", "1m",
+		"--regions", "eu", "--allow-private-targets"},
+		append(os.Environ(), "MCPMON_WEBHOOK_URL="+hook))
+	c := apiClient{addr: strings.TrimPrefix(api.URL, "http://"), key: api.Token}
+	var ids []string
+	for _, name := range []string{"billing", "search"} {
+		ids = append(ids, c.register(t, map[string]any{"name": name, "url": srv.url(), "schedule": "@every 1s", "timeout": "1s",
+			"regions": []string{"loc-office"}}))
+	}
+	mixed := c.register(t, map[string]any{"name": "mixed", "url": mixedSrv.url(), "schedule": "@every 1s", "timeout": "1s",
+		"regions": []string{"eu", "loc-office"}})
+	status, b := c.send(t, http.MethodPost, "/v1/agents", map[string]any{"name": "office-1", "location": "office"})
+	if status != http.StatusCreated {
+		t.Fatalf("create agent: %d %s", status, b)
+	}
+	var created struct{ ID, Key string }
+	if err := json.Unmarshal(b, &created); err != nil {
+		t.Fatal(err)
+	}
+	bin := testpeers.Mcpmon(t)
+	startAgent := func() *e2e.Proc {
+		return testpeers.StartProcess(t, e2e.Spec{Name: "mcpmon agent", Path: bin, Env: append(os.Environ(), "MCPMON_AGENT_TOKEN="+created.Key),
+			Args: []string{"agent", "--server", api.URL, "--allow-private-targets"}})
+	}
+	agent := startAgent()
+	for _, id := range ids {
+		eventually(t, 30*time.Second, "an up verdict from the agent's location", func() bool { return c.latestState(t, id) == msg.StateUp })
+	}
+	eventually(t, 30*time.Second, "an up verdict from eu and the location", func() bool {
+		v := c.lastVerdict(t, mixed)
+		return v.State == msg.StateUp && v.RegionStates["eu"] == msg.StateUp && v.RegionStates["loc-office"] == msg.StateUp
+	})
+	type view struct {
+		Online           bool
+		OfflineSince     *time.Time
+		LastSeen         *time.Time
+		ClockSkewSeconds *float64
+	}
+	agentView := func() view {
+		var v view
+		if err := json.Unmarshal([]byte(c.get(t, "/v1/agents/office-1")), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := agentView(); !v.Online || v.OfflineSince != nil || v.ClockSkewSeconds == nil || math.Abs(*v.ClockSkewSeconds) > 5 {
+		t.Fatalf("a polling agent: %+v, want online with a skew near 0 (one machine's clock)", v)
+	}
+
+	agent.Kill()
+	<-agent.Exited()
+	// Offline after 1m without a poll (its record is written every 15 s,
+	// the watcher looks every 15 s).
+	off := rcv.wait(t, 150*time.Second)
+	if off["type"] != "event" || off["kind"] != "agent_offline" || !strings.Contains(off["message"].(string), "office-1") {
+		t.Fatalf("first notification = %v, want agent_offline naming office-1", off)
+	}
+	if v := agentView(); v.Online || v.OfflineSince == nil || !v.OfflineSince.Equal(*v.LastSeen) {
+		t.Errorf("a silent agent: %+v, want offline since its last poll", v)
+	}
+	for _, id := range ids {
+		if v := c.lastVerdict(t, id); v.State == msg.StateDown {
+			t.Errorf("endpoint %s is down while its only location is offline: %+v", id, v)
+		}
+	}
+
+	// The location offline, eu alone judges the mixed endpoint: its
+	// server gone, it is down and pages (critical), not regional.
+	mixedSrv.stop()
+	open := rcv.wait(t, 60*time.Second)
+	if ep, _ := open["endpoint"].(map[string]any); open["kind"] != "open" || ep["id"] != mixed || open["severity"] != "critical" || open["incidentKind"] != "global" {
+		t.Fatalf("after the mixed endpoint's server stopped: %v, want a critical open of %s", open, mixed)
+	}
+	if v := c.lastVerdict(t, mixed); v.State != msg.StateDown {
+		t.Errorf("the mixed endpoint's last verdict: %+v, want down", v)
+	}
+
+	agent = startAgent()
+	on := rcv.wait(t, 60*time.Second)
+	if on["kind"] != "agent_online" || !strings.Contains(on["message"].(string), "back online after") {
+		t.Fatalf("third notification = %v, want agent_online", on)
+	}
+	if got := rcv.all(); len(got) != 3 {
+		t.Fatalf("received %d notifications, want agent_offline, the open and agent_online: %v", len(got), got)
+	}
+	if v := agentView(); !v.Online {
+		t.Errorf("a restarted agent: %+v, want online", v)
+	}
+	agent.Kill()
+}
