@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.etcd.io/bbolt"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/config"
@@ -111,14 +112,37 @@ func QueuesIn(r Role, regions []string, region string) RoleQueues {
 	return use
 }
 
-func openQueues(ctx context.Context, o config.Options, clk clock.Clock, logger *slog.Logger, reg prometheus.Registerer, use RoleQueues) (*queues, error) {
+// sharedFile returns the embedded store's file when the embedded queue is
+// to keep its messages in it too: then a probe's queue writes and store
+// writes share commits (one pair of fdatasyncs instead of one per file),
+// and the data dir holds one file. nil otherwise.
+func sharedFile(o config.Options, st store.Store) *bbolt.DB {
+	if o.Queue != config.QueueEmbedded || o.Store != config.StoreEmbedded {
+		return nil
+	}
+	for st != nil {
+		if b, ok := st.(*bolt.Store); ok {
+			return b.DB()
+		}
+		u, ok := st.(interface{ Unwrap() store.Store })
+		if !ok {
+			return nil
+		}
+		st = u.Unwrap()
+	}
+	return nil
+}
+
+// openQueues opens the stage queues; an embedded queue keeps its messages
+// in shared (sharedFile) when it is not nil, else in its own file.
+func openQueues(ctx context.Context, o config.Options, shared *bbolt.DB, clk clock.Clock, logger *slog.Logger, reg prometheus.Registerer, use RoleQueues) (*queues, error) {
 	cfgs := queue.WithMaxReceiveCount(queue.StageConfigs(o.Regions...), o.MaxReceiveCount)
 	switch o.Queue {
 	case config.QueueEmbedded:
 		if err := os.MkdirAll(o.DataDir, 0o750); err != nil {
 			return nil, fmt.Errorf("create data dir %s: %w", o.DataDir, err)
 		}
-		b, err := embedded.Open(o.DataDir, cfgs, embedded.Options{Clock: clk, Logger: logger})
+		b, err := embedded.Open(o.DataDir, cfgs, embedded.Options{Clock: clk, Logger: logger, DB: shared})
 		if err != nil {
 			return nil, fmt.Errorf("open embedded queue in %s (is another mcpmon using this --data-dir?): %w", o.DataDir, err)
 		}

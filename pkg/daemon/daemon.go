@@ -229,7 +229,7 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 		return nil, err
 	}
 	qm := queue.NewMetrics(reg)
-	if d.qs, err = openQueues(ctx, o, d.clk, d.log, reg, QueuesIn(role, o.Regions, o.Region)); err != nil {
+	if d.qs, err = openQueues(ctx, o, sharedFile(o, d.st), d.clk, d.log, reg, QueuesIn(role, o.Regions, o.Region)); err != nil {
 		return nil, err
 	}
 	d.qs.keepReasonsIn(d.st, d.clk) // backends_remote.go

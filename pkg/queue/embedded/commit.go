@@ -147,7 +147,15 @@ func (b *Broker) commitOpen() {
 // commit writes bt in one transaction and tells its callers. locked says
 // whether the caller holds b.mu.
 func (b *Broker) commit(bt *batch, locked bool) {
-	err := b.db.Update(func(tx *bolt.Tx) error {
+	txn := b.db.Update
+	if b.shared && !locked {
+		// Joins the other user's concurrent writes in one transaction.
+		// bbolt may run the function again, alone, if another function
+		// of the batch fails; apply's puts and deletes are the same
+		// state however often they run.
+		txn = b.db.Batch
+	}
+	err := txn(func(tx *bolt.Tx) error {
 		if b.beforeCommit != nil {
 			if err := b.beforeCommit(len(bt.writes)); err != nil {
 				return err

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"go.etcd.io/bbolt"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/queue"
@@ -20,6 +23,10 @@ import (
 // file is.
 const crashDirEnv = "MCPMON_QUEUE_CRASH_DIR"
 
+// crashSharedEnv makes TestCrashChild keep its queue in a file shared with
+// another writer (Options.DB), as `mcpmon run` shares the store's.
+const crashSharedEnv = "MCPMON_QUEUE_CRASH_SHARED"
+
 // TestCrashChild is the process TestSIGKILLLosesNoAcknowledgedCall kills:
 // senders and consumers on one broker, printing each acknowledgement
 // ("sent <group> <dedup> <id>", "deleted <id>") only after the call
@@ -29,11 +36,6 @@ func TestCrashChild(t *testing.T) {
 	if dir == "" {
 		t.Skip("run by TestSIGKILLLosesNoAcknowledgedCall")
 	}
-	b, err := embedded.Open(dir, queue.StageConfigs(), embedded.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := b.Queue("results")
 	var out sync.Mutex
 	say := func(format string, args ...any) {
 		out.Lock()
@@ -42,8 +44,39 @@ func TestCrashChild(t *testing.T) {
 		// call it reports returned.
 		_, _ = os.Stdout.WriteString(fmt.Sprintf(format, args...) + "\n")
 	}
-	ctx := context.Background()
 	var wg sync.WaitGroup
+	var opts embedded.Options
+	if os.Getenv(crashSharedEnv) != "" {
+		db := openShared(t, dir)
+		opts.DB = db
+		// The other user of the file, as the bolt store: batched writes
+		// that share the broker's commits, each said once acknowledged.
+		for w := range 4 {
+			wg.Go(func() {
+				for n := 0; ; n++ {
+					key := fmt.Sprintf("s%d-%08d", w, n)
+					err := db.Batch(func(tx *bbolt.Tx) error {
+						b, err := tx.CreateBucketIfNotExists([]byte("store"))
+						if err != nil {
+							return err
+						}
+						return b.Put([]byte(key), []byte("v"))
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					say("stored %s", key)
+				}
+			})
+		}
+	}
+	b, err := embedded.Open(dir, queue.StageConfigs(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := b.Queue("results")
+	ctx := context.Background()
 	for w := range 16 {
 		wg.Go(func() {
 			for n := 0; ; n++ {
@@ -92,18 +125,39 @@ func TestCrashChild(t *testing.T) {
 	wg.Wait()
 }
 
+// openShared opens the file a broker shares with another user, as the
+// bolt store opens it.
+func openShared(t *testing.T, dir string) *bbolt.DB {
+	db, err := bbolt.Open(filepath.Join(dir, "store.db"), 0o600, &bbolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.MaxBatchDelay = 2 * time.Millisecond
+	return db
+}
+
 // TestSIGKILLLosesNoAcknowledgedCall kills a process in the middle of
 // concurrent batched sends, receives and deletes, and reopens its file:
 // every acknowledged send is there (or a delete of it was asked for: one
 // that committed but was not yet acknowledged may have taken it), in its
 // group's order, and still deduplicated; no acknowledged delete comes back.
+// With a shared file, whose commits carry another user's writes too, that
+// user's acknowledged writes are all there as well.
 func TestSIGKILLLosesNoAcknowledgedCall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a child process")
 	}
+	t.Run("own file", func(t *testing.T) { crashAndCheck(t, false) })
+	t.Run("shared file", func(t *testing.T) { crashAndCheck(t, true) })
+}
+
+func crashAndCheck(t *testing.T, shared bool) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
+	if shared {
+		cmd.Env = append(cmd.Env, crashSharedEnv+"=1")
+	}
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -116,6 +170,7 @@ func TestSIGKILLLosesNoAcknowledgedCall(t *testing.T) {
 	var sends []sent
 	deleted := map[string]bool{}  // deletes acknowledged
 	deleting := map[string]bool{} // deletes asked for
+	var stored []string           // the other user's acknowledged writes
 	sc := bufio.NewScanner(stdout)
 	killed := false
 	for sc.Scan() {
@@ -125,6 +180,8 @@ func TestSIGKILLLosesNoAcknowledgedCall(t *testing.T) {
 			sends = append(sends, sent{f[1], f[2], f[3]})
 		case len(f) == 2 && f[0] == "deleted":
 			deleted[f[1]] = true
+		case len(f) == 2 && f[0] == "stored":
+			stored = append(stored, f[1])
 		case len(f) >= 2 && f[0] == "deleting":
 			for _, id := range f[1:] {
 				deleting[id] = true
@@ -132,7 +189,7 @@ func TestSIGKILLLosesNoAcknowledgedCall(t *testing.T) {
 		default:
 			continue // the test framework's own lines
 		}
-		if !killed && len(sends) >= 1500 && len(deleted) >= 300 {
+		if !killed && len(sends) >= 1500 && len(deleted) >= 300 && (!shared || len(stored) >= 300) {
 			// Lines already in the pipe were acknowledged too: read on
 			// until the pipe closes.
 			if err := cmd.Process.Kill(); err != nil {
@@ -146,7 +203,28 @@ func TestSIGKILLLosesNoAcknowledgedCall(t *testing.T) {
 		t.Fatalf("the child ended before the kill (%d sends, %d deletes acknowledged)", len(sends), len(deleted))
 	}
 
-	b, err := embedded.Open(dir, queue.StageConfigs(), embedded.Options{Clock: clock.Real{}})
+	opts := embedded.Options{Clock: clock.Real{}}
+	if shared {
+		db := openShared(t, dir)
+		defer db.Close()
+		opts.DB = db
+		err := db.View(func(tx *bbolt.Tx) error {
+			sb := tx.Bucket([]byte("store"))
+			for _, k := range stored {
+				if sb == nil || sb.Get([]byte(k)) == nil {
+					return fmt.Errorf("the other user's acknowledged write %s is lost (%d acknowledged)", k, len(stored))
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, embedded.FileName)); err == nil {
+			t.Errorf("a broker on a shared file wrote %s", embedded.FileName)
+		}
+	}
+	b, err := embedded.Open(dir, queue.StageConfigs(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +276,7 @@ func TestSIGKILLLosesNoAcknowledgedCall(t *testing.T) {
 			t.Fatalf("resend of %s/%s after the crash = %+v, %v; want a duplicate of %s", s.group, s.dedup, res, err, s.id)
 		}
 	}
-	t.Logf("killed after %d sends and %d deletes were acknowledged; %d messages left, none lost", len(sends), len(deleted), len(left))
+	t.Logf("killed after %d sends, %d deletes and %d other writes were acknowledged; %d messages left, none lost", len(sends), len(deleted), len(stored), len(left))
 }
 
 // TestCloseWithoutDeleteKeepsConcurrentSendsAndCounts: sends and receives

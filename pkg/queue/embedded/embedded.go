@@ -14,10 +14,11 @@
 // deduplication scope.
 //
 // With a data directory every accepted message, dedup record, receive count
-// and delete is written to a bbolt file (dir/queue.db) before the call
-// returns, so a crash loses nothing the broker acknowledged. Concurrent calls
-// share one transaction (group commit, see commit.go), committed outside the
-// broker's lock. The file is locked to one process, so a message in flight
+// and delete is written to a bbolt file (dir/queue.db, or the store's file
+// given as Options.DB) before the call returns, so a crash loses nothing the
+// broker acknowledged. Concurrent calls share one transaction (group commit,
+// see commit.go), committed outside the broker's lock; in a shared file that
+// transaction also carries the store's concurrent writes. The file is locked to one process, so a message in flight
 // when the broker opens was held by a process that is gone: it is visible
 // again at once, with its receive count kept, rather than blocking its group
 // until its deadline. That is also why a visibility change is not written:
@@ -81,6 +82,14 @@ type Options struct {
 	// delay tripled (12–14 s to 35–42 s). Worth it only where no caller
 	// waits on the queue one message at a time.
 	CommitInterval time.Duration
+	// DB, when set, is an open bbolt file the broker keeps its buckets in
+	// (all named "q/<queue>") beside another user's — the embedded store's
+	// — instead of dir/queue.db. Its commits then go through DB.Batch, so
+	// a commit of the broker's and the concurrent writes of the other user
+	// share one transaction and one pair of fdatasyncs. Close leaves DB
+	// open: its owner closes it. A dir/queue.db left from before is moved
+	// into DB at Open and removed.
+	DB *bolt.DB
 }
 
 // Broker owns the stage queues and their dead-letter queues.
@@ -89,6 +98,9 @@ type Broker struct {
 	poll   time.Duration // Options.PollInterval
 	logger *slog.Logger
 	db     *bolt.DB // nil when in-memory
+	// shared says db is Options.DB: commits use DB.Batch, Close leaves
+	// the file open.
+	shared bool
 	// perOp commits each call's writes in its own transaction under mu,
 	// as the broker did before group commit; for benchmarks.
 	perOp bool
@@ -193,20 +205,32 @@ func Open(dir string, cfgs []queue.Config, opts Options) (*Broker, error) {
 			b.queues[d.cfg.Name] = d
 		}
 	}
-	if dir == "" {
-		return b, nil
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("embedded queue: create data dir %s: %w", dir, err)
-	}
 	path := filepath.Join(dir, FileName)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("embedded queue: open %s (is another mcpmon using this data dir?): %w", path, err)
+	switch {
+	case opts.DB != nil:
+		b.db, b.shared = opts.DB, true
+		path = opts.DB.Path()
+		if dir != "" {
+			if err := adoptFile(opts.DB, filepath.Join(dir, FileName), b.logger); err != nil {
+				return nil, fmt.Errorf("embedded queue: move %s into %s: %w", filepath.Join(dir, FileName), path, err)
+			}
+		}
+	case dir == "":
+		return b, nil
+	default:
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("embedded queue: create data dir %s: %w", dir, err)
+		}
+		db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+		if err != nil {
+			return nil, fmt.Errorf("embedded queue: open %s (is another mcpmon using this data dir?): %w", path, err)
+		}
+		b.db = db
 	}
-	b.db = db
 	if err := b.load(); err != nil {
-		_ = db.Close()
+		if !b.shared {
+			_ = b.db.Close()
+		}
 		return nil, fmt.Errorf("embedded queue: load %s: %w", path, err)
 	}
 	b.open = newBatch()
@@ -245,6 +269,9 @@ func (b *Broker) Close() error {
 	// batch: commit it, then release the file.
 	close(b.stop)
 	<-b.loopDone
+	if b.shared {
+		return nil
+	}
 	return b.db.Close()
 }
 

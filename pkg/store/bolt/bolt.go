@@ -81,22 +81,23 @@ var _ store.Store = (*Store)(nil)
 // 8-byte big-endian time after a 0 byte, so a cursor walks one endpoint's
 // records in time order.
 var (
-	bEndpoints   = []byte("endpoints")   // id → Endpoint
-	bLatest      = []byte("latest")      // endpointID → ProbeResult
-	bWindows     = []byte("windows")     // endpointID 0 window → []ProbeResult
-	bLastVerdict = []byte("lastVerdict") // endpointID → Verdict
-	bVerdicts    = []byte("verdicts")    // endpointID 0 window → Verdict
-	bTrackers    = []byte("trackers")    // endpointID → Tracker
-	bIncidents   = []byte("incidents")   // id → Incident
-	bIncByOpened = []byte("incByOpened") // openedWindow id → nil
-	bIncByEP     = []byte("incByEP")     // endpointID 0 openedWindow id → nil
-	bIncOpen     = []byte("incOpen")     // id → nil, while not resolved
-	bOutboxes    = []byte("outboxes")    // endpointID → nil, while its tracker's Pending > 0
-	bLedger      = []byte("ledger")      // key → ledgerRecord
-	bLedgerGC    = []byte("ledgerGC")    // gcAt key → nil
-	bObjects     = []byte("objects")     // kind → bucket(id → doc)
-	bDeliveries  = []byte("deliveries")  // incidentID → bucket(kind:sink → Delivery)
-	allBuckets   = [][]byte{bEndpoints, bLatest, bWindows, bLastVerdict, bVerdicts, bTrackers, bIncidents, bIncByOpened, bIncByEP, bIncOpen, bOutboxes, bLedger, bLedgerGC, bObjects, bDeliveries}
+	bEndpoints   = []byte("endpoints")     // id → Endpoint
+	bLatest      = []byte("latest")        // endpointID → ProbeResult
+	bWindows     = []byte("windows")       // endpointID 0 window → empty, while the window holds results
+	bWinResults  = []byte("windowResults") // endpointID 0 window len(region) region runID → ProbeResult
+	bLastVerdict = []byte("lastVerdict")   // endpointID → Verdict
+	bVerdicts    = []byte("verdicts")      // endpointID 0 window → Verdict
+	bTrackers    = []byte("trackers")      // endpointID → Tracker
+	bIncidents   = []byte("incidents")     // id → Incident
+	bIncByOpened = []byte("incByOpened")   // openedWindow id → nil
+	bIncByEP     = []byte("incByEP")       // endpointID 0 openedWindow id → nil
+	bIncOpen     = []byte("incOpen")       // id → nil, while not resolved
+	bOutboxes    = []byte("outboxes")      // endpointID → nil, while its tracker's Pending > 0
+	bLedger      = []byte("ledger")        // key → ledgerRecord
+	bLedgerGC    = []byte("ledgerGC")      // gcAt key → nil
+	bObjects     = []byte("objects")       // kind → bucket(id → doc)
+	bDeliveries  = []byte("deliveries")    // incidentID → bucket(kind:sink → Delivery)
+	allBuckets   = [][]byte{bEndpoints, bLatest, bWindows, bWinResults, bLastVerdict, bVerdicts, bTrackers, bIncidents, bIncByOpened, bIncByEP, bIncOpen, bOutboxes, bLedger, bLedgerGC, bObjects, bDeliveries}
 )
 
 // Open opens (creating if needed) the store file at path.
@@ -142,6 +143,9 @@ func Open(path string, opts Options) (*Store, error) {
 				return err
 			}
 		}
+		if err := splitWindowLists(tx); err != nil { // results.go
+			return err
+		}
 		if err := indexTenants(tx); err != nil { // endpoints.go
 			return err
 		}
@@ -181,6 +185,13 @@ func (s *Store) Close() error {
 	})
 	return s.closeErr
 }
+
+// DB is the store's open file, for a component that keeps its own buckets
+// in it so its commits and the store's share transactions (the embedded
+// queue: embedded.Options.DB). Its buckets must not be named as the
+// store's. The store owns the file: Close closes it, so close the other
+// component first.
+func (s *Store) DB() *bbolt.DB { return s.db }
 
 // Ping reports whether the file is open.
 func (s *Store) Ping(ctx context.Context) error {

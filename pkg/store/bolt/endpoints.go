@@ -257,7 +257,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 		if err := tx.Bucket(bLatest).Delete([]byte(id)); err != nil {
 			return err
 		}
-		if err := deleteRange(tx.Bucket(bWindows), id, time.Unix(0, math.MaxInt64)); err != nil {
+		if err := deleteWindows(tx, id, time.Unix(0, math.MaxInt64)); err != nil {
 			return err
 		}
 		for _, kind := range store.ProberObjectKinds() {

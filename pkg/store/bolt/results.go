@@ -1,10 +1,17 @@
 // Latest results (bucket latest, one per endpoint) and the results of
-// undecided windows (bucket windows, one record per endpoint and window).
+// undecided windows: one record per result in bucket windowResults, keyed
+// (endpointID 0 window, region, runID), and one empty index key per
+// window in bucket windows, so adding a result is a key lookup and a put
+// whatever the window already holds, and OpenWindows walks one key per
+// window.
 
 package bolt
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -35,33 +42,50 @@ func (s *Store) LatestResult(ctx context.Context, endpointID string) (msg.ProbeR
 	return getOne[msg.ProbeResult](ctx, s, bLatest, endpointID, "latest result of "+endpointID)
 }
 
+// resultKey is a window result's key in windowResults: the window's key
+// (endpointID 0 window), then the region's length as a uvarint, the
+// region and the run ID — unambiguous whatever bytes region and run ID
+// hold, and prefixed by the window's key so a cursor walks one window.
+func resultKey(window []byte, region, runID string) []byte {
+	k := make([]byte, 0, len(window)+binary.MaxVarintLen64+len(region)+len(runID))
+	k = append(k, window...)
+	k = binary.AppendUvarint(k, uint64(len(region)))
+	k = append(k, region...)
+	return append(k, runID...)
+}
+
 // AddWindowResult adds r to its endpoint's window, idempotently by
 // (ProbeRunID, Region).
 func (s *Store) AddWindowResult(ctx context.Context, window time.Time, r msg.ProbeResult) (bool, error) {
 	added := false
 	err := s.batch(ctx, func(tx *bbolt.Tx) error {
 		added = false
-		last, ok, err := get[msg.Verdict](tx.Bucket(bLastVerdict), []byte(r.EndpointID))
-		if err != nil {
+		if raw := tx.Bucket(bLastVerdict).Get([]byte(r.EndpointID)); raw != nil {
+			var last struct{ Window time.Time }
+			if err := json.Unmarshal(raw, &last); err != nil {
+				return fmt.Errorf("decode last verdict of %s: %w", r.EndpointID, err)
+			}
+			if !window.After(last.Window) {
+				return fmt.Errorf("result %s for window %s of %s (last verdict %s): %w",
+					r.ProbeRunID, window.UTC().Format(time.RFC3339), r.EndpointID, last.Window.UTC().Format(time.RFC3339), store.ErrWindowDecided)
+			}
+		}
+		wk := idTimeKey(r.EndpointID, window)
+		rb := tx.Bucket(bWinResults)
+		rk := resultKey(wk, r.Region, r.ProbeRunID)
+		if rb.Get(rk) != nil {
+			return nil
+		}
+		if err := put(rb, rk, r); err != nil {
 			return err
 		}
-		if ok && !window.After(last.Window) {
-			return fmt.Errorf("result %s for window %s of %s (last verdict %s): %w",
-				r.ProbeRunID, window.UTC().Format(time.RFC3339), r.EndpointID, last.Window.UTC().Format(time.RFC3339), store.ErrWindowDecided)
-		}
-		b := tx.Bucket(bWindows)
-		key := idTimeKey(r.EndpointID, window)
-		rs, _, err := get[[]msg.ProbeResult](b, key)
-		if err != nil {
-			return err
-		}
-		for _, x := range rs {
-			if x.ProbeRunID == r.ProbeRunID && x.Region == r.Region {
-				return nil
+		if wb := tx.Bucket(bWindows); wb.Get(wk) == nil {
+			if err := wb.Put(wk, []byte{}); err != nil {
+				return err
 			}
 		}
 		added = true
-		return put(b, key, append(rs, r))
+		return nil
 	})
 	if err != nil {
 		return false, err
@@ -71,15 +95,19 @@ func (s *Store) AddWindowResult(ctx context.Context, window time.Time, r msg.Pro
 
 // WindowResults returns the window's results ordered by (Region, ProbeRunID).
 func (s *Store) WindowResults(ctx context.Context, ref store.WindowRef) ([]msg.ProbeResult, error) {
-	var rs []msg.ProbeResult
+	rs := []msg.ProbeResult{}
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		var err error
-		rs, _, err = get[[]msg.ProbeResult](tx.Bucket(bWindows), idTimeKey(ref.EndpointID, ref.Window))
-		return err
+		prefix := idTimeKey(ref.EndpointID, ref.Window)
+		c := tx.Bucket(bWinResults).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var r msg.ProbeResult
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("decode window result %q: %w", k, err)
+			}
+			rs = append(rs, r)
+		}
+		return nil
 	})
-	if rs == nil {
-		rs = []msg.ProbeResult{}
-	}
 	store.SortResults(rs)
 	return rs, err
 }
@@ -107,4 +135,65 @@ func (s *Store) OpenWindows(ctx context.Context, before time.Time) ([]store.Wind
 		return out[i].EndpointID < out[j].EndpointID
 	})
 	return out, err
+}
+
+// deleteWindows deletes id's windows before `before`: their index keys
+// and their results.
+func deleteWindows(tx *bbolt.Tx, id string, before time.Time) error {
+	if err := deleteRange(tx.Bucket(bWindows), id, before); err != nil {
+		return err
+	}
+	prefix := idPrefix(id)
+	end := idTimeKey(id, before)
+	var keys [][]byte
+	c := tx.Bucket(bWinResults).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) >= len(end) && bytes.Compare(k[:len(end)], end) < 0; k, _ = c.Next() {
+		keys = append(keys, append([]byte(nil), k...))
+	}
+	b := tx.Bucket(bWinResults)
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitWindowLists moves files written before windowResults existed to
+// it: a windows value that is a JSON list of the window's results becomes
+// one windowResults record per result and an empty index key. Run in
+// Open's transaction, so a crash leaves either layout whole; a file
+// already split has only empty values and costs one walk of the index.
+func splitWindowLists(tx *bbolt.Tx) error {
+	wb, rb := tx.Bucket(bWindows), tx.Bucket(bWinResults)
+	type list struct {
+		key []byte
+		rs  []msg.ProbeResult
+	}
+	var lists []list
+	err := wb.ForEach(func(k, v []byte) error {
+		if len(v) == 0 {
+			return nil
+		}
+		var rs []msg.ProbeResult
+		if err := json.Unmarshal(v, &rs); err != nil {
+			return fmt.Errorf("decode window list %q: %w", k, err)
+		}
+		lists = append(lists, list{append([]byte(nil), k...), rs})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, l := range lists {
+		for _, r := range l.rs {
+			if err := put(rb, resultKey(l.key, r.Region, r.ProbeRunID), r); err != nil {
+				return err
+			}
+		}
+		if err := wb.Put(l.key, []byte{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -41,7 +41,7 @@ func (s *Store) RecordVerdict(ctx context.Context, v msg.Verdict) (bool, error) 
 		if err := put(tx.Bucket(bVerdicts), idTimeKey(v.EndpointID, v.Window), v); err != nil {
 			return err
 		}
-		if err := deleteRange(tx.Bucket(bWindows), v.EndpointID, v.Window.Add(1)); err != nil {
+		if err := deleteWindows(tx, v.EndpointID, v.Window.Add(1)); err != nil {
 			return err
 		}
 		if err := deleteRange(tx.Bucket(bVerdicts), v.EndpointID, now.Add(-s.history)); err != nil {

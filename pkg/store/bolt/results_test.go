@@ -1,0 +1,106 @@
+package bolt_test
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/store/storetest"
+)
+
+// oldWindowKey is the windows bucket's key: endpointID 0 window, the
+// window as 8 big-endian bytes with the sign bit flipped.
+func oldWindowKey(id string, t time.Time) []byte {
+	k := append([]byte(id), 0)
+	return binary.BigEndian.AppendUint64(k, uint64(t.UnixNano())^(1<<63))
+}
+
+// TestOldWindowListsStillRead: a file written when a window's results
+// were one JSON list under the window's key opens with those results in
+// place — listed, read, deduplicated against and dropped by the verdict
+// as before.
+func TestOldWindowListsStillRead(t *testing.T) {
+	ctx := t.Context()
+	clk := clock.NewFake(storetest.Start)
+	path := filepath.Join(t.TempDir(), "store.db")
+	w := storetest.Start.Truncate(time.Minute)
+	old := []msg.ProbeResult{
+		{EndpointID: "ep", ProbeRunID: "run-b", Region: "eu", Slot: w},
+		{EndpointID: "ep", ProbeRunID: "run-a", Region: "us", Slot: w},
+	}
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("windows"))
+		if err != nil {
+			return err
+		}
+		raw, err := json.Marshal(old)
+		if err != nil {
+			return err
+		}
+		return b.Put(oldWindowKey("ep", w), raw)
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s := open(t, path, clk)
+	ref := store.WindowRef{EndpointID: "ep", Window: w}
+	if got, err := s.OpenWindows(ctx, w.Add(time.Minute)); err != nil || len(got) != 1 || got[0] != ref {
+		t.Fatalf("OpenWindows = %v, %v; want [%v]", got, err, ref)
+	}
+	got, err := s.WindowResults(ctx, ref)
+	if err != nil || len(got) != 2 || got[0].ProbeRunID != "run-b" || got[1].ProbeRunID != "run-a" {
+		t.Fatalf("WindowResults = %+v, %v; want run-b (eu), run-a (us)", got, err)
+	}
+	if added, err := s.AddWindowResult(ctx, w, old[1]); err != nil || added {
+		t.Fatalf("re-adding an old-layout result = %v, %v; want not added", added, err)
+	}
+	if added, err := s.AddWindowResult(ctx, w, msg.ProbeResult{EndpointID: "ep", ProbeRunID: "run-c", Region: "us", Slot: w}); err != nil || !added {
+		t.Fatalf("adding a new result = %v, %v; want added", added, err)
+	}
+	if got, _ := s.WindowResults(ctx, ref); len(got) != 3 {
+		t.Fatalf("WindowResults after an add = %d results; want 3", len(got))
+	}
+	if applied, err := s.RecordVerdict(ctx, msg.Verdict{EndpointID: "ep", Window: w}); err != nil || !applied {
+		t.Fatalf("RecordVerdict = %v, %v", applied, err)
+	}
+	if got, err := s.OpenWindows(ctx, w.Add(time.Minute)); err != nil || len(got) != 0 {
+		t.Fatalf("OpenWindows after the verdict = %v, %v; want none", got, err)
+	}
+	if got, err := s.WindowResults(ctx, ref); err != nil || len(got) != 0 {
+		t.Fatalf("WindowResults after the verdict = %v, %v; want none", got, err)
+	}
+}
+
+// TestWindowResultKeysDoNotCollide: results whose region and run ID
+// concatenate to the same bytes are two results, not one.
+func TestWindowResultKeysDoNotCollide(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, filepath.Join(t.TempDir(), "store.db"), clock.NewFake(storetest.Start))
+	w := storetest.Start.Truncate(time.Minute)
+	for _, r := range []msg.ProbeResult{
+		{EndpointID: "ep", Region: "eu", ProbeRunID: "west"},
+		{EndpointID: "ep", Region: "euw", ProbeRunID: "est"},
+	} {
+		if added, err := s.AddWindowResult(ctx, w, r); err != nil || !added {
+			t.Fatalf("AddWindowResult(%s/%s) = %v, %v; want added", r.Region, r.ProbeRunID, added, err)
+		}
+	}
+	if got, err := s.WindowResults(ctx, store.WindowRef{EndpointID: "ep", Window: w}); err != nil || len(got) != 2 {
+		t.Fatalf("WindowResults = %+v, %v; want 2", got, err)
+	}
+}
