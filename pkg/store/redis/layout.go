@@ -13,17 +13,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-// shardCount and shardTags are part of the stored format of the sharded
-// layout: changing either moves every key.
-const shardCount = 128
+// shardCount (store.ShardCount) and shardTags are part of the stored
+// format of the sharded layout: changing either moves every key.
+const shardCount = store.ShardCount
 
 // globalTag is the hash tag of the keys outside any shard.
 const globalTag = "g"
@@ -66,11 +67,7 @@ func crc16(s string) uint16 {
 }
 
 // shardOf is the shard of an endpoint ID (or of a ledger key).
-func shardOf(id string) int {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(id))
-	return int(h.Sum32() % shardCount)
-}
+func shardOf(id string) int { return store.ShardOf(id) }
 
 // shard is the shard of id in this store's layout (0 when unsharded).
 func (s *Store) shard(id string) int {
@@ -108,8 +105,15 @@ func (s *Store) ke(id string, parts ...string) string { return s.ks(s.shard(id),
 // as one batch per node) and returns the commands in shard order; a
 // missing key (redis.Nil) is left for the caller to read from its command.
 func perShard[C goredis.Cmder](ctx context.Context, s *Store, op string, cmd func(p goredis.Pipeliner, sh int) C) ([]C, error) {
-	shards := s.shards()
+	return inShards(ctx, s, op, s.shards(), cmd)
+}
+
+// inShards is perShard for the given shards of the layout only.
+func inShards[C goredis.Cmder](ctx context.Context, s *Store, op string, shards []int, cmd func(p goredis.Pipeliner, sh int) C) ([]C, error) {
 	out := make([]C, len(shards))
+	if len(shards) == 0 {
+		return out, nil
+	}
 	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, sh := range shards {
 			out[i] = cmd(p, sh)
