@@ -190,8 +190,9 @@ func incidentOf(id, ep string) bool { return slices.Contains(incidentEndpoints(i
 var ErrOneSlotData = errors.New("redis cluster holds data in the one-slot layout")
 
 // refuseOneSlotData fails when the one-slot layout of this prefix ("{p}:",
-// what a cluster got before the sharded layout) holds endpoints: starting
-// empty beside them would hide every endpoint without a word.
+// what a cluster got before the sharded layout) holds endpoints, unless a
+// migration into this prefix finished: starting empty beside them would
+// hide every endpoint without a word.
 func (s *Store) refuseOneSlotData(ctx context.Context) error {
 	old := clusterPrefix(s.base)
 	n, err := s.rdb.Exists(ctx, old+"endpoints").Result()
@@ -199,6 +200,16 @@ func (s *Store) refuseOneSlotData(ctx context.Context) error {
 		return err
 	}
 	if n > 0 {
+		state, err := s.rdb.HGet(ctx, s.k(migrateKey), "state").Result()
+		if errors.Is(err, goredis.Nil) {
+			err = nil
+		}
+		if err := s.done("look for a finished migration", err); err != nil {
+			return err
+		}
+		if state == "done" {
+			return nil // migrated (Migrate); the old copy is the operator's to drop
+		}
 		return fmt.Errorf("%w under %q: keep it with --redis-prefix '%s' or migrate it to the sharded layout under %q (docs/design/redis-cluster.md)",
 			ErrOneSlotData, old, old, s.base)
 	}
