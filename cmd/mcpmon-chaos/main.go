@@ -29,7 +29,7 @@ func main() {
 	defer stop()
 	o := defaultOptions()
 	fs := flag.NewFlagSet("mcpmon-chaos", flag.ContinueOnError)
-	fs.StringVar(&o.Mode, "mode", o.Mode, "fleet (every role ×2 on fauxqs + redis-server) or embedded (one mcpmon run)")
+	fs.StringVar(&o.Mode, "mode", o.Mode, "fleet (every role ×2 on fauxqs + redis-server), embedded (one mcpmon run) or cluster (the fleet on a 3+3 Redis Cluster; one primary SIGKILLed mid-run)")
 	fs.IntVar(&o.Endpoints, "endpoints", o.Endpoints, "fake MCP endpoints, each probed @every 1s")
 	fs.IntVar(&o.Outages, "outages", o.Outages, "planned outages per endpoint (kinds rotate: http503, hang, html)")
 	fs.DurationVar(&o.Window, "window", o.Window, "mcpmon --window")
