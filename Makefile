@@ -36,9 +36,10 @@ bench-versus: ## mcpmon, Gatus and blackbox_exporter + Prometheus checking one f
 	VERSUS_ENDPOINTS='$(VERSUS_ENDPOINTS)' VERSUS_ARGS='$(VERSUS_ARGS)' bash .ci/bench.sh --versus-only
 
 # `make chaos` runs cmd/mcpmon-chaos at the documented size (50 endpoints × 8
-# outages = 400 planned) in every mode (fleet, embedded, agent); `make test` runs it at a small size.
-# The harness runs its own redis-server (it kills it mid-run); start-redis.sh
-# installs the binary. Pass more flags with CHAOS_ARGS="--seed 7".
+# outages = 400 planned) in every mode (fleet, embedded, agent, cluster); `make test` runs it at a small size.
+# The harness runs its own redis-server, or its own Redis Cluster in cluster
+# mode (it kills it, or one primary, mid-run); start-redis.sh installs the
+# binary. Pass more flags with CHAOS_ARGS="--seed 7".
 CHAOS_ARGS ?=
 chaos: ## chaos test: kill replicas and Redis mid-run; every outage must page exactly once
 	@d=$$(mktemp -d "$${TMPDIR:-/tmp}/mcpmon-chaos.XXXXXX"); \
@@ -50,6 +51,7 @@ chaos: ## chaos test: kill replicas and Redis mid-run; every outage must page ex
 	$(GO) run ./cmd/mcpmon-chaos --mode fleet --endpoints 50 --outages 8 $(CHAOS_ARGS) || rc=1; \
 	$(GO) run ./cmd/mcpmon-chaos --mode embedded --endpoints 50 --outages 8 $(CHAOS_ARGS) || rc=1; \
 	$(GO) run ./cmd/mcpmon-chaos --mode agent --endpoints 50 --outages 8 $(CHAOS_ARGS) || rc=1; \
+	$(GO) run ./cmd/mcpmon-chaos --mode cluster --endpoints 50 --outages 8 $(CHAOS_ARGS) || rc=1; \
 	exit $$rc
 
 # `make fuzz` runs every fuzz target (Go's native fuzzing) for FUZZTIME each;

@@ -49,6 +49,44 @@ versus() {
     --gatus "$gatus" --blackbox "$blackbox" --prometheus "$MCPMON_TEST_PROMETHEUS" ${VERSUS_ARGS:-}
 }
 
+# shards_table: verdicts decided per second by 1, 2 and 4 aggregator
+# replicas (in-process daemons of the aggregator role, mcpmon-load
+# --synthetic) on one Redis primary (the single node: one windows set,
+# each replica's share filtered after the read) and on the 3-primary
+# cluster (the sharded layout: each replica reads its own shards), one
+# synthetic backlog of SHARDS_ENDPOINTS endpoints per cell. Each cell
+# waits for its window to close, so the table takes 10 to 15 minutes.
+# SHARDS_ENDPOINTS= (empty) skips it; SHARDS_REPLICAS="1 2" narrows it.
+SHARDS_ENDPOINTS=${SHARDS_ENDPOINTS-10000}
+SHARDS_REPLICAS=${SHARDS_REPLICAS-1 2 4}
+shards_table() {
+  [ -n "$SHARDS_ENDPOINTS" ] || return 0
+  echo "==> aggregator replicas × Redis primaries: verdicts decided/s after a window of $SHARDS_ENDPOINTS endpoints closes (fauxqs; 1 primary = single Redis, 3 = the cluster's sharded layout); 10 to 15 minutes" >&2
+  if [ -z "${MCPMON_TEST_REDIS_CLUSTER_URL:-}" ]; then
+    eval "$(bash .ci/start-rediscluster.sh "$peers_dir")"
+  fi
+  local primaries n url out v
+  declare -A cell
+  for primaries in 1 3; do
+    url=$MCPMON_TEST_REDIS_URL
+    [ "$primaries" = 3 ] && url=$MCPMON_TEST_REDIS_CLUSTER_URL
+    for n in $SHARDS_REPLICAS; do
+      echo "==> $n aggregator replica(s), $primaries primar$([ "$primaries" = 1 ] && echo y || echo ies)" >&2
+      out=$(go run ./cmd/mcpmon-load --synthetic "$SHARDS_ENDPOINTS" --endpoints "$SHARDS_ENDPOINTS" --queue sqs \
+        --redis-url "$url" --aggregators "$n") || out=""
+      v=$(printf '%s\n' "$out" | sed -n 's/^| verdicts applied\/s[^|]*| \([0-9][0-9]*\) .*/\1/p')
+      cell[$primaries,$n]=${v:-failed}
+    done
+  done
+  echo
+  echo "| aggregator replicas | verdicts/s, 1 primary | verdicts/s, 3 primaries |"
+  echo "|---|---|---|"
+  for n in $SHARDS_REPLICAS; do
+    echo "| $n | ${cell[1,$n]} | ${cell[3,$n]} |"
+  done
+}
+# `bash .ci/bench.sh --shards-only`: the table alone.
+
 echo "==> machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" >&2
 # `make bench-versus`: the side-by-side run alone.
 if [ "${1:-}" = --versus-only ]; then
@@ -60,6 +98,10 @@ for peer in fauxqs redis; do
   echo "==> starting $peer" >&2
   eval "$(bash ".ci/start-$peer.sh" "$peers_dir")"
 done
+if [ "${1:-}" = --shards-only ]; then
+  shards_table
+  exit
+fi
 
 
 echo "==> Go benchmarks" >&2
@@ -113,6 +155,8 @@ go run ./cmd/mcpmon-load --agents "${AGENTS:-5}" --endpoints-per-agent "${AGENTS
 echo
 echo "==> store throughput: 20,000 results straight into the results queue, 2 aggregators on fauxqs + Redis (target >= 20,000 results/s)" >&2
 go run ./cmd/mcpmon-load --synthetic 20000 --endpoints 10000 --queue sqs --redis-url "$MCPMON_TEST_REDIS_URL"
+echo
+shards_table
 # IDLE_SIZES= (empty) skips the idle measurement.
 IDLE_SIZES=${IDLE_SIZES-10000,100000}
 if [ -n "$IDLE_SIZES" ]; then

@@ -10,9 +10,9 @@
 // dedup = verdict-<endpointId>-<minute>) and records it in the store. The
 // store's open-window set is the only durable state; an aggregator restarted
 // on the same store carries on where it stopped. Replicas on one store
-// split the decisions: each decides the windows of the endpoints it owns
-// among the live replicas (owner.go), and any window whose owner let it
-// pass its decision time by the takeover margin.
+// split the decisions: each lists and decides the windows of the shards it
+// owns among the live replicas (owner.go), and any window whose owner let
+// it pass its decision time by the takeover margin.
 //
 // # no_data
 //
@@ -113,6 +113,8 @@ type Store interface {
 	AddWindowResult(ctx context.Context, window time.Time, r msg.ProbeResult) (added bool, err error)
 	WindowResults(ctx context.Context, ref store.WindowRef) ([]msg.ProbeResult, error)
 	OpenWindows(ctx context.Context, before time.Time) ([]store.WindowRef, error)
+	// OpenWindowsIn lists the windows of the shards a replica owns.
+	OpenWindowsIn(ctx context.Context, before time.Time, shards []int) ([]store.WindowRef, error)
 	RecordVerdict(ctx context.Context, v msg.Verdict) (applied bool, err error)
 	LastVerdict(ctx context.Context, endpointID string) (msg.Verdict, error)
 	GetEndpoint(ctx context.Context, id string) (model.Endpoint, error)
@@ -369,7 +371,8 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 	// boundary: a whole window size, which survives a store that keeps
 	// times to the millisecond (Redis scores).
 	before := a.WindowOf(now.Add(-a.opts.Window - a.opts.Grace)).Add(a.opts.Window)
-	refs, err := a.st.OpenWindows(ctx, before)
+	own := a.ownershipView(ctx)
+	refs, err := a.openWindows(ctx, now, before, own)
 	if errors.Is(err, store.ErrUnavailable) {
 		a.storeUnavailable(err)
 	}
@@ -394,7 +397,6 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 		}
 	}
 	a.mu.Unlock()
-	own := a.ownershipView(ctx)
 
 	var (
 		wg     sync.WaitGroup
@@ -435,6 +437,27 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// openWindows lists this tick's windows: every one starting before
+// `before` in the shards this replica owns, and in the others only those
+// whose decision time is Takeover past (owner.go), which a live owner
+// leaves none of.
+func (a *Aggregator) openWindows(ctx context.Context, now, before time.Time, own ownership) ([]store.WindowRef, error) {
+	if own.all() {
+		return a.st.OpenWindows(ctx, before)
+	}
+	mine, others := own.shards()
+	refs, err := a.st.OpenWindowsIn(ctx, before, mine)
+	if err != nil || len(others) == 0 {
+		return refs, err
+	}
+	overdue := a.WindowOf(now.Add(-a.opts.Window - a.opts.Grace - a.takeover)).Add(a.opts.Window)
+	theirs, err := a.st.OpenWindowsIn(ctx, overdue, others)
+	if err != nil {
+		return nil, err
+	}
+	return append(refs, theirs...), nil
 }
 
 // storeUnavailable notes a store outage, logging it once.

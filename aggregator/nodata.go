@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -158,7 +159,7 @@ func (a *Aggregator) noData(ctx context.Context, now time.Time, own ownership, o
 	var errs []error
 	w := a.WindowOf(now.Add(-a.opts.Window - a.opts.Grace)) // the most recent closed window
 	if w.After(nd.listed) && !w.Before(a.startedAt) {
-		if err := a.listNoData(ctx, w, open); err != nil {
+		if err := a.listNoData(ctx, w, open, own); err != nil {
 			errs = append(errs, err) // listed again next tick
 		}
 	}
@@ -243,12 +244,25 @@ loop:
 }
 
 // listNoData lists every endpoint (endpointViews) and queues the
-// candidates of window w.
-func (a *Aggregator) listNoData(ctx context.Context, w time.Time, open map[string][]store.WindowRef) error {
+// candidates of window w. open holds the tick's windows of the shards this
+// replica owns; the other shards' windows up to w are read here, once per
+// window, so an endpoint of theirs with results in w is no candidate.
+func (a *Aggregator) listNoData(ctx context.Context, w time.Time, open map[string][]store.WindowRef, own ownership) error {
 	nd := &a.nd
 	views, err := a.endpointViews(ctx, a.clk.Now())
 	if err != nil {
 		return fmt.Errorf("aggregator: list endpoints for no_data in window %s: %w", w.Format(time.RFC3339), err)
+	}
+	if _, others := own.shards(); !own.all() && len(others) > 0 {
+		theirs, err := a.st.OpenWindowsIn(ctx, w.Add(a.opts.Window), others)
+		if err != nil {
+			return fmt.Errorf("aggregator: list other shards' windows for no_data in window %s: %w", w.Format(time.RFC3339), err)
+		}
+		open = maps.Clone(open)
+		for _, r := range theirs {
+			r.Window = r.Window.UTC()
+			open[r.EndpointID] = append(open[r.EndpointID], r)
+		}
 	}
 	seen := make(map[string]bool, len(views))
 	for _, v := range views {

@@ -33,6 +33,13 @@ func (o *outageStore) OpenWindows(ctx context.Context, before time.Time) ([]stor
 	return o.Store.OpenWindows(ctx, before)
 }
 
+func (o *outageStore) OpenWindowsIn(ctx context.Context, before time.Time, shards []int) ([]store.WindowRef, error) {
+	if o.down.Load() {
+		return nil, store.ErrUnavailable
+	}
+	return o.Store.OpenWindowsIn(ctx, before, shards)
+}
+
 // TestStoreOutageHoldsDecisions: results that arrived during a store outage
 // are held in flight and folded only after it ends. Until then, for Settle
 // after the store returns, no window is decided, so the window is judged on

@@ -3,43 +3,57 @@ package aggregator
 import (
 	"context"
 	"slices"
+	"strconv"
 	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // Partitioning verdict decisions across replicas.
 //
 // Each aggregator replica heartbeats its membership in the store
-// (pkg/membership) and decides only the windows of the endpoints it owns:
-// the owner of an endpoint is the live member with the highest rendezvous
-// weight for it (Owner). Every replica still folds every result (Handle is
-// the queue's to spread) and still lists every open window (one read), but
-// the decisions — reads, a publish and a commit per window — are split, so
-// verdicts/s grows with replicas instead of being repeated by each.
+// (pkg/membership) and decides only the windows of the shards it owns: an
+// endpoint belongs to shard store.ShardOf(id), and the owner of a shard is
+// the live member with the highest rendezvous weight for it (Owner over
+// shardKey). Every replica still folds every result (Handle is the queue's
+// to spread), but each lists only its own shards' open windows every tick
+// (store OpenWindowsIn: on a Redis Cluster one sorted set, one slot, per
+// shard) and decides only those — reads, a publish and a commit per
+// window — so verdicts/s grows with replicas instead of being repeated by
+// each, and so does the listing.
 //
 // The rules, in the order they apply to a window of endpoint e:
 //
 //   - No view (Members nil: one process with the embedded store; or no
 //     listing of the heartbeats ever succeeded; or nobody's heartbeat is
-//     live, not even this replica's): this replica owns everything. It
-//     must not go silent because it cannot see the others, and deciding a
-//     window twice is safe (the dedup ID and RecordVerdict's idempotence
-//     collapse the copies): that is how every replica behaved before
-//     partitioning.
+//     live, not even this replica's): this replica owns every shard and
+//     lists every window. It must not go silent because it cannot see the
+//     others, and deciding a window twice is safe (the dedup ID and
+//     RecordVerdict's idempotence collapse the copies): that is how every
+//     replica behaved before partitioning.
 //   - A view: the members listed live, plus this replica itself (it is
-//     alive whatever its last write did). This replica owns e when
-//     Owner(members, e) is itself. Two replicas whose views differ (one
-//     has not listed a newcomer yet) can both own e — a duplicate, safe —
-//     but a window has no owner only if its owner in every view is dead:
+//     alive whatever its last write did). This replica owns e's shard when
+//     Owner(members, shardKey(shard)) is itself. On a membership change
+//     the shard's new owner lists its windows from its next tick on, the
+//     old owner's undecided ones included. Two replicas whose views differ
+//     (one has not listed a newcomer yet) can both own a shard — a
+//     duplicate, safe — but a window has no owner only if its shard's
+//     owner in every view is dead:
 //   - Takeover: a window still open Takeover after its decision time is
-//     decided by any replica, owner or not. Takeover is the members' TTL
+//     decided by any replica, owner or not. Each tick a replica also lists
+//     the other shards' windows that are that old (a bound that lists
+//     nothing while their owners keep up). Takeover is the members' TTL
 //     plus two ticks: by then a live owner has had two ticks to decide it,
 //     and a killed owner's heartbeat has expired, so the survivors own its
-//     endpoints from their next listing on. Until then takeover covers the
+//     shards from their next listing on. Until then takeover covers the
 //     windows that came due while it was dying, so nothing is lost; the
 //     copies a takeover races with a slow owner collapse by dedup ID.
 //   - no_data follows the same rule: an owned candidate is decided when due,
 //     another replica's at due plus Takeover, after checking that no
-//     verdict for the window (or a later one) was recorded meanwhile.
+//     verdict for the window (or a later one) was recorded meanwhile. To
+//     tell which endpoints of the other shards have results in the window
+//     it lists, the no_data pass reads those shards' windows once per
+//     window (beside the endpoint listing it makes then anyway).
 //
 // Which replica decides also settles the race of two replicas publishing
 // different bodies (no_data and down) under one dedup ID: with a shared
@@ -92,15 +106,50 @@ func weight(member, endpoint string) uint64 {
 	return x
 }
 
+// OwnerOf returns the member that owns endpointID's shard: the replica
+// that decides its windows.
+func OwnerOf(members []string, endpointID string) string {
+	return Owner(members, shardKey(store.ShardOf(endpointID)))
+}
+
+// shardKey is the name a shard is weighed under in Owner.
+func shardKey(shard int) string { return "shard-" + strconv.Itoa(shard) }
+
 // ownership is one tick's answer to "does this replica own e?".
 type ownership struct {
 	self    string
 	members []string // nil: owns everything
+	// mine[sh]: this replica owns shard sh (unused when members is nil).
+	mine [store.ShardCount]bool
 }
 
-// owns reports whether the replica owns endpoint id.
+func newOwnership(self string, members []string) ownership {
+	o := ownership{self: self, members: members}
+	for sh := range store.ShardCount {
+		o.mine[sh] = Owner(members, shardKey(sh)) == self
+	}
+	return o
+}
+
+// all reports whether the replica owns every shard without a view.
+func (o ownership) all() bool { return o.members == nil }
+
+// owns reports whether the replica owns endpoint id's shard.
 func (o ownership) owns(id string) bool {
-	return o.members == nil || Owner(o.members, id) == o.self
+	return o.members == nil || o.mine[store.ShardOf(id)]
+}
+
+// shards returns the shards this replica owns and the others' (both
+// unused when it owns everything without a view).
+func (o ownership) shards() (mine, others []int) {
+	for sh, m := range o.mine {
+		if m {
+			mine = append(mine, sh)
+		} else {
+			others = append(others, sh)
+		}
+	}
+	return mine, others
 }
 
 // ownershipView reads the members (at most once per their interval, the
@@ -119,5 +168,5 @@ func (a *Aggregator) ownershipView(ctx context.Context) ownership {
 		live = append(slices.Clone(live), a.opts.Replica)
 	}
 	a.m.Members.Set(float64(len(live)))
-	return ownership{self: a.opts.Replica, members: live}
+	return newOwnership(a.opts.Replica, live)
 }

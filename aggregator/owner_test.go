@@ -50,7 +50,7 @@ func TestOwnerIsDeterministicAndOneOfTheMembers(t *testing.T) {
 				// Exactly one member considers itself the owner.
 				n := 0
 				for _, m := range tt.members {
-					if (ownership{self: m, members: tt.members}).owns(e) {
+					if newOwnership(m, tt.members).owns(e) {
 						n++
 					}
 				}

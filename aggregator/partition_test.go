@@ -131,7 +131,7 @@ func TestReplicasSplitWindowsAndTakeOverAKilledOne(t *testing.T) {
 	a, b := e.newReplica("agg-a"), e.newReplica("agg-b")
 	ownedBy := map[string][]string{}
 	for _, id := range eps {
-		o := Owner([]string{a.id, b.id}, id)
+		o := OwnerOf([]string{a.id, b.id}, id)
 		ownedBy[o] = append(ownedBy[o], id)
 	}
 	if len(ownedBy[a.id]) < 4 || len(ownedBy[b.id]) < 4 {

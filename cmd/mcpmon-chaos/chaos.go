@@ -64,8 +64,8 @@ func defaultOptions() options {
 
 func (o options) validate() error {
 	var errs []string
-	if o.Mode != ModeFleet && o.Mode != ModeEmbedded && o.Mode != ModeAgent {
-		errs = append(errs, "--mode must be fleet, embedded or agent")
+	if o.Mode != ModeFleet && o.Mode != ModeEmbedded && o.Mode != ModeAgent && o.Mode != ModeCluster {
+		errs = append(errs, "--mode must be fleet, embedded, agent or cluster")
 	}
 	if o.Endpoints < 1 || o.Endpoints > 500 {
 		errs = append(errs, "--endpoints must be 1..500")
@@ -83,7 +83,7 @@ func (o options) validate() error {
 		errs = append(errs, "--sink-fail must be in [0, 1)")
 	}
 	if o.Mode != ModeEmbedded && o.SQSEndpoint == "" {
-		errs = append(errs, "--mode fleet and agent need --sqs-endpoint (or MCPMON_TEST_SQS_ENDPOINT): start fauxqs with .ci/start-fauxqs.sh")
+		errs = append(errs, "--mode fleet, agent and cluster need --sqs-endpoint (or MCPMON_TEST_SQS_ENDPOINT): start fauxqs with .ci/start-fauxqs.sh")
 	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
@@ -142,6 +142,9 @@ type harness struct {
 
 	mu    sync.Mutex
 	kills []killEvent
+
+	cluster     *redisCluster // cluster mode (cluster.go)
+	failoverErr error         // under mu
 }
 
 // run executes one chaos run and prints its report to out. It returns
@@ -177,6 +180,7 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		return err
 	}
 	defer h.rcv.close()
+	defer h.stopCluster() // after the processes on it (deferred calls run last-in first)
 	defer h.stopAll()
 	if err := h.startPipeline(ctx); err != nil {
 		return err
@@ -204,6 +208,9 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	if h.redis != nil {
 		wg.Go(func() { h.redisOutage(chaosCtx, plan.Start.Add(plan.End.Sub(plan.Start)/2)) })
 	}
+	if h.cluster != nil { // cluster.go
+		wg.Go(func() { h.primaryFailover(chaosCtx, plan.Start.Add(plan.End.Sub(plan.Start)/2)) })
+	}
 	drainCtx, stopDrain := context.WithDeadline(ctx, plan.End.Add(o.drain()))
 	defer stopDrain()
 	h.progress(drainCtx, plan)
@@ -226,6 +233,9 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	h.printReport(plan, r, tallyVerdicts(plan, o.Window, verdicts), verdicts)
 	if r.failed() {
 		return errChaosFailed
+	}
+	if h.failoverErr != nil {
+		return fmt.Errorf("primary failover: %w", h.failoverErr)
 	}
 	return verr
 }
@@ -264,6 +274,13 @@ func (h *harness) startPipeline(ctx context.Context) error {
 		return p.waitReady(ctx, 30*time.Second, httpReady)
 	}
 
+	if h.o.Mode == ModeCluster {
+		url, err := h.startCluster(ctx) // cluster.go
+		if err != nil {
+			return err
+		}
+		return h.startFleet(ctx, url)
+	}
 	redisBin, err := exec.LookPath(h.o.RedisServer)
 	if err != nil {
 		return fmt.Errorf("redis-server not found (%w): install it with .ci/start-redis.sh", err)
@@ -291,8 +308,13 @@ func (h *harness) startPipeline(ctx context.Context) error {
 	if err := h.redis.waitReady(ctx, 20*time.Second, redisReady); err != nil {
 		return err
 	}
+	return h.startFleet(ctx, "redis://"+h.redis.Addr()+"/0")
+}
+
+// startFleet starts every role ×2 on fauxqs and the Redis at redisURL.
+func (h *harness) startFleet(ctx context.Context, redisURL string) error {
 	prefix := fmt.Sprintf("chaos%d-", time.Now().UnixNano())
-	env := h.env(e2e.Distributed{SQSEndpoint: h.o.SQSEndpoint, RedisURL: "redis://" + h.redis.Addr() + "/0",
+	env := h.env(e2e.Distributed{SQSEndpoint: h.o.SQSEndpoint, RedisURL: redisURL,
 		Prefix: prefix, SecretsKey: seal.EncodeKey(seal.NewKey())}.Env()...)
 	ensure := exec.CommandContext(ctx, h.bin, "queues", "ensure")
 	ensure.Env = env

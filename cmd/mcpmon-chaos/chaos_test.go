@@ -11,8 +11,8 @@ import (
 
 // TestChaosEveryOutagePagesOnce runs the chaos harness at the CI size in
 // every mode: every planned outage must page exactly once (one open, one
-// resolve) while replicas, the single process, agents or redis-server are
-// SIGKILLed.
+// resolve) while replicas, the single process, agents, redis-server or a
+// Redis Cluster primary are SIGKILLed.
 func TestChaosEveryOutagePagesOnce(t *testing.T) {
 	sqsEndpoint := testpeers.SQSEndpoint(t)
 	_ = testpeers.RedisURL(t) // .ci/start-redis.sh installed redis-server; the harness runs its own to kill it
@@ -23,9 +23,14 @@ func TestChaosEveryOutagePagesOnce(t *testing.T) {
 		t.Fatalf("redis-server not in PATH: %v", err)
 	}
 	bin := testpeers.Mcpmon(t)
-	for _, mode := range []string{ModeFleet, ModeEmbedded, ModeAgent} {
+	for _, mode := range []string{ModeFleet, ModeEmbedded, ModeAgent, ModeCluster} {
 		t.Run(mode, func(t *testing.T) {
 			o := ciOptions(mode, sqsEndpoint, bin)
+			if mode == ModeCluster {
+				// The fleet on its own 3+3 cluster, one primary killed:
+				// the smallest size that still crosses the failover.
+				o.Endpoints, o.Outages = 4, 1
+			}
 			if err := run(t.Context(), o, t.Output()); err != nil {
 				t.Fatalf("chaos %s: %v (the report above says which outages and why)", mode, err)
 			}

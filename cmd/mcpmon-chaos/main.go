@@ -31,7 +31,7 @@ func main() {
 	defer stop()
 	o := defaultOptions()
 	fs := flag.NewFlagSet("mcpmon-chaos", flag.ContinueOnError)
-	fs.StringVar(&o.Mode, "mode", o.Mode, "fleet (every role ×2 on fauxqs + redis-server), embedded (one mcpmon run) or agent (fleet roles, probed by 2 agents through a location; kills fall on agents and API replicas)")
+	fs.StringVar(&o.Mode, "mode", o.Mode, "fleet (every role ×2 on fauxqs + redis-server), embedded (one mcpmon run), agent (fleet roles, probed by 2 agents through a location; kills fall on agents and API replicas) or cluster (the fleet on a 3+3 Redis Cluster; one primary SIGKILLed mid-run)")
 	fs.IntVar(&o.Endpoints, "endpoints", o.Endpoints, "fake MCP endpoints, each probed @every 1s")
 	fs.IntVar(&o.Outages, "outages", o.Outages, "planned outages per endpoint (kinds rotate: http503, hang, html)")
 	fs.DurationVar(&o.Window, "window", o.Window, "mcpmon --window")

@@ -25,7 +25,9 @@ func (h *harness) printReport(plan Plan, r report, ws windowStats, verdicts [][]
 	}
 	sort.Strings(roles)
 	killNote := fmt.Sprintf("%d SIGKILL + restart (%s)", kills, strings.Join(roles, ", "))
-	if redis {
+	if redis && o.Mode == ModeCluster {
+		killNote += fmt.Sprintf("; one Redis Cluster primary killed (its replica took over), restarted %s later as a replica", o.RedisDown)
+	} else if redis {
 		killNote += fmt.Sprintf("; redis-server killed once, down %s", o.RedisDown)
 	}
 	what := "one `mcpmon run` on a data dir (embedded queue and store)"
@@ -34,6 +36,9 @@ func (h *harness) printReport(plan Plan, r report, ws windowStats, verdicts [][]
 	}
 	if o.Mode == ModeAgent {
 		what = agentModeWhat
+	}
+	if o.Mode == ModeCluster {
+		what = "api, prober, aggregator, alerter × 2 processes on fauxqs + a 3+3 Redis Cluster (sharded layout)"
 	}
 	perKind := map[Mode]int{}
 	for _, out := range plan.Outages {

@@ -251,6 +251,7 @@ func (a *app) commands() []*cobra.Command {
 		a.completionCmd(),  // completion.go
 		a.probeCmd(),       // probe.go
 		a.waitCmd(),        // wait.go
+		a.storeCmd(),       // storecmd.go
 	)
 }
 

@@ -167,6 +167,13 @@ type Results interface {
 	// OpenWindows lists undecided windows holding results that start before
 	// `before`, ordered by window then endpoint ID.
 	OpenWindows(ctx context.Context, before time.Time) ([]WindowRef, error)
+	// OpenWindowsIn is OpenWindows for the endpoints whose ShardOf is one
+	// of shards (none when shards is empty; an out-of-range shard matches
+	// nothing): what one aggregator replica lists for the shards it owns.
+	// A backend that keeps each shard's windows apart (Redis Cluster: one
+	// sorted set per shard, one slot) reads only those shards, so the cost
+	// is the shards' windows, not the deployment's.
+	OpenWindowsIn(ctx context.Context, before time.Time, shards []int) ([]WindowRef, error)
 }
 
 // Verdicts keeps each endpoint's verdict history.

@@ -197,3 +197,16 @@ func splitWindowLists(tx *bbolt.Tx) error {
 	}
 	return nil
 }
+
+// OpenWindowsIn is OpenWindows for the endpoints of shards: the one file
+// holds every shard, so the listing is filtered.
+func (s *Store) OpenWindowsIn(ctx context.Context, before time.Time, shards []int) ([]store.WindowRef, error) {
+	if len(shards) == 0 {
+		return []store.WindowRef{}, nil
+	}
+	refs, err := s.OpenWindows(ctx, before)
+	if err != nil {
+		return nil, err
+	}
+	return store.InShards(refs, shards), nil
+}

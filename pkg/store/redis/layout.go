@@ -13,17 +13,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
-// shardCount and shardTags are part of the stored format of the sharded
-// layout: changing either moves every key.
-const shardCount = 128
+// shardCount (store.ShardCount) and shardTags are part of the stored
+// format of the sharded layout: changing either moves every key.
+const shardCount = store.ShardCount
 
 // globalTag is the hash tag of the keys outside any shard.
 const globalTag = "g"
@@ -66,11 +67,7 @@ func crc16(s string) uint16 {
 }
 
 // shardOf is the shard of an endpoint ID (or of a ledger key).
-func shardOf(id string) int {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(id))
-	return int(h.Sum32() % shardCount)
-}
+func shardOf(id string) int { return store.ShardOf(id) }
 
 // shard is the shard of id in this store's layout (0 when unsharded).
 func (s *Store) shard(id string) int {
@@ -108,8 +105,15 @@ func (s *Store) ke(id string, parts ...string) string { return s.ks(s.shard(id),
 // as one batch per node) and returns the commands in shard order; a
 // missing key (redis.Nil) is left for the caller to read from its command.
 func perShard[C goredis.Cmder](ctx context.Context, s *Store, op string, cmd func(p goredis.Pipeliner, sh int) C) ([]C, error) {
-	shards := s.shards()
+	return inShards(ctx, s, op, s.shards(), cmd)
+}
+
+// inShards is perShard for the given shards of the layout only.
+func inShards[C goredis.Cmder](ctx context.Context, s *Store, op string, shards []int, cmd func(p goredis.Pipeliner, sh int) C) ([]C, error) {
 	out := make([]C, len(shards))
+	if len(shards) == 0 {
+		return out, nil
+	}
 	_, err := s.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
 		for i, sh := range shards {
 			out[i] = cmd(p, sh)
@@ -186,8 +190,9 @@ func incidentOf(id, ep string) bool { return slices.Contains(incidentEndpoints(i
 var ErrOneSlotData = errors.New("redis cluster holds data in the one-slot layout")
 
 // refuseOneSlotData fails when the one-slot layout of this prefix ("{p}:",
-// what a cluster got before the sharded layout) holds endpoints: starting
-// empty beside them would hide every endpoint without a word.
+// what a cluster got before the sharded layout) holds endpoints, unless a
+// migration into this prefix finished: starting empty beside them would
+// hide every endpoint without a word.
 func (s *Store) refuseOneSlotData(ctx context.Context) error {
 	old := clusterPrefix(s.base)
 	n, err := s.rdb.Exists(ctx, old+"endpoints").Result()
@@ -195,6 +200,16 @@ func (s *Store) refuseOneSlotData(ctx context.Context) error {
 		return err
 	}
 	if n > 0 {
+		state, err := s.rdb.HGet(ctx, s.k(migrateKey), "state").Result()
+		if errors.Is(err, goredis.Nil) {
+			err = nil
+		}
+		if err := s.done("look for a finished migration", err); err != nil {
+			return err
+		}
+		if state == "done" {
+			return nil // migrated (Migrate); the old copy is the operator's to drop
+		}
 		return fmt.Errorf("%w under %q: keep it with --redis-prefix '%s' or migrate it to the sharded layout under %q (docs/design/redis-cluster.md)",
 			ErrOneSlotData, old, old, s.base)
 	}

@@ -139,6 +139,12 @@ var _ store.Store = (*Store)(nil)
 // Errors never contain the URL (it may hold a password). An unreachable
 // Redis fails with an error wrapping store.ErrUnavailable.
 func New(ctx context.Context, rawURL string, opts Options) (*Store, error) {
+	return open(ctx, rawURL, opts, true)
+}
+
+// open is New; refuseOld false skips the one-slot data check (Migrate
+// opens its target beside the data it moves).
+func open(ctx context.Context, rawURL string, opts Options, refuseOld bool) (*Store, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
@@ -195,6 +201,9 @@ func New(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("%w (check --redis-url and that Redis is running)", err)
 	}
 	if sharded {
+		if !refuseOld {
+			return s, nil
+		}
 		if err := s.refuseOneSlotData(ctx); err != nil {
 			_ = rdb.Close()
 			return nil, err

@@ -96,7 +96,38 @@ func (s *Store) WindowResults(ctx context.Context, ref store.WindowRef) ([]msg.P
 // OpenWindows lists undecided windows starting before `before`, ordered by
 // window then endpoint ID.
 func (s *Store) OpenWindows(ctx context.Context, before time.Time) ([]store.WindowRef, error) {
-	cmds, err := perShard(ctx, s, "open windows", func(p goredis.Pipeliner, sh int) *goredis.StringSliceCmd {
+	return s.openWindows(ctx, before, s.shards())
+}
+
+// OpenWindowsIn is OpenWindows for the endpoints of shards. In the sharded
+// layout each shard's sorted set is read (one slot each, pipelined per
+// node), so a replica reads its shards' windows only; unsharded, the one
+// set is read and filtered.
+func (s *Store) OpenWindowsIn(ctx context.Context, before time.Time, shards []int) ([]store.WindowRef, error) {
+	if len(shards) == 0 {
+		return []store.WindowRef{}, nil
+	}
+	if !s.sharded {
+		refs, err := s.openWindows(ctx, before, s.shards())
+		if err != nil {
+			return nil, err
+		}
+		return store.InShards(refs, shards), nil
+	}
+	seen := make(map[int]bool, len(shards))
+	var layout []int
+	for _, sh := range shards {
+		if sh >= 0 && sh < shardCount && !seen[sh] {
+			seen[sh] = true
+			layout = append(layout, sh)
+		}
+	}
+	return s.openWindows(ctx, before, layout)
+}
+
+// openWindows reads the windows sets of the layout's shards.
+func (s *Store) openWindows(ctx context.Context, before time.Time, shards []int) ([]store.WindowRef, error) {
+	cmds, err := inShards(ctx, s, "open windows", shards, func(p goredis.Pipeliner, sh int) *goredis.StringSliceCmd {
 		return p.ZRangeByScore(ctx, s.ks(sh, "windows"), &goredis.ZRangeBy{Min: "-inf", Max: "(" + ms(before)})
 	})
 	if err != nil {

@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"LatestResult", testLatestResult},
 		{"WindowResults", testWindowResults},
 		{"WindowsClosedByVerdict", testWindowsClosedByVerdict},
+		{"OpenWindowsByShard", testOpenWindowsByShard}, // shards.go
 		{"VerdictsMonotonic", testVerdictsMonotonic},
 		{"VerdictHistoryTrimmedByAge", testVerdictHistoryTrimmed},
 		{"BeyondDedupWindow", testBeyondDedupWindow},
