@@ -456,16 +456,25 @@ func (h *harness) waitAllUp(ctx context.Context, timeout time.Duration) error {
 	return nil
 }
 
+// waitUntil waits for the wall clock to reach at; false if ctx ended
+// first. The harness runs real processes on real time.
+func waitUntil(ctx context.Context, at time.Time) bool {
+	timer := time.NewTimer(time.Until(at))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
 // flip applies the plan's mode changes on time and records each outage's
 // first failing probe.
 func (h *harness) flip(ctx context.Context, plan Plan, firstBad []time.Time) {
 	for _, tr := range plan.transitions() {
-		timer := time.NewTimer(time.Until(tr.At))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		if !waitUntil(ctx, tr.At) {
 			return
-		case <-timer.C:
 		}
 		fb := h.targets[tr.Endpoint].setMode(tr.Mode)
 		if tr.Mode == ModeOK {
@@ -496,12 +505,8 @@ func (h *harness) killLoop(ctx context.Context, rng *rand.Rand) {
 // redisOutage SIGKILLs redis-server at `at` and has it restarted on the same
 // port and data directory after RedisDown.
 func (h *harness) redisOutage(ctx context.Context, at time.Time) {
-	timer := time.NewTimer(time.Until(at))
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
+	if !waitUntil(ctx, at) {
 		return
-	case <-timer.C:
 	}
 	h.mu.Lock()
 	h.kills = append(h.kills, killEvent{At: time.Now(), Name: "redis-server"})

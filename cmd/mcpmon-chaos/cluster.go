@@ -145,12 +145,8 @@ func clusterOK(ctx context.Context, port int) bool {
 // replica promoted), and restarts the killed node after RedisDown, which
 // rejoins as a replica.
 func (h *harness) primaryFailover(ctx context.Context, at time.Time) {
-	timer := time.NewTimer(time.Until(at))
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
+	if !waitUntil(ctx, at) {
 		return
-	case <-timer.C:
 	}
 	if err := h.killPrimary(ctx); err != nil {
 		fmt.Fprintf(h.out, "chaos %s: primary failover: %v\n", h.o.Mode, err)

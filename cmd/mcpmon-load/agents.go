@@ -21,7 +21,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/mcpmon/mcpmon/pkg/agent"
@@ -163,27 +162,12 @@ func registerAgentEndpoints(ctx context.Context, cfg config.Options, urls []stri
 	// The store the measured child opens; its first start makes the
 	// admin key.
 	cfg.Listen, cfg.BootstrapKey, cfg.BootstrapKeyFile = "127.0.0.1:0", false, ""
-	d, err := daemon.Start(ctx, daemon.RoleAll, cfg, daemon.Deps{Registry: prometheus.NewRegistry(),
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		return err
-	}
-	const writers = 8
-	var wg sync.WaitGroup
-	errs := make([]error, writers)
-	for w := range writers {
-		wg.Go(func() {
-			for i := w; i < len(urls) && errs[w] == nil; i += writers {
-				_, errs[w] = d.Store().CreateEndpoint(ctx, model.Endpoint{
-					ID: fmt.Sprintf("agent%06d", i), Name: fmt.Sprintf("agent %d", i), URL: urls[i], Transport: "auto",
-					Schedule: sched, Timeout: 10 * time.Second, Regions: []string{schedule.Location(agentLocation(i / perAgent))},
-				})
-			}
-		})
-	}
-	wg.Wait()
-	d.Stop()
-	return errors.Join(errors.Join(errs...), d.Wait())
+	return writeEndpoints(ctx, cfg, len(urls), stderr, func(i int) model.Endpoint {
+		return model.Endpoint{
+			ID: fmt.Sprintf("agent%06d", i), Name: fmt.Sprintf("agent %d", i), URL: urls[i], Transport: "auto",
+			Schedule: sched, Timeout: 10 * time.Second, Regions: []string{schedule.Location(agentLocation(i / perAgent))},
+		}
+	})
 }
 
 func agentLocation(i int) string { return fmt.Sprintf("a%03d", i) }

@@ -126,23 +126,32 @@ func registerIdle(ctx context.Context, dir string, n int, stderr io.Writer) erro
 	if n == 0 {
 		return nil
 	}
-	d, err := daemon.Start(ctx, daemon.RoleAll, idleConfig(dir), daemon.Deps{Registry: prometheus.NewRegistry(),
+	return writeEndpoints(ctx, idleConfig(dir), n, stderr, func(i int) model.Endpoint {
+		return model.Endpoint{
+			ID: fmt.Sprintf("idle%06d", i), Name: fmt.Sprintf("idle %d", i), URL: fmt.Sprintf("https://idle%d.example.com/mcp", i),
+			Transport: "auto", Schedule: idleSchedule, Timeout: 10 * time.Second,
+		}
+	})
+}
+
+// writeEndpoints starts the daemon of cfg, writes endpoint(0) …
+// endpoint(n-1) straight into its store and stops it: the API would only
+// add HTTP and auth per endpoint, which no load run measures. bbolt commits
+// one transaction at a time; a few writers keep the next transaction ready
+// while one commits.
+func writeEndpoints(ctx context.Context, cfg config.Options, n int, stderr io.Writer, endpoint func(i int) model.Endpoint) error {
+	d, err := daemon.Start(ctx, daemon.RoleAll, cfg, daemon.Deps{Registry: prometheus.NewRegistry(),
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err
 	}
-	// bbolt commits one transaction at a time; a few writers keep the
-	// next transaction ready while one commits.
 	const writers = 8
 	var wg sync.WaitGroup
 	errs := make([]error, writers)
 	for w := range writers {
 		wg.Go(func() {
 			for i := w; i < n && errs[w] == nil; i += writers {
-				_, errs[w] = d.Store().CreateEndpoint(ctx, model.Endpoint{
-					ID: fmt.Sprintf("idle%06d", i), Name: fmt.Sprintf("idle %d", i), URL: fmt.Sprintf("https://idle%d.example.com/mcp", i),
-					Transport: "auto", Schedule: idleSchedule, Timeout: 10 * time.Second,
-				})
+				_, errs[w] = d.Store().CreateEndpoint(ctx, endpoint(i))
 			}
 		})
 	}
