@@ -21,4 +21,8 @@ export MCPMON_REQUIRE_PEERS=1
 echo "==> go vet ./..." >&2
 go vet ./...
 echo "==> go test ./..." >&2
-go test -race -count=1 -parallel 4 -timeout 12m ${GOTESTFLAGS:-} ./...
+# -p 4: the longest packages (pkg/daemon, the chaos harness) spend most of
+# their time waiting on real windows and child processes; with the default
+# -p (GOMAXPROCS, 2 here) they hold both slots and nothing else builds or
+# runs meanwhile.
+go test -race -count=1 -p 4 -parallel 4 -timeout 12m ${GOTESTFLAGS:-} ./...
