@@ -15,7 +15,10 @@ import "time"
 // entry, a change event's in-memory map).
 const (
 	DefaultGiveUpAfter       = 24 * time.Hour
-	DefaultRedeliveryInitial = 30 * time.Second
+	// DefaultRedeliveryInitial is short: the first redelivery of a page is
+	// what a responder waits for after a sink's blip, and the doubling
+	// spares a sink that stays down (12 tries reach the hour).
+	DefaultRedeliveryInitial = 5 * time.Second
 	DefaultRedeliveryMax     = time.Hour
 )
 
