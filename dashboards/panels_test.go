@@ -223,12 +223,18 @@ func TestPanelQueriesReturnData(t *testing.T) {
 		got[mf.GetName()] = true
 	}
 	// Series that exist only with what this run does not configure: SQS
-	// (unless the peer is set), a JWT bearer credential and a sink that
+	// (unless the peer is set), a JWT bearer credential, a sink that
 	// opted into change events (their tests: prober and the daemon's event
-	// end-to-end test).
+	// end-to-end test) and agents.
+	// The agent families exist only with an agent (mcpmon agent): the
+	// daemon's TestSilentAgentTellsItsTenantOnce checks them.
 	conditional := map[string]bool{
 		"mcpmon_probe_credential_expiry_timestamp_seconds": true,
 		"mcpmon_event_notifications_total":                 true,
+		"mcpmon_agent_last_seen_timestamp_seconds":         true,
+		"mcpmon_agent_clock_skew_seconds":                  true,
+		"mcpmon_agent_results_total":                       true,
+		"mcpmon_agent_online":                              true,
 	}
 	if sqsEndpoint == "" {
 		conditional["mcpmon_sqs_requests_total"] = true

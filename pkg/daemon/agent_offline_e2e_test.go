@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,18 @@ func TestSilentAgentTellsItsTenantOnce(t *testing.T) {
 	}
 	if v := agentView(); v.Online || v.OfflineSince == nil || !v.OfflineSince.Equal(*v.LastSeen) {
 		t.Errorf("a silent agent: %+v, want offline since its last poll", v)
+	}
+	// The agent's series: the dashboards' test cannot see them (its run
+	// has no agent), so they are checked here, on the same /metrics.
+	metricsText := c.get(t, "/metrics")
+	for _, family := range []string{"mcpmon_agent_last_seen_timestamp_seconds", "mcpmon_agent_clock_skew_seconds",
+		"mcpmon_agent_results_total", "mcpmon_agent_online"} {
+		if !regexp.MustCompile(`(?m)^` + family + `\{[^}]*location="office"[^}]*\} `).MatchString(metricsText) {
+			t.Errorf("/metrics has no %s series of location office", family)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^mcpmon_agent_online\{[^}]*location="office"[^}]*\} 0$`).MatchString(metricsText) {
+		t.Errorf("mcpmon_agent_online of the silent agent is not 0")
 	}
 	for _, id := range ids {
 		if v := c.lastVerdict(t, id); v.State == msg.StateDown {
