@@ -194,6 +194,7 @@ type Alerter struct {
 	// reason; subRetries is its redelivery state, keyed by ledger key.
 	subsMu     sync.Mutex
 	subRetries map[string]notify.RetryState
+	subSweep   subscriberSweep // the last full walk (subscribers.go)
 	subs       *notify.Pipeline
 	// windows are the maintenance windows the gate reads (outbox.go).
 	windows *store.Windows

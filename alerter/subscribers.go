@@ -20,6 +20,20 @@
 // (notify/ledger.go): nothing, except the one duplicate window after a
 // send and before its mark, where the same notice (same Key, same
 // Message-ID) goes out again.
+//
+// A sweep walks only when it may find something (SweepDue): it first
+// reads a mark of four store stamps, each bumped in the transaction of
+// the write it follows — IncidentsStamp (an incident opened, updated
+// over the API or by the alerter, resolved), the AnyTenant stamps of
+// subscribers (one confirmed) and of status pages (members changed), and
+// the endpoints stamp (an endpoint made public or edited) —
+// and walks when the mark moved since its last walk, when that walk left
+// work (a failed or held notice, the batch limit, an error), and at
+// least every SubscriberSafetyInterval. With nothing new a sweep costs
+// those four reads, not one per page and member. The mark is read before
+// the walk, so a write during a walk is walked again; the sweep state is
+// in memory only, so a restarted replica walks first; each replica keeps
+// its own and the ledger claims keep replicas from sending twice.
 package alerter
 
 import (
@@ -50,6 +64,8 @@ type SubscriberStore interface {
 	ListObjectsOf(ctx context.Context, kind, tenant string) (map[string][]byte, error)
 	ListEndpointsOf(ctx context.Context, tenant string) ([]model.Endpoint, error)
 	ListIncidents(ctx context.Context, f store.IncidentFilter) ([]model.Incident, error)
+	IncidentsStamp(ctx context.Context) (uint64, error)
+	ObjectsStamp(ctx context.Context, kind, tenant string) (uint64, error)
 }
 
 const (
@@ -63,7 +79,60 @@ const (
 	subscriberParallel = 8
 	// DefaultSubscriberInterval is how often RunSubscribers sweeps.
 	DefaultSubscriberInterval = 5 * time.Second
+	// SubscriberSafetyInterval is the longest a sweep goes without a full
+	// walk while the mark stays still: what catches a change no stamp
+	// follows (a store without an endpoints stamp, a clock-skewed
+	// confirmation).
+	SubscriberSafetyInterval = 5 * time.Minute
 )
+
+// subscriberMark is what a sweep reads to learn whether anything a walk
+// decides over may have changed.
+type subscriberMark struct {
+	incidents, subscribers, pages, endpoints uint64
+}
+
+// subscriberSweep is what the last full walk of this replica left.
+type subscriberSweep struct {
+	walked  bool // a walk has run since the process started
+	mark    subscriberMark
+	at      time.Time
+	pending bool // it left notices unsent (failed, held, over the batch)
+}
+
+// SweepDue decides whether a sweep at now, reading mark, walks every page:
+// on the first sweep, when the mark moved, when the last walk left work,
+// or when the last walk is SubscriberSafetyInterval old.
+func SweepDue(last subscriberSweep, mark subscriberMark, now time.Time) bool {
+	return !last.walked || last.pending || last.mark != mark || now.Sub(last.at) >= SubscriberSafetyInterval
+}
+
+// endpointsStamper is the store's endpoints stamp, when it has one.
+type endpointsStamper interface {
+	EndpointsStamp(ctx context.Context) (uint64, error)
+}
+
+// readMark reads the stamps of a subscriberMark: a few reads, whatever the
+// number of pages.
+func readMark(ctx context.Context, ss SubscriberStore) (subscriberMark, error) {
+	var m subscriberMark
+	var err error
+	if m.incidents, err = ss.IncidentsStamp(ctx); err != nil {
+		return m, fmt.Errorf("alerter: incidents stamp: %w", err)
+	}
+	if m.subscribers, err = ss.ObjectsStamp(ctx, store.KindSubscriber, store.AnyTenant); err != nil {
+		return m, fmt.Errorf("alerter: subscribers stamp: %w", err)
+	}
+	if m.pages, err = ss.ObjectsStamp(ctx, store.KindStatusPage, store.AnyTenant); err != nil {
+		return m, fmt.Errorf("alerter: status pages stamp: %w", err)
+	}
+	if es, ok := ss.(endpointsStamper); ok {
+		if m.endpoints, err = es.EndpointsStamp(ctx); err != nil {
+			return m, fmt.Errorf("alerter: endpoints stamp: %w", err)
+		}
+	}
+	return m, nil
+}
 
 // pageEventKey is the ledger key of fanning out incident's event to page's
 // subscribers.
@@ -118,8 +187,9 @@ func OwedNotices(page model.StatusPage, subs []model.Subscriber, members []model
 	return sorted
 }
 
-// NotifySubscribers sends the notices owed to status page subscribers. It
-// does nothing without Options.Subscribers.
+// NotifySubscribers sends the notices owed to status page subscribers,
+// walking the pages only when SweepDue. It does nothing without
+// Options.Subscribers.
 func (a *Alerter) NotifySubscribers(ctx context.Context) error {
 	ss, ok := a.st.(SubscriberStore)
 	if a.opts.Subscribers == nil || !ok {
@@ -127,9 +197,25 @@ func (a *Alerter) NotifySubscribers(ctx context.Context) error {
 	}
 	a.subsMu.Lock()
 	defer a.subsMu.Unlock()
+	now := a.clk.Now()
+	mark, err := readMark(ctx, ss)
+	if err != nil {
+		return err
+	}
+	if !SweepDue(a.subSweep, mark, now) {
+		return nil
+	}
+	pending, err := a.walkSubscribers(ctx, ss, now)
+	a.subSweep = subscriberSweep{walked: true, mark: mark, at: now, pending: pending || err != nil}
+	return err
+}
+
+// walkSubscribers reads every page and sends what is owed; pending says
+// it left notices for a later walk.
+func (a *Alerter) walkSubscribers(ctx context.Context, ss SubscriberStore, now time.Time) (pending bool, err error) {
 	docs, err := ss.ListObjects(ctx, store.KindStatusPage)
 	if err != nil {
-		return fmt.Errorf("alerter: status pages: %w", err)
+		return true, fmt.Errorf("alerter: status pages: %w", err)
 	}
 	pages := make([]model.StatusPage, 0, len(docs))
 	for id, doc := range docs {
@@ -141,7 +227,6 @@ func (a *Alerter) NotifySubscribers(ctx context.Context) error {
 		pages = append(pages, p)
 	}
 	slices.SortFunc(pages, func(x, y model.StatusPage) int { return cmp.Compare(x.ID, y.ID) })
-	now := a.clk.Now()
 	for k, st := range a.subRetries {
 		if a.redeliver.Stale(st, now) {
 			delete(a.subRetries, k)
@@ -151,6 +236,7 @@ func (a *Alerter) NotifySubscribers(ctx context.Context) error {
 	var errs []error
 	for _, p := range pages {
 		if budget <= 0 {
+			pending = true
 			break
 		}
 		evs, err := a.owedOf(ctx, ss, p, now)
@@ -160,19 +246,21 @@ func (a *Alerter) NotifySubscribers(ctx context.Context) error {
 		}
 		for _, pe := range evs {
 			if budget <= 0 {
+				pending = true
 				break
 			}
-			n, err := a.fanOut(ctx, pe, budget)
+			n, settled, err := a.fanOut(ctx, pe, budget)
 			budget -= n
+			pending = pending || !settled
 			if errors.Is(err, notify.ErrCrash) {
-				return err
+				return true, err
 			}
 			if err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return pending, errors.Join(errs...)
 }
 
 // owedOf reads what OwedNotices decides over for page p.
@@ -218,14 +306,21 @@ func (a *Alerter) owedOf(ctx context.Context, ss SubscriberStore, p model.Status
 
 // fanOut sends pe's notices (at most budget of them) under pe's own
 // ledger claim, and marks pe done once every notice is settled (sent,
-// found done, or given up). It returns how many notices it dispatched.
-func (a *Alerter) fanOut(ctx context.Context, pe pageEvent, budget int) (int, error) {
+// found done, or given up). It returns how many notices it dispatched,
+// and whether pe is done (false: a later walk has work on it).
+func (a *Alerter) fanOut(ctx context.Context, pe pageEvent, budget int) (int, bool, error) {
 	st, err := a.st.Claim(ctx, pe.key, a.opts.Owner, a.opts.Lease)
 	if err != nil {
-		return 0, fmt.Errorf("alerter: claim %s: %w", pe.key, err)
+		return 0, false, fmt.Errorf("alerter: claim %s: %w", pe.key, err)
 	}
-	if st != store.ClaimAcquired {
-		return 0, nil // done, or another replica is fanning it out
+	switch st {
+	case store.ClaimDone:
+		return 0, true, nil
+	case store.ClaimAcquired:
+	default:
+		// Another replica is fanning it out: if it dies, its lease
+		// runs out and a later walk here takes the event over.
+		return 0, false, nil
 	}
 	now := a.clk.Now()
 	settled := true
@@ -248,7 +343,7 @@ func (a *Alerter) fanOut(ctx context.Context, pe pageEvent, budget int) (int, er
 		a.subs.Deliver(ctx, chunk...)
 		for _, d := range chunk {
 			if errors.Is(d.Err, notify.ErrCrash) {
-				return len(ds), d.Err // a crashed process releases nothing
+				return len(ds), false, d.Err // a crashed process releases nothing
 			}
 			switch {
 			case d.GaveUp || !d.DeliveredAt.IsZero() || d.Outcome == notify.OutcomeDuplicate:
@@ -272,8 +367,9 @@ func (a *Alerter) fanOut(ctx context.Context, pe pageEvent, budget int) (int, er
 	}
 	if err != nil {
 		errs = append(errs, err)
+		settled = false
 	}
-	return len(ds), errors.Join(errs...)
+	return len(ds), settled, errors.Join(errs...)
 }
 
 func (a *Alerter) complete(ctx context.Context, key string) error {

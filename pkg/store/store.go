@@ -233,6 +233,11 @@ type Incidents interface {
 	// CountOpenIncidents returns how many incidents are open or
 	// acknowledged, from the index, without reading resolved ones.
 	CountOpenIncidents(ctx context.Context) (int, error)
+	// IncidentsStamp returns a number that changes whenever an incident
+	// is written (SaveTracker with incidents, UpdateIncident), bumped in
+	// the write's transaction, so a reader that walks incidents
+	// periodically can skip a walk while it stays the same.
+	IncidentsStamp(ctx context.Context) (uint64, error)
 }
 
 // Deliveries keeps each incident's delivery records, one per (kind, sink):
@@ -305,9 +310,15 @@ type Objects interface {
 	// ObjectsStamp returns a number that changes whenever one of the
 	// tenant's documents of kind is put or deleted (bumped in the same
 	// transaction), so a reader that decodes them can keep the decoded
-	// form while the stamp stays the same. Only for TenantKinds.
+	// form while the stamp stays the same; tenant AnyTenant names the
+	// kind's stamp, which changes with a put or delete of any tenant's
+	// document of kind. Only for TenantKinds.
 	ObjectsStamp(ctx context.Context, kind, tenant string) (uint64, error)
 }
+
+// AnyTenant, given to ObjectsStamp as the tenant, names the stamp of a
+// kind across every tenant.
+const AnyTenant = "*"
 
 // Audit is the audit log: who changed what over the API, per tenant, kept
 // for the backend's audit TTL (store.DefaultAuditTTL by default) measured

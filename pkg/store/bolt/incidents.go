@@ -133,7 +133,8 @@ func (s *Store) CountOpenIncidents(ctx context.Context) (int, error) {
 }
 
 // putIncident compare-and-sets inc (Version 0 = create when create is
-// allowed) and maintains the opened-window and open-incident indexes.
+// allowed) and maintains the opened-window and open-incident indexes and
+// the incidents stamp.
 func putIncident(tx *bbolt.Tx, inc model.Incident, create bool) error {
 	if inc.ID == "" {
 		return errors.New("bolt store: incident ID is required")
@@ -185,6 +186,9 @@ func putIncident(tx *bbolt.Tx, inc model.Incident, create bool) error {
 	if err != nil {
 		return err
 	}
+	if _, err := b.NextSequence(); err != nil { // the incidents stamp
+		return err
+	}
 	return put(b, []byte(inc.ID), inc)
 }
 
@@ -219,6 +223,17 @@ func (s *Store) GetIncidentOf(ctx context.Context, tenant, id string) (model.Inc
 		return nil
 	})
 	return inc, err
+}
+
+// IncidentsStamp returns the incidents bucket's sequence, which putIncident
+// bumps in every transaction that writes an incident.
+func (s *Store) IncidentsStamp(ctx context.Context) (uint64, error) {
+	var n uint64
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		n = tx.Bucket(bIncidents).Sequence()
+		return nil
+	})
+	return n, err
 }
 
 // UpdateIncident compare-and-sets an existing incident; ErrNotFound if absent.

@@ -149,13 +149,20 @@ func countPrefix(b *bbolt.Bucket, prefix []byte, limit int) int {
 
 func stampKey(kind, tenant string) []byte { return tenantKey(kind, model.TenantOf(tenant)) }
 
+// bumpStamp bumps the tenant's stamp of kind and the kind's
+// store.AnyTenant stamp.
 func bumpStamp(tx *bbolt.Tx, kind, tenant string) error {
 	b := tx.Bucket(bObjStamps)
-	var n uint64
-	if v := b.Get(stampKey(kind, tenant)); len(v) == 8 {
-		n = binary.BigEndian.Uint64(v)
+	for _, t := range []string{tenant, store.AnyTenant} {
+		var n uint64
+		if v := b.Get(stampKey(kind, t)); len(v) == 8 {
+			n = binary.BigEndian.Uint64(v)
+		}
+		if err := b.Put(stampKey(kind, t), binary.BigEndian.AppendUint64(nil, n+1)); err != nil {
+			return err
+		}
 	}
-	return b.Put(stampKey(kind, tenant), binary.BigEndian.AppendUint64(nil, n+1))
+	return nil
 }
 
 // GetObject returns the document or ErrNotFound.

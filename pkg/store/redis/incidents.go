@@ -41,7 +41,7 @@ func (s *Store) GetTracker(ctx context.Context, endpointID string) (model.Tracke
 // KEYS: trackers, tracker_versions, incidents, incident_versions,
 // incidents_by_opened, outboxes_pending, incidents_open, incident_tenants,
 // then incidents_by_endpoint:<ep> and incidents_by_tenant:<tenant> per
-// incident.
+// incident, then incidents_stamp (bumped when any incident is written).
 // ARGV: tracker id, expected version, json, pending (1 or 0), n, then per
 // incident id, expected version, json, opened ms, open (1 unless resolved),
 // tenant.
@@ -79,6 +79,7 @@ for i = 0, n - 1 do
     redis.call('SREM', KEYS[7], ARGV[b])
   end
 end
+if n > 0 then redis.call('INCR', KEYS[9 + 2 * n]) end
 return 0`)
 
 // SaveTracker compare-and-sets the tracker and incidents atomically.
@@ -112,6 +113,7 @@ func (s *Store) SaveTracker(ctx context.Context, t model.Tracker, incidents ...m
 		keys = append(keys, s.ks(sh, "incidents_by_endpoint", inc.EndpointID), s.tenantIncidents(sh, inc.Tenant))
 		args = append(args, inc.ID, v, raw, ms(inc.OpenedWindow), flag(inc.Unresolved()), model.TenantOf(inc.Tenant))
 	}
+	keys = append(keys, s.ks(sh, "incidents_stamp"))
 	n, err := saveTracker.Run(ctx, s.rdb, keys, args...).Int()
 	if err := s.done("save tracker of "+t.EndpointID, err); err != nil {
 		return err
@@ -158,6 +160,30 @@ func (s *Store) CountOpenIncidents(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// IncidentsStamp returns a number that changes whenever an incident is
+// written (a counter per shard that saveTracker and updateIncident
+// increment, summed: each only grows).
+func (s *Store) IncidentsStamp(ctx context.Context) (uint64, error) {
+	cmds, err := perShard(ctx, s, "read the incidents stamp", func(p goredis.Pipeliner, sh int) *goredis.StringCmd {
+		return p.Get(ctx, s.ks(sh, "incidents_stamp"))
+	})
+	if err != nil {
+		return 0, err
+	}
+	var sum uint64
+	for _, c := range cmds {
+		n, err := c.Uint64()
+		if errors.Is(err, goredis.Nil) {
+			continue
+		}
+		if err := s.done("read the incidents stamp", err); err != nil {
+			return 0, err
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
 // GetIncident returns the incident or ErrNotFound.
 func (s *Store) GetIncident(ctx context.Context, id string) (model.Incident, error) {
 	sh, ok, err := s.incidentShard(ctx, id)
@@ -172,7 +198,8 @@ func (s *Store) GetIncident(ctx context.Context, id string) (model.Incident, err
 
 // updateIncident: -1 absent, 0 conflict, 1 written. KEYS: incidents,
 // incident_versions, incidents_by_opened, incidents_by_endpoint:<ep>,
-// incidents_open, incident_tenants, incidents_by_tenant:<tenant>. ARGV:
+// incidents_open, incident_tenants, incidents_by_tenant:<tenant>,
+// incidents_stamp. ARGV:
 // id, expected version, json, opened ms, open (1 unless resolved), tenant.
 var updateIncident = goredis.NewScript(`
 local v = redis.call('HGET', KEYS[2], ARGV[1])
@@ -189,6 +216,7 @@ if ARGV[5] == '1' then
 else
   redis.call('SREM', KEYS[5], ARGV[1])
 end
+redis.call('INCR', KEYS[8])
 return 1`)
 
 // UpdateIncident compare-and-sets an existing incident; ErrNotFound if absent.
@@ -202,7 +230,7 @@ func (s *Store) UpdateIncident(ctx context.Context, inc model.Incident) (model.I
 	n, err := updateIncident.Run(ctx, s.rdb,
 		[]string{s.ke(inc.EndpointID, "incidents"), s.ke(inc.EndpointID, "incident_versions"), s.ke(inc.EndpointID, "incidents_by_opened"),
 			s.ke(inc.EndpointID, "incidents_by_endpoint", inc.EndpointID), s.ke(inc.EndpointID, "incidents_open"),
-			s.ke(inc.EndpointID, "incident_tenants"), s.tenantIncidents(s.shard(inc.EndpointID), inc.Tenant)},
+			s.ke(inc.EndpointID, "incident_tenants"), s.tenantIncidents(s.shard(inc.EndpointID), inc.Tenant), s.ke(inc.EndpointID, "incidents_stamp")},
 		inc.ID, expected, raw, ms(inc.OpenedWindow), flag(inc.Unresolved()), model.TenantOf(inc.Tenant)).Int()
 	if err := s.done("update incident "+inc.ID, err); err != nil {
 		return model.Incident{}, err

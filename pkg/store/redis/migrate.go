@@ -381,7 +381,7 @@ var (
 	byEndpointName = []string{"window_results", "verdicts", "object_regions", "incidents_by_endpoint",
 		"events", "event", "event_fp", "events_seq"}
 	globalFamilies = []string{"object_tenants", "tenant_objects", "objects_stamp", "audit", "audit_seq", "tenant_quota"}
-	derived        = []string{"endpoint_ids_indexed", "endpoints_stamp"}
+	derived        = []string{"endpoint_ids_indexed", "endpoints_stamp", "incidents_stamp"}
 )
 
 // place decides where the source key name goes.
@@ -565,7 +565,8 @@ func (m *migration) split(ctx context.Context, name string, p placement) error {
 // writeCounters sets the counters the sharded layout keeps per shard:
 // endpoint_ids_indexed (how many of the shard's endpoints its ID indexes
 // hold, all of them after a copy) and endpoints_stamp (bumped, so a
-// cached endpoint list is read again).
+// cached endpoint list is read again), and incidents_stamp (bumped, so a
+// subscriber sweep walks the copied incidents).
 func (m *migration) writeCounters(ctx context.Context) error {
 	cmds, err := perShard(ctx, m.dst, "count the copied endpoints", func(p goredis.Pipeliner, sh int) *goredis.IntCmd {
 		return p.HLen(ctx, m.dst.ks(sh, "endpoint_tenants"))
@@ -577,6 +578,7 @@ func (m *migration) writeCounters(ctx context.Context) error {
 		for sh, c := range cmds {
 			p.Set(ctx, m.dst.ks(sh, "endpoint_ids_indexed"), c.Val(), 0)
 			p.Incr(ctx, m.dst.ks(sh, "endpoints_stamp"))
+			p.Incr(ctx, m.dst.ks(sh, "incidents_stamp"))
 		}
 		return nil
 	})

@@ -88,7 +88,7 @@ func (s *Store) objectsStampPrefix(kind string) string  { return s.k("objects_st
 
 // putTenantObject writes document ARGV[2] as ARGV[1] of tenant ARGV[3]:
 // it moves the ID from the tenant that held it before (bumping both
-// stamps) and refuses (-1) an ID new to the tenant when the tenant's set
+// stamps, and the kind's store.AnyTenant stamp '*') and refuses (-1) an ID new to the tenant when the tenant's set
 // holds ARGV[4] IDs (0: no limit). KEYS: objects:<kind>,
 // object_tenants:<kind>; ARGV[5], ARGV[6]: the set and stamp prefixes.
 var putTenantObject = goredis.NewScript(`
@@ -104,6 +104,7 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 redis.call('SADD', set, ARGV[1])
 redis.call('INCR', ARGV[6] .. ARGV[3])
+redis.call('INCR', ARGV[6] .. '*')
 return 1`)
 
 // deleteTenantObject removes ARGV[1] with its index entries; returns 1 if
@@ -113,6 +114,7 @@ local old = redis.call('HGET', KEYS[2], ARGV[1])
 if old then
   redis.call('SREM', ARGV[2] .. old, ARGV[1])
   redis.call('INCR', ARGV[3] .. old)
+  redis.call('INCR', ARGV[3] .. '*')
   redis.call('HDEL', KEYS[2], ARGV[1])
 end
 return redis.call('HDEL', KEYS[1], ARGV[1])`)

@@ -71,6 +71,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"SaveTrackerAtomic", testSaveTrackerAtomic},
 		{"SaveTrackerConcurrent", testSaveTrackerConcurrent},
 		{"UpdateIncident", testUpdateIncident},
+		{"IncidentsStampMovesWithIncidentWrites", testIncidentsStamp}, // stamps.go
+		{"AnyTenantStampMovesWithEveryTenant", testAnyTenantStamp},    // stamps.go
 		{"ListIncidents", testListIncidents},
 		{"PendingOutboxesFollowSavedTrackers", testPendingOutboxes},
 		{"OpenIncidentCountFollowsTransitions", testOpenIncidentCount},
