@@ -14,7 +14,7 @@ import "time"
 // state is kept between dispatches is the caller's (an incident's outbox
 // entry, a change event's in-memory map).
 const (
-	DefaultGiveUpAfter       = 24 * time.Hour
+	DefaultGiveUpAfter = 24 * time.Hour
 	// DefaultRedeliveryInitial is short: the first redelivery of a page is
 	// what a responder waits for after a sink's blip, and the doubling
 	// spares a sink that stays down (12 tries reach the hour).
