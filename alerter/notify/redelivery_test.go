@@ -10,7 +10,7 @@ import (
 // and a failure at or after it gives up.
 func TestRedeliveryRule(t *testing.T) {
 	r := NewRedelivery(DefaultGiveUpAfter)
-	if r.Initial != 30*time.Second || r.Max != time.Hour {
+	if r.Initial != 5*time.Second || r.Max != time.Hour {
 		t.Fatalf("defaults for 24h: %+v", r)
 	}
 	start := t0
@@ -22,9 +22,9 @@ func TestRedeliveryRule(t *testing.T) {
 		wantWait time.Duration
 		gaveUp   bool
 	}{
-		{"first failure, no jitter", 0, 0, 0, 15 * time.Second, false},
-		{"first failure, full jitter", 0, 0, 0.999999999, 30 * time.Second, false},
-		{"third failure", 2, 5 * time.Minute, 1, 2 * time.Minute, false},
+		{"first failure, no jitter", 0, 0, 0, 2500 * time.Millisecond, false},
+		{"first failure, full jitter", 0, 0, 0.999999999, 5 * time.Second, false},
+		{"third failure", 2, 5 * time.Minute, 1, 20 * time.Second, false},
 		{"capped", 20, 10 * time.Hour, 1, time.Hour, false},
 		{"capped, low jitter", 20, 10 * time.Hour, 0, 30 * time.Minute, false},
 		{"last try falls on the deadline", 30, 23*time.Hour + 50*time.Minute, 1, 10 * time.Minute, false},
