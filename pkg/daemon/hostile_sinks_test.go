@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpmon/mcpmon/alerter/notify"
 	"github.com/mcpmon/mcpmon/pkg/config"
 )
 
@@ -190,8 +191,9 @@ func (c apiClient) sinkOutcome(t *testing.T, id, sink string) delivery {
 
 // TestFailingSinkIsNotRetriedEveryDrain: a receiver that answers 500 to
 // everything gets one dispatch's retries for an open notification and
-// then nothing more while verdicts keep arriving each second: later drains
-// back the sink off (30s first) instead of calling it again on every
+// then, while verdicts keep arriving each second, only the redeliveries
+// its backoff allows (notify.DefaultRedeliveryInitial, doubling, each
+// jittered to at least half): later drains do not call it again on every
 // verdict.
 func TestFailingSinkIsNotRetriedEveryDrain(t *testing.T) {
 	t.Parallel() // waits on windows: overlapped with the other long end-to-end tests
@@ -204,10 +206,22 @@ func TestFailingSinkIsNotRetriedEveryDrain(t *testing.T) {
 	eventually(t, 60*time.Second, "the first failed dispatch on the incident", func() bool {
 		return c.sinkOutcome(t, id, "hook").Outcome == "failed"
 	})
+	failedAt := time.Now()
 	calls, seen := hook.count(), c.verdictWindows(t, id)
 	eventually(t, 30*time.Second, "five more verdicts", func() bool { return c.verdictWindows(t, id) >= seen+5 })
-	if got := hook.count(); got != calls {
-		t.Fatalf("the failing sink was called %d more times in five windows after its first failed dispatch (%d calls): want none until its backoff ends", got-calls, got)
+	// Redeliveries that fit since the first failure, each after at least
+	// half its wait: 2.5 s, then 5 s, 10 s, … with the 5 s default.
+	elapsed, redeliveries := time.Since(failedAt), 0
+	for wait, at := notify.DefaultRedeliveryInitial/2, notify.DefaultRedeliveryInitial/2; at <= elapsed; wait *= 2 {
+		redeliveries++
+		at += 2 * wait
+	}
+	if redeliveries >= 5 {
+		t.Fatalf("five windows took %s: too long to tell a backoff from a retry on every verdict", elapsed)
+	}
+	if got := hook.count(); got-calls > redeliveries*calls {
+		t.Fatalf("the failing sink was called %d more times in five windows (%s) after its first failed dispatch (%d calls): want at most %d redeliveries of %d calls",
+			got-calls, elapsed.Round(time.Millisecond), calls, redeliveries, calls)
 	}
 }
 
