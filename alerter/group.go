@@ -47,9 +47,14 @@ import (
 // outside it. A drain that cannot get the lock holds the notification back
 // for the next drain, as for a held ledger claim.
 
+// A storm's members join one slot, each holding its lock for one read and
+// one write: with hundreds joining at once over two replicas the queue for
+// the lock is long, and a join that gives up waits for the next drain,
+// which may come after the group was sent (the member then goes alone). So
+// a join waits up to about 2 s (groupLockAttempts × groupLockBackoff).
 const (
 	groupLockPrefix   = "grouplock-"
-	groupLockAttempts = 20
+	groupLockAttempts = 200
 	groupLockBackoff  = 10 * time.Millisecond
 )
 
