@@ -20,6 +20,7 @@ import (
 // reads, as `endpoints add` names them.
 type probeFlags struct {
 	transport, protocolVersion string
+	otlpEndpoint               string
 	timeout, latencyThreshold  time.Duration
 	headers                    []string
 	tool, toolArgs             string
@@ -65,7 +66,7 @@ one line saying what it was and why.`,
 			if err != nil {
 				return err
 			}
-			res, err := daemon.ProbeOnce(cmd.Context(), ep, f.allowPrivate, nil)
+			res, err := daemon.ProbeOnce(cmd.Context(), ep, daemon.OnceOptions{AllowPrivateTargets: f.allowPrivate, OTLPEndpoint: f.otlpEndpoint, Getenv: a.io.Getenv})
 			if err != nil {
 				return usageError{err}
 			}
@@ -91,6 +92,7 @@ one line saying what it was and why.`,
 	fl.StringSliceVar(&f.oauthScopes, "oauth-scope", nil, "OAuth scopes (comma-separated or repeated)")
 	fl.StringVar(&f.oauthAudience, "oauth-audience", "", "OAuth audience parameter, when the authorization server wants one")
 	fl.BoolVar(&f.allowPrivate, "allow-private-targets", false, "allow loopback, private and link-local targets (refused by default, like the daemon)")
+	fl.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export the probe as a trace to this OTLP receiver, as a daemon's --otlp-endpoint (default: the OTEL_EXPORTER_OTLP_* environment; neither: no trace)")
 	_ = cmd.RegisterFlagCompletionFunc("expect", cobra.FixedCompletions([]string{"up", "degraded", "down"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("transport", cobra.FixedCompletions([]string{"auto", "streamable-http", "sse"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
 // TestProbeCommand drives `mcpmon probe` against real targets on
@@ -160,4 +161,40 @@ func TestProbeOutcome(t *testing.T) {
 			t.Errorf("probeOutcome(%s, expect %q) = %v, want %q", tc.res.Status, tc.expect, err, tc.want)
 		}
 	}
+}
+
+// TestProbeExportsItsTrace: `mcpmon probe --otlp-endpoint` sends the probe
+// to a real OTLP receiver as one trace (a probe root, its initialize
+// child) before it exits, as a daemon's probers do; without the flag or
+// the OTEL_* environment, nothing is sent.
+func TestProbeExportsItsTrace(t *testing.T) {
+	url, _ := newMCPServer(t)
+	rcv := testpeers.NewOTLPReceiver(t)
+	h := &harness{t: t, env: map[string]string{}}
+
+	h.ok("probe", "--allow-private-targets", url)
+	if n := len(rcv.Spans()); n != 0 {
+		t.Fatalf("a probe without --otlp-endpoint exported %d spans", n)
+	}
+	h.ok("probe", "--allow-private-targets", "--otlp-endpoint", rcv.HTTPURL, url)
+	spans := rcv.Spans() // flushed before the command returned
+	roots := map[string]testpeers.OTLPSpan{}
+	for _, s := range spans {
+		if s.Name == "probe" && s.ParentID == "" {
+			roots[s.SpanID] = s
+		}
+	}
+	if len(roots) != 1 {
+		t.Fatalf("%d probe roots among %d spans, want 1", len(roots), len(spans))
+	}
+	child := false
+	for _, s := range spans {
+		if r, ok := roots[s.ParentID]; ok && s.Name == "initialize" && s.TraceID == r.TraceID {
+			child = true
+		}
+	}
+	if !child {
+		t.Errorf("no initialize span under the probe root: %+v", spans)
+	}
+	h.fails(ExitUsage, "otlp", "probe", "--allow-private-targets", "--otlp-endpoint", "ftp://collector.example", url)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/tracing"
 	"github.com/mcpmon/mcpmon/prober"
 )
 
@@ -18,9 +19,11 @@ import (
 // scrubbing) and returns its result. Nothing is registered, queued or
 // stored: it is `mcpmon probe`, for trying a server before registering it,
 // for reproducing what a prober saw, and for the MCP conformance suite's
-// client scenarios. allowPrivate turns the SSRF guard off, as
-// --allow-private-targets does for a daemon.
-func ProbeOnce(ctx context.Context, ep model.Endpoint, allowPrivate bool, log *slog.Logger) (msg.ProbeResult, error) {
+// client scenarios. o.AllowPrivateTargets turns the SSRF guard off, as
+// --allow-private-targets does for a daemon; o.OTLPEndpoint (or the OTEL_*
+// environment, as for a daemon) exports the probe as a trace, flushed
+// before ProbeOnce returns.
+func ProbeOnce(ctx context.Context, ep model.Endpoint, o OnceOptions) (msg.ProbeResult, error) {
 	u, err := url.Parse(ep.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return msg.ProbeResult{}, fmt.Errorf("url %q: want an http or https URL with a host", ep.URL)
@@ -34,18 +37,40 @@ func ProbeOnce(ctx context.Context, ep model.Endpoint, allowPrivate bool, log *s
 	if ep.ID == "" {
 		ep.ID = "probe"
 	}
+	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	tr, err := tracing.New(ctx, tracing.Options{Endpoint: o.OTLPEndpoint, Getenv: o.Getenv, ServiceVersion: Version, Logger: log})
+	if err != nil {
+		return msg.ProbeResult{}, err
+	}
 	p := prober.New(prober.Options{
-		AllowPrivateTargets: allowPrivate,
+		AllowPrivateTargets: o.AllowPrivateTargets,
 		Logger:              log,
 		Clock:               clock.Real{},
 		ClientName:          "mcpmon",
 		ClientVersion:       Version,
+		Tracer:              tr.Provider(),
 	})
 	// Run, not ProbeAfter: there is no store to remember a catalog in, and
 	// one probe has nothing earlier to compare with.
 	res, _ := p.Run(ctx, ep, msg.NewProbeCommand(ep.ID, time.Now()), nil)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), TracingShutdownTimeout)
+	defer cancel()
+	if err := tr.Shutdown(sctx); err != nil {
+		log.Warn("flush the probe's spans to the OTLP receiver", "component", "tracing", "err", err)
+	}
 	return res, nil
+}
+
+// OnceOptions configure ProbeOnce.
+type OnceOptions struct {
+	AllowPrivateTargets bool
+	// OTLPEndpoint is --otlp-endpoint; Getenv reads the OTEL_* variables
+	// (nil: the process environment).
+	OTLPEndpoint string
+	Getenv       func(string) string
+	// Logger; nil discards.
+	Logger *slog.Logger
 }
