@@ -105,10 +105,10 @@ func decideAgents(seen map[string]model.AgentSeen, notices map[string]agentNotic
 	return out
 }
 
-// endpointLister is the store capability of listing every endpoint; every
-// store.Store has it.
+// endpointLister is the store capability of listing one tenant's
+// endpoints (through its index); every store.Store has it.
 type endpointLister interface {
-	ListEndpoints(ctx context.Context) ([]model.Endpoint, error)
+	ListEndpointsOf(ctx context.Context, tenant string) ([]model.Endpoint, error)
 }
 
 // NotifyAgents sends the agent notices owed now (see the file comment).
@@ -144,9 +144,10 @@ func (a *Alerter) NotifyAgents(ctx context.Context) error {
 	a.m.agentsOnline(seen, a.agentSeries, now, a.agentOfflineAfter())
 	steps := decideAgents(seen, notices, now, a.agentOfflineAfter())
 	var (
-		eps    []model.Endpoint
-		listed bool
-		errs   []error
+		// byTenant holds the endpoints of each tenant a step names, read
+		// once per run and only when a notice is owed.
+		byTenant = map[string][]model.Endpoint{}
+		errs     []error
 	)
 	for _, st := range steps {
 		if st.Kind == "" {
@@ -155,13 +156,13 @@ func (a *Alerter) NotifyAgents(ctx context.Context) error {
 			}
 			continue
 		}
-		if !listed {
-			if l, ok := a.st.(endpointLister); ok {
-				if eps, err = l.ListEndpoints(ctx); err != nil {
-					return errors.Join(append(errs, fmt.Errorf("alerter: endpoints for agent notices: %w", err))...)
-				}
+		tenant := model.TenantOf(st.Seen.Tenant)
+		eps, listed := byTenant[tenant]
+		if l, ok := a.st.(endpointLister); ok && !listed {
+			if eps, err = l.ListEndpointsOf(ctx, tenant); err != nil {
+				return errors.Join(append(errs, fmt.Errorf("alerter: endpoints of tenant %s for agent notices: %w", tenant, err))...)
 			}
-			listed = true
+			byTenant[tenant] = eps
 		}
 		sinks, err := a.agentSinks(ctx, eps, st.Seen)
 		if err != nil {

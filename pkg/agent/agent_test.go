@@ -36,6 +36,29 @@ type fakeServer struct {
 	*httptest.Server
 }
 
+// firstResult runs an agent with o against srv (its URL, the test token,
+// a 1 s wait and unslept backoffs filled in) until srv takes a result,
+// stops it (Run must end nil on cancel) and returns the first result.
+func firstResult(t *testing.T, srv *fakeServer, o Options) msg.ProbeResult {
+	t.Helper()
+	o.Server, o.Token, o.Wait, o.Sleep = srv.URL, token, time.Second, (&sleeps{}).sleep
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, o) }()
+	select {
+	case <-srv.posted:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no result posted")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v, want nil on cancel", err)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return srv.results[0]
+}
+
 func newFakeServer(t *testing.T, polls ...func(w http.ResponseWriter)) *fakeServer {
 	f := &fakeServer{polls: polls, posted: make(chan struct{}, 16)}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -162,23 +185,7 @@ func TestRunProbesWithItsOwnGuard(t *testing.T) {
 		cmd := apiv1.AgentCommand{EndpointID: "e1", Slot: slot, Endpoint: apiv1.AgentEndpoint{ID: "e1", URL: target, Transport: "auto",
 			Schedule: "@every 1h", Timeout: "5s"}}
 		srv := newFakeServer(t, commands(cmd), commands())
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() {
-			done <- Run(ctx, Options{Server: srv.URL, Token: token, AllowPrivateTargets: tc.allow, Wait: time.Second, Sleep: (&sleeps{}).sleep})
-		}()
-		select {
-		case <-srv.posted:
-		case <-time.After(20 * time.Second):
-			t.Fatal("no result posted")
-		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatalf("Run = %v, want nil on cancel", err)
-		}
-		srv.mu.Lock()
-		r := srv.results[0]
-		srv.mu.Unlock()
+		r := firstResult(t, srv, Options{AllowPrivateTargets: tc.allow})
 		if r.Status != tc.want || r.Class != tc.class || r.ProbeRunID != msg.ProbeRunID("e1", slot) || !r.Slot.Equal(slot) {
 			t.Errorf("allow private %v: result %s/%s run %s slot %v, want %s/%s for the command's slot", tc.allow, r.Status, r.Class, r.ProbeRunID, r.Slot, tc.want, tc.class)
 		}

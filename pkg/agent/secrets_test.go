@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -188,24 +187,7 @@ func TestRunFillsInAgentSecrets(t *testing.T) {
 		srv := newFakeServer(t, func(w http.ResponseWriter) {
 			_ = json.NewEncoder(w).Encode(apiv1.AgentCommands{Commands: []apiv1.AgentCommand{cmd}, Agent: "office-1"})
 		}, commands())
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan error, 1)
-		go func() {
-			done <- Run(ctx, Options{Server: srv.URL, Token: token, AllowPrivateTargets: true, Wait: time.Second, Sleep: (&sleeps{}).sleep,
-				Secrets: tc.secrets})
-		}()
-		select {
-		case <-srv.posted:
-		case <-time.After(20 * time.Second):
-			t.Fatal("no result posted")
-		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatalf("Run = %v", err)
-		}
-		srv.mu.Lock()
-		r := srv.results[0]
-		srv.mu.Unlock()
+		r := firstResult(t, srv, Options{AllowPrivateTargets: true, Secrets: tc.secrets})
 		if r.Status != tc.status || r.Class != tc.class || r.ProbeRunID != msg.ProbeRunID("e1", slot) {
 			t.Errorf("%s: result %s/%s %q, want %s/%s", tc.name, r.Status, r.Class, r.Error, tc.status, tc.class)
 		}

@@ -196,8 +196,14 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e model.Endpoint) (model.End
 // increment, summed: each only grows), so a reader that lists every
 // endpoint periodically can skip a listing while it stays the same.
 func (s *Store) EndpointsStamp(ctx context.Context) (uint64, error) {
-	cmds, err := perShard(ctx, s, "read the endpoints stamp", func(p goredis.Pipeliner, sh int) *goredis.StringCmd {
-		return p.Get(ctx, s.ks(sh, "endpoints_stamp"))
+	return s.shardStamp(ctx, "endpoints_stamp", "read the endpoints stamp")
+}
+
+// shardStamp sums a counter kept per shard under key (each only grows, so
+// the sum changes whenever one does); a shard without one counts 0.
+func (s *Store) shardStamp(ctx context.Context, key, what string) (uint64, error) {
+	cmds, err := perShard(ctx, s, what, func(p goredis.Pipeliner, sh int) *goredis.StringCmd {
+		return p.Get(ctx, s.ks(sh, key))
 	})
 	if err != nil {
 		return 0, err
@@ -208,7 +214,7 @@ func (s *Store) EndpointsStamp(ctx context.Context) (uint64, error) {
 		if errors.Is(err, goredis.Nil) {
 			continue
 		}
-		if err := s.done("read the endpoints stamp", err); err != nil {
+		if err := s.done(what, err); err != nil {
 			return 0, err
 		}
 		sum += n

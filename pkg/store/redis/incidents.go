@@ -164,24 +164,7 @@ func (s *Store) CountOpenIncidents(ctx context.Context) (int, error) {
 // written (a counter per shard that saveTracker and updateIncident
 // increment, summed: each only grows).
 func (s *Store) IncidentsStamp(ctx context.Context) (uint64, error) {
-	cmds, err := perShard(ctx, s, "read the incidents stamp", func(p goredis.Pipeliner, sh int) *goredis.StringCmd {
-		return p.Get(ctx, s.ks(sh, "incidents_stamp"))
-	})
-	if err != nil {
-		return 0, err
-	}
-	var sum uint64
-	for _, c := range cmds {
-		n, err := c.Uint64()
-		if errors.Is(err, goredis.Nil) {
-			continue
-		}
-		if err := s.done("read the incidents stamp", err); err != nil {
-			return 0, err
-		}
-		sum += n
-	}
-	return sum, nil
+	return s.shardStamp(ctx, "incidents_stamp", "read the incidents stamp")
 }
 
 // GetIncident returns the incident or ErrNotFound.
