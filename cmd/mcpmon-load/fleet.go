@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -111,6 +112,27 @@ func (f *fleet) stop() { stopChild(f.cmd) }
 // peer figure the pipeline's CPU per probe is compared with, from the same
 // run and against the same server. The pipeline must be stopped: getrusage
 // measures the whole process.
+// peerInChild runs n go-sdk client handshakes against url in a child
+// process of this binary (--peer-child) and returns that process's CPU for
+// them.
+func peerInChild(ctx context.Context, url string, n int) (time.Duration, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.CommandContext(ctx, exe, "--peer-child", url, "--peer", strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("go-sdk client handshakes in a child process: %w", err)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("go-sdk client handshakes in a child process printed %q: %w", out, err)
+	}
+	return time.Duration(ns), nil
+}
+
 func peerHandshakes(ctx context.Context, url string, n, conc int) (time.Duration, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "peer", Version: "1.0.0"}, nil)
 	// As prober's BenchmarkProbe measures it: a fresh transport per

@@ -49,8 +49,10 @@ type options struct {
 	fleet      bool // the MCP server in a child process, one path per endpoint
 	peer       int  // go-sdk client handshakes for the peer CPU figure
 	cpuprofile string
+	memprofile string
 	fleetChild bool
-	down       int // endpoints pointed at a closed port: outages, incidents and alerts
+	peerChild  string // internal: run --peer handshakes against this URL, print their CPU
+	down       int    // endpoints pointed at a closed port: outages, incidents and alerts
 
 	synthetic   int // results published straight into the results queue; 0: the load run
 	aggregators int
@@ -89,6 +91,8 @@ func main() {
 	fs.IntVar(&o.peer, "peer", 0, "with --fleet: after the run, this many go-sdk client handshakes against the same server, for the CPU-per-probe ratio")
 	fs.IntVar(&o.down, "down", 0, "point this many of the endpoints at a closed port, so incidents open and alerts reach a local webhook (the verdict → alert delay row)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write the pipeline's CPU profile over the run to this file")
+	fs.StringVar(&o.peerChild, "peer-child", "", "internal: the go-sdk client handshakes of --peer against this URL, in a process of their own")
+	fs.StringVar(&o.memprofile, "memprofile", "", "write the pipeline's allocation profile (go tool pprof -sample_index=alloc_space) at the end of the load run to this file")
 	fs.IntVar(&o.synthetic, "synthetic", 0, "instead of probing, publish this many results straight into the results queue and measure the aggregator alone (results folded/s, verdicts applied/s)")
 	fs.IntVar(&o.aggregators, "aggregators", 2, "--synthetic on SQS: aggregator daemons")
 	fs.BoolVar(&o.fleetChild, "fleet-child", false, "internal: serve the --fleet MCP server until SIGTERM")
@@ -121,6 +125,15 @@ func main() {
 	fs.StringVar(&o.idleCPUProf, "idle-cpuprofile", "", "internal: the idle child's CPU profile")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
+	}
+	if o.peerChild != "" {
+		cpu, err := peerHandshakes(ctx, o.peerChild, o.peer, 8)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mcpmon-load:", err)
+			os.Exit(1)
+		}
+		fmt.Println(int64(cpu))
+		return
 	}
 	if o.fleetChild {
 		if err := serveFleet(ctx, o.fleetSessionTimeout, os.Stdout); err != nil {
@@ -291,11 +304,24 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	reg = nil
 	_ = reg
 
+	var peerBefore time.Duration
+	if srv != nil && o.peer > 0 {
+		fmt.Fprintf(stderr, "load: %d go-sdk client handshakes against the same server, in a process of their own, before the pipeline starts probing ...\n", o.peer)
+		if peerBefore, err = peerInChild(ctx, srv.base+"/e/peer", o.peer); err != nil {
+			return err
+		}
+	}
+
 	stopProfile, err := startCPUProfile(o.cpuprofile)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
+	if o.memprofile != "" {
+		// Allocations since the start of the run, not since the daemon's
+		// setup: the rate a probe costs, sampled at the default rate.
+		defer writeAllocProfile(o.memprofile, stderr)
+	}
 	var before syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	var srvBefore time.Duration
@@ -363,13 +389,18 @@ loop:
 	if srv != nil {
 		rows = append(rows, [2]string{"server CPU per probe (go-sdk server, child process)", perProbe(srvCPU, probes)})
 		if o.peer > 0 {
-			fmt.Fprintf(stderr, "load: pipeline stopped; %d go-sdk client handshakes against the same server for the peer figure ...\n", o.peer)
-			peerCPU, err := peerHandshakes(ctx, srv.base+"/e/peer", o.peer, 8)
+			fmt.Fprintf(stderr, "load: pipeline stopped; %d go-sdk client handshakes again, in a process of their own ...\n", o.peer)
+			peerAfter, err := peerInChild(ctx, srv.base+"/e/peer", o.peer)
 			if err != nil {
 				return err
 			}
-			per := float64(peerCPU) / float64(o.peer)
-			rows = append(rows, [2]string{"go-sdk client CPU per handshake (initialize + initialized + ping + close, same server, same run)", time.Duration(per).Round(time.Microsecond).String()})
+			// The mean of a run before and a run after the pipeline, each
+			// in a fresh process: the pipeline's heap is not the peer's
+			// to collect, and the box drifts over a run.
+			per := float64(peerBefore+peerAfter) / float64(2*o.peer)
+			rows = append(rows, [2]string{"go-sdk client CPU per handshake (initialize + initialized + ping + close, same server, same run: the mean of a child process before and one after the pipeline)",
+				fmt.Sprintf("%s (before %s, after %s)", time.Duration(per).Round(time.Microsecond),
+					(peerBefore / time.Duration(o.peer)).Round(time.Microsecond), (peerAfter / time.Duration(o.peer)).Round(time.Microsecond))})
 			if probes > 0 {
 				rows = append(rows, [2]string{"pipeline CPU per probe ÷ go-sdk client CPU per handshake (target ≤ 0.5)", fmt.Sprintf("%.2f×", float64(cpu)/probes/per)})
 			}
@@ -407,6 +438,21 @@ func startCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// writeAllocProfile writes the process's allocation profile to path; a
+// failure is reported, not fatal: the run's figures are already printed.
+func writeAllocProfile(path string, stderr io.Writer) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpmon-load: --memprofile:", err)
+	}
 }
 
 func setDummyAWSCreds() {
