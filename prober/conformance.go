@@ -79,14 +79,7 @@ func (r *run) activeChecks(ctx context.Context) {
 	defer func() { c.activeTime = time.Since(start) }()
 	a := &conformance.Active{}
 	c.obs.Active = a
-	applies := func(id string) bool {
-		for _, rule := range conformance.Rules() {
-			if rule.ID == id {
-				return rule.Applies(era)
-			}
-		}
-		return false
-	}
+	applies := func(id string) bool { return conformance.RuleApplies(id, era) }
 	// A cheap request of the era: ping, which 2026-07-28 has no use for,
 	// or tools/list there.
 	rpc, params := "ping", any(emptyParams)

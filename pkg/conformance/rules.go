@@ -123,6 +123,17 @@ var rules = []Rule{
 // Rules returns the rule catalog.
 func Rules() []Rule { return slices.Clone(rules) }
 
+// RuleApplies says whether rule id exists and applies to era, without the
+// catalog copy Rules makes (the prober asks it on every active round).
+func RuleApplies(id, era string) bool {
+	for i := range rules {
+		if rules[i].ID == id {
+			return rules[i].Applies(era)
+		}
+	}
+	return false
+}
+
 // Observation is what one probe saw that the rules judge. The prober fills
 // it; every field is optional (a rule without what it needs is n/a).
 type Observation struct {
