@@ -137,7 +137,7 @@ type fifo struct {
 	bySeq   map[uint64]*message
 	dedup   map[string]dedupRecord
 	dedupQ  []dedupEntry // acceptance order, for expiry
-	stale   []string     // expired dedup keys still in the file
+	stale   []dedupEntry // expired dedup records still in the file
 	wake    chan struct{}
 }
 
@@ -378,8 +378,8 @@ func (b *Broker) send(q *fifo, in []queue.SendInput) ([]queue.SendResult, *batch
 		q.nextSeq++
 		if added == 0 {
 			// Expired records go with the first write that follows.
-			for _, k := range q.stale {
-				b.enqueue(write{queue: q.cfg.Name, sub: dedupBucket, key: []byte(k)})
+			for _, e := range q.stale {
+				b.enqueue(write{queue: q.cfg.Name, sub: dedupTimeBucket, key: dedupFileKey(e.at, e.key)})
 			}
 			q.stale = q.stale[:0]
 		}
@@ -388,7 +388,9 @@ func (b *Broker) send(q *fifo, in []queue.SendInput) ([]queue.SendResult, *batch
 		q.dedup[key] = rec
 		q.dedupQ = append(q.dedupQ, dedupEntry{key: key, at: now})
 		b.putMsg(q, msg)
-		b.enqueue(write{queue: q.cfg.Name, sub: dedupBucket, key: []byte(key), val: encodeJSON(rec)})
+		if b.db != nil {
+			b.enqueue(write{queue: q.cfg.Name, sub: dedupTimeBucket, key: dedupFileKey(now, key), val: []byte(msg.ID)})
+		}
 		q.append(msg)
 		out[i].MessageID = msg.ID
 	}
@@ -734,7 +736,7 @@ func (q *fifo) expireDedup(now time.Time) {
 		}
 		if rec, ok := q.dedup[e.key]; ok && rec.At.Equal(e.at) {
 			delete(q.dedup, e.key)
-			q.stale = append(q.stale, e.key)
+			q.stale = append(q.stale, e)
 		}
 	}
 	q.dedupQ = q.dedupQ[i:]
@@ -783,12 +785,15 @@ func newID() string {
 }
 
 // Storage layout: one bucket per queue ("q/<name>") holding a "msgs" bucket
-// (8-byte big-endian seq → JSON message) and a "dedup" bucket (dedup key →
-// JSON record). Dedup records are kept after delete, which is what makes the
-// window survive a delete and a restart.
+// (8-byte big-endian seq → message record) and a "dedupt" bucket (acceptance
+// time + dedup key → message ID); record.go has the encodings. Dedup records
+// are kept after delete, which is what makes the window survive a delete and
+// a restart. "dedup" is the dedup bucket of files from before (dedup key →
+// JSON record), moved into "dedupt" at open.
 var (
-	msgsBucket  = []byte("msgs")
-	dedupBucket = []byte("dedup")
+	msgsBucket      = []byte("msgs")
+	dedupTimeBucket = []byte("dedupt")
+	dedupBucket     = []byte("dedup")
 )
 
 func bucketName(queueName string) []byte { return []byte("q/" + queueName) }
@@ -805,7 +810,7 @@ func (b *Broker) putMsg(q *fifo, m *message) {
 	if b.db == nil {
 		return
 	}
-	b.enqueue(write{queue: q.cfg.Name, sub: msgsBucket, key: seqKey(m.Seq), val: encodeJSON(m)})
+	b.enqueue(write{queue: q.cfg.Name, sub: msgsBucket, key: seqKey(m.Seq), val: encodeMessage(m)})
 }
 
 // delMsg removes m from q's stored messages, in the open batch.
@@ -814,16 +819,6 @@ func (b *Broker) delMsg(q *fifo, m *message) {
 		return
 	}
 	b.enqueue(write{queue: q.cfg.Name, sub: msgsBucket, key: seqKey(m.Seq)})
-}
-
-// encodeJSON encodes a message or dedup record. It cannot fail: their
-// fields are strings, numbers, bytes and times from the clock.
-func encodeJSON(v any) []byte {
-	out, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("embedded queue: encode %T: %v", v, err))
-	}
-	return out
 }
 
 // load restores every configured queue from the file and prunes expired
@@ -884,23 +879,24 @@ func (b *Broker) loadQueue(tx *bolt.Tx, name string, q *fifo, kept map[uint64]*m
 	if bk == nil {
 		return nil
 	}
-	var mb, db *bolt.Bucket
+	var mb, tb, db *bolt.Bucket
 	if tx.Writable() {
 		var err error
 		if mb, err = bk.CreateBucketIfNotExists(msgsBucket); err != nil {
 			return err
 		}
-		if db, err = bk.CreateBucketIfNotExists(dedupBucket); err != nil {
+		if tb, err = bk.CreateBucketIfNotExists(dedupTimeBucket); err != nil {
 			return err
 		}
 	} else {
-		mb, db = bk.Bucket(msgsBucket), bk.Bucket(dedupBucket)
+		mb, tb = bk.Bucket(msgsBucket), bk.Bucket(dedupTimeBucket)
 	}
+	db = bk.Bucket(dedupBucket) // a file from before
 	inflight := 0
 	if mb != nil {
 		err := mb.ForEach(func(k, v []byte) error {
-			var m message
-			if err := json.Unmarshal(v, &m); err != nil {
+			m, err := decodeMessage(v)
+			if err != nil {
 				return fmt.Errorf("queue %s message %x: %w", name, k, err)
 			}
 			switch old := kept[m.Seq]; {
@@ -924,31 +920,71 @@ func (b *Broker) loadQueue(tx *bolt.Tx, name string, q *fifo, kept map[uint64]*m
 			return err
 		}
 	}
-	var stale [][]byte
-	if db != nil {
-		err := db.ForEach(func(k, v []byte) error {
-			var rec dedupRecord
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("queue %s dedup %q: %w", name, k, err)
+	// keep records a dedup record read from the file; stale collects the
+	// expired ones of the time-ordered bucket.
+	var stale []dedupEntry
+	keep := func(key string, rec dedupRecord) {
+		if now.Sub(rec.At) >= queue.DedupWindow {
+			return
+		}
+		if old, ok := q.dedup[key]; ok && !rec.At.After(old.At) {
+			return
+		}
+		q.dedup[key] = rec
+		q.dedupQ = append(q.dedupQ, dedupEntry{key: key, at: rec.At})
+	}
+	if tb != nil {
+		err := tb.ForEach(func(k, v []byte) error {
+			at, key, ok := parseDedupFileKey(k)
+			if !ok {
+				return fmt.Errorf("queue %s dedup key %x: %w", name, k, errRecord)
 			}
-			if now.Sub(rec.At) >= queue.DedupWindow {
-				stale = append(stale, append([]byte(nil), k...))
+			if now.Sub(at) >= queue.DedupWindow {
+				stale = append(stale, dedupEntry{key: key, at: at})
 				return nil
 			}
-			q.dedup[string(k)] = rec
-			q.dedupQ = append(q.dedupQ, dedupEntry{key: string(k), at: rec.At})
+			keep(key, dedupRecord{ID: string(v), At: at})
 			return nil
 		})
 		if err != nil {
 			return err
 		}
 	}
-	for _, k := range stale {
+	if db != nil {
+		var moved []dedupEntry
+		err := db.ForEach(func(k, v []byte) error {
+			var rec dedupRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("queue %s dedup %q: %w", name, k, err)
+			}
+			rec.At = rec.At.UTC()
+			keep(string(k), rec)
+			moved = append(moved, dedupEntry{key: string(k), at: rec.At})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if tx.Writable() {
+			// Moved into the time-ordered bucket once, at open.
+			for _, e := range moved {
+				if rec, ok := q.dedup[e.key]; ok && rec.At.Equal(e.at) {
+					if err := tb.Put(dedupFileKey(rec.At, e.key), []byte(rec.ID)); err != nil {
+						return err
+					}
+				}
+			}
+			if err := bk.DeleteBucket(dedupBucket); err != nil {
+				return err
+			}
+		}
+	}
+	for _, e := range stale {
 		if !tx.Writable() {
-			q.stale = append(q.stale, string(k))
+			q.stale = append(q.stale, e)
 			continue
 		}
-		if err := db.Delete(k); err != nil {
+		if err := tb.Delete(dedupFileKey(e.at, e.key)); err != nil {
 			return err
 		}
 	}
