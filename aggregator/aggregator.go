@@ -205,6 +205,13 @@ type Aggregator struct {
 	// race between AddWindowResult and RecordVerdict). The store offers no
 	// way to drop such a window, so the aggregator remembers to skip it.
 	stuck map[store.WindowRef]bool
+	// notDue holds, for an open window found not yet due, the decision
+	// time its endpoint gave then, so later ticks skip it without reading
+	// the endpoint again (every open window's endpoint was read on every
+	// tick: five endpoint reads per probe at 10,000 endpoints). The
+	// decision itself reads the endpoint afresh and checks again, so a
+	// stale entry can only make a window wait, never decide it early.
+	notDue map[store.WindowRef]time.Time
 	// storeDown makes a store outage log once, not once per message.
 	storeDown atomic.Bool
 	// holdUntil (Unix ns) is when deciding resumes after a store outage.
@@ -271,13 +278,14 @@ func New(opts Options) (*Aggregator, error) {
 		opts.MemberTTL = DefaultMemberTTL
 	}
 	a := &Aggregator{
-		opts:  opts,
-		st:    opts.Store,
-		pub:   opts.Publisher,
-		clk:   opts.Clock,
-		log:   opts.Logger.With("component", "aggregator"),
-		m:     opts.Metrics,
-		stuck: map[store.WindowRef]bool{},
+		opts:   opts,
+		st:     opts.Store,
+		pub:    opts.Publisher,
+		clk:    opts.Clock,
+		log:    opts.Logger.With("component", "aggregator"),
+		m:      opts.Metrics,
+		stuck:  map[store.WindowRef]bool{},
+		notDue: map[store.WindowRef]time.Time{},
 
 		startedAt: opts.Clock.Now().UTC(),
 		nd:        newNoDataState(),
@@ -396,6 +404,11 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 			delete(a.stuck, r)
 		}
 	}
+	for r := range a.notDue {
+		if !open[r] {
+			delete(a.notDue, r)
+		}
+	}
 	a.mu.Unlock()
 
 	var (
@@ -482,6 +495,19 @@ func (a *Aggregator) storeAvailable() {
 // does not own id — and stops at the first that must wait or fails:
 // deciding a later window first would make it older than the last verdict.
 func (a *Aggregator) decideEndpoint(ctx context.Context, now time.Time, id string, ws []store.WindowRef, owned bool) error {
+	// ws is oldest first: while its first window cannot be due, none is.
+	earliest := ws[0].Window.Add(a.opts.Window + a.opts.Grace)
+	a.mu.Lock()
+	if due, ok := a.notDue[ws[0]]; ok {
+		earliest = due
+	}
+	a.mu.Unlock()
+	if !owned {
+		earliest = earliest.Add(a.takeover)
+	}
+	if now.Before(earliest) {
+		return nil
+	}
 	ep, err := a.st.GetEndpoint(ctx, id)
 	switch {
 	case err == nil:
@@ -494,6 +520,9 @@ func (a *Aggregator) decideEndpoint(ctx context.Context, now time.Time, id strin
 	}
 	for _, ref := range ws {
 		due := a.decisionTime(ep, ref.Window)
+		a.mu.Lock()
+		a.notDue[ref] = due
+		a.mu.Unlock()
 		if !owned {
 			due = due.Add(a.takeover)
 		}

@@ -1,11 +1,17 @@
 package aggregator
 
 import (
+	"context"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
 
 // hungResult is endpoint id's result for slot, reported at slot + timeout
@@ -74,5 +80,69 @@ func TestWindowWithoutLateSlotDecidedAtGrace(t *testing.T) {
 	e.tickAt(w0.Add(6*time.Minute + 10*time.Second))
 	if vs := e.published(); len(vs) != 1 || vs[0].State != msg.StateUp {
 		t.Fatalf("published %+v, want the window decided up at end + grace", vs)
+	}
+}
+
+// getCountingStore is the bolt store counting endpoint reads.
+type getCountingStore struct {
+	*bolt.Store
+	gets atomic.Int64
+}
+
+func (c *getCountingStore) GetEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
+	c.gets.Add(1)
+	return c.Store.GetEndpoint(ctx, id)
+}
+
+// TestOpenWindowReadsItsEndpointOnceUntilDue: an open window waiting for
+// its decision time is not a reason to read its endpoint on every tick
+// (at 10,000 endpoints that was five endpoint reads per probe). Before
+// end + grace nothing is read; after it, the first read gives the
+// decision time and later ticks wait for it without reading; the window
+// is still decided at that time, down by the hung probe's timeout.
+func TestOpenWindowReadsItsEndpointOnceUntilDue(t *testing.T) {
+	var cs *getCountingStore
+	e := newAenvWith(t, func(clk clock.Clock) store.Store {
+		st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"), bolt.Options{Clock: clk, SweepInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = &getCountingStore{Store: st}
+		return cs
+	})
+	if err := e.st.DeleteEndpoint(e.ctx, "ep"); err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 20 * time.Second
+	e.create("hung", "@every 2s", func(ep *model.Endpoint) { ep.Timeout = timeout })
+	up := hungResult("hung", w0, 0)
+	up.Status, up.Class = msg.StatusUp, "ok"
+	e.sendResult(up)
+	e.consume()
+	end := w0.Add(time.Minute)
+	due := end.Add(10*time.Second + timeout) // grace 10 s, then the last slot's timeout
+
+	before := cs.gets.Load()
+	for at := w0.Add(time.Second); at.Before(end.Add(10 * time.Second)); at = at.Add(time.Second) {
+		e.tickAt(at)
+	}
+	if n := cs.gets.Load() - before; n != 0 {
+		t.Fatalf("%d endpoint reads before the window's end + grace; want none", n)
+	}
+	for at := end.Add(10 * time.Second); at.Before(due); at = at.Add(time.Second) {
+		e.tickAt(at)
+	}
+	if n := cs.gets.Load() - before; n != 1 {
+		t.Fatalf("%d endpoint reads between end + grace and the decision time; want 1", n)
+	}
+	if vs := e.published(); len(vs) != 0 {
+		t.Fatalf("decided %+v before the last slot's probe could have timed out", vs)
+	}
+	e.clk.Set(due.Add(-time.Second))
+	e.sendResult(hungResult("hung", end.Add(-2*time.Second), timeout))
+	e.consume()
+	e.tickAt(due)
+	if vs := e.published(); len(vs) != 1 || vs[0].State != msg.StateDown {
+		t.Fatalf("published %+v at the decision time, want one down verdict", vs)
 	}
 }

@@ -26,7 +26,11 @@ import (
 func (s *Store) PutLatestResult(ctx context.Context, r msg.ProbeResult) error {
 	return s.batch(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bLatest)
-		cur, ok, err := get[msg.ProbeResult](b, []byte(r.EndpointID))
+		// Only the stored slot matters: decoding the whole result (its
+		// phases, catalog and conformance) for it was most of this call.
+		cur, ok, err := get[struct {
+			Slot time.Time `json:"slot"`
+		}](b, []byte(r.EndpointID))
 		if err != nil {
 			return err
 		}
