@@ -421,10 +421,9 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 	for id, ws := range byEndpoint {
 		slices.SortFunc(ws, func(x, y store.WindowRef) int { return x.Window.Compare(y.Window) })
 		owned := own.owns(id)
-		if !owned && now.Before(ws[0].Window.Add(a.opts.Window+a.opts.Grace+a.takeover)) {
-			// Another replica's, and not even its oldest window can be
-			// due for takeover (decision time is at least end + grace):
-			// skipped without reading the endpoint.
+		if now.Before(a.earliestDecision(ws[0], owned)) {
+			// Not even its oldest window can be due (or due for
+			// takeover): skipped without reading the endpoint.
 			continue
 		}
 		select {
@@ -495,19 +494,6 @@ func (a *Aggregator) storeAvailable() {
 // does not own id — and stops at the first that must wait or fails:
 // deciding a later window first would make it older than the last verdict.
 func (a *Aggregator) decideEndpoint(ctx context.Context, now time.Time, id string, ws []store.WindowRef, owned bool) error {
-	// ws is oldest first: while its first window cannot be due, none is.
-	earliest := ws[0].Window.Add(a.opts.Window + a.opts.Grace)
-	a.mu.Lock()
-	if due, ok := a.notDue[ws[0]]; ok {
-		earliest = due
-	}
-	a.mu.Unlock()
-	if !owned {
-		earliest = earliest.Add(a.takeover)
-	}
-	if now.Before(earliest) {
-		return nil
-	}
 	ep, err := a.st.GetEndpoint(ctx, id)
 	switch {
 	case err == nil:
@@ -534,6 +520,24 @@ func (a *Aggregator) decideEndpoint(ctx context.Context, now time.Time, id strin
 		}
 	}
 	return nil
+}
+
+// earliestDecision is the soonest window ref can be decided without
+// reading its endpoint: end + grace (decisionTime is never earlier), or the
+// decision time its endpoint gave when last read (notDue), plus the
+// takeover wait when another replica owns it. An endpoint's windows are
+// decided oldest first, so its oldest window's bound holds for all.
+func (a *Aggregator) earliestDecision(ref store.WindowRef, owned bool) time.Time {
+	at := ref.Window.Add(a.opts.Window + a.opts.Grace)
+	a.mu.Lock()
+	if due, ok := a.notDue[ref]; ok {
+		at = due
+	}
+	a.mu.Unlock()
+	if !owned {
+		at = at.Add(a.takeover)
+	}
+	return at
 }
 
 // decisionTime is when window w of ep is decided: grace after the window

@@ -1,17 +1,11 @@
 package aggregator
 
 import (
-	"context"
-	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/pkg/store"
-	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
 
 // hungResult is endpoint id's result for slot, reported at slot + timeout
@@ -83,17 +77,6 @@ func TestWindowWithoutLateSlotDecidedAtGrace(t *testing.T) {
 	}
 }
 
-// getCountingStore is the bolt store counting endpoint reads.
-type getCountingStore struct {
-	*bolt.Store
-	gets atomic.Int64
-}
-
-func (c *getCountingStore) GetEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
-	c.gets.Add(1)
-	return c.Store.GetEndpoint(ctx, id)
-}
-
 // TestOpenWindowReadsItsEndpointOnceUntilDue: an open window waiting for
 // its decision time is not a reason to read its endpoint on every tick
 // (at 10,000 endpoints that was five endpoint reads per probe). Before
@@ -101,18 +84,7 @@ func (c *getCountingStore) GetEndpoint(ctx context.Context, id string) (model.En
 // decision time and later ticks wait for it without reading; the window
 // is still decided at that time, down by the hung probe's timeout.
 func TestOpenWindowReadsItsEndpointOnceUntilDue(t *testing.T) {
-	var cs *getCountingStore
-	e := newAenvWith(t, func(clk clock.Clock) store.Store {
-		st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"), bolt.Options{Clock: clk, SweepInterval: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs = &getCountingStore{Store: st}
-		return cs
-	})
-	if err := e.st.DeleteEndpoint(e.ctx, "ep"); err != nil {
-		t.Fatal(err)
-	}
+	e, cs := newCountingEnv(t)
 	const timeout = 20 * time.Second
 	e.create("hung", "@every 2s", func(ep *model.Endpoint) { ep.Timeout = timeout })
 	up := hungResult("hung", w0, 0)

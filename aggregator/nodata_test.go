@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -328,15 +329,39 @@ func TestNoDataYieldsToAnotherReplicasVerdict(t *testing.T) {
 	}
 }
 
-// listCountingStore is the bolt store counting full endpoint listings.
-type listCountingStore struct {
+// countingStore is the bolt store counting full endpoint listings and
+// single endpoint reads.
+type countingStore struct {
 	*bolt.Store
 	lists int
+	gets  atomic.Int64
 }
 
-func (c *listCountingStore) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
+func (c *countingStore) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
 	c.lists++
 	return c.Store.ListEndpoints(ctx)
+}
+
+func (c *countingStore) GetEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
+	c.gets.Add(1)
+	return c.Store.GetEndpoint(ctx, id)
+}
+
+// newCountingEnv is newNoDataEnv over a countingStore.
+func newCountingEnv(t *testing.T) (*aenv, *countingStore) {
+	var cs *countingStore
+	e := newAenvWith(t, func(clk clock.Clock) store.Store {
+		st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"), bolt.Options{Clock: clk, SweepInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = &countingStore{Store: st}
+		return cs
+	})
+	if err := e.st.DeleteEndpoint(e.ctx, "ep"); err != nil {
+		t.Fatal(err)
+	}
+	return e, cs
 }
 
 // The once-per-window no_data listing reads the store's endpoints stamp
@@ -344,18 +369,7 @@ func (c *listCountingStore) ListEndpoints(ctx context.Context) ([]model.Endpoint
 // staleViews): an idle fleet is not decoded every minute, and no silent
 // window is missed for it.
 func TestNoDataListsAgainOnlyWhenAnEndpointChanged(t *testing.T) {
-	var cs *listCountingStore
-	e := newAenvWith(t, func(clk clock.Clock) store.Store {
-		st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"), bolt.Options{Clock: clk, SweepInterval: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs = &listCountingStore{Store: st}
-		return cs
-	})
-	if err := e.st.DeleteEndpoint(e.ctx, "ep"); err != nil {
-		t.Fatal(err)
-	}
+	e, cs := newCountingEnv(t)
 	e.create("silent", "@every 10s")
 	for i := range 4 {
 		w := w0.Add(time.Duration(i) * time.Minute)

@@ -297,13 +297,8 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err := d.Wait(); err != nil {
 		return err
 	}
-	d, err = daemon.Start(ctx, daemon.RoleAll, cfg, daemon.Deps{Registry: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	if err != nil {
-		return err
-	}
-	reg = nil
-	_ = reg
-
+	// The peer's first run, while no pipeline runs beside it: the
+	// pipeline's probes and CPU are counted from its start on.
 	var peerBefore time.Duration
 	if srv != nil && o.peer > 0 {
 		fmt.Fprintf(stderr, "load: %d go-sdk client handshakes against the same server, in a process of their own, before the pipeline starts probing ...\n", o.peer)
@@ -311,6 +306,12 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	d, err = daemon.Start(ctx, daemon.RoleAll, cfg, daemon.Deps{Registry: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return err
+	}
+	reg = nil
+	_ = reg
 
 	stopProfile, err := startCPUProfile(o.cpuprofile)
 	if err != nil {
