@@ -15,9 +15,17 @@ import (
 // probed (class "ok", both catalog severities, every phase); the other classes
 // appear when they happen, which keeps 100k endpoints from costing 20 idle
 // series each. Forget drops a deleted endpoint's series.
+//
+// Series per endpoint are the exposition's size: one histogram (the probe's
+// total time, 17 series) and a mean per phase (a summary without quantiles,
+// 2 series per phase): 44 series and 3.5 KB of exposition for an https
+// endpoint. A histogram per phase cost 186 series and 16.5 KB: 188 MB and
+// seconds of CPU per scrape at 10,000 endpoints (TestExpositionPerEndpoint
+// bounds it).
 type Metrics struct {
 	probes         *prometheus.CounterVec
-	phase          *prometheus.HistogramVec
+	duration       *prometheus.HistogramVec
+	phase          *prometheus.SummaryVec
 	certExpiry     *prometheus.GaugeVec
 	credExpiry     *prometheus.GaugeVec
 	protocolInfo   *prometheus.GaugeVec
@@ -42,9 +50,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		probes: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "mcpmon", Name: "probes_total", Help: "Probes run, by endpoint, outcome class and the prober's region.",
 		}, []string{"endpoint", "class", "region"}),
-		phase: f.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "mcpmon", Name: "probe_phase_seconds", Help: "Duration of each probe phase.",
+		duration: f.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "mcpmon", Name: "probe_duration_seconds", Help: "Duration of the whole probe (every phase, the total phase of a result).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"endpoint"}),
+		// No objectives: _sum and _count only, for the mean of each phase.
+		phase: f.NewSummaryVec(prometheus.SummaryOpts{
+			Namespace: "mcpmon", Name: "probe_phase_seconds", Help: "Duration of each probe phase (sum and count: the mean per phase; quantiles of the whole probe are mcpmon_probe_duration_seconds).",
 		}, []string{"endpoint", "phase"}),
 		certExpiry: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "mcpmon", Name: "probe_cert_expiry_timestamp_seconds", Help: "Earliest expiry of the endpoint's TLS certificate chain, Unix seconds.",
@@ -79,6 +91,7 @@ func (m *Metrics) precreate(ep, region string) {
 	m.seen[ep] = true
 	m.catalogChanges.WithLabelValues(ep, "breaking")
 	m.catalogChanges.WithLabelValues(ep, "info")
+	m.duration.WithLabelValues(ep)
 	for _, p := range msg.Phases() {
 		m.phase.WithLabelValues(ep, p)
 	}
@@ -93,6 +106,9 @@ func (m *Metrics) observe(res *msg.ProbeResult) {
 	m.probes.WithLabelValues(ep, res.Class, res.Region).Inc()
 	for p, s := range res.Phases {
 		m.phase.WithLabelValues(ep, p).Observe(s)
+	}
+	if total, ok := res.Phases[msg.PhaseTotal]; ok {
+		m.duration.WithLabelValues(ep).Observe(total)
 	}
 	if res.CertExpiry != nil {
 		m.certExpiry.WithLabelValues(ep).Set(float64(res.CertExpiry.Unix()))
@@ -145,6 +161,7 @@ func (m *Metrics) Forget(endpointID string) {
 	}
 	l := prometheus.Labels{"endpoint": endpointID}
 	m.probes.DeletePartialMatch(l)
+	m.duration.DeletePartialMatch(l)
 	m.phase.DeletePartialMatch(l)
 	m.certExpiry.DeletePartialMatch(l)
 	m.credExpiry.DeletePartialMatch(l)

@@ -190,7 +190,7 @@ func TestToolCheckMetrics(t *testing.T) {
 			}
 			switch {
 			case mf.GetName() == "mcpmon_probe_phase_seconds" && labels["phase"] == msg.PhaseToolCall:
-				calls = m.GetHistogram().GetSampleCount()
+				calls = m.GetSummary().GetSampleCount()
 			case mf.GetName() == "mcpmon_probes_total" && labels["class"] == ClassToolFailed:
 				failed = m.GetCounter().GetValue()
 			}

@@ -16,6 +16,9 @@ const (
 	Counter   = "counter"
 	Gauge     = "gauge"
 	Histogram = "histogram"
+	// Summary is a summary without quantiles: only _sum and _count, the
+	// cheap way to carry a mean per label set (two series, no buckets).
+	Summary = "summary"
 )
 
 // Family is one metric family of the catalog: the contract between the roles
@@ -40,7 +43,8 @@ func Catalog() []Family {
 	return []Family{
 		// Prober.
 		{"mcpmon_probes_total", Counter, []string{"class", "endpoint", "region"}, "prober", "endpoints × 23 classes × regions"},
-		{"mcpmon_probe_phase_seconds", Histogram, []string{"endpoint", "phase"}, "prober", "endpoints × phases × buckets"},
+		{"mcpmon_probe_duration_seconds", Histogram, []string{"endpoint"}, "prober", "endpoints × buckets"},
+		{"mcpmon_probe_phase_seconds", Summary, []string{"endpoint", "phase"}, "prober", "endpoints × phases × 2 (_sum, _count)"},
 		{"mcpmon_probe_cert_expiry_timestamp_seconds", Gauge, []string{"endpoint"}, "prober", "https endpoints"},
 		{"mcpmon_probe_credential_expiry_timestamp_seconds", Gauge, []string{"endpoint"}, "prober", "endpoints whose Authorization header is a JWT"},
 		{"mcpmon_probe_protocol_info", Gauge, []string{"endpoint", "transport", "version"}, "prober", "endpoints (one current version/transport each)"},
@@ -94,17 +98,23 @@ func Catalog() []Family {
 }
 
 // Lookup returns the catalog family for a metric name as it appears in a
-// query: histogram series names (_bucket, _sum, _count) map to their family.
+// query: histogram series names (_bucket, _sum, _count) and summary series
+// names (_sum, _count) map to their family.
 func Lookup(series string) (Family, bool) {
 	for _, f := range Catalog() {
 		if f.Name == series {
 			return f, true
 		}
-		if f.Type == Histogram {
-			for _, suf := range []string{"_bucket", "_sum", "_count"} {
-				if series == f.Name+suf {
-					return f, true
-				}
+		var sufs []string
+		switch f.Type {
+		case Histogram:
+			sufs = []string{"_bucket", "_sum", "_count"}
+		case Summary:
+			sufs = []string{"_sum", "_count"}
+		}
+		for _, suf := range sufs {
+			if series == f.Name+suf {
+				return f, true
 			}
 		}
 	}

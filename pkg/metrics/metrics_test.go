@@ -168,8 +168,14 @@ func TestCatalogWellFormed(t *testing.T) {
 			t.Errorf("%s: labels %v not sorted", f.Name, f.Labels)
 		}
 	}
-	if f, ok := metrics.Lookup("mcpmon_probe_phase_seconds_bucket"); !ok || f.Name != "mcpmon_probe_phase_seconds" {
+	if f, ok := metrics.Lookup("mcpmon_probe_duration_seconds_bucket"); !ok || f.Name != "mcpmon_probe_duration_seconds" {
 		t.Fatalf("histogram bucket lookup: %v %v", f, ok)
+	}
+	if f, ok := metrics.Lookup("mcpmon_probe_phase_seconds_count"); !ok || f.Name != "mcpmon_probe_phase_seconds" {
+		t.Fatalf("summary count lookup: %v %v", f, ok)
+	}
+	if _, ok := metrics.Lookup("mcpmon_probe_phase_seconds_bucket"); ok {
+		t.Fatal("a summary has no _bucket series")
 	}
 	if _, ok := metrics.Lookup("mcpmon_probes_total_bucket"); ok {
 		t.Fatal("counter must not resolve _bucket")
