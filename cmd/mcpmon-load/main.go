@@ -7,6 +7,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -29,6 +30,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/daemon"
@@ -369,6 +371,10 @@ loop:
 	if err != nil {
 		return err
 	}
+	scrape, err := scrapeCost(d)
+	if err != nil {
+		return err
+	}
 	cpu := tv(after.Utime) + tv(after.Stime) - tv(before.Utime) - tv(before.Stime)
 	probes := snap.sum("mcpmon_probes_total")
 	pipeline := "whole pipeline, servers included"
@@ -386,6 +392,7 @@ loop:
 		{fmt.Sprintf("probe → verdict delay mean; p50 / p99 bucket (window %s + grace %s)", cfg.Window, cfg.Grace), snap.quantiles("mcpmon_pipeline_delay_seconds", "probe_to_verdict")},
 		{"verdict → alert delay mean; p50 / p99 bucket", snap.quantiles("mcpmon_pipeline_delay_seconds", "verdict_to_alert")},
 		{"heap in use at end", fmt.Sprintf("%.1f MiB", float64(ms.HeapInuse)/(1<<20))},
+		{"one /metrics scrape at the end (gathered and encoded as text, the pipeline stopped)", scrape},
 	}
 	if srv != nil {
 		rows = append(rows, [2]string{"server CPU per probe (go-sdk server, child process)", perProbe(srvCPU, probes)})
@@ -419,6 +426,35 @@ loop:
 		fmt.Fprintf(stdout, "| %s | %s |\n", r[0], r[1])
 	}
 	return nil
+}
+
+// scrapeCost gathers the stopped daemon's registry and encodes it as the
+// text exposition a Prometheus scrape gets: its series, size and CPU.
+func scrapeCost(d *daemon.Daemon) (string, error) {
+	var before, after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	mfs, err := d.Gather()
+	if err != nil {
+		return "", fmt.Errorf("mcpmon-load: gather /metrics: %w", err)
+	}
+	var w countingWriter
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&w, mf); err != nil {
+			return "", fmt.Errorf("mcpmon-load: encode %s: %w", mf.GetName(), err)
+		}
+	}
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	cpu := tv(after.Utime) + tv(after.Stime) - tv(before.Utime) - tv(before.Stime)
+	return fmt.Sprintf("%d lines, %.1f MB, %s CPU", w.lines, float64(w.n)/1e6, cpu.Round(time.Millisecond)), nil
+}
+
+// countingWriter counts the bytes and lines written to it.
+type countingWriter struct{ n, lines int }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n += len(p)
+	w.lines += bytes.Count(p, []byte{'\n'})
+	return len(p), nil
 }
 
 // startCPUProfile profiles this process into path until stop is called;
