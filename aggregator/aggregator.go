@@ -118,8 +118,9 @@ type Store interface {
 	RecordVerdict(ctx context.Context, v msg.Verdict) (applied bool, err error)
 	LastVerdict(ctx context.Context, endpointID string) (msg.Verdict, error)
 	GetEndpoint(ctx context.Context, id string) (model.Endpoint, error)
-	// ListEndpoints is read once per window to find no_data windows.
-	ListEndpoints(ctx context.Context) ([]model.Endpoint, error)
+	// ListEndpointsIn is read once per window, for the shards this
+	// replica owns, to find no_data windows.
+	ListEndpointsIn(ctx context.Context, shards []int) ([]model.Endpoint, error)
 }
 
 // Publisher sends one message to the verdicts queue and blocks until the

@@ -3,6 +3,7 @@ package aggregator
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -329,17 +330,40 @@ func TestNoDataYieldsToAnotherReplicasVerdict(t *testing.T) {
 	}
 }
 
-// countingStore is the bolt store counting full endpoint listings and
-// single endpoint reads.
+// countingStore is the bolt store counting the no_data pass's endpoint
+// listings (with the shards and endpoints each read) and single endpoint
+// reads.
 type countingStore struct {
 	*bolt.Store
 	lists int
 	gets  atomic.Int64
+
+	mu     sync.Mutex
+	shards [][]int    // per listing, the shards asked for
+	listed [][]string // per listing, the endpoint IDs returned
 }
 
-func (c *countingStore) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
+func (c *countingStore) ListEndpointsIn(ctx context.Context, shards []int) ([]model.Endpoint, error) {
+	eps, err := c.Store.ListEndpointsIn(ctx, shards)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.lists++
-	return c.Store.ListEndpoints(ctx)
+	ids := []string{}
+	for _, e := range eps {
+		ids = append(ids, e.ID)
+	}
+	c.shards = append(c.shards, slices.Clone(shards))
+	c.listed = append(c.listed, ids)
+	return eps, err
+}
+
+// takeListings returns the listings since the last take.
+func (c *countingStore) takeListings() (shards [][]int, listed [][]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	shards, listed = c.shards, c.listed
+	c.shards, c.listed = nil, nil
+	return shards, listed
 }
 
 func (c *countingStore) GetEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
