@@ -134,7 +134,8 @@ type Endpoints interface {
 	// ListEndpointsOf returns the tenant's endpoints ordered by ID. It reads
 	// the per-tenant index the writes below keep in their own transaction,
 	// so it costs the tenant's size, not the deployment's. The pipeline
-	// (scheduler, prober, aggregator, alerter) keeps using ListEndpoints.
+	// keeps using ListEndpoints (scheduler, prober, alerter) and
+	// ListEndpointsIn (the aggregator's no_data pass).
 	ListEndpointsOf(ctx context.Context, tenant string) ([]model.Endpoint, error)
 	// ListEndpointsPage returns one page of the tenant's endpoints: those
 	// whose ID is greater than after ("" = from the first), ordered by ID,
