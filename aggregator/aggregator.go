@@ -36,8 +36,9 @@
 // neither opens nor resolves an incident.
 //
 // Which windows, exactly (the bound):
-//   - Once per window W, at W's end plus grace, the aggregator lists every
-//     endpoint and takes as candidates those that are unpaused, whose last
+//   - Once per window W, at W's end plus grace, the aggregator lists the
+//     endpoints of the shards it owns (every shard without a membership
+//     view, owner.go) and takes as candidates those that are unpaused, whose last
 //     change (CreatedAt, UpdatedAt) is before W starts (a window cut by a
 //     creation, an unpause or a schedule edit is never no_data: the
 //     scheduler may have picked the change up mid-window), that have at
@@ -54,10 +55,16 @@
 //     never older than the endpoint's last verdict. When several candidates
 //     of one endpoint are due in the same tick only the latest is decided.
 //
-// Cost: one ListEndpoints per window per aggregator replica (on Redis an
-// HGETALL of the endpoints hash, no more than each API replica's scheduler
-// resync reads at least every 15 s; on bolt a scan of the endpoints
-// bucket). CPU per
+// Cost, per window per aggregator replica: one EndpointsStampsIn of the
+// shards it owns (on Redis a GET per shard of the sharded layout, one
+// HMGET in the one-slot layout; on bolt one read transaction), then one
+// ListEndpointsIn of those of its shards whose stamp moved since their
+// last listing, or that it did not own then, or last listed staleViews
+// ago; none when no shard qualifies. On a Redis Cluster that is an
+// HGETALL of each such shard's endpoints hash, one slot each; in the
+// one-slot layout an HGETALL of the one endpoints hash, filtered; on bolt a
+// scan of the endpoints bucket decoding only those shards' records.
+// Between them the replicas list each changed shard once. CPU per
 // listed endpoint: a slot count, O(1) for "@every" and O(slots in the
 // window) for cron, plus a parse when its schedule changed (parsed
 // schedules are cached; BenchmarkSlots in pkg/schedule measures both). A
@@ -118,8 +125,9 @@ type Store interface {
 	RecordVerdict(ctx context.Context, v msg.Verdict) (applied bool, err error)
 	LastVerdict(ctx context.Context, endpointID string) (msg.Verdict, error)
 	GetEndpoint(ctx context.Context, id string) (model.Endpoint, error)
-	// ListEndpoints is read once per window to find no_data windows.
-	ListEndpoints(ctx context.Context) ([]model.Endpoint, error)
+	// ListEndpointsIn is read once per window, for the shards this
+	// replica owns, to find no_data windows.
+	ListEndpointsIn(ctx context.Context, shards []int) ([]model.Endpoint, error)
 }
 
 // Publisher sends one message to the verdicts queue and blocks until the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -75,12 +76,20 @@ type noDataState struct {
 	listed  time.Time                    // latest window whose endpoints were listed
 	pending map[string][]noDataCandidate // by endpoint ID, oldest window first
 
-	// views is what the last full listing said of each endpoint, reused
-	// while the store's endpoints stamp stands (endpointViews).
-	views      []noDataView
-	viewsStamp uint64
-	viewsOK    bool
-	viewsAt    time.Time
+	// views holds, for each shard of the last listing, what it said of
+	// the shard's endpoints, reused while the shard's stamp stands
+	// (endpointViews). Only the shards listed last are kept, so a shard
+	// this replica comes to own is listed afresh whatever its stamp.
+	views map[int]shardViews
+}
+
+// shardViews is one shard's listing: its endpoints' views and the shard's
+// endpoints stamp read just before (stampOK false: none, list it again).
+type shardViews struct {
+	views   []noDataView
+	stamp   uint64
+	stampOK bool
+	at      time.Time
 }
 
 // noDataView is what the no_data listing needs of an endpoint: a few
@@ -103,52 +112,79 @@ func (v noDataView) endpoint() model.Endpoint {
 }
 
 // endpointStamper is the optional capability of a store that counts
-// endpoint writes (bolt, Redis).
+// each shard's endpoint writes (bolt, Redis: store.Endpoints).
 type endpointStamper interface {
-	EndpointsStamp(ctx context.Context) (uint64, error)
+	EndpointsStampsIn(ctx context.Context, shards []int) ([]uint64, error)
 }
 
 // staleViews bounds how long an unchanged stamp stands in for a listing,
 // in case a write path ever misses the stamp.
 const staleViews = 10 * time.Minute
 
-// endpointViews returns every endpoint's no_data view: from a full listing,
-// or — when the store keeps an endpoints stamp that has not moved since
-// the last listing, within staleViews — the views that listing made. An
-// idle fleet's once-per-window listing then costs one small read instead
-// of decoding every endpoint. Called with nd.mu held.
-func (a *Aggregator) endpointViews(ctx context.Context, now time.Time) ([]noDataView, error) {
+// endpointViews returns the no_data views of the endpoints of shards. A
+// shard whose endpoints stamp has not moved since its last listing (within
+// staleViews) gives the views that listing made; the others are listed in
+// one ListEndpointsIn. An idle fleet's once-per-window listing then costs
+// one small read per shard instead of decoding the shards' endpoints, and
+// a write relists only its own shard. The stamps are read before the
+// listing, so a write between the two moves a stamp past the one kept:
+// listed again next window. Shards not in shards are forgotten. Called
+// with nd.mu held.
+func (a *Aggregator) endpointViews(ctx context.Context, now time.Time, shards []int) ([]noDataView, error) {
 	nd := &a.nd
-	var stamp uint64
-	stampOK := false
-	if sp, ok := a.st.(endpointStamper); ok {
-		n, err := sp.EndpointsStamp(ctx)
-		stamp, stampOK = n, err == nil
+	stamps := make([]uint64, len(shards))
+	stampsOK := false
+	if sp, ok := a.st.(endpointStamper); ok && len(shards) > 0 {
+		n, err := sp.EndpointsStampsIn(ctx, shards)
+		if stampsOK = err == nil && len(n) == len(shards); stampsOK {
+			stamps = n
+		}
 	}
-	if stampOK && nd.viewsOK && stamp == nd.viewsStamp && now.Sub(nd.viewsAt) < staleViews {
-		return nd.views, nil
+	var stale []int
+	for i, sh := range shards {
+		c, ok := nd.views[sh]
+		if !ok || !stampsOK || !c.stampOK || c.stamp != stamps[i] || now.Sub(c.at) >= staleViews {
+			stale = append(stale, sh)
+		}
 	}
-	eps, err := a.st.ListEndpoints(ctx)
-	if err != nil {
-		return nil, err
+	if len(stale) > 0 {
+		eps, err := a.st.ListEndpointsIn(ctx, stale)
+		if err != nil {
+			return nil, err
+		}
+		byShard := make(map[int][]noDataView, len(stale))
+		for _, ep := range eps {
+			sh := store.ShardOf(ep.ID)
+			byShard[sh] = append(byShard[sh], viewOf(ep))
+		}
+		fresh := make(map[int]shardViews, len(shards))
+		for i, sh := range shards {
+			fresh[sh] = nd.views[sh]
+			if slices.Contains(stale, sh) {
+				fresh[sh] = shardViews{views: byShard[sh], stamp: stamps[i], stampOK: stampsOK, at: now}
+			}
+		}
+		nd.views = fresh
+	} else if len(nd.views) != len(shards) {
+		maps.DeleteFunc(nd.views, func(sh int, _ shardViews) bool { return !slices.Contains(shards, sh) })
 	}
-	views := make([]noDataView, len(eps))
-	for i, ep := range eps {
-		views[i] = viewOf(ep)
+	var views []noDataView
+	for _, sh := range shards {
+		views = append(views, nd.views[sh].views...)
 	}
-	nd.views, nd.viewsStamp, nd.viewsOK, nd.viewsAt = views, stamp, stampOK, now
 	return views, nil
 }
 
 func newNoDataState() noDataState {
-	return noDataState{pending: map[string][]noDataCandidate{}}
+	return noDataState{pending: map[string][]noDataCandidate{}, views: map[int]shardViews{}}
 }
 
-// noData runs once per Tick after the normal decisions: it lists endpoints
-// when a new window has closed, then decides the candidates that are due —
-// at their due time when this replica owns the endpoint, Takeover later
-// when another does (owner.go). Candidates of every endpoint are kept, so
-// ownership is judged when one comes due, not when it was listed.
+// noData runs once per Tick after the normal decisions: it lists the
+// endpoints of the shards this replica owns when a new window has closed,
+// then decides the candidates that are due. Only owned shards' endpoints
+// become candidates; one whose shard has moved to another replica between
+// its listing and its due time waits Takeover more (owner.go), by when
+// its new owner has either decided the window or let it go.
 // open holds this tick's undecided windows by endpoint; failed the endpoints
 // whose normal decision failed this tick (their candidates wait).
 func (a *Aggregator) noData(ctx context.Context, now time.Time, own ownership, open map[string][]store.WindowRef, failed map[string]bool) error {
@@ -243,26 +279,21 @@ loop:
 	return errors.Join(errs...)
 }
 
-// listNoData lists every endpoint (endpointViews) and queues the
-// candidates of window w. open holds the tick's windows of the shards this
-// replica owns; the other shards' windows up to w are read here, once per
-// window, so an endpoint of theirs with results in w is no candidate.
+// listNoData lists the endpoints of the shards this replica owns (every
+// shard without a view) and queues the candidates of window w. open holds
+// the tick's windows of those same shards, so it tells which of the listed
+// endpoints have results in w. Another replica's endpoints are its own to
+// list; when it dies its shards become this replica's at the listing after
+// its heartbeat expires (owner.go).
 func (a *Aggregator) listNoData(ctx context.Context, w time.Time, open map[string][]store.WindowRef, own ownership) error {
 	nd := &a.nd
-	views, err := a.endpointViews(ctx, a.clk.Now())
-	if err != nil {
-		return fmt.Errorf("aggregator: list endpoints for no_data in window %s: %w", w.Format(time.RFC3339), err)
+	shards := store.AllShards()
+	if !own.all() {
+		shards, _ = own.shards()
 	}
-	if _, others := own.shards(); !own.all() && len(others) > 0 {
-		theirs, err := a.st.OpenWindowsIn(ctx, w.Add(a.opts.Window), others)
-		if err != nil {
-			return fmt.Errorf("aggregator: list other shards' windows for no_data in window %s: %w", w.Format(time.RFC3339), err)
-		}
-		open = maps.Clone(open)
-		for _, r := range theirs {
-			r.Window = r.Window.UTC()
-			open[r.EndpointID] = append(open[r.EndpointID], r)
-		}
+	views, err := a.endpointViews(ctx, a.clk.Now(), shards)
+	if err != nil {
+		return fmt.Errorf("aggregator: list endpoints of %d shards for no_data in window %s: %w", len(shards), w.Format(time.RFC3339), err)
 	}
 	seen := make(map[string]bool, len(views))
 	for _, v := range views {

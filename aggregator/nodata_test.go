@@ -3,6 +3,7 @@ package aggregator
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -329,17 +330,40 @@ func TestNoDataYieldsToAnotherReplicasVerdict(t *testing.T) {
 	}
 }
 
-// countingStore is the bolt store counting full endpoint listings and
-// single endpoint reads.
+// countingStore is the bolt store counting the no_data pass's endpoint
+// listings (with the shards and endpoints each read) and single endpoint
+// reads.
 type countingStore struct {
 	*bolt.Store
 	lists int
 	gets  atomic.Int64
+
+	mu     sync.Mutex
+	shards [][]int    // per listing, the shards asked for
+	listed [][]string // per listing, the endpoint IDs returned
 }
 
-func (c *countingStore) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
+func (c *countingStore) ListEndpointsIn(ctx context.Context, shards []int) ([]model.Endpoint, error) {
+	eps, err := c.Store.ListEndpointsIn(ctx, shards)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.lists++
-	return c.Store.ListEndpoints(ctx)
+	ids := []string{}
+	for _, e := range eps {
+		ids = append(ids, e.ID)
+	}
+	c.shards = append(c.shards, slices.Clone(shards))
+	c.listed = append(c.listed, ids)
+	return eps, err
+}
+
+// takeListings returns the listings since the last take.
+func (c *countingStore) takeListings() (shards [][]int, listed [][]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	shards, listed = c.shards, c.listed
+	c.shards, c.listed = nil, nil
+	return shards, listed
 }
 
 func (c *countingStore) GetEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
@@ -364,10 +388,10 @@ func newCountingEnv(t *testing.T) (*aenv, *countingStore) {
 	return e, cs
 }
 
-// The once-per-window no_data listing reads the store's endpoints stamp
-// and decodes every endpoint only when an endpoint changed (or every
-// staleViews): an idle fleet is not decoded every minute, and no silent
-// window is missed for it.
+// The once-per-window no_data listing reads the shards' endpoints stamps
+// and decodes a shard's endpoints only when one of them changed (or every
+// staleViews): an idle fleet is not decoded every minute, a write relists
+// only its own shard, and no silent window is missed for it.
 func TestNoDataListsAgainOnlyWhenAnEndpointChanged(t *testing.T) {
 	e, cs := newCountingEnv(t)
 	e.create("silent", "@every 10s")
@@ -379,7 +403,7 @@ func TestNoDataListsAgainOnlyWhenAnEndpointChanged(t *testing.T) {
 		}
 	}
 	if cs.lists != 1 {
-		t.Fatalf("%d full listings over four unchanged windows, want 1", cs.lists)
+		t.Fatalf("%d listings over four unchanged windows, want 1", cs.lists)
 	}
 
 	// Another replica registers "new" (created before the window it is
@@ -393,13 +417,17 @@ func TestNoDataListsAgainOnlyWhenAnEndpointChanged(t *testing.T) {
 		t.Fatalf("window %s after a create: published %+v, want a no_data each for new and silent", w.Format("15:04"), got)
 	}
 	if cs.lists != 2 {
-		t.Fatalf("%d full listings after a create, want 2", cs.lists)
+		t.Fatalf("%d listings after a create, want 2", cs.lists)
+	}
+	// The second listing read only the shard the create wrote.
+	if shards, _ := cs.takeListings(); len(shards) != 2 || !slices.Equal(shards[1], []int{store.ShardOf("new")}) {
+		t.Fatalf("listings of shards %v, want the last of only new's shard %d", shards, store.ShardOf("new"))
 	}
 
 	// However still the stamp, the views are listed again after staleViews.
 	before := cs.lists
 	e.tickAt(noDataDue(w.Add(staleViews + time.Minute)))
 	if cs.lists != before+1 {
-		t.Fatalf("%d full listings after %s unchanged, want %d", cs.lists, staleViews, before+1)
+		t.Fatalf("%d listings after %s unchanged, want %d", cs.lists, staleViews, before+1)
 	}
 }

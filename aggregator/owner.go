@@ -46,14 +46,20 @@ import (
 //     plus two ticks: by then a live owner has had two ticks to decide it,
 //     and a killed owner's heartbeat has expired, so the survivors own its
 //     shards from their next listing on. Until then takeover covers the
-//     windows that came due while it was dying, so nothing is lost; the
-//     copies a takeover races with a slow owner collapse by dedup ID.
-//   - no_data follows the same rule: an owned candidate is decided when due,
-//     another replica's at due plus Takeover, after checking that no
-//     verdict for the window (or a later one) was recorded meanwhile. To
-//     tell which endpoints of the other shards have results in the window
-//     it lists, the no_data pass reads those shards' windows once per
-//     window (beside the endpoint listing it makes then anyway).
+//     open windows that came due while it was dying, so no result is left
+//     undecided; the copies a takeover races with a slow owner collapse by
+//     dedup ID.
+//   - no_data is decided by the owner only. Once per window the no_data
+//     pass lists the endpoints of this replica's own shards
+//     (ListEndpointsIn, skipping a shard whose endpoints stamp stood since
+//     it last listed it) and never reads another shard's endpoints or
+//     windows. A killed replica's shards are listed by their new owners
+//     from the first window listed after its heartbeat expired; the no_data
+//     of its silent endpoints in the windows before — which it listed and
+//     did not live to decide — is not decided by anyone. A candidate whose
+//     shard moved to another replica between its listing and its due time
+//     is decided at due plus Takeover, after checking that no verdict for
+//     the window (or a later one) was recorded meanwhile.
 //
 // Which replica decides also settles the race of two replicas publishing
 // different bodies (no_data and down) under one dedup ID: with a shared

@@ -1,6 +1,10 @@
 package store
 
-import "hash/fnv"
+import (
+	"hash/fnv"
+
+	"github.com/mcpmon/mcpmon/pkg/model"
+)
 
 // ShardCount is how many shards endpoints are spread over. A shard is the
 // unit of placement and of work: on a Redis Cluster every key of an
@@ -27,19 +31,38 @@ func AllShards() []int {
 	return out
 }
 
-// InShards keeps the refs whose endpoint is in one of shards, in order:
-// OpenWindowsIn for a backend whose index is not split by shard.
-func InShards(refs []WindowRef, shards []int) []WindowRef {
+// ShardSet marks the in-range shards of shards.
+func ShardSet(shards []int) [ShardCount]bool {
 	var want [ShardCount]bool
 	for _, sh := range shards {
 		if sh >= 0 && sh < ShardCount {
 			want[sh] = true
 		}
 	}
+	return want
+}
+
+// InShards keeps the refs whose endpoint is in one of shards, in order:
+// OpenWindowsIn for a backend whose index is not split by shard.
+func InShards(refs []WindowRef, shards []int) []WindowRef {
+	want := ShardSet(shards)
 	out := make([]WindowRef, 0, len(refs))
 	for _, r := range refs {
 		if want[ShardOf(r.EndpointID)] {
 			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// EndpointsInShards keeps the endpoints in one of shards, in order:
+// ListEndpointsIn for a backend whose endpoints are not split by shard.
+func EndpointsInShards(eps []model.Endpoint, shards []int) []model.Endpoint {
+	want := ShardSet(shards)
+	out := make([]model.Endpoint, 0, len(eps))
+	for _, e := range eps {
+		if want[ShardOf(e.ID)] {
+			out = append(out, e)
 		}
 	}
 	return out

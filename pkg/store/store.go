@@ -115,10 +115,27 @@ type Endpoints interface {
 	// costs what a missing one does (no record read, decoded or unsealed).
 	GetEndpointOf(ctx context.Context, tenant, id string) (model.Endpoint, error)
 	ListEndpoints(ctx context.Context) ([]model.Endpoint, error) // ordered by ID
+	// ListEndpointsIn returns the endpoints whose ShardOf is one of shards,
+	// ordered by ID (none when shards is empty; an out-of-range shard
+	// matches nothing, a shard named twice counts once): what one
+	// aggregator replica lists for the shards it owns. A backend that keeps
+	// each shard's endpoints apart (Redis Cluster: one hash per shard, one
+	// slot) reads only those shards; one that does not filters a full
+	// listing and says so.
+	ListEndpointsIn(ctx context.Context, shards []int) ([]model.Endpoint, error)
+	// EndpointsStampsIn returns one number per shard of shards, in their
+	// order, that changes whenever an endpoint of that shard is created,
+	// updated (paused, resumed, edited) or deleted, and on no write to
+	// another shard's endpoint, so a reader that lists a few shards
+	// periodically can skip each shard whose number stood. The numbers of
+	// different shards are not comparable; an out-of-range shard's stands
+	// forever.
+	EndpointsStampsIn(ctx context.Context, shards []int) ([]uint64, error)
 	// ListEndpointsOf returns the tenant's endpoints ordered by ID. It reads
 	// the per-tenant index the writes below keep in their own transaction,
 	// so it costs the tenant's size, not the deployment's. The pipeline
-	// (scheduler, prober, aggregator, alerter) keeps using ListEndpoints.
+	// keeps using ListEndpoints (scheduler, prober, alerter) and
+	// ListEndpointsIn (the aggregator's no_data pass).
 	ListEndpointsOf(ctx context.Context, tenant string) ([]model.Endpoint, error)
 	// ListEndpointsPage returns one page of the tenant's endpoints: those
 	// whose ID is greater than after ("" = from the first), ordered by ID,

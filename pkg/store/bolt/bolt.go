@@ -81,23 +81,24 @@ var _ store.Store = (*Store)(nil)
 // 8-byte big-endian time after a 0 byte, so a cursor walks one endpoint's
 // records in time order.
 var (
-	bEndpoints   = []byte("endpoints")     // id → Endpoint
-	bLatest      = []byte("latest")        // endpointID → ProbeResult
-	bWindows     = []byte("windows")       // endpointID 0 window → empty, while the window holds results
-	bWinResults  = []byte("windowResults") // endpointID 0 window len(region) region runID → ProbeResult
-	bLastVerdict = []byte("lastVerdict")   // endpointID → Verdict
-	bVerdicts    = []byte("verdicts")      // endpointID 0 window → Verdict
-	bTrackers    = []byte("trackers")      // endpointID → Tracker
-	bIncidents   = []byte("incidents")     // id → Incident
-	bIncByOpened = []byte("incByOpened")   // openedWindow id → nil
-	bIncByEP     = []byte("incByEP")       // endpointID 0 openedWindow id → nil
-	bIncOpen     = []byte("incOpen")       // id → nil, while not resolved
-	bOutboxes    = []byte("outboxes")      // endpointID → nil, while its tracker's Pending > 0
-	bLedger      = []byte("ledger")        // key → ledgerRecord
-	bLedgerGC    = []byte("ledgerGC")      // gcAt key → nil
-	bObjects     = []byte("objects")       // kind → bucket(id → doc)
-	bDeliveries  = []byte("deliveries")    // incidentID → bucket(kind:sink → Delivery)
-	allBuckets   = [][]byte{bEndpoints, bLatest, bWindows, bWinResults, bLastVerdict, bVerdicts, bTrackers, bIncidents, bIncByOpened, bIncByEP, bIncOpen, bOutboxes, bLedger, bLedgerGC, bObjects, bDeliveries}
+	bEndpoints   = []byte("endpoints")      // id → Endpoint
+	bLatest      = []byte("latest")         // endpointID → ProbeResult
+	bWindows     = []byte("windows")        // endpointID 0 window → empty, while the window holds results
+	bWinResults  = []byte("windowResults")  // endpointID 0 window len(region) region runID → ProbeResult
+	bLastVerdict = []byte("lastVerdict")    // endpointID → Verdict
+	bVerdicts    = []byte("verdicts")       // endpointID 0 window → Verdict
+	bTrackers    = []byte("trackers")       // endpointID → Tracker
+	bIncidents   = []byte("incidents")      // id → Incident
+	bIncByOpened = []byte("incByOpened")    // openedWindow id → nil
+	bIncByEP     = []byte("incByEP")        // endpointID 0 openedWindow id → nil
+	bIncOpen     = []byte("incOpen")        // id → nil, while not resolved
+	bOutboxes    = []byte("outboxes")       // endpointID → nil, while its tracker's Pending > 0
+	bLedger      = []byte("ledger")         // key → ledgerRecord
+	bLedgerGC    = []byte("ledgerGC")       // gcAt key → nil
+	bObjects     = []byte("objects")        // kind → bucket(id → doc)
+	bDeliveries  = []byte("deliveries")     // incidentID → bucket(kind:sink → Delivery)
+	bEPStamps    = []byte("endpointStamps") // shard (2 bytes) → writes to its endpoints (8 bytes), EndpointsStampsIn
+	allBuckets   = [][]byte{bEndpoints, bEPStamps, bLatest, bWindows, bWinResults, bLastVerdict, bVerdicts, bTrackers, bIncidents, bIncByOpened, bIncByEP, bIncOpen, bOutboxes, bLedger, bLedgerGC, bObjects, bDeliveries}
 )
 
 // Open opens (creating if needed) the store file at path.

@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -79,7 +80,7 @@ func (s *Store) CreateEndpointWithin(ctx context.Context, e model.Endpoint, limi
 		if err := idx.Put(tenantKey(e.Tenant, e.ID), nil); err != nil {
 			return err
 		}
-		if _, err := b.NextSequence(); err != nil { // the endpoints stamp
+		if err := bumpStamps(tx, e.ID); err != nil {
 			return err
 		}
 		return put(b, []byte(e.ID), e)
@@ -104,7 +105,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e model.Endpoint) (model.End
 		if e, err = store.NextEndpointVersion(cur, e, s.clk.Now()); err != nil {
 			return err
 		}
-		if _, err := b.NextSequence(); err != nil { // the endpoints stamp
+		if err := bumpStamps(tx, e.ID); err != nil {
 			return err
 		}
 		return put(b, []byte(e.ID), e)
@@ -126,6 +127,43 @@ func (s *Store) EndpointsStamp(ctx context.Context) (uint64, error) {
 		return nil
 	})
 	return n, err
+}
+
+// bumpStamps moves the endpoints stamp (the endpoints bucket's sequence)
+// and the stamp of id's shard, in the transaction that writes id.
+func bumpStamps(tx *bbolt.Tx, id string) error {
+	if _, err := tx.Bucket(bEndpoints).NextSequence(); err != nil {
+		return err
+	}
+	b := tx.Bucket(bEPStamps)
+	k := shardKey(store.ShardOf(id))
+	var n uint64
+	if v := b.Get(k); len(v) == 8 {
+		n = binary.BigEndian.Uint64(v)
+	}
+	return b.Put(k, binary.BigEndian.AppendUint64(nil, n+1))
+}
+
+func shardKey(sh int) []byte { return binary.BigEndian.AppendUint16(nil, uint16(sh)) }
+
+// EndpointsStampsIn returns each shard's count of endpoint writes, bumped
+// in the transaction of every create, update and delete of one of its
+// endpoints; 0 for a shard never written (or out of range).
+func (s *Store) EndpointsStampsIn(ctx context.Context, shards []int) ([]uint64, error) {
+	out := make([]uint64, len(shards))
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bEPStamps)
+		for i, sh := range shards {
+			if sh < 0 || sh >= store.ShardCount {
+				continue
+			}
+			if v := b.Get(shardKey(sh)); len(v) == 8 {
+				out[i] = binary.BigEndian.Uint64(v)
+			}
+		}
+		return nil
+	})
+	return out, err
 }
 
 // GetEndpoint returns the endpoint or ErrNotFound.
@@ -158,6 +196,28 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
 	out := []model.Endpoint{}
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		return tx.Bucket(bEndpoints).ForEach(func(k, v []byte) error {
+			var e model.Endpoint
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("decode endpoint %s: %w", k, err)
+			}
+			out = append(out, e)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// ListEndpointsIn returns the endpoints of shards ordered by ID. The one
+// file holds every shard in one bucket, so this walks every key and
+// decodes only the records of the shards asked for.
+func (s *Store) ListEndpointsIn(ctx context.Context, shards []int) ([]model.Endpoint, error) {
+	out := []model.Endpoint{}
+	want := store.ShardSet(shards)
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		return tx.Bucket(bEndpoints).ForEach(func(k, v []byte) error {
+			if !want[store.ShardOf(string(k))] {
+				return nil
+			}
 			var e model.Endpoint
 			if err := json.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("decode endpoint %s: %w", k, err)
@@ -250,7 +310,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 			if err := b.Delete([]byte(id)); err != nil {
 				return err
 			}
-			if _, err := b.NextSequence(); err != nil { // the endpoints stamp
+			if err := bumpStamps(tx, id); err != nil {
 				return err
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,5 +193,83 @@ func TestClusterQuotaSettlesAStoppedCreate(t *testing.T) {
 	}
 	if _, err := s.CreateEndpointWithin(ctx, model.Endpoint{ID: "c", Schedule: "@every 1m"}, 2); !errors.Is(err, store.ErrQuota) {
 		t.Fatalf("third create within 2 = %v, want ErrQuota", err)
+	}
+}
+
+// keyRecorder remembers the key (first argument) of every command sent.
+type keyRecorder struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (r *keyRecorder) note(cmds ...goredis.Cmder) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range cmds {
+		if args := c.Args(); len(args) > 1 {
+			r.keys = append(r.keys, fmt.Sprint(args[1]))
+		}
+	}
+}
+
+func (r *keyRecorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := r.keys
+	r.keys = nil
+	return k
+}
+
+func (r *keyRecorder) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+
+func (r *keyRecorder) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, c goredis.Cmder) error { r.note(c); return next(ctx, c) }
+}
+
+func (r *keyRecorder) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error { r.note(cmds...); return next(ctx, cmds) }
+}
+
+// TestClusterShardReadsTouchTheirSlots: on the sharded layout, listing the
+// endpoints of some shards and reading their stamps send commands only to
+// those shards' keys (their hash tags, so their slots), and still find
+// every endpoint of them.
+func TestClusterShardReadsTouchTheirSlots(t *testing.T) {
+	url := testpeers.RedisClusterURL(t)
+	clk := clock.NewFake(time.Date(2026, 12, 1, 10, 0, 30, 0, time.UTC))
+	s := open(t, url, redis.Options{Prefix: redistest.RandomPrefix(), Clock: clk})
+	fill(t, s, 40, clk)
+	a, b := store.ShardOf("ep-000"), store.ShardOf("ep-001")
+	if a == b {
+		t.Fatal("ep-000 and ep-001 share a shard; pick others")
+	}
+	rec := &keyRecorder{}
+	redis.ClientOf(s).AddHook(rec)
+	ctx := t.Context()
+
+	eps, err := s.ListEndpointsIn(ctx, []int{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for i := range 40 {
+		if sh := store.ShardOf(fmt.Sprintf("ep-%03d", i)); sh == a || sh == b {
+			want++
+		}
+	}
+	if len(eps) != want {
+		t.Fatalf("ListEndpointsIn(%d, %d) = %d endpoints, want %d", a, b, len(eps), want)
+	}
+	if _, err := s.EndpointsStampsIn(ctx, []int{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	keys := rec.take()
+	if len(keys) != 4 {
+		t.Fatalf("sent commands for keys %v, want one HGETALL and one GET per shard", keys)
+	}
+	for _, k := range keys {
+		if !strings.Contains(k, "{"+redis.ShardTag(a)+"}") && !strings.Contains(k, "{"+redis.ShardTag(b)+"}") {
+			t.Fatalf("read key %s outside shards %d and %d", k, a, b)
+		}
 	}
 }

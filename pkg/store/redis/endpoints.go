@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -22,7 +24,8 @@ import (
 // endpoints the sorted sets hold (indexTenantIDs).
 
 // createEndpoint: 0 the ID exists, -1 the tenant is at its limit (ARGV[4],
-// 0 = none), 1 written.
+// 0 = none), 1 written. KEYS[8] and ARGV[5] are the shard's stamp
+// (shardStampKey).
 var createEndpoint = goredis.NewScript(`
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
 local limit = tonumber(ARGV[4])
@@ -35,6 +38,7 @@ end
 redis.call('SADD', KEYS[4], ARGV[1])
 redis.call('ZADD', KEYS[5], 0, ARGV[1])
 redis.call('INCR', KEYS[7])
+if ARGV[5] ~= '' then redis.call('HINCRBY', KEYS[8], ARGV[5], 1) end
 return 1`)
 
 // indexTenantIDs fills the sorted sets from "endpoint_tenants" when the
@@ -100,7 +104,8 @@ func (s *Store) IndexTenants(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// updateEndpoint: -1 absent, 0 version conflict, 1 written.
+// updateEndpoint: -1 absent, 0 version conflict, 1 written. KEYS[4] and
+// ARGV[5] are the shard's stamp (shardStampKey).
 var updateEndpoint = goredis.NewScript(`
 local v = redis.call('HGET', KEYS[2], ARGV[1])
 if not v then return -1 end
@@ -108,6 +113,7 @@ if v ~= ARGV[2] then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[4])
 redis.call('INCR', KEYS[3])
+if ARGV[5] ~= '' then redis.call('HINCRBY', KEYS[4], ARGV[5], 1) end
 return 1`)
 
 // CreateEndpoint stores a new endpoint with Version 1; ErrConflict if the ID
@@ -147,9 +153,10 @@ func (s *Store) CreateEndpointWithin(ctx context.Context, e model.Endpoint, limi
 // unsharded).
 func (s *Store) runCreateEndpoint(ctx context.Context, e model.Endpoint, raw string, limit int) (int, error) {
 	sh := s.shard(e.ID)
+	stampKey, stampField := s.shardStampKey(e.ID)
 	n, err := createEndpoint.Run(ctx, s.rdb, []string{s.ks(sh, "endpoints"), s.ks(sh, "endpoint_versions"), s.ks(sh, "endpoint_tenants"), s.tenantSet(sh, e.Tenant),
-		s.tenantIDs(sh, e.Tenant), s.ks(sh, "endpoint_ids_indexed"), s.ks(sh, "endpoints_stamp")},
-		e.ID, raw, e.Tenant, max(limit, 0)).Int()
+		s.tenantIDs(sh, e.Tenant), s.ks(sh, "endpoint_ids_indexed"), s.ks(sh, "endpoints_stamp"), stampKey},
+		e.ID, raw, e.Tenant, max(limit, 0), stampField).Int()
 	return n, s.done("create endpoint "+e.ID, err)
 }
 
@@ -177,8 +184,9 @@ func (s *Store) UpdateEndpoint(ctx context.Context, e model.Endpoint) (model.End
 	if err != nil {
 		return model.Endpoint{}, err
 	}
-	n, err := updateEndpoint.Run(ctx, s.rdb, []string{s.ke(e.ID, "endpoints"), s.ke(e.ID, "endpoint_versions"), s.ke(e.ID, "endpoints_stamp")},
-		e.ID, cur.Version, raw, e.Version).Int()
+	stampKey, stampField := s.shardStampKey(e.ID)
+	n, err := updateEndpoint.Run(ctx, s.rdb, []string{s.ke(e.ID, "endpoints"), s.ke(e.ID, "endpoint_versions"), s.ke(e.ID, "endpoints_stamp"), stampKey},
+		e.ID, cur.Version, raw, e.Version, stampField).Int()
 	if err := s.done("update endpoint "+e.ID, err); err != nil {
 		return model.Endpoint{}, err
 	}
@@ -222,6 +230,81 @@ func (s *Store) shardStamp(ctx context.Context, key, what string) (uint64, error
 	return sum, nil
 }
 
+// shardStampKey is the key and field of the stamp of endpoint id's shard
+// that its create, update and delete scripts bump. Sharded, the shard's
+// endpoints_stamp is that stamp already (field "": nothing more to bump);
+// in the one-slot layout it is field <shard> of "endpoint_shard_stamps".
+func (s *Store) shardStampKey(id string) (key, field string) {
+	if s.sharded {
+		return s.ke(id, "endpoints_stamp"), ""
+	}
+	return s.k("endpoint_shard_stamps"), strconv.Itoa(shardOf(id))
+}
+
+// EndpointsStampsIn returns each shard's endpoints stamp: sharded, a GET
+// of the shard's endpoints_stamp per shard (one slot each, in one
+// pipeline); in the one-slot layout one HMGET of endpoint_shard_stamps.
+// A shard never written (or out of range) reads 0.
+func (s *Store) EndpointsStampsIn(ctx context.Context, shards []int) ([]uint64, error) {
+	const op = "read the endpoints stamps of shards"
+	out := make([]uint64, len(shards))
+	var valid []int // indexes into shards
+	for i, sh := range shards {
+		if sh >= 0 && sh < store.ShardCount {
+			valid = append(valid, i)
+		}
+	}
+	if len(valid) == 0 {
+		return out, nil
+	}
+	var vals []any
+	if s.sharded {
+		in := make([]int, len(valid))
+		for j, i := range valid {
+			in[j] = shards[i]
+		}
+		cmds, err := inShards(ctx, s, op, in, func(p goredis.Pipeliner, sh int) *goredis.StringCmd {
+			return p.Get(ctx, s.ks(sh, "endpoints_stamp"))
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cmds {
+			v, err := c.Result()
+			if errors.Is(err, goredis.Nil) {
+				vals = append(vals, nil)
+				continue
+			}
+			if err := s.done(op, err); err != nil {
+				return nil, err
+			}
+			vals = append(vals, v)
+		}
+	} else {
+		fields := make([]string, len(valid))
+		for j, i := range valid {
+			fields[j] = strconv.Itoa(shards[i])
+		}
+		var err error
+		vals, err = s.rdb.HMGet(ctx, s.k("endpoint_shard_stamps"), fields...).Result()
+		if err := s.done(op, err); err != nil {
+			return nil, err
+		}
+	}
+	for j, v := range vals {
+		raw, ok := v.(string)
+		if !ok {
+			continue // never written
+		}
+		n, err := strconv.ParseUint(raw, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("redis store: endpoints stamp of shard %d: %w", shards[valid[j]], err)
+		}
+		out[valid[j]] = n
+	}
+	return out, nil
+}
+
 // GetEndpoint returns the endpoint or ErrNotFound.
 func (s *Store) GetEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
 	return hgetJSON[model.Endpoint](ctx, s, s.ke(id, "endpoints"), id, "get endpoint "+id, "endpoint "+id)
@@ -238,6 +321,46 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
 	out := []model.Endpoint{}
 	for _, c := range cmds {
 		for id, raw := range c.Val() {
+			e, err := decode[model.Endpoint]("endpoint "+id, raw)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// ListEndpointsIn returns the endpoints of shards ordered by ID. Sharded,
+// it reads only those shards' hashes (an HGETALL each, one slot each, in
+// one pipeline); the one-slot layout keeps every endpoint in one hash, so
+// it reads the whole hash and decodes only the shards' records.
+func (s *Store) ListEndpointsIn(ctx context.Context, shards []int) ([]model.Endpoint, error) {
+	const op = "list endpoints of shards"
+	want := store.ShardSet(shards)
+	var read []int
+	if s.sharded {
+		for sh, ok := range want {
+			if ok {
+				read = append(read, sh)
+			}
+		}
+	} else if slices.Contains(want[:], true) {
+		read = []int{0}
+	}
+	cmds, err := inShards(ctx, s, op, read, func(p goredis.Pipeliner, sh int) *goredis.MapStringStringCmd {
+		return p.HGetAll(ctx, s.ks(sh, "endpoints"))
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := []model.Endpoint{}
+	for _, c := range cmds {
+		for id, raw := range c.Val() {
+			if !want[shardOf(id)] {
+				continue
+			}
 			e, err := decode[model.Endpoint]("endpoint "+id, raw)
 			if err != nil {
 				return nil, err
@@ -358,7 +481,8 @@ func (s *Store) endpointsByID(ctx context.Context, ids []string, op string) ([]m
 // store.RegionSeparator). 1: the endpoint existed.
 // KEYS[10] is the set of ARGV[2], the tenant the caller read from
 // KEYS[9]; -1 if that changed since (the ID was deleted and created again in
-// another tenant): the caller reads again.
+// another tenant): the caller reads again. KEYS[16] and ARGV[4] are the
+// shard's stamp (shardStampKey).
 var deleteEndpoint = goredis.NewScript(`
 local t = redis.call('HGET', KEYS[9], ARGV[1])
 if t and t ~= ARGV[2] then return -1 end
@@ -389,7 +513,10 @@ for _, r in ipairs(redis.call('SMEMBERS', KEYS[14])) do
   redis.call('HDEL', KEYS[15], ARGV[1] .. ARGV[3] .. r)
 end
 redis.call('DEL', KEYS[14])
-if n == 1 then redis.call('INCR', KEYS[13]) end
+if n == 1 then
+  redis.call('INCR', KEYS[13])
+  if ARGV[4] ~= '' then redis.call('HINCRBY', KEYS[16], ARGV[4], 1) end
+end
 return n`)
 
 // DeleteEndpoint removes the endpoint with its latest probe result, its
@@ -413,13 +540,14 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 			return err
 		}
 		sh := s.shard(id)
+		stampKey, stampField := s.shardStampKey(id)
 		n, err = deleteEndpoint.Run(ctx, s.rdb, []string{
 			s.ks(sh, "endpoints"), s.ks(sh, "endpoint_versions"), s.ks(sh, "latest"), s.ks(sh, "latest_slot"),
 			s.ks(sh, "window_results", id), s.ks(sh, "windows"),
 			s.ks(sh, "objects", store.KindCatalog), s.ks(sh, "objects", store.KindServerIdentity),
 			s.ks(sh, "endpoint_tenants"), s.tenantSet(sh, tenant), s.tenantIDs(sh, tenant), s.ks(sh, "endpoint_ids_indexed"), s.ks(sh, "endpoints_stamp"),
-			s.objectRegions(id), s.ks(sh, "objects", store.KindAuthServer),
-		}, id, tenant, store.RegionSeparator).Int()
+			s.objectRegions(id), s.ks(sh, "objects", store.KindAuthServer), stampKey,
+		}, id, tenant, store.RegionSeparator, stampField).Int()
 		if err := s.done("delete endpoint "+id, err); err != nil {
 			return err
 		}

@@ -381,7 +381,9 @@ var (
 	byEndpointName = []string{"window_results", "verdicts", "object_regions", "incidents_by_endpoint",
 		"events", "event", "event_fp", "events_seq"}
 	globalFamilies = []string{"object_tenants", "tenant_objects", "objects_stamp", "audit", "audit_seq", "tenant_quota"}
-	derived        = []string{"endpoint_ids_indexed", "endpoints_stamp", "incidents_stamp"}
+	// endpoint_shard_stamps: the one-slot layout's per-shard endpoints
+	// stamps, which the sharded layout keeps as each shard's endpoints_stamp.
+	derived = []string{"endpoint_ids_indexed", "endpoints_stamp", "endpoint_shard_stamps", "incidents_stamp"}
 )
 
 // place decides where the source key name goes.

@@ -118,6 +118,22 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
 	return eps, nil
 }
 
+// ListEndpointsIn returns the endpoints of shards with their secrets
+// opened (one that does not open fails the list, as in ListEndpoints).
+// EndpointsStampsIn is the wrapped store's: sealing changes no stamp.
+func (s *Store) ListEndpointsIn(ctx context.Context, shards []int) ([]model.Endpoint, error) {
+	eps, err := s.Store.ListEndpointsIn(ctx, shards)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range eps {
+		if eps[i], err = OpenEndpoint(s.keys, e); err != nil {
+			return nil, err
+		}
+	}
+	return eps, nil
+}
+
 // ListEndpointsOf returns the tenant's endpoints with their secrets opened
 // (one that does not open fails the list, as in ListEndpoints).
 func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]model.Endpoint, error) {

@@ -102,7 +102,11 @@ func writeAndCheck(t *testing.T, st store.Store, ep model.Endpoint) {
 	if err != nil || len(list) != 1 {
 		t.Fatalf("ListEndpoints = %d, %v", len(list), err)
 	}
-	for _, e := range []model.Endpoint{got, list[0]} {
+	in, err := st.ListEndpointsIn(ctx, []int{store.ShardOf(ep.ID)})
+	if err != nil || len(in) != 1 {
+		t.Fatalf("ListEndpointsIn = %d, %v", len(in), err)
+	}
+	for _, e := range []model.Endpoint{got, list[0], in[0]} {
 		if e.Name != "paid-2" || e.URL != ep.URL || e.Headers["X-Api-Key"] != ep.Headers["X-Api-Key"] || !bytes.Equal(e.Sinks, ep.Sinks) {
 			t.Fatalf("read back %+v, want the secrets opened", e)
 		}

@@ -64,6 +64,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"WindowResults", testWindowResults},
 		{"WindowsClosedByVerdict", testWindowsClosedByVerdict},
 		{"OpenWindowsByShard", testOpenWindowsByShard}, // shards.go
+		{"EndpointsByShard", testEndpointsByShard},     // shards.go
 		{"VerdictsMonotonic", testVerdictsMonotonic},
 		{"VerdictHistoryTrimmedByAge", testVerdictHistoryTrimmed},
 		{"BeyondDedupWindow", testBeyondDedupWindow},
