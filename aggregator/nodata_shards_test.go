@@ -47,6 +47,15 @@ func (w *shardWorld) report(win time.Time) {
 	}
 }
 
+// ownedBy groups the endpoints by the member that owns them.
+func (w *shardWorld) ownedBy(members []string) map[string][]string {
+	out := map[string][]string{}
+	for _, id := range w.eps {
+		out[OwnerOf(members, id)] = append(out[OwnerOf(members, id)], id)
+	}
+	return out
+}
+
 func (w *shardWorld) wantState(id string) msg.State {
 	if slices.Index(w.eps, id)%2 == 0 {
 		return msg.StateUp
@@ -104,10 +113,7 @@ func TestNoDataReplicasListOnlyTheirShards(t *testing.T) {
 	e := w.e
 	a, b := e.newReplica("agg-a"), e.newReplica("agg-b")
 	members := []string{a.id, b.id}
-	ownedBy := map[string][]string{}
-	for _, id := range w.eps {
-		ownedBy[OwnerOf(members, id)] = append(ownedBy[OwnerOf(members, id)], id)
-	}
+	ownedBy := w.ownedBy(members)
 	for _, r := range []*replica{a, b} {
 		n := 0
 		for _, id := range ownedBy[r.id] {
@@ -151,10 +157,7 @@ func TestNoDataSurvivorListsADeadReplicasShards(t *testing.T) {
 	e := w.e
 	a, b := e.newReplica("agg-a"), e.newReplica("agg-b")
 	members := []string{a.id, b.id}
-	ownedBy := map[string][]string{}
-	for _, id := range w.eps {
-		ownedBy[OwnerOf(members, id)] = append(ownedBy[OwnerOf(members, id)], id)
-	}
+	ownedBy := w.ownedBy(members)
 	w.cs.takeListings()
 
 	// Window 0: both live, each decides its own.

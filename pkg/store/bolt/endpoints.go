@@ -193,29 +193,23 @@ func (s *Store) GetEndpointOf(ctx context.Context, tenant, id string) (model.End
 
 // ListEndpoints returns every endpoint ordered by ID.
 func (s *Store) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
-	out := []model.Endpoint{}
-	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		return tx.Bucket(bEndpoints).ForEach(func(k, v []byte) error {
-			var e model.Endpoint
-			if err := json.Unmarshal(v, &e); err != nil {
-				return fmt.Errorf("decode endpoint %s: %w", k, err)
-			}
-			out = append(out, e)
-			return nil
-		})
-	})
-	return out, err
+	return s.listEndpoints(ctx, func([]byte) bool { return true })
 }
 
 // ListEndpointsIn returns the endpoints of shards ordered by ID. The one
 // file holds every shard in one bucket, so this walks every key and
 // decodes only the records of the shards asked for.
 func (s *Store) ListEndpointsIn(ctx context.Context, shards []int) ([]model.Endpoint, error) {
-	out := []model.Endpoint{}
 	want := store.ShardSet(shards)
+	return s.listEndpoints(ctx, func(id []byte) bool { return want[store.ShardOf(string(id))] })
+}
+
+// listEndpoints decodes the endpoints whose ID keep accepts, by ID.
+func (s *Store) listEndpoints(ctx context.Context, keep func(id []byte) bool) ([]model.Endpoint, error) {
+	out := []model.Endpoint{}
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		return tx.Bucket(bEndpoints).ForEach(func(k, v []byte) error {
-			if !want[store.ShardOf(string(k))] {
+			if !keep(k) {
 				return nil
 			}
 			var e model.Endpoint

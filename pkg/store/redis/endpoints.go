@@ -318,9 +318,18 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeEndpoints(cmds, func(string) bool { return true })
+}
+
+// decodeEndpoints decodes the endpoints of HGETALL replies whose ID keep
+// accepts, ordered by ID.
+func decodeEndpoints(cmds []*goredis.MapStringStringCmd, keep func(id string) bool) ([]model.Endpoint, error) {
 	out := []model.Endpoint{}
 	for _, c := range cmds {
 		for id, raw := range c.Val() {
+			if !keep(id) {
+				continue
+			}
 			e, err := decode[model.Endpoint]("endpoint "+id, raw)
 			if err != nil {
 				return nil, err
@@ -355,21 +364,7 @@ func (s *Store) ListEndpointsIn(ctx context.Context, shards []int) ([]model.Endp
 	if err != nil {
 		return nil, err
 	}
-	out := []model.Endpoint{}
-	for _, c := range cmds {
-		for id, raw := range c.Val() {
-			if !want[shardOf(id)] {
-				continue
-			}
-			e, err := decode[model.Endpoint]("endpoint "+id, raw)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, e)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+	return decodeEndpoints(cmds, func(id string) bool { return want[shardOf(id)] })
 }
 
 // ListEndpointsOf returns the tenant's endpoints ordered by ID: the

@@ -106,7 +106,12 @@ func (s *Store) GetEndpointOf(ctx context.Context, tenant, id string) (model.End
 // does not open fails the list: a replica with the wrong key must not
 // carry on probing without credentials or alerting nowhere.
 func (s *Store) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
-	eps, err := s.Store.ListEndpoints(ctx)
+	return s.openAll(s.Store.ListEndpoints(ctx))
+}
+
+// openAll opens the secrets of a listing; the first that does not open
+// fails it.
+func (s *Store) openAll(eps []model.Endpoint, err error) ([]model.Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -122,31 +127,13 @@ func (s *Store) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
 // opened (one that does not open fails the list, as in ListEndpoints).
 // EndpointsStampsIn is the wrapped store's: sealing changes no stamp.
 func (s *Store) ListEndpointsIn(ctx context.Context, shards []int) ([]model.Endpoint, error) {
-	eps, err := s.Store.ListEndpointsIn(ctx, shards)
-	if err != nil {
-		return nil, err
-	}
-	for i, e := range eps {
-		if eps[i], err = OpenEndpoint(s.keys, e); err != nil {
-			return nil, err
-		}
-	}
-	return eps, nil
+	return s.openAll(s.Store.ListEndpointsIn(ctx, shards))
 }
 
 // ListEndpointsOf returns the tenant's endpoints with their secrets opened
 // (one that does not open fails the list, as in ListEndpoints).
 func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]model.Endpoint, error) {
-	eps, err := s.Store.ListEndpointsOf(ctx, tenant)
-	if err != nil {
-		return nil, err
-	}
-	for i, e := range eps {
-		if eps[i], err = OpenEndpoint(s.keys, e); err != nil {
-			return nil, err
-		}
-	}
-	return eps, nil
+	return s.openAll(s.Store.ListEndpointsOf(ctx, tenant))
 }
 
 // ListEndpointsPage returns one page of the tenant's endpoints with their
