@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -140,34 +138,34 @@ func (a *Aggregator) endpointViews(ctx context.Context, now time.Time, shards []
 			stamps = n
 		}
 	}
-	var stale []int
+	stale := make([]bool, len(shards))
+	var list []int
 	for i, sh := range shards {
 		c, ok := nd.views[sh]
-		if !ok || !stampsOK || !c.stampOK || c.stamp != stamps[i] || now.Sub(c.at) >= staleViews {
-			stale = append(stale, sh)
+		if stale[i] = !ok || !stampsOK || !c.stampOK || c.stamp != stamps[i] || now.Sub(c.at) >= staleViews; stale[i] {
+			list = append(list, sh)
 		}
 	}
-	if len(stale) > 0 {
-		eps, err := a.st.ListEndpointsIn(ctx, stale)
+	byShard := map[int][]noDataView{}
+	if len(list) > 0 {
+		eps, err := a.st.ListEndpointsIn(ctx, list)
 		if err != nil {
 			return nil, err
 		}
-		byShard := make(map[int][]noDataView, len(stale))
 		for _, ep := range eps {
 			sh := store.ShardOf(ep.ID)
 			byShard[sh] = append(byShard[sh], viewOf(ep))
 		}
-		fresh := make(map[int]shardViews, len(shards))
-		for i, sh := range shards {
-			fresh[sh] = nd.views[sh]
-			if slices.Contains(stale, sh) {
-				fresh[sh] = shardViews{views: byShard[sh], stamp: stamps[i], stampOK: stampsOK, at: now}
-			}
-		}
-		nd.views = fresh
-	} else if len(nd.views) != len(shards) {
-		maps.DeleteFunc(nd.views, func(sh int, _ shardViews) bool { return !slices.Contains(shards, sh) })
 	}
+	// Only the shards asked for are kept.
+	fresh := make(map[int]shardViews, len(shards))
+	for i, sh := range shards {
+		fresh[sh] = nd.views[sh]
+		if stale[i] {
+			fresh[sh] = shardViews{views: byShard[sh], stamp: stamps[i], stampOK: stampsOK, at: now}
+		}
+	}
+	nd.views = fresh
 	var views []noDataView
 	for _, sh := range shards {
 		views = append(views, nd.views[sh].views...)

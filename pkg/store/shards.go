@@ -1,10 +1,6 @@
 package store
 
-import (
-	"hash/fnv"
-
-	"github.com/mcpmon/mcpmon/pkg/model"
-)
+import "hash/fnv"
 
 // ShardCount is how many shards endpoints are spread over. A shard is the
 // unit of placement and of work: on a Redis Cluster every key of an
@@ -50,19 +46,6 @@ func InShards(refs []WindowRef, shards []int) []WindowRef {
 	for _, r := range refs {
 		if want[ShardOf(r.EndpointID)] {
 			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// EndpointsInShards keeps the endpoints in one of shards, in order:
-// ListEndpointsIn for a backend whose endpoints are not split by shard.
-func EndpointsInShards(eps []model.Endpoint, shards []int) []model.Endpoint {
-	want := ShardSet(shards)
-	out := make([]model.Endpoint, 0, len(eps))
-	for _, e := range eps {
-		if want[ShardOf(e.ID)] {
-			out = append(out, e)
 		}
 	}
 	return out
