@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,7 +38,7 @@ func serveFleet(ctx context.Context, sessionTimeout time.Duration, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	s := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	s := &http.Server{Handler: countSessions(h), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		_ = s.Close()
@@ -47,6 +48,30 @@ func serveFleet(ctx context.Context, sessionTimeout time.Duration, stdout io.Wri
 		return err
 	}
 	return nil
+}
+
+// sessionsPath answers, on the fleet server, how many sessions the
+// pipeline has opened so far: the probes the server has seen begin, read
+// in the middle of a run without gathering the pipeline's registry (one
+// gather at 10,000 endpoints costs more than a second of CPU).
+const sessionsPath = "/sessions"
+
+// countSessions counts the POSTs to an endpoint path without a session
+// header — one initialize per probe — and serves the count at
+// sessionsPath. The peer's path is left out.
+func countSessions(h http.Handler) http.Handler {
+	var n atomic.Int64
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == sessionsPath {
+			fmt.Fprintln(w, n.Load())
+			return
+		}
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" &&
+			strings.HasPrefix(r.URL.Path, "/e/") && r.URL.Path != "/e/peer" {
+			n.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // fleet is a running fleet-server child.
@@ -105,6 +130,28 @@ func startFleet(ctx context.Context, n int, sessionTimeout time.Duration, stderr
 func (f *fleet) cpu() (time.Duration, error) { return procCPU(f.cmd.Process.Pid) }
 
 func (f *fleet) stop() { stopChild(f.cmd) }
+
+// sessions reads the fleet server's count of sessions opened (countSessions).
+func (f *fleet) sessions(ctx context.Context) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.base+sessionsPath, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("read the fleet server's session count: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64))
+	if err != nil {
+		return 0, fmt.Errorf("read the fleet server's session count: %w", err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("the fleet server's session count %q: %w", b, err)
+	}
+	return n, nil
+}
 
 // peerHandshakes runs the go-sdk client's handshake (initialize +
 // initialized + ping + close) n times against url from

@@ -50,6 +50,7 @@ type options struct {
 	schedule   string
 	fleet      bool // the MCP server in a child process, one path per endpoint
 	peer       int  // go-sdk client handshakes for the peer CPU figure
+	warmup     time.Duration
 	cpuprofile string
 	memprofile string
 	fleetChild bool
@@ -91,6 +92,7 @@ func main() {
 	fs.StringVar(&o.schedule, "schedule", "@every 1s", "every endpoint's schedule")
 	fs.BoolVar(&o.fleet, "fleet", false, "serve every endpoint from one go-sdk MCP server in a child process (/e/<i>), so the pipeline's CPU excludes the servers'; needed past 2,000 endpoints")
 	fs.IntVar(&o.peer, "peer", 0, "with --fleet: after the run, this many go-sdk client handshakes against the same server, for the CPU-per-probe ratio")
+	fs.DurationVar(&o.warmup, "warmup", 0, "with --fleet: leave the first this long of --duration out of the steady-state rows (one schedule interval: every endpoint's first probe, which stores its first records and runs the hourly conformance requests); --cpuprofile then starts after it")
 	fs.IntVar(&o.down, "down", 0, "point this many of the endpoints at a closed port, so incidents open and alerts reach a local webhook (the verdict → alert delay row)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write the pipeline's CPU profile over the run to this file")
 	fs.StringVar(&o.peerChild, "peer-child", "", "internal: the go-sdk client handshakes of --peer against this URL, in a process of their own")
@@ -205,6 +207,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "mcpmon-load: --endpoints must be 1..%d (more with --fleet) and --duration 5s..30m\n", maxEndpoints)
 		os.Exit(2)
 	}
+	if o.warmup < 0 || o.warmup > 0 && (!o.fleet || o.duration-o.warmup < 5*time.Second) {
+		fmt.Fprintln(os.Stderr, "mcpmon-load: --warmup needs --fleet and at least 5s of --duration after it")
+		os.Exit(2)
+	}
 	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "mcpmon-load:", err)
 		os.Exit(1)
@@ -315,11 +321,15 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	reg = nil
 	_ = reg
 
-	stopProfile, err := startCPUProfile(o.cpuprofile)
+	profile := o.cpuprofile
+	if o.warmup > 0 {
+		profile = "" // started after the warm-up
+	}
+	stopProfile, err := startCPUProfile(profile)
 	if err != nil {
 		return err
 	}
-	defer stopProfile()
+	defer func() { stopProfile() }()
 	if o.memprofile != "" {
 		// Allocations since the start of the run, not since the daemon's
 		// setup: the rate a probe costs, sampled at the default rate.
@@ -337,6 +347,11 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "load: %d endpoints on %q for %s on the %s queue ...\n", o.endpoints, o.schedule, o.duration, o.queue)
 	progress := time.NewTicker(5 * time.Second)
 	deadline := time.NewTimer(o.duration)
+	var warm <-chan time.Time
+	if o.warmup > 0 {
+		warm = time.After(o.warmup)
+	}
+	var steady steadyMark
 loop:
 	for {
 		select {
@@ -344,6 +359,14 @@ loop:
 			break loop
 		case <-deadline.C:
 			break loop
+		case <-warm:
+			if steady, err = markSteady(ctx, srv); err != nil {
+				return err
+			}
+			if stopProfile, err = startCPUProfile(o.cpuprofile); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "load: warm-up over after %s; the steady-state rows count from here\n", time.Since(start).Round(time.Second))
 		case <-progress.C:
 			fmt.Fprintf(stderr, "load: %s elapsed\n", time.Since(start).Round(time.Second))
 		}
@@ -352,6 +375,12 @@ loop:
 	elapsed := time.Since(start)
 	var after syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	var steadyRows [][2]string
+	if !steady.at.IsZero() {
+		if steadyRows, err = steady.rows(ctx, srv, after, o.warmup); err != nil {
+			return err
+		}
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	var srvCPU time.Duration
@@ -412,8 +441,10 @@ loop:
 			if probes > 0 {
 				rows = append(rows, [2]string{"pipeline CPU per probe ÷ go-sdk client CPU per handshake (target ≤ 0.5)", fmt.Sprintf("%.2f×", float64(cpu)/probes/per)})
 			}
+			steadyRows = steady.ratio(steadyRows, per)
 		}
 	}
+	rows = append(rows, steadyRows...)
 	if cfg.Queue == config.QueueSQS {
 		results := snap.labelled("mcpmon_queue_sends_total", "queue", "results")
 		reqs := snap.sum("mcpmon_sqs_requests_total")
@@ -426,6 +457,53 @@ loop:
 		fmt.Fprintf(stdout, "| %s | %s |\n", r[0], r[1])
 	}
 	return nil
+}
+
+// steadyMark is where the warm-up ended: the pipeline's CPU and the probes
+// the fleet server had seen begin by then.
+type steadyMark struct {
+	at       time.Time
+	cpu      time.Duration
+	sessions int64
+	perProbe float64 // set by rows: CPU per probe over the steady window
+}
+
+func markSteady(ctx context.Context, srv *fleet) (steadyMark, error) {
+	n, err := srv.sessions(ctx)
+	if err != nil {
+		return steadyMark{}, err
+	}
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return steadyMark{at: time.Now(), cpu: tv(ru.Utime) + tv(ru.Stime), sessions: n}, nil
+}
+
+// rows are the steady-state rows: from the mark to the end (after, the
+// pipeline's rusage at the end of the run).
+func (m *steadyMark) rows(ctx context.Context, srv *fleet, after syscall.Rusage, warmup time.Duration) ([][2]string, error) {
+	n, err := srv.sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	probes := float64(n - m.sessions)
+	cpu := tv(after.Utime) + tv(after.Stime) - m.cpu
+	window := time.Since(m.at)
+	if probes > 0 {
+		m.perProbe = float64(cpu) / probes
+	}
+	return [][2]string{
+		{fmt.Sprintf("steady state (after a %s warm-up): probes begun, seen by the server", warmup), fmt.Sprintf("%.0f (%.1f/s)", probes, probes/window.Seconds())},
+		{"steady state: CPU per probe (pipeline alone)", perProbe(cpu, probes)},
+	}, nil
+}
+
+// ratio appends the steady state's ratio to the go-sdk client's CPU per
+// handshake per (ns) to rows, when there is a steady state.
+func (m steadyMark) ratio(rows [][2]string, per float64) [][2]string {
+	if m.perProbe == 0 || per == 0 {
+		return rows
+	}
+	return append(rows, [2]string{"steady state: pipeline CPU per probe ÷ go-sdk client CPU per handshake (target ≤ 0.5)", fmt.Sprintf("%.2f×", m.perProbe/per)})
 }
 
 // scrapeCost gathers the stopped daemon's registry and encodes it as the
