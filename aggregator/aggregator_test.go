@@ -190,7 +190,7 @@ func testWindowDecidedAfterGraceOnce(t *testing.T, e *aenv) {
 	if vs := e.published(); len(vs) != 0 {
 		t.Fatalf("second tick published %v, want nothing", vs)
 	}
-	if got := testutil.ToFloat64(e.agg.m.VerdictState.WithLabelValues("ep", "down")); got != 1 {
+	if got, _ := e.agg.m.VerdictState.Get("ep"); got != msg.StateDown {
 		t.Fatalf("verdict_state{state=down} = %v, want 1", got)
 	}
 	if got := testutil.ToFloat64(e.agg.m.Verdicts.WithLabelValues("down")); got != 1 {

@@ -1,6 +1,8 @@
 package aggregator
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
@@ -11,7 +13,7 @@ import (
 
 // Metrics are the aggregator's Prometheus metrics (names from the catalog).
 type Metrics struct {
-	VerdictState     *prometheus.GaugeVec   // endpoint, state
+	VerdictState     *VerdictStates         // endpoint, state
 	Verdicts         *prometheus.CounterVec // state
 	ResultsDuplicate prometheus.Counter
 	ResultsLate      prometheus.Counter
@@ -38,10 +40,7 @@ func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metric
 	}
 	f := promauto.With(reg)
 	m := &Metrics{
-		VerdictState: f.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "mcpmon", Name: "verdict_state",
-			Help: "Current verdict state per endpoint: 1 for the state of the latest verdict, 0 for the others.",
-		}, []string{"endpoint", "state"}),
+		VerdictState: &VerdictStates{states: map[string]msg.State{}},
 		Verdicts: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "mcpmon", Name: "verdicts_total",
 			Help: "Verdicts published, by state.",
@@ -68,6 +67,9 @@ func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metric
 		}),
 		probeToVerdict: delay.ProbeToVerdict,
 	}
+	if reg != nil {
+		reg.MustRegister(m.VerdictState)
+	}
 	for _, k := range model.EventKinds() {
 		m.Events.WithLabelValues(k)
 	}
@@ -77,16 +79,11 @@ func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metric
 	return m
 }
 
-// setState sets the endpoint's current-state gauge, pre-creating every state
-// the first time an endpoint is seen so dashboards see zeros, not gaps.
+// setState sets the endpoint's current-state gauge; every state is
+// exported from the endpoint's first verdict, so dashboards see zeros, not
+// gaps.
 func (m *Metrics) setState(endpointID string, state msg.State) {
-	for _, s := range msg.States() {
-		v := 0.0
-		if s == state {
-			v = 1
-		}
-		m.VerdictState.WithLabelValues(endpointID, string(s)).Set(v)
-	}
+	m.VerdictState.Set(endpointID, state)
 }
 
 // Forget deletes every series of a deleted endpoint (its
@@ -98,5 +95,62 @@ func (m *Metrics) Forget(endpointID string) {
 	if m == nil {
 		return
 	}
-	m.VerdictState.DeletePartialMatch(prometheus.Labels{"endpoint": endpointID})
+	m.VerdictState.forget(endpointID)
+}
+
+// verdictStateDesc describes mcpmon_verdict_state.
+var verdictStateDesc = prometheus.NewDesc("mcpmon_verdict_state",
+	"Current verdict state per endpoint: 1 for the state of the latest verdict, 0 for the others.", []string{"endpoint", "state"}, nil)
+
+// VerdictStates is mcpmon_verdict_state: each endpoint's latest state,
+// one map entry per endpoint, its series (one per state) built only while
+// a scrape collects them. A gauge vector kept five series objects per
+// endpoint on the heap the garbage collector walks (the prober's Metrics
+// says why that matters at 10,000 endpoints).
+type VerdictStates struct {
+	mu     sync.Mutex
+	states map[string]msg.State
+}
+
+// Set records the endpoint's latest state.
+func (v *VerdictStates) Set(endpointID string, state msg.State) {
+	v.mu.Lock()
+	v.states[endpointID] = state
+	v.mu.Unlock()
+}
+
+// Get returns the endpoint's latest state, if it has one.
+func (v *VerdictStates) Get(endpointID string) (msg.State, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s, ok := v.states[endpointID]
+	return s, ok
+}
+
+func (v *VerdictStates) forget(endpointID string) {
+	v.mu.Lock()
+	delete(v.states, endpointID)
+	v.mu.Unlock()
+}
+
+// Describe implements prometheus.Collector.
+func (v *VerdictStates) Describe(ch chan<- *prometheus.Desc) { ch <- verdictStateDesc }
+
+// Collect implements prometheus.Collector.
+func (v *VerdictStates) Collect(ch chan<- prometheus.Metric) {
+	v.mu.Lock()
+	snap := make(map[string]msg.State, len(v.states))
+	for id, s := range v.states {
+		snap[id] = s
+	}
+	v.mu.Unlock()
+	for id, cur := range snap {
+		for _, s := range msg.States() {
+			val := 0.0
+			if s == cur {
+				val = 1
+			}
+			ch <- prometheus.MustNewConstMetric(verdictStateDesc, prometheus.GaugeValue, val, id, string(s))
+		}
+	}
 }

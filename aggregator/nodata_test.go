@@ -102,7 +102,7 @@ func testNoDataForSilentWindow(t *testing.T, e *aenv) {
 	if got := testutil.ToFloat64(e.agg.m.Verdicts.WithLabelValues("no_data")); got != 1 {
 		t.Fatalf("verdicts_total{state=no_data} = %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(e.agg.m.VerdictState.WithLabelValues("silent", "no_data")); got != 1 {
+	if got, _ := e.agg.m.VerdictState.Get("silent"); got != msg.StateNoData {
 		t.Fatalf("verdict_state{endpoint=silent,state=no_data} = %v, want 1", got)
 	}
 	// The next silent window gets its own, one window later.

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -142,7 +140,7 @@ func TestCatalogDrift(t *testing.T) {
 	}
 	mustContain(t, res.Events[0].Message, "added list")
 	m := p.opts.Metrics
-	if b, i := testutil.ToFloat64(m.catalogChanges.WithLabelValues("ep1", "breaking")), testutil.ToFloat64(m.catalogChanges.WithLabelValues("ep1", "info")); b != 1 || i != 1 {
+	if b, i := seriesValue(t, m, "mcpmon_tool_catalog_changes_total", "endpoint", "ep1", "severity", "breaking"), seriesValue(t, m, "mcpmon_tool_catalog_changes_total", "endpoint", "ep1", "severity", "info"); b != 1 || i != 1 {
 		t.Errorf("catalog changes breaking=%v info=%v", b, i)
 	}
 }

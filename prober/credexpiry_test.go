@@ -119,7 +119,7 @@ func TestCredentialExpiryWatchdog(t *testing.T) {
 	if res.Class != ClassOK {
 		t.Fatalf("class %s %q", res.Class, res.Error)
 	}
-	if got := testutil.ToFloat64(p.opts.Metrics.credExpiry.WithLabelValues("ep1")); got != float64(exp.Unix()) {
+	if got := seriesValue(t, p.opts.Metrics, "mcpmon_probe_credential_expiry_timestamp_seconds", "endpoint", "ep1"); got != float64(exp.Unix()) {
 		t.Fatalf("credential expiry metric %v, want %d", got, exp.Unix())
 	}
 	ev := findEvent(res.Events, model.EventCredentialExpiry)

@@ -10,13 +10,61 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
 func newRegistry() *prometheus.Registry { return prometheus.NewRegistry() }
+
+// seriesValue is the value of m's one series of family name whose labels
+// include the name/value pairs given; the test fails unless exactly one
+// matches.
+func seriesValue(t *testing.T, m *Metrics, name string, labels ...string) float64 {
+	t.Helper()
+	var found []*dto.Metric
+	for _, s := range series(t, m, name) {
+		match := true
+		for i := 0; i+1 < len(labels); i += 2 {
+			has := false
+			for _, lp := range s.GetLabel() {
+				has = has || lp.GetName() == labels[i] && lp.GetValue() == labels[i+1]
+			}
+			match = match && has
+		}
+		if match {
+			found = append(found, s)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%s%v: %d series match, want 1", name, labels, len(found))
+	}
+	s := found[0]
+	return s.GetCounter().GetValue() + s.GetGauge().GetValue()
+}
+
+// seriesCount is how many series of family name m exports.
+func seriesCount(t *testing.T, m *Metrics, name string) int {
+	t.Helper()
+	return len(series(t, m, name))
+}
+
+func series(t *testing.T, m *Metrics, name string) []*dto.Metric {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()
+		}
+	}
+	return nil
+}
 
 func gatherText(t *testing.T, reg *prometheus.Registry) string {
 	t.Helper()
@@ -56,16 +104,16 @@ func TestMetricsAndCertExpiry(t *testing.T) {
 		t.Errorf("no tls phase: %v", res.Phases)
 	}
 	m := p.opts.Metrics
-	if got := testutil.ToFloat64(m.probes.WithLabelValues("ep1", ClassOK, "eu")); got != 1 {
+	if got := seriesValue(t, m, "mcpmon_probes_total", "endpoint", "ep1", "class", ClassOK, "region", "eu"); got != 1 {
 		t.Errorf("probes_total{ok} = %v", got)
 	}
-	if got := testutil.ToFloat64(m.certExpiry.WithLabelValues("ep1")); got != float64(notAfter.Unix()) {
+	if got := seriesValue(t, m, "mcpmon_probe_cert_expiry_timestamp_seconds", "endpoint", "ep1"); got != float64(notAfter.Unix()) {
 		t.Errorf("cert expiry gauge = %v", got)
 	}
-	if got := testutil.ToFloat64(m.up.WithLabelValues("ep1", "eu")); got != 1 {
+	if got := seriesValue(t, m, "mcpmon_probe_up", "endpoint", "ep1", "region", "eu"); got != 1 {
 		t.Errorf("probe_up = %v", got)
 	}
-	if got := testutil.ToFloat64(m.protocolInfo.WithLabelValues("ep1", Version20251125, TransportStreamableHTTP)); got != 1 {
+	if got := seriesValue(t, m, "mcpmon_probe_protocol_info", "endpoint", "ep1", "version", Version20251125, "transport", TransportStreamableHTTP); got != 1 {
 		t.Errorf("protocol_info = %v", got)
 	}
 	text := gatherText(t, reg)
@@ -141,15 +189,15 @@ func TestProtocolInfoKeepsOneSeriesPerEndpoint(t *testing.T) {
 	m.observe(res("b", "2025-06-18", TransportStreamableHTTP))
 	m.observe(res("a", Version20251125, TransportStreamableHTTP))
 	m.observe(res("a", Version20251125, TransportStreamableHTTP))
-	if n := testutil.CollectAndCount(m.protocolInfo); n != 2 {
+	if n := seriesCount(t, m, "mcpmon_probe_protocol_info"); n != 2 {
 		t.Fatalf("%d protocol_info series, want 2 (a's current and b's)", n)
 	}
-	if got := testutil.ToFloat64(m.protocolInfo.WithLabelValues("a", Version20251125, TransportStreamableHTTP)); got != 1 {
+	if got := seriesValue(t, m, "mcpmon_probe_protocol_info", "endpoint", "a", "version", Version20251125, "transport", TransportStreamableHTTP); got != 1 {
 		t.Fatalf("a's current protocol_info = %v, want 1", got)
 	}
 	m.Forget("a")
 	m.observe(res("a", "2025-06-18", TransportSSE))
-	if n := testutil.CollectAndCount(m.protocolInfo); n != 2 {
+	if n := seriesCount(t, m, "mcpmon_probe_protocol_info"); n != 2 {
 		t.Fatalf("%d protocol_info series after forget and a new probe, want 2", n)
 	}
 }

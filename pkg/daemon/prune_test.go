@@ -62,13 +62,7 @@ func seriesOf(t *testing.T, reg prometheus.Gatherer, id string) int {
 }
 
 func setVerdict(m *aggregator.Metrics, id string, state msg.State) {
-	for _, s := range msg.States() {
-		v := 0.0
-		if s == state {
-			v = 1
-		}
-		m.VerdictState.WithLabelValues(id, string(s)).Set(v)
-	}
+	m.VerdictState.Set(id, state)
 }
 
 // TestPruneForgetsOnlyDeletedEndpoints: a round forgets the series of an
