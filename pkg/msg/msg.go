@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/jsonv"
 )
 
 // SchemaVersion is the version of every message body this build writes.
@@ -405,7 +407,7 @@ func GroupLedgerKey(groupID, kind, sink string) string {
 
 // Decode unmarshals a message body into v and checks its schema version.
 func Decode(body []byte, v interface{ schema() int }) error {
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := jsonv.Unmarshal(body, v); err != nil {
 		return fmt.Errorf("decode message body: %w", err)
 	}
 	if s := v.schema(); s < 1 || s > SchemaVersion {

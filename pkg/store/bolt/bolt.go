@@ -33,6 +33,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/jsonv"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -258,7 +259,7 @@ func get[T any](b *bbolt.Bucket, key []byte) (T, bool, error) {
 	if raw == nil {
 		return v, false, nil
 	}
-	if err := json.Unmarshal(raw, &v); err != nil {
+	if err := jsonv.Unmarshal(raw, &v); err != nil {
 		return v, false, fmt.Errorf("decode record %q: %w", key, err)
 	}
 	return v, true, nil

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 	"time"
 
 	"go.etcd.io/bbolt"
 
+	"github.com/mcpmon/mcpmon/pkg/jsonv"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -32,7 +32,7 @@ func indexTenants(tx *bbolt.Tx) error {
 	}
 	return tx.Bucket(bEndpoints).ForEach(func(k, v []byte) error {
 		var e struct{ Tenant string }
-		if err := json.Unmarshal(v, &e); err != nil {
+		if err := jsonv.Unmarshal(v, &e); err != nil {
 			return fmt.Errorf("index endpoint %s by tenant: %w", k, err)
 		}
 		return idx.Put(tenantKey(e.Tenant, string(k)), nil)
@@ -213,7 +213,7 @@ func (s *Store) listEndpoints(ctx context.Context, keep func(id []byte) bool) ([
 				return nil
 			}
 			var e model.Endpoint
-			if err := json.Unmarshal(v, &e); err != nil {
+			if err := jsonv.Unmarshal(v, &e); err != nil {
 				return fmt.Errorf("decode endpoint %s: %w", k, err)
 			}
 			out = append(out, e)

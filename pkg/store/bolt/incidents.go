@@ -7,12 +7,12 @@ package bolt
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"go.etcd.io/bbolt"
 
+	"github.com/mcpmon/mcpmon/pkg/jsonv"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -42,7 +42,7 @@ func indexIncidentTenants(tx *bbolt.Tx) error {
 	}
 	return tx.Bucket(bIncidents).ForEach(func(k, v []byte) error {
 		var inc model.Incident
-		if err := json.Unmarshal(v, &inc); err != nil {
+		if err := jsonv.Unmarshal(v, &inc); err != nil {
 			return fmt.Errorf("index incident %s by tenant: %w", k, err)
 		}
 		if err := owners.Put(bytes.Clone(k), []byte(model.TenantOf(inc.Tenant))); err != nil {

@@ -11,13 +11,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
 
 	"go.etcd.io/bbolt"
 
+	"github.com/mcpmon/mcpmon/pkg/jsonv"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
@@ -66,7 +66,7 @@ func (s *Store) AddWindowResult(ctx context.Context, window time.Time, r msg.Pro
 		added = false
 		if raw := tx.Bucket(bLastVerdict).Get([]byte(r.EndpointID)); raw != nil {
 			var last struct{ Window time.Time }
-			if err := json.Unmarshal(raw, &last); err != nil {
+			if err := jsonv.Unmarshal(raw, &last); err != nil {
 				return fmt.Errorf("decode last verdict of %s: %w", r.EndpointID, err)
 			}
 			if !window.After(last.Window) {
@@ -105,7 +105,7 @@ func (s *Store) WindowResults(ctx context.Context, ref store.WindowRef) ([]msg.P
 		c := tx.Bucket(bWinResults).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var r msg.ProbeResult
-			if err := json.Unmarshal(v, &r); err != nil {
+			if err := jsonv.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("decode window result %q: %w", k, err)
 			}
 			rs = append(rs, r)
@@ -180,7 +180,7 @@ func splitWindowLists(tx *bbolt.Tx) error {
 			return nil
 		}
 		var rs []msg.ProbeResult
-		if err := json.Unmarshal(v, &rs); err != nil {
+		if err := jsonv.Unmarshal(v, &rs); err != nil {
 			return fmt.Errorf("decode window list %q: %w", k, err)
 		}
 		lists = append(lists, list{append([]byte(nil), k...), rs})

@@ -7,12 +7,12 @@ package bolt
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"go.etcd.io/bbolt"
 
+	"github.com/mcpmon/mcpmon/pkg/jsonv"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
@@ -132,7 +132,7 @@ func (s *Store) Rollups(ctx context.Context, endpointID string, size time.Durati
 				continue
 			}
 			var rec rollupRecord
-			if err := json.Unmarshal(raw, &rec); err != nil {
+			if err := jsonv.Unmarshal(raw, &rec); err != nil {
 				return fmt.Errorf("decode rollup of %s: %w", endpointID, err)
 			}
 			r, err := rec.rollup(keyTime(k[len(prefix):]), size)

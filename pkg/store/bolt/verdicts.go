@@ -6,12 +6,12 @@ package bolt
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"go.etcd.io/bbolt"
 
+	"github.com/mcpmon/mcpmon/pkg/jsonv"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
@@ -93,7 +93,7 @@ func (s *Store) ListVerdictsBefore(ctx context.Context, endpointID string, befor
 				break
 			}
 			var vd msg.Verdict
-			if err := json.Unmarshal(v, &vd); err != nil {
+			if err := jsonv.Unmarshal(v, &vd); err != nil {
 				return fmt.Errorf("decode verdict of %s: %w", endpointID, err)
 			}
 			out = append(out, vd)
