@@ -128,6 +128,9 @@ type Store interface {
 	// ListEndpointsIn is read once per window, for the shards this
 	// replica owns, to find no_data windows.
 	ListEndpointsIn(ctx context.Context, shards []int) ([]model.Endpoint, error)
+	// EndpointsStampsIn says which of those shards changed since the
+	// last listing (endpointViews).
+	EndpointsStampsIn(ctx context.Context, shards []int) ([]uint64, error)
 }
 
 // Publisher sends one message to the verdicts queue and blocks until the

@@ -109,12 +109,6 @@ func (v noDataView) endpoint() model.Endpoint {
 	return model.Endpoint{ID: v.id, Schedule: v.schedule, CreatedAt: v.created, UpdatedAt: v.updated, Timeout: v.timeout, Paused: v.paused}
 }
 
-// endpointStamper is the optional capability of a store that counts
-// each shard's endpoint writes (bolt, Redis: store.Endpoints).
-type endpointStamper interface {
-	EndpointsStampsIn(ctx context.Context, shards []int) ([]uint64, error)
-}
-
 // staleViews bounds how long an unchanged stamp stands in for a listing,
 // in case a write path ever misses the stamp.
 const staleViews = 10 * time.Minute
@@ -132,8 +126,8 @@ func (a *Aggregator) endpointViews(ctx context.Context, now time.Time, shards []
 	nd := &a.nd
 	stamps := make([]uint64, len(shards))
 	stampsOK := false
-	if sp, ok := a.st.(endpointStamper); ok && len(shards) > 0 {
-		n, err := sp.EndpointsStampsIn(ctx, shards)
+	if len(shards) > 0 {
+		n, err := a.st.EndpointsStampsIn(ctx, shards)
 		if stampsOK = err == nil && len(n) == len(shards); stampsOK {
 			stamps = n
 		}
