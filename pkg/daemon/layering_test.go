@@ -60,6 +60,9 @@ func TestLayering(t *testing.T) {
 			t.Errorf("%s depends on %v; it must not reach the aggregator or the prober", p, d)
 		}
 	}
+	if d := deps(t, "pkg/jsonv"); len(d) != 0 {
+		t.Errorf("pkg/jsonv imports %v; the JSON decoder is a leaf every layer may use", d)
+	}
 	if d := deps(t, "pkg/jsonpath"); len(d) != 0 {
 		t.Errorf("pkg/jsonpath imports %v; the tool check's path rule is a leaf (the API validates with it, the prober selects)", d)
 	}
@@ -95,8 +98,8 @@ func TestLayering(t *testing.T) {
 // share the server's wire types, pkg/api/v1, and link nothing of the
 // server: no router, store, queue, seal or auth. Besides each other and
 // the API types they may use the model (no I/O) and leaves (packages that
-// import nothing of mcpmon, such as pkg/msg); the API types themselves
-// import only the model and leaves.
+// import nothing of mcpmon but the JSON decoder, such as pkg/msg); the
+// API types themselves import only the model and leaves.
 func clientSide(t *testing.T) {
 	t.Helper()
 	const types = "pkg/api/v1"
@@ -105,7 +108,10 @@ func clientSide(t *testing.T) {
 	isLeaf := func(p string) bool {
 		l, ok := leaf[p]
 		if !ok {
-			l = len(deps(t, p)) == 0
+			l = true
+			for _, d := range deps(t, p) {
+				l = l && d == "pkg/jsonv" // itself a leaf (TestLayering)
+			}
 			leaf[p] = l
 		}
 		return l
@@ -132,7 +138,7 @@ func clientSide(t *testing.T) {
 // store's only mcpmon dependencies are the model and those contracts, so
 // every stage can name an Endpoint without linking a backend.
 func TestModelIsALeaf(t *testing.T) {
-	leaves := []string{"pkg/msg", "pkg/schedule"}
+	leaves := []string{"pkg/msg", "pkg/schedule", "pkg/jsonv"}
 	for _, d := range deps(t, "pkg/model") {
 		if !slices.Contains(leaves, d) {
 			t.Errorf("pkg/model imports %s; it may import only %v", d, leaves)
@@ -152,11 +158,11 @@ func TestModelIsALeaf(t *testing.T) {
 func TestStagesImportOnlyTheModelAndContracts(t *testing.T) {
 	allowed := []string{
 		"pkg/model", "pkg/msg", "pkg/queue", "pkg/store", // the contracts
-		"pkg/alert", "pkg/clock", "pkg/metrics", "pkg/schedule", "pkg/netguard", "pkg/jsonpath", // leaves
+		"pkg/alert", "pkg/clock", "pkg/metrics", "pkg/schedule", "pkg/netguard", "pkg/jsonpath", "pkg/jsonv", // leaves
 		"pkg/conformance", // the spec rules: pure, over the model and the messages (checked below)
 	}
 	for _, d := range deps(t, "pkg/conformance") {
-		if !slices.Contains([]string{"pkg/model", "pkg/msg", "pkg/schedule"}, d) {
+		if !slices.Contains([]string{"pkg/model", "pkg/msg", "pkg/schedule", "pkg/jsonv"}, d) {
 			t.Errorf("pkg/conformance imports %s; the rules import only the model and the messages", d)
 		}
 	}
