@@ -343,6 +343,14 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	// Sessions at the start: the run's probes per session (a probe now and
+	// then opens a second) converts the steady window's sessions to probes.
+	var runSessions int64
+	if srv != nil && o.warmup > 0 {
+		if runSessions, err = srv.sessions(ctx); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	fmt.Fprintf(stderr, "load: %d endpoints on %q for %s on the %s queue ...\n", o.endpoints, o.schedule, o.duration, o.queue)
 	progress := time.NewTicker(5 * time.Second)
@@ -375,9 +383,8 @@ loop:
 	elapsed := time.Since(start)
 	var after syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
-	var steadyRows [][2]string
 	if !steady.at.IsZero() {
-		if steadyRows, err = steady.rows(ctx, srv, after, o.warmup); err != nil {
+		if err = steady.end(ctx, srv, after); err != nil {
 			return err
 		}
 	}
@@ -423,6 +430,7 @@ loop:
 		{"heap in use at end", fmt.Sprintf("%.1f MiB", float64(ms.HeapInuse)/(1<<20))},
 		{"one /metrics scrape at the end (gathered and encoded as text, the pipeline stopped)", scrape},
 	}
+	var per float64 // the go-sdk client's CPU per handshake, ns
 	if srv != nil {
 		rows = append(rows, [2]string{"server CPU per probe (go-sdk server, child process)", perProbe(srvCPU, probes)})
 		if o.peer > 0 {
@@ -434,17 +442,18 @@ loop:
 			// The mean of a run before and a run after the pipeline, each
 			// in a fresh process: the pipeline's heap is not the peer's
 			// to collect, and the box drifts over a run.
-			per := float64(peerBefore+peerAfter) / float64(2*o.peer)
+			per = float64(peerBefore+peerAfter) / float64(2*o.peer)
 			rows = append(rows, [2]string{"go-sdk client CPU per handshake (initialize + initialized + ping + close, same server, same run: the mean of a child process before and one after the pipeline)",
 				fmt.Sprintf("%s (before %s, after %s)", time.Duration(per).Round(time.Microsecond),
 					(peerBefore / time.Duration(o.peer)).Round(time.Microsecond), (peerAfter / time.Duration(o.peer)).Round(time.Microsecond))})
 			if probes > 0 {
 				rows = append(rows, [2]string{"pipeline CPU per probe ÷ go-sdk client CPU per handshake (target ≤ 0.5)", fmt.Sprintf("%.2f×", float64(cpu)/probes/per)})
 			}
-			steadyRows = steady.ratio(steadyRows, per)
 		}
 	}
-	rows = append(rows, steadyRows...)
+	if !steady.at.IsZero() {
+		rows = append(rows, steady.rows(o.warmup, probes, steady.endSessions-runSessions, per)...)
+	}
 	if cfg.Queue == config.QueueSQS {
 		results := snap.labelled("mcpmon_queue_sends_total", "queue", "results")
 		reqs := snap.sum("mcpmon_sqs_requests_total")
@@ -459,13 +468,16 @@ loop:
 	return nil
 }
 
-// steadyMark is where the warm-up ended: the pipeline's CPU and the probes
-// the fleet server had seen begin by then.
+// steadyMark is where the warm-up ended: the pipeline's CPU and the
+// sessions the fleet server had seen begin by then; end adds the same at
+// the end of the run.
 type steadyMark struct {
-	at       time.Time
-	cpu      time.Duration
-	sessions int64
-	perProbe float64 // set by rows: CPU per probe over the steady window
+	at          time.Time
+	cpu         time.Duration
+	sessions    int64
+	window      time.Duration // set by end
+	steadyCPU   time.Duration // set by end
+	endSessions int64         // set by end
 }
 
 func markSteady(ctx context.Context, srv *fleet) (steadyMark, error) {
@@ -478,32 +490,36 @@ func markSteady(ctx context.Context, srv *fleet) (steadyMark, error) {
 	return steadyMark{at: time.Now(), cpu: tv(ru.Utime) + tv(ru.Stime), sessions: n}, nil
 }
 
-// rows are the steady-state rows: from the mark to the end (after, the
-// pipeline's rusage at the end of the run).
-func (m *steadyMark) rows(ctx context.Context, srv *fleet, after syscall.Rusage, warmup time.Duration) ([][2]string, error) {
+// end closes the steady window (after, the pipeline's rusage at the end).
+func (m *steadyMark) end(ctx context.Context, srv *fleet, after syscall.Rusage) error {
 	n, err := srv.sessions(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	probes := float64(n - m.sessions)
-	cpu := tv(after.Utime) + tv(after.Stime) - m.cpu
-	window := time.Since(m.at)
-	if probes > 0 {
-		m.perProbe = float64(cpu) / probes
-	}
-	return [][2]string{
-		{fmt.Sprintf("steady state (after a %s warm-up): probes begun, seen by the server", warmup), fmt.Sprintf("%.0f (%.1f/s)", probes, probes/window.Seconds())},
-		{"steady state: CPU per probe (pipeline alone)", perProbe(cpu, probes)},
-	}, nil
+	m.endSessions = n
+	m.steadyCPU = tv(after.Utime) + tv(after.Stime) - m.cpu
+	m.window = time.Since(m.at)
+	return nil
 }
 
-// ratio appends the steady state's ratio to the go-sdk client's CPU per
-// handshake per (ns) to rows, when there is a steady state.
-func (m steadyMark) ratio(rows [][2]string, per float64) [][2]string {
-	if m.perProbe == 0 || per == 0 {
-		return rows
+// rows are the steady-state rows. The server sees sessions, not probes: the
+// window's sessions are converted at the whole run's probes per session
+// (runProbes over runSessions). per is the go-sdk client's CPU per
+// handshake (ns), 0 without the peer.
+func (m steadyMark) rows(warmup time.Duration, runProbes float64, runSessions int64, per float64) [][2]string {
+	perSession := 1.0
+	if runSessions > 0 && runProbes > 0 {
+		perSession = runProbes / float64(runSessions)
 	}
-	return append(rows, [2]string{"steady state: pipeline CPU per probe ÷ go-sdk client CPU per handshake (target ≤ 0.5)", fmt.Sprintf("%.2f×", m.perProbe/per)})
+	probes := float64(m.endSessions-m.sessions) * perSession
+	rows := [][2]string{
+		{fmt.Sprintf("steady state (after a %s warm-up): probes (sessions the server saw begin × the run's %.3f probes per session)", warmup, perSession), fmt.Sprintf("%.0f (%.1f/s)", probes, probes/m.window.Seconds())},
+		{"steady state: CPU per probe (pipeline alone)", perProbe(m.steadyCPU, probes)},
+	}
+	if probes > 0 && per > 0 {
+		rows = append(rows, [2]string{"steady state: pipeline CPU per probe ÷ go-sdk client CPU per handshake (target ≤ 0.5)", fmt.Sprintf("%.2f×", float64(m.steadyCPU)/probes/per)})
+	}
+	return rows
 }
 
 // scrapeCost gathers the stopped daemon's registry and encodes it as the
