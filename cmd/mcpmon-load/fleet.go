@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,15 +52,21 @@ func serveFleet(ctx context.Context, sessionTimeout time.Duration, stdout io.Wri
 	return nil
 }
 
-// sessionsPath answers, on the fleet server, how many sessions the
-// pipeline has opened so far: the probes the server has seen begin, read
-// in the middle of a run without gathering the pipeline's registry (one
-// gather at 10,000 endpoints costs more than a second of CPU).
+// sessionsPath answers, on the fleet server, how many handshakes the
+// pipeline has begun so far — one per probe — read in the middle of a run
+// without gathering the pipeline's registry (one gather at 10,000
+// endpoints costs more than a second of CPU).
 const sessionsPath = "/sessions"
 
-// countSessions counts the POSTs to an endpoint path without a session
-// header — one initialize per probe — and serves the count at
-// sessionsPath. The peer's path is left out.
+// maxCountedBody bounds how much of a POST countSessions reads to find its
+// JSON-RPC method; the prober's requests are a few hundred bytes.
+const maxCountedBody = 64 << 10
+
+// countSessions counts the initialize requests POSTed to an endpoint path
+// and serves the count at sessionsPath. An initialize is one probe's
+// handshake; counting every session-less POST would also count the
+// server/discover a first probe sends before it (era negotiation), about
+// one extra per endpoint. The peer's path is left out.
 func countSessions(h http.Handler) http.Handler {
 	var n atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -68,10 +76,26 @@ func countSessions(h http.Handler) http.Handler {
 		}
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" &&
 			strings.HasPrefix(r.URL.Path, "/e/") && r.URL.Path != "/e/peer" {
-			n.Add(1)
+			body, err := io.ReadAll(io.LimitReader(r.Body, maxCountedBody))
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			if isInitialize(body) {
+				n.Add(1)
+			}
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// isInitialize reports whether body is a JSON-RPC initialize request.
+func isInitialize(body []byte) bool {
+	var m struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body, &m) == nil && m.Method == "initialize"
 }
 
 // fleet is a running fleet-server child.
@@ -131,7 +155,7 @@ func (f *fleet) cpu() (time.Duration, error) { return procCPU(f.cmd.Process.Pid)
 
 func (f *fleet) stop() { stopChild(f.cmd) }
 
-// sessions reads the fleet server's count of sessions opened (countSessions).
+// sessions reads the fleet server's count of handshakes begun (countSessions).
 func (f *fleet) sessions(ctx context.Context) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.base+sessionsPath, nil)
 	if err != nil {

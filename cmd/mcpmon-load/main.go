@@ -343,14 +343,6 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	// Sessions at the start: the run's probes per session (a probe now and
-	// then opens a second) converts the steady window's sessions to probes.
-	var runSessions int64
-	if srv != nil && o.warmup > 0 {
-		if runSessions, err = srv.sessions(ctx); err != nil {
-			return err
-		}
-	}
 	start := time.Now()
 	fmt.Fprintf(stderr, "load: %d endpoints on %q for %s on the %s queue ...\n", o.endpoints, o.schedule, o.duration, o.queue)
 	progress := time.NewTicker(5 * time.Second)
@@ -452,7 +444,7 @@ loop:
 		}
 	}
 	if !steady.at.IsZero() {
-		rows = append(rows, steady.rows(o.warmup, probes, steady.endSessions-runSessions, per)...)
+		rows = append(rows, steady.rows(o.warmup, per)...)
 	}
 	if cfg.Queue == config.QueueSQS {
 		results := snap.labelled("mcpmon_queue_sends_total", "queue", "results")
@@ -469,7 +461,7 @@ loop:
 }
 
 // steadyMark is where the warm-up ended: the pipeline's CPU and the
-// sessions the fleet server had seen begin by then; end adds the same at
+// handshakes the fleet server had seen begin by then; end adds the same at
 // the end of the run.
 type steadyMark struct {
 	at          time.Time
@@ -502,18 +494,13 @@ func (m *steadyMark) end(ctx context.Context, srv *fleet, after syscall.Rusage) 
 	return nil
 }
 
-// rows are the steady-state rows. The server sees sessions, not probes: the
-// window's sessions are converted at the whole run's probes per session
-// (runProbes over runSessions). per is the go-sdk client's CPU per
+// rows are the steady-state rows: the window's probes are the initialize
+// requests the fleet server saw in it. per is the go-sdk client's CPU per
 // handshake (ns), 0 without the peer.
-func (m steadyMark) rows(warmup time.Duration, runProbes float64, runSessions int64, per float64) [][2]string {
-	perSession := 1.0
-	if runSessions > 0 && runProbes > 0 {
-		perSession = runProbes / float64(runSessions)
-	}
-	probes := float64(m.endSessions-m.sessions) * perSession
+func (m steadyMark) rows(warmup time.Duration, per float64) [][2]string {
+	probes := float64(m.endSessions - m.sessions)
 	rows := [][2]string{
-		{fmt.Sprintf("steady state (after a %s warm-up): probes (sessions the server saw begin × the run's %.3f probes per session)", warmup, perSession), fmt.Sprintf("%.0f (%.1f/s)", probes, probes/m.window.Seconds())},
+		{fmt.Sprintf("steady state (after a %s warm-up): probes (initialize requests the server saw)", warmup), fmt.Sprintf("%.0f (%.1f/s)", probes, probes/m.window.Seconds())},
 		{"steady state: CPU per probe (pipeline alone)", perProbe(m.steadyCPU, probes)},
 	}
 	if probes > 0 && per > 0 {
