@@ -372,6 +372,9 @@ loop:
 		}
 	}
 	progress.Stop()
+	// The profile covers the run, not the gathers and the scrape after it.
+	stopProfile()
+	stopProfile = func() {}
 	elapsed := time.Since(start)
 	var after syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
