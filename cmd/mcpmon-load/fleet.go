@@ -40,7 +40,7 @@ func serveFleet(ctx context.Context, sessionTimeout time.Duration, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	s := &http.Server{Handler: countSessions(h), ReadHeaderTimeout: 5 * time.Second}
+	s := &http.Server{Handler: countHandshakes(h), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		_ = s.Close()
@@ -52,25 +52,25 @@ func serveFleet(ctx context.Context, sessionTimeout time.Duration, stdout io.Wri
 	return nil
 }
 
-// sessionsPath answers, on the fleet server, how many handshakes the
+// handshakesPath answers, on the fleet server, how many handshakes the
 // pipeline has begun so far — one per probe — read in the middle of a run
 // without gathering the pipeline's registry (one gather at 10,000
 // endpoints costs more than a second of CPU).
-const sessionsPath = "/sessions"
+const handshakesPath = "/handshakes"
 
-// maxCountedBody bounds how much of a POST countSessions reads to find its
+// maxCountedBody bounds how much of a POST countHandshakes reads to find its
 // JSON-RPC method; the prober's requests are a few hundred bytes.
 const maxCountedBody = 64 << 10
 
-// countSessions counts the initialize requests POSTed to an endpoint path
-// and serves the count at sessionsPath. An initialize is one probe's
+// countHandshakes counts the initialize requests POSTed to an endpoint path
+// and serves the count at handshakesPath. An initialize is one probe's
 // handshake; counting every session-less POST would also count the
 // server/discover a first probe sends before it (era negotiation), about
 // one extra per endpoint. The peer's path is left out.
-func countSessions(h http.Handler) http.Handler {
+func countHandshakes(h http.Handler) http.Handler {
 	var n atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == sessionsPath {
+		if r.URL.Path == handshakesPath {
 			fmt.Fprintln(w, n.Load())
 			return
 		}
@@ -155,9 +155,9 @@ func (f *fleet) cpu() (time.Duration, error) { return procCPU(f.cmd.Process.Pid)
 
 func (f *fleet) stop() { stopChild(f.cmd) }
 
-// sessions reads the fleet server's count of handshakes begun (countSessions).
-func (f *fleet) sessions(ctx context.Context) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.base+sessionsPath, nil)
+// handshakes reads the fleet server's count of handshakes begun (countHandshakes).
+func (f *fleet) handshakes(ctx context.Context) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.base+handshakesPath, nil)
 	if err != nil {
 		return 0, err
 	}

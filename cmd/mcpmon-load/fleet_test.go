@@ -8,12 +8,12 @@ import (
 	"testing"
 )
 
-// TestCountSessionsCountsInitializeOnly: the steady-state figures divide
+// TestCountHandshakesCountsInitializeOnly: the steady-state figures divide
 // by this count, so a discover, a request inside a session or the peer's
 // handshake must not count, and the body must still reach the server.
-func TestCountSessionsCountsInitializeOnly(t *testing.T) {
+func TestCountHandshakesCountsInitializeOnly(t *testing.T) {
 	var got []string
-	h := countSessions(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := countHandshakes(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		got = append(got, string(b))
 	}))
@@ -33,7 +33,7 @@ func TestCountSessionsCountsInitializeOnly(t *testing.T) {
 	post("/other", "", initialize)
 
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, sessionsPath, nil))
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, handshakesPath, nil))
 	if n := strings.TrimSpace(rec.Body.String()); n != "2" {
 		t.Errorf("count = %s, want 2 (the two endpoint initializes)", n)
 	}

@@ -467,31 +467,31 @@ loop:
 // handshakes the fleet server had seen begin by then; end adds the same at
 // the end of the run.
 type steadyMark struct {
-	at          time.Time
-	cpu         time.Duration
-	sessions    int64
-	window      time.Duration // set by end
-	steadyCPU   time.Duration // set by end
-	endSessions int64         // set by end
+	at            time.Time
+	cpu           time.Duration
+	handshakes    int64
+	window        time.Duration // set by end
+	steadyCPU     time.Duration // set by end
+	endHandshakes int64         // set by end
 }
 
 func markSteady(ctx context.Context, srv *fleet) (steadyMark, error) {
-	n, err := srv.sessions(ctx)
+	n, err := srv.handshakes(ctx)
 	if err != nil {
 		return steadyMark{}, err
 	}
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return steadyMark{at: time.Now(), cpu: tv(ru.Utime) + tv(ru.Stime), sessions: n}, nil
+	return steadyMark{at: time.Now(), cpu: tv(ru.Utime) + tv(ru.Stime), handshakes: n}, nil
 }
 
 // end closes the steady window (after, the pipeline's rusage at the end).
 func (m *steadyMark) end(ctx context.Context, srv *fleet, after syscall.Rusage) error {
-	n, err := srv.sessions(ctx)
+	n, err := srv.handshakes(ctx)
 	if err != nil {
 		return err
 	}
-	m.endSessions = n
+	m.endHandshakes = n
 	m.steadyCPU = tv(after.Utime) + tv(after.Stime) - m.cpu
 	m.window = time.Since(m.at)
 	return nil
@@ -501,7 +501,7 @@ func (m *steadyMark) end(ctx context.Context, srv *fleet, after syscall.Rusage) 
 // requests the fleet server saw in it. per is the go-sdk client's CPU per
 // handshake (ns), 0 without the peer.
 func (m steadyMark) rows(warmup time.Duration, per float64) [][2]string {
-	probes := float64(m.endSessions - m.sessions)
+	probes := float64(m.endHandshakes - m.handshakes)
 	rows := [][2]string{
 		{fmt.Sprintf("steady state (after a %s warm-up): probes (initialize requests the server saw)", warmup), fmt.Sprintf("%.0f (%.1f/s)", probes, probes/m.window.Seconds())},
 		{"steady state: CPU per probe (pipeline alone)", perProbe(m.steadyCPU, probes)},
