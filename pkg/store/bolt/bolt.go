@@ -80,25 +80,26 @@ var _ store.Store = (*Store)(nil)
 
 // Bucket names. Keys that combine an ID with a time put the ID first and an
 // 8-byte big-endian time after a 0 byte, so a cursor walks one endpoint's
-// records in time order.
+// records in time order — except the open windows' (results.go), which
+// are time first.
 var (
-	bEndpoints   = []byte("endpoints")      // id → Endpoint
-	bLatest      = []byte("latest")         // endpointID → ProbeResult
-	bWindows     = []byte("windows")        // endpointID 0 window → empty, while the window holds results
-	bWinResults  = []byte("windowResults")  // endpointID 0 window len(region) region runID → ProbeResult
-	bLastVerdict = []byte("lastVerdict")    // endpointID → Verdict
-	bVerdicts    = []byte("verdicts")       // endpointID 0 window → Verdict
-	bTrackers    = []byte("trackers")       // endpointID → Tracker
-	bIncidents   = []byte("incidents")      // id → Incident
-	bIncByOpened = []byte("incByOpened")    // openedWindow id → nil
-	bIncByEP     = []byte("incByEP")        // endpointID 0 openedWindow id → nil
-	bIncOpen     = []byte("incOpen")        // id → nil, while not resolved
-	bOutboxes    = []byte("outboxes")       // endpointID → nil, while its tracker's Pending > 0
-	bLedger      = []byte("ledger")         // key → ledgerRecord
-	bLedgerGC    = []byte("ledgerGC")       // gcAt key → nil
-	bObjects     = []byte("objects")        // kind → bucket(id → doc)
-	bDeliveries  = []byte("deliveries")     // incidentID → bucket(kind:sink → Delivery)
-	bEPStamps    = []byte("endpointStamps") // shard (2 bytes) → writes to its endpoints (8 bytes), EndpointsStampsIn
+	bEndpoints   = []byte("endpoints")       // id → Endpoint
+	bLatest      = []byte("latest")          // endpointID → ProbeResult
+	bWindows     = []byte("openWindows")     // window endpointID → empty, while the window holds results
+	bWinResults  = []byte("resultsByWindow") // window endpointID 0 len(region) region runID → ProbeResult
+	bLastVerdict = []byte("lastVerdict")     // endpointID → Verdict
+	bVerdicts    = []byte("verdicts")        // endpointID 0 window → Verdict
+	bTrackers    = []byte("trackers")        // endpointID → Tracker
+	bIncidents   = []byte("incidents")       // id → Incident
+	bIncByOpened = []byte("incByOpened")     // openedWindow id → nil
+	bIncByEP     = []byte("incByEP")         // endpointID 0 openedWindow id → nil
+	bIncOpen     = []byte("incOpen")         // id → nil, while not resolved
+	bOutboxes    = []byte("outboxes")        // endpointID → nil, while its tracker's Pending > 0
+	bLedger      = []byte("ledger")          // key → ledgerRecord
+	bLedgerGC    = []byte("ledgerGC")        // gcAt key → nil
+	bObjects     = []byte("objects")         // kind → bucket(id → doc)
+	bDeliveries  = []byte("deliveries")      // incidentID → bucket(kind:sink → Delivery)
+	bEPStamps    = []byte("endpointStamps")  // shard (2 bytes) → writes to its endpoints (8 bytes), EndpointsStampsIn
 	allBuckets   = [][]byte{bEndpoints, bEPStamps, bLatest, bWindows, bWinResults, bLastVerdict, bVerdicts, bTrackers, bIncidents, bIncByOpened, bIncByEP, bIncOpen, bOutboxes, bLedger, bLedgerGC, bObjects, bDeliveries}
 )
 
@@ -145,7 +146,7 @@ func Open(path string, opts Options) (*Store, error) {
 				return err
 			}
 		}
-		if err := splitWindowLists(tx); err != nil { // results.go
+		if err := migrateWindows(tx); err != nil { // results.go
 			return err
 		}
 		if err := indexTenants(tx); err != nil { // endpoints.go

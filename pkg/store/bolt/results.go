@@ -1,9 +1,11 @@
 // Latest results (bucket latest, one per endpoint) and the results of
-// undecided windows: one record per result in bucket windowResults, keyed
-// (endpointID 0 window, region, runID), and one empty index key per
-// window in bucket windows, so adding a result is a key lookup and a put
-// whatever the window already holds, and OpenWindows walks one key per
-// window.
+// undecided windows: one record per result in bucket resultsByWindow, keyed
+// (window, endpointID 0, region, runID), and one empty index key per
+// window in bucket openWindows, keyed (window, endpointID), so adding a
+// result is a key lookup and a put whatever the window already holds, and
+// OpenWindows walks one key per window. Both are time first: a round of
+// probes writes, and a round of verdicts deletes, neighbouring keys — a
+// few leaves per commit instead of one per endpoint.
 
 package bolt
 
@@ -12,7 +14,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"sort"
+	"math"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -46,13 +48,25 @@ func (s *Store) LatestResult(ctx context.Context, endpointID string) (msg.ProbeR
 	return getOne[msg.ProbeResult](ctx, s, bLatest, endpointID, "latest result of "+endpointID)
 }
 
-// resultKey is a window result's key in windowResults: the window's key
-// (endpointID 0 window), then the region's length as a uvarint, the
-// region and the run ID — unambiguous whatever bytes region and run ID
-// hold, and prefixed by the window's key so a cursor walks one window.
-func resultKey(window []byte, region, runID string) []byte {
-	k := make([]byte, 0, len(window)+binary.MaxVarintLen64+len(region)+len(runID))
-	k = append(k, window...)
+// windowKey is a window's key in openWindows: the window's time (timeKey)
+// then the endpoint ID. Time first, so the windows a burst of probes opens
+// are neighbours (one leaf, not one per endpoint) and the windows a round
+// of verdicts closes are too; OpenWindows reads a prefix of the bucket.
+func windowKey(id string, w time.Time) []byte {
+	return append(timeKey(w), id...)
+}
+
+// resultPrefix is the prefix of a window's results in resultsByWindow:
+// its windowKey and a 0 byte.
+func resultPrefix(id string, w time.Time) []byte {
+	return append(windowKey(id, w), 0)
+}
+
+// resultKey is a window result's key in resultsByWindow: resultPrefix,
+// then the region's length as a uvarint, the region and the run ID —
+// unambiguous whatever bytes region and run ID hold.
+func resultKey(id string, w time.Time, region, runID string) []byte {
+	k := resultPrefix(id, w)
 	k = binary.AppendUvarint(k, uint64(len(region)))
 	k = append(k, region...)
 	return append(k, runID...)
@@ -74,15 +88,15 @@ func (s *Store) AddWindowResult(ctx context.Context, window time.Time, r msg.Pro
 					r.ProbeRunID, window.UTC().Format(time.RFC3339), r.EndpointID, last.Window.UTC().Format(time.RFC3339), store.ErrWindowDecided)
 			}
 		}
-		wk := idTimeKey(r.EndpointID, window)
 		rb := tx.Bucket(bWinResults)
-		rk := resultKey(wk, r.Region, r.ProbeRunID)
+		rk := resultKey(r.EndpointID, window, r.Region, r.ProbeRunID)
 		if rb.Get(rk) != nil {
 			return nil
 		}
 		if err := put(rb, rk, r); err != nil {
 			return err
 		}
+		wk := windowKey(r.EndpointID, window)
 		if wb := tx.Bucket(bWindows); wb.Get(wk) == nil {
 			if err := wb.Put(wk, []byte{}); err != nil {
 				return err
@@ -101,7 +115,7 @@ func (s *Store) AddWindowResult(ctx context.Context, window time.Time, r msg.Pro
 func (s *Store) WindowResults(ctx context.Context, ref store.WindowRef) ([]msg.ProbeResult, error) {
 	rs := []msg.ProbeResult{}
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		prefix := idTimeKey(ref.EndpointID, ref.Window)
+		prefix := resultPrefix(ref.EndpointID, ref.Window)
 		c := tx.Bucket(bWinResults).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var r msg.ProbeResult
@@ -117,89 +131,138 @@ func (s *Store) WindowResults(ctx context.Context, ref store.WindowRef) ([]msg.P
 }
 
 // OpenWindows lists windows holding results, with no verdict yet, starting
-// before `before`, ordered by window then endpoint ID.
+// before `before`, ordered by window then endpoint ID: the key order of
+// openWindows, read up to before.
 func (s *Store) OpenWindows(ctx context.Context, before time.Time) ([]store.WindowRef, error) {
 	out := []store.WindowRef{}
+	limit := timeKey(before)
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		return tx.Bucket(bWindows).ForEach(func(k, _ []byte) error {
-			if len(k) < 9 {
-				return nil
+		c := tx.Bucket(bWindows).Cursor()
+		for k, _ := c.First(); k != nil && bytes.Compare(k[:min(len(k), 8)], limit) < 0; k, _ = c.Next() {
+			if len(k) > 8 {
+				out = append(out, store.WindowRef{EndpointID: string(k[8:]), Window: keyTime(k[:8])})
 			}
-			w := keyTime(k[len(k)-8:])
-			if w.Before(before) {
-				out = append(out, store.WindowRef{EndpointID: string(k[:len(k)-9]), Window: w})
-			}
-			return nil
-		})
-	})
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Window.Equal(out[j].Window) {
-			return out[i].Window.Before(out[j].Window)
 		}
-		return out[i].EndpointID < out[j].EndpointID
+		return nil
 	})
 	return out, err
+}
+
+// endpointWindows returns the keys of id's open windows before `before`.
+// openWindows is time first, so it seeks id under each distinct window
+// time in turn — two seeks per open window time, and the open times are
+// the few windows not yet decided.
+func endpointWindows(tx *bbolt.Tx, id string, before time.Time) [][]byte {
+	limit := timeKey(before)
+	var keys [][]byte
+	c := tx.Bucket(bWindows).Cursor()
+	for k, _ := c.First(); k != nil && len(k) >= 8 && bytes.Compare(k[:8], limit) < 0; {
+		t := binary.BigEndian.Uint64(k[:8])
+		wk := binary.BigEndian.AppendUint64(nil, t)
+		wk = append(wk, id...)
+		if got, _ := c.Seek(wk); bytes.Equal(got, wk) {
+			keys = append(keys, wk)
+		}
+		if t == math.MaxUint64 {
+			break
+		}
+		k, _ = c.Seek(binary.BigEndian.AppendUint64(nil, t+1))
+	}
+	return keys
 }
 
 // deleteWindows deletes id's windows before `before`: their index keys
 // and their results.
 func deleteWindows(tx *bbolt.Tx, id string, before time.Time) error {
-	if err := deleteRange(tx.Bucket(bWindows), id, before); err != nil {
-		return err
-	}
-	prefix := idPrefix(id)
-	end := idTimeKey(id, before)
-	var keys [][]byte
-	c := tx.Bucket(bWinResults).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(k) >= len(end) && bytes.Compare(k[:len(end)], end) < 0; k, _ = c.Next() {
-		keys = append(keys, append([]byte(nil), k...))
-	}
-	b := tx.Bucket(bWinResults)
-	for _, k := range keys {
-		if err := b.Delete(k); err != nil {
+	wb, rb := tx.Bucket(bWindows), tx.Bucket(bWinResults)
+	for _, wk := range endpointWindows(tx, id, before) {
+		prefix := append(wk[:len(wk):len(wk)], 0)
+		var keys [][]byte
+		c := rb.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+		for _, k := range keys {
+			if err := rb.Delete(k); err != nil {
+				return err
+			}
+		}
+		if err := wb.Delete(wk); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// splitWindowLists moves files written before windowResults existed to
-// it: a windows value that is a JSON list of the window's results becomes
-// one windowResults record per result and an empty index key. Run in
-// Open's transaction, so a crash leaves either layout whole; a file
-// already split has only empty values and costs one walk of the index.
-func splitWindowLists(tx *bbolt.Tx) error {
+// Layouts before this one, moved on Open (migrateWindows).
+var (
+	bOldWindows    = []byte("windows")       // endpointID 0 window → empty, or a JSON list of its results (the first layout)
+	bOldWinResults = []byte("windowResults") // endpointID 0 window len(region) region runID → ProbeResult
+)
+
+// migrateWindows moves files written before the time-first layout to it:
+// each window of the endpoint-first index (bucket windows) becomes an
+// openWindows key, its results in windowResults — or in the index's value,
+// a JSON list, in files older still — become resultsByWindow records, and
+// the old buckets are dropped. Run in Open's transaction, so a crash
+// leaves either layout whole; a file already moved has no old buckets.
+func migrateWindows(tx *bbolt.Tx) error {
 	wb, rb := tx.Bucket(bWindows), tx.Bucket(bWinResults)
-	type list struct {
-		key []byte
-		rs  []msg.ProbeResult
-	}
-	var lists []list
-	err := wb.ForEach(func(k, v []byte) error {
-		if len(v) == 0 {
-			return nil
-		}
-		var rs []msg.ProbeResult
-		if err := jsonv.Unmarshal(v, &rs); err != nil {
-			return fmt.Errorf("decode window list %q: %w", k, err)
-		}
-		lists = append(lists, list{append([]byte(nil), k...), rs})
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, l := range lists {
-		for _, r := range l.rs {
-			if err := put(rb, resultKey(l.key, r.Region, r.ProbeRunID), r); err != nil {
+	if old := tx.Bucket(bOldWindows); old != nil {
+		err := old.ForEach(func(k, v []byte) error {
+			id, w, rest, ok := splitOldKey(k)
+			if !ok || len(rest) != 0 {
+				return nil
+			}
+			if err := wb.Put(windowKey(id, w), []byte{}); err != nil {
 				return err
 			}
+			if len(v) == 0 {
+				return nil
+			}
+			var rs []msg.ProbeResult
+			if err := jsonv.Unmarshal(v, &rs); err != nil {
+				return fmt.Errorf("decode window list %q: %w", k, err)
+			}
+			for _, r := range rs {
+				if err := put(rb, resultKey(id, w, r.Region, r.ProbeRunID), r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		if err := wb.Put(l.key, []byte{}); err != nil {
+		if err := tx.DeleteBucket(bOldWindows); err != nil {
+			return err
+		}
+	}
+	if old := tx.Bucket(bOldWinResults); old != nil {
+		err := old.ForEach(func(k, v []byte) error {
+			id, w, rest, ok := splitOldKey(k)
+			if !ok {
+				return nil
+			}
+			return rb.Put(append(resultPrefix(id, w), rest...), append([]byte(nil), v...))
+		})
+		if err != nil {
+			return err
+		}
+		if err := tx.DeleteBucket(bOldWinResults); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// splitOldKey splits an endpoint-first key (endpointID 0 window rest).
+func splitOldKey(k []byte) (id string, w time.Time, rest []byte, ok bool) {
+	i := bytes.IndexByte(k, 0)
+	if i < 0 || len(k) < i+9 {
+		return "", time.Time{}, nil, false
+	}
+	return string(k[:i]), keyTime(k[i+1 : i+9]), k[i+9:], true
 }
 
 // OpenWindowsIn is OpenWindows for the endpoints of shards: the one file

@@ -86,6 +86,101 @@ func TestOldWindowListsStillRead(t *testing.T) {
 	}
 }
 
+// TestEndpointFirstWindowsMoved: a file written with the endpoint-first
+// layout (an index key per window in bucket windows, a record per result
+// in windowResults) opens with its windows and results in the time-first
+// buckets, the old buckets dropped, and a second Open changes nothing.
+func TestEndpointFirstWindowsMoved(t *testing.T) {
+	ctx := t.Context()
+	clk := clock.NewFake(storetest.Start)
+	path := filepath.Join(t.TempDir(), "store.db")
+	w := storetest.Start.Truncate(time.Minute)
+	old := map[string][]msg.ProbeResult{
+		"ep-a": {{EndpointID: "ep-a", ProbeRunID: "run-1", Region: "eu", Slot: w}, {EndpointID: "ep-a", ProbeRunID: "run-2", Region: "us", Slot: w}},
+		"ep-b": {{EndpointID: "ep-b", ProbeRunID: "run-3", Region: "eu", Slot: w.Add(-time.Minute)}},
+	}
+	windowOf := map[string]time.Time{"ep-a": w, "ep-b": w.Add(-time.Minute)}
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		wb, err := tx.CreateBucketIfNotExists([]byte("windows"))
+		if err != nil {
+			return err
+		}
+		rb, err := tx.CreateBucketIfNotExists([]byte("windowResults"))
+		if err != nil {
+			return err
+		}
+		for id, rs := range old {
+			wk := oldWindowKey(id, windowOf[id])
+			if err := wb.Put(wk, []byte{}); err != nil {
+				return err
+			}
+			for _, r := range rs {
+				k := binary.AppendUvarint(append([]byte(nil), wk...), uint64(len(r.Region)))
+				k = append(append(k, r.Region...), r.ProbeRunID...)
+				raw, err := json.Marshal(r)
+				if err != nil {
+					return err
+				}
+				if err := rb.Put(k, raw); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for round := range 2 {
+		s := open(t, path, clk)
+		want := []store.WindowRef{{EndpointID: "ep-b", Window: windowOf["ep-b"]}, {EndpointID: "ep-a", Window: w}}
+		got, err := s.OpenWindows(ctx, w.Add(time.Minute))
+		if err != nil || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+			t.Fatalf("open %d: OpenWindows = %v, %v; want %v", round, got, err, want)
+		}
+		for id, rs := range old {
+			got, err := s.WindowResults(ctx, store.WindowRef{EndpointID: id, Window: windowOf[id]})
+			if err != nil || len(got) != len(rs) {
+				t.Fatalf("open %d: WindowResults(%s) = %+v, %v; want %d results", round, id, got, err, len(rs))
+			}
+			for i := range rs {
+				if got[i].ProbeRunID != rs[i].ProbeRunID {
+					t.Fatalf("open %d: WindowResults(%s)[%d] = %s; want %s", round, id, i, got[i].ProbeRunID, rs[i].ProbeRunID)
+				}
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db, err := bbolt.Open(path, 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = db.View(func(tx *bbolt.Tx) error {
+			for _, name := range []string{"windows", "windowResults"} {
+				if tx.Bucket([]byte(name)) != nil {
+					t.Errorf("open %d: bucket %s still there", round, name)
+				}
+			}
+			return nil
+		})
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestWindowResultKeysDoNotCollide: results whose region and run ID
 // concatenate to the same bytes are two results, not one.
 func TestWindowResultKeysDoNotCollide(t *testing.T) {
