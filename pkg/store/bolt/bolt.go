@@ -87,7 +87,6 @@ var (
 	bLatest      = []byte("latest")          // endpointID → ProbeResult
 	bWindows     = []byte("openWindows")     // window endpointID → empty, while the window holds results
 	bWinResults  = []byte("resultsByWindow") // window endpointID 0 len(region) region runID → ProbeResult
-	bLastVerdict = []byte("lastVerdict")     // endpointID → Verdict
 	bVerdicts    = []byte("verdicts")        // endpointID 0 window → Verdict
 	bTrackers    = []byte("trackers")        // endpointID → Tracker
 	bIncidents   = []byte("incidents")       // id → Incident
@@ -100,7 +99,7 @@ var (
 	bObjects     = []byte("objects")         // kind → bucket(id → doc)
 	bDeliveries  = []byte("deliveries")      // incidentID → bucket(kind:sink → Delivery)
 	bEPStamps    = []byte("endpointStamps")  // shard (2 bytes) → writes to its endpoints (8 bytes), EndpointsStampsIn
-	allBuckets   = [][]byte{bEndpoints, bEPStamps, bLatest, bWindows, bWinResults, bLastVerdict, bVerdicts, bTrackers, bIncidents, bIncByOpened, bIncByEP, bIncOpen, bOutboxes, bLedger, bLedgerGC, bObjects, bDeliveries}
+	allBuckets   = [][]byte{bEndpoints, bEPStamps, bLatest, bWindows, bWinResults, bVerdicts, bTrackers, bIncidents, bIncByOpened, bIncByEP, bIncOpen, bOutboxes, bLedger, bLedgerGC, bObjects, bDeliveries}
 )
 
 // Open opens (creating if needed) the store file at path.
@@ -147,6 +146,9 @@ func Open(path string, opts Options) (*Store, error) {
 			}
 		}
 		if err := migrateWindows(tx); err != nil { // results.go
+			return err
+		}
+		if err := mergeLastVerdicts(tx); err != nil { // verdicts.go
 			return err
 		}
 		if err := indexTenants(tx); err != nil { // endpoints.go

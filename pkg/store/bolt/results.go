@@ -78,7 +78,7 @@ func (s *Store) AddWindowResult(ctx context.Context, window time.Time, r msg.Pro
 	added := false
 	err := s.batch(ctx, func(tx *bbolt.Tx) error {
 		added = false
-		if raw := tx.Bucket(bLastVerdict).Get([]byte(r.EndpointID)); raw != nil {
+		if raw := tx.Bucket(bVerdicts).Get(lastKey(r.EndpointID)); raw != nil {
 			var last struct{ Window time.Time }
 			if err := jsonv.Unmarshal(raw, &last); err != nil {
 				return fmt.Errorf("decode last verdict of %s: %w", r.EndpointID, err)

@@ -59,7 +59,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 		keys = keys[:0]
 		vc := vb.Cursor()
 		for k, _ := vc.First(); k != nil; k, _ = vc.Next() {
-			if len(k) >= 9 && keyTime(k[len(k)-8:]).Before(cutoff) {
+			if isHistoryKey(k) && keyTime(k[len(k)-8:]).Before(cutoff) { // never the last verdict
 				keys = append(keys, append([]byte(nil), k...))
 			}
 		}

@@ -1,5 +1,9 @@
-// The last verdict per endpoint (bucket lastVerdict, which decides whether a
-// window is still open) and the time-keyed verdict history (bucket verdicts).
+// The verdicts of each endpoint, in bucket verdicts: the time-keyed history
+// (endpointID 0 window) and, right after it, the last verdict
+// (endpointID 0 0xff, lastKey), which decides whether a window is still
+// open and outlives the history's retention. The newest verdict and the
+// last one are neighbours, so recording a verdict rewrites one leaf, not
+// one in each of two buckets.
 
 package bolt
 
@@ -12,6 +16,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/mcpmon/mcpmon/pkg/jsonv"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
@@ -27,18 +32,18 @@ func (s *Store) RecordVerdict(ctx context.Context, v msg.Verdict) (bool, error) 
 	// and concurrent verdicts share one commit instead of an fsync each.
 	err := s.batch(ctx, func(tx *bbolt.Tx) error {
 		applied = false
-		lb := tx.Bucket(bLastVerdict)
-		last, ok, err := get[msg.Verdict](lb, []byte(v.EndpointID))
+		vb := tx.Bucket(bVerdicts)
+		last, ok, err := get[msg.Verdict](vb, lastKey(v.EndpointID))
 		if err != nil {
 			return err
 		}
 		if ok && !v.Window.After(last.Window) {
 			return nil
 		}
-		if err := put(lb, []byte(v.EndpointID), v); err != nil {
+		if err := put(vb, lastKey(v.EndpointID), v); err != nil {
 			return err
 		}
-		if err := put(tx.Bucket(bVerdicts), idTimeKey(v.EndpointID, v.Window), v); err != nil {
+		if err := put(vb, idTimeKey(v.EndpointID, v.Window), v); err != nil {
 			return err
 		}
 		if err := deleteWindows(tx, v.EndpointID, v.Window.Add(1)); err != nil {
@@ -58,8 +63,52 @@ func (s *Store) RecordVerdict(ctx context.Context, v msg.Verdict) (bool, error) 
 
 // LastVerdict returns the endpoint's newest verdict or ErrNotFound.
 func (s *Store) LastVerdict(ctx context.Context, endpointID string) (msg.Verdict, error) {
-	return getOne[msg.Verdict](ctx, s, bLastVerdict, endpointID, "last verdict of "+endpointID)
+	var v msg.Verdict
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		var ok bool
+		var err error
+		v, ok, err = get[msg.Verdict](tx.Bucket(bVerdicts), lastKey(endpointID))
+		if err == nil && !ok {
+			err = fmt.Errorf("last verdict of %s: %w", endpointID, model.ErrNotFound)
+		}
+		return err
+	})
+	return v, err
 }
+
+// lastKey is the key of id's last verdict in bucket verdicts: after every
+// time key of id (0xff is no time's first byte before the year 2262), and
+// one byte long where a time is eight, so neither is read as the other.
+func lastKey(id string) []byte { return append(idPrefix(id), 0xff) }
+
+// isHistoryKey reports whether k, a key of bucket verdicts, is a history
+// record (endpointID 0 window) rather than a last verdict.
+func isHistoryKey(k []byte) bool {
+	i := bytes.IndexByte(k, 0)
+	return i >= 0 && len(k) == i+9
+}
+
+// mergeLastVerdicts moves files written when last verdicts had a bucket of
+// their own (lastVerdict, endpointID → Verdict) to their lastKey in
+// verdicts, and drops the old bucket; in Open's transaction.
+func mergeLastVerdicts(tx *bbolt.Tx) error {
+	old := tx.Bucket(bOldLastVerdict)
+	if old == nil {
+		return nil
+	}
+	vb := tx.Bucket(bVerdicts)
+	err := old.ForEach(func(k, v []byte) error {
+		return vb.Put(lastKey(string(k)), append([]byte(nil), v...))
+	})
+	if err != nil {
+		return err
+	}
+	return tx.DeleteBucket(bOldLastVerdict)
+}
+
+// bOldLastVerdict is the last verdicts' bucket of files from before, moved
+// by mergeLastVerdicts.
+var bOldLastVerdict = []byte("lastVerdict")
 
 // ListVerdicts returns up to limit verdicts (all if limit <= 0), newest
 // first, within the retention.
@@ -86,7 +135,7 @@ func (s *Store) ListVerdictsBefore(ctx context.Context, endpointID string, befor
 			k, v = c.Prev()
 		}
 		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
-			if len(k) != len(prefix)+8 {
+			if len(k) != len(prefix)+8 { // the last verdict (lastKey)
 				continue
 			}
 			if keyTime(k[len(prefix):]).Before(cutoff) {
