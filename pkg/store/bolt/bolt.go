@@ -99,7 +99,7 @@ var (
 	bObjects     = []byte("objects")         // kind → bucket(id → doc)
 	bDeliveries  = []byte("deliveries")      // incidentID → bucket(kind:sink → Delivery)
 	bEPStamps    = []byte("endpointStamps")  // shard (2 bytes) → writes to its endpoints (8 bytes), EndpointsStampsIn
-	allBuckets   = [][]byte{bEndpoints, bEPStamps, bLatest, bWindows, bWinResults, bVerdicts, bTrackers, bIncidents, bIncByOpened, bIncByEP, bIncOpen, bOutboxes, bLedger, bLedgerGC, bObjects, bDeliveries}
+	allBuckets   = [][]byte{bEndpoints, bEPStamps, bLatest, bWindows, bWinResults, bVerdicts, bRollups, bTrackers, bIncidents, bIncByOpened, bIncByEP, bIncOpen, bOutboxes, bLedger, bLedgerGC, bObjects, bDeliveries}
 )
 
 // Open opens (creating if needed) the store file at path.
@@ -159,6 +159,9 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return indexObjects(tx) // objects.go
 	})
+	if err == nil {
+		err = moveRollups(db, opts.Logger) // rollups.go
+	}
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("bolt store: initialise %s: %w", path, err)

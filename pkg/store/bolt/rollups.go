@@ -1,6 +1,7 @@
-// Rollups (buckets rollupHour and rollupDay, created on first use): one
-// record per endpoint and bucket, keyed endpointID 0 bucketStart, folded by
-// RecordVerdict in its own transaction (see pkg/store rollups.go for why).
+// Rollups (bucket rollups): one record per endpoint and hour or day, keyed
+// so an endpoint's newest hour and newest day are neighbours (rollupKey),
+// folded by RecordVerdict in its own transaction (see pkg/store rollups.go
+// for why).
 
 package bolt
 
@@ -8,6 +9,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"slices"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -18,8 +21,12 @@ import (
 )
 
 var (
-	bRollupHour = []byte("rollupHour") // endpointID 0 hour → rollupRecord
-	bRollupDay  = []byte("rollupDay")  // endpointID 0 day → rollupRecord
+	bRollups = []byte("rollups") // rollupKey → rollupRecord
+
+	// The layout before, one bucket per size (endpointID 0 start →
+	// rollupRecord), moved by moveRollups.
+	bOldRollupHour = []byte("rollupHour")
+	bOldRollupDay  = []byte("rollupDay")
 )
 
 // rollupRecord is a stored model.Rollup: the sketches in their binary
@@ -61,27 +68,60 @@ func recordOf(r model.Rollup) rollupRecord {
 	}
 }
 
+// rollupKey is the key of id's bucket of size starting at start, in
+// bucket rollups: endpointID 0, then 'h' and the hour's time key, or 'i'
+// and the day's time key inverted. Hours ascend and days descend, so the
+// newest hour and the newest day — the two records a verdict folds into —
+// are neighbours: one leaf per verdict, not one in each of two buckets.
+func rollupKey(id string, size time.Duration, start time.Time) []byte {
+	k := append(idPrefix(id), rollupTag(size))
+	t := timeKey(start)
+	if size == model.Daily {
+		for i := range t {
+			t[i] ^= 0xff
+		}
+	}
+	return append(k, t...)
+}
+
+func rollupTag(size time.Duration) byte {
+	if size == model.Daily {
+		return 'i'
+	}
+	return 'h'
+}
+
+// rollupStart is the start of the bucket a rollups key of id's names.
+func rollupStart(k []byte, id string) (time.Time, bool) {
+	if len(k) != len(id)+10 {
+		return time.Time{}, false
+	}
+	t := append([]byte(nil), k[len(id)+2:]...)
+	if k[len(id)+1] == 'i' {
+		for i := range t {
+			t[i] ^= 0xff
+		}
+	}
+	return keyTime(t), true
+}
+
 // foldRollups adds the applied verdict v to its hour and day buckets and
 // drops the endpoint's buckets past their retention, inside RecordVerdict's
 // transaction.
 func foldRollups(tx *bbolt.Tx, v msg.Verdict, now time.Time) error {
+	bk := tx.Bucket(bRollups)
 	hour, day := model.RollupBuckets(v.Window)
 	for _, b := range []struct {
-		name  []byte
 		size  time.Duration
 		start time.Time
-	}{{bRollupHour, model.Hourly, hour}, {bRollupDay, model.Daily, day}} {
-		bk, err := tx.CreateBucketIfNotExists(b.name)
-		if err != nil {
-			return err
-		}
-		if err := deleteRange(bk, v.EndpointID, model.RollupOldest(b.size, now)); err != nil {
+	}{{model.Hourly, hour}, {model.Daily, day}} {
+		if err := trimRollups(bk, v.EndpointID, b.size, model.RollupOldest(b.size, now)); err != nil {
 			return err
 		}
 		if !model.RollupKept(b.start, b.size, now) {
 			continue // a verdict older than the retention (a replayed backlog)
 		}
-		key := idTimeKey(v.EndpointID, b.start)
+		key := rollupKey(v.EndpointID, b.size, b.start)
 		rec, _, err := get[rollupRecord](bk, key)
 		if err != nil {
 			return err
@@ -100,14 +140,40 @@ func foldRollups(tx *bbolt.Tx, v msg.Verdict, now time.Time) error {
 	return nil
 }
 
+// trimRollups deletes id's buckets of size starting before oldest: the
+// first hours, or the last days.
+func trimRollups(bk *bbolt.Bucket, id string, size time.Duration, oldest time.Time) error {
+	prefix := append(idPrefix(id), rollupTag(size))
+	var keys [][]byte
+	c := bk.Cursor()
+	if size == model.Daily {
+		edge := rollupKey(id, size, oldest)
+		k, _ := c.Seek(edge)
+		if bytes.Equal(k, edge) {
+			k, _ = c.Next()
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+	} else {
+		end := rollupKey(id, size, oldest)
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && bytes.Compare(k, end) < 0; k, _ = c.Next() {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+	}
+	for _, k := range keys {
+		if err := bk.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Rollups returns the endpoint's kept buckets of size with start in
 // [from, to), oldest first; see store.Rollups.
 func (s *Store) Rollups(ctx context.Context, endpointID string, size time.Duration, from, to time.Time) ([]model.Rollup, error) {
-	name := bRollupHour
 	switch size {
-	case model.Hourly:
-	case model.Daily:
-		name = bRollupDay
+	case model.Hourly, model.Daily:
 	default:
 		return nil, fmt.Errorf("bolt store: rollups of %s: unknown size %s", endpointID, size)
 	}
@@ -119,23 +185,29 @@ func (s *Store) Rollups(ctx context.Context, endpointID string, size time.Durati
 		to = newest // as on Redis: no bucket after now's
 	}
 	out := []model.Rollup{}
+	if !from.Before(to) {
+		return out, nil
+	}
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		bk := tx.Bucket(name)
-		if bk == nil {
-			return nil
+		c := tx.Bucket(bRollups).Cursor()
+		// Keys ascend with time for hours and descend for days: walk from
+		// the smaller key of the range to the larger.
+		lo, hi := rollupKey(endpointID, size, from), rollupKey(endpointID, size, to)
+		inRange := func(k []byte) bool { return bytes.Compare(k, hi) < 0 }
+		if size == model.Daily {
+			lo, hi = hi, lo
+			inRange = func(k []byte) bool { return bytes.Compare(k, hi) <= 0 }
 		}
-		prefix := idPrefix(endpointID)
-		end := idTimeKey(endpointID, to)
-		c := bk.Cursor()
-		for k, raw := c.Seek(idTimeKey(endpointID, from)); k != nil && bytes.HasPrefix(k, prefix) && bytes.Compare(k, end) < 0; k, raw = c.Next() {
-			if len(k) != len(prefix)+8 {
+		for k, raw := c.Seek(lo); k != nil && inRange(k); k, raw = c.Next() {
+			start, ok := rollupStart(k, endpointID)
+			if !ok || !start.Before(to) || start.Before(from) {
 				continue
 			}
 			var rec rollupRecord
 			if err := jsonv.Unmarshal(raw, &rec); err != nil {
 				return fmt.Errorf("decode rollup of %s: %w", endpointID, err)
 			}
-			r, err := rec.rollup(keyTime(k[len(prefix):]), size)
+			r, err := rec.rollup(start, size)
 			if err != nil {
 				return fmt.Errorf("rollup of %s: %w", endpointID, err)
 			}
@@ -143,5 +215,77 @@ func (s *Store) Rollups(ctx context.Context, endpointID string, size time.Durati
 		}
 		return nil
 	})
+	if size == model.Daily {
+		slices.Reverse(out)
+	}
 	return out, err
+}
+
+// moveChunk is how many records moveRollups moves per transaction.
+var moveChunk = 20000
+
+// moveRollups moves the rollups of files from before bucket rollups (one
+// bucket per size) to it, moveChunk records per transaction: each
+// transaction puts its records under their new keys and deletes the old
+// ones, so a crash leaves every record in exactly one place and the next
+// Open goes on from there. A year of rollups at 10,000 endpoints is
+// millions of records, more than one transaction should hold; progress is
+// logged per transaction. The old buckets are dropped once empty.
+func moveRollups(db *bbolt.DB, log *slog.Logger) error {
+	for _, old := range []struct {
+		name []byte
+		size time.Duration
+	}{{bOldRollupHour, model.Hourly}, {bOldRollupDay, model.Daily}} {
+		total, moved := 0, 0
+		if err := db.View(func(tx *bbolt.Tx) error {
+			if b := tx.Bucket(old.name); b != nil {
+				total = b.Stats().KeyN
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for {
+			done := false
+			err := db.Update(func(tx *bbolt.Tx) error {
+				ob := tx.Bucket(old.name)
+				if ob == nil {
+					done = true
+					return nil
+				}
+				nb := tx.Bucket(bRollups)
+				var keys [][]byte
+				c := ob.Cursor()
+				for k, v := c.First(); k != nil && len(keys) < moveChunk; k, v = c.Next() {
+					keys = append(keys, append([]byte(nil), k...))
+					id, start, rest, ok := splitOldKey(k)
+					if !ok || len(rest) != 0 {
+						continue // not a rollup key: dropped with the bucket
+					}
+					if err := nb.Put(rollupKey(id, old.size, start), append([]byte(nil), v...)); err != nil {
+						return err
+					}
+				}
+				if len(keys) == 0 {
+					done = true
+					return tx.DeleteBucket(old.name)
+				}
+				for _, k := range keys {
+					if err := ob.Delete(k); err != nil {
+						return err
+					}
+				}
+				moved += len(keys)
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("move %s rollups to bucket rollups (%d of %d moved; reopen to go on): %w", old.name, moved, total, err)
+			}
+			if done {
+				break
+			}
+			log.Info("moving rollups to one bucket", "from", string(old.name), "moved", moved, "of", total)
+		}
+	}
+	return nil
 }

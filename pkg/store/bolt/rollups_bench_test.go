@@ -32,11 +32,9 @@ func BenchmarkRollupBytesPerEndpointDay(b *testing.B) {
 		}
 		size = 0
 		err = s.db.View(func(tx *bbolt.Tx) error {
-			for _, name := range [][]byte{bRollupHour, bRollupDay} {
-				c := tx.Bucket(name).Cursor()
-				for k, v := c.Seek(idPrefix("ep")); k != nil && bytes.HasPrefix(k, idPrefix("ep")); k, v = c.Next() {
-					size += len(k) + len(v)
-				}
+			c := tx.Bucket(bRollups).Cursor()
+			for k, v := c.Seek(idPrefix("ep")); k != nil && bytes.HasPrefix(k, idPrefix("ep")); k, v = c.Next() {
+				size += len(k) + len(v)
 			}
 			return nil
 		})
