@@ -360,7 +360,7 @@ loop:
 		case <-deadline.C:
 			break loop
 		case <-warm:
-			if steady, err = markSteady(ctx, srv); err != nil {
+			if steady, err = markSteady(ctx, srv, d); err != nil {
 				return err
 			}
 			if stopProfile, err = startCPUProfile(o.cpuprofile); err != nil {
@@ -379,7 +379,7 @@ loop:
 	var after syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
 	if !steady.at.IsZero() {
-		if err = steady.end(ctx, srv, after); err != nil {
+		if err = steady.end(ctx, srv, d, after); err != nil {
 			return err
 		}
 	}
@@ -463,30 +463,36 @@ loop:
 	return nil
 }
 
-// steadyMark is where the warm-up ended: the pipeline's CPU and the
-// handshakes the fleet server had seen begin by then; end adds the same at
-// the end of the run.
+// steadyMark is where the warm-up ended: the pipeline's CPU, the
+// handshakes the fleet server had seen begin and the embedded store's
+// commits and pages written by then; end adds the same at the end of the
+// run.
 type steadyMark struct {
-	at            time.Time
-	cpu           time.Duration
-	handshakes    int64
-	window        time.Duration // set by end
-	steadyCPU     time.Duration // set by end
-	endHandshakes int64         // set by end
+	at             time.Time
+	cpu            time.Duration
+	handshakes     int64
+	commits, pages uint64
+	file           bool          // the store is the embedded one
+	window         time.Duration // set by end
+	steadyCPU      time.Duration // set by end
+	endHandshakes  int64         // set by end
+	// set by end: the window's commits and pages
+	steadyCommits, steadyPages uint64
 }
 
-func markSteady(ctx context.Context, srv *fleet) (steadyMark, error) {
+func markSteady(ctx context.Context, srv *fleet, d *daemon.Daemon) (steadyMark, error) {
 	n, err := srv.handshakes(ctx)
 	if err != nil {
 		return steadyMark{}, err
 	}
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return steadyMark{at: time.Now(), cpu: tv(ru.Utime) + tv(ru.Stime), handshakes: n}, nil
+	commits, pages, file := d.StoreWrites()
+	return steadyMark{at: time.Now(), cpu: tv(ru.Utime) + tv(ru.Stime), handshakes: n, commits: commits, pages: pages, file: file}, nil
 }
 
 // end closes the steady window (after, the pipeline's rusage at the end).
-func (m *steadyMark) end(ctx context.Context, srv *fleet, after syscall.Rusage) error {
+func (m *steadyMark) end(ctx context.Context, srv *fleet, d *daemon.Daemon, after syscall.Rusage) error {
 	n, err := srv.handshakes(ctx)
 	if err != nil {
 		return err
@@ -494,6 +500,8 @@ func (m *steadyMark) end(ctx context.Context, srv *fleet, after syscall.Rusage) 
 	m.endHandshakes = n
 	m.steadyCPU = tv(after.Utime) + tv(after.Stime) - m.cpu
 	m.window = time.Since(m.at)
+	commits, pages, _ := d.StoreWrites()
+	m.steadyCommits, m.steadyPages = commits-m.commits, pages-m.pages
 	return nil
 }
 
@@ -508,6 +516,10 @@ func (m steadyMark) rows(warmup time.Duration, per float64) [][2]string {
 	}
 	if probes > 0 && per > 0 {
 		rows = append(rows, [2]string{"steady state: pipeline CPU per probe ÷ go-sdk client CPU per handshake (target ≤ 0.5)", fmt.Sprintf("%.2f×", float64(m.steadyCPU)/probes/per)})
+	}
+	if probes > 0 && m.file {
+		rows = append(rows, [2]string{"steady state: embedded store commits and pages written per probe (mcpmon_store_commits_total, mcpmon_store_pages_written_total)",
+			fmt.Sprintf("%.2f commits, %.1f pages (%.1f pages per commit)", float64(m.steadyCommits)/probes, float64(m.steadyPages)/probes, float64(m.steadyPages)/max(1, float64(m.steadyCommits)))})
 	}
 	return rows
 }

@@ -120,6 +120,21 @@ func sharedFile(o config.Options, st store.Store) *bbolt.DB {
 	if o.Queue != config.QueueEmbedded || o.Store != config.StoreEmbedded {
 		return nil
 	}
+	return storeFile(st)
+}
+
+// fileCollector is the collector of the embedded store's commits and
+// pages written (mcpmon_store_*), nil when st is another backend.
+func fileCollector(st store.Store) *bolt.FileCollector {
+	if db := storeFile(st); db != nil {
+		return bolt.NewFileCollector(db)
+	}
+	return nil
+}
+
+// storeFile returns the embedded store's file under st's wrappers, or nil
+// when st is another backend.
+func storeFile(st store.Store) *bbolt.DB {
 	for st != nil {
 		if b, ok := st.(*bolt.Store); ok {
 			return b.DB()

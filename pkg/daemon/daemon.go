@@ -134,6 +134,10 @@ type Daemon struct {
 	clk  clock.Clock
 	reg  *prometheus.Registry
 	st   store.Store
+	// file counts the embedded store's commits (nil on Redis).
+	file interface {
+		Counts() (commits, pages uint64)
+	}
 	// kr seals secrets at rest: endpoint secrets (openStore) and status
 	// page subscribers (subscriptions.go). Loaded once, before any backend.
 	kr *seal.Keyring
@@ -227,6 +231,10 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 	}
 	if d.st, err = openStore(ctx, o, d.kr, d.clk, d.log); err != nil {
 		return nil, err
+	}
+	if fc := fileCollector(d.st); fc != nil { // backends.go
+		reg.MustRegister(fc)
+		d.file = fc
 	}
 	qm := queue.NewMetrics(reg)
 	if d.qs, err = openQueues(ctx, o, sharedFile(o, d.st), d.clk, d.log, reg, QueuesIn(role, o.Regions, o.Region)); err != nil {
@@ -698,6 +706,18 @@ register an MCP endpoint:
 
 // Gather scrapes the process's registry (the load harness reads it).
 func (d *Daemon) Gather() ([]*dto.MetricFamily, error) { return d.reg.Gather() }
+
+// StoreWrites is the embedded store's file's commits and pages written
+// since the daemon started (mcpmon_store_commits_total and
+// mcpmon_store_pages_written_total, without gathering the whole
+// registry); ok is false on another store.
+func (d *Daemon) StoreWrites() (commits, pages uint64, ok bool) {
+	if d.file == nil {
+		return 0, 0, false
+	}
+	commits, pages = d.file.Counts()
+	return commits, pages, true
+}
 
 // sinkNames names the operator's global sinks (--webhook-url, --sinks-file)
 // for the API, which shows another tenant's incidents without them. A

@@ -92,6 +92,8 @@ func Catalog() []Family {
 		{"mcpmon_queue_messages", Gauge, []string{"kind", "queue"}, "queue", "3 queues × 3 kinds"},
 		{"mcpmon_queue_oldest_message_age_seconds", Gauge, []string{"queue"}, "queue", perQueue},
 		{"mcpmon_sqs_requests_total", Counter, []string{"op", "queue"}, "queue/sqs", "SQS operations used (< 10)"},
+		{"mcpmon_store_commits_total", Counter, nil, "embedded store", "1"},
+		{"mcpmon_store_pages_written_total", Counter, nil, "embedded store", "1"},
 		// Every role.
 		{"mcpmon_build_info", Gauge, []string{"version"}, "every role", "1"},
 	}

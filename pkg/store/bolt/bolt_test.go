@@ -1,10 +1,13 @@
 package bolt_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
@@ -79,4 +82,39 @@ func TestSecondOpenFailsFast(t *testing.T) {
 	if err == nil {
 		t.Fatal("second Open of a locked file succeeded")
 	}
+}
+
+// TestFileCollectorCountsCommits: every committed write is one commit and
+// at least one page; a read is neither.
+func TestFileCollectorCountsCommits(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, filepath.Join(t.TempDir(), "store.db"), clock.NewFake(storetest.Start))
+	fc := bolt.NewFileCollector(s.DB())
+	if c, p := fc.Counts(); c != 0 || p != 0 {
+		t.Fatalf("Counts before any write = %d commits, %d pages; want 0, 0", c, p)
+	}
+	for i := range 3 {
+		if err := s.PutLatestResult(ctx, msg.ProbeResult{EndpointID: fmt.Sprintf("ep-%d", i), Slot: storetest.Start}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.LatestResult(ctx, "ep-0"); err != nil {
+		t.Fatal(err)
+	}
+	c, p := fc.Counts()
+	if c != 3 || p < 3 {
+		t.Fatalf("Counts after 3 writes one after another and a read = %d commits, %d pages; want 3 commits, at least 3 pages", c, p)
+	}
+	if n, err := testutil.GatherAndCount(registryWith(t, fc), "mcpmon_store_commits_total", "mcpmon_store_pages_written_total"); err != nil || n != 2 {
+		t.Fatalf("gathered %d series, %v; want 2", n, err)
+	}
+}
+
+func registryWith(t *testing.T, c prometheus.Collector) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	return reg
 }
