@@ -48,10 +48,10 @@ import (
 
 // write is one put (val != nil) or delete in a queue's bucket.
 type write struct {
-	queue  string // queue name
-	prefix []byte // msgPrefix or dedupPrefix, before key
-	key    []byte
-	val    []byte // nil: delete
+	queue string // queue name
+	sub   []byte // msgsBucket or dedupBucket
+	key   []byte
+	val   []byte // nil: delete
 }
 
 // batch is the writes of the calls that share one transaction.
@@ -195,22 +195,26 @@ func (b *Broker) fail(bt *batch, err error) {
 
 // apply performs ws in order in tx.
 func apply(tx *bolt.Tx, ws []write) error {
-	buckets := map[string]*bolt.Bucket{}
+	type key struct{ queue, sub string }
+	buckets := map[key]*bolt.Bucket{}
 	for _, w := range ws {
-		bk := buckets[w.queue]
+		k := key{w.queue, string(w.sub)}
+		bk := buckets[k]
 		if bk == nil {
-			var err error
-			if bk, err = tx.CreateBucketIfNotExists(bucketName(w.queue)); err != nil {
+			qb, err := tx.CreateBucketIfNotExists(bucketName(w.queue))
+			if err != nil {
 				return err
 			}
-			buckets[w.queue] = bk
+			if bk, err = qb.CreateBucketIfNotExists(w.sub); err != nil {
+				return err
+			}
+			buckets[k] = bk
 		}
-		k := prefixed(w.prefix, w.key)
 		var err error
 		if w.val == nil {
-			err = bk.Delete(k)
+			err = bk.Delete(w.key)
 		} else {
-			err = bk.Put(k, w.val)
+			err = bk.Put(w.key, w.val)
 		}
 		if err != nil {
 			return fmt.Errorf("queue %s: %w", w.queue, err)

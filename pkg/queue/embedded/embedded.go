@@ -29,7 +29,6 @@
 package embedded
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -380,7 +379,7 @@ func (b *Broker) send(q *fifo, in []queue.SendInput) ([]queue.SendResult, *batch
 		if added == 0 {
 			// Expired records go with the first write that follows.
 			for _, e := range q.stale {
-				b.enqueue(write{queue: q.cfg.Name, prefix: dedupPrefix, key: dedupFileKey(e.at, e.key)})
+				b.enqueue(write{queue: q.cfg.Name, sub: dedupTimeBucket, key: dedupFileKey(e.at, e.key)})
 			}
 			q.stale = q.stale[:0]
 		}
@@ -390,7 +389,7 @@ func (b *Broker) send(q *fifo, in []queue.SendInput) ([]queue.SendResult, *batch
 		q.dedupQ = append(q.dedupQ, dedupEntry{key: key, at: now})
 		b.putMsg(q, msg)
 		if b.db != nil {
-			b.enqueue(write{queue: q.cfg.Name, prefix: dedupPrefix, key: dedupFileKey(now, key), val: []byte(msg.ID)})
+			b.enqueue(write{queue: q.cfg.Name, sub: dedupTimeBucket, key: dedupFileKey(now, key), val: []byte(msg.ID)})
 		}
 		q.append(msg)
 		out[i].MessageID = msg.ID
@@ -785,61 +784,17 @@ func newID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
-// Storage layout: one bucket per queue ("q/<name>") holding its messages,
-// keyed 'm' + 8-byte big-endian seq (→ message record), and its dedup
-// records, keyed 't' + acceptance time + dedup key (→ message ID);
-// record.go has the encodings. Dedup records are kept after delete, which
-// is what makes the window survive a delete and a restart. One bucket, not
-// one per kind nested under the queue's: a commit rewrites the root and
-// branch path of every bucket it touches, and the three queues' six nested
-// buckets and their three parents were most of a commit's pages. Files from
-// before keep them in nested buckets — "msgs" (seq → record), "dedupt"
-// (time + key → ID) and, older still, "dedup" (key → JSON record) — moved
-// into the queue's bucket at open (flattenQueue).
+// Storage layout: one bucket per queue ("q/<name>") holding a "msgs" bucket
+// (8-byte big-endian seq → message record) and a "dedupt" bucket (acceptance
+// time + dedup key → message ID); record.go has the encodings. Dedup records
+// are kept after delete, which is what makes the window survive a delete and
+// a restart. "dedup" is the dedup bucket of files from before (dedup key →
+// JSON record), moved into "dedupt" at open.
 var (
-	msgPrefix   = []byte{'m'}
-	dedupPrefix = []byte{'t'}
-
-	oldMsgsBucket      = []byte("msgs")
-	oldDedupTimeBucket = []byte("dedupt")
-	dedupBucket        = []byte("dedup")
+	msgsBucket      = []byte("msgs")
+	dedupTimeBucket = []byte("dedupt")
+	dedupBucket     = []byte("dedup")
 )
-
-// prefixed is prefix + key in a new slice.
-func prefixed(prefix, key []byte) []byte {
-	k := make([]byte, 0, len(prefix)+len(key))
-	return append(append(k, prefix...), key...)
-}
-
-// flattenQueue moves the nested "msgs" and "dedupt" buckets of a file from
-// before into their prefixes of bk and drops them; in open's transaction,
-// so a crash leaves either layout whole.
-func flattenQueue(bk *bolt.Bucket) error {
-	for _, old := range []struct{ name, prefix []byte }{{oldMsgsBucket, msgPrefix}, {oldDedupTimeBucket, dedupPrefix}} {
-		sb := bk.Bucket(old.name)
-		if sb == nil {
-			continue
-		}
-		var kvs [][2][]byte
-		if err := sb.ForEach(func(k, v []byte) error {
-			if v != nil {
-				kvs = append(kvs, [2][]byte{prefixed(old.prefix, k), append([]byte(nil), v...)})
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		if err := bk.DeleteBucket(old.name); err != nil {
-			return err
-		}
-		for _, kv := range kvs {
-			if err := bk.Put(kv[0], kv[1]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
 
 func bucketName(queueName string) []byte { return []byte("q/" + queueName) }
 
@@ -855,7 +810,7 @@ func (b *Broker) putMsg(q *fifo, m *message) {
 	if b.db == nil {
 		return
 	}
-	b.enqueue(write{queue: q.cfg.Name, prefix: msgPrefix, key: seqKey(m.Seq), val: encodeMessage(m)})
+	b.enqueue(write{queue: q.cfg.Name, sub: msgsBucket, key: seqKey(m.Seq), val: encodeMessage(m)})
 }
 
 // delMsg removes m from q's stored messages, in the open batch.
@@ -863,7 +818,7 @@ func (b *Broker) delMsg(q *fifo, m *message) {
 	if b.db == nil {
 		return
 	}
-	b.enqueue(write{queue: q.cfg.Name, prefix: msgPrefix, key: seqKey(m.Seq)})
+	b.enqueue(write{queue: q.cfg.Name, sub: msgsBucket, key: seqKey(m.Seq)})
 }
 
 // load restores every configured queue from the file and prunes expired
@@ -924,37 +879,45 @@ func (b *Broker) loadQueue(tx *bolt.Tx, name string, q *fifo, kept map[uint64]*m
 	if bk == nil {
 		return nil
 	}
+	var mb, tb, db *bolt.Bucket
 	if tx.Writable() {
-		if err := flattenQueue(bk); err != nil {
-			return fmt.Errorf("queue %s: move nested buckets: %w", name, err)
+		var err error
+		if mb, err = bk.CreateBucketIfNotExists(msgsBucket); err != nil {
+			return err
 		}
+		if tb, err = bk.CreateBucketIfNotExists(dedupTimeBucket); err != nil {
+			return err
+		}
+	} else {
+		mb, tb = bk.Bucket(msgsBucket), bk.Bucket(dedupTimeBucket)
 	}
-	// A read-only reload comes after open, which moved a file from before.
-	db := bk.Bucket(dedupBucket) // a file from before
+	db = bk.Bucket(dedupBucket) // a file from before
 	inflight := 0
-	c := bk.Cursor()
-	for k, v := c.Seek(msgPrefix); k != nil && bytes.HasPrefix(k, msgPrefix); k, v = c.Next() {
-		if v == nil {
-			continue // a nested bucket's key ("msgs" of a file not yet moved)
-		}
-		m, err := decodeMessage(v)
+	if mb != nil {
+		err := mb.ForEach(func(k, v []byte) error {
+			m, err := decodeMessage(v)
+			if err != nil {
+				return fmt.Errorf("queue %s message %x: %w", name, k, err)
+			}
+			switch old := kept[m.Seq]; {
+			case old != nil && old.ReceiveCount == m.ReceiveCount:
+				m.ReceivedAt, m.VisibleAt = old.ReceivedAt, old.VisibleAt
+			case m.VisibleAt.After(now):
+				// The file is locked to one process, so whoever held
+				// this message died with the last one (or, on a reload,
+				// never got it): waiting out its visibility would only
+				// block the group.
+				m.VisibleAt = time.Time{}
+				inflight++
+			}
+			q.append(&m)
+			if m.Seq >= q.nextSeq {
+				q.nextSeq = m.Seq + 1
+			}
+			return nil
+		})
 		if err != nil {
-			return fmt.Errorf("queue %s message %x: %w", name, k, err)
-		}
-		switch old := kept[m.Seq]; {
-		case old != nil && old.ReceiveCount == m.ReceiveCount:
-			m.ReceivedAt, m.VisibleAt = old.ReceivedAt, old.VisibleAt
-		case m.VisibleAt.After(now):
-			// The file is locked to one process, so whoever held
-			// this message died with the last one (or, on a reload,
-			// never got it): waiting out its visibility would only
-			// block the group.
-			m.VisibleAt = time.Time{}
-			inflight++
-		}
-		q.append(&m)
-		if m.Seq >= q.nextSeq {
-			q.nextSeq = m.Seq + 1
+			return err
 		}
 	}
 	// keep records a dedup record read from the file; stale collects the
@@ -970,19 +933,22 @@ func (b *Broker) loadQueue(tx *bolt.Tx, name string, q *fifo, kept map[uint64]*m
 		q.dedup[key] = rec
 		q.dedupQ = append(q.dedupQ, dedupEntry{key: key, at: rec.At})
 	}
-	for k, v := c.Seek(dedupPrefix); k != nil && bytes.HasPrefix(k, dedupPrefix); k, v = c.Next() {
-		if v == nil {
-			continue // a nested bucket's key
+	if tb != nil {
+		err := tb.ForEach(func(k, v []byte) error {
+			at, key, ok := parseDedupFileKey(k)
+			if !ok {
+				return fmt.Errorf("queue %s dedup key %x: %w", name, k, errRecord)
+			}
+			if now.Sub(at) >= queue.DedupWindow {
+				stale = append(stale, dedupEntry{key: key, at: at})
+				return nil
+			}
+			keep(key, dedupRecord{ID: string(v), At: at})
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		at, key, ok := parseDedupFileKey(k[len(dedupPrefix):])
-		if !ok {
-			return fmt.Errorf("queue %s dedup key %x: %w", name, k, errRecord)
-		}
-		if now.Sub(at) >= queue.DedupWindow {
-			stale = append(stale, dedupEntry{key: key, at: at})
-			continue
-		}
-		keep(key, dedupRecord{ID: string(v), At: at})
 	}
 	if db != nil {
 		var moved []dedupEntry
@@ -1003,7 +969,7 @@ func (b *Broker) loadQueue(tx *bolt.Tx, name string, q *fifo, kept map[uint64]*m
 			// Moved into the time-ordered bucket once, at open.
 			for _, e := range moved {
 				if rec, ok := q.dedup[e.key]; ok && rec.At.Equal(e.at) {
-					if err := bk.Put(prefixed(dedupPrefix, dedupFileKey(rec.At, e.key)), []byte(rec.ID)); err != nil {
+					if err := tb.Put(dedupFileKey(rec.At, e.key), []byte(rec.ID)); err != nil {
 						return err
 					}
 				}
@@ -1018,7 +984,7 @@ func (b *Broker) loadQueue(tx *bolt.Tx, name string, q *fifo, kept map[uint64]*m
 			q.stale = append(q.stale, e)
 			continue
 		}
-		if err := bk.Delete(prefixed(dedupPrefix, dedupFileKey(e.at, e.key))); err != nil {
+		if err := tb.Delete(dedupFileKey(e.at, e.key)); err != nil {
 			return err
 		}
 	}

@@ -32,7 +32,7 @@ func TestFileOfBeforeIsReadAndMoved(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		mb, err := qb.CreateBucketIfNotExists(oldMsgsBucket)
+		mb, err := qb.CreateBucketIfNotExists(msgsBucket)
 		if err != nil {
 			return err
 		}
@@ -82,13 +82,10 @@ func TestFileOfBeforeIsReadAndMoved(t *testing.T) {
 		if qb.Bucket(dedupBucket) != nil {
 			t.Error("the old dedup bucket is still there")
 		}
-		if qb.Bucket(oldMsgsBucket) != nil || qb.Bucket(oldDedupTimeBucket) != nil {
-			t.Error("a nested bucket is still there")
-		}
-		if v := qb.Get(prefixed(dedupPrefix, dedupFileKey(at, old.DedupID))); string(v) != old.ID {
+		if v := qb.Bucket(dedupTimeBucket).Get(dedupFileKey(at, old.DedupID)); string(v) != old.ID {
 			t.Errorf("time-ordered dedup record = %q, want %q", v, old.ID)
 		}
-		if v := qb.Get(prefixed(msgPrefix, seqKey(old.Seq))); len(v) == 0 || v[0] != recordV1 {
+		if v := qb.Bucket(msgsBucket).Get(seqKey(old.Seq)); len(v) == 0 || v[0] != recordV1 {
 			t.Errorf("stored message = %q, want a binary record", v)
 		}
 		return nil
@@ -155,79 +152,5 @@ func FuzzDecodeMessage(f *testing.F) {
 				}
 			}
 		}
-	})
-}
-
-// TestNestedBucketsFlattened: a file of the layout before (binary records
-// in a nested "msgs" bucket, dedup records in a nested "dedupt") opens with
-// its message deliverable and its dedup record deduplicating, both moved
-// into the queue's own bucket and the nested buckets dropped.
-func TestNestedBucketsFlattened(t *testing.T) {
-	ctx := t.Context()
-	dir := t.TempDir()
-	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := message{Seq: 3, ID: "0d5c7a4e-0000-4000-8000-000000000003", GroupID: "ep1", DedupID: "ep1-run3",
-		Body: []byte(`{"endpointId":"ep1"}`), SentAt: at}
-	if err := db.Update(func(tx *bolt.Tx) error {
-		qb, err := tx.CreateBucketIfNotExists(bucketName("verdicts"))
-		if err != nil {
-			return err
-		}
-		mb, err := qb.CreateBucketIfNotExists(oldMsgsBucket)
-		if err != nil {
-			return err
-		}
-		if err := mb.Put(seqKey(old.Seq), encodeMessage(&old)); err != nil {
-			return err
-		}
-		tb, err := qb.CreateBucketIfNotExists(oldDedupTimeBucket)
-		if err != nil {
-			return err
-		}
-		return tb.Put(dedupFileKey(at, old.DedupID), []byte(old.ID))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	b, err := Open(dir, queue.StageConfigs(), Options{Clock: clock.NewFake(at.Add(time.Minute))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := b.Queue("verdicts")
-	dup, err := q.Send(ctx, []queue.SendInput{{GroupID: "ep1", DedupID: old.DedupID, Body: []byte("again")}})
-	if err != nil || !dup[0].Duplicate || dup[0].MessageID != old.ID {
-		t.Fatalf("resend within the window = %+v, %v; want a duplicate of %s", dup, err, old.ID)
-	}
-	ms, err := q.Receive(ctx, queue.ReceiveInput{Max: 10})
-	if err != nil || len(ms) != 1 || !bytes.Equal(ms[0].Body, old.Body) || ms[0].ReceiveCount != 1 {
-		t.Fatalf("receive = %+v, %v; want the old message, received once", ms, err)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = bolt.Open(filepath.Join(dir, FileName), 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	_ = db.View(func(tx *bolt.Tx) error {
-		qb := tx.Bucket(bucketName("verdicts"))
-		if qb.Bucket(oldMsgsBucket) != nil || qb.Bucket(oldDedupTimeBucket) != nil {
-			t.Error("a nested bucket is still there")
-		}
-		if v := qb.Get(prefixed(dedupPrefix, dedupFileKey(at, old.DedupID))); string(v) != old.ID {
-			t.Errorf("dedup record = %q, want %q", v, old.ID)
-		}
-		if v := qb.Get(prefixed(msgPrefix, seqKey(old.Seq))); len(v) == 0 {
-			t.Error("message record missing")
-		}
-		return nil
 	})
 }
