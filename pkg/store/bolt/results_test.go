@@ -29,17 +29,12 @@ func oldWindowKey(id string, t time.Time) []byte {
 func TestOldWindowListsStillRead(t *testing.T) {
 	ctx := t.Context()
 	clk := clock.NewFake(storetest.Start)
-	path := filepath.Join(t.TempDir(), "store.db")
 	w := storetest.Start.Truncate(time.Minute)
 	old := []msg.ProbeResult{
 		{EndpointID: "ep", ProbeRunID: "run-b", Region: "eu", Slot: w},
 		{EndpointID: "ep", ProbeRunID: "run-a", Region: "us", Slot: w},
 	}
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bbolt.Tx) error {
+	path := oldFile(t, func(tx *bbolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte("windows"))
 		if err != nil {
 			return err
@@ -50,12 +45,6 @@ func TestOldWindowListsStillRead(t *testing.T) {
 		}
 		return b.Put(oldWindowKey("ep", w), raw)
 	})
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	s := open(t, path, clk)
 	ref := store.WindowRef{EndpointID: "ep", Window: w}
@@ -93,18 +82,13 @@ func TestOldWindowListsStillRead(t *testing.T) {
 func TestEndpointFirstWindowsMoved(t *testing.T) {
 	ctx := t.Context()
 	clk := clock.NewFake(storetest.Start)
-	path := filepath.Join(t.TempDir(), "store.db")
 	w := storetest.Start.Truncate(time.Minute)
 	old := map[string][]msg.ProbeResult{
 		"ep-a": {{EndpointID: "ep-a", ProbeRunID: "run-1", Region: "eu", Slot: w}, {EndpointID: "ep-a", ProbeRunID: "run-2", Region: "us", Slot: w}},
 		"ep-b": {{EndpointID: "ep-b", ProbeRunID: "run-3", Region: "eu", Slot: w.Add(-time.Minute)}},
 	}
 	windowOf := map[string]time.Time{"ep-a": w, "ep-b": w.Add(-time.Minute)}
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bbolt.Tx) error {
+	path := oldFile(t, func(tx *bbolt.Tx) error {
 		wb, err := tx.CreateBucketIfNotExists([]byte("windows"))
 		if err != nil {
 			return err
@@ -132,12 +116,6 @@ func TestEndpointFirstWindowsMoved(t *testing.T) {
 		}
 		return nil
 	})
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	for round := range 2 {
 		s := open(t, path, clk)

@@ -77,11 +77,17 @@ func rollupKey(id string, size time.Duration, start time.Time) []byte {
 	k := append(idPrefix(id), rollupTag(size))
 	t := timeKey(start)
 	if size == model.Daily {
-		for i := range t {
-			t[i] ^= 0xff
-		}
+		invert(t)
 	}
 	return append(k, t...)
+}
+
+// invert flips every bit of a time key in place, so keys that ascended
+// descend.
+func invert(t []byte) {
+	for i := range t {
+		t[i] ^= 0xff
+	}
 }
 
 func rollupTag(size time.Duration) byte {
@@ -98,9 +104,7 @@ func rollupStart(k []byte, id string) (time.Time, bool) {
 	}
 	t := append([]byte(nil), k[len(id)+2:]...)
 	if k[len(id)+1] == 'i' {
-		for i := range t {
-			t[i] ^= 0xff
-		}
+		invert(t)
 	}
 	return keyTime(t), true
 }

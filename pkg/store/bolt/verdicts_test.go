@@ -21,14 +21,9 @@ import (
 func TestLastVerdictBucketMerged(t *testing.T) {
 	ctx := t.Context()
 	clk := clock.NewFake(storetest.Start)
-	path := filepath.Join(t.TempDir(), "store.db")
 	w := storetest.Start.Truncate(time.Minute)
 	last := msg.Verdict{EndpointID: "ep", Window: w, State: msg.StateDown}
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bbolt.Tx) error {
+	path := oldFile(t, func(tx *bbolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte("lastVerdict"))
 		if err != nil {
 			return err
@@ -39,12 +34,6 @@ func TestLastVerdictBucketMerged(t *testing.T) {
 		}
 		return b.Put([]byte("ep"), raw)
 	})
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	s := open(t, path, clk)
 	if got, err := s.LastVerdict(ctx, "ep"); err != nil || !got.Window.Equal(w) || got.State != msg.StateDown {
@@ -59,7 +48,7 @@ func TestLastVerdictBucketMerged(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err = bbolt.Open(path, 0o600, nil)
+	db, err := bbolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
