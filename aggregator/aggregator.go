@@ -338,7 +338,8 @@ func (a *Aggregator) Handle(ctx context.Context, m queue.Message) error {
 		a.storeUnavailable(err)
 		return err
 	}
-	added, err := a.st.AddWindowResult(ctx, window, r)
+	// A prober of before leaves the conformance in: the window drops it.
+	added, err := a.st.AddWindowResult(ctx, window, r.WithoutConformance())
 	switch {
 	case errors.Is(err, store.ErrWindowDecided):
 		a.m.ResultsLate.Inc()

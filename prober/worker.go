@@ -50,6 +50,12 @@ type WorkerOptions struct {
 	// Canary, when set, marks the results published while the prober is
 	// blind (canary.go); nil: every result is sighted.
 	Canary BlindnessSource
+	// KeepConformance publishes results with their conformance: for a
+	// publisher whose receiver stores the latest result from the body (an
+	// agent posting to the API). Otherwise a set Latest is the
+	// conformance's home and the results message leaves it out
+	// (msg.ProbeResult.WithoutConformance).
+	KeepConformance bool
 }
 
 // BlindnessSource says whether the prober is blind; *Canary satisfies it.
@@ -100,6 +106,7 @@ type Worker struct {
 	clk       clock.Clock
 	known     knownEndpoints
 	canary    BlindnessSource
+	keepConf  bool
 }
 
 // NewWorker returns a Worker.
@@ -111,7 +118,7 @@ func NewWorker(p *Prober, endpoints EndpointSource, pub ResultPublisher, opts Wo
 		opts.Clock = clock.Real{}
 	}
 	return &Worker{p: p, endpoints: endpoints, pub: pub, latest: opts.Latest, m: opts.Metrics, clk: opts.Clock,
-		canary: opts.Canary, log: opts.Logger.With("component", "prober-worker")}
+		canary: opts.Canary, keepConf: opts.KeepConformance, log: opts.Logger.With("component", "prober-worker")}
 }
 
 // Superseded reports whether the slot of a command received at now has been
@@ -263,7 +270,11 @@ func (w *Worker) publish(ctx context.Context, res msg.ProbeResult, mem Memory) e
 			w.storeFailed("store latest result failed", res.EndpointID, err)
 		}
 	}
-	if _, err := w.pub.Publish(ctx, queue.SendInput{GroupID: res.GroupID(), DedupID: res.DedupID(), Body: res.Body()}); err != nil {
+	body := res
+	if w.latest != nil && !w.keepConf {
+		body = res.WithoutConformance()
+	}
+	if _, err := w.pub.Publish(ctx, queue.SendInput{GroupID: res.GroupID(), DedupID: res.DedupID(), Body: body.Body()}); err != nil {
 		return fmt.Errorf("prober: publish result %s: %w", res.DedupID(), err)
 	}
 	// Detached: the result is out, so a shutdown now must not cost the

@@ -226,3 +226,32 @@ func TestSecretsNeverLeak(t *testing.T) {
 		t.Error("the redirect case never reached the other origin")
 	}
 }
+
+// TestWorkerPublishesWithoutConformance: the worker stores the result with
+// its conformance as the latest and publishes it without (no verdict reads
+// it); a worker whose receiver stores the latest from the body (an agent)
+// publishes it whole.
+func TestWorkerPublishesWithoutConformance(t *testing.T) {
+	ts := streamable(t, sdkServer(), mcp.StreamableHTTPOptions{JSONResponse: true})
+	for _, keep := range []bool{false, true} {
+		pub := &publisherFake{}
+		latest := &latestFake{m: map[string]msg.ProbeResult{}}
+		w := NewWorker(testProber(t, nil), endpointsFake{"ep1": endpoint(ts.URL)}, pub, WorkerOptions{Latest: latest, KeepConformance: keep})
+		if err := w.Handle(context.Background(), message(cmd())); err != nil {
+			t.Fatal(err)
+		}
+		if latest.m["ep1"].Conformance == nil || len(latest.m["ep1"].Conformance.Rules) == 0 {
+			t.Fatalf("keep=%v: latest result without conformance: %+v", keep, latest.m["ep1"])
+		}
+		var r msg.ProbeResult
+		if len(pub.sent) != 1 || msg.Decode(pub.sent[0].Body, &r) != nil {
+			t.Fatalf("keep=%v: sent %+v", keep, pub.sent)
+		}
+		if (r.Conformance != nil) != keep {
+			t.Errorf("keep=%v: published conformance %+v", keep, r.Conformance)
+		}
+		if r.Status != msg.StatusUp || r.ProbeRunID != latest.m["ep1"].ProbeRunID {
+			t.Errorf("keep=%v: published %+v", keep, r)
+		}
+	}
+}

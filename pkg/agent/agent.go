@@ -200,7 +200,8 @@ func Run(ctx context.Context, o Options) error {
 	if o.Prober != nil {
 		o.Prober(&po)
 	}
-	a.worker = prober.NewWorker(prober.New(po), a.eps, poster{a}, prober.WorkerOptions{Latest: newLatest(), Logger: o.Logger, Clock: o.Clock})
+	a.worker = prober.NewWorker(prober.New(po), a.eps, poster{a}, prober.WorkerOptions{Latest: newLatest(), Logger: o.Logger, Clock: o.Clock,
+		KeepConformance: true}) // the API stores the latest result from the post
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -344,3 +344,30 @@ func FuzzAgentResults(f *testing.F) {
 		}
 	})
 }
+
+// An agent's result is stored as the endpoint's latest with its
+// conformance and published without it: the latest result is the
+// conformance's home and no verdict reads it.
+func TestAgentResultConformanceStaysWithTheLatest(t *testing.T) {
+	ag := newAgentHarness(t, true)
+	office := ag.endpoint(ag.keys["a/write"], "office", "loc-office")
+	key := ag.agent(ag.keys["a/write"], "office-1", "office")
+	slot := t0.Add(-10 * time.Second)
+	r := result(office, slot, "")
+	r.Conformance = &msg.Conformance{Era: "2025-11-25", CheckedAt: slot, Rules: []msg.RuleResult{{ID: "ping-answered", Outcome: msg.ConformancePass}}}
+	if resp, b := ag.call(http.MethodPost, "/v1/agent/results", key, resultsBody(r)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("post: %d %s", resp.StatusCode, b)
+	}
+	sent := ag.pub.all()
+	var pubd msg.ProbeResult
+	if len(sent) != 1 || msg.Decode(sent[0].Body, &pubd) != nil || pubd.ProbeRunID != r.ProbeRunID {
+		t.Fatalf("published %+v, want the result", sent)
+	}
+	if pubd.Conformance != nil {
+		t.Errorf("published with conformance %+v", pubd.Conformance)
+	}
+	latest, err := ag.store.LatestResult(context.Background(), office)
+	if err != nil || latest.Conformance == nil || len(latest.Conformance.Rules) != 1 {
+		t.Fatalf("latest %+v %v, want it with its conformance", latest, err)
+	}
+}

@@ -276,6 +276,17 @@ func (r ProbeResult) GroupID() string { return r.EndpointID }
 // Body is the JSON encoding of the result.
 func (r ProbeResult) Body() []byte { return mustJSON(r) }
 
+// WithoutConformance is r as the results queue and a window carry it: no
+// verdict reads the conformance, and the endpoint's latest result, stored
+// before the result is published (by the prober, or by the API for an
+// agent), is its one home. The rule list is most of a result's bytes, and
+// a window's results and the queue's messages are written, read and
+// deleted once per probe.
+func (r ProbeResult) WithoutConformance() ProbeResult {
+	r.Conformance = nil
+	return r
+}
+
 // Verdict is the aggregator's decision for one endpoint and one window.
 type Verdict struct {
 	Schema     int       `json:"schema"`
