@@ -383,6 +383,8 @@ func (a *Alerter) endpoint(ctx context.Context, id string) (model.Endpoint, bool
 // apply folds v into the endpoint's tracker: it reads the tracker and its
 // incident, decides with transition, and writes the result in one
 // compare-and-set, retrying on conflicts with other replicas or the API.
+// A verdict that changes nothing a later decision reads (a steady up on a
+// quiet endpoint: tracker.go's unchanged) writes nothing.
 //
 // The tracker, its incidents and the notifications the change owes (the
 // outbox) are one SaveTracker, which also lists the outbox as pending and
@@ -413,6 +415,9 @@ func (a *Alerter) apply(ctx context.Context, v msg.Verdict) error {
 		out, err := a.decide(ctx, in)
 		if err != nil {
 			return err
+		}
+		if out.Unchanged {
+			return nil // nothing to write (transition's unchanged)
 		}
 		err = a.st.SaveTracker(ctx, out.Tracker, out.Incidents...)
 		if errors.Is(err, store.ErrConflict) {

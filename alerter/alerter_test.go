@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -311,5 +312,47 @@ func TestOneDeliveryPerSinkName(t *testing.T) {
 	}
 	if k := other.notifications()[0].Key; k != msg.LedgerKey("ep1", msg.IncidentID("ep1", win(1)), "open", "pager") {
 		t.Fatalf("pager key %q, want its own ledger key", k)
+	}
+}
+
+// TestSteadyUpsAreNotRewritten: once an endpoint's run of ups fills the
+// window, an up verdict writes nothing but every quietWrites-th (so the
+// stored last window lags by fewer than quietWrites); the outage after a
+// long quiet run still opens once with its first failure, resolves once
+// after the ups, and a redelivered quiet verdict changes nothing.
+func TestSteadyUpsAreNotRewritten(t *testing.T) {
+	e := newEnv(t)
+	e.endpoint("ep1", nil, nil)
+	a := e.alerter("a")
+	n := DefaultOpenWindow
+	e.states("ep1", 0, slices.Repeat([]msg.State{up}, n)...)
+	if errs := e.pump(a.Handle); errs != nil {
+		t.Fatal(errs)
+	}
+	full, err := e.st.GetTracker(e.ctx, "ep1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.states("ep1", n, slices.Repeat([]msg.State{up}, 50)...)
+	e.publish(verdict("ep1", win(n+10), up)) // a redelivery of a quiet window
+	e.pump(a.Handle)
+	// Last written at window n-1: written again at n+9, n+19, … n+49.
+	if got, err := e.st.GetTracker(e.ctx, "ep1"); err != nil || got.Version != full.Version+5 || !got.LastWindow.Equal(win(n+49)) {
+		t.Fatalf("tracker version %d, last window %s after 50 quiet ups (%v), want %d and %s: one write per %d quiet ups",
+			got.Version, got.LastWindow, err, full.Version+5, win(n+49), quietWrites)
+	}
+	e.states("ep1", n+50, down, down, down, up, up, up)
+	if errs := e.pump(a.Handle); errs != nil {
+		t.Fatal(errs)
+	}
+	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open", "resolve"}) {
+		t.Fatalf("alerts %v, want [open resolve]", got)
+	}
+	incs := e.incidents("ep1")
+	if len(incs) != 1 || !incs[0].FirstFailure.Equal(win(n+50)) || incs[0].ID != msg.IncidentID("ep1", win(n+51)) || incs[0].State != model.IncidentResolved {
+		t.Fatalf("incidents %+v, want one opened at window %d, first failure %d, resolved", incs, n+51, n+50)
+	}
+	if r := incs[0].Transitions[len(incs[0].Transitions)-1].Reason; !strings.HasPrefix(r, fmt.Sprintf("%d consecutive up windows", DefaultResolveAfter)) {
+		t.Fatalf("resolve reason %q, want the run of ups since the outage", r)
 	}
 }

@@ -129,3 +129,62 @@ func checkTransition(t *testing.T, tt transitionCase) {
 		t.Fatalf("input tracker changed: %v, was %v", tt.in.Tracker.Recent, before)
 	}
 }
+
+// TestTransitionUnchanged: a verdict that changes nothing a later decision
+// reads (the up runs, the windows' times and LastWindow aside) is marked
+// Unchanged, and apply writes nothing for it; anything else is written.
+func TestTransitionUnchanged(t *testing.T) {
+	r := effectiveRules(model.Rules{}, nil)
+	ups := func(n int) []msg.State { return slices.Repeat([]msg.State{up}, n) }
+	full := trackerFolded("", nil, ups(r.openWindow)...)
+	fresh := full
+	fresh.Version = 0
+	regional := func(open string, ss ...msg.State) model.Tracker {
+		tr := full
+		setTrackerData(&tr, trackerData{Regional: &regionalTrack{Recent: ss, ConsecutiveUp: len(ss), OpenIncidentID: open}})
+		return tr
+	}
+	pendingNotice := full
+	pendingNotice.Notices, pendingNotice.Pending = []model.UpdateNotice{{IncidentID: "i"}}, 1
+	upIn := func(tr model.Tracker) transitionInput {
+		return transitionInput{Tracker: tr, Verdict: verdict("ep1", win(r.openWindow), up), Rules: r}
+	}
+	regionsUp := func(tr model.Tracker) transitionInput {
+		in := upIn(tr)
+		in.Verdict.RegionStates = map[string]msg.State{"eu": up, "us": up}
+		return in
+	}
+	for _, tc := range []struct {
+		name string
+		in   transitionInput
+		want bool
+	}{
+		{"up on a full run of ups", upIn(full), true},
+		{"no_data on a full run of ups", transitionInput{Tracker: full, Verdict: verdict("ep1", win(r.openWindow), msg.StateNoData), Rules: r}, true},
+		{"up on a tracker never stored", upIn(fresh), false},
+		{"up on a full run of ups last written ten windows before", transitionInput{Tracker: full, Verdict: verdict("ep1", full.LastWindow.Add(quietWrites*time.Minute), up), Rules: r}, false},
+		{"up on a full run of ups last written nine windows before", transitionInput{Tracker: full, Verdict: verdict("ep1", full.LastWindow.Add((quietWrites-1)*time.Minute), up), Rules: r}, true},
+		{"up on a run not yet full", upIn(trackerFolded("", nil, ups(r.openWindow-1)...)), false},
+		{"up after a down", upIn(trackerFolded("", nil, append(ups(r.openWindow-1), down)...)), false},
+		{"down on a full run of ups", transitionInput{Tracker: full, Verdict: verdict("ep1", win(r.openWindow), down), Rules: r}, false},
+		{"degraded on a full run of ups", transitionInput{Tracker: full, Verdict: verdict("ep1", win(r.openWindow), msg.StateDegraded), Rules: r}, false},
+		{"up with an incident open", transitionInput{Tracker: trackerFolded(msg.IncidentID("ep1", win(1)), nil, ups(r.openWindow)...), Open: storedIncident(model.IncidentOpen, incidentData{OpenNotified: true}), Verdict: verdict("ep1", win(r.openWindow), up), Rules: r}, false},
+		{"up with a notification in the outbox", upIn(trackerFolded("", []pending{{IncidentID: "i", Kind: "resolve"}}, ups(r.openWindow)...)), false},
+		{"up with an update notice pending", upIn(pendingNotice), false},
+		{"up in every region on a full regional run of ups", regionsUp(regional("", ups(r.openWindow)...)), true},
+		{"up in every region after a regional window", regionsUp(regional("", append(ups(r.openWindow-1), msg.StateRegional)...)), false},
+		{"up in every region with a regional incident open", regionsUp(regional("ep1-regional", ups(r.openWindow)...)), false},
+		{"up in every region on a tracker without a regional run yet", regionsUp(full), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.Now = win(r.openWindow).Add(70 * time.Second)
+			out, err := transition(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Unchanged != tc.want {
+				t.Fatalf("Unchanged = %v, want %v (tracker %+v)", out.Unchanged, tc.want, out.Tracker)
+			}
+		})
+	}
+}
