@@ -270,11 +270,11 @@ func (w *Worker) publish(ctx context.Context, res msg.ProbeResult, mem Memory) e
 			w.storeFailed("store latest result failed", res.EndpointID, err)
 		}
 	}
-	body := res
+	sent := res
 	if w.latest != nil && !w.keepConf {
-		body = res.WithoutConformance()
+		sent = res.WithoutConformance() // stored just above with it
 	}
-	if _, err := w.pub.Publish(ctx, queue.SendInput{GroupID: res.GroupID(), DedupID: res.DedupID(), Body: body.Body()}); err != nil {
+	if _, err := w.pub.Publish(ctx, queue.SendInput{GroupID: res.GroupID(), DedupID: res.DedupID(), Body: sent.Body()}); err != nil {
 		return fmt.Errorf("prober: publish result %s: %w", res.DedupID(), err)
 	}
 	// Detached: the result is out, so a shutdown now must not cost the
