@@ -1,7 +1,10 @@
 package model
 
 import (
+	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -105,4 +108,35 @@ type Rules struct {
 	ResolveAfter   int           `json:"resolveAfter,omitempty"`   // K consecutive up windows
 	RegionQuorum   int           `json:"regionQuorum,omitempty"`   // Q regions down (0 = majority)
 	RepeatInterval time.Duration `json:"repeatInterval,omitempty"` // reminder interval (0 = none)
+}
+
+// Clone returns a copy of e that shares no memory with it: its maps,
+// slices and pointed-to parts are copied too, so a caller may change the
+// copy (or e) freely. A cache that hands out one decoded endpoint to many
+// readers (store.EndpointDecoder) gives each a Clone.
+func (e Endpoint) Clone() Endpoint {
+	e.Headers = maps.Clone(e.Headers)
+	e.Labels = maps.Clone(e.Labels)
+	if e.Rules != nil {
+		r := *e.Rules
+		e.Rules = &r
+	}
+	e.Regions = slices.Clone(e.Regions)
+	e.Sinks = bytes.Clone(e.Sinks)
+	if e.ToolCheck != nil {
+		t := *e.ToolCheck
+		t.Arguments = bytes.Clone(t.Arguments)
+		if t.Expect != nil {
+			x := *t.Expect
+			x.Equals = bytes.Clone(x.Equals)
+			t.Expect = &x
+		}
+		e.ToolCheck = &t
+	}
+	if e.OAuth != nil {
+		o := *e.OAuth
+		o.Scopes = slices.Clone(o.Scopes)
+		e.OAuth = &o
+	}
+	return e
 }

@@ -69,6 +69,7 @@ type Store struct {
 	history  time.Duration
 	auditTTL time.Duration
 	log      *slog.Logger
+	eps      *store.EndpointDecoder // endpoints.go's endpointAt
 
 	stop      chan struct{}
 	stopped   chan struct{}
@@ -173,6 +174,7 @@ func Open(path string, opts Options) (*Store, error) {
 		history:  opts.VerdictHistory,
 		auditTTL: opts.AuditTTL,
 		log:      opts.Logger.With("component", "store", "backend", "bolt"),
+		eps:      store.NewEndpointDecoder(),
 		stop:     make(chan struct{}),
 		stopped:  make(chan struct{}),
 	}

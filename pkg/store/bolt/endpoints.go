@@ -168,7 +168,29 @@ func (s *Store) EndpointsStampsIn(ctx context.Context, shards []int) ([]uint64, 
 
 // GetEndpoint returns the endpoint or ErrNotFound.
 func (s *Store) GetEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
-	return getOne[model.Endpoint](ctx, s, bEndpoints, id, "endpoint "+id)
+	var e model.Endpoint
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		var ok bool
+		var err error
+		if e, ok, err = s.endpointAt(tx.Bucket(bEndpoints), []byte(id)); err == nil && !ok {
+			err = fmt.Errorf("endpoint %s: %w", id, model.ErrNotFound)
+		}
+		return err
+	})
+	return e, err
+}
+
+// endpointAt reads endpoint id from b (the endpoints bucket) through the
+// store's decoder: a record unchanged since its last read is not decoded
+// again. ok is false when there is none.
+func (s *Store) endpointAt(b *bbolt.Bucket, id []byte) (model.Endpoint, bool, error) {
+	raw := b.Get(id)
+	if raw == nil {
+		s.eps.Forget(string(id))
+		return model.Endpoint{}, false, nil
+	}
+	e, err := s.eps.Decode(string(id), raw)
+	return e, err == nil, err
 }
 
 // GetEndpointOf returns the tenant's endpoint: the record is read only
@@ -179,7 +201,7 @@ func (s *Store) GetEndpointOf(ctx context.Context, tenant, id string) (model.End
 		ok := false
 		if tx.Bucket(bEPByTenant).Get(tenantKey(tenant, id)) != nil {
 			var err error
-			if e, ok, err = get[model.Endpoint](tx.Bucket(bEndpoints), []byte(id)); err != nil {
+			if e, ok, err = s.endpointAt(tx.Bucket(bEndpoints), []byte(id)); err != nil {
 				return err
 			}
 		}
@@ -212,9 +234,9 @@ func (s *Store) listEndpoints(ctx context.Context, keep func(id []byte) bool) ([
 			if !keep(k) {
 				return nil
 			}
-			var e model.Endpoint
-			if err := jsonv.Unmarshal(v, &e); err != nil {
-				return fmt.Errorf("decode endpoint %s: %w", k, err)
+			e, err := s.eps.Decode(string(k), v)
+			if err != nil {
+				return err
 			}
 			out = append(out, e)
 			return nil
@@ -232,7 +254,7 @@ func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]model.End
 		prefix := tenantKey(tenant, "")
 		c := tx.Bucket(bEPByTenant).Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			e, ok, err := get[model.Endpoint](b, k[len(prefix):])
+			e, ok, err := s.endpointAt(b, k[len(prefix):])
 			if err != nil {
 				return err
 			}
@@ -270,7 +292,7 @@ func (s *Store) ListEndpointsPage(ctx context.Context, tenant, after string, lim
 			}
 			n++
 			last = k[len(prefix):]
-			e, ok, err := get[model.Endpoint](b, last)
+			e, ok, err := s.endpointAt(b, last)
 			if err != nil {
 				return err
 			}
@@ -329,6 +351,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 	if !found {
 		return fmt.Errorf("delete endpoint %s: %w", id, model.ErrNotFound)
 	}
+	s.eps.Forget(id)
 	return nil
 }
 

@@ -188,6 +188,13 @@ func testEndpoints(t *testing.T, s store.Store, clk *clock.Fake) {
 	got, err := s.GetEndpoint(ctx, "ep-b")
 	must(t, err)
 	sameJSON(t, got, b)
+	// A read is the caller's own copy: changing it changes no later read
+	// (a store that remembers decoded records must hand out copies).
+	got.Headers["Authorization"], got.Labels["team"], got.Rules.OpenAfter = "Bearer changed", "changed", 9
+	got.Sinks[2] = 'X'
+	again, err := s.GetEndpoint(ctx, "ep-b")
+	must(t, err)
+	sameJSON(t, again, b)
 
 	_, err = s.CreateEndpoint(ctx, in)
 	wantErr(t, err, store.ErrConflict)
@@ -230,6 +237,14 @@ func testEndpoints(t *testing.T, s store.Store, clk *clock.Fake) {
 	if len(eps) != 1 || eps[0].ID != "ep-a" {
 		t.Fatalf("after delete ListEndpoints = %+v", eps)
 	}
+
+	// Created again under the same ID, it reads as the new record, not as
+	// anything a store remembered of the deleted one.
+	reborn, err := s.CreateEndpoint(ctx, model.Endpoint{ID: "ep-b", Name: "b again", URL: "https://b2.example/mcp", Schedule: "@every 1m"})
+	must(t, err)
+	got, err = s.GetEndpoint(ctx, "ep-b")
+	must(t, err)
+	sameJSON(t, got, reborn)
 }
 
 func testEndpointsConcurrentUpdate(t *testing.T, s store.Store, _ *clock.Fake) {

@@ -1,0 +1,45 @@
+package store_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/store"
+)
+
+func TestEndpointDecoder(t *testing.T) {
+	d := store.NewEndpointDecoder()
+	in := model.Endpoint{ID: "ep", Name: "one", Headers: map[string]string{"X-A": "1"}, Rules: &model.Rules{OpenAfter: 2}}
+	raw, _ := json.Marshal(in)
+
+	first, err := d.Decode("ep", raw)
+	if err != nil || !reflect.DeepEqual(first, in) {
+		t.Fatalf("first decode = %+v, %v; want %+v", first, err, in)
+	}
+	first.Headers["X-A"], first.Rules.OpenAfter = "changed", 9 // the caller's copy
+	second, err := d.Decode("ep", raw)
+	if err != nil || !reflect.DeepEqual(second, in) {
+		t.Fatalf("second decode (remembered) = %+v, %v; want %+v", second, err, in)
+	}
+	if d.Len() != 1 {
+		t.Fatalf("remembered %d endpoints, want 1", d.Len())
+	}
+
+	in.Name = "two" // a new record under the same ID: decoded again
+	raw2, _ := json.Marshal(in)
+	if got, err := d.Decode("ep", raw2); err != nil || got.Name != "two" {
+		t.Fatalf("decode of a changed record = %+v, %v; want name two", got, err)
+	}
+	if _, err := d.Decode("ep", []byte(`{"id":`)); err == nil {
+		t.Fatal("a truncated record decoded")
+	}
+	if got, err := d.Decode("ep", raw2); err != nil || got.Name != "two" {
+		t.Fatalf("after a bad record, decode = %+v, %v; want name two", got, err)
+	}
+	d.Forget("ep")
+	if d.Len() != 0 {
+		t.Fatalf("after Forget %d endpoints remembered, want 0", d.Len())
+	}
+}
