@@ -348,14 +348,22 @@ func (a *Alerter) Handle(ctx context.Context, m queue.Message) error {
 
 // process folds v and drains its endpoint's outbox.
 func (a *Alerter) process(ctx context.Context, v msg.Verdict) error {
-	if err := a.apply(ctx, v); err != nil {
+	owes, err := a.apply(ctx, v)
+	if err != nil {
 		return err
 	}
 	if err := a.hook("applied"); err != nil {
 		return err
 	}
 	// A stale verdict drains too: it may be the redelivery of one whose
-	// state change was saved before a crash left its notification pending.
+	// state change was saved before a crash left its notification pending
+	// (apply then reads a tracker that owes it). A tracker that owes
+	// nothing is not read again for a drain: a notification queued since
+	// is listed as pending by the write that queued it (Tracker.Pending),
+	// and the sweep or the next verdict drains it.
+	if !owes {
+		return nil
+	}
 	if err := a.drain(ctx, v.EndpointID); err != nil {
 		return drainError{err}
 	}
@@ -392,39 +400,43 @@ func (a *Alerter) endpoint(ctx context.Context, id string) (model.Endpoint, bool
 // verdict decides again. A crash after it leaves the notifications durable
 // for the drain, the redelivery or the sweep. Metrics and the log line come
 // after the write, so a conflict or a crash never counts an event twice.
-func (a *Alerter) apply(ctx context.Context, v msg.Verdict) error {
+//
+// owes reports whether the tracker, as apply last read or wrote it, holds
+// notifications to drain (Pending > 0); for an endpoint apply does not know
+// it is true, so the drain looks.
+func (a *Alerter) apply(ctx context.Context, v msg.Verdict) (owes bool, err error) {
 	ep, ok, err := a.endpoint(ctx, v.EndpointID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !ok {
 		a.log.Info("verdict for an unknown endpoint ignored", "endpoint", v.EndpointID, "window", v.Window)
-		return nil
+		return true, nil
 	}
 	r := effectiveRules(a.opts.Rules, ep.Rules)
 	for range maxCASAttempts {
 		in, err := a.transitionInput(ctx, v, r)
 		if err != nil {
-			return err
+			return false, err
 		}
 		in.Tenant = model.TenantOf(ep.Tenant)
 		if in.Tracker.Version > 0 && !v.Window.After(in.Tracker.LastWindow) {
 			a.log.Debug("stale verdict: state unchanged", "endpoint", v.EndpointID, "window", v.Window, "last", in.Tracker.LastWindow)
-			return nil
+			return in.Tracker.Pending > 0, nil
 		}
 		out, err := a.decide(ctx, in)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if out.Unchanged {
-			return nil // nothing to write (transition's unchanged)
+			return in.Tracker.Pending > 0, nil // nothing to write (transition's unchanged)
 		}
 		err = a.st.SaveTracker(ctx, out.Tracker, out.Incidents...)
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("alerter: save tracker of endpoint %s (window %s): %w", v.EndpointID, v.Window.Format(time.RFC3339), err)
+			return false, fmt.Errorf("alerter: save tracker of endpoint %s (window %s): %w", v.EndpointID, v.Window.Format(time.RFC3339), err)
 		}
 		if out.Acknowledged {
 			a.m.Incidents.WithLabelValues(eventAcknowledged).Inc()
@@ -436,9 +448,9 @@ func (a *Alerter) apply(ctx context.Context, v msg.Verdict) error {
 		if out.RegionalEvent != "" {
 			a.log.Info("regional incident "+out.RegionalEvent, "endpoint", v.EndpointID, "incident", out.Incidents[len(out.Incidents)-1].ID, "window", v.Window, "regions", v.FailingRegions)
 		}
-		return nil
+		return out.Tracker.Pending > 0, nil
 	}
-	return fmt.Errorf("alerter: tracker of endpoint %s kept changing: %w", v.EndpointID, store.ErrConflict)
+	return false, fmt.Errorf("alerter: tracker of endpoint %s kept changing: %w", v.EndpointID, store.ErrConflict)
 }
 
 // transitionInput reads what v's transition is decided from: the tracker

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -320,6 +321,47 @@ func TestOneDeliveryPerSinkName(t *testing.T) {
 // stored last window lags by fewer than quietWrites); the outage after a
 // long quiet run still opens once with its first failure, resolves once
 // after the ups, and a redelivered quiet verdict changes nothing.
+// trackerReads counts the real store's GetTracker calls.
+type trackerReads struct {
+	Store
+	n atomic.Int64
+}
+
+func (s *trackerReads) GetTracker(ctx context.Context, id string) (model.Tracker, error) {
+	s.n.Add(1)
+	return s.Store.GetTracker(ctx, id)
+}
+
+// TestVerdictOwingNothingSkipsTheDrain: a verdict whose tracker owes no
+// notification reads the tracker once (apply), not again for a drain;
+// one that owes one (the open, the resolve) drains and delivers it.
+func TestVerdictOwingNothingSkipsTheDrain(t *testing.T) {
+	e := newEnv(t)
+	e.endpoint("ep1", nil, nil)
+	reads := &trackerReads{Store: e.st}
+	a := e.alerter("a", func(o *Options) { o.Store = reads })
+	e.states("ep1", 0, up, up, up, up)
+	if errs := e.pump(a.Handle); errs != nil {
+		t.Fatal(errs)
+	}
+	if got := reads.n.Load(); got != 4 {
+		t.Fatalf("4 up verdicts read the tracker %d times, want 4 (no drains)", got)
+	}
+	e.states("ep1", 4, down, down, down, up, up, up)
+	if errs := e.pump(a.Handle); errs != nil {
+		t.Fatal(errs)
+	}
+	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open", "resolve"}) {
+		t.Fatalf("alerts %v, want [open resolve]", got)
+	}
+	if got := reads.n.Load(); got <= 10 {
+		t.Fatalf("10 verdicts with an open and a resolve owed read the tracker %d times, want drains beyond the 10 applies", got)
+	}
+	if ids, err := e.st.PendingOutboxes(e.ctx); err != nil || len(ids) != 0 {
+		t.Fatalf("pending outboxes %v (%v), want none", ids, err)
+	}
+}
+
 func TestSteadyUpsAreNotRewritten(t *testing.T) {
 	e := newEnv(t)
 	e.endpoint("ep1", nil, nil)
