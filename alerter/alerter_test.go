@@ -321,6 +321,36 @@ func TestOneDeliveryPerSinkName(t *testing.T) {
 // stored last window lags by fewer than quietWrites); the outage after a
 // long quiet run still opens once with its first failure, resolves once
 // after the ups, and a redelivered quiet verdict changes nothing.
+// TestSparseQuietUpsAreNotRewritten: an endpoint whose verdicts come
+// every twelfth window (probed every minute in five-second windows, as in
+// the load harness) is written every tenth verdict too, not every one.
+func TestSparseQuietUpsAreNotRewritten(t *testing.T) {
+	e := newEnv(t)
+	e.endpoint("ep1", nil, nil)
+	a := e.alerter("a")
+	every := func(from, n int) {
+		for i := range n {
+			v := verdict("ep1", win(from+i), up)
+			v.WindowSecs = 5
+			e.publish(v)
+		}
+		if errs := e.pump(a.Handle); errs != nil {
+			t.Fatal(errs)
+		}
+	}
+	n := DefaultOpenWindow
+	every(0, n)
+	full, err := e.st.GetTracker(e.ctx, "ep1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	every(n, 50)
+	if got, err := e.st.GetTracker(e.ctx, "ep1"); err != nil || got.Version != full.Version+5 {
+		t.Fatalf("tracker version %d after 50 quiet ups a minute apart in 5-second windows (%v), want %d: one write per %s",
+			got.Version, err, full.Version+5, quietFor)
+	}
+}
+
 // trackerReads counts the real store's GetTracker calls.
 type trackerReads struct {
 	Store

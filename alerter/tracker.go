@@ -344,15 +344,14 @@ func transition(in transitionInput) (transitionResult, error) {
 // redelivery the older LastWindow lets in folds the same way again; only
 // a verdict never applied and replayed from the DLQ after newer ones
 // could be folded as the newest, so the stored LastWindow is kept within
-// quietWrites windows of the newest (every quietWrites-th quiet verdict
-// is written). At steady state that leaves nine verdicts in ten unwritten:
-// a tracker encoding and a random leaf of the file per probe.
+// quietLag of the newest. At steady state that leaves nine verdicts in ten
+// unwritten: a tracker encoding and a random leaf of the file per probe.
 func unchanged(in transitionInput, before trackerData, out transitionResult, after trackerData) bool {
 	t0, t, v := in.Tracker, out.Tracker, in.Verdict
 	switch {
 	case t0.Version == 0, out.Event != "", out.RegionalEvent != "", out.Acknowledged, len(out.Incidents) > 0, len(out.Owed) > 0:
 		return false
-	case v.Window.Sub(t0.LastWindow) >= quietWrites*time.Duration(max(v.WindowSecs, 1))*time.Second:
+	case v.Window.Sub(t0.LastWindow) >= quietLag(v.WindowSecs):
 		return false
 	case t0.OpenIncidentID != "", t.OpenIncidentID != "", t0.Pending != 0, t.Pending != 0, len(t0.Notices) > 0, len(before.Outbox) > 0:
 		return false
@@ -366,9 +365,21 @@ func unchanged(in transitionInput, before trackerData, out transitionResult, aft
 	return r0.OpenIncidentID == "" && r.OpenIncidentID == "" && sameStates(r0.Recent, r.Recent, msg.StateRegional)
 }
 
-// quietWrites bounds how far the stored LastWindow lags behind the
-// verdicts folded without a write, in windows (unchanged).
-const quietWrites = 10
+// quietLag bounds how far the stored LastWindow lags behind the verdicts
+// folded without a write (unchanged): quietWrites windows of windowSecs or
+// quietFor, whichever is longer. An endpoint probed once a window is
+// written every tenth verdict; so is one probed every minute in 5-second
+// windows (a bound of ten windows alone would write each of its verdicts,
+// twelve windows apart). The stored fold cannot tell the spacing of the
+// verdicts: those folded without a write are not in it.
+func quietLag(windowSecs int) time.Duration {
+	return max(quietWrites*time.Duration(max(windowSecs, 1))*time.Second, quietFor)
+}
+
+const (
+	quietWrites = 10
+	quietFor    = 10 * time.Minute
+)
 
 // sameStates: a and b hold the same states, none of them failing.
 func sameStates(a, b []msg.State, failing msg.State) bool {

@@ -144,6 +144,11 @@ func TestTransitionUnchanged(t *testing.T) {
 		setTrackerData(&tr, trackerData{Regional: &regionalTrack{Recent: ss, ConsecutiveUp: len(ss), OpenIncidentID: open}})
 		return tr
 	}
+	short := func(w time.Time) msg.Verdict { // an up in a 5-second window
+		v := verdict("ep1", w, up)
+		v.WindowSecs = 5
+		return v
+	}
 	pendingNotice := full
 	pendingNotice.Notices, pendingNotice.Pending = []model.UpdateNotice{{IncidentID: "i"}}, 1
 	upIn := func(tr model.Tracker) transitionInput {
@@ -164,6 +169,8 @@ func TestTransitionUnchanged(t *testing.T) {
 		{"up on a tracker never stored", upIn(fresh), false},
 		{"up on a full run of ups last written ten windows before", transitionInput{Tracker: full, Verdict: verdict("ep1", full.LastWindow.Add(quietWrites*time.Minute), up), Rules: r}, false},
 		{"up on a full run of ups last written nine windows before", transitionInput{Tracker: full, Verdict: verdict("ep1", full.LastWindow.Add((quietWrites-1)*time.Minute), up), Rules: r}, true},
+		{"up in 5-second windows last written nine minutes before", transitionInput{Tracker: full, Verdict: short(full.LastWindow.Add(quietFor - time.Minute)), Rules: r}, true},
+		{"up in 5-second windows last written ten minutes before", transitionInput{Tracker: full, Verdict: short(full.LastWindow.Add(quietFor)), Rules: r}, false},
 		{"up on a run not yet full", upIn(trackerFolded("", nil, ups(r.openWindow-1)...)), false},
 		{"up after a down", upIn(trackerFolded("", nil, append(ups(r.openWindow-1), down)...)), false},
 		{"down on a full run of ups", transitionInput{Tracker: full, Verdict: verdict("ep1", win(r.openWindow), down), Rules: r}, false},
