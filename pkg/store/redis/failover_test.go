@@ -88,6 +88,24 @@ func TestClusterPrimaryFailover(t *testing.T) {
 	if victim.port == 0 {
 		t.Fatal("no primary answers")
 	}
+	// A replica may take over before its first sync (the cluster runs with
+	// validity factor 0), and one that never synced has none of the
+	// primary's data: on a cluster created moments before, the failover
+	// then loses every earlier write of the victim's slots. Wait for the
+	// victim's replica to be online, as it is in any cluster that has run
+	// a while.
+	testpeers.Eventually(t, 30*time.Second, "the primary's replica to be in sync", func() error {
+		c := goredis.NewClient(&goredis.Options{Addr: victim.addr(), DialTimeout: time.Second, ReadTimeout: time.Second, MaxRetries: -1})
+		defer c.Close()
+		info, err := c.Info(context.Background(), "replication").Result()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(info, "state=online") {
+			return fmt.Errorf("primary %s has no replica online: %q", victim.addr(), info)
+		}
+		return nil
+	})
 	s := redistest.OpenURL(t, url, redis.Options{})
 	ctx := t.Context()
 
