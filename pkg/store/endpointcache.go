@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"fmt"
 	"sync"
 
@@ -27,7 +26,7 @@ type EndpointDecoder struct {
 }
 
 type decodedEndpoint struct {
-	raw []byte
+	raw string // the record's bytes
 	ep  model.Endpoint
 }
 
@@ -39,18 +38,40 @@ func NewEndpointDecoder() *EndpointDecoder {
 // Decode returns the endpoint stored under id as raw. raw is only read
 // during the call (a bbolt value may be passed inside its transaction).
 func (d *EndpointDecoder) Decode(id string, raw []byte) (model.Endpoint, error) {
+	if e, ok := remembered(d, id, raw); ok {
+		return e, nil
+	}
+	return d.decode(id, raw, string(raw))
+}
+
+// DecodeString is Decode for a record read as a string (a Redis reply).
+func (d *EndpointDecoder) DecodeString(id, raw string) (model.Endpoint, error) {
+	if e, ok := remembered(d, id, raw); ok {
+		return e, nil
+	}
+	return d.decode(id, []byte(raw), raw)
+}
+
+// remembered returns a Clone of id's last decode when it came from raw.
+// The comparison string(raw) does not copy raw.
+func remembered[B string | []byte](d *EndpointDecoder, id string, raw B) (model.Endpoint, bool) {
 	d.mu.Lock()
 	got, ok := d.byID[id]
 	d.mu.Unlock()
-	if ok && bytes.Equal(got.raw, raw) {
-		return got.ep.Clone(), nil
+	if !ok || got.raw != string(raw) {
+		return model.Endpoint{}, false
 	}
+	return got.ep.Clone(), true
+}
+
+// decode decodes raw (rawString is the same bytes, kept) and remembers it.
+func (d *EndpointDecoder) decode(id string, raw []byte, rawString string) (model.Endpoint, error) {
 	var e model.Endpoint
 	if err := jsonv.Unmarshal(raw, &e); err != nil {
 		return model.Endpoint{}, fmt.Errorf("decode endpoint %s: %w", id, err)
 	}
 	d.mu.Lock()
-	d.byID[id] = decodedEndpoint{raw: bytes.Clone(raw), ep: e.Clone()}
+	d.byID[id] = decodedEndpoint{raw: rawString, ep: e.Clone()}
 	d.mu.Unlock()
 	return e, nil
 }

@@ -38,6 +38,13 @@ func TestEndpointDecoder(t *testing.T) {
 	if got, err := d.Decode("ep", raw2); err != nil || got.Name != "two" {
 		t.Fatalf("after a bad record, decode = %+v, %v; want name two", got, err)
 	}
+	// A Redis reply: the same bytes as a string are remembered the same way.
+	if got, err := d.DecodeString("ep", string(raw2)); err != nil || got.Name != "two" {
+		t.Fatalf("DecodeString of the remembered record = %+v, %v; want name two", got, err)
+	}
+	if got, err := d.DecodeString("ep", string(raw)); err != nil || got.Name != "one" {
+		t.Fatalf("DecodeString of a changed record = %+v, %v; want name one", got, err)
+	}
 	d.Forget("ep")
 	if d.Len() != 0 {
 		t.Fatalf("after Forget %d endpoints remembered, want 0", d.Len())

@@ -306,8 +306,22 @@ func (s *Store) EndpointsStampsIn(ctx context.Context, shards []int) ([]uint64, 
 }
 
 // GetEndpoint returns the endpoint or ErrNotFound.
+// An endpoint unchanged since this replica last read it is not decoded
+// again (store.EndpointDecoder compares the record's bytes).
 func (s *Store) GetEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
-	return hgetJSON[model.Endpoint](ctx, s, s.ke(id, "endpoints"), id, "get endpoint "+id, "endpoint "+id)
+	raw, err := s.rdb.HGet(ctx, s.ke(id, "endpoints"), id).Result()
+	if errors.Is(err, goredis.Nil) {
+		s.eps.Forget(id)
+		return model.Endpoint{}, fmt.Errorf("endpoint %s: %w", id, model.ErrNotFound)
+	}
+	if err := s.done("get endpoint "+id, err); err != nil {
+		return model.Endpoint{}, err
+	}
+	e, err := s.eps.DecodeString(id, raw)
+	if err != nil {
+		return model.Endpoint{}, fmt.Errorf("redis store: %w", err)
+	}
+	return e, nil
 }
 
 // ListEndpoints returns every endpoint ordered by ID.
@@ -558,6 +572,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 	if n == -1 {
 		return fmt.Errorf("delete endpoint %s: its tenant kept changing: %w", id, store.ErrConflict)
 	}
+	s.eps.Forget(id)
 	if n == 0 {
 		return fmt.Errorf("delete endpoint %s: %w", id, model.ErrNotFound)
 	}

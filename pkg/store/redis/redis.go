@@ -116,6 +116,7 @@ type Store struct {
 	history    time.Duration
 	auditTTL   time.Duration
 	log        *slog.Logger
+	eps        *store.EndpointDecoder // GetEndpoint
 
 	mu        sync.Mutex
 	downSince time.Time // zero while reachable
@@ -192,6 +193,7 @@ func open(ctx context.Context, rawURL string, opts Options, refuseOld bool) (*St
 		history:    opts.VerdictHistory,
 		auditTTL:   opts.AuditTTL,
 		log:        opts.Logger.With("component", "store", "backend", "redis"),
+		eps:        store.NewEndpointDecoder(),
 	}
 	if err := s.Ping(ctx); err != nil {
 		if opts.WaitForServer && errors.Is(err, store.ErrUnavailable) {
