@@ -22,7 +22,7 @@ import (
 // The zero value is not usable: NewEndpointDecoder.
 type EndpointDecoder struct {
 	mu   sync.Mutex
-	byID map[string]decodedEndpoint
+	byID map[string]*decodedEndpoint
 }
 
 type decodedEndpoint struct {
@@ -32,7 +32,7 @@ type decodedEndpoint struct {
 
 // NewEndpointDecoder returns an empty decoder.
 func NewEndpointDecoder() *EndpointDecoder {
-	return &EndpointDecoder{byID: map[string]decodedEndpoint{}}
+	return &EndpointDecoder{byID: map[string]*decodedEndpoint{}}
 }
 
 // Decode returns the endpoint stored under id as raw. raw is only read
@@ -71,7 +71,7 @@ func (d *EndpointDecoder) decode(id string, raw []byte, rawString string) (model
 		return model.Endpoint{}, fmt.Errorf("decode endpoint %s: %w", id, err)
 	}
 	d.mu.Lock()
-	d.byID[id] = decodedEndpoint{raw: rawString, ep: e.Clone()}
+	d.byID[id] = &decodedEndpoint{raw: rawString, ep: e.Clone()}
 	d.mu.Unlock()
 	return e, nil
 }
