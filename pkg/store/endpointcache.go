@@ -19,6 +19,8 @@ import (
 // Comparing the bytes, not a version or a stamp, keeps it right whoever
 // wrote the record (an update, a delete and re-create, a migration, a
 // key rotation's re-seal): a changed record is a different byte string.
+// It keeps a copy (bytes and decoded) of every endpoint it decoded until
+// Forget; stores pass it single-endpoint reads only, not listings.
 // The zero value is not usable: NewEndpointDecoder.
 type EndpointDecoder struct {
 	mu   sync.Mutex

@@ -182,7 +182,10 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (model.Endpoint, err
 
 // endpointAt reads endpoint id from b (the endpoints bucket) through the
 // store's decoder: a record unchanged since its last read is not decoded
-// again. ok is false when there is none.
+// again. ok is false when there is none. Only the reads of one endpoint
+// go through it (the per-probe reads); listings decode without it, so the
+// scheduler's and the aggregator's full listings do not make an idle
+// process keep a copy of every endpoint registered.
 func (s *Store) endpointAt(b *bbolt.Bucket, id []byte) (model.Endpoint, bool, error) {
 	raw := b.Get(id)
 	if raw == nil {
@@ -234,9 +237,9 @@ func (s *Store) listEndpoints(ctx context.Context, keep func(id []byte) bool) ([
 			if !keep(k) {
 				return nil
 			}
-			e, err := s.eps.Decode(string(k), v)
-			if err != nil {
-				return err
+			var e model.Endpoint
+			if err := jsonv.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("decode endpoint %s: %w", k, err)
 			}
 			out = append(out, e)
 			return nil
@@ -254,7 +257,7 @@ func (s *Store) ListEndpointsOf(ctx context.Context, tenant string) ([]model.End
 		prefix := tenantKey(tenant, "")
 		c := tx.Bucket(bEPByTenant).Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			e, ok, err := s.endpointAt(b, k[len(prefix):])
+			e, ok, err := get[model.Endpoint](b, k[len(prefix):])
 			if err != nil {
 				return err
 			}
@@ -292,7 +295,7 @@ func (s *Store) ListEndpointsPage(ctx context.Context, tenant, after string, lim
 			}
 			n++
 			last = k[len(prefix):]
-			e, ok, err := s.endpointAt(b, last)
+			e, ok, err := get[model.Endpoint](b, last)
 			if err != nil {
 				return err
 			}
