@@ -235,6 +235,9 @@ func TestPanelQueriesReturnData(t *testing.T) {
 		"mcpmon_agent_clock_skew_seconds":                  true,
 		"mcpmon_agent_results_total":                       true,
 		"mcpmon_agent_online":                              true,
+		// Only with --store redis; the Redis store's tests check them.
+		"mcpmon_store_ledger_waits_total":        true,
+		"mcpmon_store_ledger_unreplicated_total": true,
 	}
 	if sqsEndpoint == "" {
 		conditional["mcpmon_sqs_requests_total"] = true

@@ -54,7 +54,10 @@ type Options struct {
 	Store       string
 	RedisURL    string
 	RedisPrefix string
-	LedgerTTL   time.Duration
+	// RedisLedgerReplicas: replicas each ledger write waits for (WAIT);
+	// 0 does not wait.
+	RedisLedgerReplicas int
+	LedgerTTL           time.Duration
 	// AuditTTL is how long the audit log keeps an entry.
 	AuditTTL time.Duration
 
@@ -286,6 +289,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	str(&o.Store, "store", "store backend: embedded or redis")
 	str(&o.RedisURL, "redis-url", "Redis URL: redis://, rediss://, redis+sentinel:// or comma-separated cluster addresses")
 	str(&o.RedisPrefix, "redis-prefix", "prefix of every Redis key")
+	fs.IntVar(&o.RedisLedgerReplicas, "redis-ledger-replicas", o.RedisLedgerReplicas, "replicas of its primary each alert-ledger write waits for (WAIT, up to 1s), so a failover cannot lose a mark and send an alert twice; set to the replicas each primary has; 0 does not wait"+envHint("redis-ledger-replicas"))
 	dur(&o.LedgerTTL, "ledger-ttl", "how long the idempotency ledger remembers a delivered alert")
 	dur(&o.AuditTTL, "audit-ttl", "how long the audit log (GET /v1/audit) keeps an entry (1h..2y)")
 	dur(&o.Window, "window", "verdict window (e.g. 1m; 2s for demos and tests)")
@@ -602,6 +606,9 @@ func (o Options) Validate() error {
 	}
 	if o.MaxReceiveCount < 1 || o.MaxReceiveCount > queue.MaxMaxReceiveCount {
 		errs = append(errs, fmt.Errorf("--max-receive-count %d: must be between 1 and %d (the SQS limit); the default is %d", o.MaxReceiveCount, queue.MaxMaxReceiveCount, queue.DefaultMaxReceiveCount))
+	}
+	if o.RedisLedgerReplicas < 0 || o.RedisLedgerReplicas > 16 {
+		errs = append(errs, fmt.Errorf("--redis-ledger-replicas %d: must be between 0 (do not wait) and 16", o.RedisLedgerReplicas))
 	}
 	if o.ProbeConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("--probe-concurrency %d: must be at least 1", o.ProbeConcurrency))

@@ -27,3 +27,23 @@ func TestMaxReceiveCountIsTheRedriveThreshold(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisLedgerReplicas: --redis-ledger-replicas defaults to 0 (no wait),
+// is read from MCPMON_REDIS_LEDGER_REPLICAS, and a negative or absurd count
+// stops the process with one line naming the flag.
+func TestRedisLedgerReplicas(t *testing.T) {
+	o, err := Parse("mcpmon", nil, envOf(nil), io.Discard)
+	if err != nil || o.RedisLedgerReplicas != 0 {
+		t.Fatalf("default = %d, %v; want 0", o.RedisLedgerReplicas, err)
+	}
+	o, err = Parse("mcpmon", nil, envOf(map[string]string{"MCPMON_REDIS_LEDGER_REPLICAS": "1"}), io.Discard)
+	if err != nil || o.RedisLedgerReplicas != 1 {
+		t.Fatalf("from the environment = %d, %v; want 1", o.RedisLedgerReplicas, err)
+	}
+	for _, bad := range []string{"-1", "17"} {
+		_, err := Parse("mcpmon", []string{"--redis-ledger-replicas", bad}, envOf(nil), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "--redis-ledger-replicas") {
+			t.Errorf("--redis-ledger-replicas %s: %v, want a usage error naming the flag", bad, err)
+		}
+	}
+}

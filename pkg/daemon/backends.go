@@ -135,17 +135,27 @@ func fileCollector(st store.Store) *bolt.FileCollector {
 // storeFile returns the embedded store's file under st's wrappers, or nil
 // when st is another backend.
 func storeFile(st store.Store) *bbolt.DB {
+	if b, ok := storeUnder[*bolt.Store](st); ok {
+		return b.DB()
+	}
+	return nil
+}
+
+// storeUnder returns the store of type T under st's wrappers (sealing,
+// tracing), if st is one.
+func storeUnder[T store.Store](st store.Store) (T, bool) {
 	for st != nil {
-		if b, ok := st.(*bolt.Store); ok {
-			return b.DB()
+		if b, ok := st.(T); ok {
+			return b, true
 		}
 		u, ok := st.(interface{ Unwrap() store.Store })
 		if !ok {
-			return nil
+			break
 		}
 		st = u.Unwrap()
 	}
-	return nil
+	var zero T
+	return zero, false
 }
 
 // openQueues opens the stage queues; an embedded queue keeps its messages

@@ -25,11 +25,20 @@ func openRedis(ctx context.Context, o config.Options, clk clock.Clock, logger *s
 	redisstore.RouteDriverLogs(logger)
 	// A replica started while Redis is down waits for it (readyz 503,
 	// messages held) instead of exiting and staying down.
-	s, err := redisstore.New(ctx, o.RedisURL, redisstore.Options{Prefix: o.RedisPrefix, LedgerTTL: o.LedgerTTL, AuditTTL: o.AuditTTL, Clock: clk, Logger: logger, WaitForServer: true})
+	s, err := redisstore.New(ctx, o.RedisURL, redisstore.Options{Prefix: o.RedisPrefix, LedgerTTL: o.LedgerTTL, AuditTTL: o.AuditTTL, Clock: clk, Logger: logger, WaitForServer: true, LedgerReplicas: o.RedisLedgerReplicas})
 	if err != nil {
 		return nil, fmt.Errorf("connect to Redis (check --redis-url and that Redis is up): %w", err)
 	}
 	return s, nil
+}
+
+// ledgerCollector is the collector of the Redis store's ledger waits
+// (mcpmon_store_ledger_*), nil when st is another backend.
+func ledgerCollector(st store.Store) prometheus.Collector {
+	if r, ok := storeUnder[*redisstore.Store](st); ok { // backends.go
+		return redisstore.NewLedgerCollector(r)
+	}
+	return nil
 }
 
 func sqsOptions(o config.Options, logger *slog.Logger, reg prometheus.Registerer) sqsq.Options {

@@ -236,6 +236,9 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 		reg.MustRegister(fc)
 		d.file = fc
 	}
+	if lc := ledgerCollector(d.st); lc != nil { // backends_remote.go
+		reg.MustRegister(lc)
+	}
 	qm := queue.NewMetrics(reg)
 	if d.qs, err = openQueues(ctx, o, sharedFile(o, d.st), d.clk, d.log, reg, QueuesIn(role, o.Regions, o.Region)); err != nil {
 		return nil, err

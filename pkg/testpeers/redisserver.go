@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -61,10 +62,49 @@ func (s *RedisServer) URL() string { return fmt.Sprintf("redis://127.0.0.1:%d/0"
 // slow, so a kill on a busy machine lost a ledger mark it had acknowledged.
 func (s *RedisServer) Start() {
 	s.t.Helper()
-	cmd := exec.CommandContext(s.t.Context(), s.bin,
+	s.start("Ready to accept connections")
+}
+
+// StartReplicaOf runs the server as a replica of primary (which must be
+// running) and returns once its first sync with primary has finished, as
+// it logs it.
+func (s *RedisServer) StartReplicaOf(primary *RedisServer) {
+	s.t.Helper()
+	s.start("MASTER <-> REPLICA sync: Finished with success", "--replicaof", "127.0.0.1", strconv.Itoa(primary.port))
+}
+
+// Pause stops the server's process (SIGSTOP) until Resume: it holds its
+// connections but answers nothing, a replica acknowledges nothing.
+func (s *RedisServer) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *RedisServer) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *RedisServer) signal(sig syscall.Signal) {
+	s.t.Helper()
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		s.t.Fatal("redis-server is not running")
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("signal redis-server: %v", err)
+	}
+}
+
+// start runs redis-server with extra arguments and returns once it logs
+// a line containing ready.
+func (s *RedisServer) start(ready string, extra ...string) {
+	s.t.Helper()
+	args := append([]string{
 		"--bind", "127.0.0.1", "--port", strconv.Itoa(s.port), "--dir", s.dir,
 		"--appendonly", "yes", "--appendfsync", "always", "--save", "",
-		"--daemonize", "no", "--logfile", "")
+		"--daemonize", "no", "--logfile", "",
+		// A replica's first sync starts at once, not after Redis 7's 5 s
+		// wait for more replicas to share it.
+		"--repl-diskless-sync-delay", "0"}, extra...)
+	cmd := exec.CommandContext(s.t.Context(), s.bin, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		s.t.Fatal(err)
@@ -75,7 +115,7 @@ func (s *RedisServer) Start() {
 	s.mu.Lock()
 	s.cmd = cmd
 	s.mu.Unlock()
-	ready := make(chan struct{})
+	isReady := make(chan struct{})
 	exited := make(chan struct{})
 	go func() {
 		defer close(exited)
@@ -86,18 +126,18 @@ func (s *RedisServer) Start() {
 			s.mu.Lock()
 			s.log.WriteString(line + "\n")
 			s.mu.Unlock()
-			if strings.Contains(line, "Ready to accept connections") {
-				once.Do(func() { close(ready) })
+			if strings.Contains(line, ready) {
+				once.Do(func() { close(isReady) })
 			}
 		}
 		_, _ = io.Copy(io.Discard, out)
 	}()
 	select {
-	case <-ready:
+	case <-isReady:
 	case <-exited:
 		s.t.Fatalf("redis-server exited before accepting connections:\n%s", s.Output())
 	case <-time.After(20 * time.Second):
-		s.t.Fatalf("redis-server not ready after 20s:\n%s", s.Output())
+		s.t.Fatalf("redis-server did not log %q within 20s:\n%s", ready, s.Output())
 	}
 }
 

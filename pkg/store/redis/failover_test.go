@@ -106,7 +106,10 @@ func TestClusterPrimaryFailover(t *testing.T) {
 		}
 		return nil
 	})
-	s := redistest.OpenURL(t, url, redis.Options{})
+	// Ledger writes wait for the replica, as --redis-ledger-replicas 1
+	// makes them; briefly, since after the failover the promoted primary
+	// has no replica until the victim rejoins, and every wait times out.
+	s := redistest.OpenURL(t, url, redis.Options{LedgerReplicas: 1, LedgerWait: 25 * time.Millisecond})
 	ctx := t.Context()
 
 	// mark writes ledger key i done, retrying through the failover; it
@@ -144,6 +147,11 @@ func TestClusterPrimaryFailover(t *testing.T) {
 	for ; acked < 200; acked++ {
 		mark(acked)
 		create(acked)
+	}
+	if waits, short := s.LedgerWaits(); waits == 0 {
+		t.Fatal("no ledger write waited for a replica")
+	} else {
+		t.Logf("before the kill: %d ledger writes waited for a replica, %d of them in vain", waits, short)
 	}
 	if err := syscall.Kill(victim.pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill primary %s (pid %d): %v", victim.addr(), victim.pid, err)

@@ -11,6 +11,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -81,8 +84,9 @@ func (s *Store) Claim(ctx context.Context, key, owner string, lease time.Duratio
 		lease = store.DefaultLease
 	}
 	px := lease + s.ttl
-	n, err := claimScript.Run(ctx, s.rdb, []string{s.ledgerKey(key)}, owner, s.ledgerNow(), lease.Milliseconds(), px.Milliseconds()).Int()
-	if err := s.done("claim "+key, err); err != nil {
+	n, err := s.ledgerRun(ctx, "claim "+key, claimScript, key, int(store.ClaimAcquired),
+		owner, s.ledgerNow(), lease.Milliseconds(), px.Milliseconds())
+	if err != nil {
 		return 0, err
 	}
 	return store.ClaimState(n), nil
@@ -100,9 +104,9 @@ func (s *Store) ledgerNow() string {
 // Complete marks owner's claim done for the TTL; see bolt.Store.Complete for
 // the exact rules (both backends pass the same suite).
 func (s *Store) Complete(ctx context.Context, key, owner string) error {
-	n, err := completeScript.Run(ctx, s.rdb, []string{s.ledgerKey(key)},
-		owner, s.ledgerNow(), s.ttl.Milliseconds()).Int()
-	if err := s.done("complete "+key, err); err != nil {
+	n, err := s.ledgerRun(ctx, "complete "+key, completeScript, key, 1,
+		owner, s.ledgerNow(), s.ttl.Milliseconds())
+	if err != nil {
 		return err
 	}
 	if n != 1 {
@@ -115,4 +119,102 @@ func (s *Store) Complete(ctx context.Context, key, owner string) error {
 func (s *Store) Release(ctx context.Context, key, owner string) error {
 	err := releaseScript.Run(ctx, s.rdb, []string{s.ledgerKey(key)}, owner).Err()
 	return s.done("release "+key, err)
+}
+
+// replication is the ledger's wait for replicas (Options.LedgerReplicas)
+// and what it counted.
+type replication struct {
+	replicas int
+	wait     time.Duration
+	// waits counts the WAITs sent; short the waits that ended with
+	// fewer replicas than asked (or failed): marks a failover could lose.
+	waits, short atomic.Uint64
+
+	mu       sync.Mutex
+	lastWarn time.Time
+}
+
+// ledgerRun runs script on key's ledger key. With Options.LedgerReplicas
+// and a script result of wrote (the key was written), it then sends WAIT
+// on the same connection: WAIT counts the replicas that have every write
+// that connection made, so it must follow the script there — on the
+// primary of the key's slot, not on any node the client picks.
+func (s *Store) ledgerRun(ctx context.Context, what string, script *goredis.Script, key string, wrote int, args ...any) (int, error) {
+	lk := s.ledgerKey(key)
+	if s.repl.replicas == 0 {
+		n, err := script.Run(ctx, s.rdb, []string{lk}, args...).Int()
+		return n, s.done(what, err)
+	}
+	var node *goredis.Client
+	switch c := s.rdb.(type) {
+	case *goredis.ClusterClient:
+		var err error
+		if node, err = c.MasterForKey(ctx, lk); err != nil {
+			return 0, s.done(what, err)
+		}
+	case *goredis.Client:
+		node = c
+	default:
+		return 0, fmt.Errorf("redis store: %s: ledger replicas need a single, Sentinel or Cluster client, not %T", what, s.rdb)
+	}
+	conn := node.Conn()
+	defer conn.Close()
+	n, err := script.Run(ctx, conn, []string{lk}, args...).Int()
+	if err != nil && movedSlot(err) {
+		// The slot moved since the client's last slot map: run it
+		// where the cluster client routes it, and count the mark as
+		// not waited for (a resharding is rare; the next mark waits).
+		n, err = script.Run(ctx, s.rdb, []string{lk}, args...).Int()
+		if err == nil && n == wrote {
+			s.repl.short.Add(1)
+			s.warnShort(what, 0, errors.New("the key's slot moved while it was written"))
+		}
+		return n, s.done(what, err)
+	}
+	if err := s.done(what, err); err != nil {
+		return 0, err
+	}
+	if n == wrote {
+		s.repl.waits.Add(1)
+		acks, err := conn.Wait(ctx, s.repl.replicas, s.repl.wait).Result()
+		if err != nil || int(acks) < s.repl.replicas {
+			s.repl.short.Add(1)
+			s.warnShort(what, int(acks), err)
+		}
+	}
+	return n, nil
+}
+
+// movedSlot reports a cluster redirection: the key's slot is served by
+// another node than the one asked.
+func movedSlot(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
+}
+
+// warnShort logs, at most once a minute, a ledger write that fewer
+// replicas than Options.LedgerReplicas acknowledged in time.
+func (s *Store) warnShort(what string, acks int, err error) {
+	now := s.clk.Now()
+	s.repl.mu.Lock()
+	due := s.repl.lastWarn.IsZero() || now.Sub(s.repl.lastWarn) >= time.Minute
+	if due {
+		s.repl.lastWarn = now
+	}
+	s.repl.mu.Unlock()
+	if !due {
+		return
+	}
+	args := []any{"op", what, "replicas_acked", acks, "replicas_wanted", s.repl.replicas, "waited", s.repl.wait,
+		"unreplicated_total", s.repl.short.Load()}
+	if err != nil {
+		args = append(args, "err", err)
+	}
+	s.log.Warn("ledger write not on enough replicas in time: it is used anyway, but a failover of its primary now could send an alert twice; check the replicas (INFO replication: master_link_status) or lower --redis-ledger-replicas", args...)
+}
+
+// LedgerWaits returns how many ledger writes waited for replicas and how
+// many of those fewer replicas than asked acknowledged in time.
+func (s *Store) LedgerWaits() (waits, short uint64) {
+	return s.repl.waits.Load(), s.repl.short.Load()
 }

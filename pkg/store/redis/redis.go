@@ -98,6 +98,19 @@ type Options struct {
 	// Redis server's TIME. Only for tests that advance a fake clock:
 	// replicas' clocks differ, and the server's is the one they share.
 	LeasesOnClock bool
+	// LedgerReplicas, when above 0, makes every ledger claim and done mark
+	// wait (WAIT, on the connection that wrote it) until that many replicas
+	// of the key's primary hold it, for at most LedgerWait. Redis
+	// replicates asynchronously: without it, a primary that dies right
+	// after acknowledging a mark can be failed over to a replica that never
+	// got it, and the alert is sent again. A mark that times out is still
+	// used (the alert is not held back); it is counted in
+	// mcpmon_store_ledger_unreplicated_total and logged. Set it to the
+	// replicas each primary has (1 for a primary with one replica); 0, the
+	// default, does not wait, right for a Redis without replicas.
+	LedgerReplicas int
+	// LedgerWait bounds each wait of LedgerReplicas (default 1s).
+	LedgerWait time.Duration
 }
 
 // Store is the Redis-backed store.Store.
@@ -117,6 +130,7 @@ type Store struct {
 	auditTTL   time.Duration
 	log        *slog.Logger
 	eps        *store.EndpointDecoder // GetEndpoint
+	repl       replication            // ledger.go
 
 	mu        sync.Mutex
 	downSince time.Time // zero while reachable
@@ -170,6 +184,12 @@ func open(ctx context.Context, rawURL string, opts Options, refuseOld bool) (*St
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.LedgerReplicas < 0 {
+		return nil, fmt.Errorf("redis store: ledger replicas %d: must be 0 (do not wait) or more", opts.LedgerReplicas)
+	}
+	if opts.LedgerWait <= 0 {
+		opts.LedgerWait = time.Second
+	}
 	rdb, cluster, err := newClient(rawURL, opts)
 	if err != nil {
 		return nil, err
@@ -194,6 +214,7 @@ func open(ctx context.Context, rawURL string, opts Options, refuseOld bool) (*St
 		auditTTL:   opts.AuditTTL,
 		log:        opts.Logger.With("component", "store", "backend", "redis"),
 		eps:        store.NewEndpointDecoder(),
+		repl:       replication{replicas: opts.LedgerReplicas, wait: opts.LedgerWait},
 	}
 	if err := s.Ping(ctx); err != nil {
 		if opts.WaitForServer && errors.Is(err, store.ErrUnavailable) {
