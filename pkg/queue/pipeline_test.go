@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -240,6 +241,51 @@ func TestConsumerConcurrencyAcrossGroups(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestConsumerHandlesOnLongLivedWorkers: every message of every group runs
+// on one of Concurrency goroutines that outlive it, so a handler's grown
+// stack is kept from one message to the next instead of regrown (and
+// copied at each doubling) on a fresh goroutine per group.
+func TestConsumerHandlesOnLongLivedWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := openResults(t)
+		q := b.Queue("results")
+		const conc, groups = 3, 40
+		var in []queue.SendInput
+		for g := range groups {
+			in = append(in, queue.SendInput{GroupID: fmt.Sprint("g", g), DedupID: fmt.Sprint(g), Body: []byte("x")})
+			if len(in) == queue.MaxBatch {
+				if _, err := q.Send(t.Context(), in); err != nil {
+					t.Fatal(err)
+				}
+				in = nil
+			}
+		}
+		if _, err := q.Send(t.Context(), in); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		var mu sync.Mutex
+		seen, done := map[string]bool{}, 0
+		h := func(context.Context, queue.Message) error {
+			buf := make([]byte, 64)
+			id, _, _ := strings.Cut(strings.TrimPrefix(string(buf[:runtime.Stack(buf, false)]), "goroutine "), " ")
+			mu.Lock()
+			defer mu.Unlock()
+			seen[id] = true
+			if done++; done == groups {
+				cancel()
+			}
+			return nil
+		}
+		if err := queue.Consume(ctx, q, h, queue.ConsumerOptions{Concurrency: conc}); err != nil {
+			t.Fatal(err)
+		}
+		if done != groups || len(seen) > conc {
+			t.Fatalf("%d messages of %d groups ran on %d goroutines, want at most %d", done, groups, len(seen), conc)
+		}
+	})
 }
 
 // TestConsumerHoldsMessagesThroughAnOutage: while the handler fails with a
