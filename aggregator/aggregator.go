@@ -423,13 +423,12 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 	}
 	a.mu.Unlock()
 
-	var (
-		wg     sync.WaitGroup
-		sem    = make(chan struct{}, a.opts.Concurrency)
-		emu    sync.Mutex
-		errs   []error
-		failed = map[string]bool{} // endpoints with a window left undecided
-	)
+	type due struct {
+		id    string
+		ws    []store.WindowRef
+		owned bool
+	}
+	var todo []due
 	for id, ws := range byEndpoint {
 		slices.SortFunc(ws, func(x, y store.WindowRef) int { return x.Window.Compare(y.Window) })
 		owned := own.owns(id)
@@ -438,22 +437,40 @@ func (a *Aggregator) Tick(ctx context.Context) error {
 			// takeover): skipped without reading the endpoint.
 			continue
 		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			wg.Wait()
-			return ctx.Err()
-		}
+		todo = append(todo, due{id, ws, owned})
+	}
+	// Up to Concurrency workers, each deciding endpoints until none is
+	// left: a decision runs deep (store reads, JSON, a commit), and a
+	// goroutine per endpoint regrew that stack every time.
+	var (
+		wg     sync.WaitGroup
+		next   = make(chan due)
+		emu    sync.Mutex
+		errs   []error
+		failed = map[string]bool{} // endpoints with a window left undecided
+	)
+	for range min(a.opts.Concurrency, len(todo)) {
 		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := a.decideEndpoint(ctx, now, id, ws, owned); err != nil {
-				emu.Lock()
-				errs = append(errs, err)
-				failed[id] = true
-				emu.Unlock()
+			for d := range next {
+				if err := a.decideEndpoint(ctx, now, d.id, d.ws, d.owned); err != nil {
+					emu.Lock()
+					errs = append(errs, err)
+					failed[d.id] = true
+					emu.Unlock()
+				}
 			}
 		})
 	}
+	for _, d := range todo {
+		select {
+		case next <- d:
+		case <-ctx.Done():
+			close(next)
+			wg.Wait()
+			return ctx.Err()
+		}
+	}
+	close(next)
 	wg.Wait()
 	// After the normal decisions, so that a no_data verdict never overtakes
 	// an earlier window still being decided.
