@@ -50,3 +50,56 @@ func TestEndpointDecoder(t *testing.T) {
 		t.Fatalf("after Forget %d endpoints remembered, want 0", d.Len())
 	}
 }
+
+// TestEndpointDecoderCurrent: an entry answers Current only at the
+// generation it was read at; a later read of the same bytes moves it
+// forward, an earlier one (a reader that began before a write) never moves
+// it back, and gen 0 (a store without generations) never answers.
+func TestEndpointDecoderCurrent(t *testing.T) {
+	d := store.NewEndpointDecoder()
+	in := model.Endpoint{ID: "ep", Name: "one", Labels: map[string]string{"team": "a"}}
+	raw, _ := json.Marshal(in)
+	if _, ok := d.Current("ep", 1); ok {
+		t.Fatal("Current answered before any read")
+	}
+	if _, err := d.DecodeAt("ep", raw, 5); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := d.Current("ep", 5)
+	if !ok || !reflect.DeepEqual(got, in) {
+		t.Fatalf("Current at the read's generation = %+v, %v; want %+v", got, ok, in)
+	}
+	got.Labels["team"] = "changed" // the caller's copy
+	if again, _ := d.Current("ep", 5); again.Labels["team"] != "a" {
+		t.Fatalf("Current handed out the remembered endpoint itself: %v", again.Labels)
+	}
+	if _, ok := d.Current("ep", 6); ok {
+		t.Fatal("Current answered at a later generation (an endpoint was written since the read)")
+	}
+	if _, err := d.DecodeAt("ep", raw, 6); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.Current("ep", 6); !ok {
+		t.Fatal("the same record read at a later generation did not move the entry forward")
+	}
+	if _, err := d.DecodeAt("ep", raw, 4); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.Current("ep", 6); !ok {
+		t.Fatal("a read that began earlier moved the entry back")
+	}
+	in.Name = "two" // an older reader's record after a newer one: stored, stale-tagged
+	raw2, _ := json.Marshal(in)
+	if _, err := d.DecodeAt("ep", raw2, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.Current("ep", 6); ok {
+		t.Fatal("Current answered with a record read at an older generation")
+	}
+	if _, err := d.Decode("ep", raw); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.Current("ep", 0); ok {
+		t.Fatal("Current answered at generation 0")
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -70,6 +71,10 @@ type Store struct {
 	auditTTL time.Duration
 	log      *slog.Logger
 	eps      *store.EndpointDecoder // endpoints.go's endpointAt
+	// epGen counts the endpoint writes of this process (endpointWritten),
+	// from 1: the file is locked to one process, so a record read at the
+	// current generation is still the stored one (EndpointDecoder.Current).
+	epGen atomic.Uint64
 
 	stop      chan struct{}
 	stopped   chan struct{}
@@ -178,6 +183,7 @@ func Open(path string, opts Options) (*Store, error) {
 		stop:     make(chan struct{}),
 		stopped:  make(chan struct{}),
 	}
+	s.epGen.Store(1)
 	if opts.SweepInterval > 0 {
 		go s.sweepLoop(opts.SweepInterval)
 	} else {

@@ -60,6 +60,7 @@ func (s *Store) CreateEndpointWithin(ctx context.Context, e model.Endpoint, limi
 	if err != nil {
 		return model.Endpoint{}, fmt.Errorf("bolt store: %w", err)
 	}
+	defer s.endpointWritten()
 	err = s.update(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bEndpoints)
 		if b.Get([]byte(e.ID)) != nil {
@@ -93,6 +94,7 @@ func (s *Store) CreateEndpointWithin(ctx context.Context, e model.Endpoint, limi
 
 // UpdateEndpoint replaces the endpoint if e.Version matches the stored one.
 func (s *Store) UpdateEndpoint(ctx context.Context, e model.Endpoint) (model.Endpoint, error) {
+	defer s.endpointWritten()
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bEndpoints)
 		cur, ok, err := get[model.Endpoint](b, []byte(e.ID))
@@ -166,13 +168,21 @@ func (s *Store) EndpointsStampsIn(ctx context.Context, shards []int) ([]uint64, 
 	return out, err
 }
 
-// GetEndpoint returns the endpoint or ErrNotFound.
+// GetEndpoint returns the endpoint or ErrNotFound. An endpoint read since
+// the last endpoint write is answered without a transaction (epGen).
 func (s *Store) GetEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return model.Endpoint{}, err
+	}
+	gen := s.epGen.Load()
+	if e, ok := s.eps.Current(id, gen); ok {
+		return e, nil
+	}
 	var e model.Endpoint
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		var ok bool
 		var err error
-		if e, ok, err = s.endpointAt(tx.Bucket(bEndpoints), []byte(id)); err == nil && !ok {
+		if e, ok, err = s.endpointAt(tx.Bucket(bEndpoints), []byte(id), gen); err == nil && !ok {
 			err = fmt.Errorf("endpoint %s: %w", id, model.ErrNotFound)
 		}
 		return err
@@ -186,25 +196,35 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (model.Endpoint, err
 // go through it (the per-probe reads); listings decode without it, so the
 // scheduler's and the aggregator's full listings do not make an idle
 // process keep a copy of every endpoint registered.
-func (s *Store) endpointAt(b *bbolt.Bucket, id []byte) (model.Endpoint, bool, error) {
+//
+// gen is the store's endpoint generation loaded before the transaction
+// began (epGen.Load()); the decoder remembers it with the record.
+func (s *Store) endpointAt(b *bbolt.Bucket, id []byte, gen uint64) (model.Endpoint, bool, error) {
 	raw := b.Get(id)
 	if raw == nil {
 		s.eps.Forget(string(id))
 		return model.Endpoint{}, false, nil
 	}
-	e, err := s.eps.Decode(string(id), raw)
+	e, err := s.eps.DecodeAt(string(id), raw, gen)
 	return e, err == nil, err
 }
+
+// endpointWritten moves the endpoint generation once an endpoint write's
+// transaction has ended, committed or not; every write to the endpoints
+// bucket calls it (create, update, delete: the only three), or a read
+// could be answered from a record the write replaced.
+func (s *Store) endpointWritten() { s.epGen.Add(1) }
 
 // GetEndpointOf returns the tenant's endpoint: the record is read only
 // when the tenant's index lists id.
 func (s *Store) GetEndpointOf(ctx context.Context, tenant, id string) (model.Endpoint, error) {
 	var e model.Endpoint
+	gen := s.epGen.Load()
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		ok := false
 		if tx.Bucket(bEPByTenant).Get(tenantKey(tenant, id)) != nil {
 			var err error
-			if e, ok, err = s.endpointAt(tx.Bucket(bEndpoints), []byte(id)); err != nil {
+			if e, ok, err = s.endpointAt(tx.Bucket(bEndpoints), []byte(id), gen); err != nil {
 				return err
 			}
 		}
@@ -316,6 +336,7 @@ func (s *Store) ListEndpointsPage(ctx context.Context, tenant, after string, lim
 // trail.
 func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 	found := false
+	defer s.endpointWritten()
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bEndpoints)
 		cur, ok, err := get[model.Endpoint](b, []byte(id))
