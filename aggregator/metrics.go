@@ -127,6 +127,22 @@ func (v *VerdictStates) Get(endpointID string) (msg.State, bool) {
 	return s, ok
 }
 
+// SeriesEndpoints returns the endpoints that have series now (the prune
+// loop asks, to forget those of deleted endpoints).
+func (m *Metrics) SeriesEndpoints() []string {
+	if m == nil {
+		return nil
+	}
+	v := m.VerdictState
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	ids := make([]string, 0, len(v.states))
+	for id := range v.states {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 func (v *VerdictStates) forget(endpointID string) {
 	v.mu.Lock()
 	delete(v.states, endpointID)

@@ -252,6 +252,21 @@ func (m *Metrics) Forget(endpointID string) {
 	m.mu.Unlock()
 }
 
+// SeriesEndpoints returns the endpoints that have series now (the prune
+// loop asks, to forget those of deleted endpoints).
+func (m *Metrics) SeriesEndpoints() []string {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := make([]string, 0, len(m.eps))
+	for id := range m.eps {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{probesDesc, durationDesc, phaseDesc, certExpiryDesc, credExpiryDesc, protocolInfoDesc, catalogChangesDesc, upDesc} {

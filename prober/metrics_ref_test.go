@@ -2,6 +2,7 @@ package prober
 
 import (
 	"fmt"
+	"maps"
 	"runtime"
 	"testing"
 	"time"
@@ -209,4 +210,34 @@ func BenchmarkMetricsHeap(b *testing.B) {
 	b.ReportMetric(vb, "vec-B/endpoint")
 	b.ReportMetric(vo, "vec-objects/endpoint")
 	b.ReportMetric(cb/vb, "heap-ratio")
+}
+
+// TestSeriesEndpointsAreTheExposedOnes: the endpoints Metrics lists for the
+// prune loop are exactly the "endpoint" label values of its exposition, so
+// the loop asking it (instead of gathering the registry) misses none.
+func TestSeriesEndpointsAreTheExposedOnes(t *testing.T) {
+	reg := newRegistry()
+	c := NewMetrics(reg)
+	metricsScript(c.observe, c.credentialExpiry, c.catalogChanged, c.Forget)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exposed := map[string]bool{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "endpoint" {
+					exposed[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	listed := map[string]bool{}
+	for _, id := range c.SeriesEndpoints() {
+		listed[id] = true
+	}
+	if len(exposed) == 0 || !maps.Equal(listed, exposed) {
+		t.Fatalf("SeriesEndpoints = %v, exposition has series of %v", listed, exposed)
+	}
 }

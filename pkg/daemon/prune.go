@@ -8,20 +8,24 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/model"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // PruneInterval is how often a process with per-endpoint metrics (the
 // prober and aggregator roles; `run` has both) forgets the series of
-// endpoints that were deleted. Each round costs one registry gather and one
-// ListEndpoints; series of a deleted endpoint outlive it by at most this
+// endpoints that were deleted. Each round asks the tracked metrics which
+// endpoints have series and costs one ListEndpoints; series of a deleted endpoint outlive it by at most this
 // long, so cardinality is bounded by the registered endpoints plus those
 // deleted in the last interval.
 const PruneInterval = 5 * time.Minute
 
-// forgetter drops every series of one endpoint (prober.Metrics,
-// aggregator.Metrics).
-type forgetter interface{ Forget(endpointID string) }
+// forgetter is per-endpoint metrics (prober.Metrics, aggregator.Metrics):
+// it lists the endpoints it has series of, and drops one's series. Asking
+// it, not gathering the registry, keeps a round cheap: at 10,000 endpoints
+// a gather built 480,000 series (2.3 s of CPU) to read one label.
+type forgetter interface {
+	SeriesEndpoints() []string
+	Forget(endpointID string)
+}
 
 // endpointLister is what the pruner reads from the store.
 type endpointLister interface {
@@ -34,7 +38,7 @@ type endpointLister interface {
 // is not the prober or aggregator holding the series.
 //
 // A round must never forget a live endpoint, in particular one created a
-// moment ago. It therefore gathers the endpoint IDs that have series first
+// moment ago. It therefore collects the endpoint IDs that have series first
 // and lists the store second, and forgets only IDs that had series at the
 // gather and are missing from the later listing. A series exists only after
 // its endpoint was registered (the prober probes only endpoints it finds in
@@ -95,7 +99,7 @@ func (d *Daemon) PruneMetrics(ctx context.Context) ([]string, error) {
 	if st == nil {
 		return nil, fmt.Errorf("prune metrics: store closed")
 	}
-	forgot, err := d.prune.round(ctx, d.reg, st)
+	forgot, err := d.prune.round(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -105,17 +109,16 @@ func (d *Daemon) PruneMetrics(ctx context.Context) ([]string, error) {
 	return forgot, nil
 }
 
-// round: gather the IDs with series, then list the store, then forget the
-// IDs the listing lacks (see metricsPruner for why in this order).
-func (p *metricsPruner) round(ctx context.Context, g prometheus.Gatherer, st endpointLister) ([]string, error) {
+// round: collect the IDs with series, then list the store, then forget
+// the IDs the listing lacks (see metricsPruner for why in this order).
+func (p *metricsPruner) round(ctx context.Context, st endpointLister) ([]string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.forget) == 0 {
-		return nil, nil
-	}
-	seen, err := endpointsWithSeries(g)
-	if err != nil {
-		return nil, err
+	seen := map[string]bool{}
+	for _, f := range p.forget {
+		for _, id := range f.SeriesEndpoints() {
+			seen[id] = true
+		}
 	}
 	if len(seen) == 0 {
 		return nil, nil
@@ -138,23 +141,4 @@ func (p *metricsPruner) round(ctx context.Context, g prometheus.Gatherer, st end
 		}
 	}
 	return gone, nil
-}
-
-// endpointsWithSeries returns every value of an "endpoint" label in g.
-func endpointsWithSeries(g prometheus.Gatherer) (map[string]bool, error) {
-	mfs, err := g.Gather()
-	if err != nil {
-		return nil, fmt.Errorf("prune metrics: gather: %w", err)
-	}
-	ids := map[string]bool{}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "endpoint" {
-					ids[l.GetValue()] = true
-				}
-			}
-		}
-	}
-	return ids, nil
 }

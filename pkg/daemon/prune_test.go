@@ -79,13 +79,13 @@ func TestPruneForgetsOnlyDeletedEndpoints(t *testing.T) {
 	setVerdict(am, "kept", msg.StateUp)
 	setVerdict(am, "gone", msg.StateDown)
 
-	if got, err := p.round(t.Context(), reg, st); err != nil || len(got) != 0 {
+	if got, err := p.round(t.Context(), st); err != nil || len(got) != 0 {
 		t.Fatalf("round with every endpoint registered forgot %v (%v)", got, err)
 	}
 	if err := st.DeleteEndpoint(t.Context(), "gone"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := p.round(t.Context(), reg, st)
+	got, err := p.round(t.Context(), st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestPruneKeepsEndpointCreatedDuringRound(t *testing.T) {
 		createEndpoint(t, st, "new")
 		setVerdict(am, "new", msg.StateUp)
 	}}
-	got, err := p.round(t.Context(), reg, lister)
+	got, err := p.round(t.Context(), lister)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestPruneStoreDownForgetsNothing(t *testing.T) {
 	var p metricsPruner
 	am := forgetting(&p, aggregator.NewMetrics(reg, nil))
 	setVerdict(am, "ep", msg.StateUp)
-	if _, err := p.round(t.Context(), reg, failingLister{}); !errors.Is(err, store.ErrUnavailable) {
+	if _, err := p.round(t.Context(), failingLister{}); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
 	}
 	if n := seriesOf(t, reg, "ep"); n != len(msg.States()) {
