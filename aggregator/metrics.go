@@ -1,6 +1,8 @@
 package aggregator
 
 import (
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -136,11 +138,7 @@ func (m *Metrics) SeriesEndpoints() []string {
 	v := m.VerdictState
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	ids := make([]string, 0, len(v.states))
-	for id := range v.states {
-		ids = append(ids, id)
-	}
-	return ids
+	return slices.Collect(maps.Keys(v.states))
 }
 
 func (v *VerdictStates) forget(endpointID string) {

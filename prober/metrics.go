@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -260,11 +261,7 @@ func (m *Metrics) SeriesEndpoints() []string {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ids := make([]string, 0, len(m.eps))
-	for id := range m.eps {
-		ids = append(ids, id)
-	}
-	return ids
+	return slices.Collect(maps.Keys(m.eps))
 }
 
 // Describe implements prometheus.Collector.
