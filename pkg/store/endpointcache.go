@@ -19,6 +19,10 @@ import (
 // Comparing the bytes, not a version or a stamp, keeps it right whoever
 // wrote the record (an update, a delete and re-create, a migration, a
 // key rotation's re-seal): a changed record is a different byte string.
+// Current is the exception: it answers without the bytes, so it is only
+// as right as the store's generation, which must move after every write of
+// an endpoint record (the bolt store's three endpoint writers; a re-seal
+// goes through UpdateEndpoint).
 // It keeps a copy (bytes and decoded) of every endpoint it decoded until
 // Forget; stores pass it single-endpoint reads only, not listings.
 // The zero value is not usable: NewEndpointDecoder.
