@@ -237,12 +237,41 @@ func (s *Store) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
 // only after that commit, so the durability of each write is the same as
 // update's. fn may run more than once — alone after another write of the
 // batch failed — so it must derive everything it reports from tx.
+//
+// An error fn returns fails the whole shared transaction: bbolt rolls it
+// back, runs every other function of the batch again in a new one, and
+// then fn alone in a transaction (and commit) of its own. A write that is
+// refused as a matter of course (a result for a decided window, a tracker
+// saved over a newer version) returns refuse(err) instead, before it has
+// written anything: the batch commits without it and the caller gets err.
 func (s *Store) batch(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.Batch(fn)
+	var refused error
+	err := s.db.Batch(func(tx *bbolt.Tx) error {
+		refused = nil
+		err := fn(tx)
+		if r, ok := err.(refusal); ok {
+			refused = r.err
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return refused
 }
+
+// refusal is an error a batch function returns through refuse.
+type refusal struct{ err error }
+
+func (r refusal) Error() string { return r.err.Error() }
+
+// refuse marks err as the refusal of a batched write that wrote nothing
+// (see batch): its batch commits the other writes as if it had not run.
+func refuse(err error) error { return refusal{err} }
 
 // ---- transactions, keys and encoding
 

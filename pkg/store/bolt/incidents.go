@@ -88,7 +88,7 @@ func (s *Store) SaveTracker(ctx context.Context, t model.Tracker, incidents ...m
 			return err
 		}
 		if (ok && cur.Version != t.Version) || (!ok && t.Version != 0) {
-			return fmt.Errorf("save tracker %s: have version %d, stored %d: %w", t.EndpointID, t.Version, cur.Version, store.ErrConflict)
+			return refuse(fmt.Errorf("save tracker %s: have version %d, stored %d: %w", t.EndpointID, t.Version, cur.Version, store.ErrConflict))
 		}
 		for _, inc := range incidents {
 			if err := putIncident(tx, inc, true); err != nil {

@@ -84,8 +84,8 @@ func (s *Store) AddWindowResult(ctx context.Context, window time.Time, r msg.Pro
 				return fmt.Errorf("decode last verdict of %s: %w", r.EndpointID, err)
 			}
 			if !window.After(last.Window) {
-				return fmt.Errorf("result %s for window %s of %s (last verdict %s): %w",
-					r.ProbeRunID, window.UTC().Format(time.RFC3339), r.EndpointID, last.Window.UTC().Format(time.RFC3339), store.ErrWindowDecided)
+				return refuse(fmt.Errorf("result %s for window %s of %s (last verdict %s): %w",
+					r.ProbeRunID, window.UTC().Format(time.RFC3339), r.EndpointID, last.Window.UTC().Format(time.RFC3339), store.ErrWindowDecided))
 			}
 		}
 		rb := tx.Bucket(bWinResults)

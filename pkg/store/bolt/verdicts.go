@@ -10,6 +10,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -33,17 +34,26 @@ func (s *Store) RecordVerdict(ctx context.Context, v msg.Verdict) (bool, error) 
 	err := s.batch(ctx, func(tx *bbolt.Tx) error {
 		applied = false
 		vb := tx.Bucket(bVerdicts)
-		last, ok, err := get[msg.Verdict](vb, lastKey(v.EndpointID))
+		// Only the last verdict's window decides; the rest of it is not
+		// decoded.
+		last, ok, err := get[struct {
+			Window time.Time `json:"window"`
+		}](vb, lastKey(v.EndpointID))
 		if err != nil {
 			return err
 		}
 		if ok && !v.Window.After(last.Window) {
 			return nil
 		}
-		if err := put(vb, lastKey(v.EndpointID), v); err != nil {
+		// The same bytes under both keys: encoded once.
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("encode verdict of %s: %w", v.EndpointID, err)
+		}
+		if err := vb.Put(lastKey(v.EndpointID), raw); err != nil {
 			return err
 		}
-		if err := put(vb, idTimeKey(v.EndpointID, v.Window), v); err != nil {
+		if err := vb.Put(idTimeKey(v.EndpointID, v.Window), raw); err != nil {
 			return err
 		}
 		if err := deleteWindows(tx, v.EndpointID, v.Window.Add(1)); err != nil {
