@@ -2,7 +2,10 @@ package bolt_test
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,5 +94,70 @@ func TestGetEndpointWithoutATransaction(t *testing.T) {
 	}
 	if got := name("ep"); got != "three" {
 		t.Fatalf("after a refused update: %q, want three", got)
+	}
+}
+
+// TestGetEndpointConcurrentWithItsWrites: readers looping on GetEndpoint
+// while a writer updates the endpoint never see a version go back, and a
+// read that starts after an update returned sees that update (or a later
+// one) — the promise of the endpoint generation, on the window it allows:
+// a read whose transaction overlaps a write. Run it with -race too.
+func TestGetEndpointConcurrentWithItsWrites(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "store.db"), clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	ctx := t.Context()
+	e, err := s.CreateEndpoint(ctx, model.Endpoint{ID: "ep", Name: "v1", Schedule: "@every 1m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const updates, readers = 200, 4
+	var written atomic.Int64 // the newest version whose update returned
+	written.Store(e.Version)
+	done := make(chan struct{})
+	errs := make(chan error, readers)
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Go(func() {
+			var seen int64
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				floor := written.Load()
+				got, err := s.GetEndpoint(ctx, "ep")
+				switch {
+				case err != nil:
+					errs <- err
+					return
+				case got.Version < floor:
+					errs <- fmt.Errorf("read version %d after version %d was written", got.Version, floor)
+					return
+				case got.Version < seen:
+					errs <- fmt.Errorf("read version %d after reading %d", got.Version, seen)
+					return
+				case got.Name != fmt.Sprintf("v%d", got.Version):
+					errs <- fmt.Errorf("version %d reads name %q", got.Version, got.Name)
+					return
+				}
+				seen = got.Version
+			}
+		})
+	}
+	for range updates {
+		e.Name = fmt.Sprintf("v%d", e.Version+1)
+		if e, err = s.UpdateEndpoint(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		written.Store(e.Version)
+	}
+	close(done)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
