@@ -116,11 +116,12 @@ func QueuesIn(r Role, regions []string, region string) RoleQueues {
 // to keep its messages in it too: then a probe's queue writes and store
 // writes share commits (one pair of fdatasyncs instead of one per file),
 // and the data dir holds one file. nil otherwise.
-func sharedFile(o config.Options, st store.Store) *bbolt.DB {
+func sharedFile(o config.Options, st store.Store) *bolt.Store {
 	if o.Queue != config.QueueEmbedded || o.Store != config.StoreEmbedded {
 		return nil
 	}
-	return storeFile(st)
+	b, _ := storeUnder[*bolt.Store](st)
+	return b
 }
 
 // fileCollector is the collector of the embedded store's commits and
@@ -159,15 +160,20 @@ func storeUnder[T store.Store](st store.Store) (T, bool) {
 }
 
 // openQueues opens the stage queues; an embedded queue keeps its messages
-// in shared (sharedFile) when it is not nil, else in its own file.
-func openQueues(ctx context.Context, o config.Options, shared *bbolt.DB, clk clock.Clock, logger *slog.Logger, reg prometheus.Registerer, use RoleQueues) (*queues, error) {
+// in shared's file (sharedFile) when it is not nil, committed with the
+// store's writes, else in its own file.
+func openQueues(ctx context.Context, o config.Options, shared *bolt.Store, clk clock.Clock, logger *slog.Logger, reg prometheus.Registerer, use RoleQueues) (*queues, error) {
 	cfgs := queue.WithMaxReceiveCount(queue.StageConfigs(o.Regions...), o.MaxReceiveCount)
 	switch o.Queue {
 	case config.QueueEmbedded:
 		if err := os.MkdirAll(o.DataDir, 0o750); err != nil {
 			return nil, fmt.Errorf("create data dir %s: %w", o.DataDir, err)
 		}
-		b, err := embedded.Open(o.DataDir, cfgs, embedded.Options{Clock: clk, Logger: logger, DB: shared})
+		eo := embedded.Options{Clock: clk, Logger: logger}
+		if shared != nil {
+			eo.DB, eo.Batch = shared.DB(), shared.Batch
+		}
+		b, err := embedded.Open(o.DataDir, cfgs, eo)
 		if err != nil {
 			return nil, fmt.Errorf("open embedded queue in %s (is another mcpmon using this --data-dir?): %w", o.DataDir, err)
 		}

@@ -80,7 +80,10 @@ type Options struct {
 	// every 10 s), but the aggregator publishes each verdict and waits, so
 	// at 10,000 endpoints it decided fewer windows and the probe → verdict
 	// delay tripled (12–14 s to 35–42 s). Worth it only where no caller
-	// waits on the queue one message at a time.
+	// waits on the queue one message at a time. In the store's file (DB
+	// with Batch, as `mcpmon run` opens it) leave it zero: the store's
+	// group commit paces the shared commits, and only while writes are
+	// concurrent (bolt.Options.CommitInterval).
 	CommitInterval time.Duration
 	// DB, when set, is an open bbolt file the broker keeps its buckets in
 	// (all named "q/<queue>") beside another user's — the embedded store's
@@ -90,6 +93,10 @@ type Options struct {
 	// open: its owner closes it. A dir/queue.db left from before is moved
 	// into DB at Open and removed.
 	DB *bolt.DB
+	// Batch, with DB, commits the broker's writes in place of DB.Batch:
+	// the owner's group commit (the embedded store's Store.Batch), so the
+	// broker's commits share its transactions and its pacing.
+	Batch func(fn func(*bolt.Tx) error) error
 }
 
 // Broker owns the stage queues and their dead-letter queues.
@@ -98,9 +105,11 @@ type Broker struct {
 	poll   time.Duration // Options.PollInterval
 	logger *slog.Logger
 	db     *bolt.DB // nil when in-memory
-	// shared says db is Options.DB: commits use DB.Batch, Close leaves
-	// the file open.
+	// shared says db is Options.DB: commits use batch, Close leaves the
+	// file open.
 	shared bool
+	// batch is Options.Batch, or DB.Batch.
+	batch func(fn func(*bolt.Tx) error) error
 	// perOp commits each call's writes in its own transaction under mu,
 	// as the broker did before group commit; for benchmarks.
 	perOp bool
@@ -208,7 +217,10 @@ func Open(dir string, cfgs []queue.Config, opts Options) (*Broker, error) {
 	path := filepath.Join(dir, FileName)
 	switch {
 	case opts.DB != nil:
-		b.db, b.shared = opts.DB, true
+		b.db, b.shared, b.batch = opts.DB, true, opts.Batch
+		if b.batch == nil {
+			b.batch = opts.DB.Batch
+		}
 		path = opts.DB.Path()
 		if dir != "" {
 			if err := adoptFile(opts.DB, filepath.Join(dir, FileName), b.logger); err != nil {

@@ -17,11 +17,18 @@ import (
 )
 
 // pairBatches makes every two concurrent batched writes of s share one
-// transaction, whatever the timing: the batch is committed when its
-// second call joins (and only then).
-func pairBatches(s *Store) {
-	s.db.MaxBatchSize = 2
-	s.db.MaxBatchDelay = time.Hour
+// transaction, whatever the timing: the next commit waits (an hour) for
+// its second call and starts when it joins. The returned func undoes it.
+func pairBatches(s *Store) (undo func()) {
+	c := s.commits
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.max, c.interval, c.shared, c.last = 2, time.Hour, true, time.Now()
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.max, c.interval = maxCommitCalls, DefaultCommitInterval
+	}
 }
 
 // both runs a and b concurrently and returns their errors.
@@ -54,7 +61,7 @@ func TestRefusedWriteLeavesItsBatchAlone(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			pairBatches(s)
+			defer pairBatches(s)()
 			var runs atomic.Int32
 			errA, errB := both(
 				func() error {
@@ -109,7 +116,7 @@ func TestLateResultInASharedBatch(t *testing.T) {
 	if _, err := s.RecordVerdict(ctx, msg.Verdict{EndpointID: "decided", Window: w, State: msg.StateUp}); err != nil {
 		t.Fatal(err)
 	}
-	pairBatches(s)
+	undo := pairBatches(s)
 	var addedOther bool
 	late, other := both(
 		func() error {
@@ -126,7 +133,7 @@ func TestLateResultInASharedBatch(t *testing.T) {
 	if other != nil || !addedOther {
 		t.Fatalf("the other result: added %v, %v", addedOther, other)
 	}
-	s.db.MaxBatchSize, s.db.MaxBatchDelay = 1000, time.Millisecond
+	undo()
 	open, err := s.OpenWindows(ctx, w.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)

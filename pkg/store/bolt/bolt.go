@@ -59,7 +59,13 @@ type Options struct {
 	// LockTimeout bounds waiting for the file lock held by another process
 	// (default 2s), so a second mcpmon on the same data dir fails fast.
 	LockTimeout time.Duration
-	Logger      *slog.Logger
+	// CommitInterval is the least time between the starts of two commits
+	// of batched writes while writes are concurrent (the last commit
+	// carried more than one): the writes that arrive meanwhile share the
+	// next commit (commit.go). A lone writer is never paused. Default
+	// DefaultCommitInterval; negative: never pause.
+	CommitInterval time.Duration
+	Logger         *slog.Logger
 }
 
 // Store is the bbolt-backed store.Store.
@@ -75,6 +81,8 @@ type Store struct {
 	// from 1: the file is locked to one process, so a record read at the
 	// current generation is still the stored one (EndpointDecoder.Current).
 	epGen atomic.Uint64
+	// commits runs the batched writes (batch, Batch): commit.go.
+	commits *committer
 
 	stop      chan struct{}
 	stopped   chan struct{}
@@ -128,6 +136,9 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = 2 * time.Second
 	}
+	if opts.CommitInterval == 0 {
+		opts.CommitInterval = DefaultCommitInterval
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -144,7 +155,6 @@ func Open(path string, opts Options) (*Store, error) {
 	// batch's wait for company: long enough for the concurrent writes of
 	// one burst (probes finishing, a window's verdicts) to share a commit,
 	// short against the commit itself; bbolt's default is 10 ms.
-	db.MaxBatchDelay = 2 * time.Millisecond
 	err = db.Update(func(tx *bbolt.Tx) error {
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -180,6 +190,7 @@ func Open(path string, opts Options) (*Store, error) {
 		auditTTL: opts.AuditTTL,
 		log:      opts.Logger.With("component", "store", "backend", "bolt"),
 		eps:      store.NewEndpointDecoder(),
+		commits:  newCommitter(db, opts.CommitInterval),
 		stop:     make(chan struct{}),
 		stopped:  make(chan struct{}),
 	}
@@ -232,14 +243,15 @@ func (s *Store) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
 }
 
 // batch is update for the writes every probe makes (latest result, window
-// result, catalog and server objects): concurrent callers share one
-// transaction and one pair of fsyncs (bbolt's DB.Batch), and each returns
-// only after that commit, so the durability of each write is the same as
-// update's. fn may run more than once — alone after another write of the
-// batch failed — so it must derive everything it reports from tx.
+// result, verdict, tracker, catalog and server objects): concurrent
+// callers share one transaction and one pair of fsyncs (the group commit
+// of commit.go), and each returns only after that commit, so the
+// durability of each write is the same as update's. fn may run more than
+// once — alone after another write of the batch failed — so it must derive
+// everything it reports from tx.
 //
-// An error fn returns fails the whole shared transaction: bbolt rolls it
-// back, runs every other function of the batch again in a new one, and
+// An error fn returns fails the whole shared transaction: it is rolled
+// back, every other function of the batch runs again in a new one, and
 // then fn alone in a transaction (and commit) of its own. A write that is
 // refused as a matter of course (a result for a decided window, a tracker
 // saved over a newer version) returns refuse(err) instead, before it has
@@ -249,7 +261,7 @@ func (s *Store) batch(ctx context.Context, fn func(*bbolt.Tx) error) error {
 		return err
 	}
 	var refused error
-	err := s.db.Batch(func(tx *bbolt.Tx) error {
+	err := s.commits.Batch(func(tx *bbolt.Tx) error {
 		refused = nil
 		err := fn(tx)
 		if r, ok := err.(refusal); ok {
@@ -263,6 +275,13 @@ func (s *Store) batch(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	}
 	return refused
 }
+
+// Batch runs fn in a write transaction shared with the store's concurrent
+// batched writes and returns once it is committed; for another user of
+// the file (DB), such as the embedded queue (embedded.Options.Batch). fn
+// may run more than once, alone after another function of its batch
+// failed, as with bbolt's DB.Batch.
+func (s *Store) Batch(fn func(*bbolt.Tx) error) error { return s.commits.Batch(fn) }
 
 // refusal is an error a batch function returns through refuse.
 type refusal struct{ err error }

@@ -1,0 +1,164 @@
+// Group commit of the file's batched writes: the store's per-probe writes
+// and, when the embedded queue shares the file, the queue's commits
+// (Store.Batch). Concurrent writes share one transaction and one pair of
+// fdatasyncs, as with bbolt's DB.Batch, but the pause that gathers them is
+// taken only while writes are concurrent: bbolt waits MaxBatchDelay after
+// every first write, so a lone caller paid it on each write, and a delay
+// long enough to gather a loaded pipeline's writes (tens of milliseconds)
+// made every sequential write that slow.
+
+package bolt
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// Defaults of Options.CommitInterval and the most calls one commit carries.
+const (
+	DefaultCommitInterval = 25 * time.Millisecond
+	maxCommitCalls        = 1000 // bbolt's DefaultMaxBatchSize
+)
+
+// committer runs batched writes in shared transactions.
+type committer struct {
+	db       *bbolt.DB
+	interval time.Duration // Options.CommitInterval
+	max      int           // a commit is due at once with this many calls
+
+	mu     sync.Mutex
+	open   []*call       // calls waiting for the next commit
+	busy   bool          // a goroutine is committing, or about to
+	full   chan struct{} // told when open reaches max during a pause
+	last   time.Time     // when the last commit started
+	shared bool          // the last commit carried more than one call
+}
+
+type call struct {
+	fn  func(*bbolt.Tx) error
+	err chan error
+}
+
+// errSolo tells a call whose function failed its shared transaction to
+// run alone.
+var errSolo = errors.New("bolt store: run the write alone")
+
+func newCommitter(db *bbolt.DB, interval time.Duration) *committer {
+	return &committer{db: db, interval: interval, max: maxCommitCalls, full: make(chan struct{}, 1)}
+}
+
+// Batch runs fn in a write transaction shared with the concurrent calls
+// and returns once it is committed. fn may run more than once: if another
+// function of its transaction fails, fn runs again in the next one; if fn
+// fails, it runs again alone in a transaction of its own (as bbolt's
+// DB.Batch does), and its error is returned.
+func (c *committer) Batch(fn func(*bbolt.Tx) error) error {
+	cl := &call{fn: fn, err: make(chan error, 1)}
+	c.mu.Lock()
+	c.open = append(c.open, cl)
+	switch {
+	case !c.busy:
+		c.busy = true
+		go c.run()
+	case len(c.open) == c.max:
+		select {
+		case c.full <- struct{}{}:
+		default:
+		}
+	}
+	c.mu.Unlock()
+	if err := <-cl.err; !errors.Is(err, errSolo) {
+		return err
+	}
+	return c.db.Update(fn)
+}
+
+// commitPause is how long a commit that could start at now waits for more
+// calls: until interval after the last commit started, when the last
+// commit was shared (writes are concurrent, so more are on their way)
+// and some but fewer than most calls wait; else none (with none waiting
+// the committer stops, and the next call starts it again). A lone caller
+// is never paused; under load, commits start at most once per interval.
+func commitPause(now, last time.Time, shared bool, waiting, most int, interval time.Duration) time.Duration {
+	if waiting == 0 || !shared || waiting >= most || interval <= 0 {
+		return 0
+	}
+	return max(0, last.Add(interval).Sub(now))
+}
+
+// run commits the open calls until none is left.
+func (c *committer) run() {
+	for {
+		c.mu.Lock()
+		wait := commitPause(time.Now(), c.last, c.shared, len(c.open), c.max, c.interval)
+		c.mu.Unlock()
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-c.full:
+				t.Stop()
+			}
+		}
+		c.mu.Lock()
+		calls := c.open
+		if len(calls) > c.max {
+			calls = calls[:c.max]
+		}
+		c.open = c.open[len(calls):]
+		if len(calls) == 0 {
+			c.busy = false
+			c.mu.Unlock()
+			return
+		}
+		c.last, c.shared = time.Now(), len(calls) > 1
+		select { // a full signal left from the calls now taken
+		case <-c.full:
+		default:
+		}
+		c.mu.Unlock()
+		c.commit(calls)
+	}
+}
+
+// commit runs calls in one transaction; a call whose function fails is
+// taken out and told to run alone, and the rest run again.
+func (c *committer) commit(calls []*call) {
+	for len(calls) > 0 {
+		failed := -1
+		err := c.db.Update(func(tx *bbolt.Tx) error {
+			for i, cl := range calls {
+				if err := safely(cl.fn, tx); err != nil {
+					failed = i
+					return err
+				}
+			}
+			return nil
+		})
+		if failed >= 0 {
+			calls[failed].err <- errSolo
+			calls = slices.Delete(calls, failed, failed+1)
+			continue
+		}
+		for _, cl := range calls {
+			cl.err <- err
+		}
+		return
+	}
+}
+
+// safely runs fn, turning a panic into an error (the call is then run
+// alone, where the panic is its own).
+func safely(fn func(*bbolt.Tx) error, tx *bbolt.Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("bolt store: batched write panicked: %v", p)
+		}
+	}()
+	return fn(tx)
+}

@@ -1,0 +1,114 @@
+package bolt
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+func TestCommitPause(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const every = 25 * time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		now     time.Time
+		shared  bool
+		waiting int
+		want    time.Duration
+	}{
+		{"a lone writer is never paused", t0.Add(time.Millisecond), false, 1, 0},
+		{"concurrent writers wait for the interval", t0.Add(10 * time.Millisecond), true, 3, 15 * time.Millisecond},
+		{"the interval is past", t0.Add(30 * time.Millisecond), true, 3, 0},
+		{"a full commit does not wait", t0.Add(time.Millisecond), true, 10, 0},
+		{"nothing waiting, nothing to wait for", t0.Add(time.Millisecond), true, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := commitPause(tc.now, t0, tc.shared, tc.waiting, 10, every); got != tc.want {
+				t.Fatalf("pause %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if got := commitPause(t0, t0, true, 3, 10, -1); got != 0 {
+		t.Fatalf("a negative interval paused %v", got)
+	}
+}
+
+// openCommitter opens a file and a committer on it with interval.
+func openCommitter(t *testing.T, interval time.Duration) (*bbolt.DB, *committer) {
+	t.Helper()
+	db, err := bbolt.Open(filepath.Join(t.TempDir(), "c.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if err := db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return db, newCommitter(db, interval)
+}
+
+// txID is the ID of db's last committed write transaction.
+func txID(t *testing.T, db *bbolt.DB) int {
+	t.Helper()
+	var id int
+	if err := db.View(func(tx *bbolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func putKey(k string) func(*bbolt.Tx) error {
+	return func(tx *bbolt.Tx) error { return tx.Bucket([]byte("b")).Put([]byte(k), []byte("v")) }
+}
+
+// TestLoneWriterIsNotPaused: one writer after another, each alone in its
+// commit, never waits for company, however long the interval (an hour
+// here: a pause would time the test out).
+func TestLoneWriterIsNotPaused(t *testing.T) {
+	db, c := openCommitter(t, time.Hour)
+	before := txID(t, db)
+	for i := range 20 {
+		if err := c.Batch(putKey(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := txID(t, db) - before; got != 20 {
+		t.Fatalf("%d commits for 20 writes one after another, want 20", got)
+	}
+}
+
+// TestConcurrentWritersShareCommits: while writes are concurrent, a commit
+// waits for the interval or for a full batch, so eight writers with
+// batches of four commit twice, and every write is in the file.
+func TestConcurrentWritersShareCommits(t *testing.T) {
+	db, c := openCommitter(t, time.Hour)
+	c.max, c.shared, c.last = 4, true, time.Now() // as right after a shared commit
+	before := txID(t, db)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() { errs[i] = c.Batch(putKey(fmt.Sprint(i))) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	if got := txID(t, db) - before; got != 2 {
+		t.Fatalf("%d commits for 8 concurrent writes in batches of 4, want 2", got)
+	}
+	err := db.View(func(tx *bbolt.Tx) error {
+		if n := tx.Bucket([]byte("b")).Stats().KeyN; n != 8 {
+			return fmt.Errorf("%d keys in the file, want 8", n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
