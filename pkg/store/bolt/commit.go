@@ -36,7 +36,10 @@ type committer struct {
 	busy   bool          // a goroutine is committing, or about to
 	full   chan struct{} // told when open reaches max during a pause
 	last   time.Time     // when the last commit started
-	shared bool          // the last commit carried more than one call
+	shared bool          // writes were concurrent at the last commit (see run)
+	// running is set while a commit's transaction runs; joined is set when
+	// a call arrives meanwhile.
+	running, joined bool
 }
 
 type call struct {
@@ -61,6 +64,9 @@ func (c *committer) Batch(fn func(*bbolt.Tx) error) error {
 	cl := &call{fn: fn, err: make(chan error, 1)}
 	c.mu.Lock()
 	c.open = append(c.open, cl)
+	if c.running {
+		c.joined = true
+	}
 	switch {
 	case !c.busy:
 		c.busy = true
@@ -79,8 +85,9 @@ func (c *committer) Batch(fn func(*bbolt.Tx) error) error {
 }
 
 // commitPause is how long a commit that could start at now waits for more
-// calls: until interval after the last commit started, when the last
-// commit was shared (writes are concurrent, so more are on their way)
+// calls: until interval after the last commit started, when writes were
+// concurrent at the last commit (shared: it carried more than one, or
+// another arrived while it ran, so more are on their way)
 // and some but fewer than most calls wait; else none (with none waiting
 // the committer stops, and the next call starts it again). A lone caller
 // is never paused; under load, commits start at most once per interval.
@@ -116,7 +123,7 @@ func (c *committer) run() {
 			c.mu.Unlock()
 			return
 		}
-		c.last, c.shared = time.Now(), len(calls) > 1
+		c.last, c.running, c.joined = time.Now(), true, false
 		select { // a full signal left from the calls now taken
 		case <-c.full:
 		default:
@@ -126,9 +133,20 @@ func (c *committer) run() {
 	}
 }
 
+// ended records that the commit of n calls is done, before its callers
+// hear of it: a caller that writes again once told comes after the
+// commit, not during it, so a lone writer is never taken for company.
+func (c *committer) ended(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running = false
+	c.shared = n > 1 || c.joined
+}
+
 // commit runs calls in one transaction; a call whose function fails is
 // taken out and told to run alone, and the rest run again.
 func (c *committer) commit(calls []*call) {
+	n := len(calls)
 	for len(calls) > 0 {
 		failed := -1
 		err := c.db.Update(func(tx *bbolt.Tx) error {
@@ -145,11 +163,13 @@ func (c *committer) commit(calls []*call) {
 			calls = slices.Delete(calls, failed, failed+1)
 			continue
 		}
+		c.ended(n)
 		for _, cl := range calls {
 			cl.err <- err
 		}
 		return
 	}
+	c.ended(n)
 }
 
 // safely runs fn, turning a panic into an error (the call is then run

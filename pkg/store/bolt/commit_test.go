@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -111,4 +112,52 @@ func TestConcurrentWritersShareCommits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestWriteDuringACommitPacesTheNext: a commit of one write, joined while
+// it runs by another write, shows writes are concurrent: the joiner's
+// commit starts an interval after the first began. A writer that writes
+// again only once its commit is done is alone, and is not paused.
+// Time is the bubble's (synctest): the pause is measured, not slept.
+func TestWriteDuringACommitPacesTheNext(t *testing.T) {
+	const every = 25 * time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		_, c := openCommitter(t, every)
+		t0 := time.Now()
+		for i := range 3 { // one writer, one write after another
+			if err := c.Batch(putKey(fmt.Sprint("lone", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if waited := time.Since(t0); waited != 0 {
+			t.Fatalf("a lone writer waited %v", waited)
+		}
+
+		running, release := make(chan struct{}), make(chan struct{})
+		first := make(chan error, 1)
+		go func() {
+			first <- c.Batch(func(tx *bbolt.Tx) error {
+				close(running)
+				<-release
+				return putKey("first")(tx)
+			})
+		}()
+		<-running
+		began := time.Now()
+		joined := make(chan time.Time, 1)
+		go func() {
+			if err := c.Batch(putKey("joiner")); err != nil {
+				t.Error(err)
+			}
+			joined <- time.Now()
+		}()
+		synctest.Wait() // the joiner waits for the next commit
+		close(release)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		if at := <-joined; at.Sub(began) != every {
+			t.Fatalf("the joiner was committed %v after the first commit began, want %v", at.Sub(began), every)
+		}
+	})
 }
