@@ -144,10 +144,15 @@ type fifo struct {
 	msgs    []*message // by seq; deleted entries are nil until compaction
 	live    int
 	bySeq   map[uint64]*message
-	dedup   map[string]dedupRecord
-	dedupQ  []dedupEntry // acceptance order, for expiry
-	stale   []dedupEntry // expired dedup records still in the file
-	wake    chan struct{}
+	// flight holds every message of msgs whose VisibleAt is after now
+	// (in flight), and some whose VisibleAt has passed since, dropped by
+	// the next receive: a receive finds the blocked groups without
+	// walking every message.
+	flight map[*message]struct{}
+	dedup  map[string]dedupRecord
+	dedupQ []dedupEntry // acceptance order, for expiry
+	stale  []dedupEntry // expired dedup records still in the file
+	wake   chan struct{}
 }
 
 type message struct {
@@ -258,6 +263,7 @@ func newFIFO(cfg queue.Config) *fifo {
 		cfg:     cfg,
 		nextSeq: 1,
 		bySeq:   map[uint64]*message{},
+		flight:  map[*message]struct{}{},
 		dedup:   map[string]dedupRecord{},
 		wake:    make(chan struct{}),
 	}
@@ -532,12 +538,14 @@ func (b *Broker) receive(q *fifo, limit int, visibility time.Duration) ([]queue.
 	// A group is blocked while any of its messages is in flight.
 	blocked := map[string]bool{}
 	var next time.Duration
-	for _, m := range q.msgs {
-		if m != nil && m.VisibleAt.After(now) {
-			blocked[m.GroupID] = true
-			if d := m.VisibleAt.Sub(now); next == 0 || d < next {
-				next = d
-			}
+	for m := range q.flight {
+		if !m.VisibleAt.After(now) {
+			delete(q.flight, m) // visible again
+			continue
+		}
+		blocked[m.GroupID] = true
+		if d := m.VisibleAt.Sub(now); next == 0 || d < next {
+			next = d
 		}
 	}
 	var taken, expired, redriven []*message
@@ -586,6 +594,7 @@ func (b *Broker) receive(q *fifo, limit int, visibility time.Duration) ([]queue.
 	for i, m := range taken {
 		m.ReceiveCount++
 		m.ReceivedAt, m.VisibleAt = now, now.Add(visibility)
+		q.flight[m] = struct{}{}
 		b.putMsg(q, m)
 		out[i] = queue.Message{
 			ID:            m.ID,
@@ -696,6 +705,7 @@ func (h *handle) ChangeVisibility(ctx context.Context, r string, d time.Duration
 	// Not written: a restart releases in-flight messages whatever their
 	// deadline (see load), so a heartbeat costs no transaction.
 	m.VisibleAt = visible
+	q.flight[m] = struct{}{}
 	if d == 0 {
 		q.notify()
 	}
@@ -759,6 +769,9 @@ func (q *fifo) append(m *message) {
 	q.msgs = append(q.msgs, m)
 	q.bySeq[m.Seq] = m
 	q.live++
+	if !m.VisibleAt.IsZero() { // in flight, or was: receive sorts it out
+		q.flight[m] = struct{}{}
+	}
 }
 
 func (q *fifo) remove(m *message) {
@@ -766,6 +779,7 @@ func (q *fifo) remove(m *message) {
 		return
 	}
 	delete(q.bySeq, m.Seq)
+	delete(q.flight, m)
 	q.msgs[m.idx] = nil
 	q.live--
 	if len(q.msgs) > 64 && q.live < len(q.msgs)/2 {
@@ -873,6 +887,7 @@ func (q *fifo) reset() {
 	q.nextSeq, q.live = 1, 0
 	q.msgs, q.dedupQ, q.stale = nil, nil, nil
 	q.bySeq, q.dedup = map[uint64]*message{}, map[string]dedupRecord{}
+	q.flight = map[*message]struct{}{}
 }
 
 // loadQueue reads queue name into q. With kept nil (at open) in-flight
