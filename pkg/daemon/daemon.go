@@ -486,6 +486,17 @@ const DrainTimeout = 15 * time.Second
 // moving where 8 kept about two hundred.
 const stageConcurrency = 32
 
+// embeddedReceivers is how many receives a consumer of concurrency slots
+// keeps waiting at once: one per MaxBatch slots on the embedded queue,
+// whose receive takes a store commit's time; one on SQS, where more long
+// polls would split the batches and cost more requests per message.
+func embeddedReceivers(remote bool, concurrency int) int {
+	if remote {
+		return 1
+	}
+	return (concurrency + queue.MaxBatch - 1) / queue.MaxBatch
+}
+
 func (d *Daemon) consume(ctx context.Context, name string, h queue.Handler, concurrency int, qm *queue.Metrics) {
 	// The consumer stops receiving when ctx ends; a handler it already
 	// started runs on the drain context (see Daemon.drain).
@@ -494,6 +505,9 @@ func (d *Daemon) consume(ctx context.Context, name string, h queue.Handler, conc
 	}
 	drained := func(_ context.Context, m queue.Message) error { return h(d.drain, m) }
 	opts := queue.ConsumerOptions{Concurrency: concurrency, Visibility: d.opts.Visibility, FinishReceive: d.qs.remote,
+		// An embedded receive waits for the commit of its receive counts
+		// (paced under load), so one receiver per batch of slots.
+		Receivers: embeddedReceivers(d.qs.remote, concurrency),
 		// A store outage is waited out with the message in flight, so it
 		// cannot walk messages to the DLQ unapplied.
 		Transient: func(err error) bool { return errors.Is(err, store.ErrUnavailable) }, Failures: d.qs.failures, Clock: d.clk, Logger: d.log, Metrics: qm}
