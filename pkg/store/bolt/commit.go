@@ -116,8 +116,10 @@ func (c *committer) run() {
 		calls := c.open
 		if len(calls) > c.max {
 			calls = calls[:c.max]
+			c.open = slices.Clone(c.open[c.max:]) // not pinning the calls taken
+		} else {
+			c.open = nil
 		}
-		c.open = c.open[len(calls):]
 		if len(calls) == 0 {
 			c.busy = false
 			c.mu.Unlock()
