@@ -72,7 +72,11 @@ func (d *EndpointDecoder) DecodeAt(id string, raw []byte, gen uint64) (model.End
 // record read; one committed after it moves the generation past gen (the
 // reader loaded gen before its transaction), so the entry stops matching.
 // Only a read concurrent with a write still being committed can get the
-// record from before it, as a read a moment earlier would have.
+// record from before it, as a read a moment earlier would have. Such
+// reads must not go by a generation (pass 0): two of them could leave
+// the record from before the write at a generation the record after it
+// was already served at, and a reader would read a version, then an
+// older one (the bolt store's endpointGen).
 func (d *EndpointDecoder) Current(id string, gen uint64) (model.Endpoint, bool) {
 	if gen == 0 {
 		return model.Endpoint{}, false

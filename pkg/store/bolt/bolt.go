@@ -81,6 +81,9 @@ type Store struct {
 	// from 1: the file is locked to one process, so a record read at the
 	// current generation is still the stored one (EndpointDecoder.Current).
 	epGen atomic.Uint64
+	// epWriting counts the endpoint writes under way: while one is, a
+	// read neither uses nor feeds the decoder (endpointGen).
+	epWriting atomic.Int64
 	// commits runs the batched writes (batch, Batch): commit.go.
 	commits *committer
 

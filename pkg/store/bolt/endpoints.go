@@ -60,7 +60,7 @@ func (s *Store) CreateEndpointWithin(ctx context.Context, e model.Endpoint, limi
 	if err != nil {
 		return model.Endpoint{}, fmt.Errorf("bolt store: %w", err)
 	}
-	defer s.endpointWritten()
+	defer s.writingEndpoint()()
 	err = s.update(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bEndpoints)
 		if b.Get([]byte(e.ID)) != nil {
@@ -94,7 +94,7 @@ func (s *Store) CreateEndpointWithin(ctx context.Context, e model.Endpoint, limi
 
 // UpdateEndpoint replaces the endpoint if e.Version matches the stored one.
 func (s *Store) UpdateEndpoint(ctx context.Context, e model.Endpoint) (model.Endpoint, error) {
-	defer s.endpointWritten()
+	defer s.writingEndpoint()()
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bEndpoints)
 		cur, ok, err := get[model.Endpoint](b, []byte(e.ID))
@@ -174,7 +174,7 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (model.Endpoint, err
 	if err := ctx.Err(); err != nil {
 		return model.Endpoint{}, err
 	}
-	gen := s.epGen.Load()
+	gen := s.endpointGen()
 	if e, ok := s.eps.Current(id, gen); ok {
 		return e, nil
 	}
@@ -198,7 +198,7 @@ func (s *Store) GetEndpoint(ctx context.Context, id string) (model.Endpoint, err
 // process keep a copy of every endpoint registered.
 //
 // gen is the store's endpoint generation loaded before the transaction
-// began (epGen.Load()); the decoder remembers it with the record.
+// began (endpointGen()); the decoder remembers it with the record.
 func (s *Store) endpointAt(b *bbolt.Bucket, id []byte, gen uint64) (model.Endpoint, bool, error) {
 	raw := b.Get(id)
 	if raw == nil {
@@ -209,17 +209,40 @@ func (s *Store) endpointAt(b *bbolt.Bucket, id []byte, gen uint64) (model.Endpoi
 	return e, err == nil, err
 }
 
-// endpointWritten moves the endpoint generation once an endpoint write's
-// transaction has ended, committed or not; every write to the endpoints
-// bucket calls it (create, update, delete: the only three), or a read
-// could be answered from a record the write replaced.
-func (s *Store) endpointWritten() { s.epGen.Add(1) }
+// writingEndpoint marks an endpoint write under way, and returns what
+// ends it: moving the endpoint generation once the write's transaction
+// has ended, committed or not. Every write to the endpoints bucket calls
+// it (create, update, delete: the only three), or a read could be
+// answered from a record the write replaced.
+func (s *Store) writingEndpoint() (written func()) {
+	s.epWriting.Add(1)
+	return func() {
+		s.epGen.Add(1)
+		s.epWriting.Add(-1)
+	}
+}
+
+// endpointGen is the generation a read of an endpoint goes by: the
+// store's, or 0 (never current, EndpointDecoder.Current) while an
+// endpoint write is under way. Without that, two reads overlapping a
+// write could leave the decoder the record from before it at the
+// generation the record after it was already served at, and a reader
+// could read the newer version, then the older (a reader that saw the
+// newer one either still finds a write under way, or finds the
+// generation moved: the writer moves it before it stops counting).
+// The count is loaded first for the same reason.
+func (s *Store) endpointGen() uint64 {
+	if s.epWriting.Load() > 0 {
+		return 0
+	}
+	return s.epGen.Load()
+}
 
 // GetEndpointOf returns the tenant's endpoint: the record is read only
 // when the tenant's index lists id.
 func (s *Store) GetEndpointOf(ctx context.Context, tenant, id string) (model.Endpoint, error) {
 	var e model.Endpoint
-	gen := s.epGen.Load()
+	gen := s.endpointGen()
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		ok := false
 		if tx.Bucket(bEPByTenant).Get(tenantKey(tenant, id)) != nil {
@@ -336,7 +359,7 @@ func (s *Store) ListEndpointsPage(ctx context.Context, tenant, after string, lim
 // trail.
 func (s *Store) DeleteEndpoint(ctx context.Context, id string) error {
 	found := false
-	defer s.endpointWritten()
+	defer s.writingEndpoint()()
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bEndpoints)
 		cur, ok, err := get[model.Endpoint](b, []byte(id))
