@@ -171,7 +171,7 @@ func openQueues(ctx context.Context, o config.Options, shared *bolt.Store, clk c
 		}
 		eo := embedded.Options{Clock: clk, Logger: logger}
 		if shared != nil {
-			eo.DB, eo.Batch = shared.DB(), shared.Batch
+			eo.DB, eo.Batch = shared.DB(), shared.BatchOf
 		}
 		b, err := embedded.Open(o.DataDir, cfgs, eo)
 		if err != nil {

@@ -153,7 +153,7 @@ func (b *Broker) commit(bt *batch, locked bool) {
 		// bbolt may run the function again, alone, if another function
 		// of the batch fails; apply's puts and deletes are the same
 		// state however often they run.
-		txn = b.batch
+		txn = func(fn func(*bolt.Tx) error) error { return b.batch(len(bt.writes), fn) }
 	}
 	err := txn(func(tx *bolt.Tx) error {
 		if b.beforeCommit != nil {

@@ -94,9 +94,10 @@ type Options struct {
 	// into DB at Open and removed.
 	DB *bolt.DB
 	// Batch, with DB, commits the broker's writes in place of DB.Batch:
-	// the owner's group commit (the embedded store's Store.Batch), so the
-	// broker's commits share its transactions and its pacing.
-	Batch func(fn func(*bolt.Tx) error) error
+	// the owner's group commit (the embedded store's Store.BatchOf), so
+	// the broker's commits share its transactions and its pacing. writers
+	// is how many queue operations the commit carries.
+	Batch func(writers int, fn func(*bolt.Tx) error) error
 }
 
 // Broker owns the stage queues and their dead-letter queues.
@@ -109,7 +110,7 @@ type Broker struct {
 	// file open.
 	shared bool
 	// batch is Options.Batch, or DB.Batch.
-	batch func(fn func(*bolt.Tx) error) error
+	batch func(writers int, fn func(*bolt.Tx) error) error
 	// perOp commits each call's writes in its own transaction under mu,
 	// as the broker did before group commit; for benchmarks.
 	perOp bool
@@ -224,7 +225,7 @@ func Open(dir string, cfgs []queue.Config, opts Options) (*Broker, error) {
 	case opts.DB != nil:
 		b.db, b.shared, b.batch = opts.DB, true, opts.Batch
 		if b.batch == nil {
-			b.batch = opts.DB.Batch
+			b.batch = func(_ int, fn func(*bolt.Tx) error) error { return opts.DB.Batch(fn) }
 		}
 		path = opts.DB.Path()
 		if dir != "" {

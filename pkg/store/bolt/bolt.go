@@ -286,6 +286,14 @@ func (s *Store) batch(ctx context.Context, fn func(*bbolt.Tx) error) error {
 // failed, as with bbolt's DB.Batch.
 func (s *Store) Batch(fn func(*bbolt.Tx) error) error { return s.commits.Batch(fn) }
 
+// BatchOf is Batch for a function that carries the writes of several
+// writers (the embedded queue's commit of its callers' operations), so the
+// group commit paces the commits after it as it does after concurrent
+// writes.
+func (s *Store) BatchOf(writers int, fn func(*bbolt.Tx) error) error {
+	return s.commits.BatchOf(writers, fn)
+}
+
 // refusal is an error a batch function returns through refuse.
 type refusal struct{ err error }
 

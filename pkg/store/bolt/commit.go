@@ -43,8 +43,9 @@ type committer struct {
 }
 
 type call struct {
-	fn  func(*bbolt.Tx) error
-	err chan error
+	fn      func(*bbolt.Tx) error
+	writers int // the writers fn carries (BatchOf)
+	err     chan error
 }
 
 // errSolo tells a call whose function failed its shared transaction to
@@ -60,8 +61,13 @@ func newCommitter(db *bbolt.DB, interval time.Duration) *committer {
 // function of its transaction fails, fn runs again in the next one; if fn
 // fails, it runs again alone in a transaction of its own (as bbolt's
 // DB.Batch does), and its error is returned.
-func (c *committer) Batch(fn func(*bbolt.Tx) error) error {
-	cl := &call{fn: fn, err: make(chan error, 1)}
+func (c *committer) Batch(fn func(*bbolt.Tx) error) error { return c.BatchOf(1, fn) }
+
+// BatchOf is Batch for a function that carries the writes of several
+// writers (the embedded queue's commit of its callers' operations): a
+// commit of it is as shared as a commit of that many calls.
+func (c *committer) BatchOf(writers int, fn func(*bbolt.Tx) error) error {
+	cl := &call{fn: fn, writers: max(1, writers), err: make(chan error, 1)}
 	c.mu.Lock()
 	c.open = append(c.open, cl)
 	if c.running {
@@ -135,7 +141,7 @@ func (c *committer) run() {
 	}
 }
 
-// ended records that the commit of n calls is done, before its callers
+// ended records that the commit of n writers is done, before its callers
 // hear of it: a caller that writes again once told comes after the
 // commit, not during it, so a lone writer is never taken for company.
 func (c *committer) ended(n int) {
@@ -148,7 +154,10 @@ func (c *committer) ended(n int) {
 // commit runs calls in one transaction; a call whose function fails is
 // taken out and told to run alone, and the rest run again.
 func (c *committer) commit(calls []*call) {
-	n := len(calls)
+	n := 0
+	for _, cl := range calls {
+		n += cl.writers
+	}
 	for len(calls) > 0 {
 		failed := -1
 		err := c.db.Update(func(tx *bbolt.Tx) error {

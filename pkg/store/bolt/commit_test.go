@@ -116,8 +116,9 @@ func TestConcurrentWritersShareCommits(t *testing.T) {
 
 // TestWriteDuringACommitPacesTheNext: a commit of one write, joined while
 // it runs by another write, shows writes are concurrent: the joiner's
-// commit starts an interval after the first began. A writer that writes
-// again only once its commit is done is alone, and is not paused.
+// commit starts an interval after the first began. So does a commit of
+// one call carrying several writers' writes (BatchOf). A writer that
+// writes again only once its commit is done is alone, and is not paused.
 // Time is the bubble's (synctest): the pause is measured, not slept.
 func TestWriteDuringACommitPacesTheNext(t *testing.T) {
 	const every = 25 * time.Millisecond
@@ -158,6 +159,19 @@ func TestWriteDuringACommitPacesTheNext(t *testing.T) {
 		}
 		if at := <-joined; at.Sub(began) != every {
 			t.Fatalf("the joiner was committed %v after the first commit began, want %v", at.Sub(began), every)
+		}
+
+		// One call carrying several writers' writes (the queue's commit)
+		// counts as concurrent writes: the next commit is paced.
+		t1 := time.Now()
+		if err := c.BatchOf(3, putKey("queue")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Batch(putKey("after")); err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Since(t1); got != every {
+			t.Fatalf("the write after a commit of three writers' writes waited %v, want %v", got, every)
 		}
 	})
 }
