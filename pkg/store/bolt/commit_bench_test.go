@@ -2,7 +2,6 @@ package bolt
 
 import (
 	"encoding/binary"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -30,29 +29,18 @@ func BenchmarkGroupCommit(b *testing.B) {
 	}{{"lone", 1, 0}, {"2000/s", 64, 32 * time.Millisecond}} {
 		for _, side := range []struct {
 			name  string
-			batch func(db *bbolt.DB) func(func(*bbolt.Tx) error) error
-		}{
-			{"bbolt-2ms", func(db *bbolt.DB) func(func(*bbolt.Tx) error) error {
-				db.MaxBatchDelay = 2 * time.Millisecond
-				return db.Batch
-			}},
-			{"committer", func(db *bbolt.DB) func(func(*bbolt.Tx) error) error {
-				return newCommitter(db, DefaultCommitInterval).Batch
-			}},
-		} {
+			bbolt bool
+		}{{"bbolt-2ms", true}, {"committer", false}} {
 			b.Run(load.name+"/"+side.name, func(b *testing.B) {
-				db, err := bbolt.Open(filepath.Join(b.TempDir(), "c.db"), 0o600, nil)
-				if err != nil {
-					b.Fatal(err)
+				db, c := openCommitter(b, DefaultCommitInterval)
+				batch := c.Batch
+				if side.bbolt {
+					db.MaxBatchDelay = 2 * time.Millisecond
+					batch = db.Batch
 				}
-				defer db.Close()
-				if err := db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err }); err != nil {
-					b.Fatal(err)
-				}
-				batch := side.batch(db)
 				val := make([]byte, 300)
 				per := max(1, b.N/load.writers)
-				before := commitTxID(b, db)
+				before := txID(b, db)
 				cpu0 := processCPU()
 				b.ResetTimer()
 				var wg sync.WaitGroup
@@ -76,19 +64,11 @@ func BenchmarkGroupCommit(b *testing.B) {
 				wg.Wait()
 				b.StopTimer()
 				n := float64(per * load.writers)
-				b.ReportMetric(float64(commitTxID(b, db)-before)/n, "commits/write")
+				b.ReportMetric(float64(txID(b, db)-before)/n, "commits/write")
 				b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/n, "cpu-µs/write")
 			})
 		}
 	}
-}
-
-func commitTxID(b *testing.B, db *bbolt.DB) int {
-	var id int
-	if err := db.View(func(tx *bbolt.Tx) error { id = tx.ID(); return nil }); err != nil {
-		b.Fatal(err)
-	}
-	return id
 }
 
 // processCPU is the process's user + system CPU so far.

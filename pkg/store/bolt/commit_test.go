@@ -38,26 +38,27 @@ func TestCommitPause(t *testing.T) {
 	}
 }
 
-// openCommitter opens a file and a committer on it with interval.
-func openCommitter(t *testing.T, interval time.Duration) (*bbolt.DB, *committer) {
-	t.Helper()
-	db, err := bbolt.Open(filepath.Join(t.TempDir(), "c.db"), 0o600, nil)
+// openCommitter opens a file with bucket "b" and a committer on it with
+// interval.
+func openCommitter(tb testing.TB, interval time.Duration) (*bbolt.DB, *committer) {
+	tb.Helper()
+	db, err := bbolt.Open(filepath.Join(tb.TempDir(), "c.db"), 0o600, nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { _ = db.Close() })
+	tb.Cleanup(func() { _ = db.Close() })
 	if err := db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err }); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return db, newCommitter(db, interval)
 }
 
 // txID is the ID of db's last committed write transaction.
-func txID(t *testing.T, db *bbolt.DB) int {
-	t.Helper()
+func txID(tb testing.TB, db *bbolt.DB) int {
+	tb.Helper()
 	var id int
 	if err := db.View(func(tx *bbolt.Tx) error { id = tx.ID(); return nil }); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return id
 }
