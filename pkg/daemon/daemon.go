@@ -481,9 +481,9 @@ const DrainTimeout = 15 * time.Second
 // stageConcurrency is how many results (aggregator) or verdicts (alerter)
 // one process handles at once. A handler waits on a store commit, and the
 // embedded store paces commits while writes are concurrent (up to
-// bolt.DefaultCommitInterval between two), so a handler takes tens of
-// milliseconds of waiting: 32 keep about a thousand messages a second
-// moving where 8 kept about two hundred.
+// bolt.DefaultCommitInterval between two), so under load a handler waits
+// some tens of milliseconds: 8 slots capped a stage at a few hundred
+// messages a second.
 const stageConcurrency = 32
 
 // embeddedReceivers is how many receives a consumer of concurrency slots

@@ -46,7 +46,8 @@ type ConsumerOptions struct {
 	// each receive count before it answers) takes a commit's time, so one
 	// receiver moves at most Max messages per commit: more receivers keep
 	// Concurrency busy. Each still receives only while a group slot is
-	// free, so at most (Receivers-1)*Max messages wait for a worker.
+	// free, so fewer than Receivers*Max received messages wait for a
+	// worker.
 	Receivers int
 	// DeleteDelay is how long an acknowledged message waits for nine others
 	// before its batched delete is sent, default 50ms.
