@@ -112,7 +112,7 @@ import (
 // Defaults.
 const (
 	DefaultWindow      = time.Minute
-	DefaultConcurrency = 64
+	DefaultConcurrency = 16
 )
 
 // Store is what the aggregator needs from pkg/store.
@@ -153,9 +153,7 @@ type Options struct {
 	// Window/4, between 100ms and 5s).
 	TickInterval time.Duration
 	// Concurrency bounds how many endpoints are decided in parallel per tick
-	// (default 64: a decision waits on two store commits, the verdict's
-	// publish and its record); one endpoint's windows are always decided
-	// in order.
+	// (default 16); one endpoint's windows are always decided in order.
 	Concurrency int
 	// Settle is how long no window is decided after the store returns from
 	// an outage (default queue.DefaultTransientMaxBackoff + Grace). The

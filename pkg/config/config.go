@@ -248,7 +248,7 @@ func Defaults() Options {
 		Window:           time.Minute,
 		Grace:            5 * time.Second,
 		Region:           "local",
-		ProbeConcurrency: 32,
+		ProbeConcurrency: 16,
 		CanaryInterval:   30 * time.Second,
 		CanaryTimeout:    5 * time.Second,
 		ClaimLease:       2 * time.Minute,

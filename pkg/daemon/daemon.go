@@ -479,23 +479,8 @@ func (d *Daemon) pipelineDelay() *metrics.PipelineDelay {
 const DrainTimeout = 15 * time.Second
 
 // stageConcurrency is how many results (aggregator) or verdicts (alerter)
-// one process handles at once. A handler waits on a store commit, and the
-// embedded store paces commits while writes are concurrent (up to
-// bolt.DefaultCommitInterval between two), so under load a handler waits
-// some tens of milliseconds: 8 slots capped a stage at a few hundred
-// messages a second.
-const stageConcurrency = 32
-
-// embeddedReceivers is how many receives a consumer of concurrency slots
-// keeps waiting at once: one per MaxBatch slots on the embedded queue,
-// whose receive takes a store commit's time; one on SQS, where more long
-// polls would split the batches and cost more requests per message.
-func embeddedReceivers(remote bool, concurrency int) int {
-	if remote {
-		return 1
-	}
-	return (concurrency + queue.MaxBatch - 1) / queue.MaxBatch
-}
+// one process handles at once.
+const stageConcurrency = 8
 
 func (d *Daemon) consume(ctx context.Context, name string, h queue.Handler, concurrency int, qm *queue.Metrics) {
 	// The consumer stops receiving when ctx ends; a handler it already
@@ -505,9 +490,6 @@ func (d *Daemon) consume(ctx context.Context, name string, h queue.Handler, conc
 	}
 	drained := func(_ context.Context, m queue.Message) error { return h(d.drain, m) }
 	opts := queue.ConsumerOptions{Concurrency: concurrency, Visibility: d.opts.Visibility, FinishReceive: d.qs.remote,
-		// An embedded receive waits for the commit of its receive counts
-		// (paced under load), so one receiver per batch of slots.
-		Receivers: embeddedReceivers(d.qs.remote, concurrency),
 		// A store outage is waited out with the message in flight, so it
 		// cannot walk messages to the DLQ unapplied.
 		Transient: func(err error) bool { return errors.Is(err, store.ErrUnavailable) }, Failures: d.qs.failures, Clock: d.clk, Logger: d.log, Metrics: qm}

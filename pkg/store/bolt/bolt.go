@@ -61,9 +61,11 @@ type Options struct {
 	LockTimeout time.Duration
 	// CommitInterval is the least time between the starts of two commits
 	// of batched writes while writes are concurrent (the last commit
-	// carried more than one): the writes that arrive meanwhile share the
-	// next commit (commit.go). A lone writer is never paused. Default
-	// DefaultCommitInterval; negative: never pause.
+	// carried more than one writer, or one arrived while it ran): the
+	// writes that arrive meanwhile share the next commit (commit.go). A
+	// lone writer is never paused. Default DefaultCommitInterval (2 ms);
+	// longer: fewer fdatasyncs for a longer wait on each durable step, see
+	// there. Negative: no pause.
 	CommitInterval time.Duration
 	Logger         *slog.Logger
 }

@@ -21,14 +21,20 @@ import (
 
 // Defaults of Options.CommitInterval and the most calls one commit carries.
 //
-// 10 ms: at 10,000 endpoints it makes a third to a half fewer commits (and
-// fdatasyncs) per probe and writes a seventh to a fifth fewer pages, with
-// the probe → verdict delay unchanged (CPU per probe did not move). 25 ms made a third of the commits, but every durable step of
-// a probe then waited up to two intervals, and with the default number of
-// probes in flight the pipeline fell to 147 of the 333 probes a second
-// due (docs/contributing/benchmarks.md).
+// 2 ms by default, the delay bbolt's DB.Batch waited here before: under
+// load, commits that take longer than that (an fdatasync pair) follow
+// each other at once, as they did; writes that come faster than a commit
+// still share one (with no pause at all, 2,000 writes/s on a fast disk
+// made 0.87 commits a write where 2 ms makes about 0.18). Longer
+// intervals were measured at 10,000 endpoints
+// (docs/contributing/benchmarks.md): 10 ms made a third to a half fewer
+// commits (and fdatasyncs) per probe and a seventh to a fifth fewer
+// pages, but CPU per probe did not move and the verdict → alert delay grew
+// from 71 ms to 640 ms (every durable step of the alert path waits);
+// 25 ms also held each probe's three durable steps so long that the
+// pipeline fell to 147 of the 333 probes a second due.
 const (
-	DefaultCommitInterval = 10 * time.Millisecond
+	DefaultCommitInterval = 2 * time.Millisecond
 	maxCommitCalls        = 1000 // bbolt's DefaultMaxBatchSize
 )
 
