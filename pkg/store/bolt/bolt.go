@@ -86,7 +86,7 @@ type Store struct {
 	// epWriting counts the endpoint writes under way: while one is, a
 	// read neither uses nor feeds the decoder (endpointGen).
 	epWriting atomic.Int64
-	// commits runs the batched writes (batch, Batch): commit.go.
+	// commits runs the batched writes (batch, BatchOf): commit.go.
 	commits *committer
 
 	stop      chan struct{}
@@ -281,17 +281,14 @@ func (s *Store) batch(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	return refused
 }
 
-// Batch runs fn in a write transaction shared with the store's concurrent
-// batched writes and returns once it is committed; for another user of
-// the file (DB), such as the embedded queue (embedded.Options.Batch). fn
-// may run more than once, alone after another function of its batch
-// failed, as with bbolt's DB.Batch.
-func (s *Store) Batch(fn func(*bbolt.Tx) error) error { return s.commits.Batch(fn) }
-
-// BatchOf is Batch for a function that carries the writes of several
-// writers (the embedded queue's commit of its callers' operations), so the
-// group commit paces the commits after it as it does after concurrent
-// writes.
+// BatchOf runs fn in a write transaction shared with the store's
+// concurrent batched writes and returns once it is committed; for another
+// user of the file (DB), such as the embedded queue
+// (embedded.Options.Batch). fn carries the writes of writers writers (the
+// queue's commit of its callers' operations), so the group commit paces
+// the commits after it as it does after concurrent writes. fn may run more
+// than once, alone after another function of its batch failed, as with
+// bbolt's DB.Batch.
 func (s *Store) BatchOf(writers int, fn func(*bbolt.Tx) error) error {
 	return s.commits.BatchOf(writers, fn)
 }

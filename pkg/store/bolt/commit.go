@@ -1,6 +1,6 @@
 // Group commit of the file's batched writes: the store's per-probe writes
 // and, when the embedded queue shares the file, the queue's commits
-// (Store.Batch). Concurrent writes share one transaction and one pair of
+// (Store.BatchOf). Concurrent writes share one transaction and one pair of
 // fdatasyncs, as with bbolt's DB.Batch, but the pause that gathers them is
 // taken only while writes are concurrent: bbolt waits MaxBatchDelay after
 // every first write, so a lone caller paid it on each write, and a delay
