@@ -41,14 +41,6 @@ type ConsumerOptions struct {
 	// its group in the same batch are not handled and are made visible
 	// again.
 	Concurrency int
-	// Receivers is how many receives may wait at once (default 1). A
-	// receive that waits on its queue's commit (the embedded queue writes
-	// each receive count before it answers) takes a commit's time, so one
-	// receiver moves at most Max messages per commit: more receivers keep
-	// Concurrency busy. Each still receives only while a group slot is
-	// free, so fewer than Receivers*Max received messages wait for a
-	// worker.
-	Receivers int
 	// DeleteDelay is how long an acknowledged message waits for nine others
 	// before its batched delete is sent, default 50ms.
 	DeleteDelay time.Duration
@@ -118,7 +110,6 @@ func Consume(ctx context.Context, q Queue, h Handler, opts ConsumerOptions) erro
 	if opts.DeleteDelay <= 0 {
 		opts.DeleteDelay = 50 * time.Millisecond
 	}
-	opts.Receivers = max(1, opts.Receivers)
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
@@ -150,45 +141,16 @@ func Consume(ctx context.Context, q Queue, h Handler, opts ConsumerOptions) erro
 		stopAcks()
 	}()
 
-	// The receivers: the first error that ends one (a missing or closed
-	// queue) ends Consume; the others stop with it.
-	rctx, stopReceivers := context.WithCancel(ctx)
-	defer stopReceivers()
-	errs := make(chan error, opts.Receivers)
-	for range opts.Receivers {
-		go func() {
-			err := c.receiveLoop(ctx, rctx)
-			if err != nil {
-				stopReceivers()
-			}
-			errs <- err
-		}()
-	}
-	var first error
-	for range opts.Receivers {
-		if err := <-errs; err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-// receiveLoop receives and dispatches until rctx is done (nil) or the
-// queue is missing or closed (that error); other receive errors are
-// retried with backoff. The groups it dispatches run on ctx, which rctx
-// is derived from: a receiver stopped by another's error leaves them be.
-func (c *consumer) receiveLoop(ctx, rctx context.Context) error {
-	opts, q := c.opts, c.q
 	failures := 0
 	for {
-		if rctx.Err() != nil {
+		if ctx.Err() != nil {
 			return nil
 		}
 		// Receive only with a free group slot, so messages do not sit
 		// received while every worker is busy.
 		for c.active() >= opts.Concurrency {
 			select {
-			case <-rctx.Done():
+			case <-ctx.Done():
 				return nil
 			case <-c.free:
 			}
@@ -196,15 +158,15 @@ func (c *consumer) receiveLoop(ctx, rctx context.Context) error {
 		// The 12-hour cap counts from the receive; taking the time before
 		// the call keeps the last extension safely inside it.
 		before := opts.Clock.Now()
-		msgs, err := c.receive(rctx)
-		if rctx.Err() != nil && len(msgs) > 0 {
+		msgs, err := c.receive(ctx)
+		if ctx.Err() != nil && len(msgs) > 0 {
 			// Received while stopping: hand them straight back so their
 			// groups are not blocked until the visibility timeout.
 			c.release(msgs, newReceiptSet(msgs))
 			return nil
 		}
 		if err != nil {
-			if rctx.Err() != nil {
+			if ctx.Err() != nil {
 				return nil
 			}
 			if errors.Is(err, ErrClosed) || errors.Is(err, ErrQueueNotFound) {
@@ -215,7 +177,7 @@ func (c *consumer) receiveLoop(ctx, rctx context.Context) error {
 			c.logger.Warn("receive failed", "err", err, "retry_in", d)
 			t := time.NewTimer(d)
 			select {
-			case <-rctx.Done():
+			case <-ctx.Done():
 				t.Stop()
 				return nil
 			case <-t.C:

@@ -157,9 +157,6 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("bolt store: open %s: %w", path, err)
 	}
-	// batch's wait for company: long enough for the concurrent writes of
-	// one burst (probes finishing, a window's verdicts) to share a commit,
-	// short against the commit itself; bbolt's default is 10 ms.
 	err = db.Update(func(tx *bbolt.Tx) error {
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
