@@ -593,11 +593,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			d.loop(ctx, "subscriptions prune", func(ctx context.Context) error { return subs.RunPrune(ctx, 10*time.Minute) })
 		}
 	}
-	if d.role.has(RoleProber) {
-		if err := d.startProbers(ctx, qm); err != nil { // regions.go: one per region with `run --regions`
-			return err
-		}
-	}
+	var fold queue.Handler // the aggregator's, in a process that aggregates
 	if d.role.has(RoleAggregator) {
 		rm := aggregator.NewRegionMetrics(reg, o.Regions)
 		mem, err := d.aggregatorMembership() // heartbeat.go
@@ -633,8 +629,14 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		if err != nil {
 			return fmt.Errorf("aggregator: %w", err)
 		}
+		fold = agg.Handle
 		d.consume(ctx, msg.QueueResults, agg.Handle, stageConcurrency, qm)
 		d.loop(ctx, "aggregator", agg.Run)
+	}
+	if d.role.has(RoleProber) {
+		if err := d.startProbers(ctx, qm, fold); err != nil { // regions.go: one per region with `run --regions`
+			return err
+		}
 	}
 	if d.role.has(RoleAlerter) {
 		sinks, err := d.sinks()

@@ -88,7 +88,7 @@ func (d *Daemon) newScheduler(qm *queue.Metrics, locs scheduler.LocationSink) *s
 // its region's commands queue and labelling its results with its region,
 // and, with --canary-url, each prober's canary (canary.go).
 // They share one set of metrics: a registry takes each family once.
-func (d *Daemon) startProbers(ctx context.Context, qm *queue.Metrics) error {
+func (d *Daemon) startProbers(ctx context.Context, qm *queue.Metrics, fold queue.Handler) error {
 	o := d.opts
 	pm := forgetting(&d.prune, prober.NewMetrics(d.reg))
 	wm := prober.NewWorkerMetrics(d.reg)
@@ -103,7 +103,7 @@ func (d *Daemon) startProbers(ctx context.Context, qm *queue.Metrics) error {
 	if err := d.startTracing(ctx); err != nil {
 		return err
 	}
-	results := d.publisher(msg.QueueResults, qm)
+	results := d.resultsPublisher(qm, fold)
 	prs := proberRegions(d.role, o.Regions, o.Region)
 	if len(o.Regions) > 0 {
 		var names []string
@@ -144,6 +144,24 @@ func (d *Daemon) startProbers(ctx context.Context, qm *queue.Metrics) error {
 		d.consume(ctx, pr.queue, w.Handle, o.ProbeConcurrency, qm)
 	}
 	return nil
+}
+
+// resultsPublisher is where the probers' results go: the results queue,
+// or, in a process that also aggregates (fold is its handler) on the
+// embedded queue, the aggregator's handler itself (queue.Handoff), the
+// queue only when that fails. The embedded queue lives in the store's
+// file, so a result through it cost a send, a receive and a delete on top
+// of the fold's one write. On SQS every result goes through the queue,
+// which is what spreads the folding over the aggregator replicas.
+func (d *Daemon) resultsPublisher(qm *queue.Metrics, fold queue.Handler) prober.ResultPublisher {
+	pub := d.publisher(msg.QueueResults, qm)
+	if fold == nil || d.qs.remote {
+		return pub
+	}
+	if d.wrap != nil {
+		fold = d.wrap(msg.QueueResults, fold)
+	}
+	return queue.Handoff{Queue: msg.QueueResults, Handler: fold, Fallback: pub, Metrics: qm, Logger: d.log, Now: d.clk.Now}
 }
 
 // blindNotices is where a blind prober's notices go: the operator's

@@ -89,6 +89,7 @@ func Catalog() []Family {
 		{"mcpmon_queue_duplicates_total", Counter, []string{"queue"}, "queue", perQueue},
 		{"mcpmon_queue_receives_total", Counter, []string{"queue"}, "queue", perQueue},
 		{"mcpmon_queue_deletes_total", Counter, []string{"queue"}, "queue", perQueue},
+		{"mcpmon_queue_handoffs_total", Counter, []string{"queue"}, "queue", perQueue},
 		{"mcpmon_queue_messages", Gauge, []string{"kind", "queue"}, "queue", "3 queues × 3 kinds"},
 		{"mcpmon_queue_oldest_message_age_seconds", Gauge, []string{"queue"}, "queue", perQueue},
 		{"mcpmon_sqs_requests_total", Counter, []string{"op", "queue"}, "queue/sqs", "SQS operations used (< 10)"},

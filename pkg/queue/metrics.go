@@ -18,6 +18,7 @@ type Metrics struct {
 	duplicates *prometheus.CounterVec
 	receives   *prometheus.CounterVec
 	deletes    *prometheus.CounterVec
+	handoffs   *prometheus.CounterVec
 	messages   *prometheus.GaugeVec
 	oldestAge  *prometheus.GaugeVec
 }
@@ -56,6 +57,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: "mcpmon", Name: "queue_deletes_total",
 			Help: "Messages acknowledged (deleted) after handling.",
 		}, []string{"queue"}),
+		handoffs: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "mcpmon", Name: "queue_handoffs_total",
+			Help: "Messages handed straight to the stage's handler in the same process instead of sent (results on the embedded queue in a process that also aggregates).",
+		}, []string{"queue"}),
 		messages: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "mcpmon", Name: "queue_messages",
 			Help: "Approximate messages in the queue by kind (visible, inflight, dlq).",
@@ -76,6 +81,7 @@ func (m *Metrics) init(q string) {
 	m.duplicates.WithLabelValues(q)
 	m.receives.WithLabelValues(q)
 	m.deletes.WithLabelValues(q)
+	m.handoffs.WithLabelValues(q)
 	for _, k := range []string{KindVisible, KindInflight, KindDLQ} {
 		m.messages.WithLabelValues(q, k)
 	}
@@ -99,6 +105,12 @@ func (m *Metrics) received(q string, n int) {
 func (m *Metrics) deleted(q string, n int) {
 	if m != nil && n > 0 {
 		m.deletes.WithLabelValues(q).Add(float64(n))
+	}
+}
+
+func (m *Metrics) handedOff(q string) {
+	if m != nil {
+		m.handoffs.WithLabelValues(q).Inc()
 	}
 }
 

@@ -1,0 +1,70 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Sender publishes one message and waits until the queue accepted it;
+// *Publisher satisfies it.
+type Sender interface {
+	Publish(ctx context.Context, in SendInput) (string, error)
+}
+
+// Handoff publishes to a stage whose consumer runs in the same process by
+// handing the message to the consumer's handler at once, in the caller's
+// goroutine: the message is never in the queue. Only when the handler
+// fails is the message sent to the queue (Fallback), where the stage's
+// consumer retries it as it retries any message, up to the DLQ.
+//
+// The queue's promise holds because Publish returns only once the handler
+// has returned nil, which for a stage handler means its effect is durable
+// — what the consumer waits for before it deletes a message. A crash
+// before that leaves the caller's own work unacknowledged (a prober's
+// command is redelivered and probed again under the same probe run ID,
+// which the aggregator's handler is idempotent by). What a handoff skips
+// is the queue's part: the send and its dedup record, the receive, the
+// delete, and the publisher's batching delay. So it fits a stage whose
+// handler does not depend on the queue's order within a group (a
+// result's fold is a set add) and a queue that is local anyway (the
+// embedded queue, whose commits share the store's file): a remote queue
+// is also what spreads the stage's work over replicas.
+type Handoff struct {
+	// Queue is the stage queue's name, for metrics and errors.
+	Queue string
+	// Handler is the stage's consumer handler.
+	Handler Handler
+	// Fallback takes a message the handler failed on.
+	Fallback Sender
+	Metrics  *Metrics
+	Logger   *slog.Logger
+	// Now stamps the handed message's SentAt; default time.Now.
+	Now func() time.Time
+}
+
+// Publish hands in to the handler, or sends it to Fallback when the
+// handler fails. The returned ID is the dedup ID for a message handed off.
+func (h Handoff) Publish(ctx context.Context, in SendInput) (string, error) {
+	if len(in.Body) > MaxBatchBytes {
+		return "", fmt.Errorf("publish to %s: body of %d bytes: %w", h.Queue, len(in.Body), ErrTooLarge)
+	}
+	now := time.Now
+	if h.Now != nil {
+		now = h.Now
+	}
+	m := Message{ID: "handoff-" + in.DedupID, GroupID: in.GroupID, DedupID: in.DedupID, Body: in.Body, ReceiveCount: 1, SentAt: now()}
+	err := h.Handler(ctx, m)
+	if err == nil {
+		h.Metrics.handedOff(h.Queue)
+		return m.ID, nil
+	}
+	if ctx.Err() != nil {
+		return "", fmt.Errorf("publish to %s: %w (handler: %w)", h.Queue, ctx.Err(), err)
+	}
+	if h.Logger != nil {
+		h.Logger.Debug("handoff failed; the message goes to the queue", "queue", h.Queue, "dedup_id", in.DedupID, "err", err)
+	}
+	return h.Fallback.Publish(ctx, in)
+}
