@@ -134,6 +134,9 @@ echo "==> rollups: bytes one endpoint's day of one-minute verdicts takes (24 hou
 go test -run '^$' -bench RollupBytes -benchtime 1x ./pkg/store/bolt/ ./pkg/store/redis/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)' || true
 
 echo
+echo "==> verdicts on a full history (1,000 endpoints, a day kept): pages written per verdict, trimmed in steps beside one by one" >&2
+go test -run '^$' -bench VerdictFullHistory -benchtime "${HISTORY_BENCHTIME:-5x}" ./pkg/store/bolt/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)' || true
+
 echo "==> embedded store's group commit beside bbolt's DB.Batch (2 ms): a lone writer, and 2,000 writes/s from 64 writers" >&2
 go test -run '^$' -bench GroupCommit -benchtime "${COMMIT_BENCHTIME:-4000x}" ./pkg/store/bolt/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)' || true
 

@@ -72,13 +72,16 @@ type Options struct {
 
 // Store is the bbolt-backed store.Store.
 type Store struct {
-	db       *bbolt.DB
-	clk      clock.Clock
-	ttl      time.Duration
-	history  time.Duration
-	auditTTL time.Duration
-	log      *slog.Logger
-	eps      *store.EndpointDecoder // endpoints.go's endpointAt
+	db      *bbolt.DB
+	clk     clock.Clock
+	ttl     time.Duration
+	history time.Duration
+	// trimSlack is how far past history an endpoint's oldest verdict may
+	// get before its history is trimmed (trimHistory): history/historySlack.
+	trimSlack time.Duration
+	auditTTL  time.Duration
+	log       *slog.Logger
+	eps       *store.EndpointDecoder // endpoints.go's endpointAt
 	// epGen counts the endpoint writes of this process (endpointWritten),
 	// from 1: the file is locked to one process, so a record read at the
 	// current generation is still the stored one (EndpointDecoder.Current).
@@ -185,16 +188,17 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("bolt store: initialise %s: %w", path, err)
 	}
 	s := &Store{
-		db:       db,
-		clk:      opts.Clock,
-		ttl:      opts.LedgerTTL,
-		history:  opts.VerdictHistory,
-		auditTTL: opts.AuditTTL,
-		log:      opts.Logger.With("component", "store", "backend", "bolt"),
-		eps:      store.NewEndpointDecoder(),
-		commits:  newCommitter(db, opts.CommitInterval),
-		stop:     make(chan struct{}),
-		stopped:  make(chan struct{}),
+		db:        db,
+		clk:       opts.Clock,
+		ttl:       opts.LedgerTTL,
+		history:   opts.VerdictHistory,
+		trimSlack: opts.VerdictHistory / historySlack,
+		auditTTL:  opts.AuditTTL,
+		log:       opts.Logger.With("component", "store", "backend", "bolt"),
+		eps:       store.NewEndpointDecoder(),
+		commits:   newCommitter(db, opts.CommitInterval),
+		stop:      make(chan struct{}),
+		stopped:   make(chan struct{}),
 	}
 	s.epGen.Store(1)
 	if opts.SweepInterval > 0 {
@@ -359,7 +363,7 @@ func put(b *bbolt.Bucket, key []byte, v any) error {
 }
 
 // deleteRange deletes id's time-keyed records before `before`.
-func deleteRange(b *bbolt.Bucket, id string, before time.Time) error {
+func deleteRange(b *bbolt.Bucket, id string, before time.Time) (int, error) {
 	prefix := idPrefix(id)
 	end := idTimeKey(id, before)
 	var keys [][]byte
@@ -371,8 +375,8 @@ func deleteRange(b *bbolt.Bucket, id string, before time.Time) error {
 	}
 	for _, k := range keys {
 		if err := b.Delete(k); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return len(keys), nil
 }

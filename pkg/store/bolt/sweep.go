@@ -31,7 +31,8 @@ func (s *Store) sweepLoop(every time.Duration) {
 }
 
 // Sweep deletes ledger keys past their expiry, verdicts older than the
-// history retention and audit entries older than the audit TTL, and
+// history retention (an endpoint's once its oldest is a slack past it:
+// trimHistory) and audit entries older than the audit TTL, and
 // returns how many records it deleted. Expired records already read as
 // absent; sweeping only reclaims space.
 func (s *Store) Sweep(ctx context.Context) (int, error) {
@@ -54,22 +55,12 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 			}
 			n++
 		}
-		vb := tx.Bucket(bVerdicts)
-		cutoff := now.Add(-s.history)
-		keys = keys[:0]
-		vc := vb.Cursor()
-		for k, _ := vc.First(); k != nil; k, _ = vc.Next() {
-			if isHistoryKey(k) && keyTime(k[len(k)-8:]).Before(cutoff) { // never the last verdict
-				keys = append(keys, append([]byte(nil), k...))
-			}
+		m, err := sweepVerdicts(tx.Bucket(bVerdicts), now.Add(-s.history), s.trimSlack) // verdicts.go
+		n += m
+		if err != nil {
+			return err
 		}
-		for _, k := range keys {
-			if err := vb.Delete(k); err != nil {
-				return err
-			}
-			n++
-		}
-		m, err := s.sweepAudit(tx, now) // audit.go
+		m, err = s.sweepAudit(tx, now) // audit.go
 		n += m
 		if err != nil {
 			return err

@@ -23,7 +23,7 @@ import (
 
 // RecordVerdict applies v if its window is after the endpoint's last
 // verdict: it becomes the last verdict, joins the history (trimmed to the
-// retention) and the results of its window — and of any earlier window of
+// retention, in steps: trimHistory) and the results of its window — and of any earlier window of
 // that endpoint, which can no longer be decided — are dropped, all in one
 // transaction.
 func (s *Store) RecordVerdict(ctx context.Context, v msg.Verdict) (bool, error) {
@@ -59,7 +59,7 @@ func (s *Store) RecordVerdict(ctx context.Context, v msg.Verdict) (bool, error) 
 		if err := deleteWindows(tx, v.EndpointID, v.Window.Add(1)); err != nil {
 			return err
 		}
-		if err := deleteRange(tx.Bucket(bVerdicts), v.EndpointID, now.Add(-s.history)); err != nil {
+		if _, err := trimHistory(vb, v.EndpointID, now.Add(-s.history), s.trimSlack); err != nil {
 			return err
 		}
 		if err := foldRollups(tx, v, now); err != nil { // rollups.go
@@ -69,6 +69,62 @@ func (s *Store) RecordVerdict(ctx context.Context, v msg.Verdict) (bool, error) 
 		return nil
 	})
 	return applied, err
+}
+
+// historySlack is how far past the retention, as a fraction of it, an
+// endpoint's oldest verdict may get before the history is trimmed (a 32nd:
+// 5¼ hours of a week).
+const historySlack = 32
+
+// trimHistory deletes id's verdicts from before cutoff, but only once the
+// oldest is slack older than that, and then every one before cutoff at
+// once; it returns how many it deleted. An endpoint's oldest verdicts are
+// a leaf of their own: trimming one per verdict, as a full history did,
+// rewrote that leaf (and the branch above it) on every verdict; in
+// slack-sized steps it is a few leaves every few hours. Readers never see
+// the extra: they stop at the retention (ListVerdictsBefore).
+func trimHistory(b *bbolt.Bucket, id string, cutoff time.Time, slack time.Duration) (int, error) {
+	prefix := idPrefix(id)
+	k, _ := b.Cursor().Seek(prefix)
+	if k == nil || len(k) != len(prefix)+8 || !bytes.HasPrefix(k, prefix) {
+		return 0, nil // no history: the endpoint's first key is its last verdict, or another endpoint's
+	}
+	if !keyTime(k[len(prefix):]).Before(cutoff.Add(-slack)) {
+		return 0, nil
+	}
+	return deleteRange(b, id, cutoff)
+}
+
+// sweepVerdicts trims every endpoint's history as RecordVerdict does
+// (trimHistory), for the endpoints no verdict comes for any more, and
+// returns how many verdicts it deleted. One seek per endpoint: a week of
+// one-minute verdicts is 10,080 keys an endpoint, and the walk of every
+// key this replaced read them all in the sweep's write transaction.
+func sweepVerdicts(vb *bbolt.Bucket, cutoff time.Time, slack time.Duration) (int, error) {
+	var ids []string
+	c := vb.Cursor()
+	for k, _ := c.First(); k != nil; {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 { // no key of this bucket lacks the 0 after its endpoint ID
+			k, _ = c.Next()
+			continue
+		}
+		if isHistoryKey(k) && keyTime(k[i+1:]).Before(cutoff.Add(-slack)) {
+			ids = append(ids, string(k[:i]))
+		}
+		// The endpoint's keys all start with its ID and a 0 byte: the
+		// next endpoint's first key is the first at or after ID 0x01.
+		k, _ = c.Seek(append(k[:i:i], 1))
+	}
+	n := 0
+	for _, id := range ids {
+		m, err := trimHistory(vb, id, cutoff, slack)
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // LastVerdict returns the endpoint's newest verdict or ErrNotFound.

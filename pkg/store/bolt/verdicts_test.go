@@ -62,7 +62,7 @@ func TestLastVerdictBucketMerged(t *testing.T) {
 }
 
 // TestLastVerdictOutlivesHistory: the sweep drops verdicts past the
-// history's retention, never an endpoint's last verdict, which shares the
+// history's retention (and its slack, trimHistory), never an endpoint's last verdict, which shares the
 // history's bucket.
 func TestLastVerdictOutlivesHistory(t *testing.T) {
 	ctx := t.Context()
@@ -77,7 +77,7 @@ func TestLastVerdictOutlivesHistory(t *testing.T) {
 			}
 		}
 	}
-	clk.Advance(store.DefaultVerdictHistory + time.Hour)
+	clk.Advance(store.DefaultVerdictHistory + store.DefaultVerdictHistory/16)
 	n, err := s.Sweep(ctx)
 	if err != nil || n < 6 {
 		t.Fatalf("Sweep = %d, %v; want at least the 6 verdicts past retention", n, err)
