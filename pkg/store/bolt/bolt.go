@@ -109,7 +109,7 @@ var (
 	bLatest      = []byte("latest")          // endpointID → ProbeResult
 	bWindows     = []byte("openWindows")     // window endpointID → empty, while the window holds results
 	bWinResults  = []byte("resultsByWindow") // window endpointID 0 len(region) region runID → ProbeResult
-	bVerdicts    = []byte("verdicts")        // endpointID 0 window → Verdict
+	bVerdicts    = []byte("verdicts")        // endpointID 0 window → Verdict; endpointID 0 0xfe → fold mark; endpointID 0 0xff → last Verdict
 	bTrackers    = []byte("trackers")        // endpointID → Tracker
 	bIncidents   = []byte("incidents")       // id → Incident
 	bIncByOpened = []byte("incByOpened")     // openedWindow id → nil

@@ -1,7 +1,7 @@
 // Rollups (bucket rollups): one record per endpoint and hour or day, keyed
 // so an endpoint's newest hour and newest day are neighbours (rollupKey),
-// folded by RecordVerdict in its own transaction (see pkg/store rollups.go
-// for why).
+// folded from the verdict history an hour at a time (foldUpTo) and read
+// with the verdicts not folded yet added (Rollups).
 
 package bolt
 
@@ -109,39 +109,150 @@ func rollupStart(k []byte, id string) (time.Time, bool) {
 	return keyTime(t), true
 }
 
-// foldRollups adds the applied verdict v to its hour and day buckets and
-// drops the endpoint's buckets past their retention, inside RecordVerdict's
-// transaction.
-func foldRollups(tx *bbolt.Tx, v msg.Verdict, now time.Time) error {
-	bk := tx.Bucket(bRollups)
-	hour, day := model.RollupBuckets(v.Window)
-	for _, b := range []struct {
-		size  time.Duration
-		start time.Time
-	}{{model.Hourly, hour}, {model.Daily, day}} {
-		if err := trimRollups(bk, v.EndpointID, b.size, model.RollupOldest(b.size, now)); err != nil {
-			return err
+// Rollups are folded from the verdict history, not verdict by verdict. An
+// endpoint's verdicts from its fold mark on (foldKey, in bucket verdicts
+// beside its last verdict) are not yet in its rollups: RecordVerdict folds
+// them once a verdict of a later hour comes (foldUpTo), trimHistory before
+// it deletes any, and Rollups adds them to what it returns. Folding each
+// verdict rewrote the endpoint's hour and day records, a random leaf of
+// bucket rollups and the branch above it, on every verdict; an hour's fold
+// writes them once. The history is the log; the rollups are its fold.
+
+// foldKey is the key of id's fold mark in bucket verdicts: after every
+// time key of id and before its last verdict (lastKey), one byte long
+// where a time is eight.
+func foldKey(id string) []byte { return append(idPrefix(id), 0xfe) }
+
+// foldMark returns the time from which id's verdicts are not folded yet,
+// and whether it is stored. Unstored: just after the last verdict, for
+// an endpoint recorded before marks (each verdict was folded as it came),
+// or the zero time for one without a verdict.
+func foldMark(vb *bbolt.Bucket, id string) (time.Time, bool, error) {
+	if raw := vb.Get(foldKey(id)); raw != nil {
+		if len(raw) != 8 {
+			return time.Time{}, false, fmt.Errorf("fold mark of %s: %d bytes, want 8", id, len(raw))
 		}
-		if !model.RollupKept(b.start, b.size, now) {
-			continue // a verdict older than the retention (a replayed backlog)
+		return keyTime(raw), true, nil
+	}
+	last, ok, err := get[struct {
+		Window time.Time `json:"window"`
+	}](vb, lastKey(id))
+	if err != nil || !ok {
+		return time.Time{}, false, err
+	}
+	return last.Window.Add(1), false, nil
+}
+
+// unfolded returns id's verdicts with a window in [from, to), oldest
+// first. A zero to: every one from from.
+func unfolded(vb *bbolt.Bucket, id string, from, to time.Time) ([]msg.Verdict, error) {
+	var out []msg.Verdict
+	prefix := idPrefix(id)
+	c := vb.Cursor()
+	for k, raw := c.Seek(idTimeKey(id, from)); k != nil && bytes.HasPrefix(k, prefix); k, raw = c.Next() {
+		if len(k) != len(prefix)+8 {
+			break // past the history: the fold mark, then the last verdict
 		}
-		key := rollupKey(v.EndpointID, b.size, b.start)
-		rec, _, err := get[rollupRecord](bk, key)
+		if !to.IsZero() && !keyTime(k[len(prefix):]).Before(to) {
+			break
+		}
+		var v msg.Verdict
+		if err := jsonv.Unmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("decode verdict %q: %w", k, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// foldUpTo folds id's verdicts from its fold mark to upTo into its hour
+// and day rollups, drops its rollups past their retention, and moves the
+// mark to upTo. A mark already at or past upTo is only stored, if it was
+// not (so the verdict about to be recorded is not taken for folded).
+func foldUpTo(tx *bbolt.Tx, id string, upTo, now time.Time) error {
+	vb, bk := tx.Bucket(bVerdicts), tx.Bucket(bRollups)
+	mark, stored, err := foldMark(vb, id)
+	if err != nil {
+		return err
+	}
+	if mark.IsZero() { // no verdict yet: nothing to fold
+		return vb.Put(foldKey(id), timeKey(upTo))
+	}
+	if !mark.Before(upTo) {
+		if stored {
+			return nil
+		}
+		return vb.Put(foldKey(id), timeKey(mark))
+	}
+	vs, err := unfolded(vb, id, mark, upTo)
+	if err != nil {
+		return err
+	}
+	if len(vs) > 0 {
+		for _, size := range []time.Duration{model.Hourly, model.Daily} {
+			if err := trimRollups(bk, id, size, model.RollupOldest(size, now)); err != nil {
+				return err
+			}
+		}
+		folded, err := foldInto(nil, vs, now, func(size time.Duration, start time.Time) (model.Rollup, error) {
+			rec, _, err := get[rollupRecord](bk, rollupKey(id, size, start))
+			if err != nil {
+				return model.Rollup{}, err
+			}
+			return rec.rollup(start, size)
+		})
 		if err != nil {
-			return err
+			return fmt.Errorf("fold rollups of %s: %w", id, err)
 		}
-		r, err := rec.rollup(b.start, b.size)
-		if err != nil {
-			return fmt.Errorf("rollup of %s at %s: %w", v.EndpointID, b.start.Format(time.RFC3339), err)
-		}
-		if err := model.FoldVerdict(&r, v); err != nil {
-			return err
-		}
-		if err := put(bk, key, recordOf(r)); err != nil {
-			return err
+		for _, r := range folded {
+			if err := put(bk, rollupKey(id, r.Size, r.Start), recordOf(r)); err != nil {
+				return err
+			}
 		}
 	}
-	return nil
+	return vb.Put(foldKey(id), timeKey(upTo))
+}
+
+// foldInto folds vs into their hour and day buckets still kept at now,
+// each bucket starting from base(size, start) the first time it is met,
+// and returns the buckets touched. sizes: which sizes to fold (nil: both).
+func foldInto(sizes []time.Duration, vs []msg.Verdict, now time.Time, base func(size time.Duration, start time.Time) (model.Rollup, error)) ([]model.Rollup, error) {
+	if sizes == nil {
+		sizes = []time.Duration{model.Hourly, model.Daily}
+	}
+	type bucketKey struct {
+		size  time.Duration
+		start int64
+	}
+	at := map[bucketKey]int{}
+	var out []model.Rollup
+	for _, v := range vs {
+		hour, day := model.RollupBuckets(v.Window)
+		for _, size := range sizes {
+			start := hour
+			if size == model.Daily {
+				start = day
+			}
+			if !model.RollupKept(start, size, now) {
+				continue // a verdict older than the retention (a replayed backlog)
+			}
+			k := bucketKey{size, start.UnixNano()}
+			i, ok := at[k]
+			if !ok {
+				r, err := base(size, start)
+				if err != nil {
+					return nil, fmt.Errorf("rollup at %s: %w", start.Format(time.RFC3339), err)
+				}
+				i = len(out)
+				at[k] = i
+				out = append(out, r)
+			}
+			if err := model.FoldVerdict(&out[i], v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
 }
 
 // trimRollups deletes id's buckets of size starting before oldest: the
@@ -217,11 +328,48 @@ func (s *Store) Rollups(ctx context.Context, endpointID string, size time.Durati
 			}
 			out = append(out, r)
 		}
+		if size == model.Daily {
+			slices.Reverse(out)
+		}
+		// The verdicts not folded yet (foldUpTo), added to their buckets.
+		vb := tx.Bucket(bVerdicts)
+		mark, _, err := foldMark(vb, endpointID)
+		if err != nil {
+			return err
+		}
+		if mark.IsZero() {
+			return nil // no verdict yet
+		}
+		vs, err := unfolded(vb, endpointID, mark, time.Time{})
+		if err != nil {
+			return err
+		}
+		stored := map[int64]int{}
+		for i, r := range out {
+			stored[r.Start.UnixNano()] = i
+		}
+		added, err := foldInto([]time.Duration{size}, vs, now, func(size time.Duration, start time.Time) (model.Rollup, error) {
+			if i, ok := stored[start.UnixNano()]; ok {
+				return out[i], nil
+			}
+			return rollupRecord{}.rollup(start, size) // as the fold starts a bucket
+		})
+		if err != nil {
+			return fmt.Errorf("rollups of %s: %w", endpointID, err)
+		}
+		for _, r := range added {
+			if r.Start.Before(from) || !r.Start.Before(to) {
+				continue
+			}
+			if i, ok := stored[r.Start.UnixNano()]; ok {
+				out[i] = r
+			} else {
+				out = append(out, r)
+			}
+		}
+		slices.SortFunc(out, func(a, b model.Rollup) int { return a.Start.Compare(b.Start) })
 		return nil
 	})
-	if size == model.Daily {
-		slices.Reverse(out)
-	}
 	return out, err
 }
 

@@ -55,7 +55,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 			}
 			n++
 		}
-		m, err := sweepVerdicts(tx.Bucket(bVerdicts), now.Add(-s.history), s.trimSlack) // verdicts.go
+		m, err := sweepVerdicts(tx, now, now.Add(-s.history), s.trimSlack) // verdicts.go
 		n += m
 		if err != nil {
 			return err

@@ -1,7 +1,8 @@
 // The verdicts of each endpoint, in bucket verdicts: the time-keyed history
-// (endpointID 0 window) and, right after it, the last verdict
-// (endpointID 0 0xff, lastKey), which decides whether a window is still
-// open and outlives the history's retention. The newest verdict and the
+// (endpointID 0 window), right after it the fold mark (endpointID 0 0xfe,
+// foldKey: from when the history is not yet in the rollups, rollups.go),
+// and last the last verdict (endpointID 0 0xff, lastKey), which decides
+// whether a window is still open and outlives the history's retention. The newest verdict and the
 // last one are neighbours, so recording a verdict rewrites one leaf, not
 // one in each of two buckets.
 
@@ -45,6 +46,11 @@ func (s *Store) RecordVerdict(ctx context.Context, v msg.Verdict) (bool, error) 
 		if ok && !v.Window.After(last.Window) {
 			return nil
 		}
+		// The verdicts of the hours before this one's go into the rollups
+		// now (rollups.go): none of theirs can come after this one.
+		if err := foldUpTo(tx, v.EndpointID, v.Window.UTC().Truncate(model.Hourly), now); err != nil {
+			return err
+		}
 		// The same bytes under both keys: encoded once.
 		raw, err := json.Marshal(v)
 		if err != nil {
@@ -59,10 +65,7 @@ func (s *Store) RecordVerdict(ctx context.Context, v msg.Verdict) (bool, error) 
 		if err := deleteWindows(tx, v.EndpointID, v.Window.Add(1)); err != nil {
 			return err
 		}
-		if _, err := trimHistory(vb, v.EndpointID, now.Add(-s.history), s.trimSlack); err != nil {
-			return err
-		}
-		if err := foldRollups(tx, v, now); err != nil { // rollups.go
+		if _, err := trimHistory(tx, v.EndpointID, now, now.Add(-s.history), s.trimSlack); err != nil {
 			return err
 		}
 		applied = true
@@ -83,14 +86,19 @@ const historySlack = 32
 // rewrote that leaf (and the branch above it) on every verdict; in
 // slack-sized steps it is a few leaves every few hours. Readers never see
 // the extra: they stop at the retention (ListVerdictsBefore).
-func trimHistory(b *bbolt.Bucket, id string, cutoff time.Time, slack time.Duration) (int, error) {
+func trimHistory(tx *bbolt.Tx, id string, now, cutoff time.Time, slack time.Duration) (int, error) {
+	b := tx.Bucket(bVerdicts)
 	prefix := idPrefix(id)
 	k, _ := b.Cursor().Seek(prefix)
 	if k == nil || len(k) != len(prefix)+8 || !bytes.HasPrefix(k, prefix) {
-		return 0, nil // no history: the endpoint's first key is its last verdict, or another endpoint's
+		return 0, nil // no history: the endpoint's first key is its fold mark or last verdict, or another endpoint's
 	}
 	if !keyTime(k[len(prefix):]).Before(cutoff.Add(-slack)) {
 		return 0, nil
+	}
+	// What is trimmed must be in the rollups first (rollups.go).
+	if err := foldUpTo(tx, id, cutoff, now); err != nil {
+		return 0, err
 	}
 	return deleteRange(b, id, cutoff)
 }
@@ -100,7 +108,8 @@ func trimHistory(b *bbolt.Bucket, id string, cutoff time.Time, slack time.Durati
 // returns how many verdicts it deleted. One seek per endpoint: a week of
 // one-minute verdicts is 10,080 keys an endpoint, and the walk of every
 // key this replaced read them all in the sweep's write transaction.
-func sweepVerdicts(vb *bbolt.Bucket, cutoff time.Time, slack time.Duration) (int, error) {
+func sweepVerdicts(tx *bbolt.Tx, now, cutoff time.Time, slack time.Duration) (int, error) {
+	vb := tx.Bucket(bVerdicts)
 	var ids []string
 	c := vb.Cursor()
 	for k, _ := c.First(); k != nil; {
@@ -118,7 +127,7 @@ func sweepVerdicts(vb *bbolt.Bucket, cutoff time.Time, slack time.Duration) (int
 	}
 	n := 0
 	for _, id := range ids {
-		m, err := trimHistory(vb, id, cutoff, slack)
+		m, err := trimHistory(tx, id, now, cutoff, slack)
 		n += m
 		if err != nil {
 			return n, err
