@@ -107,7 +107,6 @@ var _ store.Store = (*Store)(nil)
 var (
 	bEndpoints   = []byte("endpoints")       // id → Endpoint
 	bLatest      = []byte("latest")          // endpointID → ProbeResult
-	bWindows     = []byte("openWindows")     // window endpointID → empty, while the window holds results
 	bWinResults  = []byte("resultsByWindow") // window endpointID 0 len(region) region runID → ProbeResult
 	bVerdicts    = []byte("verdicts")        // endpointID 0 window → Verdict; endpointID 0 0xfe → fold mark; endpointID 0 0xff → last Verdict
 	bTrackers    = []byte("trackers")        // endpointID → Tracker
@@ -121,7 +120,7 @@ var (
 	bObjects     = []byte("objects")         // kind → bucket(id → doc)
 	bDeliveries  = []byte("deliveries")      // incidentID → bucket(kind:sink → Delivery)
 	bEPStamps    = []byte("endpointStamps")  // shard (2 bytes) → writes to its endpoints (8 bytes), EndpointsStampsIn
-	allBuckets   = [][]byte{bEndpoints, bEPStamps, bLatest, bWindows, bWinResults, bVerdicts, bRollups, bTrackers, bIncidents, bIncByOpened, bIncByEP, bIncOpen, bOutboxes, bLedger, bLedgerGC, bObjects, bDeliveries}
+	allBuckets   = [][]byte{bEndpoints, bEPStamps, bLatest, bWinResults, bVerdicts, bRollups, bTrackers, bIncidents, bIncByOpened, bIncByEP, bIncOpen, bOutboxes, bLedger, bLedgerGC, bObjects, bDeliveries}
 )
 
 // Open opens (creating if needed) the store file at path.

@@ -1,11 +1,11 @@
 // Latest results (bucket latest, one per endpoint) and the results of
 // undecided windows: one record per result in bucket resultsByWindow, keyed
-// (window, endpointID 0, region, runID), and one empty index key per
-// window in bucket openWindows, keyed (window, endpointID), so adding a
-// result is a key lookup and a put whatever the window already holds, and
-// OpenWindows walks one key per window. Both are time first: a round of
-// probes writes, and a round of verdicts deletes, neighbouring keys — a
-// few leaves per commit instead of one per endpoint.
+// (window, endpointID 0, region, runID), so adding a result is a key
+// lookup and a put whatever the window already holds. The keys are time
+// first, so they are also the index of open windows: OpenWindows walks
+// them, one (window, endpoint) per run of keys. A separate index key per
+// window (bucket openWindows, the layout before) was a second leaf of
+// small keys to rewrite on every result and every verdict.
 
 package bolt
 
@@ -48,10 +48,10 @@ func (s *Store) LatestResult(ctx context.Context, endpointID string) (msg.ProbeR
 	return getOne[msg.ProbeResult](ctx, s, bLatest, endpointID, "latest result of "+endpointID)
 }
 
-// windowKey is a window's key in openWindows: the window's time (timeKey)
-// then the endpoint ID. Time first, so the windows a burst of probes opens
-// are neighbours (one leaf, not one per endpoint) and the windows a round
-// of verdicts closes are too; OpenWindows reads a prefix of the bucket.
+// windowKey is a window's prefix in resultsByWindow without the 0 that
+// ends the endpoint ID: the window's time (timeKey) then the endpoint ID.
+// Time first, so the results a burst of probes adds are neighbours, and
+// OpenWindows reads the keys before a time.
 func windowKey(id string, w time.Time) []byte {
 	return append(timeKey(w), id...)
 }
@@ -96,12 +96,6 @@ func (s *Store) AddWindowResult(ctx context.Context, window time.Time, r msg.Pro
 		if err := put(rb, rk, r); err != nil {
 			return err
 		}
-		wk := windowKey(r.EndpointID, window)
-		if wb := tx.Bucket(bWindows); wb.Get(wk) == nil {
-			if err := wb.Put(wk, []byte{}); err != nil {
-				return err
-			}
-		}
 		added = true
 		return nil
 	})
@@ -132,35 +126,43 @@ func (s *Store) WindowResults(ctx context.Context, ref store.WindowRef) ([]msg.P
 
 // OpenWindows lists windows holding results, with no verdict yet, starting
 // before `before`, ordered by window then endpoint ID: the key order of
-// openWindows, read up to before.
+// resultsByWindow, read up to before, one entry per window and endpoint.
 func (s *Store) OpenWindows(ctx context.Context, before time.Time) ([]store.WindowRef, error) {
 	out := []store.WindowRef{}
 	limit := timeKey(before)
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		c := tx.Bucket(bWindows).Cursor()
+		var last []byte // the previous key's window and endpoint ID
+		c := tx.Bucket(bWinResults).Cursor()
 		for k, _ := c.First(); k != nil && bytes.Compare(k[:min(len(k), 8)], limit) < 0; k, _ = c.Next() {
-			if len(k) > 8 {
-				out = append(out, store.WindowRef{EndpointID: string(k[8:]), Window: keyTime(k[:8])})
+			i := bytes.IndexByte(k[min(len(k), 8):], 0)
+			if len(k) < 8 || i < 0 {
+				continue // no result key (none are)
 			}
+			wk := k[:8+i]
+			if bytes.Equal(wk, last) {
+				continue // another region's or run's result of the same window
+			}
+			last = append(last[:0], wk...)
+			out = append(out, store.WindowRef{EndpointID: string(wk[8:]), Window: keyTime(wk[:8])})
 		}
 		return nil
 	})
 	return out, err
 }
 
-// endpointWindows returns the keys of id's open windows before `before`.
-// openWindows is time first, so it seeks id under each distinct window
-// time in turn — two seeks per open window time, and the open times are
-// the few windows not yet decided.
+// endpointWindows returns the keys (windowKey) of id's open windows before
+// `before`. resultsByWindow is time first, so it seeks id under each
+// distinct window time in turn — two seeks per open window time, and the
+// open times are the few windows not yet decided.
 func endpointWindows(tx *bbolt.Tx, id string, before time.Time) [][]byte {
 	limit := timeKey(before)
 	var keys [][]byte
-	c := tx.Bucket(bWindows).Cursor()
+	c := tx.Bucket(bWinResults).Cursor()
 	for k, _ := c.First(); k != nil && len(k) >= 8 && bytes.Compare(k[:8], limit) < 0; {
 		t := binary.BigEndian.Uint64(k[:8])
 		wk := binary.BigEndian.AppendUint64(nil, t)
 		wk = append(wk, id...)
-		if got, _ := c.Seek(wk); bytes.Equal(got, wk) {
+		if got, _ := c.Seek(append(wk[:len(wk):len(wk)], 0)); got != nil && bytes.HasPrefix(got, wk) && len(got) > len(wk) && got[len(wk)] == 0 {
 			keys = append(keys, wk)
 		}
 		if t == math.MaxUint64 {
@@ -171,10 +173,9 @@ func endpointWindows(tx *bbolt.Tx, id string, before time.Time) [][]byte {
 	return keys
 }
 
-// deleteWindows deletes id's windows before `before`: their index keys
-// and their results.
+// deleteWindows deletes id's windows before `before`: their results.
 func deleteWindows(tx *bbolt.Tx, id string, before time.Time) error {
-	wb, rb := tx.Bucket(bWindows), tx.Bucket(bWinResults)
+	rb := tx.Bucket(bWinResults)
 	for _, wk := range endpointWindows(tx, id, before) {
 		prefix := append(wk[:len(wk):len(wk)], 0)
 		var keys [][]byte
@@ -187,17 +188,15 @@ func deleteWindows(tx *bbolt.Tx, id string, before time.Time) error {
 				return err
 			}
 		}
-		if err := wb.Delete(wk); err != nil {
-			return err
-		}
 	}
 	return nil
 }
 
 // Layouts before this one, moved on Open (migrateWindows).
 var (
-	bOldWindows    = []byte("windows")       // endpointID 0 window → empty, or a JSON list of its results (the first layout)
-	bOldWinResults = []byte("windowResults") // endpointID 0 window len(region) region runID → ProbeResult
+	bOldOpenWindows = []byte("openWindows")   // window endpointID → empty, while the window held results (the index before the results' own keys)
+	bOldWindows     = []byte("windows")       // endpointID 0 window → empty, or a JSON list of its results (the first layout)
+	bOldWinResults  = []byte("windowResults") // endpointID 0 window len(region) region runID → ProbeResult
 )
 
 // migrateWindows moves files written before the time-first layout to it:
@@ -207,15 +206,19 @@ var (
 // the old buckets are dropped. Run in Open's transaction, so a crash
 // leaves either layout whole; a file already moved has no old buckets.
 func migrateWindows(tx *bbolt.Tx) error {
-	wb, rb := tx.Bucket(bWindows), tx.Bucket(bWinResults)
+	rb := tx.Bucket(bWinResults)
+	if tx.Bucket(bOldOpenWindows) != nil {
+		// The index the results' keys now are: every key it held had
+		// results (they were written and deleted together).
+		if err := tx.DeleteBucket(bOldOpenWindows); err != nil {
+			return err
+		}
+	}
 	if old := tx.Bucket(bOldWindows); old != nil {
 		err := old.ForEach(func(k, v []byte) error {
 			id, w, rest, ok := splitOldKey(k)
 			if !ok || len(rest) != 0 {
 				return nil
-			}
-			if err := wb.Put(windowKey(id, w), []byte{}); err != nil {
-				return err
 			}
 			if len(v) == 0 {
 				return nil

@@ -177,3 +177,75 @@ func TestWindowResultKeysDoNotCollide(t *testing.T) {
 		t.Fatalf("WindowResults = %+v, %v; want 2", got, err)
 	}
 }
+
+// TestOpenWindowsIndexDropped: a file with the index of open windows the
+// store kept before (bucket openWindows, one key per window and endpoint)
+// opens without it, its windows listed from the results' own keys; a
+// verdict for an endpoint whose ID begins another's drops only its own
+// window.
+func TestOpenWindowsIndexDropped(t *testing.T) {
+	ctx := t.Context()
+	clk := clock.NewFake(storetest.Start)
+	w := storetest.Start.Truncate(time.Minute)
+	results := []msg.ProbeResult{
+		{EndpointID: "ep", ProbeRunID: "run-1", Region: "eu", Slot: w},
+		{EndpointID: "ep", ProbeRunID: "run-1", Region: "us", Slot: w},
+		{EndpointID: "ep-x", ProbeRunID: "run-2", Slot: w},
+	}
+	path := oldFile(t, func(tx *bbolt.Tx) error {
+		ib, err := tx.CreateBucketIfNotExists([]byte("openWindows"))
+		if err != nil {
+			return err
+		}
+		rb, err := tx.CreateBucketIfNotExists([]byte("resultsByWindow"))
+		if err != nil {
+			return err
+		}
+		for _, r := range results {
+			wk := binary.BigEndian.AppendUint64(nil, uint64(w.UnixNano())^(1<<63))
+			wk = append(wk, r.EndpointID...)
+			if err := ib.Put(wk, []byte{}); err != nil {
+				return err
+			}
+			k := binary.AppendUvarint(append(append([]byte(nil), wk...), 0), uint64(len(r.Region)))
+			k = append(append(k, r.Region...), r.ProbeRunID...)
+			raw, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			if err := rb.Put(k, raw); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+
+	s := open(t, path, clk)
+	want := []store.WindowRef{{EndpointID: "ep", Window: w}, {EndpointID: "ep-x", Window: w}}
+	if got, err := s.OpenWindows(ctx, w.Add(time.Minute)); err != nil || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("OpenWindows = %v, %v; want %v (one entry per window and endpoint)", got, err, want)
+	}
+	if applied, err := s.RecordVerdict(ctx, msg.Verdict{EndpointID: "ep", Window: w}); err != nil || !applied {
+		t.Fatalf("RecordVerdict = %v, %v", applied, err)
+	}
+	if got, err := s.OpenWindows(ctx, w.Add(time.Minute)); err != nil || len(got) != 1 || got[0] != want[1] {
+		t.Fatalf("OpenWindows after ep's verdict = %v, %v; want only %v", got, err, want[1])
+	}
+	if got, err := s.WindowResults(ctx, want[1]); err != nil || len(got) != 1 {
+		t.Fatalf("WindowResults(ep-x) = %+v, %v; want its one result", got, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_ = db.View(func(tx *bbolt.Tx) error {
+		if tx.Bucket([]byte("openWindows")) != nil {
+			t.Error("bucket openWindows still there")
+		}
+		return nil
+	})
+}
