@@ -45,7 +45,7 @@ type Handoff struct {
 }
 
 // Publish hands in to the handler, or sends it to Fallback when the
-// handler fails. The returned ID is the dedup ID for a message handed off.
+// handler fails. A message handed off gets the ID "handoff-" + its dedup ID.
 func (h Handoff) Publish(ctx context.Context, in SendInput) (string, error) {
 	if len(in.Body) > MaxBatchBytes {
 		return "", fmt.Errorf("publish to %s: body of %d bytes: %w", h.Queue, len(in.Body), ErrTooLarge)

@@ -234,18 +234,5 @@ func TestOpenWindowsIndexDropped(t *testing.T) {
 	if got, err := s.WindowResults(ctx, want[1]); err != nil || len(got) != 1 {
 		t.Fatalf("WindowResults(ep-x) = %+v, %v; want its one result", got, err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	_ = db.View(func(tx *bbolt.Tx) error {
-		if tx.Bucket([]byte("openWindows")) != nil {
-			t.Error("bucket openWindows still there")
-		}
-		return nil
-	})
+	bucketsGone(t, s, path, "openWindows")
 }

@@ -174,3 +174,25 @@ func oldFile(t *testing.T, old func(tx *bbolt.Tx) error) string {
 	}
 	return path
 }
+
+// bucketsGone closes s, the store on path, and fails t for each of names
+// still a bucket of the file: the layouts an Open moved away from.
+func bucketsGone(t *testing.T, s *bolt.Store, path string, names ...string) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_ = db.View(func(tx *bbolt.Tx) error {
+		for _, name := range names {
+			if tx.Bucket([]byte(name)) != nil {
+				t.Errorf("bucket %s still there", name)
+			}
+		}
+		return nil
+	})
+}

@@ -45,20 +45,7 @@ func TestLastVerdictBucketMerged(t *testing.T) {
 	if got, err := s.ListVerdicts(ctx, "ep", 0); err != nil || len(got) != 0 {
 		t.Fatalf("ListVerdicts = %+v, %v; want none (the last verdict is not history)", got, err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := bbolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	_ = db.View(func(tx *bbolt.Tx) error {
-		if tx.Bucket([]byte("lastVerdict")) != nil {
-			t.Error("bucket lastVerdict still there")
-		}
-		return nil
-	})
+	bucketsGone(t, s, path, "lastVerdict")
 }
 
 // TestLastVerdictOutlivesHistory: the sweep drops verdicts past the
