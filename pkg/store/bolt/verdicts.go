@@ -2,9 +2,10 @@
 // (endpointID 0 window), right after it the fold mark (endpointID 0 0xfe,
 // foldKey: from when the history is not yet in the rollups, rollups.go),
 // and last the last verdict (endpointID 0 0xff, lastKey), which decides
-// whether a window is still open and outlives the history's retention. The newest verdict and the
-// last one are neighbours, so recording a verdict rewrites one leaf, not
-// one in each of two buckets.
+// whether a window is still open and outlives the history's retention.
+// The newest verdict, the fold mark and the last verdict are neighbours,
+// so recording a verdict rewrites one leaf, not one in each of two
+// buckets.
 
 package bolt
 
@@ -23,10 +24,11 @@ import (
 )
 
 // RecordVerdict applies v if its window is after the endpoint's last
-// verdict: it becomes the last verdict, joins the history (trimmed to the
-// retention, in steps: trimHistory) and the results of its window — and of any earlier window of
-// that endpoint, which can no longer be decided — are dropped, all in one
-// transaction.
+// verdict: it becomes the last verdict and joins the history (trimmed to
+// the retention in steps: trimHistory), the hours before its own are
+// folded into the rollups (foldUpTo), and the results of its window — and
+// of any earlier window of that endpoint, which can no longer be decided —
+// are dropped, all in one transaction.
 func (s *Store) RecordVerdict(ctx context.Context, v msg.Verdict) (bool, error) {
 	applied := false
 	now := s.clk.Now()
