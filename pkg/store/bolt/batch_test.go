@@ -42,8 +42,9 @@ func both(a, b func() error) (errA, errB error) {
 
 // TestRefusedWriteLeavesItsBatchAlone: a batched write that fails rolls
 // the shared transaction back, makes the other writes of the batch run
-// again (when they ran before it) and then the failed one again, alone; one that refuses (refuse) runs once and lets the batch commit as
-// if it had not run, and its caller still gets the error.
+// again (when they ran before it) and then the failed one again, alone;
+// one that refuses (refuse) runs once and lets the batch commit as if it
+// had not run, and its caller still gets the error.
 func TestRefusedWriteLeavesItsBatchAlone(t *testing.T) {
 	errNo := errors.New("no")
 	for _, tc := range []struct {

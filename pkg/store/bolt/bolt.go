@@ -361,7 +361,8 @@ func put(b *bbolt.Bucket, key []byte, v any) error {
 	return b.Put(key, raw)
 }
 
-// deleteRange deletes id's time-keyed records before `before`.
+// deleteRange deletes id's time-keyed records before `before` and returns
+// how many it deleted.
 func deleteRange(b *bbolt.Bucket, id string, before time.Time) (int, error) {
 	prefix := idPrefix(id)
 	end := idTimeKey(id, before)

@@ -48,18 +48,12 @@ func (s *Store) LatestResult(ctx context.Context, endpointID string) (msg.ProbeR
 	return getOne[msg.ProbeResult](ctx, s, bLatest, endpointID, "latest result of "+endpointID)
 }
 
-// windowKey is a window's prefix in resultsByWindow without the 0 that
-// ends the endpoint ID: the window's time (timeKey) then the endpoint ID.
-// Time first, so the results a burst of probes adds are neighbours, and
-// OpenWindows reads the keys before a time.
-func windowKey(id string, w time.Time) []byte {
-	return append(timeKey(w), id...)
-}
-
 // resultPrefix is the prefix of a window's results in resultsByWindow:
-// its windowKey and a 0 byte.
+// the window's time (timeKey), the endpoint ID and a 0 byte. Time first,
+// so the results a burst of probes adds are neighbours, and OpenWindows
+// reads the keys before a time.
 func resultPrefix(id string, w time.Time) []byte {
-	return append(windowKey(id, w), 0)
+	return append(append(timeKey(w), id...), 0)
 }
 
 // resultKey is a window result's key in resultsByWindow: resultPrefix,
@@ -150,34 +144,32 @@ func (s *Store) OpenWindows(ctx context.Context, before time.Time) ([]store.Wind
 	return out, err
 }
 
-// endpointWindows returns the keys (windowKey) of id's open windows before
-// `before`. resultsByWindow is time first, so it seeks id under each
-// distinct window time in turn — two seeks per open window time, and the
-// open times are the few windows not yet decided.
+// endpointWindows returns the prefixes (resultPrefix) of id's open
+// windows' results before `before`. resultsByWindow is time first, so it
+// seeks id under each distinct window time in turn — two seeks per open
+// window time, and the open times are the few windows not yet decided.
 func endpointWindows(tx *bbolt.Tx, id string, before time.Time) [][]byte {
 	limit := timeKey(before)
-	var keys [][]byte
+	var prefixes [][]byte
 	c := tx.Bucket(bWinResults).Cursor()
 	for k, _ := c.First(); k != nil && len(k) >= 8 && bytes.Compare(k[:8], limit) < 0; {
 		t := binary.BigEndian.Uint64(k[:8])
-		wk := binary.BigEndian.AppendUint64(nil, t)
-		wk = append(wk, id...)
-		if got, _ := c.Seek(append(wk[:len(wk):len(wk)], 0)); got != nil && bytes.HasPrefix(got, wk) && len(got) > len(wk) && got[len(wk)] == 0 {
-			keys = append(keys, wk)
+		prefix := append(append(binary.BigEndian.AppendUint64(nil, t), id...), 0)
+		if got, _ := c.Seek(prefix); bytes.HasPrefix(got, prefix) {
+			prefixes = append(prefixes, prefix)
 		}
 		if t == math.MaxUint64 {
 			break
 		}
 		k, _ = c.Seek(binary.BigEndian.AppendUint64(nil, t+1))
 	}
-	return keys
+	return prefixes
 }
 
 // deleteWindows deletes id's windows before `before`: their results.
 func deleteWindows(tx *bbolt.Tx, id string, before time.Time) error {
 	rb := tx.Bucket(bWinResults)
-	for _, wk := range endpointWindows(tx, id, before) {
-		prefix := append(wk[:len(wk):len(wk)], 0)
+	for _, prefix := range endpointWindows(tx, id, before) {
 		var keys [][]byte
 		c := rb.Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {

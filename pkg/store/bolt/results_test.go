@@ -22,6 +22,19 @@ func oldWindowKey(id string, t time.Time) []byte {
 	return binary.BigEndian.AppendUint64(k, uint64(t.UnixNano())^(1<<63))
 }
 
+// putOldResult puts r in b under prefix, then its region's length as a
+// uvarint, its region and its run ID: how the layouts before wrote a
+// window result.
+func putOldResult(b *bbolt.Bucket, prefix []byte, r msg.ProbeResult) error {
+	k := binary.AppendUvarint(append([]byte(nil), prefix...), uint64(len(r.Region)))
+	k = append(append(k, r.Region...), r.ProbeRunID...)
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return b.Put(k, raw)
+}
+
 // TestOldWindowListsStillRead: a file written when a window's results
 // were one JSON list under the window's key opens with those results in
 // place — listed, read, deduplicated against and dropped by the verdict
@@ -103,13 +116,7 @@ func TestEndpointFirstWindowsMoved(t *testing.T) {
 				return err
 			}
 			for _, r := range rs {
-				k := binary.AppendUvarint(append([]byte(nil), wk...), uint64(len(r.Region)))
-				k = append(append(k, r.Region...), r.ProbeRunID...)
-				raw, err := json.Marshal(r)
-				if err != nil {
-					return err
-				}
-				if err := rb.Put(k, raw); err != nil {
+				if err := putOldResult(rb, wk, r); err != nil {
 					return err
 				}
 			}
@@ -207,13 +214,7 @@ func TestOpenWindowsIndexDropped(t *testing.T) {
 			if err := ib.Put(wk, []byte{}); err != nil {
 				return err
 			}
-			k := binary.AppendUvarint(append(append([]byte(nil), wk...), 0), uint64(len(r.Region)))
-			k = append(append(k, r.Region...), r.ProbeRunID...)
-			raw, err := json.Marshal(r)
-			if err != nil {
-				return err
-			}
-			if err := rb.Put(k, raw); err != nil {
+			if err := putOldResult(rb, append(wk, 0), r); err != nil {
 				return err
 			}
 		}

@@ -328,10 +328,8 @@ func (s *Store) Rollups(ctx context.Context, endpointID string, size time.Durati
 			}
 			out = append(out, r)
 		}
-		if size == model.Daily {
-			slices.Reverse(out)
-		}
-		// The verdicts not folded yet (foldUpTo), added to their buckets.
+		// The verdicts not folded yet (foldUpTo), added to their buckets;
+		// then all in time order (days were read newest first).
 		vb := tx.Bucket(bVerdicts)
 		mark, _, err := foldMark(vb, endpointID)
 		if err != nil {

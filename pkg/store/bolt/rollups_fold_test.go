@@ -1,15 +1,12 @@
 package bolt
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"go.etcd.io/bbolt"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
@@ -64,20 +61,8 @@ func digest(rs []model.Rollup) string {
 // storedHours returns the starts of id's hourly records on file.
 func storedHours(t *testing.T, s *Store, id string) []time.Time {
 	t.Helper()
-	var out []time.Time
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		prefix := append(idPrefix(id), rollupTag(model.Hourly))
-		c := tx.Bucket(bRollups).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			start, _ := rollupStart(k, id)
-			out = append(out, start)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	prefix := append(idPrefix(id), rollupTag(model.Hourly))
+	return timesOnFile(t, s, bRollups, prefix, func(k []byte) (time.Time, bool) { return rollupStart(k, id) })
 }
 
 // TestRollupsFoldedAnHourAtATime: an endpoint's rollups are written once

@@ -14,17 +14,16 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/store/storetest"
 )
 
-// historyOnFile returns the windows of id's history records on file, oldest
-// first, whatever the retention says.
-func historyOnFile(t testing.TB, s *Store, id string) []time.Time {
+// timesOnFile returns, in key order, the times at makes of the keys
+// under prefix in bucket (keys it says no to are left out).
+func timesOnFile(t testing.TB, s *Store, bucket, prefix []byte, at func(k []byte) (time.Time, bool)) []time.Time {
 	t.Helper()
 	var out []time.Time
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		prefix := idPrefix(id)
-		c := tx.Bucket(bVerdicts).Cursor()
+		c := tx.Bucket(bucket).Cursor()
 		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			if isHistoryKey(k) {
-				out = append(out, keyTime(k[len(prefix):]))
+			if tm, ok := at(k); ok {
+				out = append(out, tm)
 			}
 		}
 		return nil
@@ -33,6 +32,18 @@ func historyOnFile(t testing.TB, s *Store, id string) []time.Time {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// historyOnFile returns the windows of id's history records on file, oldest
+// first, whatever the retention says.
+func historyOnFile(t testing.TB, s *Store, id string) []time.Time {
+	t.Helper()
+	return timesOnFile(t, s, bVerdicts, idPrefix(id), func(k []byte) (time.Time, bool) {
+		if !isHistoryKey(k) {
+			return time.Time{}, false
+		}
+		return keyTime(k[len(k)-8:]), true
+	})
 }
 
 // TestHistoryTrimmedInSteps: a full history is not trimmed by one verdict
