@@ -321,9 +321,11 @@ func (a *Aggregator) WindowOf(slot time.Time) time.Time {
 // the message for redelivery and eventually the DLQ, when the body cannot
 // be read or the store fails.
 func (a *Aggregator) Handle(ctx context.Context, m queue.Message) error {
-	var r msg.ProbeResult
-	if err := msg.Decode(m.Body, &r); err != nil {
-		return fmt.Errorf("aggregator: result message %s (dedup %s): %w", m.ID, m.DedupID, err)
+	r, ok := m.Value.(msg.ProbeResult) // handed over by a prober of this process (queue.Handoff)
+	if !ok {
+		if err := msg.Decode(m.Body, &r); err != nil {
+			return fmt.Errorf("aggregator: result message %s (dedup %s): %w", m.ID, m.DedupID, err)
+		}
 	}
 	if r.EndpointID == "" || r.ProbeRunID == "" {
 		return fmt.Errorf("aggregator: result message %s: missing endpointId or probeRunId", m.ID)

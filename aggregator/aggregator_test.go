@@ -213,6 +213,14 @@ func testDuplicateAndLateResults(t *testing.T, e *aenv) {
 	if got := testutil.ToFloat64(e.agg.m.ResultsDuplicate); got != 1 {
 		t.Fatalf("results_duplicate_total = %v, want 1", got)
 	}
+	// The same result handed over by a prober of this process: the value
+	// itself, no body to decode (queue.Handoff.PublishValue).
+	if err := e.agg.Handle(e.ctx, queue.Message{ID: "handoff-" + r.DedupID(), DedupID: r.DedupID(), GroupID: "ep", Value: r}); err != nil {
+		t.Fatalf("handed-over result: %v", err)
+	}
+	if got := testutil.ToFloat64(e.agg.m.ResultsDuplicate); got != 2 {
+		t.Fatalf("results_duplicate_total = %v after the handed-over copy, want 2", got)
+	}
 	e.clk.Set(w0.Add(2 * time.Minute))
 	if err := e.agg.Tick(e.ctx); err != nil {
 		t.Fatal(err)

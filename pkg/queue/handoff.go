@@ -50,11 +50,24 @@ func (h Handoff) Publish(ctx context.Context, in SendInput) (string, error) {
 	if len(in.Body) > MaxBatchBytes {
 		return "", fmt.Errorf("publish to %s: body of %d bytes: %w", h.Queue, len(in.Body), ErrTooLarge)
 	}
+	return h.hand(ctx, in.GroupID, in.DedupID, in.Body, nil, func() []byte { return in.Body })
+}
+
+// PublishValue is Publish for a value the handler takes as it is
+// (Message.Value, with no Body): in one process, encoding it for the
+// handler to decode a copy was the whole of the handoff's own cost. Only
+// when the handler fails is v encoded (body) and sent to Fallback, where
+// the consumer's handler decodes it as any message of the queue.
+func (h Handoff) PublishValue(ctx context.Context, groupID, dedupID string, v any, body func() []byte) (string, error) {
+	return h.hand(ctx, groupID, dedupID, nil, v, body)
+}
+
+func (h Handoff) hand(ctx context.Context, groupID, dedupID string, b []byte, v any, body func() []byte) (string, error) {
 	now := time.Now
 	if h.Now != nil {
 		now = h.Now
 	}
-	m := Message{ID: "handoff-" + in.DedupID, GroupID: in.GroupID, DedupID: in.DedupID, Body: in.Body, ReceiveCount: 1, SentAt: now()}
+	m := Message{ID: "handoff-" + dedupID, GroupID: groupID, DedupID: dedupID, Body: b, Value: v, ReceiveCount: 1, SentAt: now()}
 	err := h.Handler(ctx, m)
 	if err == nil {
 		h.Metrics.handedOff(h.Queue)
@@ -64,7 +77,7 @@ func (h Handoff) Publish(ctx context.Context, in SendInput) (string, error) {
 		return "", fmt.Errorf("publish to %s: %w (handler: %w)", h.Queue, ctx.Err(), err)
 	}
 	if h.Logger != nil {
-		h.Logger.Debug("handoff failed; the message goes to the queue", "queue", h.Queue, "dedup_id", in.DedupID, "err", err)
+		h.Logger.Debug("handoff failed; the message goes to the queue", "queue", h.Queue, "dedup_id", dedupID, "err", err)
 	}
-	return h.Fallback.Publish(ctx, in)
+	return h.Fallback.Publish(ctx, SendInput{GroupID: groupID, DedupID: dedupID, Body: body()})
 }

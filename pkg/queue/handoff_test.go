@@ -100,3 +100,55 @@ func TestHandoff(t *testing.T) {
 		t.Errorf("oversized body: %v, want ErrTooLarge", err)
 	}
 }
+
+// TestHandoffValue: PublishValue hands the value itself, with no body,
+// and encodes it only for the queue when the handler fails; the consumer
+// then sees the encoded body and no value.
+func TestHandoffValue(t *testing.T) {
+	b := openResults(t)
+	q := &countingQueue{Queue: b.Queue("results")}
+	qm := queue.NewMetrics(prometheus.NewRegistry())
+	pub := queue.NewPublisher(q, queue.PublisherOptions{Metrics: qm})
+	defer pub.Close()
+
+	type result struct{ N int }
+	var got []queue.Message
+	fail := true
+	h := func(_ context.Context, m queue.Message) error {
+		got = append(got, m)
+		if m.DedupID == "ep-2-run" && fail {
+			fail = false
+			return errors.New("store refused the write")
+		}
+		return nil
+	}
+	ho := queue.Handoff{Queue: "results", Handler: h, Fallback: pub, Metrics: qm}
+	encoded := 0
+	body := func(n int) func() []byte {
+		return func() []byte { encoded++; return []byte(`{"N":` + string(rune('0'+n)) + `}`) }
+	}
+
+	if _, err := ho.PublishValue(t.Context(), "ep-1", "ep-1-run", result{1}, body(1)); err != nil {
+		t.Fatalf("handoff: %v", err)
+	}
+	if len(got) != 1 || got[0].Value != (result{1}) || got[0].Body != nil {
+		t.Fatalf("handler saw %+v, want the value and no body", got)
+	}
+	if encoded != 0 || q.sends != 0 {
+		t.Errorf("%d encodings and %d sends for a value the handler took, want none", encoded, q.sends)
+	}
+
+	if _, err := ho.PublishValue(t.Context(), "ep-2", "ep-2-run", result{2}, body(2)); err != nil {
+		t.Fatalf("publish with a failing handler: %v", err)
+	}
+	if encoded != 1 || q.sends != 1 {
+		t.Fatalf("%d encodings and %d sends after a failed handoff, want 1 and 1", encoded, q.sends)
+	}
+	ms, err := q.Receive(t.Context(), queue.ReceiveInput{Max: 10})
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("receive: %v, %d messages, want the failed one", err, len(ms))
+	}
+	if string(ms[0].Body) != `{"N":2}` || ms[0].Value != nil || ms[0].GroupID != "ep-2" || ms[0].DedupID != "ep-2-run" {
+		t.Errorf("queued %+v, want the encoded value under its group and dedup ID, no value", ms[0])
+	}
+}

@@ -120,6 +120,11 @@ type Message struct {
 	GroupID       string
 	DedupID       string
 	Body          []byte
+	// Value is the sender's value itself, for a message handed over in
+	// the process (Handoff.PublishValue): Body is then empty, and the
+	// handler takes Value instead of decoding a copy. The sender may still
+	// hold it: read it, do not change it. Nil for a message from a queue.
+	Value any
 	// ReceiveCount counts receives including this one.
 	ReceiveCount int
 	// SentAt is when the queue accepted the message.
