@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/jsonv"
 	"github.com/mcpmon/mcpmon/pkg/msg"
@@ -46,6 +47,47 @@ func FuzzUnmarshalMatchesEncodingJSON(f *testing.F) {
 		}
 		if werr == nil && !reflect.DeepEqual(want, got) {
 			t.Fatalf("%q: values differ:\nencoding/json %+v\njsonv         %+v", data, want, got)
+		}
+	})
+}
+
+// FuzzField: on any input Field returns without panicking, and on a
+// record encoding/json wrote (any input that decodes as a probe result,
+// encoded again) it finds each top-level member and decodes the value
+// Unmarshal gives, however far into the record the member sits.
+func FuzzField(f *testing.F) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var anything any
+		_, _ = jsonv.Field(data, "slot", &anything)
+
+		var r msg.ProbeResult
+		if json.Unmarshal(data, &r) != nil {
+			return
+		}
+		// A nested member of the same name, ahead of the top-level one.
+		r.Phases = map[string]float64{"toolCount": 7}
+		r.ToolCount = 3
+		enc, err := json.Marshal(r)
+		if err != nil {
+			return
+		}
+		var slot time.Time
+		if found, err := jsonv.Field(enc, "slot", &slot); !found || err != nil || !slot.Equal(r.Slot) {
+			t.Fatalf("%s: Field(slot) = %v, %v, %v; want %v", enc, slot, found, err, r.Slot)
+		}
+		var class string
+		if found, err := jsonv.Field(enc, "class", &class); !found || err != nil || class != r.Class {
+			t.Fatalf("%s: Field(class) = %q, %v, %v; want %q", enc, class, found, err, r.Class)
+		}
+		var tools int
+		if found, err := jsonv.Field(enc, "toolCount", &tools); !found || err != nil || tools != 3 {
+			t.Fatalf("%s: Field(toolCount) = %d, %v, %v; want the top-level 3, not the phase's 7", enc, tools, found, err)
+		}
+		if found, err := jsonv.Field(enc, "nosuchmember", &class); found || err != nil {
+			t.Fatalf("%s: Field(nosuchmember) = %v, %v; want not found, no error", enc, found, err)
 		}
 	})
 }

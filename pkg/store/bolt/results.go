@@ -28,16 +28,18 @@ import (
 func (s *Store) PutLatestResult(ctx context.Context, r msg.ProbeResult) error {
 	return s.batch(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bLatest)
-		// Only the stored slot matters: decoding the whole result (its
-		// phases, catalog and conformance) for it was most of this call.
-		cur, ok, err := get[struct {
-			Slot time.Time `json:"slot"`
-		}](b, []byte(r.EndpointID))
-		if err != nil {
-			return err
-		}
-		if ok && cur.Slot.After(r.Slot) {
-			return nil
+		// Only the stored slot matters, and it is the record's fourth
+		// member: parsing the rest (phases, catalog, conformance) for it
+		// was most of this call.
+		if raw := b.Get([]byte(r.EndpointID)); raw != nil {
+			var cur time.Time
+			found, err := jsonv.Field(raw, "slot", &cur)
+			if err != nil {
+				return fmt.Errorf("decode latest result of %s: %w", r.EndpointID, err)
+			}
+			if found && cur.After(r.Slot) {
+				return nil
+			}
 		}
 		return put(b, []byte(r.EndpointID), r)
 	})
@@ -72,15 +74,13 @@ func (s *Store) AddWindowResult(ctx context.Context, window time.Time, r msg.Pro
 	added := false
 	err := s.batch(ctx, func(tx *bbolt.Tx) error {
 		added = false
-		if raw := tx.Bucket(bVerdicts).Get(lastKey(r.EndpointID)); raw != nil {
-			var last struct{ Window time.Time }
-			if err := jsonv.Unmarshal(raw, &last); err != nil {
-				return fmt.Errorf("decode last verdict of %s: %w", r.EndpointID, err)
-			}
-			if !window.After(last.Window) {
-				return refuse(fmt.Errorf("result %s for window %s of %s (last verdict %s): %w",
-					r.ProbeRunID, window.UTC().Format(time.RFC3339), r.EndpointID, last.Window.UTC().Format(time.RFC3339), store.ErrWindowDecided))
-			}
+		last, ok, err := lastWindow(tx.Bucket(bVerdicts), r.EndpointID)
+		if err != nil {
+			return err
+		}
+		if ok && !window.After(last) {
+			return refuse(fmt.Errorf("result %s for window %s of %s (last verdict %s): %w",
+				r.ProbeRunID, window.UTC().Format(time.RFC3339), r.EndpointID, last.UTC().Format(time.RFC3339), store.ErrWindowDecided))
 		}
 		rb := tx.Bucket(bWinResults)
 		rk := resultKey(r.EndpointID, window, r.Region, r.ProbeRunID)

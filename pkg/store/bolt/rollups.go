@@ -134,13 +134,11 @@ func foldMark(vb *bbolt.Bucket, id string) (time.Time, bool, error) {
 		}
 		return keyTime(raw), true, nil
 	}
-	last, ok, err := get[struct {
-		Window time.Time `json:"window"`
-	}](vb, lastKey(id))
+	last, ok, err := lastWindow(vb, id)
 	if err != nil || !ok {
 		return time.Time{}, false, err
 	}
-	return last.Window.Add(1), false, nil
+	return last.Add(1), false, nil
 }
 
 // unfolded returns id's verdicts with a window in [from, to), oldest

@@ -37,15 +37,11 @@ func (s *Store) RecordVerdict(ctx context.Context, v msg.Verdict) (bool, error) 
 	err := s.batch(ctx, func(tx *bbolt.Tx) error {
 		applied = false
 		vb := tx.Bucket(bVerdicts)
-		// Only the last verdict's window decides; the rest of it is not
-		// decoded.
-		last, ok, err := get[struct {
-			Window time.Time `json:"window"`
-		}](vb, lastKey(v.EndpointID))
+		last, ok, err := lastWindow(vb, v.EndpointID)
 		if err != nil {
 			return err
 		}
-		if ok && !v.Window.After(last.Window) {
+		if ok && !v.Window.After(last) {
 			return nil
 		}
 		// The verdicts of the hours before this one's go into the rollups
@@ -157,6 +153,21 @@ func (s *Store) LastVerdict(ctx context.Context, endpointID string) (msg.Verdict
 // time key of id (0xff is no time's first byte before the year 2262), and
 // one byte long where a time is eight, so neither is read as the other.
 func lastKey(id string) []byte { return append(idPrefix(id), 0xff) }
+
+// lastWindow is the window of id's last verdict. Only the window decides
+// whether a result or a verdict comes too late, and it is the record's
+// third member: it is read without parsing the rest (jsonv.Field).
+func lastWindow(vb *bbolt.Bucket, id string) (time.Time, bool, error) {
+	raw := vb.Get(lastKey(id))
+	if raw == nil {
+		return time.Time{}, false, nil
+	}
+	var w time.Time
+	if _, err := jsonv.Field(raw, "window", &w); err != nil {
+		return time.Time{}, false, fmt.Errorf("decode last verdict of %s: %w", id, err)
+	}
+	return w, true, nil
+}
 
 // isHistoryKey reports whether k, a key of bucket verdicts, is a history
 // record (endpointID 0 window) rather than a last verdict.
