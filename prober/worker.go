@@ -30,13 +30,6 @@ type ResultPublisher interface {
 	Publish(ctx context.Context, in queue.SendInput) (string, error)
 }
 
-// valuePublisher is a ResultPublisher that takes the result as it is,
-// unencoded (queue.Handoff to the aggregator in the same process: its
-// handler takes a msg.ProbeResult as the message's Value).
-type valuePublisher interface {
-	PublishValue(ctx context.Context, groupID, dedupID string, v any, body func() []byte) (string, error)
-}
-
 // LatestResultStore keeps each endpoint's latest result: the previous one
 // tells the probe which era to try first and whether the protocol version
 // changed. store.Results satisfies it.
@@ -281,13 +274,7 @@ func (w *Worker) publish(ctx context.Context, res msg.ProbeResult, mem Memory) e
 	if w.latest != nil && !w.keepConf {
 		sent = res.WithoutConformance() // stored just above with it
 	}
-	var err error
-	if vp, ok := w.pub.(valuePublisher); ok {
-		_, err = vp.PublishValue(ctx, res.GroupID(), res.DedupID(), sent, sent.Body)
-	} else {
-		_, err = w.pub.Publish(ctx, queue.SendInput{GroupID: res.GroupID(), DedupID: res.DedupID(), Body: sent.Body()})
-	}
-	if err != nil {
+	if _, err := queue.SendValue(ctx, w.pub, res.GroupID(), res.DedupID(), sent, sent.Body); err != nil {
 		return fmt.Errorf("prober: publish result %s: %w", res.DedupID(), err)
 	}
 	// Detached: the result is out, so a shutdown now must not cost the

@@ -543,8 +543,8 @@ func (s *server) publishAgentResult(ctx context.Context, p auth.Principal, loc s
 			s.log.Debug("store an agent's latest result failed", "endpoint", res.EndpointID, "err", err)
 		}
 	}
-	body := res.WithoutConformance().Body() // stored just above with it
-	if _, err := s.agentPub.Publish(ctx, queue.SendInput{GroupID: res.GroupID(), DedupID: res.DedupID(), Body: body}); err != nil {
+	sent := res.WithoutConformance() // stored just above with it
+	if _, err := queue.SendValue(ctx, s.agentPub, res.GroupID(), res.DedupID(), sent, sent.Body); err != nil {
 		s.log.Warn("publish an agent's result failed", "dedup_id", res.DedupID(), "err", err)
 		return err
 	}

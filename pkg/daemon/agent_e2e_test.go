@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,13 @@ func TestAgentProbesWhatTheCentralProberMayNot(t *testing.T) {
 	latest := c.get(t, "/v1/endpoints/"+id)
 	if !strings.Contains(latest, `"region":"loc-office"`) {
 		t.Errorf("the latest result is not the agent location's: %s", latest)
+	}
+	// The agent's results went to this process's aggregator directly,
+	// not through the embedded results queue (the central prober is idle).
+	handed, sent := metricValue(t, c.get(t, "/metrics"), `mcpmon_queue_handoffs_total{queue="results"}`),
+		metricValue(t, c.get(t, "/metrics"), `mcpmon_queue_sends_total{queue="results"}`)
+	if handed < 1 || sent != 0 {
+		t.Errorf("agent results: %v handed to the aggregator, %v sent to the results queue; want them handed over, none sent", handed, sent)
 	}
 	for _, path := range []string{"/v1/endpoints/" + id, "/v1/agents"} {
 		if strings.Contains(c.get(t, path), "agent-e2e-secret") {
@@ -151,4 +159,20 @@ func (c apiClient) lastVerdict(t *testing.T, id string) msg.Verdict {
 		return msg.Verdict{}
 	}
 	return out.Verdicts[0]
+}
+
+// metricValue is the value of series (name and labels, as exposed) in a
+// /metrics text, 0 when it is not there.
+func metricValue(t *testing.T, text, series string) float64 {
+	t.Helper()
+	for line := range strings.Lines(text) {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				t.Fatalf("series %s: %v", series, err)
+			}
+			return v
+		}
+	}
+	return 0
 }

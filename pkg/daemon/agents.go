@@ -28,16 +28,19 @@ func (d *Daemon) agentLocations() *scheduler.Locations {
 // scheduler puts agent locations' slots into a scheduler.Locations of its
 // own, which the API serves to agents' polls; every API replica schedules
 // every endpoint, so an agent may poll any replica. Their results are
-// published to the results queue by the API.
+// published to the results queue by the API, or handed to the aggregator
+// of the API's own process on the embedded queue (agentResults).
 
 // agentResults is where the API publishes agents' results: the results
-// queue, when this process opened it (`mcpmon run`); nil otherwise, and
-// the API refuses agents' results with 503.
-func (d *Daemon) agentResults(qm *queue.Metrics) api.ResultPublisher {
+// queue, when this process opened it (`mcpmon run`), or, with this
+// process's aggregator on the embedded queue (fold), that aggregator's
+// handler itself, as the probers' results (resultsPublisher); nil
+// otherwise, and the API refuses agents' results with 503.
+func (d *Daemon) agentResults(qm *queue.Metrics, fold queue.Handler) api.ResultPublisher {
 	if d.qs.get(msg.QueueResults) == nil {
 		return nil
 	}
-	return d.publisher(msg.QueueResults, qm)
+	return d.resultsPublisher(qm, fold)
 }
 
 // agentFleet is the aggregator's view of the agents' liveness.

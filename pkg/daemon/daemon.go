@@ -499,6 +499,55 @@ func (d *Daemon) consume(ctx context.Context, name string, h queue.Handler, conc
 	d.loop(ctx, "consume "+name, func(ctx context.Context) error { return queue.Consume(ctx, d.qs.get(name), drained, opts) })
 }
 
+// startAggregator starts the aggregator of a process that has the role:
+// its results consumer and its tick. It returns the aggregator's result
+// handler, which the producers of results in this process (the probers,
+// the API's agent results) hand results to on the embedded queue
+// (regions.go's resultsPublisher); nil without the role.
+func (d *Daemon) startAggregator(ctx context.Context, qm *queue.Metrics) (queue.Handler, error) {
+	if !d.role.has(RoleAggregator) {
+		return nil, nil
+	}
+	o, reg := d.opts, d.reg
+	rm := aggregator.NewRegionMetrics(reg, o.Regions)
+	mem, err := d.aggregatorMembership() // heartbeat.go
+	if err != nil {
+		return nil, fmt.Errorf("aggregator membership: %w", err)
+	}
+	var members aggregator.Members
+	var memberTTL time.Duration
+	if mem != nil {
+		members, memberTTL = mem, mem.TTL()
+		d.loop(ctx, "aggregator heartbeat", mem.Run)
+	}
+	live, err := d.liveRegions(rm) // heartbeat.go
+	if err != nil {
+		return nil, fmt.Errorf("prober heartbeats: %w", err)
+	}
+	agg, err := aggregator.New(aggregator.Options{
+		Store:         d.st,
+		Publisher:     d.publisher(msg.QueueVerdicts, qm),
+		Window:        o.Window,
+		Grace:         o.Grace,
+		Regions:       o.Regions,
+		Live:          live,
+		Agents:        d.agentFleet(), // agents.go
+		RegionMetrics: rm,
+		Members:       members,
+		Replica:       d.replicaID(),
+		MemberTTL:     memberTTL,
+		Clock:         d.clk,
+		Logger:        d.log,
+		Metrics:       forgetting(&d.prune, aggregator.NewMetrics(reg, d.pipelineDelay())),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("aggregator: %w", err)
+	}
+	d.consume(ctx, msg.QueueResults, agg.Handle, stageConcurrency, qm)
+	d.loop(ctx, "aggregator", agg.Run)
+	return agg.Handle, nil
+}
+
 // build wires the role's components onto mux and starts their loops.
 func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metrics) error {
 	o, reg := d.opts, d.reg
@@ -507,6 +556,11 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		return nil
 	})
 
+	// Before the API and the probers: both hand their results to it.
+	fold, err := d.startAggregator(ctx, qm)
+	if err != nil {
+		return err
+	}
 	if d.role.has(RoleAPI) {
 		locs := d.agentLocations()        // agents.go
 		sched := d.newScheduler(qm, locs) // regions.go
@@ -562,7 +616,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 				return mcpapi.New(rest, mcpapi.Options{Version: Version, Logger: d.log})
 			},
 			AgentCommands:        locs,
-			AgentResults:         d.agentResults(qm), // agents.go
+			AgentResults:         d.agentResults(qm, fold), // agents.go
 			AgentSecretsOverHTTP: o.AgentSecretsOverHTTP,
 			AgentOfflineAfter:    o.AgentOfflineAfter,
 		})
@@ -592,46 +646,6 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			}
 			d.loop(ctx, "subscriptions prune", func(ctx context.Context) error { return subs.RunPrune(ctx, 10*time.Minute) })
 		}
-	}
-	var fold queue.Handler // the aggregator's, in a process that aggregates
-	if d.role.has(RoleAggregator) {
-		rm := aggregator.NewRegionMetrics(reg, o.Regions)
-		mem, err := d.aggregatorMembership() // heartbeat.go
-		if err != nil {
-			return fmt.Errorf("aggregator membership: %w", err)
-		}
-		var members aggregator.Members
-		var memberTTL time.Duration
-		if mem != nil {
-			members, memberTTL = mem, mem.TTL()
-			d.loop(ctx, "aggregator heartbeat", mem.Run)
-		}
-		live, err := d.liveRegions(rm) // heartbeat.go
-		if err != nil {
-			return fmt.Errorf("prober heartbeats: %w", err)
-		}
-		agg, err := aggregator.New(aggregator.Options{
-			Store:         d.st,
-			Publisher:     d.publisher(msg.QueueVerdicts, qm),
-			Window:        o.Window,
-			Grace:         o.Grace,
-			Regions:       o.Regions,
-			Live:          live,
-			Agents:        d.agentFleet(), // agents.go
-			RegionMetrics: rm,
-			Members:       members,
-			Replica:       d.replicaID(),
-			MemberTTL:     memberTTL,
-			Clock:         d.clk,
-			Logger:        d.log,
-			Metrics:       forgetting(&d.prune, aggregator.NewMetrics(reg, d.pipelineDelay())),
-		})
-		if err != nil {
-			return fmt.Errorf("aggregator: %w", err)
-		}
-		fold = agg.Handle
-		d.consume(ctx, msg.QueueResults, agg.Handle, stageConcurrency, qm)
-		d.loop(ctx, "aggregator", agg.Run)
 	}
 	if d.role.has(RoleProber) {
 		if err := d.startProbers(ctx, qm, fold); err != nil { // regions.go: one per region with `run --regions`

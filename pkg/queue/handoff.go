@@ -62,6 +62,23 @@ func (h Handoff) PublishValue(ctx context.Context, groupID, dedupID string, v an
 	return h.hand(ctx, groupID, dedupID, nil, v, body)
 }
 
+// ValueSender is a Sender that can also take a message's value as it is
+// (Handoff).
+type ValueSender interface {
+	Sender
+	PublishValue(ctx context.Context, groupID, dedupID string, v any, body func() []byte) (string, error)
+}
+
+// SendValue publishes v through s: as the value itself when s takes values
+// (a Handoff), else encoded by body. The one way a stage's producer sends
+// a message a consumer in its process may take unencoded.
+func SendValue(ctx context.Context, s Sender, groupID, dedupID string, v any, body func() []byte) (string, error) {
+	if vs, ok := s.(ValueSender); ok {
+		return vs.PublishValue(ctx, groupID, dedupID, v, body)
+	}
+	return s.Publish(ctx, SendInput{GroupID: groupID, DedupID: dedupID, Body: body()})
+}
+
 func (h Handoff) hand(ctx context.Context, groupID, dedupID string, b []byte, v any, body func() []byte) (string, error) {
 	now := time.Now
 	if h.Now != nil {
