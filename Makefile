@@ -35,6 +35,14 @@ bench: ## Go benchmarks and the load harness table
 bench-versus: ## mcpmon, Gatus and blackbox_exporter + Prometheus checking one fleet at once
 	VERSUS_ENDPOINTS='$(VERSUS_ENDPOINTS)' VERSUS_ARGS='$(VERSUS_ARGS)' bash .ci/bench.sh --versus-only
 
+# `make bench-pair A=<rev> B=<rev>` compares two builds' pipeline CPU per probe
+# at 10,000 endpoints in runs alternating A, B (RUNS pairs, default 2; about
+# 8 minutes a run), each beside the go-sdk server's CPU for the same probes:
+# the box's gauge. .ci/pair.sh has the knobs.
+.PHONY: bench-pair
+bench-pair: ## two builds' CPU per probe, runs alternating, beside the box's gauge
+	A='$(A)' B='$(B)' RUNS='$(RUNS)' bash .ci/pair.sh
+
 # `make chaos` runs cmd/mcpmon-chaos at the documented size (50 endpoints × 8
 # outages = 400 planned) in every mode (fleet, embedded, agent, cluster); `make test` runs it at a small size.
 # The harness runs its own redis-server, or its own Redis Cluster in cluster

@@ -463,18 +463,20 @@ loop:
 	return nil
 }
 
-// steadyMark is where the warm-up ended: the pipeline's CPU, the
-// handshakes the fleet server had seen begin and the embedded store's
+// steadyMark is where the warm-up ended: the pipeline's CPU, the fleet
+// server's, the handshakes it had seen begin and the embedded store's
 // commits and pages written by then; end adds the same at the end of the
 // run.
 type steadyMark struct {
 	at             time.Time
 	cpu            time.Duration
+	srvCPU         time.Duration // the fleet server's
 	handshakes     int64
 	commits, pages uint64
 	file           bool          // the store is the embedded one
 	window         time.Duration // set by end
 	steadyCPU      time.Duration // set by end
+	steadySrvCPU   time.Duration // set by end
 	endHandshakes  int64         // set by end
 	// set by end: the window's commits and pages
 	steadyCommits, steadyPages uint64
@@ -485,10 +487,14 @@ func markSteady(ctx context.Context, srv *fleet, d *daemon.Daemon) (steadyMark, 
 	if err != nil {
 		return steadyMark{}, err
 	}
+	srvCPU, err := srv.cpu()
+	if err != nil {
+		return steadyMark{}, err
+	}
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	commits, pages, file := d.StoreWrites()
-	return steadyMark{at: time.Now(), cpu: tv(ru.Utime) + tv(ru.Stime), handshakes: n, commits: commits, pages: pages, file: file}, nil
+	return steadyMark{at: time.Now(), cpu: tv(ru.Utime) + tv(ru.Stime), srvCPU: srvCPU, handshakes: n, commits: commits, pages: pages, file: file}, nil
 }
 
 // end closes the steady window (after, the pipeline's rusage at the end).
@@ -497,8 +503,13 @@ func (m *steadyMark) end(ctx context.Context, srv *fleet, d *daemon.Daemon, afte
 	if err != nil {
 		return err
 	}
+	srvCPU, err := srv.cpu()
+	if err != nil {
+		return err
+	}
 	m.endHandshakes = n
 	m.steadyCPU = tv(after.Utime) + tv(after.Stime) - m.cpu
+	m.steadySrvCPU = srvCPU - m.srvCPU
 	m.window = time.Since(m.at)
 	commits, pages, _ := d.StoreWrites()
 	m.steadyCommits, m.steadyPages = commits-m.commits, pages-m.pages
@@ -516,6 +527,13 @@ func (m steadyMark) rows(warmup time.Duration, per float64) [][2]string {
 	}
 	if probes > 0 && per > 0 {
 		rows = append(rows, [2]string{"steady state: pipeline CPU per probe ÷ go-sdk client CPU per handshake (target ≤ 0.5)", fmt.Sprintf("%.2f×", float64(m.steadyCPU)/probes/per)})
+	}
+	if probes > 0 && m.steadySrvCPU > 0 {
+		// The server answers the same exchanges in the same seconds: the
+		// gauge of the box's speed to compare builds run at different
+		// times by (the peer's figure comes from minutes before and after).
+		rows = append(rows, [2]string{"steady state: go-sdk server CPU per probe; pipeline CPU ÷ server CPU (compare builds by this)",
+			fmt.Sprintf("%s; %.3f", perProbe(m.steadySrvCPU, probes), float64(m.steadyCPU)/float64(m.steadySrvCPU))})
 	}
 	if probes > 0 && m.file {
 		rows = append(rows, [2]string{"steady state: embedded store commits and pages written per probe (mcpmon_store_commits_total, mcpmon_store_pages_written_total)",
