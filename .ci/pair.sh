@@ -2,11 +2,13 @@
 # `make bench-pair A=<rev> B=<rev>`: compare the pipeline's CPU per probe of
 # two builds at 10,000 endpoints the only way this kind of box can tell them
 # apart: runs alternating A, B, A, B ... (RUNS pairs), each reporting the
-# steady state's CPU per probe beside the go-sdk server's CPU for the same
-# probes in the same seconds. The server's figure is the box's gauge (its
-# speed moves by up to two fifths between runs minutes apart); compare the
-# builds by "pipeline ÷ server", not by milliseconds. Each run takes about
-# PAIR_DURATION; run nothing else meanwhile.
+# pipeline's CPU per probe beside the go-sdk server's CPU for the same
+# probes in the same seconds (the whole run's rows, which builds of every
+# age print; the steady state's CPU and pages besides). The server's figure
+# is the box's gauge (its speed moves by up to two fifths between runs
+# minutes apart); compare the builds by the gauge, pipeline / server, not by
+# milliseconds. Each run takes about PAIR_DURATION plus a minute of set-up;
+# run nothing else meanwhile.
 #
 #   A, B           git revisions (default: HEAD~1 and HEAD)
 #   RUNS           pairs of runs (default 2)
@@ -36,9 +38,12 @@ build a "$a"
 build b "$b"
 
 # field prints the value column of the row whose name starts with $1.
-field() { grep -F "| $1" "$2" | head -1 | awk -F'|' '{gsub(/^ +| +$/, "", $3); print $3}'; }
+field() { { grep -F "| $1" "$2" || true; } | head -1 | awk -F'|' '{gsub(/^ +| +$/, "", $3); print $3}'; }
+# micros turns a Go duration's leading figure (1.304ms, 930µs, 1.2s) into µs.
+micros() { awk '{v=$1; u=v; sub(/^[0-9.]+/, "", u); sub(/[^0-9.].*$/, "", v);
+	m = (u ~ /^ms/) ? 1000 : (u ~ /^(µs|us)/) ? 1 : (u ~ /^s/) ? 1e6 : (u ~ /^ns/) ? 0.001 : 0; print v*m}' <<<"$1"; }
 
-printf '| run | build | steady CPU per probe | go-sdk server CPU per probe; pipeline ÷ server | pages per probe |\n|---|---|---|---|---|\n' >"$work/table"
+printf '| run | build | steady CPU per probe | whole run: pipeline / go-sdk server CPU per probe = the gauge | steady pages per probe |\n|---|---|---|---|---|\n' >"$work/table"
 for i in $(seq 1 "$runs"); do
 	for name in a b; do
 		rev=$a
@@ -50,9 +55,13 @@ for i in $(seq 1 "$runs"); do
 			tail -20 "$out.err" >&2
 			exit 1
 		}
-		printf '| %s | %s (%s) | %s | %s | %s |\n' "$i" "$name" "$rev" \
-			"$(field 'steady state: CPU per probe' "$out")" \
-			"$(field 'steady state: go-sdk server CPU per probe' "$out")" \
+		# The gauge from the whole run's rows, which builds of every age
+		# print (the steady server row is newer): the warm-up is in both.
+		whole=$(field 'CPU per probe (pipeline alone' "$out")
+		srv=$(field 'server CPU per probe' "$out")
+		ratio=$(awk -v p="$(micros "$whole")" -v s="$(micros "$srv")" 'BEGIN { if (s > 0) printf "%.3f", p / s }')
+		printf '| %s | %s (%s) | %s | %s / %s = %s | %s |\n' "$i" "$name" "$rev" \
+			"$(field 'steady state: CPU per probe' "$out")" "$whole" "$srv" "$ratio" \
 			"$(field 'steady state: embedded store commits and pages' "$out")" >>"$work/table"
 	done
 done
