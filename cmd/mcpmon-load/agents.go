@@ -296,6 +296,7 @@ func (e *exchangeStats) snapshot() exchangeSnapshot {
 type agentsSample struct {
 	apiCPU, selfCPU, fleetCPU time.Duration
 	apiRSS, apiHWM            int64
+	fleetAccepts              int64              // the MCP servers' failed accepts so far
 	verdicts                  map[string]float64 // by state
 }
 
@@ -311,6 +312,7 @@ func sampleAgentsRun(ctx context.Context, addr string, pid int, f *fleet) (agent
 	if s.fleetCPU, err = f.cpu(); err != nil {
 		return s, err
 	}
+	s.fleetAccepts = f.failedAccepts()
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	s.selfCPU = tv(ru.Utime) + tv(ru.Stime)
@@ -373,6 +375,7 @@ func agentsRows(o agentsOptions, s exchangeSnapshot, before, after agentsSample,
 		{"other non-2xx answers: polls, posts", fmt.Sprintf("%d, %d", s.statusElse["poll"], s.statusElse["post"])},
 		{"windows no_data", noDataRow},
 		{"agents' CPU (this process), MCP servers' CPU", fmt.Sprintf("%s, %s", pct(after.selfCPU-before.selfCPU), pct(after.fleetCPU-before.fleetCPU))},
+		{"MCP servers' failed accepts (out of file descriptors: probes refused; above 0 the run measured the servers' limit, not mcpmon)", fmt.Sprint(after.fleetAccepts - before.fleetAccepts)},
 	}
 	return rows
 }

@@ -102,7 +102,37 @@ func isInitialize(body []byte) bool {
 type fleet struct {
 	cmd  *exec.Cmd
 	base string
+	// accepts counts the child's failed accepts (its log lines): out of
+	// file descriptors, the server refuses probes, and a run's figures are
+	// wrong without saying so unless the report counts them.
+	accepts *acceptErrors
 }
+
+// acceptErrors passes the fleet server's log through to w and counts the
+// lines net/http writes when an accept fails, showing only the first: a
+// server out of file descriptors logs one every few milliseconds.
+type acceptErrors struct {
+	w io.Writer
+	n atomic.Int64
+}
+
+var acceptError = []byte("http: Accept error")
+
+func (a *acceptErrors) Write(p []byte) (int, error) {
+	k := bytes.Count(p, acceptError)
+	if k == 0 {
+		return a.w.Write(p)
+	}
+	if a.n.Add(int64(k)) == int64(k) {
+		if _, err := fmt.Fprintf(a.w, "%s(load: the fleet server's further accept errors are counted in the report, not shown)\n", p); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// failedAccepts is the number of accepts the fleet server failed so far.
+func (f *fleet) failedAccepts() int64 { return f.accepts.n.Load() }
 
 // startFleet starts this binary as a fleet-server child and returns n
 // endpoint URLs on it.
@@ -112,7 +142,8 @@ func startFleet(ctx context.Context, n int, sessionTimeout time.Duration, stderr
 		return nil, nil, err
 	}
 	cmd := exec.Command(exe, "--fleet-child", "--fleet-session-timeout", sessionTimeout.String())
-	cmd.Stderr = stderr
+	accepts := &acceptErrors{w: stderr}
+	cmd.Stderr = accepts
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, nil, err
@@ -144,7 +175,7 @@ func startFleet(ctx context.Context, n int, sessionTimeout time.Duration, stderr
 		for i := range urls {
 			urls[i] = fmt.Sprintf("%s/e/%d", u, i)
 		}
-		return &fleet{cmd: cmd, base: u}, urls, nil
+		return &fleet{cmd: cmd, base: u, accepts: accepts}, urls, nil
 	case <-ctx.Done():
 		stopChild(cmd)
 		return nil, nil, ctx.Err()

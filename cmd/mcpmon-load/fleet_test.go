@@ -41,3 +41,27 @@ func TestCountHandshakesCountsInitializeOnly(t *testing.T) {
 		t.Errorf("bodies the server saw = %q, want all six, unchanged", got)
 	}
 }
+
+// TestAcceptErrorsCounted: the fleet server's failed accepts are counted
+// and shown once; the rest of its log passes through.
+func TestAcceptErrorsCounted(t *testing.T) {
+	var out strings.Builder
+	a := &acceptErrors{w: &out}
+	lines := []string{
+		"listening\n",
+		"2026/12/07 09:22:24 http: Accept error: accept tcp 127.0.0.1:37117: accept4: too many open files; retrying in 5ms\n",
+		"2026/12/07 09:22:24 http: Accept error: accept tcp 127.0.0.1:37117: accept4: too many open files; retrying in 10ms\n",
+		"a session ended\n",
+	}
+	for _, l := range lines {
+		if n, err := a.Write([]byte(l)); err != nil || n != len(l) {
+			t.Fatalf("Write(%q) = %d, %v", l, n, err)
+		}
+	}
+	if got := a.n.Load(); got != 2 {
+		t.Errorf("counted %d failed accepts, want 2", got)
+	}
+	if got := out.String(); strings.Count(got, "Accept error") != 1 || !strings.Contains(got, "listening") || !strings.Contains(got, "a session ended") {
+		t.Errorf("passed through:\n%s\nwant the other lines and the first accept error only", got)
+	}
+}

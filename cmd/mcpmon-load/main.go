@@ -428,6 +428,9 @@ loop:
 	var per float64 // the go-sdk client's CPU per handshake, ns
 	if srv != nil {
 		rows = append(rows, [2]string{"server CPU per probe (go-sdk server, child process)", perProbe(srvCPU, probes)})
+		if n := srv.failedAccepts(); n > 0 {
+			rows = append(rows, [2]string{"the server's failed accepts (out of file descriptors: probes refused; this run measured the server's limit, not mcpmon)", fmt.Sprint(n)})
+		}
 		if o.peer > 0 {
 			fmt.Fprintf(stderr, "load: pipeline stopped; %d go-sdk client handshakes again, in a process of their own ...\n", o.peer)
 			peerAfter, err := peerInChild(ctx, srv.base+"/e/peer", o.peer)
