@@ -28,10 +28,11 @@ func Unmarshal(data []byte, v any) error { return jsonv1.Unmarshal(data, v) }
 // field near the start of a large record (a result's slot ahead of its
 // phases, catalog and conformance) it costs a few tokens where Unmarshal
 // parses the whole record. It reports false when data has no such member
-// (with an error when the JSON breaks before one is found). Names are matched exactly, as
-// encoding/json writes them, and the first match is taken: use it on
-// records this program encoded itself, where neither case variants nor
-// duplicates occur; Unmarshal is the decoder for anything else.
+// (with an error when the JSON breaks before one is found). Names are
+// matched exactly, as encoding/json writes them, and the first match is
+// taken: use it on records this program encoded itself, where neither
+// case variants nor duplicates occur; Unmarshal is the decoder for
+// anything else.
 func Field(data []byte, name string, v any) (bool, error) {
 	d := jsontext.NewDecoder(bytes.NewBuffer(data))
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
