@@ -258,19 +258,25 @@ func (p *Publisher) send(batch []*pubReq) {
 		}
 		return
 	}
+	// Counted before any caller is answered: a caller that reads the
+	// metrics once Publish returned finds its send in them.
 	sent, dups := 0, 0
+	for i := range batch {
+		if res[i].Err == nil {
+			sent++
+			if res[i].Duplicate {
+				dups++
+			}
+		}
+	}
+	p.opts.Metrics.sent(p.q.Name(), sent, dups)
 	for i, r := range batch {
 		if res[i].Err != nil {
 			p.retryOrFail(r, res[i].Err)
 			continue
 		}
-		sent++
-		if res[i].Duplicate {
-			dups++
-		}
 		p.reply(r, res[i].MessageID, nil)
 	}
-	p.opts.Metrics.sent(p.q.Name(), sent, dups)
 }
 
 // Permanent reports whether err will not go away on retry: a malformed
