@@ -146,10 +146,11 @@ func (d *Daemon) startProbers(ctx context.Context, qm *queue.Metrics, fold queue
 	return nil
 }
 
-// resultsPublisher is where the probers' results go: the results queue,
-// or, in a process that also aggregates (fold is its handler) on the
-// embedded queue, the aggregator's handler itself (queue.Handoff), the
-// queue only when that fails. The embedded queue lives in the store's
+// resultsPublisher is where the probers' results go, and the API's
+// agent results (agentResults): the results queue, or, in a process that
+// also aggregates (fold is its handler) on the embedded queue, the
+// aggregator's handler itself (queue.Handoff), the queue only when that
+// fails. The embedded queue lives in the store's
 // file, so a result through it cost a send, a receive and a delete on top
 // of the fold's one write. On SQS every result goes through the queue,
 // which is what spreads the folding over the aggregator replicas.

@@ -170,7 +170,8 @@ func lastWindow(vb *bbolt.Bucket, id string) (time.Time, bool, error) {
 }
 
 // isHistoryKey reports whether k, a key of bucket verdicts, is a history
-// record (endpointID 0 window) rather than a last verdict.
+// record (endpointID 0 window) rather than the fold mark or the last
+// verdict.
 func isHistoryKey(k []byte) bool {
 	i := bytes.IndexByte(k, 0)
 	return i >= 0 && len(k) == i+9
