@@ -208,12 +208,6 @@ func (f *fleet) handshakes(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// peerHandshakes runs the go-sdk client's handshake (initialize +
-// initialized + ping + close) n times against url from
-// conc goroutines and returns the CPU this process spent doing it — the
-// peer figure the pipeline's CPU per probe is compared with, from the same
-// run and against the same server. The pipeline must be stopped: getrusage
-// measures the whole process.
 // peerInChild runs n go-sdk client handshakes against url in a child
 // process of this binary (--peer-child) and returns that process's CPU for
 // them.
@@ -235,6 +229,12 @@ func peerInChild(ctx context.Context, url string, n int) (time.Duration, error) 
 	return time.Duration(ns), nil
 }
 
+// peerHandshakes runs the go-sdk client's handshake (initialize +
+// initialized + ping + close) n times against url from
+// conc goroutines and returns the CPU this process spent doing it — the
+// peer figure the pipeline's CPU per probe is compared with, from the same
+// run and against the same server. The pipeline must be stopped: getrusage
+// measures the whole process.
 func peerHandshakes(ctx context.Context, url string, n, conc int) (time.Duration, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "peer", Version: "1.0.0"}, nil)
 	// As prober's BenchmarkProbe measures it: a fresh transport per

@@ -610,10 +610,18 @@ func checkAgentResult(res *msg.ProbeResult, now time.Time) *apiv1.FieldError {
 // replicas wrote of it: a model.AgentSeen per agent. It is written to the
 // store (store.KindAgentSeen) at most every agentSeenWrite per agent, so
 // a poll costs no store write and GET /v1/agents on any replica shows a
-// poll of seconds ago.
+// poll of seconds ago. A poll that is not written is written
+// agentSeenWrite after the last write (a trailing write), so the record
+// catches up with an agent's last poll: the agent watcher, which judges
+// the record, then says "offline since" the poll this replica shows, and
+// at the moment this replica shows it offline, not up to agentSeenWrite
+// earlier.
 type agentSeen struct {
 	mu sync.Mutex
 	m  map[string]*agentState // key ID →
+	// writes orders a trailing write with forget, so a revoked agent's
+	// record is not written again after it was deleted.
+	writes sync.Mutex
 	// metrics, when set, exports each agent's series (agentstatus.go).
 	metrics *AgentMetrics
 }
@@ -622,9 +630,17 @@ type agentSeen struct {
 type agentState struct {
 	model.AgentSeen
 	written time.Time
+	// trailing is the pending write of the polls since written, due at
+	// trailingAt.
+	trailing   *time.Timer
+	trailingAt time.Time
 }
 
 const agentSeenWrite = 15 * time.Second
+
+// trailingWriteTimeout bounds a trailing write, which runs outside any
+// request.
+const trailingWriteTimeout = 10 * time.Second
 
 func (a *agentSeen) get(id string) (model.AgentSeen, bool) {
 	a.mu.Lock()
@@ -649,7 +665,8 @@ func (a *agentSeen) state(id string) *agentState {
 }
 
 // poll records a poll received at now, with the agent's clock skew when
-// it sent a valid time, and writes the record when it is due.
+// it sent a valid time, and writes the record when it is due (else
+// schedules its trailing write).
 func (a *agentSeen) poll(ctx context.Context, st Store, p auth.Principal, version string, skew *time.Duration, now time.Time) {
 	a.mu.Lock()
 	_, known := a.m[p.KeyID]
@@ -668,8 +685,17 @@ func (a *agentSeen) poll(ctx context.Context, st Store, p auth.Principal, versio
 		s.ClockSkew = skew
 	}
 	due := now.Sub(s.written) >= agentSeenWrite
-	if due {
+	switch {
+	case due:
 		s.written = now
+		if s.trailing != nil {
+			s.trailing.Stop()
+			s.trailing = nil
+		}
+	case s.trailing == nil:
+		at := s.written.Add(agentSeenWrite)
+		s.trailingAt = at
+		s.trailing = time.AfterFunc(at.Sub(now), func() { a.writeTrailing(st, p.KeyID, s, at) })
 	}
 	doc, _ := json.Marshal(s.AgentSeen)
 	rec := s.AgentSeen
@@ -683,6 +709,26 @@ func (a *agentSeen) poll(ctx context.Context, st Store, p auth.Principal, versio
 	}
 }
 
+// writeTrailing writes s, the record of agent id, as of at (by the
+// server's clock, agentSeenWrite after its last write), unless the
+// agent was forgotten or its record written since (the write due at at
+// is no longer pending).
+func (a *agentSeen) writeTrailing(st Store, id string, s *agentState, at time.Time) {
+	a.writes.Lock()
+	defer a.writes.Unlock()
+	a.mu.Lock()
+	if a.m[id] != s || s.trailing == nil || !s.trailingAt.Equal(at) {
+		a.mu.Unlock()
+		return
+	}
+	s.trailing, s.written = nil, at
+	doc, _ := json.Marshal(s.AgentSeen)
+	a.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), trailingWriteTimeout)
+	defer cancel()
+	_ = st.PutObject(ctx, store.KindAgentSeen, id, doc) // advisory, as in poll
+}
+
 func (a *agentSeen) results(p auth.Principal, n int, now time.Time) {
 	a.mu.Lock()
 	a.state(p.KeyID).CountResults(n, now)
@@ -693,7 +739,13 @@ func (a *agentSeen) results(p auth.Principal, n int, now time.Time) {
 // forget drops a revoked agent's record, here and in the store, so the
 // agent watcher does not report its silence.
 func (a *agentSeen) forget(ctx context.Context, st Store, k auth.Key) error {
+	a.writes.Lock()
+	defer a.writes.Unlock()
 	a.mu.Lock()
+	if s := a.m[k.ID]; s != nil && s.trailing != nil {
+		s.trailing.Stop()
+		s.trailing = nil
+	}
 	delete(a.m, k.ID)
 	a.mu.Unlock()
 	a.metrics.forget(k.ID, k.Location)

@@ -3,9 +3,11 @@ package api
 import (
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/auth"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
 
@@ -37,4 +39,53 @@ func TestAgentRecordSurvivesARestart(t *testing.T) {
 	if got, _ := third.get("k1"); got.PerMinute(later) != 40 {
 		t.Errorf("the record the restarted replica wrote lost the count: %+v", got)
 	}
+}
+
+// TestAgentRecordCatchesUpWithTheLastPoll: a poll that is not written at
+// once is written agentSeenWrite after the last write, so the record the
+// agent watcher judges ends at the agent's last poll (the one GET
+// /v1/agents shows), not up to agentSeenWrite before it; a trailing write
+// pending when the agent is revoked does not bring its record back.
+func TestAgentRecordCatchesUpWithTheLastPoll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"), bolt.Options{SweepInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = st.Close() }()
+		stored := func(id string) (model.AgentSeen, bool) {
+			var seen agentSeen
+			seen.load(t.Context(), st, []auth.Key{{ID: id}})
+			return seen.get(id)
+		}
+		var seen agentSeen
+		p := auth.Principal{KeyID: "k1", Name: "office-1", Tenant: "acme", Location: "office", Scope: auth.ScopeAgent}
+		first := time.Now()
+		seen.poll(t.Context(), st, p, "1.0", nil, first) // written at once
+		time.Sleep(5 * time.Second)
+		last := time.Now()
+		seen.poll(t.Context(), st, p, "1.0", nil, last) // not due: trailing
+		if got, _ := stored("k1"); !got.LastSeen.Equal(first.UTC()) {
+			t.Fatalf("before the trailing write: stored lastSeen %v, want the first poll %v", got.LastSeen, first.UTC())
+		}
+		time.Sleep(agentSeenWrite - 5*time.Second + time.Millisecond)
+		synctest.Wait()
+		if got, _ := stored("k1"); !got.LastSeen.Equal(last.UTC()) {
+			t.Fatalf("after the trailing write: stored lastSeen %v, want the last poll %v", got.LastSeen, last.UTC())
+		}
+
+		// Revoked with a trailing write pending: the record stays deleted.
+		p2 := auth.Principal{KeyID: "k2", Name: "office-2", Tenant: "acme", Location: "office", Scope: auth.ScopeAgent}
+		seen.poll(t.Context(), st, p2, "1.0", nil, time.Now())
+		time.Sleep(time.Second)
+		seen.poll(t.Context(), st, p2, "1.0", nil, time.Now())
+		if err := seen.forget(t.Context(), st, auth.Key{ID: "k2", Location: "office"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(agentSeenWrite)
+		synctest.Wait()
+		if got, ok := stored("k2"); ok {
+			t.Fatalf("a revoked agent's record was written again by its trailing write: %+v", got)
+		}
+	})
 }

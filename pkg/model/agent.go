@@ -32,8 +32,9 @@ type AgentSeen struct {
 // before it counts as offline (--agent-offline-after): three of its
 // longest polls (apiv1.MaxAgentWait, 30 s), so one slow answer, a server
 // restart or a rolling upgrade (the agent backs off up to 30 s) does not
-// make it offline, and a dead agent is reported within two minutes
-// (plus the store write interval of its last poll, 15 s).
+// make it offline, and a dead agent is reported within two minutes (its
+// last poll reaches the store within 15 s of it, the agent watcher looks
+// every 15 s).
 const DefaultAgentOfflineAfter = 90 * time.Second
 
 // Bounds of --agent-offline-after: above the longest poll plus the
