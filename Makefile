@@ -44,7 +44,7 @@ bench-pair: ## two builds' CPU per probe, runs alternating, beside the box's gau
 	A='$(A)' B='$(B)' RUNS='$(RUNS)' bash .ci/pair.sh
 
 # `make chaos` runs cmd/mcpmon-chaos at the documented size (50 endpoints × 8
-# outages = 400 planned) in every mode (fleet, embedded, agent, cluster); `make test` runs it at a small size.
+# outages = 400 planned) in every mode (fleet, embedded, agent, embedded-agent, cluster); `make test` runs it at a small size.
 # The harness runs its own redis-server, or its own Redis Cluster in cluster
 # mode (it kills it, or one primary, mid-run); start-redis.sh installs the
 # binary. Pass more flags with CHAOS_ARGS="--seed 7".
@@ -59,6 +59,7 @@ chaos: ## chaos test: kill replicas and Redis mid-run; every outage must page ex
 	$(GO) run ./cmd/mcpmon-chaos --mode fleet --endpoints 50 --outages 8 $(CHAOS_ARGS) || rc=1; \
 	$(GO) run ./cmd/mcpmon-chaos --mode embedded --endpoints 50 --outages 8 $(CHAOS_ARGS) || rc=1; \
 	$(GO) run ./cmd/mcpmon-chaos --mode agent --endpoints 50 --outages 8 $(CHAOS_ARGS) || rc=1; \
+	$(GO) run ./cmd/mcpmon-chaos --mode embedded-agent --endpoints 50 --outages 8 $(CHAOS_ARGS) || rc=1; \
 	$(GO) run ./cmd/mcpmon-chaos --mode cluster --endpoints 50 --outages 8 $(CHAOS_ARGS) || rc=1; \
 	exit $$rc
 

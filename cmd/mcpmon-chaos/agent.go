@@ -24,12 +24,27 @@ import (
 // replicas of the fleet roles.
 const ModeAgent = "agent"
 
+// ModeEmbeddedAgent (--mode embedded-agent) is the same two agents
+// talking to one `mcpmon run` with API keys on: the kills fall on the
+// agents and the run, whose API hands each posted result to the
+// aggregator of its own process and answers the post once it is folded.
+const ModeEmbeddedAgent = "embedded-agent"
+
+// agents reports whether the mode probes through agents.
+func (o options) agents() bool { return o.Mode == ModeAgent || o.Mode == ModeEmbeddedAgent }
+
+// embedded reports whether the mode runs one `mcpmon run`.
+func (o options) embedded() bool { return o.Mode == ModeEmbedded || o.Mode == ModeEmbeddedAgent }
+
 // chaosLocation is the agents' location; its endpoints name the region
 // "loc-" + chaosLocation.
 const chaosLocation = "chaos"
 
 const agentModeWhat = "api, aggregator, alerter × 2 processes on fauxqs + redis-server; 2 `mcpmon agent` probing every endpoint from loc-" +
 	chaosLocation + ", each given both API replicas"
+
+const embeddedAgentModeWhat = "one `mcpmon run` on a data dir (embedded queue and store, API keys on); 2 `mcpmon agent` probing every endpoint from loc-" +
+	chaosLocation
 
 // fleetRoles are the roles run twice each as processes.
 func fleetRoles(mode string) []string {
@@ -42,7 +57,7 @@ func fleetRoles(mode string) []string {
 // prepareAgentMode turns API keys on in env and makes the harness's admin
 // key, before any replica starts (so none bootstraps one).
 func (h *harness) prepareAgentMode(ctx context.Context, env *[]string) error {
-	if h.o.Mode != ModeAgent {
+	if !h.o.agents() {
 		return nil
 	}
 	*env = append(*env, "MCPMON_AUTH=keys", "MCPMON_BOOTSTRAP_KEY=false")
@@ -63,7 +78,7 @@ func (h *harness) prepareAgentMode(ctx context.Context, env *[]string) error {
 // startAgents creates an agent key per agent and starts the agents, once
 // the API replicas are ready.
 func (h *harness) startAgents(ctx context.Context, env []string) error {
-	if h.o.Mode != ModeAgent {
+	if !h.o.agents() {
 		return nil
 	}
 	for i := 1; i <= 2; i++ {
@@ -99,7 +114,7 @@ func (h *harness) startAgents(ctx context.Context, env []string) error {
 // victim is the process the next kill falls on: in agent mode an agent or
 // an API replica every other kill on average, else any process.
 func (h *harness) victim(rng *rand.Rand) *proc {
-	if h.o.Mode == ModeAgent && rng.IntN(2) == 0 {
+	if h.o.agents() && rng.IntN(2) == 0 {
 		near := slices.Concat(h.agents, h.apis)
 		return near[rng.IntN(len(near))]
 	}
@@ -109,7 +124,7 @@ func (h *harness) victim(rng *rand.Rand) *proc {
 // endpointRegions are the regions an endpoint is registered with: the
 // agents' location in agent mode, the default otherwise.
 func (h *harness) endpointRegions(body map[string]any) {
-	if h.o.Mode == ModeAgent {
+	if h.o.agents() {
 		body["regions"] = []string{"loc-" + chaosLocation}
 	}
 }

@@ -64,8 +64,8 @@ func defaultOptions() options {
 
 func (o options) validate() error {
 	var errs []string
-	if o.Mode != ModeFleet && o.Mode != ModeEmbedded && o.Mode != ModeAgent && o.Mode != ModeCluster {
-		errs = append(errs, "--mode must be fleet, embedded, agent or cluster")
+	if !slices.Contains([]string{ModeFleet, ModeEmbedded, ModeAgent, ModeEmbeddedAgent, ModeCluster}, o.Mode) {
+		errs = append(errs, "--mode must be fleet, embedded, agent, embedded-agent or cluster")
 	}
 	if o.Endpoints < 1 || o.Endpoints > 500 {
 		errs = append(errs, "--endpoints must be 1..500")
@@ -82,7 +82,7 @@ func (o options) validate() error {
 	if o.SinkFailRate < 0 || o.SinkFailRate >= 1 {
 		errs = append(errs, "--sink-fail must be in [0, 1)")
 	}
-	if o.Mode != ModeEmbedded && o.SQSEndpoint == "" {
+	if !o.embedded() && o.SQSEndpoint == "" {
 		errs = append(errs, "--mode fleet, agent and cluster need --sqs-endpoint (or MCPMON_TEST_SQS_ENDPOINT): start fauxqs with .ci/start-fauxqs.sh")
 	}
 	if len(errs) > 0 {
@@ -95,7 +95,7 @@ func (o options) killEvery() time.Duration {
 	switch {
 	case o.KillEvery != 0:
 		return o.KillEvery
-	case o.Mode == ModeEmbedded:
+	case o.embedded():
 		return 15 * time.Second
 	default:
 		return 10 * time.Second
@@ -261,8 +261,12 @@ func (h *harness) env(extra ...string) []string {
 }
 
 func (h *harness) startPipeline(ctx context.Context) error {
-	if h.o.Mode == ModeEmbedded {
-		p, err := newProc("run", h.bin, h.env("MCPMON_DATA_DIR="+filepath.Join(h.dir, "data")), h.dir, true,
+	if h.o.embedded() {
+		env := h.env("MCPMON_DATA_DIR=" + filepath.Join(h.dir, "data"))
+		if err := h.prepareAgentMode(ctx, &env); err != nil { // agent.go
+			return err
+		}
+		p, err := newProc("run", h.bin, env, h.dir, true,
 			func(addr string) []string { return []string{"run", "--listen", addr} })
 		if err != nil {
 			return err
@@ -271,7 +275,10 @@ func (h *harness) startPipeline(ctx context.Context) error {
 		if err := p.start(); err != nil {
 			return err
 		}
-		return p.waitReady(ctx, 30*time.Second, httpReady)
+		if err := p.waitReady(ctx, 30*time.Second, httpReady); err != nil {
+			return err
+		}
+		return h.startAgents(ctx, env) // agent.go
 	}
 
 	if h.o.Mode == ModeCluster {

@@ -11,8 +11,9 @@ import (
 
 // TestChaosEveryOutagePagesOnce runs the chaos harness at the CI size in
 // every mode: every planned outage must page exactly once (one open, one
-// resolve) while replicas, the single process, agents, redis-server or a
-// Redis Cluster primary are SIGKILLed.
+// resolve) while replicas, the single process, agents (talking to the
+// fleet or to one `mcpmon run`), redis-server or a Redis Cluster primary
+// are SIGKILLed.
 func TestChaosEveryOutagePagesOnce(t *testing.T) {
 	sqsEndpoint := testpeers.SQSEndpoint(t)
 	_ = testpeers.RedisURL(t) // .ci/start-redis.sh installed redis-server; the harness runs its own to kill it
@@ -23,7 +24,7 @@ func TestChaosEveryOutagePagesOnce(t *testing.T) {
 		t.Fatalf("redis-server not in PATH: %v", err)
 	}
 	bin := testpeers.Mcpmon(t)
-	for _, mode := range []string{ModeFleet, ModeEmbedded, ModeAgent, ModeCluster} {
+	for _, mode := range []string{ModeFleet, ModeEmbedded, ModeAgent, ModeEmbeddedAgent, ModeCluster} {
 		t.Run(mode, func(t *testing.T) {
 			o := ciOptions(mode, sqsEndpoint, bin)
 			if mode == ModeCluster {
@@ -44,7 +45,7 @@ func ciOptions(mode, sqsEndpoint, bin string) options {
 	o := defaultOptions()
 	o.Mode, o.SQSEndpoint, o.Mcpmon = mode, sqsEndpoint, bin
 	o.Endpoints, o.Outages = 6, 2
-	if mode == ModeAgent {
+	if o.agents() {
 		o.Endpoints, o.Outages = 4, 1 // about 60s: the chaos package stays within minutes on 2 cores
 	}
 	return o

@@ -9,7 +9,8 @@
 // separated by up phases, while SIGKILLing a random process every few
 // seconds and, in fleet mode, redis-server once. In agent mode (agent.go)
 // two `mcpmon agent` processes probe every endpoint through a location,
-// talking to the fleet's two API replicas, and are killed too. Then it matches delivered
+// talking to the fleet's two API replicas, and are killed too; in
+// embedded-agent mode the same agents talk to one `mcpmon run`. Then it matches delivered
 // alerts to planned outages and prints a table: lost, duplicate and spurious
 // alerts, the share of no_data verdicts and alert delay percentiles. It exits
 // 1 when any outage was lost or paged other than once. All traffic stays on
@@ -31,7 +32,7 @@ func main() {
 	defer stop()
 	o := defaultOptions()
 	fs := flag.NewFlagSet("mcpmon-chaos", flag.ContinueOnError)
-	fs.StringVar(&o.Mode, "mode", o.Mode, "fleet (every role ×2 on fauxqs + redis-server), embedded (one mcpmon run), agent (fleet roles, probed by 2 agents through a location; kills fall on agents and API replicas) or cluster (the fleet on a 3+3 Redis Cluster; one primary SIGKILLed mid-run)")
+	fs.StringVar(&o.Mode, "mode", o.Mode, "fleet (every role ×2 on fauxqs + redis-server), embedded (one mcpmon run), agent (fleet roles, probed by 2 agents through a location; kills fall on agents and API replicas), embedded-agent (the same 2 agents talking to one mcpmon run) or cluster (the fleet on a 3+3 Redis Cluster; one primary SIGKILLed mid-run)")
 	fs.IntVar(&o.Endpoints, "endpoints", o.Endpoints, "fake MCP endpoints, each probed @every 1s")
 	fs.IntVar(&o.Outages, "outages", o.Outages, "planned outages per endpoint (kinds rotate: http503, hang, html)")
 	fs.DurationVar(&o.Window, "window", o.Window, "mcpmon --window")

@@ -37,6 +37,9 @@ func (h *harness) printReport(plan Plan, r report, ws windowStats, verdicts [][]
 	if o.Mode == ModeAgent {
 		what = agentModeWhat
 	}
+	if o.Mode == ModeEmbeddedAgent {
+		what = embeddedAgentModeWhat
+	}
 	if o.Mode == ModeCluster {
 		what = "api, prober, aggregator, alerter × 2 processes on fauxqs + a 3+3 Redis Cluster (sharded layout)"
 	}
