@@ -1,0 +1,390 @@
+package daemon
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
+	"github.com/mcpmon/mcpmon/pkg/testpeers/e2e"
+)
+
+// The upgrade test: a data dir an older mcpmon wrote (testdata/upgrade:
+// <rev>.tar.gz and its manifest <rev>.json, written by
+// TestWriteUpgradeFixture) is opened by this build, which must carry on
+// where the older one stopped: the same API key, endpoints, sealed header
+// secrets, the open incident (not paged again, resolved once) and the
+// uptime the older build had counted, from a file it left when killed. The embedded store's layout changed
+// several times since (#25); each move has a unit test on a hand-built
+// old layout, and this is the test on a file an old build really wrote.
+// The checks hold however old the fixture is, up to the daily rollups'
+// 400 days (model.DailyBuckets): past the hourly ones' 7 days the uptime
+// is read from the daily rollups.
+
+// upgradeFixture is a fixture's manifest.
+type upgradeFixture struct {
+	Rev     string    `json:"rev"`     // the build that wrote it
+	Written time.Time `json:"written"` // when it stopped
+	Token   string    `json:"token"`   // its admin API key (a test key)
+	// SteadyAddr and BrokenAddr are the endpoints' servers: fixed
+	// loopback ports below Linux's ephemeral range, so the replay can
+	// serve the URLs stored in the file.
+	SteadyAddr string `json:"steadyAddr"`
+	BrokenAddr string `json:"brokenAddr"`
+	Steady     string `json:"steady"` // up all along; its server asks for upgradeSecret
+	Broken     string `json:"broken"` // up, then down: Incident open when the build stopped
+	Incident   string `json:"incident"`
+	// From and To bound the run; SteadyUp and BrokenDown are the seconds
+	// the older build's uptime counted in them.
+	From       time.Time `json:"from"`
+	To         time.Time `json:"to"`
+	SteadyUp   int64     `json:"steadyUp"`
+	BrokenDown int64     `json:"brokenDown"`
+}
+
+// upgradeSecret is the steady endpoint's header value, sealed in the
+// older build's file: the replay's server refuses a probe without it.
+const upgradeSecret = "Bearer upgrade-fixture-secret"
+
+// upgradeArgs are both builds' flags (the older build's must take them).
+func upgradeArgs(dataDir string) []string {
+	return []string{"run", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--window", "1s", "--grace", "300ms",
+		"--allow-private-targets"}
+}
+
+// serveUpgradeTarget serves a go-sdk MCP server on addr (asking for auth
+// in the Authorization header when it is set) until the test ends or stop.
+func serveUpgradeTarget(t *testing.T, addr, auth string) (stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("serve the fixture's endpoint on %s (a fixed port below the ephemeral range, so the URL stored in the file works): %v", addr, err)
+	}
+	srv := echoMCPServer("upgrade-fixture")
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	hs := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if auth != "" && r.Header.Get("Authorization") != auth {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})}
+	go func() { _ = hs.Serve(ln) }()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			_ = hs.Close()
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// startBuild starts bin on dataDir and returns its API address.
+func startBuild(t *testing.T, name, bin, dataDir, hook string) (*e2e.Proc, *e2e.Banner, string) {
+	t.Helper()
+	banner := e2e.NewBanner()
+	p := testpeers.StartProcess(t, e2e.Spec{Name: name, Path: bin, Args: upgradeArgs(dataDir),
+		Env: append(os.Environ(), "MCPMON_WEBHOOK_URL="+hook), Output: banner})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	addr, err := banner.Addr(ctx, p.Exited())
+	if err == nil {
+		err = p.WaitReady(t.Context(), 90*time.Second, e2e.HTTPReady(addr))
+	}
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", name, err, banner)
+	}
+	return p, banner, addr
+}
+
+// uptimeOf is the endpoint's uptime over [from, to).
+func (c apiClient) uptimeOf(t *testing.T, id string, from, to time.Time) (up, down int64) {
+	t.Helper()
+	var v struct {
+		Uptime struct {
+			Up   int64 `json:"upSeconds"`
+			Down int64 `json:"downSeconds"`
+		} `json:"uptime"`
+	}
+	q := url.Values{"range": {"custom"}, "from": {from.UTC().Format(time.RFC3339)}, "to": {to.UTC().Format(time.RFC3339)}}
+	if err := json.Unmarshal([]byte(c.get(t, "/v1/endpoints/"+id+"/uptime?"+q.Encode())), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v.Uptime.Up, v.Uptime.Down
+}
+
+// incidentState is the incident's state as the API shows it.
+func (c apiClient) incidentState(t *testing.T, id string) string {
+	t.Helper()
+	var v struct {
+		State string `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(c.get(t, "/v1/incidents/"+id)), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v.State
+}
+
+// TestUpgradeFromAnOlderDataDir opens each fixture's data dir with this
+// build and checks that it carries on where the older build stopped.
+func TestUpgradeFromAnOlderDataDir(t *testing.T) {
+	t.Parallel() // its servers' ports are its own
+	manifests, err := filepath.Glob(filepath.Join("testdata", "upgrade", "*.json"))
+	if err != nil || len(manifests) == 0 {
+		t.Fatalf("no upgrade fixture in testdata/upgrade (%v): write one with TestWriteUpgradeFixture", err)
+	}
+	bin := testpeers.Mcpmon(t)
+	for _, path := range manifests {
+		var fx upgradeFixture
+		b, err := os.ReadFile(path)
+		if err == nil {
+			err = json.Unmarshal(b, &fx)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		t.Run(fx.Rev, func(t *testing.T) { replayUpgrade(t, bin, strings.TrimSuffix(path, ".json")+".tar.gz", fx) })
+	}
+}
+
+func replayUpgrade(t *testing.T, bin, archive string, fx upgradeFixture) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	if err := untarGz(archive, dataDir); err != nil {
+		t.Fatalf("unpack %s: %v", archive, err)
+	}
+	serveUpgradeTarget(t, fx.SteadyAddr, upgradeSecret) // the broken endpoint's server stays down for now
+	rcv, hook := newReceiver(t)
+	started := time.Now()
+	_, _, addr := startBuild(t, "mcpmon (this build)", bin, dataDir, hook)
+	c := apiClient{addr: addr, key: fx.Token}
+	if _, err := os.Stat(filepath.Join(dataDir, "queue.db")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the older layout's queue.db after the start: %v, want it moved into store.db and removed", err)
+	}
+
+	// The older build's key, endpoints and open incident.
+	status, body := c.send(t, http.MethodGet, "/v1/endpoints", nil)
+	if status != http.StatusOK || !strings.Contains(string(body), fx.Steady) || !strings.Contains(string(body), fx.Broken) {
+		t.Fatalf("GET /v1/endpoints with the older build's key: %d %s, want both endpoints", status, body)
+	}
+	if st := c.incidentState(t, fx.Incident); st != "open" {
+		t.Fatalf("incident %s after the upgrade: %q, want still open", fx.Incident, st)
+	}
+	// The uptime the older build counted, read through this one.
+	if up, _ := c.uptimeOf(t, fx.Steady, fx.From, fx.To); up < fx.SteadyUp {
+		t.Errorf("steady endpoint's up seconds over the older build's run: %d, want at least the %d it counted", up, fx.SteadyUp)
+	}
+	if _, down := c.uptimeOf(t, fx.Broken, fx.From, fx.To); down < fx.BrokenDown {
+		t.Errorf("broken endpoint's down seconds over the older build's run: %d, want at least the %d it counted", down, fx.BrokenDown)
+	}
+
+	// Probing goes on: the steady endpoint up (its sealed header unsealed:
+	// its server refuses a probe without it), the broken one down, and
+	// nobody paged again for the incident the older build opened.
+	eventually(t, 60*time.Second, "an up verdict of the steady endpoint from this build", func() bool {
+		v := c.lastVerdict(t, fx.Steady)
+		return v.State == msg.StateUp && v.Window.After(started)
+	})
+	eventually(t, 60*time.Second, "a down verdict of the broken endpoint from this build", func() bool {
+		v := c.lastVerdict(t, fx.Broken)
+		return v.State == msg.StateDown && v.Window.After(started)
+	})
+	if got := rcv.all(); len(got) != 0 {
+		t.Fatalf("alerts after the upgrade while nothing changed: %v, want none (the open incident was paged by the older build)", got)
+	}
+
+	// The broken endpoint back: one resolve, of the older build's incident.
+	serveUpgradeTarget(t, fx.BrokenAddr, "")
+	res := rcv.wait(t, 60*time.Second)
+	if res["kind"] != "resolve" || res["incidentId"] != fx.Incident {
+		t.Fatalf("first alert after the broken endpoint came back: %v, want the resolve of %s", res, fx.Incident)
+	}
+	eventually(t, 30*time.Second, "the incident resolved in the API", func() bool { return c.incidentState(t, fx.Incident) == "resolved" })
+	resolved := time.Now()
+	eventually(t, 30*time.Second, "three more windows decided", func() bool {
+		return c.lastVerdict(t, fx.Broken).Window.After(resolved.Add(3 * time.Second))
+	})
+	if got := rcv.all(); len(got) != 1 {
+		t.Fatalf("alerts after the upgrade: %v, want the one resolve", got)
+	}
+}
+
+// TestWriteUpgradeFixture writes testdata/upgrade/<rev>.tar.gz and
+// <rev>.json with an older build. It runs only when asked:
+//
+//	git worktree add /tmp/old REV && (cd /tmp/old && go build -o /tmp/old-mcpmon ./cmd/mcpmon)
+//	MCPMON_UPGRADE_FROM=/tmp/old-mcpmon MCPMON_UPGRADE_REV=REV go test ./pkg/daemon -run TestWriteUpgradeFixture -v
+func TestWriteUpgradeFixture(t *testing.T) {
+	bin, rev := os.Getenv("MCPMON_UPGRADE_FROM"), os.Getenv("MCPMON_UPGRADE_REV")
+	if bin == "" || rev == "" {
+		t.Skip("writes an upgrade fixture: set MCPMON_UPGRADE_FROM (an older mcpmon binary) and MCPMON_UPGRADE_REV (its commit)")
+	}
+	fx := upgradeFixture{Rev: rev, SteadyAddr: "127.0.0.1:29511", BrokenAddr: "127.0.0.1:29512"}
+	serveUpgradeTarget(t, fx.SteadyAddr, upgradeSecret)
+	stopBroken := serveUpgradeTarget(t, fx.BrokenAddr, "")
+	rcv, hook := newReceiver(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	fx.From = time.Now().UTC().Truncate(time.Second)
+	p, banner, addr := startBuild(t, "mcpmon "+rev, bin, dataDir, hook)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	token, err := banner.Token(ctx, p.Exited())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.Token = token
+	c := apiClient{addr: addr, key: token}
+	fx.Steady = c.register(t, map[string]any{"name": "steady", "url": "http://" + fx.SteadyAddr + "/mcp", "schedule": "@every 1s",
+		"timeout": "1s", "headers": map[string]string{"Authorization": upgradeSecret}})
+	fx.Broken = c.register(t, map[string]any{"name": "broken", "url": "http://" + fx.BrokenAddr + "/mcp", "schedule": "@every 1s", "timeout": "1s"})
+	for _, id := range []string{fx.Steady, fx.Broken} {
+		eventually(t, 30*time.Second, "up verdicts", func() bool { return c.latestState(t, id) == msg.StateUp })
+	}
+	eventually(t, 60*time.Second, "a minute of verdicts", func() bool { return c.verdictWindows(t, fx.Steady) >= 60 })
+	stopBroken()
+	open := rcv.wait(t, 60*time.Second)
+	if open["kind"] != "open" {
+		t.Fatalf("first alert: %v, want an open", open)
+	}
+	fx.Incident, _ = open["incidentId"].(string)
+	eventually(t, 30*time.Second, "ten more windows", func() bool { return c.verdictWindows(t, fx.Broken) >= 80 })
+	// The uptime it counted so far, then a crash: the file keeps what a
+	// SIGKILL leaves (the queue's messages in flight, in the older
+	// layout's own queue.db), which this build must take over.
+	fx.To = time.Now().UTC().Truncate(time.Second).Add(time.Second)
+	fx.SteadyUp, _ = c.uptimeOf(t, fx.Steady, fx.From, fx.To)
+	_, fx.BrokenDown = c.uptimeOf(t, fx.Broken, fx.From, fx.To)
+	if fx.SteadyUp == 0 || fx.BrokenDown == 0 {
+		t.Fatalf("the older build counted %d up seconds of the steady endpoint and %d down of the broken one: want both above 0", fx.SteadyUp, fx.BrokenDown)
+	}
+	p.Kill()
+	fx.Written = time.Now().UTC()
+
+	dir := filepath.Join("testdata", "upgrade")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := tarGz(dataDir, filepath.Join(dir, rev+".tar.gz")); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.MarshalIndent(fx, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, rev+".json"), append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s/%s.{tar.gz,json}: incident %s", dir, rev, fx.Incident)
+}
+
+// maxFixtureFile bounds a file unpacked from a fixture.
+const maxFixtureFile = 64 << 20
+
+// untarGz unpacks the regular files and directories of archive into dir.
+func untarGz(archive, dir string) error {
+	f, err := os.Open(archive)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return err
+	}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !filepath.IsLocal(h.Name) {
+			return fmt.Errorf("entry %q leaves the directory", h.Name)
+		}
+		p := filepath.Join(dir, h.Name)
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(p, 0o700); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if h.Size > maxFixtureFile {
+				return fmt.Errorf("entry %q: %d bytes, more than a fixture holds", h.Name, h.Size)
+			}
+			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+				return err
+			}
+			out, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_EXCL, fs.FileMode(h.Mode)&0o600)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(out, io.LimitReader(tr, h.Size))
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// tarGz packs dir's regular files into archive.
+func tarGz(dir, archive string) error {
+	f, err := os.Create(archive)
+	if err != nil {
+		return err
+	}
+	zw := gzip.NewWriter(f)
+	tw := tar.NewWriter(zw)
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		h, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return err
+		}
+		h.Name = filepath.ToSlash(rel)
+		if err := tw.WriteHeader(h); err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		src, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		_, err = io.Copy(tw, src)
+		return err
+	})
+	for _, c := range []io.Closer{tw, zw, f} {
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
