@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +22,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/seal"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 	"github.com/mcpmon/mcpmon/pkg/testpeers/e2e"
 )
 
 // The upgrade test: a data dir an older mcpmon wrote (testdata/upgrade:
 // <rev>.tar.gz and its manifest <rev>.json, written by
-// TestWriteUpgradeFixture) is opened by this build, which must carry on
+// TestWriteUpgradeFixture; <rev>-redis with the AOF of the Redis it used)
+// is opened by this build, which must carry on
 // where the older one stopped: the same API key, endpoints, sealed header
 // secrets, the open incident (not paged again, resolved once) and the
 // uptime the older build had counted, from a file it left when killed. The embedded store's layout changed
@@ -39,7 +42,12 @@ import (
 
 // upgradeFixture is a fixture's manifest.
 type upgradeFixture struct {
-	Rev     string    `json:"rev"`     // the build that wrote it
+	Rev string `json:"rev"` // the build that wrote it
+	// Store is "redis" for `mcpmon run --store redis` (the archive holds
+	// data/, the embedded queue's directory with secrets.key, and redis/,
+	// the redis-server's AOF); "" for the embedded store (the archive is
+	// the data dir).
+	Store   string    `json:"store,omitempty"`
 	Written time.Time `json:"written"` // when it stopped
 	Token   string    `json:"token"`   // its admin API key (a test key)
 	// SteadyAddr and BrokenAddr are the endpoints' servers: fixed
@@ -62,10 +70,15 @@ type upgradeFixture struct {
 // older build's file: the replay's server refuses a probe without it.
 const upgradeSecret = "Bearer upgrade-fixture-secret"
 
-// upgradeArgs are both builds' flags (the older build's must take them).
-func upgradeArgs(dataDir string) []string {
-	return []string{"run", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--window", "1s", "--grace", "300ms",
+// upgradeArgs are both builds' flags (the older build's must take them),
+// on the Redis at redisURL when it is set.
+func upgradeArgs(dataDir, redisURL string) []string {
+	args := []string{"run", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--window", "1s", "--grace", "300ms",
 		"--allow-private-targets"}
+	if redisURL != "" {
+		args = append(args, "--store", "redis", "--redis-url", redisURL, "--secrets-key-file", filepath.Join(dataDir, "secrets.key"))
+	}
+	return args
 }
 
 // serveUpgradeTarget serves a go-sdk MCP server on addr (asking for auth
@@ -98,10 +111,10 @@ func serveUpgradeTarget(t *testing.T, addr, auth string) (stop func()) {
 }
 
 // startBuild starts bin on dataDir and returns its API address.
-func startBuild(t *testing.T, name, bin, dataDir, hook string) (*e2e.Proc, *e2e.Banner, string) {
+func startBuild(t *testing.T, name, bin, dataDir, redisURL, hook string) (*e2e.Proc, *e2e.Banner, string) {
 	t.Helper()
 	banner := e2e.NewBanner()
-	p := testpeers.StartProcess(t, e2e.Spec{Name: name, Path: bin, Args: upgradeArgs(dataDir),
+	p := testpeers.StartProcess(t, e2e.Spec{Name: name, Path: bin, Args: upgradeArgs(dataDir, redisURL),
 		Env: append(os.Environ(), "MCPMON_WEBHOOK_URL="+hook), Output: banner})
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -146,12 +159,13 @@ func (c apiClient) incidentState(t *testing.T, id string) string {
 // TestUpgradeFromAnOlderDataDir opens each fixture's data dir with this
 // build and checks that it carries on where the older build stopped.
 func TestUpgradeFromAnOlderDataDir(t *testing.T) {
-	t.Parallel() // its servers' ports are its own
+	t.Parallel() // its servers' ports are its own, a pair per fixture
 	manifests, err := filepath.Glob(filepath.Join("testdata", "upgrade", "*.json"))
 	if err != nil || len(manifests) == 0 {
 		t.Fatalf("no upgrade fixture in testdata/upgrade (%v): write one with TestWriteUpgradeFixture", err)
 	}
 	bin := testpeers.Mcpmon(t)
+	ports := map[string]string{} // address → the fixture serving it
 	for _, path := range manifests {
 		var fx upgradeFixture
 		b, err := os.ReadFile(path)
@@ -161,22 +175,49 @@ func TestUpgradeFromAnOlderDataDir(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		t.Run(fx.Rev, func(t *testing.T) { replayUpgrade(t, bin, strings.TrimSuffix(path, ".json")+".tar.gz", fx) })
+		name := strings.TrimSuffix(filepath.Base(path), ".json")
+		for _, addr := range []string{fx.SteadyAddr, fx.BrokenAddr} {
+			if other, ok := ports[addr]; ok {
+				t.Fatalf("fixtures %s and %s both serve %s: write one again with another MCPMON_UPGRADE_PORT", other, name, addr)
+			}
+			ports[addr] = name
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			replayUpgrade(t, bin, strings.TrimSuffix(path, ".json")+".tar.gz", fx)
+		})
 	}
 }
 
 func replayUpgrade(t *testing.T, bin, archive string, fx upgradeFixture) {
-	dataDir := filepath.Join(t.TempDir(), "data")
-	if err := untarGz(archive, dataDir); err != nil {
-		t.Fatalf("unpack %s: %v", archive, err)
+	dataDir, redisURL := filepath.Join(t.TempDir(), "data"), ""
+	switch fx.Store {
+	case "":
+		if err := untarGz(archive, dataDir); err != nil {
+			t.Fatalf("unpack %s: %v", archive, err)
+		}
+	case "redis":
+		root := t.TempDir()
+		if err := untarGz(archive, root); err != nil {
+			t.Fatalf("unpack %s: %v", archive, err)
+		}
+		dataDir = filepath.Join(root, "data")
+		rs := testpeers.NewRedisServer(t)
+		if err := os.CopyFS(rs.Dir(), os.DirFS(filepath.Join(root, "redis"))); err != nil {
+			t.Fatal(err)
+		}
+		rs.Start() // loads the older build's AOF
+		redisURL = rs.URL()
+	default:
+		t.Fatalf("fixture %s: store %q, want \"\" or \"redis\"", fx.Rev, fx.Store)
 	}
 	serveUpgradeTarget(t, fx.SteadyAddr, upgradeSecret) // the broken endpoint's server stays down for now
 	rcv, hook := newReceiver(t)
 	started := time.Now()
-	_, _, addr := startBuild(t, "mcpmon (this build)", bin, dataDir, hook)
+	_, _, addr := startBuild(t, "mcpmon (this build)", bin, dataDir, redisURL, hook)
 	c := apiClient{addr: addr, key: fx.Token}
-	if _, err := os.Stat(filepath.Join(dataDir, "queue.db")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the older layout's queue.db after the start: %v, want it moved into store.db and removed", err)
+	if _, err := os.Stat(filepath.Join(dataDir, "queue.db")); fx.Store == "" && !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the older layout's queue.db after the start: %v, want it moved into store.db and removed (beside --store redis the queue keeps it)", err)
 	}
 
 	// The older build's key, endpoints and open incident.
@@ -230,19 +271,51 @@ func replayUpgrade(t *testing.T, bin, archive string, fx upgradeFixture) {
 // <rev>.json with an older build. It runs only when asked:
 //
 //	git worktree add /tmp/old REV && (cd /tmp/old && go build -o /tmp/old-mcpmon ./cmd/mcpmon)
-//	MCPMON_UPGRADE_FROM=/tmp/old-mcpmon MCPMON_UPGRADE_REV=REV go test ./pkg/daemon -run TestWriteUpgradeFixture -v
+//	MCPMON_UPGRADE_FROM=/tmp/old-mcpmon MCPMON_UPGRADE_REV=REV MCPMON_UPGRADE_PORT=29517 \
+//	  go test ./pkg/daemon -run TestWriteUpgradeFixture -v
+//
+// MCPMON_UPGRADE_PORT (default 29511) and the port after it serve the two
+// endpoints: a pair no other fixture uses. MCPMON_UPGRADE_STORE=redis
+// writes one on `--store redis` (a redis-server of its own).
 func TestWriteUpgradeFixture(t *testing.T) {
 	bin, rev := os.Getenv("MCPMON_UPGRADE_FROM"), os.Getenv("MCPMON_UPGRADE_REV")
 	if bin == "" || rev == "" {
-		t.Skip("writes an upgrade fixture: set MCPMON_UPGRADE_FROM (an older mcpmon binary) and MCPMON_UPGRADE_REV (its commit)")
+		t.Skip("writes an upgrade fixture: set MCPMON_UPGRADE_FROM (an older mcpmon binary) and MCPMON_UPGRADE_REV (its commit), and MCPMON_UPGRADE_STORE=redis for one on Redis")
 	}
-	fx := upgradeFixture{Rev: rev, SteadyAddr: "127.0.0.1:29511", BrokenAddr: "127.0.0.1:29512"}
+	port := 29511 // below Linux's ephemeral range; one pair per fixture, so the replays run at once
+	if p := os.Getenv("MCPMON_UPGRADE_PORT"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1024 || n >= 32767 {
+			t.Fatalf("MCPMON_UPGRADE_PORT=%q: want a port in 1024..32766 (below the ephemeral range)", p)
+		}
+		port = n
+	}
+	fx := upgradeFixture{Rev: rev, Store: os.Getenv("MCPMON_UPGRADE_STORE"),
+		SteadyAddr: fmt.Sprintf("127.0.0.1:%d", port), BrokenAddr: fmt.Sprintf("127.0.0.1:%d", port+1)}
 	serveUpgradeTarget(t, fx.SteadyAddr, upgradeSecret)
 	stopBroken := serveUpgradeTarget(t, fx.BrokenAddr, "")
 	rcv, hook := newReceiver(t)
-	dataDir := filepath.Join(t.TempDir(), "data")
+	root := t.TempDir()
+	dataDir, packed, name, redisURL := root, root, rev, ""
+	var rs *testpeers.RedisServer
+	switch fx.Store {
+	case "":
+	case "redis":
+		dataDir, name = filepath.Join(root, "data"), rev+"-redis"
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dataDir, "secrets.key"), []byte(seal.EncodeKey(seal.NewKey())+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rs = testpeers.NewRedisServer(t)
+		rs.Start()
+		redisURL = rs.URL()
+	default:
+		t.Fatalf("MCPMON_UPGRADE_STORE=%q: want redis or nothing", fx.Store)
+	}
 	fx.From = time.Now().UTC().Truncate(time.Second)
-	p, banner, addr := startBuild(t, "mcpmon "+rev, bin, dataDir, hook)
+	p, banner, addr := startBuild(t, "mcpmon "+rev, bin, dataDir, redisURL, hook)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	token, err := banner.Token(ctx, p.Exited())
@@ -275,20 +348,26 @@ func TestWriteUpgradeFixture(t *testing.T) {
 		t.Fatalf("the older build counted %d up seconds of the steady endpoint and %d down of the broken one: want both above 0", fx.SteadyUp, fx.BrokenDown)
 	}
 	p.Kill()
+	if rs != nil {
+		rs.Kill() // every write was fsynced to its AOF before Redis acknowledged it
+		if err := os.CopyFS(filepath.Join(root, "redis"), os.DirFS(rs.Dir())); err != nil {
+			t.Fatal(err)
+		}
+	}
 	fx.Written = time.Now().UTC()
 
 	dir := filepath.Join("testdata", "upgrade")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := tarGz(dataDir, filepath.Join(dir, rev+".tar.gz")); err != nil {
+	if err := tarGz(packed, filepath.Join(dir, name+".tar.gz")); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.MarshalIndent(fx, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, rev+".json"), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name+".json"), append(b, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("wrote %s/%s.{tar.gz,json}: incident %s", dir, rev, fx.Incident)
+	t.Logf("wrote %s/%s.{tar.gz,json}: incident %s", dir, name, fx.Incident)
 }
 
 // maxFixtureFile bounds a file unpacked from a fixture.

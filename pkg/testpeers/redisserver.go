@@ -51,6 +51,10 @@ func NewRedisServer(t testing.TB) *RedisServer {
 	return s
 }
 
+// Dir is the server's directory (its AOF): a test may fill it before Start
+// with what another server left, or read it after Kill.
+func (s *RedisServer) Dir() string { return s.dir }
+
 // URL is the server's redis:// URL.
 func (s *RedisServer) URL() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", s.port) }
 
