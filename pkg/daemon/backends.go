@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.etcd.io/bbolt"
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/config"
@@ -124,20 +123,12 @@ func sharedFile(o config.Options, st store.Store) *bolt.Store {
 	return b
 }
 
-// fileCollector is the collector of the embedded store's commits and
-// pages written (mcpmon_store_*), nil when st is another backend.
+// fileCollector is the collector of the embedded store's commits, pages
+// written and failed commits (mcpmon_store_*), nil when st is another
+// backend.
 func fileCollector(st store.Store) *bolt.FileCollector {
-	if db := storeFile(st); db != nil {
-		return bolt.NewFileCollector(db)
-	}
-	return nil
-}
-
-// storeFile returns the embedded store's file under st's wrappers, or nil
-// when st is another backend.
-func storeFile(st store.Store) *bbolt.DB {
 	if b, ok := storeUnder[*bolt.Store](st); ok {
-		return b.DB()
+		return b.FileCollector()
 	}
 	return nil
 }

@@ -91,6 +91,8 @@ type Store struct {
 	epWriting atomic.Int64
 	// commits runs the batched writes (batch, BatchOf): commit.go.
 	commits *committer
+	// health counts the commits that fail (health.go).
+	health *writeHealth
 
 	stop      chan struct{}
 	stopped   chan struct{}
@@ -186,8 +188,10 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("bolt store: initialise %s: %w", path, err)
 	}
+	health := &writeHealth{path: path, now: opts.Clock.Now, log: opts.Logger.With("component", "store", "backend", "bolt")}
 	s := &Store{
 		db:        db,
+		health:    health,
 		clk:       opts.Clock,
 		ttl:       opts.LedgerTTL,
 		history:   opts.VerdictHistory,
@@ -195,7 +199,7 @@ func Open(path string, opts Options) (*Store, error) {
 		auditTTL:  opts.AuditTTL,
 		log:       opts.Logger.With("component", "store", "backend", "bolt"),
 		eps:       store.NewEndpointDecoder(),
-		commits:   newCommitter(db, opts.CommitInterval),
+		commits:   newCommitter(db, opts.CommitInterval, health),
 		stop:      make(chan struct{}),
 		stopped:   make(chan struct{}),
 	}
@@ -225,13 +229,21 @@ func (s *Store) Close() error {
 // component first.
 func (s *Store) DB() *bbolt.DB { return s.db }
 
-// Ping reports whether the file is open.
+// Ping reports whether the file is open and its writes succeed: an error
+// while a commit failed in the last writeFailHold (health.go).
 func (s *Store) Ping(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.View(func(*bbolt.Tx) error { return nil })
+	if err := s.db.View(func(*bbolt.Tx) error { return nil }); err != nil {
+		return err
+	}
+	return s.health.check()
 }
+
+// CommitFailures is how many of the file's commits failed since it was
+// opened (mcpmon_store_commit_failures_total).
+func (s *Store) CommitFailures() uint64 { return s.health.failures.Load() }
 
 func (s *Store) view(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
@@ -244,7 +256,7 @@ func (s *Store) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.Update(fn)
+	return s.health.update(s.db, fn)
 }
 
 // batch is update for the writes every probe makes (latest result, window

@@ -41,6 +41,7 @@ const (
 // committer runs batched writes in shared transactions.
 type committer struct {
 	db       *bbolt.DB
+	health   *writeHealth  // counts the commits that fail
 	interval time.Duration // Options.CommitInterval
 	max      int           // a commit is due at once with this many calls
 
@@ -65,8 +66,8 @@ type call struct {
 // run alone.
 var errSolo = errors.New("bolt store: run the write alone")
 
-func newCommitter(db *bbolt.DB, interval time.Duration) *committer {
-	return &committer{db: db, interval: interval, max: maxCommitCalls, full: make(chan struct{}, 1)}
+func newCommitter(db *bbolt.DB, interval time.Duration, health *writeHealth) *committer {
+	return &committer{db: db, health: health, interval: interval, max: maxCommitCalls, full: make(chan struct{}, 1)}
 }
 
 // Batch runs fn in a write transaction shared with the concurrent calls
@@ -100,7 +101,7 @@ func (c *committer) BatchOf(writers int, fn func(*bbolt.Tx) error) error {
 	if err := <-cl.err; !errors.Is(err, errSolo) {
 		return err
 	}
-	return c.db.Update(fn)
+	return c.health.update(c.db, fn)
 }
 
 // commitPause is how long a commit that could start at now waits for more
@@ -186,6 +187,9 @@ func (c *committer) commit(calls []*call) {
 			calls[failed].err <- errSolo
 			calls = slices.Delete(calls, failed, failed+1)
 			continue
+		}
+		if err != nil { // the commit itself: a full or failing disk
+			c.health.failed(err)
 		}
 		c.ended(n)
 		for _, cl := range calls {

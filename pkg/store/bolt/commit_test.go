@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -50,7 +51,7 @@ func openCommitter(tb testing.TB, interval time.Duration) (*bbolt.DB, *committer
 	if err := db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err }); err != nil {
 		tb.Fatal(err)
 	}
-	return db, newCommitter(db, interval)
+	return db, newCommitter(db, interval, &writeHealth{path: db.Path(), now: time.Now, log: slog.New(slog.DiscardHandler)})
 }
 
 // txID is the ID of db's last committed write transaction.

@@ -1,6 +1,7 @@
 // What the file's commits cost the disk, exported for Prometheus: whatever
 // wrote them (the store, and the embedded queue sharing the file), a
-// probe's durable state is so many commits and so many pages written.
+// probe's durable state is so many commits and so many pages written; and
+// how many commits failed (health.go).
 
 package bolt
 
@@ -14,12 +15,25 @@ var (
 		"Write transactions the embedded store's file committed (each two fdatasyncs).", nil, nil)
 	pagesDesc = prometheus.NewDesc("mcpmon_store_pages_written_total",
 		"Pages the embedded store's file wrote in its commits.", nil, nil)
+	failuresDesc = prometheus.NewDesc("mcpmon_store_commit_failures_total",
+		"Commits of the embedded store's file that failed (a full or failing disk): their writes failed, or ran again.", nil, nil)
 )
 
 // FileCollector reads the commit counters of db at scrape time.
 type FileCollector struct {
 	db                  *bbolt.DB
 	baseTxID, basePages uint64 // the counters when the collector was made
+	// failures counts the failed commits (Store.CommitFailures); nil
+	// exports none.
+	failures func() uint64
+}
+
+// FileCollector returns a collector of the store's file: its commits,
+// pages written and failed commits.
+func (s *Store) FileCollector() *FileCollector {
+	c := NewFileCollector(s.db)
+	c.failures = s.CommitFailures
+	return c
 }
 
 // NewFileCollector returns a collector of db's commits and pages written,
@@ -47,6 +61,9 @@ func (c *FileCollector) txid() (uint64, error) {
 func (c *FileCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- commitsDesc
 	ch <- pagesDesc
+	if c.failures != nil {
+		ch <- failuresDesc
+	}
 }
 
 // Collect implements prometheus.Collector.
@@ -54,6 +71,9 @@ func (c *FileCollector) Collect(ch chan<- prometheus.Metric) {
 	commits, pages := c.Counts()
 	ch <- prometheus.MustNewConstMetric(commitsDesc, prometheus.CounterValue, float64(commits))
 	ch <- prometheus.MustNewConstMetric(pagesDesc, prometheus.CounterValue, float64(pages))
+	if c.failures != nil {
+		ch <- prometheus.MustNewConstMetric(failuresDesc, prometheus.CounterValue, float64(c.failures()))
+	}
 }
 
 // Counts returns the commits and the pages written since the collector
