@@ -7,6 +7,7 @@
 package bolt
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // writeFailHold is how long after a failed commit Ping still reports it:
@@ -35,8 +37,12 @@ type writeHealth struct {
 }
 
 // failed records a failed commit and logs it, at most once per
-// writeFailHold (the writers log their own failures as well).
+// writeFailHold (the writers log their own failures as well). A write
+// after Close (a late writer at shutdown) is not the disk's failure.
 func (h *writeHealth) failed(err error) {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return
+	}
 	n := h.failures.Add(1)
 	now := h.now()
 	h.mu.Lock()
