@@ -69,6 +69,13 @@ func (s *RedisServer) Start() {
 	s.start("Ready to accept connections")
 }
 
+// StartWith is Start with more redis-server arguments (a test that moves
+// the server's dir at run time needs --enable-protected-configs yes).
+func (s *RedisServer) StartWith(extra ...string) {
+	s.t.Helper()
+	s.start("Ready to accept connections", extra...)
+}
+
 // StartReplicaOf runs the server as a replica of primary (which must be
 // running) and returns once its first sync with primary has finished, as
 // it logs it.

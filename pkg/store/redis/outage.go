@@ -23,6 +23,10 @@ func (s *Store) done(op string, err error) error {
 		s.recovered()
 		return err
 	}
+	if refusesWrites(err) {
+		s.writesRefused(op, err)
+		return fmt.Errorf("redis store: %s: %w: %w", op, store.ErrUnavailable, err)
+	}
 	if !unavailable(err) {
 		// The server answered (a script or type error): reachable.
 		s.recovered()
@@ -54,6 +58,35 @@ func (s *Store) recovered() {
 	s.mu.Unlock()
 	if !since.IsZero() {
 		s.log.Info("redis reachable again", "down_for", s.clk.Now().Sub(since).String())
+	}
+}
+
+// refusedLogEvery bounds the log of writes refused with MISCONF.
+const refusedLogEvery = 30 * time.Second
+
+// refusesWrites reports whether err is Redis refusing a write because it
+// cannot persist (MISCONF: its last snapshot or AOF write failed, a full
+// or broken disk). Redis still answers PING and reads, so it is not an
+// outage of the connection; but the write is to be retried, not
+// dead-lettered (store.ErrUnavailable), as when Redis is unreachable.
+func refusesWrites(err error) bool {
+	var rerr goredis.Error
+	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "MISCONF")
+}
+
+// writesRefused logs a write refused with MISCONF, at most once per
+// refusedLogEvery.
+func (s *Store) writesRefused(op string, err error) {
+	now := s.clk.Now()
+	s.mu.Lock()
+	due := now.Sub(s.refusedLogged) >= refusedLogEvery
+	if due {
+		s.refusedLogged = now
+	}
+	s.mu.Unlock()
+	if due {
+		s.log.Error("redis refuses writes because it cannot persist: store writes fail with ErrUnavailable and are retried; free space on Redis's disk or fix what its log names (logged at most every 30s)",
+			"op", op, "err", err)
 	}
 }
 

@@ -134,6 +134,10 @@ type Store struct {
 
 	mu        sync.Mutex
 	downSince time.Time // zero while reachable
+	// refusedLogged is when a write refused with MISCONF was last logged
+	// (outage.go): reads still succeed then, so the outage log's
+	// warning-and-recovery pair would repeat with every read.
+	refusedLogged time.Time
 }
 
 var _ store.Store = (*Store)(nil)
