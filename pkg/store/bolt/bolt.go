@@ -188,7 +188,8 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("bolt store: initialise %s: %w", path, err)
 	}
-	health := &writeHealth{path: path, now: opts.Clock.Now, log: opts.Logger.With("component", "store", "backend", "bolt")}
+	health := &writeHealth{path: path, now: opts.Clock.Now, log: opts.Logger.With("component", "store", "backend", "bolt"),
+		logs: clock.Every{Interval: writeFailHold}}
 	s := &Store{
 		db:        db,
 		health:    health,

@@ -16,6 +16,8 @@ import (
 
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/mcpmon/mcpmon/pkg/clock"
 )
 
 // writeFailHold is how long after a failed commit Ping still reports it:
@@ -30,10 +32,11 @@ type writeHealth struct {
 	log      *slog.Logger
 	failures atomic.Uint64
 
+	logs clock.Every // paces failed's log: once per writeFailHold
+
 	mu      sync.Mutex
 	lastAt  time.Time
 	lastErr error
-	logged  time.Time // when a failure was last logged
 }
 
 // failed records a failed commit and logs it, at most once per
@@ -47,12 +50,8 @@ func (h *writeHealth) failed(err error) {
 	now := h.now()
 	h.mu.Lock()
 	h.lastAt, h.lastErr = now, err
-	due := now.Sub(h.logged) >= writeFailHold
-	if due {
-		h.logged = now
-	}
 	h.mu.Unlock()
-	if due {
+	if h.logs.Due(now) {
 		h.log.Error("the store's file failed a commit: free space on its disk or check the disk; /readyz reports it until 30s after the last failure",
 			"file", h.path, "err", err, "failed_commits", n)
 	}

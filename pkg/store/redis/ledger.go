@@ -12,12 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -130,8 +130,8 @@ type replication struct {
 	// fewer replicas than asked (or failed): marks a failover could lose.
 	waits, short atomic.Uint64
 
-	mu       sync.Mutex
-	lastWarn time.Time
+	// warn paces warnShort's log: once a minute.
+	warn clock.Every
 }
 
 // ledgerRun runs script on key's ledger key. With Options.LedgerReplicas
@@ -195,14 +195,7 @@ func movedSlot(err error) bool {
 // warnShort logs, at most once a minute, a ledger write that fewer
 // replicas than Options.LedgerReplicas acknowledged in time.
 func (s *Store) warnShort(what string, acks int, err error) {
-	now := s.clk.Now()
-	s.repl.mu.Lock()
-	due := s.repl.lastWarn.IsZero() || now.Sub(s.repl.lastWarn) >= time.Minute
-	if due {
-		s.repl.lastWarn = now
-	}
-	s.repl.mu.Unlock()
-	if !due {
+	if !s.repl.warn.Due(s.clk.Now()) {
 		return
 	}
 	args := []any{"op", what, "replicas_acked", acks, "replicas_wanted", s.repl.replicas, "waited", s.repl.wait,

@@ -77,14 +77,7 @@ func refusesWrites(err error) bool {
 // writesRefused logs a write refused with MISCONF, at most once per
 // refusedLogEvery.
 func (s *Store) writesRefused(op string, err error) {
-	now := s.clk.Now()
-	s.mu.Lock()
-	due := now.Sub(s.refusedLogged) >= refusedLogEvery
-	if due {
-		s.refusedLogged = now
-	}
-	s.mu.Unlock()
-	if due {
+	if s.refused.Due(s.clk.Now()) {
 		s.log.Error("redis refuses writes because it cannot persist: store writes fail with ErrUnavailable and are retried; free space on Redis's disk or fix what its log names (logged at most every 30s)",
 			"op", op, "err", err)
 	}

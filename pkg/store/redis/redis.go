@@ -134,10 +134,10 @@ type Store struct {
 
 	mu        sync.Mutex
 	downSince time.Time // zero while reachable
-	// refusedLogged is when a write refused with MISCONF was last logged
-	// (outage.go): reads still succeed then, so the outage log's
-	// warning-and-recovery pair would repeat with every read.
-	refusedLogged time.Time
+	// refused paces the log of writes refused with MISCONF (outage.go):
+	// reads still succeed then, so the outage log's warning-and-recovery
+	// pair would repeat with every read.
+	refused clock.Every
 }
 
 var _ store.Store = (*Store)(nil)
@@ -218,7 +218,8 @@ func open(ctx context.Context, rawURL string, opts Options, refuseOld bool) (*St
 		auditTTL:   opts.AuditTTL,
 		log:        opts.Logger.With("component", "store", "backend", "redis"),
 		eps:        store.NewEndpointDecoder(),
-		repl:       replication{replicas: opts.LedgerReplicas, wait: opts.LedgerWait},
+		repl:       replication{replicas: opts.LedgerReplicas, wait: opts.LedgerWait, warn: clock.Every{Interval: time.Minute}},
+		refused:    clock.Every{Interval: refusedLogEvery},
 	}
 	if err := s.Ping(ctx); err != nil {
 		if opts.WaitForServer && errors.Is(err, store.ErrUnavailable) {
