@@ -74,6 +74,10 @@ func TestDiskWriteErrorIsAnOutage(t *testing.T) {
 	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "MISCONF") {
 		t.Fatalf("a write while Redis cannot save: %v, want store.ErrUnavailable naming MISCONF", err)
 	}
+	// The same for a write inside a script (the send-once ledger's claim).
+	if _, err := s.Claim(ctx, "alert-during", "a", time.Minute); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("a ledger claim while Redis cannot save: %v, want store.ErrUnavailable", err)
+	}
 	if _, err := s.GetObject(ctx, store.KindAgentSeen, "before"); err != nil {
 		t.Errorf("a read while Redis cannot save: %v, want the record", err)
 	}
