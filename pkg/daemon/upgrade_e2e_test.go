@@ -424,7 +424,7 @@ func untarGz(archive, dir string) error {
 	}
 }
 
-// tarGz packs dir's regular files into archive.
+// tarGz packs dir's directories and regular files into archive.
 func tarGz(dir, archive string) error {
 	f, err := os.Create(archive)
 	if err != nil {
@@ -432,34 +432,7 @@ func tarGz(dir, archive string) error {
 	}
 	zw := gzip.NewWriter(f)
 	tw := tar.NewWriter(zw)
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		h, err := tar.FileInfoHeader(info, "")
-		if err != nil {
-			return err
-		}
-		h.Name = filepath.ToSlash(rel)
-		if err := tw.WriteHeader(h); err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		src, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer src.Close()
-		_, err = io.Copy(tw, src)
-		return err
-	})
+	err = tw.AddFS(os.DirFS(dir))
 	for _, c := range []io.Closer{tw, zw, f} {
 		if cerr := c.Close(); err == nil {
 			err = cerr

@@ -89,7 +89,7 @@ func TestSecondOpenFailsFast(t *testing.T) {
 func TestFileCollectorCountsCommits(t *testing.T) {
 	ctx := t.Context()
 	s := open(t, filepath.Join(t.TempDir(), "store.db"), clock.NewFake(storetest.Start))
-	fc := bolt.NewFileCollector(s.DB())
+	fc := s.FileCollector()
 	if c, p := fc.Counts(); c != 0 || p != 0 {
 		t.Fatalf("Counts before any write = %d commits, %d pages; want 0, 0", c, p)
 	}
@@ -105,8 +105,8 @@ func TestFileCollectorCountsCommits(t *testing.T) {
 	if c != 3 || p < 3 {
 		t.Fatalf("Counts after 3 writes one after another and a read = %d commits, %d pages; want 3 commits, at least 3 pages", c, p)
 	}
-	if n, err := testutil.GatherAndCount(registryWith(t, fc), "mcpmon_store_commits_total", "mcpmon_store_pages_written_total"); err != nil || n != 2 {
-		t.Fatalf("gathered %d series, %v; want 2", n, err)
+	if n, err := testutil.GatherAndCount(registryWith(t, fc), "mcpmon_store_commits_total", "mcpmon_store_pages_written_total", "mcpmon_store_commit_failures_total"); err != nil || n != 3 {
+		t.Fatalf("gathered %d series, %v; want 3", n, err)
 	}
 }
 

@@ -87,9 +87,7 @@ func TestFullDiskFailsReadiness(t *testing.T) {
 // counterOf is the value of the counter name that c exports.
 func counterOf(t *testing.T, c prometheus.Collector, name string) float64 {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	mfs, err := reg.Gather()
+	mfs, err := registryWith(t, c).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,22 +98,4 @@ func counterOf(t *testing.T, c prometheus.Collector, name string) float64 {
 	}
 	t.Fatalf("no counter %s", name)
 	return 0
-}
-
-// TestWriteAfterCloseIsNotADiskFailure: a late writer at shutdown gets an
-// error, and the store does not count it as a failed commit.
-func TestWriteAfterCloseIsNotADiskFailure(t *testing.T) {
-	s, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"), bolt.Options{SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.PutObject(t.Context(), store.KindAgentSeen, "late", []byte(`{}`)); err == nil {
-		t.Fatal("a write after Close: nil, want an error")
-	}
-	if n := s.CommitFailures(); n != 0 {
-		t.Errorf("CommitFailures after a write to a closed store = %d, want 0 (not the disk's failure)", n)
-	}
 }

@@ -19,29 +19,20 @@ var (
 		"Commits of the embedded store's file that failed (a full or failing disk): their writes failed, or ran again.", nil, nil)
 )
 
-// FileCollector reads the commit counters of db at scrape time.
+// FileCollector reads the commit counters of the store's file at scrape
+// time.
 type FileCollector struct {
 	db                  *bbolt.DB
-	baseTxID, basePages uint64 // the counters when the collector was made
-	// failures counts the failed commits (Store.CommitFailures); nil
-	// exports none.
-	failures func() uint64
+	baseTxID, basePages uint64        // the counters when the collector was made
+	failures            func() uint64 // Store.CommitFailures
 }
 
-// FileCollector returns a collector of the store's file: its commits,
-// pages written and failed commits.
+// FileCollector returns a collector of the store's file, counted from
+// now: its commits, pages written and failed commits.
 func (s *Store) FileCollector() *FileCollector {
-	c := NewFileCollector(s.db)
-	c.failures = s.CommitFailures
-	return c
-}
-
-// NewFileCollector returns a collector of db's commits and pages written,
-// counted from now.
-func NewFileCollector(db *bbolt.DB) *FileCollector {
-	c := &FileCollector{db: db}
+	c := &FileCollector{db: s.db, failures: s.CommitFailures}
 	c.baseTxID, _ = c.txid()
-	st := db.Stats()
+	st := s.db.Stats()
 	c.basePages = uint64(st.TxStats.GetWrite())
 	return c
 }
@@ -61,9 +52,7 @@ func (c *FileCollector) txid() (uint64, error) {
 func (c *FileCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- commitsDesc
 	ch <- pagesDesc
-	if c.failures != nil {
-		ch <- failuresDesc
-	}
+	ch <- failuresDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -71,9 +60,7 @@ func (c *FileCollector) Collect(ch chan<- prometheus.Metric) {
 	commits, pages := c.Counts()
 	ch <- prometheus.MustNewConstMetric(commitsDesc, prometheus.CounterValue, float64(commits))
 	ch <- prometheus.MustNewConstMetric(pagesDesc, prometheus.CounterValue, float64(pages))
-	if c.failures != nil {
-		ch <- prometheus.MustNewConstMetric(failuresDesc, prometheus.CounterValue, float64(c.failures()))
-	}
+	ch <- prometheus.MustNewConstMetric(failuresDesc, prometheus.CounterValue, float64(c.failures()))
 }
 
 // Counts returns the commits and the pages written since the collector
