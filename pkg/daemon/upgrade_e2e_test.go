@@ -20,7 +20,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/seal"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
@@ -36,9 +39,12 @@ import (
 // uptime the older build had counted, from a file it left when killed. The embedded store's layout changed
 // several times since (#25); each move has a unit test on a hand-built
 // old layout, and this is the test on a file an old build really wrote.
-// The checks hold however old the fixture is, up to the daily rollups'
-// 400 days (model.DailyBuckets): past the hourly ones' 7 days the uptime
-// is read from the daily rollups.
+// Each fixture is also opened as if the older build had stopped 8 and 91
+// days before (upgradeAges: this build on a clock moved ahead, and the
+// fixture's Redis keys that would have expired meanwhile deleted), so a
+// long downtime is tested today and an ageing fixture changes nothing: the
+// checks hold up to the daily rollups' 400 days (model.DailyBuckets), and
+// at 401 the uptime check fails.
 
 // upgradeFixture is a fixture's manifest.
 type upgradeFixture struct {
@@ -182,14 +188,104 @@ func TestUpgradeFromAnOlderDataDir(t *testing.T) {
 			}
 			ports[addr] = name
 		}
+		archive := strings.TrimSuffix(path, ".json") + ".tar.gz"
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			replayUpgrade(t, bin, strings.TrimSuffix(path, ".json")+".tar.gz", fx)
+			// One after the other: each serves the fixture's fixed ports.
+			t.Run("now", func(t *testing.T) { replayUpgrade(t, archive, fx, 0, binaryStart(bin)) })
+			for _, age := range upgradeAges {
+				t.Run(fmt.Sprintf("%d days on", age/(24*time.Hour)), func(t *testing.T) { replayUpgrade(t, archive, fx, age, inProcessStart(age)) })
+			}
 		})
 	}
 }
 
-func replayUpgrade(t *testing.T, bin, archive string, fx upgradeFixture) {
+// upgradeAges are the downtimes replayed besides none: the data dir opened
+// past the 7-day horizons (the ledger's TTL, the verdict history, the
+// hourly rollups) and past the audit log's 90 days. Each replay is a
+// fixture opened that long after the older build stopped, so the test
+// does not wait for its fixtures to age to find what a long downtime does.
+var upgradeAges = []time.Duration{8 * 24 * time.Hour, 91 * 24 * time.Hour}
+
+// upgradeStart starts this build on an unpacked fixture and returns its
+// API address; it stops when the test ends.
+type upgradeStart func(t *testing.T, dataDir, redisURL, hook string) string
+
+// binaryStart runs the mcpmon binary, as a user upgrading does.
+func binaryStart(bin string) upgradeStart {
+	return func(t *testing.T, dataDir, redisURL, hook string) string {
+		_, _, addr := startBuild(t, "mcpmon (this build)", bin, dataDir, redisURL, hook)
+		return addr
+	}
+}
+
+// inProcessStart runs this build in the test's process on a clock age
+// ahead of the wall's, with the flags upgradeArgs gives the binary.
+func inProcessStart(age time.Duration) upgradeStart {
+	return func(t *testing.T, dataDir, redisURL, hook string) string {
+		o := config.Defaults()
+		o.Listen, o.DataDir, o.Window, o.Grace, o.AllowPrivateTargets = "127.0.0.1:0", dataDir, time.Second, 300*time.Millisecond, true
+		o.WebhookURL = model.SecretURL(hook)
+		if redisURL != "" {
+			o.Store, o.RedisURL, o.SecretsKeyFile = config.StoreRedis, redisURL, filepath.Join(dataDir, "secrets.key")
+		}
+		d, err := Start(t.Context(), RoleAll, o, Deps{Logger: testLogger(t), Stdout: io.Discard, Clock: aheadClock(age)})
+		if err != nil {
+			t.Fatalf("start this build %s after the older one stopped: %v", age, err)
+		}
+		t.Cleanup(func() {
+			d.Stop()
+			if err := d.Wait(); err != nil {
+				t.Errorf("mcpmon stopped with: %v", err)
+			}
+		})
+		return d.Addr()
+	}
+}
+
+// aheadClock is the wall clock moved d ahead.
+type aheadClock time.Duration
+
+func (a aheadClock) Now() time.Time { return time.Now().Add(time.Duration(a)) }
+
+// expireRedisKeys deletes the keys of the Redis at url that would have
+// expired within age: what the server's own clock does to the fixture's
+// TTLs (the ledger's, the events', the audit log's) over that downtime.
+func expireRedisKeys(t *testing.T, url string, age time.Duration) {
+	t.Helper()
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := goredis.NewClient(opt)
+	defer rdb.Close()
+	ctx := t.Context()
+	var expired int
+	iter := rdb.Scan(ctx, 0, "*", 1000).Iterator()
+	for iter.Next(ctx) {
+		ttl, err := rdb.PTTL(ctx, iter.Val()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl > 0 && ttl <= age {
+			if err := rdb.Del(ctx, iter.Val()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			expired++
+		}
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if expired == 0 {
+		t.Fatalf("no key of the fixture's Redis expires within %s: the ledger's done keys should", age)
+	}
+}
+
+// replayUpgrade opens the fixture's data dir with this build, started by
+// start on a clock age after the older build stopped, and checks that it
+// carries on where that one stopped.
+func replayUpgrade(t *testing.T, archive string, fx upgradeFixture, age time.Duration, start upgradeStart) {
 	dataDir, redisURL := filepath.Join(t.TempDir(), "data"), ""
 	switch fx.Store {
 	case "":
@@ -208,13 +304,17 @@ func replayUpgrade(t *testing.T, bin, archive string, fx upgradeFixture) {
 		}
 		rs.Start() // loads the older build's AOF
 		redisURL = rs.URL()
+		if age > 0 {
+			expireRedisKeys(t, redisURL, age)
+		}
 	default:
 		t.Fatalf("fixture %s: store %q, want \"\" or \"redis\"", fx.Rev, fx.Store)
 	}
 	serveUpgradeTarget(t, fx.SteadyAddr, upgradeSecret) // the broken endpoint's server stays down for now
 	rcv, hook := newReceiver(t)
-	started := time.Now()
-	_, _, addr := startBuild(t, "mcpmon (this build)", bin, dataDir, redisURL, hook)
+	now := aheadClock(age).Now
+	started := now()
+	addr := start(t, dataDir, redisURL, hook)
 	c := apiClient{addr: addr, key: fx.Token}
 	if _, err := os.Stat(filepath.Join(dataDir, "queue.db")); fx.Store == "" && !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the older layout's queue.db after the start: %v, want it moved into store.db and removed (beside --store redis the queue keeps it)", err)
@@ -258,7 +358,7 @@ func replayUpgrade(t *testing.T, bin, archive string, fx upgradeFixture) {
 		t.Fatalf("first alert after the broken endpoint came back: %v, want the resolve of %s", res, fx.Incident)
 	}
 	eventually(t, 30*time.Second, "the incident resolved in the API", func() bool { return c.incidentState(t, fx.Incident) == "resolved" })
-	resolved := time.Now()
+	resolved := now()
 	eventually(t, 30*time.Second, "three more windows decided", func() bool {
 		return c.lastVerdict(t, fx.Broken).Window.After(resolved.Add(3 * time.Second))
 	})
