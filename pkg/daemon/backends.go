@@ -34,6 +34,12 @@ type queues struct {
 	// itself when embedded, the store on SQS: keepReasonsIn).
 	dead     map[string]queue.DeadLetterQueue
 	failures queue.FailureRecorder
+	// file is the embedded broker (nil on SQS): whether its file takes
+	// writes (readiness) and how many of its own file's commits failed.
+	file interface {
+		Check() error
+		CommitFailures() uint64
+	}
 }
 
 func (q *queues) get(name string) queue.Queue { return q.byName[name] }
@@ -123,14 +129,53 @@ func sharedFile(o config.Options, st store.Store) *bolt.Store {
 	return b
 }
 
-// fileCollector is the collector of the embedded store's commits, pages
-// written and failed commits (mcpmon_store_*), nil when st is another
-// backend.
+// fileCollector is the collector of the embedded store's commits and
+// pages written (mcpmon_store_*), nil when st is another backend.
 func fileCollector(st store.Store) *bolt.FileCollector {
 	if b, ok := storeUnder[*bolt.Store](st); ok {
 		return b.FileCollector()
 	}
 	return nil
+}
+
+// writeFailuresDesc is the one metric of writes that a full or failing
+// disk refused, whichever backend holds them.
+var writeFailuresDesc = prometheus.NewDesc("mcpmon_store_commit_failures_total",
+	"Writes mcpmon's durable state could not persist (a full or failing disk): failed commits of the embedded store's file and of the embedded queue's own file, and writes Redis refused with MISCONF. /readyz names which.", nil, nil)
+
+// writeFailures exports mcpmon_store_commit_failures_total: the sum of
+// the store's (bolt.Store, redis.Store) and the embedded queue's own
+// file's failed writes.
+type writeFailures []func() uint64
+
+// newWriteFailures counts what st and qs report, nil when neither does.
+func newWriteFailures(st store.Store, qs *queues) writeFailures {
+	var w writeFailures
+	if f, ok := storeUnder[failingStore](st); ok {
+		w = append(w, f.CommitFailures)
+	}
+	if qs != nil && qs.file != nil {
+		w = append(w, qs.file.CommitFailures)
+	}
+	return w
+}
+
+// failingStore is a store that counts the writes it could not persist.
+type failingStore interface {
+	store.Store
+	CommitFailures() uint64
+}
+
+// Describe implements prometheus.Collector.
+func (w writeFailures) Describe(ch chan<- *prometheus.Desc) { ch <- writeFailuresDesc }
+
+// Collect implements prometheus.Collector.
+func (w writeFailures) Collect(ch chan<- prometheus.Metric) {
+	var n uint64
+	for _, f := range w {
+		n += f()
+	}
+	ch <- prometheus.MustNewConstMetric(writeFailuresDesc, prometheus.CounterValue, float64(n))
 }
 
 // storeUnder returns the store of type T under st's wrappers (sealing,
@@ -168,7 +213,7 @@ func openQueues(ctx context.Context, o config.Options, shared *bolt.Store, clk c
 		if err != nil {
 			return nil, fmt.Errorf("open embedded queue in %s (is another mcpmon using this --data-dir?): %w", o.DataDir, err)
 		}
-		qs := &queues{byName: map[string]queue.Queue{}, close: b.Close, dead: map[string]queue.DeadLetterQueue{}, failures: b}
+		qs := &queues{byName: map[string]queue.Queue{}, close: b.Close, dead: map[string]queue.DeadLetterQueue{}, failures: b, file: b}
 		for _, c := range cfgs {
 			qs.byName[c.Name] = b.Queue(c.Name)
 			if c.MaxReceiveCount > 0 {

@@ -244,6 +244,9 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 		return nil, err
 	}
 	d.qs.keepReasonsIn(d.st, d.clk) // backends_remote.go
+	if wf := newWriteFailures(d.st, d.qs); wf != nil { // backends.go
+		reg.MustRegister(wf)
+	}
 	for _, w := range o.Warnings {
 		d.log.Warn(w)
 	}
@@ -451,6 +454,11 @@ func (d *Daemon) ready(ctx context.Context) error {
 	}
 	if err := st.Ping(ctx); err != nil {
 		return fmt.Errorf("store: %w", err)
+	}
+	if qs := d.qs; qs != nil && qs.file != nil {
+		if err := qs.file.Check(); err != nil {
+			return fmt.Errorf("queue: %w", err)
+		}
 	}
 	return nil
 }

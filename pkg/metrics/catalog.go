@@ -95,7 +95,7 @@ func Catalog() []Family {
 		{"mcpmon_sqs_requests_total", Counter, []string{"op", "queue"}, "queue/sqs", "SQS operations used (< 10)"},
 		{"mcpmon_store_commits_total", Counter, nil, "embedded store", "1"},
 		{"mcpmon_store_pages_written_total", Counter, nil, "embedded store", "1"},
-		{"mcpmon_store_commit_failures_total", Counter, nil, "embedded store", "1"},
+		{"mcpmon_store_commit_failures_total", Counter, nil, "embedded store and queue, redis store", "1"},
 		{"mcpmon_store_ledger_waits_total", Counter, nil, "redis store", "1"},
 		{"mcpmon_store_ledger_unreplicated_total", Counter, nil, "redis store", "1"},
 		// Every role.

@@ -1,8 +1,10 @@
 package embedded
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -155,28 +157,38 @@ func (b *Broker) commit(bt *batch, locked bool) {
 		// state however often they run.
 		txn = func(fn func(*bolt.Tx) error) error { return b.batch(len(bt.writes), fn) }
 	}
+	var fnErr error
 	err := txn(func(tx *bolt.Tx) error {
 		if b.beforeCommit != nil {
-			if err := b.beforeCommit(len(bt.writes)); err != nil {
-				return err
+			if fnErr = b.beforeCommit(len(bt.writes)); fnErr != nil {
+				return fnErr
 			}
 		}
-		return apply(tx, bt.writes)
+		fnErr = apply(tx, bt.writes)
+		return fnErr
 	})
 	if err == nil {
 		close(bt.done)
 		return
 	}
+	disk := fnErr == nil // the commit itself: a full or failing disk
+	if disk && b.health != nil {
+		// In the queue's own file; in a shared file the store's
+		// committer counts and logs it.
+		b.health.Failed(err)
+	}
 	if !locked {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 	}
-	b.fail(bt, err)
+	b.fail(bt, err, disk)
 }
 
 // fail fails bt and the batch opened after it, and reloads the in-memory
-// state from the file. Called with b.mu held.
-func (b *Broker) fail(bt *batch, err error) {
+// state from the file. disk says the commit itself failed: the file's
+// writehealth logs that once per 30 s, so each failed batch is logged at
+// Debug only (a full disk fails every commit). Called with b.mu held.
+func (b *Broker) fail(bt *batch, err error, disk bool) {
 	err = fmt.Errorf("commit: %w", err)
 	bt.err = err
 	close(bt.done)
@@ -190,7 +202,11 @@ func (b *Broker) fail(bt *batch, err error) {
 		b.logger.Error("queue file unusable; every call fails until restart", "err", b.failed)
 		return
 	}
-	b.logger.Error("queue commit failed; state reloaded from the file, the batch's calls fail", "err", err)
+	level := slog.LevelError
+	if disk {
+		level = slog.LevelDebug
+	}
+	b.logger.Log(context.Background(), level, "queue commit failed; state reloaded from the file, the batch's calls fail", "err", err)
 }
 
 // apply performs ws in order in tx.

@@ -51,6 +51,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/queue"
+	"github.com/mcpmon/mcpmon/pkg/writehealth"
 )
 
 // FileName is the bbolt file the broker keeps in its data directory.
@@ -128,6 +129,9 @@ type Broker struct {
 
 	mu     sync.Mutex
 	closed bool
+	// health counts the failed commits of the broker's own file (nil in
+	// memory or in a shared file, whose owner counts them).
+	health *writehealth.Health
 	// failed is set when a commit failed and the file could not be read
 	// back: every call fails with it.
 	failed error
@@ -244,6 +248,8 @@ func Open(dir string, cfgs []queue.Config, opts Options) (*Broker, error) {
 			return nil, fmt.Errorf("embedded queue: open %s (is another mcpmon using this data dir?): %w", path, err)
 		}
 		b.db = db
+		b.health = writehealth.New(writehealth.Options{What: "the queue's file " + path,
+			Fix: "free space on its disk or check the disk", Now: opts.Clock.Now, Log: b.logger})
 	}
 	if err := b.load(); err != nil {
 		if !b.shared {
@@ -292,6 +298,33 @@ func (b *Broker) Close() error {
 		return nil
 	}
 	return b.db.Close()
+}
+
+// Check reports whether the broker's file takes writes (readiness): an
+// error while a commit of its own file failed in the last
+// writehealth.Hold, or for good once the file could not be read back
+// after one.
+func (b *Broker) Check() error {
+	b.mu.Lock()
+	failed := b.failed
+	b.mu.Unlock()
+	if failed != nil {
+		return fmt.Errorf("the queue's file is unusable until mcpmon restarts: %w", failed)
+	}
+	if b.health == nil {
+		return nil
+	}
+	return b.health.Check()
+}
+
+// CommitFailures is how many commits of the broker's own file failed
+// since it was opened: 0 in memory or in a shared file, whose owner
+// counts them.
+func (b *Broker) CommitFailures() uint64 {
+	if b.health == nil {
+		return 0
+	}
+	return b.health.Failures()
 }
 
 // Queue returns the named stage queue. An unknown name yields a queue whose

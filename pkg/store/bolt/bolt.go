@@ -188,8 +188,7 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("bolt store: initialise %s: %w", path, err)
 	}
-	health := &writeHealth{path: path, now: opts.Clock.Now, log: opts.Logger.With("component", "store", "backend", "bolt"),
-		logs: clock.Every{Interval: writeFailHold}}
+	health := newWriteHealth(path, opts.Clock.Now, opts.Logger.With("component", "store", "backend", "bolt"))
 	s := &Store{
 		db:        db,
 		health:    health,
@@ -231,7 +230,7 @@ func (s *Store) Close() error {
 func (s *Store) DB() *bbolt.DB { return s.db }
 
 // Ping reports whether the file is open and its writes succeed: an error
-// while a commit failed in the last writeFailHold (health.go).
+// while a commit failed in the last writehealth.Hold (health.go).
 func (s *Store) Ping(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -239,12 +238,12 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := s.db.View(func(*bbolt.Tx) error { return nil }); err != nil {
 		return err
 	}
-	return s.health.check()
+	return s.health.Check()
 }
 
 // CommitFailures is how many of the file's commits failed since it was
 // opened (mcpmon_store_commit_failures_total).
-func (s *Store) CommitFailures() uint64 { return s.health.failures.Load() }
+func (s *Store) CommitFailures() uint64 { return s.health.Failures() }
 
 func (s *Store) view(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {

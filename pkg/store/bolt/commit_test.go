@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
-
-	"github.com/mcpmon/mcpmon/pkg/clock"
 )
 
 func TestCommitPause(t *testing.T) {
@@ -53,7 +51,7 @@ func openCommitter(tb testing.TB, interval time.Duration) (*bbolt.DB, *committer
 	if err := db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket([]byte("b")); return err }); err != nil {
 		tb.Fatal(err)
 	}
-	return db, newCommitter(db, interval, &writeHealth{path: db.Path(), now: time.Now, log: slog.New(slog.DiscardHandler), logs: clock.Every{Interval: writeFailHold}})
+	return db, newCommitter(db, interval, newWriteHealth(db.Path(), time.Now, slog.New(slog.DiscardHandler)))
 }
 
 // txID is the ID of db's last committed write transaction.

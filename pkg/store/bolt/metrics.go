@@ -1,7 +1,8 @@
 // What the file's commits cost the disk, exported for Prometheus: whatever
 // wrote them (the store, and the embedded queue sharing the file), a
-// probe's durable state is so many commits and so many pages written; and
-// how many commits failed (health.go).
+// probe's durable state is so many commits and so many pages written. The
+// failed commits are Store.CommitFailures (health.go), exported with the
+// other backends' by the daemon.
 
 package bolt
 
@@ -15,22 +16,19 @@ var (
 		"Write transactions the embedded store's file committed (each two fdatasyncs).", nil, nil)
 	pagesDesc = prometheus.NewDesc("mcpmon_store_pages_written_total",
 		"Pages the embedded store's file wrote in its commits.", nil, nil)
-	failuresDesc = prometheus.NewDesc("mcpmon_store_commit_failures_total",
-		"Commits of the embedded store's file that failed (a full or failing disk): their writes failed, or ran again.", nil, nil)
 )
 
 // FileCollector reads the commit counters of the store's file at scrape
 // time.
 type FileCollector struct {
 	db                  *bbolt.DB
-	baseTxID, basePages uint64        // the counters when the collector was made
-	failures            func() uint64 // Store.CommitFailures
+	baseTxID, basePages uint64 // the counters when the collector was made
 }
 
 // FileCollector returns a collector of the store's file, counted from
-// now: its commits, pages written and failed commits.
+// now: its commits and pages written.
 func (s *Store) FileCollector() *FileCollector {
-	c := &FileCollector{db: s.db, failures: s.CommitFailures}
+	c := &FileCollector{db: s.db}
 	c.baseTxID, _ = c.txid()
 	st := s.db.Stats()
 	c.basePages = uint64(st.TxStats.GetWrite())
@@ -52,7 +50,6 @@ func (c *FileCollector) txid() (uint64, error) {
 func (c *FileCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- commitsDesc
 	ch <- pagesDesc
-	ch <- failuresDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -60,7 +57,6 @@ func (c *FileCollector) Collect(ch chan<- prometheus.Metric) {
 	commits, pages := c.Counts()
 	ch <- prometheus.MustNewConstMetric(commitsDesc, prometheus.CounterValue, float64(commits))
 	ch <- prometheus.MustNewConstMetric(pagesDesc, prometheus.CounterValue, float64(pages))
-	ch <- prometheus.MustNewConstMetric(failuresDesc, prometheus.CounterValue, float64(c.failures()))
 }
 
 // Counts returns the commits and the pages written since the collector

@@ -10,10 +10,12 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/redis"
 	"github.com/mcpmon/mcpmon/pkg/store/redis/redistest"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
+	"github.com/mcpmon/mcpmon/pkg/writehealth"
 )
 
 // TestDiskWriteErrorIsAnOutage: a Redis that cannot write its snapshot
@@ -28,7 +30,8 @@ func TestDiskWriteErrorIsAnOutage(t *testing.T) {
 	o, _ := goredis.ParseURL(rs.URL())
 	rc := goredis.NewClient(o)
 	t.Cleanup(func() { _ = rc.Close() })
-	s, err := redis.New(t.Context(), rs.URL(), redis.Options{Prefix: redistest.RandomPrefix()})
+	clk := clock.NewFake(time.Now())
+	s, err := redis.New(t.Context(), rs.URL(), redis.Options{Prefix: redistest.RandomPrefix(), Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +84,13 @@ func TestDiskWriteErrorIsAnOutage(t *testing.T) {
 	if _, err := s.GetObject(ctx, store.KindAgentSeen, "before"); err != nil {
 		t.Errorf("a read while Redis cannot save: %v, want the record", err)
 	}
+	// Redis answers PING all along: readiness is the refused writes.
+	if err := s.Ping(ctx); err == nil || !strings.Contains(err.Error(), "MISCONF") {
+		t.Errorf("Ping while Redis refuses writes: %v, want not ready, naming MISCONF", err)
+	}
+	if n := s.CommitFailures(); n < 2 {
+		t.Errorf("CommitFailures = %d after a refused write and a refused claim, want at least 2", n)
+	}
 
 	must(os.Remove(dir))
 	must(os.Mkdir(dir, 0o755))
@@ -88,5 +98,12 @@ func TestDiskWriteErrorIsAnOutage(t *testing.T) {
 	bgsave("ok")
 	if err := s.PutObject(ctx, store.KindAgentSeen, "after", []byte(`{}`)); err != nil {
 		t.Fatalf("a write once Redis saves again: %v", err)
+	}
+	if s.Ping(ctx) == nil {
+		t.Errorf("Ping right after the refused writes is nil, want it held for %s (readiness does not flap)", writehealth.Hold)
+	}
+	clk.Advance(writehealth.Hold)
+	if err := s.Ping(ctx); err != nil {
+		t.Errorf("Ping %s after the last refused write: %v, want ready", writehealth.Hold, err)
 	}
 }

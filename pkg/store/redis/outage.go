@@ -24,7 +24,7 @@ func (s *Store) done(op string, err error) error {
 		return err
 	}
 	if refusesWrites(err) {
-		s.writesRefused(op, err)
+		s.refused.Failed(fmt.Errorf("%s: %w", op, err))
 		return fmt.Errorf("redis store: %s: %w: %w", op, store.ErrUnavailable, err)
 	}
 	if !unavailable(err) {
@@ -61,9 +61,6 @@ func (s *Store) recovered() {
 	}
 }
 
-// refusedLogEvery bounds the log of writes refused with MISCONF.
-const refusedLogEvery = 30 * time.Second
-
 // refusesWrites reports whether err is Redis refusing a write because it
 // cannot persist (MISCONF: its last snapshot or AOF write failed, a full
 // or broken disk). Redis still answers PING and reads, so it is not an
@@ -72,15 +69,6 @@ const refusedLogEvery = 30 * time.Second
 func refusesWrites(err error) bool {
 	var rerr goredis.Error
 	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "MISCONF")
-}
-
-// writesRefused logs a write refused with MISCONF, at most once per
-// refusedLogEvery.
-func (s *Store) writesRefused(op string, err error) {
-	if s.refused.Due(s.clk.Now()) {
-		s.log.Error("redis refuses writes because it cannot persist: store writes fail with ErrUnavailable and are retried; free space on Redis's disk or fix what its log names (logged at most every 30s)",
-			"op", op, "err", err)
-	}
 }
 
 // unavailable reports whether err means "Redis cannot serve right now" (the

@@ -47,6 +47,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/writehealth"
 )
 
 // DefaultPrefix prefixes every key.
@@ -134,10 +135,11 @@ type Store struct {
 
 	mu        sync.Mutex
 	downSince time.Time // zero while reachable
-	// refused paces the log of writes refused with MISCONF (outage.go):
-	// reads still succeed then, so the outage log's warning-and-recovery
-	// pair would repeat with every read.
-	refused clock.Every
+	// refused counts the writes Redis refuses with MISCONF (outage.go),
+	// logs them at most every writehealth.Hold and fails Ping until Hold
+	// after the last: reads still succeed then, so the outage log's
+	// warning-and-recovery pair would repeat with every read.
+	refused *writehealth.Health
 }
 
 var _ store.Store = (*Store)(nil)
@@ -219,8 +221,9 @@ func open(ctx context.Context, rawURL string, opts Options, refuseOld bool) (*St
 		log:        opts.Logger.With("component", "store", "backend", "redis"),
 		eps:        store.NewEndpointDecoder(),
 		repl:       replication{replicas: opts.LedgerReplicas, wait: opts.LedgerWait, warn: clock.Every{Interval: time.Minute}},
-		refused:    clock.Every{Interval: refusedLogEvery},
 	}
+	s.refused = writehealth.New(writehealth.Options{What: "Redis", Now: opts.Clock.Now, Log: s.log,
+		Fix: "it cannot persist (MISCONF: a full or failing disk under its snapshots or AOF); free space on Redis's disk or fix what its log names. Store writes fail with ErrUnavailable and are retried"})
 	if err := s.Ping(ctx); err != nil {
 		if opts.WaitForServer && errors.Is(err, store.ErrUnavailable) {
 			return s, nil // the outage is logged once by done
@@ -261,10 +264,20 @@ func open(ctx context.Context, rawURL string, opts Options, refuseOld bool) (*St
 // Close closes the connection pool.
 func (s *Store) Close() error { return s.rdb.Close() }
 
-// Ping reports whether Redis answers (readiness).
+// Ping reports whether Redis answers and takes writes (readiness): an
+// error while it refused a write in the last writehealth.Hold, though it
+// still answers PING then.
 func (s *Store) Ping(ctx context.Context) error {
-	return s.done("ping", s.rdb.Ping(ctx).Err())
+	if err := s.done("ping", s.rdb.Ping(ctx).Err()); err != nil {
+		return err
+	}
+	return s.refused.Check()
 }
+
+// CommitFailures is how many writes Redis refused because it could not
+// persist them (MISCONF) since the store was opened
+// (mcpmon_store_commit_failures_total).
+func (s *Store) CommitFailures() uint64 { return s.refused.Failures() }
 
 // ---- keys and values
 

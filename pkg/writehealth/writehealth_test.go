@@ -1,0 +1,49 @@
+package writehealth
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/clock"
+)
+
+func TestHealthHoldsAFailureAndLogsItOncePerHold(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC))
+	var logs bytes.Buffer
+	h := New(Options{What: "the store's file /d/store.db", Fix: "free space on its disk", Now: clk.Now,
+		Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err := h.Check(); err != nil {
+		t.Fatalf("Check before any failure: %v", err)
+	}
+	disk := errors.New("write /d/store.db: no space left on device")
+	for range 5 {
+		h.Failed(disk)
+		clk.Advance(time.Second)
+	}
+	if n := h.Failures(); n != 5 {
+		t.Errorf("Failures = %d, want 5", n)
+	}
+	if n := strings.Count(logs.String(), "level=ERROR"); n != 1 {
+		t.Errorf("%d error lines for 5 failures within %s, want 1:\n%s", n, Hold, logs.String())
+	}
+	err := h.Check()
+	if err == nil || !strings.Contains(err.Error(), "/d/store.db") || !strings.Contains(err.Error(), "no space left") || !strings.Contains(err.Error(), "free space") {
+		t.Fatalf("Check right after failures = %v, want the backend, the error and what to do", err)
+	}
+	clk.Advance(Hold - 2*time.Second) // Hold-1s after the last failure
+	if h.Check() == nil {
+		t.Fatalf("Check %s after the last failure is nil, want it held for %s", Hold-time.Second, Hold)
+	}
+	clk.Advance(time.Second)
+	if err := h.Check(); err != nil {
+		t.Fatalf("Check %s after the last failure: %v, want ready again", Hold, err)
+	}
+	h.Failed(disk)
+	if n := strings.Count(logs.String(), "level=ERROR"); n != 2 {
+		t.Errorf("a failure %s after the first logged: %d error lines, want 2", Hold, n)
+	}
+}
