@@ -712,7 +712,10 @@ func (a *agentSeen) poll(ctx context.Context, st Store, p auth.Principal, versio
 // writeTrailing writes s, the record of agent id, as of at (by the
 // server's clock, agentSeenWrite after its last write), unless the
 // agent was forgotten or its record written since (the write due at at
-// is no longer pending).
+// is no longer pending), or another replica stored a newer poll: the
+// agent moved there, and this replica's record is up to agentSeenWrite
+// older. (A read, then a write: two replicas writing in the same
+// milliseconds can still cross, a gap of one poll, not of 15 s.)
 func (a *agentSeen) writeTrailing(st Store, id string, s *agentState, at time.Time) {
 	a.writes.Lock()
 	defer a.writes.Unlock()
@@ -722,10 +725,20 @@ func (a *agentSeen) writeTrailing(st Store, id string, s *agentState, at time.Ti
 		return
 	}
 	s.trailing, s.written = nil, at
-	doc, _ := json.Marshal(s.AgentSeen)
+	ours := s.LastSeen
 	a.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), trailingWriteTimeout)
 	defer cancel()
+	// load takes the stored record where it is newer (forget, which
+	// would drop s, waits for writes).
+	a.load(ctx, st, []auth.Key{{ID: id}})
+	a.mu.Lock()
+	if !s.LastSeen.Equal(ours) {
+		a.mu.Unlock()
+		return
+	}
+	doc, _ := json.Marshal(s.AgentSeen)
+	a.mu.Unlock()
 	_ = st.PutObject(ctx, store.KindAgentSeen, id, doc) // advisory, as in poll
 }
 

@@ -89,3 +89,37 @@ func TestAgentRecordCatchesUpWithTheLastPoll(t *testing.T) {
 		}
 	})
 }
+
+// TestTrailingWriteKeepsAnotherReplicasNewerRecord: an agent polls
+// replica A, then moves to replica B (a restart, a load balancer), which
+// writes its newer polls. A's trailing write, due later, carries an older
+// poll: it must not overwrite B's record, or the agent watcher would judge
+// a poll up to agentSeenWrite old.
+func TestTrailingWriteKeepsAnotherReplicasNewerRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"), bolt.Options{SweepInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = st.Close() }()
+		stored := func() model.AgentSeen {
+			var seen agentSeen
+			seen.load(t.Context(), st, []auth.Key{{ID: "k1"}})
+			got, _ := seen.get("k1")
+			return got
+		}
+		var a, b agentSeen
+		p := auth.Principal{KeyID: "k1", Name: "office-1", Tenant: "acme", Location: "office", Scope: auth.ScopeAgent}
+		a.poll(t.Context(), st, p, "1.0", nil, time.Now()) // A writes at once
+		time.Sleep(5 * time.Second)
+		a.poll(t.Context(), st, p, "1.0", nil, time.Now()) // A's trailing write due 10 s from now
+		time.Sleep(3 * time.Second)
+		moved := time.Now()
+		b.poll(t.Context(), st, p, "1.0", nil, moved) // B's first poll: written at once
+		time.Sleep(agentSeenWrite)                     // A's trailing write came due meanwhile
+		synctest.Wait()
+		if got := stored(); got.LastSeen.Before(moved.UTC()) {
+			t.Fatalf("after replica A's trailing write: stored lastSeen %v, want replica B's newer poll %v", got.LastSeen, moved.UTC())
+		}
+	})
+}
