@@ -28,7 +28,8 @@
 // blocked sender, a suspended host, a clock jump) only the latest missed slot
 // of each endpoint is emitted, never the backlog: one fresh probe is worth
 // more than a storm of stale ones whose verdict windows may already be
-// decided.
+// decided. A wall clock stepped back reschedules every endpoint from the
+// clock's new time (steppedBack), rather than waiting out the step.
 package scheduler
 
 import (
@@ -464,8 +465,20 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var due []job
+	var prevNow, prevMono time.Time
 	for {
 		now := s.clock.Now()
+		// A wall clock stepped back since the last turn: every slot is
+		// then that much further away by the clock, and the timer (which
+		// runs on the monotonic clock) would leave every endpoint
+		// unprobed for the step's length.
+		mono := time.Now()
+		if !prevNow.IsZero() {
+			if back := mono.Sub(prevMono) - now.Round(0).Sub(prevNow.Round(0)); back > clockStepTolerance {
+				s.steppedBack(now, back)
+			}
+		}
+		prevNow, prevMono = now, mono
 		var wait time.Duration
 		var skipped int
 		due, wait, skipped = s.popDue(now, due[:0])
@@ -491,6 +504,31 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		case <-timer.C:
 		}
 	}
+}
+
+// clockStepTolerance is the least backward step of the wall clock that
+// reschedules every endpoint; a smaller one only delays the next slots by
+// as much.
+const clockStepTolerance = time.Second
+
+// steppedBack reschedules every endpoint for its next slot after now, the
+// clock stepped back by back, and says so: the verdict windows decided
+// before the step lie ahead of the clock now, and results for windows up
+// to them are refused as late (store.ErrWindowDecided), so verdicts resume
+// once the clock passes them.
+func (s *Scheduler) steppedBack(now time.Time, back time.Duration) {
+	s.mu.Lock()
+	for _, e := range s.heap {
+		// From the start of now's second: a slot in it is due now.
+		if next := e.slots.Next(now.Truncate(time.Second).Add(-time.Nanosecond)); !next.IsZero() {
+			e.next = next.Unix()
+		}
+	}
+	heap.Init(&s.heap)
+	n := len(s.heap)
+	s.mu.Unlock()
+	s.log.Warn("the wall clock stepped back: every endpoint is rescheduled from the clock's time. Verdict windows decided before the step are not decided again: results for them are refused as late, and verdicts resume once the clock passes them",
+		"stepped_back", back.Round(time.Millisecond).String(), "verdicts_resume_about", now.Add(back).UTC().Format(time.RFC3339), "endpoints", n)
 }
 
 // idleWait is how long the loop sleeps with nothing scheduled; Upsert wakes it.

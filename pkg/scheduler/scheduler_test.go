@@ -1,11 +1,14 @@
 package scheduler
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -337,6 +340,52 @@ func TestSyncEveryRetriesSoonAfterAFailedList(t *testing.T) {
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// steppedClock is the bubble's clock plus an offset the test moves: the
+// host's wall clock stepped by NTP.
+type steppedClock struct{ off atomic.Int64 }
+
+func (c *steppedClock) Now() time.Time { return time.Now().Add(time.Duration(c.off.Load())) }
+
+// TestClockSteppedBackKeepsProbing: the wall clock steps back an hour (NTP
+// correcting a clock that ran ahead). Every endpoint's next slot is then
+// an hour away by the clock; without noticing, the scheduler would wait
+// that hour out with every endpoint unprobed. It reschedules from the
+// stepped clock instead, and logs what happened.
+func TestClockSteppedBackKeepsProbing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		clk := &steppedClock{}
+		var logs bytes.Buffer
+		s := New(rec, Options{Clock: clk, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		_ = s.Upsert(ep("every", "@every 10s"))
+		stop := start(t, s)
+		defer stop()
+		time.Sleep(25 * time.Second)
+		synctest.Wait()
+		before := len(rec.slotsOf(t, "every"))
+
+		clk.off.Add(int64(-time.Hour))
+		stepped := clk.Now()
+		time.Sleep(25 * time.Second)
+		synctest.Wait()
+		after := rec.slotsOf(t, "every")[before:]
+		if len(after) < 2 {
+			t.Fatalf("25 s after the clock stepped back an hour: %d commands, want 2 or more (probing goes on)", len(after))
+		}
+		for _, slot := range after {
+			if slot.Before(stepped.Add(-10*time.Second)) || slot.After(clk.Now()) {
+				t.Errorf("slot %v after the step: want one of the stepped clock's last 25 s (from %v)", slot, stepped)
+			}
+		}
+		if !strings.Contains(logs.String(), "stepped back") {
+			t.Errorf("no warning of the step in the log:\n%s", logs.String())
+		}
+		if n := strings.Count(logs.String(), "stepped back"); n != 1 {
+			t.Errorf("%d warnings of one step, want 1:\n%s", n, logs.String())
 		}
 	})
 }
