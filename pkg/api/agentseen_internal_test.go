@@ -116,7 +116,7 @@ func TestTrailingWriteKeepsAnotherReplicasNewerRecord(t *testing.T) {
 		time.Sleep(3 * time.Second)
 		moved := time.Now()
 		b.poll(t.Context(), st, p, "1.0", nil, moved) // B's first poll: written at once
-		time.Sleep(agentSeenWrite)                     // A's trailing write came due meanwhile
+		time.Sleep(agentSeenWrite)                    // A's trailing write came due meanwhile
 		synctest.Wait()
 		if got := stored(); got.LastSeen.Before(moved.UTC()) {
 			t.Fatalf("after replica A's trailing write: stored lastSeen %v, want replica B's newer poll %v", got.LastSeen, moved.UTC())

@@ -25,7 +25,7 @@ func openRedis(ctx context.Context, o config.Options, clk clock.Clock, logger *s
 	redisstore.RouteDriverLogs(logger)
 	// A replica started while Redis is down waits for it (readyz 503,
 	// messages held) instead of exiting and staying down.
-	s, err := redisstore.New(ctx, o.RedisURL, redisstore.Options{Prefix: o.RedisPrefix, LedgerTTL: o.LedgerTTL, AuditTTL: o.AuditTTL, Clock: clk, Logger: logger, WaitForServer: true, LedgerReplicas: o.RedisLedgerReplicas})
+	s, err := redisstore.New(ctx, o.RedisURL, redisstore.Options{Prefix: o.RedisPrefix, LedgerTTL: o.LedgerTTL, AuditTTL: o.AuditTTL, Clock: clk, Logger: logger, WaitForServer: true, LedgerReplicas: o.RedisLedgerReplicas, WatchDeployment: true})
 	if err != nil {
 		return nil, fmt.Errorf("connect to Redis (check --redis-url and that Redis is up): %w", err)
 	}

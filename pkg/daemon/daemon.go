@@ -243,7 +243,7 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 	if d.qs, err = openQueues(ctx, o, sharedFile(o, d.st), d.clk, d.log, reg, QueuesIn(role, o.Regions, o.Region)); err != nil {
 		return nil, err
 	}
-	d.qs.keepReasonsIn(d.st, d.clk) // backends_remote.go
+	d.qs.keepReasonsIn(d.st, d.clk)                    // backends_remote.go
 	if wf := newWriteFailures(d.st, d.qs); wf != nil { // backends.go
 		reg.MustRegister(wf)
 	}
@@ -563,6 +563,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		qm.WatchDepth(ctx, 15*time.Second, d.log, d.qs.depth...)
 		return nil
 	})
+	d.loop(ctx, "readiness", d.watchReadiness) // readiness.go
 
 	// Before the API and the probers: both hand their results to it.
 	fold, err := d.startAggregator(ctx, qm)

@@ -383,7 +383,8 @@ var (
 	globalFamilies = []string{"object_tenants", "tenant_objects", "objects_stamp", "audit", "audit_seq", "tenant_quota"}
 	// endpoint_shard_stamps: the one-slot layout's per-shard endpoints
 	// stamps, which the sharded layout keeps as each shard's endpoints_stamp.
-	derived = []string{"endpoint_ids_indexed", "endpoints_stamp", "endpoint_shard_stamps", "incidents_stamp"}
+	// deployment: each store's own marker (deployment.go), not copied.
+	derived = []string{"endpoint_ids_indexed", "endpoints_stamp", "endpoint_shard_stamps", "incidents_stamp", deploymentKey}
 )
 
 // place decides where the source key name goes.

@@ -72,7 +72,9 @@ func TestMigrateOneSlotToCluster(t *testing.T) {
 	ctx := t.Context()
 	clk := clock.NewFake(time.Date(2026, 12, 1, 10, 0, 30, 0, time.UTC))
 	fromPrefix, toPrefix := redistest.RandomPrefix(), redistest.RandomPrefix()
-	src := open(t, from, redis.Options{Prefix: fromPrefix, Clock: clk})
+	// As a running mcpmon left it: with its deployment marker, which is
+	// not copied (the target's own mcpmon writes its own).
+	src := open(t, from, redis.Options{Prefix: fromPrefix, Clock: clk, WatchDeployment: true})
 	const n = 40
 	fillEverything(t, src, n, clk)
 	t.Cleanup(func() { redistest.Flush(t, to, toPrefix) })

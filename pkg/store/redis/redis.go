@@ -112,6 +112,10 @@ type Options struct {
 	LedgerReplicas int
 	// LedgerWait bounds each wait of LedgerReplicas (default 1s).
 	LedgerWait time.Duration
+	// WatchDeployment makes Ping fail, and log, once Redis no longer holds
+	// the data the store started on (deployment.go): for a process that
+	// serves from it, not for a tool that reads it once (store migrate).
+	WatchDeployment bool
 }
 
 // Store is the Redis-backed store.Store.
@@ -140,6 +144,11 @@ type Store struct {
 	// after the last: reads still succeed then, so the outage log's
 	// warning-and-recovery pair would repeat with every read.
 	refused *writehealth.Health
+	// watchDeployment is Options.WatchDeployment; deployment is the
+	// marker read (deployment.go, under mu), lost paces its log.
+	watchDeployment bool
+	deployment      string
+	lost            clock.Every
 }
 
 var _ store.Store = (*Store)(nil)
@@ -221,6 +230,9 @@ func open(ctx context.Context, rawURL string, opts Options, refuseOld bool) (*St
 		log:        opts.Logger.With("component", "store", "backend", "redis"),
 		eps:        store.NewEndpointDecoder(),
 		repl:       replication{replicas: opts.LedgerReplicas, wait: opts.LedgerWait, warn: clock.Every{Interval: time.Minute}},
+
+		watchDeployment: opts.WatchDeployment,
+		lost:            clock.Every{Interval: deploymentLogEvery},
 	}
 	s.refused = writehealth.New(writehealth.Options{What: "Redis", Now: opts.Clock.Now, Log: s.log,
 		Fix: "it cannot persist (MISCONF: a full or failing disk under its snapshots or AOF); free space on Redis's disk or fix what its log names. Store writes fail with ErrUnavailable and are retried"})
@@ -264,11 +276,15 @@ func open(ctx context.Context, rawURL string, opts Options, refuseOld bool) (*St
 // Close closes the connection pool.
 func (s *Store) Close() error { return s.rdb.Close() }
 
-// Ping reports whether Redis answers and takes writes (readiness): an
+// Ping reports whether Redis answers, still holds the data the store
+// started on (Options.WatchDeployment) and takes writes (readiness): an
 // error while it refused a write in the last writehealth.Hold, though it
 // still answers PING then.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.done("ping", s.rdb.Ping(ctx).Err()); err != nil {
+		return err
+	}
+	if err := s.checkDeployment(ctx); err != nil {
 		return err
 	}
 	return s.refused.Check()
