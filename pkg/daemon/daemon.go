@@ -563,7 +563,8 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		qm.WatchDepth(ctx, 15*time.Second, d.log, d.qs.depth...)
 		return nil
 	})
-	d.loop(ctx, "readiness", d.watchReadiness) // readiness.go
+	ready := newReadyGauge(reg) // readiness.go
+	d.loop(ctx, "readiness", func(ctx context.Context) error { return watchReadiness(ctx, d.ready, ready, d.log) })
 
 	// Before the API and the probers: both hand their results to it.
 	fold, err := d.startAggregator(ctx, qm)

@@ -2,39 +2,58 @@ package daemon
 
 import (
 	"context"
+	"log/slog"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // readinessEvery is how often the process checks its own readiness.
 const readinessEvery = 30 * time.Second
 
-// watchReadiness checks the process's readiness (what /readyz answers)
-// every readinessEvery and logs each change: a process nobody probes (a
-// systemd unit, `make run`) still says when its store stops being
-// usable, and the checks that only run in a readiness check (the Redis
-// store's deployment marker) run.
-func (d *Daemon) watchReadiness(ctx context.Context) error {
+// watchReadiness checks the process's readiness (what /readyz answers) at
+// start and every readinessEvery, exports it (mcpmon_ready) and logs each
+// change: a process nobody probes (a systemd unit, `make run`) still says
+// when its store stops being usable, rule MCPMonNotReady can page on it,
+// and the checks that only run in a readiness check (the Redis store's
+// deployment marker) run.
+func watchReadiness(ctx context.Context, check func(context.Context) error, ready prometheus.Gauge, log *slog.Logger) error {
 	t := time.NewTicker(readinessEvery)
 	defer t.Stop()
 	var notReady string
 	for {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := check(cctx)
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		switch {
+		case err != nil:
+			ready.Set(0)
+			if notReady == "" {
+				notReady = err.Error()
+				log.Warn("not ready: /readyz answers 503 until this clears", "reason", notReady)
+			}
+		default:
+			ready.Set(1)
+			if notReady != "" {
+				log.Info("ready again", "was", notReady)
+				notReady = ""
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := d.ready(cctx)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil && notReady == "":
-			notReady = err.Error()
-			d.log.Warn("not ready: /readyz answers 503 until this clears", "reason", notReady)
-		case err == nil && notReady != "":
-			d.log.Info("ready again", "was", notReady)
-			notReady = ""
-		}
 	}
+}
+
+// newReadyGauge registers mcpmon_ready on reg.
+func newReadyGauge(reg prometheus.Registerer) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "mcpmon_ready",
+		Help: "1 when the process's last readiness check (what /readyz answers, every 30 s) passed, 0 when not: its store unreachable, a write refused by a full disk or Redis MISCONF in the last 30 s, or Redis no longer holding its data."})
+	reg.MustRegister(g)
+	return g
 }

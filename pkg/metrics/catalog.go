@@ -100,6 +100,7 @@ func Catalog() []Family {
 		{"mcpmon_store_ledger_unreplicated_total", Counter, nil, "redis store", "1"},
 		// Every role.
 		{"mcpmon_build_info", Gauge, []string{"version"}, "every role", "1"},
+		{"mcpmon_ready", Gauge, nil, "every role", "1"},
 	}
 }
 
