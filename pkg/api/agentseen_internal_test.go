@@ -41,6 +41,22 @@ func TestAgentRecordSurvivesARestart(t *testing.T) {
 	}
 }
 
+// seenStore is a store for agent records, and what a replica starting
+// on it would read of an agent.
+func seenStore(t *testing.T) (*bolt.Store, func(id string) (model.AgentSeen, bool)) {
+	t.Helper()
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"), bolt.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st, func(id string) (model.AgentSeen, bool) {
+		var seen agentSeen
+		seen.load(t.Context(), st, []auth.Key{{ID: id}})
+		return seen.get(id)
+	}
+}
+
 // TestAgentRecordCatchesUpWithTheLastPoll: a poll that is not written at
 // once is written agentSeenWrite after the last write, so the record the
 // agent watcher judges ends at the agent's last poll (the one GET
@@ -48,16 +64,7 @@ func TestAgentRecordSurvivesARestart(t *testing.T) {
 // pending when the agent is revoked does not bring its record back.
 func TestAgentRecordCatchesUpWithTheLastPoll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"), bolt.Options{SweepInterval: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = st.Close() }()
-		stored := func(id string) (model.AgentSeen, bool) {
-			var seen agentSeen
-			seen.load(t.Context(), st, []auth.Key{{ID: id}})
-			return seen.get(id)
-		}
+		st, stored := seenStore(t)
 		var seen agentSeen
 		p := auth.Principal{KeyID: "k1", Name: "office-1", Tenant: "acme", Location: "office", Scope: auth.ScopeAgent}
 		first := time.Now()
@@ -97,17 +104,7 @@ func TestAgentRecordCatchesUpWithTheLastPoll(t *testing.T) {
 // a poll up to agentSeenWrite old.
 func TestTrailingWriteKeepsAnotherReplicasNewerRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, err := bolt.Open(filepath.Join(t.TempDir(), "s.db"), bolt.Options{SweepInterval: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = st.Close() }()
-		stored := func() model.AgentSeen {
-			var seen agentSeen
-			seen.load(t.Context(), st, []auth.Key{{ID: "k1"}})
-			got, _ := seen.get("k1")
-			return got
-		}
+		st, stored := seenStore(t)
 		var a, b agentSeen
 		p := auth.Principal{KeyID: "k1", Name: "office-1", Tenant: "acme", Location: "office", Scope: auth.ScopeAgent}
 		a.poll(t.Context(), st, p, "1.0", nil, time.Now()) // A writes at once
@@ -118,7 +115,7 @@ func TestTrailingWriteKeepsAnotherReplicasNewerRecord(t *testing.T) {
 		b.poll(t.Context(), st, p, "1.0", nil, moved) // B's first poll: written at once
 		time.Sleep(agentSeenWrite)                    // A's trailing write came due meanwhile
 		synctest.Wait()
-		if got := stored(); got.LastSeen.Before(moved.UTC()) {
+		if got, _ := stored("k1"); got.LastSeen.Before(moved.UTC()) {
 			t.Fatalf("after replica A's trailing write: stored lastSeen %v, want replica B's newer poll %v", got.LastSeen, moved.UTC())
 		}
 	})
