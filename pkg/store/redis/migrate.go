@@ -211,6 +211,7 @@ func (m *migration) targetHasKeys(ctx context.Context) (bool, error) {
 	var mu sync.Mutex
 	found := false
 	match := globEscape(m.dst.base) + "*"
+	marker := m.dst.k(deploymentKey) // a process that started on the target (and was refused) is not data
 	err := forEachNode(ctx, m.dst.rdb, func(ctx context.Context, c *goredis.Client) error {
 		var cursor uint64
 		for {
@@ -218,6 +219,7 @@ func (m *migration) targetHasKeys(ctx context.Context) (bool, error) {
 			if err != nil {
 				return err
 			}
+			keys = slices.DeleteFunc(keys, func(k string) bool { return k == marker })
 			if len(keys) > 0 {
 				mu.Lock()
 				found = true

@@ -213,16 +213,22 @@ func TestMigrateOneSlotClusterInPlace(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 12, 1, 10, 0, 30, 0, time.UTC))
 	prefix := redistest.RandomPrefix()
 	oneSlot := "{" + strings.TrimSuffix(prefix, ":") + "}:"
-	old := open(t, url, redis.Options{Prefix: oneSlot, Clock: clk})
+	old := open(t, url, redis.Options{Prefix: oneSlot, Clock: clk, WatchDeployment: true})
 	fill(t, old, 20, clk)
 	t.Cleanup(func() { redistest.Flush(t, url, prefix) })
-	if _, err := redis.New(ctx, url, redis.Options{Prefix: prefix}); !errors.Is(err, redis.ErrOneSlotData) {
+	// Refused as a serving process would be: it leaves no deployment
+	// marker behind, which the migration would take for another
+	// deployment's data.
+	if _, err := redis.New(ctx, url, redis.Options{Prefix: prefix, WatchDeployment: true}); !errors.Is(err, redis.ErrOneSlotData) {
 		t.Fatalf("sharded store beside one-slot data: %v, want ErrOneSlotData", err)
 	}
 	if _, err := redis.Migrate(ctx, url, url, redis.MigrateOptions{FromPrefix: oneSlot, ToPrefix: prefix}); err != nil {
 		t.Fatal(err)
 	}
-	s := open(t, url, redis.Options{Prefix: prefix, Clock: clk})
+	s := open(t, url, redis.Options{Prefix: prefix, Clock: clk, WatchDeployment: true})
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("Ping of the sharded store after the migration: %v", err)
+	}
 	if eps, err := s.ListEndpoints(ctx); err != nil || len(eps) != 20 {
 		t.Fatalf("endpoints after the migration in place: %d, %v", len(eps), err)
 	}

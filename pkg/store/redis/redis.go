@@ -231,26 +231,35 @@ func open(ctx context.Context, rawURL string, opts Options, refuseOld bool) (*St
 		eps:        store.NewEndpointDecoder(),
 		repl:       replication{replicas: opts.LedgerReplicas, wait: opts.LedgerWait, warn: clock.Every{Interval: time.Minute}},
 
-		watchDeployment: opts.WatchDeployment,
-		lost:            clock.Every{Interval: deploymentLogEvery},
+		lost: clock.Every{Interval: deploymentLogEvery},
 	}
 	s.refused = writehealth.New(writehealth.Options{What: "Redis", Now: opts.Clock.Now, Log: s.log,
 		Fix: "it cannot persist (MISCONF: a full or failing disk under its snapshots or AOF); free space on Redis's disk or fix what its log names. Store writes fail with ErrUnavailable and are retried"})
 	if err := s.Ping(ctx); err != nil {
 		if opts.WaitForServer && errors.Is(err, store.ErrUnavailable) {
-			return s, nil // the outage is logged once by done
+			// The outage is logged once by done; the first Ping that
+			// reaches Redis holds the deployment marker.
+			s.watchDeployment = opts.WatchDeployment
+			return s, nil
 		}
 		_ = rdb.Close()
 		return nil, fmt.Errorf("%w (check --redis-url and that Redis is running)", err)
 	}
-	if sharded {
-		if !refuseOld {
-			return s, nil
-		}
+	if sharded && refuseOld {
 		if err := s.refuseOneSlotData(ctx); err != nil {
 			_ = rdb.Close()
 			return nil, err
 		}
+	}
+	// Only a store that opened holds the marker: one refused above
+	// leaves nothing under the prefix.
+	if s.watchDeployment = opts.WatchDeployment; s.watchDeployment {
+		if err := s.holdDeployment(ctx); err != nil && !(opts.WaitForServer && errors.Is(err, store.ErrUnavailable)) {
+			_ = rdb.Close()
+			return nil, err
+		}
+	}
+	if sharded {
 		// The sharded layout is younger than every index, so no record
 		// predates one: the passes below have nothing to do.
 		return s, nil
