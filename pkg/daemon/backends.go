@@ -68,7 +68,7 @@ func openBackend(ctx context.Context, o config.Options, clk clock.Clock, logger 
 		path := filepath.Join(o.DataDir, "store.db")
 		s, err := bolt.Open(path, bolt.Options{Clock: clk, LedgerTTL: o.LedgerTTL, AuditTTL: o.AuditTTL, Logger: logger})
 		if err != nil {
-			return nil, fmt.Errorf("open embedded store %s (is another mcpmon using this --data-dir?): %w", path, err)
+			return nil, fmt.Errorf("open embedded store %s: %w", path, err) // a lock held says which process
 		}
 		return s, nil
 	case config.StoreRedis:
@@ -211,7 +211,7 @@ func openQueues(ctx context.Context, o config.Options, shared *bolt.Store, clk c
 		}
 		b, err := embedded.Open(o.DataDir, cfgs, eo)
 		if err != nil {
-			return nil, fmt.Errorf("open embedded queue in %s (is another mcpmon using this --data-dir?): %w", o.DataDir, err)
+			return nil, fmt.Errorf("open embedded queue in %s: %w", o.DataDir, err)
 		}
 		qs := &queues{byName: map[string]queue.Queue{}, close: b.Close, dead: map[string]queue.DeadLetterQueue{}, failures: b, file: b}
 		for _, c := range cfgs {

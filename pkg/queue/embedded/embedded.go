@@ -244,8 +244,11 @@ func Open(dir string, cfgs []queue.Config, opts Options) (*Broker, error) {
 			return nil, fmt.Errorf("embedded queue: create data dir %s: %w", dir, err)
 		}
 		db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("embedded queue: %s is locked by another process (is another mcpmon using this data dir?): %w", path, err)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("embedded queue: open %s (is another mcpmon using this data dir?): %w", path, err)
+			return nil, fmt.Errorf("embedded queue: open %s: %w", path, err)
 		}
 		b.db = db
 		b.health = writehealth.New(writehealth.Options{What: "the queue's file " + path,
