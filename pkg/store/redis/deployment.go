@@ -1,9 +1,9 @@
 // The deployment marker: how a running mcpmon notices that Redis lost its
 // data. Redis restarted without persistence, or an empty replica promoted,
 // answers PING and every read as before, with nothing in it: the API
-// refuses every key, the prober finds no endpoint and probing stops, while
-// /readyz said ready and nothing was logged. With Options.WatchDeployment
-// the store holds a marker key (written once, when Redis has none: a new
+// refuses every key, the prober finds no endpoint and probing stops, and
+// nothing else tells. With Options.WatchDeployment the store holds a
+// marker key from its start (written once, when Redis has none: a new
 // deployment, or one from before the marker) and Ping checks it is still
 // the one it read, so /readyz answers 503 and an error is logged every 30 s
 // until Redis is restored. The store never writes the marker again while
