@@ -10,6 +10,7 @@ package writehealth
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,3 +92,20 @@ func (h *Health) Check() error {
 
 // Failures is how many writes failed since the backend was opened.
 func (h *Health) Failures() uint64 { return h.failures.Load() }
+
+// StillNamed is nil while path names the file opened was read from when
+// the backend opened it: a file deleted or replaced under a running
+// process takes every write since to a file no name reaches, lost when
+// the process stops (`rm -rf data` in the wrong terminal, a cleaner
+// sweeping the directory).
+func StillNamed(opened os.FileInfo, path string) error {
+	named, err := os.Stat(path)
+	if err == nil && os.SameFile(opened, named) {
+		return nil
+	}
+	what := "was deleted"
+	if err == nil {
+		what = "was replaced by another file"
+	}
+	return fmt.Errorf("%s %s while mcpmon runs: what it writes now goes to a file no name reaches and is lost when it stops; stop mcpmon and put the file back from a backup, or restart it to begin with what %s holds then", path, what, path)
+}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -45,5 +47,39 @@ func TestHealthHoldsAFailureAndLogsItOncePerHold(t *testing.T) {
 	h.Failed(disk)
 	if n := strings.Count(logs.String(), "level=ERROR"); n != 2 {
 		t.Errorf("a failure %s after the first logged: %d error lines, want 2", Hold, n)
+	}
+}
+
+func TestStillNamedReportsADeletedOrReplacedFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "store.db")
+	if err := os.WriteFile(path, []byte("a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opened, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("written since"), 0o600); err != nil { // the same file, written
+		t.Fatal(err)
+	}
+	if err := StillNamed(opened, path); err != nil {
+		t.Fatalf("the file written in place: %v, want nil", err)
+	}
+	other := filepath.Join(dir, "other.db")
+	if err := os.WriteFile(other, []byte("b"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(other, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := StillNamed(opened, path); err == nil || !strings.Contains(err.Error(), "replaced") {
+		t.Errorf("another file renamed over it: %v, want it reported replaced", err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := StillNamed(opened, path); err == nil || !strings.Contains(err.Error(), path+" was deleted") || !strings.Contains(err.Error(), "backup") {
+		t.Errorf("the file deleted: %v, want it named, reported deleted and what to do", err)
 	}
 }

@@ -132,6 +132,9 @@ type Broker struct {
 	// health counts the failed commits of the broker's own file (nil in
 	// memory or in a shared file, whose owner counts them).
 	health *writehealth.Health
+	// opened is the own file as it was opened: Check reports it deleted
+	// or replaced under the process.
+	opened os.FileInfo
 	// failed is set when a commit failed and the file could not be read
 	// back: every call fails with it.
 	failed error
@@ -251,6 +254,10 @@ func Open(dir string, cfgs []queue.Config, opts Options) (*Broker, error) {
 			return nil, fmt.Errorf("embedded queue: open %s: %w", path, err)
 		}
 		b.db = db
+		if b.opened, err = os.Stat(path); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("embedded queue: %s: %w", path, err)
+		}
 		b.health = writehealth.New(writehealth.Options{What: "the queue's file " + path,
 			Fix: "free space on its disk or check the disk", Now: opts.Clock.Now, Log: b.logger})
 	}
@@ -316,6 +323,9 @@ func (b *Broker) Check() error {
 	}
 	if b.health == nil {
 		return nil
+	}
+	if err := writehealth.StillNamed(b.opened, b.db.Path()); err != nil {
+		return err
 	}
 	return b.health.Check()
 }

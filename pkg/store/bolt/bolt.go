@@ -37,6 +37,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/jsonv"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/writehealth"
 )
 
 // Options configure Open. Zero values use the defaults.
@@ -93,6 +94,9 @@ type Store struct {
 	commits *committer
 	// health counts the commits that fail (health.go).
 	health *writeHealth
+	// opened is the file as it was opened: Ping reports it deleted or
+	// replaced under the process.
+	opened os.FileInfo
 
 	stop      chan struct{}
 	stopped   chan struct{}
@@ -189,9 +193,15 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("bolt store: initialise %s: %w", path, err)
 	}
 	health := newWriteHealth(path, opts.Clock.Now, opts.Logger.With("component", "store", "backend", "bolt"))
+	opened, err := os.Stat(path)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("bolt store: %s: %w", path, err)
+	}
 	s := &Store{
 		db:        db,
 		health:    health,
+		opened:    opened,
 		clk:       opts.Clock,
 		ttl:       opts.LedgerTTL,
 		history:   opts.VerdictHistory,
@@ -229,13 +239,17 @@ func (s *Store) Close() error {
 // component first.
 func (s *Store) DB() *bbolt.DB { return s.db }
 
-// Ping reports whether the file is open and its writes succeed: an error
-// while a commit failed in the last writehealth.Hold (health.go).
+// Ping reports whether the file is open, still has its name and its
+// writes succeed: an error while a commit failed in the last
+// writehealth.Hold (health.go).
 func (s *Store) Ping(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := s.db.View(func(*bbolt.Tx) error { return nil }); err != nil {
+		return err
+	}
+	if err := writehealth.StillNamed(s.opened, s.db.Path()); err != nil {
 		return err
 	}
 	return s.health.Check()

@@ -3,6 +3,7 @@ package bolt_test
 import (
 	"crypto/rand"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,5 +62,30 @@ func TestFullDiskFailsReadiness(t *testing.T) {
 	clk.Advance(2 * time.Second)
 	if err := s.Ping(ctx); err != nil {
 		t.Errorf("Ping 31 s after the last failed commit, writes succeeding: %v, want nil", err)
+	}
+}
+
+// TestDeletedFileFailsReadiness: the store's file deleted under the
+// running store (`rm -rf data` in the wrong terminal): writes still
+// succeed, into a file no name reaches, so Ping is what says so.
+func TestDeletedFileFailsReadiness(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := bolt.Open(path, bolt.Options{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := t.Context()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutObject(ctx, store.KindAgentSeen, "after", []byte(`{}`)); err != nil {
+		t.Fatalf("a write after the file was deleted: %v (it succeeds, into the unnamed file)", err)
+	}
+	if err := s.Ping(ctx); err == nil || !strings.Contains(err.Error(), path+" was deleted") {
+		t.Fatalf("Ping after the file was deleted: %v, want it named and reported deleted", err)
 	}
 }
