@@ -53,7 +53,7 @@ func watchReadiness(ctx context.Context, check func(context.Context) error, read
 // newReadyGauge registers mcpmon_ready on reg.
 func newReadyGauge(reg prometheus.Registerer) prometheus.Gauge {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "mcpmon_ready",
-		Help: "1 when the process's last readiness check (what /readyz answers, every 30 s) passed, 0 when not: its store unreachable, a write refused by a full disk or Redis MISCONF in the last 30 s, or Redis no longer holding its data."})
+		Help: "1 when the process's last readiness check (what /readyz answers, every 30 s) passed, 0 when not: its store unreachable, a write refused by a full disk or Redis MISCONF in the last 30 s, Redis no longer holding its data, or the embedded store's file deleted under it."})
 	reg.MustRegister(g)
 	return g
 }
