@@ -4,7 +4,9 @@
 // (MISCONF). Such a backend still answers reads (pages already mapped, a
 // PING), so a read cannot tell; the failed writes themselves are counted,
 // logged at most once per Hold, and Check reports the backend not ready
-// until Hold after the last one.
+// until Hold after the last one. StillNamed is the other way a file's
+// writes are lost while they succeed: the file deleted or replaced under
+// the process.
 package writehealth
 
 import (
