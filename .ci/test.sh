@@ -18,6 +18,15 @@ for peer in redis rediscluster fauxqs smtp prometheus tsmcp conformance chromium
 done
 export MCPMON_REQUIRE_PEERS=1
 
+echo "==> gofmt -l ." >&2
+# make lint's check, here too: CI runs only this script, and unformatted
+# files landed unnoticed.
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+  echo "$unformatted" >&2
+  echo "gofmt needed on the files above: gofmt -w them" >&2
+  exit 1
+fi
 echo "==> go vet ./..." >&2
 go vet ./...
 echo "==> go test ./..." >&2
