@@ -337,6 +337,7 @@ func (s *Scheduler) SyncEvery(ctx context.Context, src EndpointLister, interval 
 	var (
 		synced     bool   // the last listing was applied
 		syncedAt   uint64 // the stamp read before it
+		syncedGen  uint64 // s.gen when it was read
 		lastListed time.Time
 	)
 	for {
@@ -344,13 +345,20 @@ func (s *Scheduler) SyncEvery(ctx context.Context, src EndpointLister, interval 
 		// unchanged stamp means nothing to resync: the listing (which
 		// decodes every endpoint) is skipped. A full listing still runs
 		// every staleListing, in case a write path ever forgets the stamp.
+		// A direct change since the last listing (an API write here,
+		// which moved the stamp) also lists: the same stamp then means the
+		// store lost its counters (an emptied Redis counts from 0 again)
+		// and came back to the number last seen.
 		var stamp uint64
 		stampOK := false
 		if stamper != nil {
 			n, err := stamper.EndpointsStamp(ctx)
 			stamp, stampOK = n, err == nil
 		}
-		if stampOK && synced && stamp == syncedAt && s.clock.Now().Sub(lastListed) < staleListing*interval {
+		s.mu.Lock()
+		gen := s.gen
+		s.mu.Unlock()
+		if stampOK && synced && stamp == syncedAt && gen == syncedGen && s.clock.Now().Sub(lastListed) < staleListing*interval {
 			if !clock.Sleep(ctx, interval) {
 				return nil
 			}
@@ -383,7 +391,7 @@ func (s *Scheduler) SyncEvery(ctx context.Context, src EndpointLister, interval 
 			if err != nil {
 				s.log.Warn("resync skipped endpoints with invalid schedules", "err", err)
 			}
-			synced, syncedAt, lastListed = stampOK, stamp, began
+			synced, syncedAt, syncedGen, lastListed = stampOK, stamp, listedAt, began
 			wait = max(interval, s.clock.Now().Sub(began)*resyncBudget)
 		}
 		if !clock.Sleep(ctx, wait) {

@@ -245,3 +245,58 @@ func TestSyncEverySkipsTheListingWhileTheStampStands(t *testing.T) {
 		}
 	})
 }
+
+// swappable is a store the test can replace with an empty one, as an
+// emptied Redis is: its endpoints stamp counts from 0 again.
+type swappable struct{ cur atomic.Pointer[bolt.Store] }
+
+func (s *swappable) ListEndpoints(ctx context.Context) ([]model.Endpoint, error) {
+	return s.cur.Load().ListEndpoints(ctx)
+}
+
+func (s *swappable) EndpointsStamp(ctx context.Context) (uint64, error) {
+	return s.cur.Load().EndpointsStamp(ctx)
+}
+
+// A store that loses its data and so its stamp, back at the number the
+// last listing saw, is listed again at the next resync: the endpoints
+// created here since moved the stamp, so the same stamp is not "nothing
+// changed". Before, such an emptied store went unnoticed for staleListing
+// intervals (5 minutes at 15 s), publishing probe commands for endpoints
+// that no longer exist.
+func TestSyncEveryNoticesAStoreThatLostItsStamp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		open := func() *bolt.Store {
+			st, err := bolt.Open(filepath.Join(t.TempDir(), "mcpmon.db"), bolt.Options{SweepInterval: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		}
+		ctx := t.Context()
+		var src swappable
+		src.cur.Store(open())
+		s := New(&recorder{}, Options{})
+		runCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go s.SyncEvery(runCtx, &src, time.Minute) //nolint:errcheck // returns nil on cancel
+		synctest.Wait()                           // listed empty, at stamp 0
+
+		// The API on this replica creates an endpoint: stored, then upserted.
+		e, err := src.cur.Load().CreateEndpoint(ctx, ep("a", "@every 30s"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Upsert(e); err != nil {
+			t.Fatal(err)
+		}
+		// The store loses everything before the next resync reads the stamp.
+		src.cur.Store(open())
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if _, ok := s.Next("a"); ok || s.Len() != 0 {
+			t.Fatalf("one resync after the store was emptied: Len %d, a still scheduled %v", s.Len(), ok)
+		}
+	})
+}
