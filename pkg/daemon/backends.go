@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -176,6 +177,32 @@ func (w writeFailures) Collect(ch chan<- prometheus.Metric) {
 		n += f()
 	}
 	ch <- prometheus.MustNewConstMetric(writeFailuresDesc, prometheus.CounterValue, float64(n))
+}
+
+// createdDesc: when the data was created, which moves forward only when
+// it was replaced by nothing (rule MCPMonStoreReplaced).
+var createdDesc = prometheus.NewDesc("mcpmon_store_created_timestamp_seconds",
+	"When the data this process works on was created (Unix seconds): Redis's deployment marker, or the embedded store's file. It moves forward only when the data was replaced by an empty store (Redis restarted without persistence, the data dir emptied) while no process ran; rule MCPMonStoreReplaced.", nil, nil)
+
+// createdStore is a store that knows when its data was created
+// (bolt.Store, redis.Store).
+type createdStore interface {
+	store.Store
+	Created() time.Time
+}
+
+// storeCreated exports mcpmon_store_created_timestamp_seconds, nothing
+// while the store does not know yet (Redis not reached).
+type storeCreated struct{ st createdStore }
+
+// Describe implements prometheus.Collector.
+func (c storeCreated) Describe(ch chan<- *prometheus.Desc) { ch <- createdDesc }
+
+// Collect implements prometheus.Collector.
+func (c storeCreated) Collect(ch chan<- prometheus.Metric) {
+	if t := c.st.Created(); !t.IsZero() {
+		ch <- prometheus.MustNewConstMetric(createdDesc, prometheus.GaugeValue, float64(t.Unix()))
+	}
 }
 
 // storeUnder returns the store of type T under st's wrappers (sealing,

@@ -247,6 +247,9 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 	if wf := newWriteFailures(d.st, d.qs); wf != nil { // backends.go
 		reg.MustRegister(wf)
 	}
+	if c, ok := storeUnder[createdStore](d.st); ok { // backends.go
+		reg.MustRegister(storeCreated{c})
+	}
 	for _, w := range o.Warnings {
 		d.log.Warn(w)
 	}

@@ -96,6 +96,7 @@ func Catalog() []Family {
 		{"mcpmon_store_commits_total", Counter, nil, "embedded store", "1"},
 		{"mcpmon_store_pages_written_total", Counter, nil, "embedded store", "1"},
 		{"mcpmon_store_commit_failures_total", Counter, nil, "embedded store and queue, redis store", "1"},
+		{"mcpmon_store_created_timestamp_seconds", Gauge, nil, "embedded store, redis store", "1"},
 		{"mcpmon_store_ledger_waits_total", Counter, nil, "redis store", "1"},
 		{"mcpmon_store_ledger_unreplicated_total", Counter, nil, "redis store", "1"},
 		// Every role.

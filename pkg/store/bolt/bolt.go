@@ -97,6 +97,8 @@ type Store struct {
 	// opened is the file as it was opened: Ping reports it deleted or
 	// replaced under the process.
 	opened os.FileInfo
+	// created is when the file was made (Created).
+	created time.Time
 
 	stop      chan struct{}
 	stopped   chan struct{}
@@ -126,7 +128,8 @@ var (
 	bObjects     = []byte("objects")         // kind → bucket(id → doc)
 	bDeliveries  = []byte("deliveries")      // incidentID → bucket(kind:sink → Delivery)
 	bEPStamps    = []byte("endpointStamps")  // shard (2 bytes) → writes to its endpoints (8 bytes), EndpointsStampsIn
-	allBuckets   = [][]byte{bEndpoints, bEPStamps, bLatest, bWinResults, bVerdicts, bRollups, bTrackers, bIncidents, bIncByOpened, bIncByEP, bIncOpen, bOutboxes, bLedger, bLedgerGC, bObjects, bDeliveries}
+	bMeta        = []byte("meta")            // "created" → Unix seconds (8 bytes), Created
+	allBuckets   = [][]byte{bMeta, bEndpoints, bEPStamps, bLatest, bWinResults, bVerdicts, bRollups, bTrackers, bIncidents, bIncByOpened, bIncByEP, bIncOpen, bOutboxes, bLedger, bLedgerGC, bObjects, bDeliveries}
 )
 
 // Open opens (creating if needed) the store file at path.
@@ -165,6 +168,7 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("bolt store: open %s: %w", path, err)
 	}
+	var created time.Time
 	err = db.Update(func(tx *bbolt.Tx) error {
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -183,7 +187,11 @@ func Open(path string, opts Options) (*Store, error) {
 		if err := indexIncidentTenants(tx); err != nil { // incidents.go
 			return err
 		}
-		return indexObjects(tx) // objects.go
+		if err := indexObjects(tx); err != nil { // objects.go
+			return err
+		}
+		created, err = markCreated(tx, opts.Clock.Now())
+		return err
 	})
 	if err == nil {
 		err = moveRollups(db, opts.Logger) // rollups.go
@@ -202,6 +210,7 @@ func Open(path string, opts Options) (*Store, error) {
 		db:        db,
 		health:    health,
 		opened:    opened,
+		created:   created,
 		clk:       opts.Clock,
 		ttl:       opts.LedgerTTL,
 		history:   opts.VerdictHistory,

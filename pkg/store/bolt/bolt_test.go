@@ -118,3 +118,29 @@ func registryWith(t *testing.T, c prometheus.Collector) *prometheus.Registry {
 	}
 	return reg
 }
+
+// TestCreatedSurvivesReopenNotANewFile: the file's creation time is kept
+// across restarts, and a file made again (the data dir emptied while no
+// process ran) reports a later one, which is what
+// mcpmon_store_created_timestamp_seconds shows the operator.
+func TestCreatedSurvivesReopenNotANewFile(t *testing.T) {
+	clk := clock.NewFake(storetest.Start)
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := bolt.Open(path, bolt.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Created(); !got.Equal(storetest.Start.Truncate(time.Second)) {
+		t.Fatalf("Created of a new file = %v, want %v", got, storetest.Start)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Hour)
+	if got := open(t, path, clk).Created(); !got.Equal(storetest.Start.Truncate(time.Second)) {
+		t.Fatalf("Created after a reopen an hour later = %v, want %v", got, storetest.Start)
+	}
+	if got := open(t, filepath.Join(t.TempDir(), "store.db"), clk).Created(); !got.Equal(clk.Now().Truncate(time.Second)) {
+		t.Fatalf("Created of a file made an hour later = %v, want %v", got, clk.Now())
+	}
+}

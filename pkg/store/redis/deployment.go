@@ -88,3 +88,23 @@ func markedAt(m string) string {
 	}
 	return "an unknown time"
 }
+
+// Created is when the deployment marker this process holds was written:
+// when mcpmon first started on this Redis (or, for data from before the
+// marker, when a version with it first did). Zero until the marker is
+// held (Options.WatchDeployment, and Redis answered). A process started on
+// an emptied Redis holds a new marker and reports a later time:
+// mcpmon_store_created_timestamp_seconds moving forward is how the
+// operator learns of a loss that happened while no process ran, which the
+// marker itself cannot tell from a new deployment.
+func (s *Store) Created() time.Time {
+	s.mu.Lock()
+	held := s.deployment
+	s.mu.Unlock()
+	if _, at, ok := strings.Cut(held, " "); ok {
+		if t, err := time.Parse(time.RFC3339, at); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
+}

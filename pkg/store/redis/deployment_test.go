@@ -43,6 +43,9 @@ func TestDataLossIsReported(t *testing.T) {
 	if err := s.Ping(ctx); err != nil {
 		t.Fatalf("Ping on the data it started on: %v", err)
 	}
+	if got := s.Created(); !got.Equal(clk.Now()) {
+		t.Fatalf("Created = %v, want when the marker was written, %v", got, clk.Now())
+	}
 
 	o, _ := goredis.ParseURL(url)
 	rc := goredis.NewClient(o)
@@ -74,6 +77,12 @@ func TestDataLossIsReported(t *testing.T) {
 	}
 	if err := s.Ping(ctx); !errors.Is(err, redis.ErrDataLost) || !strings.Contains(err.Error(), "changed") {
 		t.Fatalf("Ping with another deployment's marker: %v, want ErrDataLost saying it changed", err)
+	}
+	// What tells the operator of a loss no running process saw
+	// (mcpmon_store_created_timestamp_seconds): the new deployment was
+	// created later; the process that saw the loss still reports its own.
+	if o, c := other.Created(), s.Created(); !o.After(c) {
+		t.Fatalf("Created of the store started on the emptied Redis = %v, want after the lost one's %v", o, c)
 	}
 
 	// A store that does not watch writes nothing.

@@ -385,7 +385,7 @@ var (
 	globalFamilies = []string{"object_tenants", "tenant_objects", "objects_stamp", "audit", "audit_seq", "tenant_quota"}
 	// endpoint_shard_stamps: the one-slot layout's per-shard endpoints
 	// stamps, which the sharded layout keeps as each shard's endpoints_stamp.
-	// deployment: each store's own marker (deployment.go), not copied.
+	// deployment: the marker (deployment.go), set by writeCounters.
 	derived = []string{"endpoint_ids_indexed", "endpoints_stamp", "endpoint_shard_stamps", "incidents_stamp", deploymentKey}
 )
 
@@ -579,7 +579,18 @@ func (m *migration) writeCounters(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The deployment moves with its data: the target holds the source's
+	// marker (over a lone one a refused start left), so the time it was
+	// created (mcpmon_store_created_timestamp_seconds) does not jump as
+	// after a loss.
+	marker, err := m.src.rdb.Get(ctx, m.src.k(deploymentKey)).Result()
+	if err := m.src.done("read the deployment marker", err); err != nil && !errors.Is(err, goredis.Nil) {
+		return err
+	}
 	_, err = m.dst.rdb.Pipelined(ctx, func(p goredis.Pipeliner) error {
+		if marker != "" {
+			p.Set(ctx, m.dst.k(deploymentKey), marker, 0)
+		}
 		for sh, c := range cmds {
 			p.Set(ctx, m.dst.ks(sh, "endpoint_ids_indexed"), c.Val(), 0)
 			p.Incr(ctx, m.dst.ks(sh, "endpoints_stamp"))

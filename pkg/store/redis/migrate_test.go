@@ -72,8 +72,8 @@ func TestMigrateOneSlotToCluster(t *testing.T) {
 	ctx := t.Context()
 	clk := clock.NewFake(time.Date(2026, 12, 1, 10, 0, 30, 0, time.UTC))
 	fromPrefix, toPrefix := redistest.RandomPrefix(), redistest.RandomPrefix()
-	// As a running mcpmon left it: with its deployment marker, which is
-	// not copied (the target's own mcpmon writes its own).
+	// As a running mcpmon left it: with its deployment marker, which the
+	// target takes over.
 	src := open(t, from, redis.Options{Prefix: fromPrefix, Clock: clk, WatchDeployment: true})
 	const n = 40
 	fillEverything(t, src, n, clk)
@@ -123,6 +123,15 @@ func TestMigrateOneSlotToCluster(t *testing.T) {
 	}
 
 	dst := open(t, to, redis.Options{Prefix: toPrefix, Clock: clk})
+	// The deployment moved: a process started on the target a day later
+	// holds the source's marker, so the store's creation time stays put.
+	later := open(t, to, redis.Options{Prefix: toPrefix, Clock: clock.NewFake(clk.Now().Add(24 * time.Hour)), WatchDeployment: true})
+	if err := later.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := later.Created(), src.Created(); want.IsZero() || !got.Equal(want) {
+		t.Fatalf("target's deployment created %v after migrate, want the source's %v", got, want)
+	}
 	eps, err := dst.ListEndpoints(ctx)
 	if err != nil || len(eps) != n+5 {
 		t.Fatalf("ListEndpoints after migrate: %d, %v", len(eps), err)
