@@ -268,6 +268,7 @@ func Defaults() Options {
 		RateBurst:               DefaultRateBurst,
 		BootstrapKey:            true,
 		MaxSubscribersPerPage:   model.DefaultMaxSubscribersPerPage,
+		SubscribeSMTPTLS:        "starttls",
 	}
 }
 
@@ -287,7 +288,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	str(&o.SQSPrefix, "sqs-prefix", "prefix of the SQS queue names")
 	boolean(&o.HighThroughput, "sqs-high-throughput", "create queues in high-throughput FIFO mode (dedup scoped to the message group)")
 	str(&o.Store, "store", "store backend: embedded or redis")
-	str(&o.RedisURL, "redis-url", "Redis URL: redis://, rediss://, redis+sentinel:// or comma-separated cluster addresses")
+	str(&o.RedisURL, "redis-url", "Redis URL: redis://, rediss://, redis+sentinel://h1,h2/0?master_name=M or redis+cluster://h1,h2")
 	str(&o.RedisPrefix, "redis-prefix", "prefix of every Redis key")
 	fs.IntVar(&o.RedisLedgerReplicas, "redis-ledger-replicas", o.RedisLedgerReplicas, "replicas of its primary each alert-ledger write waits for (WAIT, up to 1s), so a failover cannot lose a mark and send an alert twice; set to the replicas each primary has; 0 does not wait"+envHint("redis-ledger-replicas"))
 	dur(&o.LedgerTTL, "ledger-ttl", "how long the idempotency ledger remembers a delivered alert")
@@ -295,7 +296,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	dur(&o.Window, "window", "verdict window (e.g. 1m; 2s for demos and tests)")
 	dur(&o.Grace, "grace", "how long after a window closes late results are still folded in")
 	str(&o.Region, "region", "region label this prober puts on its results (with --regions: one of them, and the prober consumes that region's commands queue)")
-	fs.Var((*listValue)(&o.Regions), "regions", "comma-separated region set: one commands queue per region (<prefix>commands-<region>.fifo); `run` starts one prober per region; empty: one commands queue"+envHint("regions"))
+	fs.Var((*listValue)(&o.Regions), "regions", "comma-separated region set: one commands queue per region (<prefix>commands-<region>.fifo); mcpmon run starts one prober per region; empty: one commands queue"+envHint("regions"))
 	boolean(&o.AllowPrivateTargets, "allow-private-targets", "allow probing loopback, private and link-local addresses (tests, private deployments)")
 	boolean(&o.PublicIndex, "public-index", "serve /status, the list of every public endpoint of every tenant (off: only per-endpoint pages, JSON, badges and feeds)")
 	fs.IntVar(&o.ProbeConcurrency, "probe-concurrency", o.ProbeConcurrency, "probes run in parallel per prober"+envHint("probe-concurrency"))
@@ -323,11 +324,11 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	dur(&o.HTTPWriteTimeout, "http-write-timeout", "longest time to handle a request and write its response")
 	dur(&o.HTTPIdleTimeout, "http-idle-timeout", "how long an idle keep-alive connection stays open")
 	num := func(p *int, name, usage string) { fs.IntVar(p, name, *p, usage+envHint(name)) }
-	num(&o.MaxReceiveCount, "max-receive-count", "receives after which a failing message moves to its dead-letter queue (1..1000; on SQS set by `queues ensure`)")
+	num(&o.MaxReceiveCount, "max-receive-count", "receives after which a failing message moves to its dead-letter queue (1..1000; on SQS set by mcpmon queues ensure)")
 	num(&o.MaxEndpointsPerTenant, "max-endpoints-per-tenant", "endpoints one tenant may register (0: no limit)")
 	num(&o.MaxMaintenancePerTenant, "max-maintenance-per-tenant", "maintenance windows one tenant may have (0: no limit)")
 	num(&o.MaxStatusPagesPerTenant, "max-status-pages-per-tenant", "status pages one tenant may have (0: no limit)")
-	num(&o.MaxAgentsPerTenant, "max-agents-per-tenant", "live agent keys one tenant may have (`mcpmon agents create`; 0: no limit)")
+	num(&o.MaxAgentsPerTenant, "max-agents-per-tenant", "live agent keys one tenant may have (mcpmon agents create; 0: no limit)")
 	dur(&o.AgentOfflineAfter, "agent-offline-after", "how long an agent may go without a poll before it counts as offline: its tenant is told once, and its location's windows stop counting (1m..1h)")
 	boolean(&o.AgentSecretsOverHTTP, "agent-secrets-over-http", "send agents the commands of endpoints with secrets over plain HTTP too (tests on loopback; otherwise only over TLS)")
 	fs.Float64Var(&o.RateLimit, "rate-limit", o.RateLimit, "REST API requests per second per tenant, answered 429 beyond it (0: no limit)"+envHint("rate-limit"))

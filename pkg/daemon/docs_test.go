@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/metrics"
@@ -31,8 +32,30 @@ func TestDocsConfigurationDocumentsEveryFlag(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	o.Register(fs)
 	fs.VisitAll(func(f *flag.Flag) {
-		if !strings.Contains(doc, "| `--"+f.Name+"` |") {
+		_, row, ok := strings.Cut(doc, "| `--"+f.Name+"` |")
+		if !ok {
 			t.Errorf("docs/reference/configuration.md has no row for --%s", f.Name)
+			return
+		}
+		// The default column, where it is one value, is the flag's.
+		def, _, _ := strings.Cut(row, "|")
+		def = strings.TrimSpace(def)
+		switch {
+		case def == "off":
+			if f.DefValue != "false" {
+				t.Errorf("configuration.md: --%s defaults to off, the flag to %q", f.Name, f.DefValue)
+			}
+		case len(def) > 2 && strings.Count(def, "`") == 2 && def[0] == '`' && def[len(def)-1] == '`':
+			want := def[1 : len(def)-1]
+			dw, errW := time.ParseDuration(want)
+			dg, errG := time.ParseDuration(f.DefValue)
+			if same := want == f.DefValue || (errW == nil && errG == nil && dw == dg); !same {
+				t.Errorf("configuration.md: --%s defaults to %s, the flag to %q", f.Name, def, f.DefValue)
+			}
+		}
+		// flag.PrintDefaults takes a backquoted word as the value's name.
+		if strings.Contains(f.Usage, "`") {
+			t.Errorf("--%s's usage has a backquote, which --help prints as the value's name: %q", f.Name, f.Usage)
 		}
 	})
 }
