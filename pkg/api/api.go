@@ -38,7 +38,9 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -316,12 +318,10 @@ func New(opts Options) http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, problemf(http.StatusNotFound, "", "no route for %s", r.URL.Path))
 	})
+	allow := sync.OnceValue(func() *chi.Mux { return flatRoutes(r) }) // once every route is in
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		// chi's own 405 lists Allow; a custom handler has to work it out.
-		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-			if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
-				w.Header().Add("Allow", m)
-			}
+		for _, m := range allowed(allow(), req.URL.Path) {
+			w.Header().Add("Allow", m)
 		}
 		writeProblem(w, req, problemf(http.StatusMethodNotAllowed, "", "%s is not allowed on %s", req.Method, req.URL.Path))
 	})
@@ -428,4 +428,40 @@ func (s *server) recoverer(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// flatRoutes is r's routes on one router without mounts, for a 405's
+// Allow (chi's own 405 lists them; a custom handler has to work them out).
+// On r, Match says a subrouter's mount path routes every method (the
+// mount's own node); on the flat copy each route has only its methods. A
+// subrouter's "/" route also serves its mount path without the slash
+// (/v1/endpoints), as chi does.
+func flatRoutes(r chi.Routes) *chi.Mux {
+	flat := chi.NewRouter()
+	nop := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	_ = chi.Walk(r, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if !slices.Contains(allowable, method) {
+			return nil
+		}
+		flat.Method(method, route, nop)
+		if len(route) > 1 && strings.HasSuffix(route, "/") && !strings.HasSuffix(route, "*/") {
+			flat.Method(method, strings.TrimSuffix(route, "/"), nop)
+		}
+		return nil
+	})
+	return flat
+}
+
+// allowable are the methods a 405's Allow may list.
+var allowable = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// allowed lists the methods flat routes at path.
+func allowed(flat *chi.Mux, path string) []string {
+	var out []string
+	for _, m := range allowable {
+		if flat.Match(chi.NewRouteContext(), m, path) {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -278,3 +278,27 @@ func TestEveryFieldProblemInFieldOrder(t *testing.T) {
 		t.Fatalf("errors:\n got %+v\nwant %+v", p.Errors, want)
 	}
 }
+
+// A 405's Allow lists the methods of the route asked for. chi's Match
+// says yes to every method on a collection route's path without its
+// trailing slash (the mount's own node), so DELETE /v1/endpoints used to
+// answer Allow: GET, POST, PUT, PATCH, DELETE, the refused method among them.
+func TestMethodNotAllowedListsTheRoutesMethods(t *testing.T) {
+	h := newHarness(t)
+	ep := h.create(`{"name":"a","url":"https://a.example/mcp"}`)
+	for _, tc := range []struct{ method, path, allow string }{
+		{"DELETE", "/v1/endpoints", "GET,POST"},
+		{"PUT", "/v1/endpoints", "GET,POST"},
+		{"DELETE", "/v1/incidents", "GET"},
+		{"PUT", "/v1/endpoints/" + ep.ID, "GET,PATCH,DELETE"},
+	} {
+		resp, b := h.do(tc.method, tc.path, "application/json", `{}`)
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("%s %s = %d %s, want 405", tc.method, tc.path, resp.StatusCode, truncate(b))
+			continue
+		}
+		if got := strings.Join(resp.Header.Values("Allow"), ","); got != tc.allow {
+			t.Errorf("%s %s: Allow %s, want %s", tc.method, tc.path, got, tc.allow)
+		}
+	}
+}
