@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpmon/mcpmon/alerter/notify"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 	"github.com/mcpmon/mcpmon/prober"
 )
@@ -386,5 +387,37 @@ func TestArchitectureHomeDriftIsReported(t *testing.T) {
 	want := `docs/design/architecture.md: the home of "widgets", pkg/widget Widget, does not exist`
 	if len(msgs) != 1 || msgs[0] != want {
 		t.Errorf("drift messages = %q, want only %q", msgs, want)
+	}
+}
+
+// TestDocsSinkBackoff: every page that states a failing sink's backoff
+// states the code's (three pages said 30 s while the code waits 5 s).
+func TestDocsSinkBackoff(t *testing.T) {
+	re := regexp.MustCompile(`(\d+) ?s doubling to (\d+) ?h`)
+	found := 0
+	_ = filepath.WalkDir(repoRoot, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if filepath.Ext(path) != ".md" || strings.HasSuffix(path, "CHANGELOG.md") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			found++
+			first, _ := strconv.Atoi(m[1])
+			most, _ := strconv.Atoi(m[2])
+			if time.Duration(first)*time.Second != notify.DefaultRedeliveryInitial || time.Duration(most)*time.Hour != notify.DefaultRedeliveryMax {
+				rel, _ := filepath.Rel(repoRoot, path)
+				t.Errorf("%s says %q; the code backs off from %v to %v", rel, m[0], notify.DefaultRedeliveryInitial, notify.DefaultRedeliveryMax)
+			}
+		}
+		return nil
+	})
+	if found < 3 {
+		t.Errorf("found the sink backoff stated %d times in the docs, want at least 3 (configuration.md, concepts.md, security.md)", found)
 	}
 }
