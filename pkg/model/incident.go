@@ -59,6 +59,16 @@ type Incident struct {
 	Version int64           `json:"version"`
 }
 
+// Began is when the incident began for the people it concerns: its first
+// failure, or, for a record without one, the window that opened it. The
+// status page, its feed and the subscriber mails all say this time.
+func (inc Incident) Began() time.Time {
+	if inc.FirstFailure.IsZero() {
+		return inc.OpenedWindow
+	}
+	return inc.FirstFailure
+}
+
 // IncidentKind tells a global incident (the region quorum failed, or a
 // deployment without regions) from a regional one (some regions, fewer than
 // the quorum, failing).

@@ -271,10 +271,7 @@ func bar(day time.Time, r model.UptimeReport) Bar {
 
 // incidentRow is inc as a public row, if it began within the page's range.
 func incidentRow(inc model.Incident, from, now time.Time) (IncidentRow, bool) {
-	start := inc.FirstFailure
-	if start.IsZero() {
-		start = inc.OpenedWindow
-	}
+	start := inc.Began()
 	if start.Before(from) && inc.ResolvedAt != nil && inc.ResolvedAt.Before(from) {
 		return IncidentRow{}, false
 	}

@@ -322,3 +322,25 @@ func TestStoredKeyIsGeneratedOnce(t *testing.T) {
 		t.Fatalf("second replica: %x %v; want the first's key %x", b, err, a)
 	}
 }
+
+// TestNoticesSayWhenTheIncidentBegan: the opened and resolved mails name
+// the same beginning as the status page (the first failure), not the
+// opened mail the first failure and the resolved one the time it was
+// paged; a record without a first failure began with its opening window.
+func TestNoticesSayWhenTheIncidentBegan(t *testing.T) {
+	first, opened := t0, t0.Add(28*time.Second)
+	resolved := opened.Add(10 * time.Minute)
+	inc := model.Incident{FirstFailure: first, OpenedWindow: first, OpenedAt: opened, ResolvedAt: &resolved}
+	for _, kind := range []string{model.IncidentEventOpened, model.IncidentEventResolved} {
+		n := model.SubscriberNotice{Endpoint: model.Endpoint{Name: "search"}, Incident: inc,
+			Event: model.IncidentEvent{Name: kind, Kind: kind, At: resolved}}
+		_, body := noticeText(n, "https://status.example.com", "https://u.example.com")
+		if !strings.Contains(body, ts(first)) || strings.Contains(body, ts(opened)) {
+			t.Errorf("%s mail:\n%s\nwant the first failure %s, not the opening %s", kind, body, ts(first), ts(opened))
+		}
+	}
+	old := model.Incident{OpenedWindow: first, OpenedAt: opened}
+	if got := old.Began(); !got.Equal(first) {
+		t.Errorf("Began of a record without a first failure = %v, want its opening window %v", got, first)
+	}
+}

@@ -31,14 +31,14 @@ func noticeText(n model.SubscriberNotice, page, unsubscribe string) (string, str
 	switch n.Event.Kind {
 	case model.IncidentEventResolved:
 		subject = "Resolved: " + name
-		what = fmt.Sprintf("The incident on %s is resolved (it began %s).", name, ts(n.Incident.OpenedAt))
+		what = fmt.Sprintf("The incident on %s is resolved (it began %s).", name, ts(n.Incident.Began()))
 	case model.IncidentEventUpdate:
 		u := n.Event.Update
 		subject = fmt.Sprintf("Update (%s): %s", u.Status, name)
 		what = fmt.Sprintf("Update on the incident on %s, %s:\n\n%s", name, u.Status, u.Message)
 	default:
 		subject = "Incident: " + name
-		what = fmt.Sprintf("%s is failing since %s.", name, ts(n.Incident.FirstFailure))
+		what = fmt.Sprintf("%s is failing since %s.", name, ts(n.Incident.Began()))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\nStatus page: %s\nAt: %s\n\n-- \n", what, page, ts(n.Event.At))
