@@ -236,6 +236,9 @@ type server struct {
 	maxSubs      int
 	httpHooks    bool
 	probes       ProbeRequester
+	// ownHosts are the API's own host names (Options.AllowedHosts, no
+	// port), which no status page may take (statuspages_host.go).
+	ownHosts map[string]bool
 	// The agent exchange (agents.go).
 	agentCmds  AgentCommandSource
 	agentPub   ResultPublisher
@@ -294,6 +297,7 @@ func New(opts Options) http.Handler {
 	for _, n := range opts.OperatorSinks {
 		s.opSinks[n] = true
 	}
+	s.ownHosts = ownHostNames(opts.AllowedHosts) // statuspages_host.go
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

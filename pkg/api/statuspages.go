@@ -195,6 +195,7 @@ func (s *server) readStatusPage(w http.ResponseWriter, r *http.Request) (model.S
 		return model.StatusPage{}, p
 	}
 	page, errs := toStatusPage(in)
+	errs = append(errs, s.ownHostTaken(page)...)
 	if len(errs) > 0 {
 		return page, invalid(errs...)
 	}

@@ -107,6 +107,9 @@ func TestStatusPageProblemsNameEachField(t *testing.T) {
 		{"logo with a secret", `{"slug":"acme","title":"t","logoUrl":"https://cdn.example.com/l.png?sig=abc"}`, []string{"#/logoUrl"}},
 		{"host with a port", `{"slug":"acme","title":"t","host":"status.example.com:443"}`, []string{"#/host"}},
 		{"IP host", `{"slug":"acme","title":"t","host":"203.0.113.9"}`, []string{"#/host"}},
+		{"localhost", `{"slug":"acme","title":"t","host":"localhost"}`, []string{"#/host"}},
+		{"a name under localhost", `{"slug":"acme","title":"t","host":"status.localhost"}`, []string{"#/host"}},
+		{"the API's own host", `{"slug":"acme","title":"t","host":"mcpmon.example.com"}`, []string{"#/host"}},
 		{"too many groups", `{"slug":"acme","title":"t","groups":[` + strings.Repeat(`{"name":"g"},`, model.MaxPageGroups) + `{"name":"g"}]}`, []string{"#/groups"}},
 		{"group without a name", `{"slug":"acme","title":"t","groups":[{"name":"ok"},{"name":" "}]}`, []string{"#/groups/1/name"}},
 		{"group name with a control character", `{"slug":"acme","title":"t","groups":[{"name":"a\u0007"}]}`, []string{"#/groups/0/name"}},
@@ -118,7 +121,9 @@ func TestStatusPageProblemsNameEachField(t *testing.T) {
 			[]string{"#/slug", "#/title", "#/description", "#/logoUrl", "#/host", "#/groups/0/name"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t)
+			// The deployment's own name (--api-hosts) is no page's: a
+			// tenant's page at / of it could pose as mcpmon's sign-in.
+			h := newHarness(t, func(o *api.Options) { o.AllowedHosts = []string{"mcpmon.example.com:443", "127.0.0.1"} })
 			for _, method := range []string{"POST", "PUT"} {
 				path := "/v1/status-pages"
 				if method == "PUT" {

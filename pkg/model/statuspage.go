@@ -182,7 +182,8 @@ func LogoURLProblem(raw string) string {
 // request's Host header (its port dropped), so it is the bare name as a
 // browser sends it: a lowercase DNS name of at most MaxPageHost bytes, in
 // labels of 1 to 63 letters, digits and inner hyphens; no port, no IP
-// literal (an address names a server, not a page) and no wildcard.
+// literal (an address names a server, not a page), no wildcard and no
+// localhost.
 func HostProblem(h string) string {
 	if h == "" {
 		return ""
@@ -209,6 +210,11 @@ func HostProblem(h string) string {
 	}
 	if last := labels[len(labels)-1]; strings.Trim(last, "0123456789") == "" {
 		return "must be a DNS name, not an IP address"
+	}
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		// RFC 6761: names the machine itself, never a public page; taken,
+		// / of every local visit to mcpmon would be the tenant's page.
+		return "must not be localhost or a name under it"
 	}
 	return ""
 }
