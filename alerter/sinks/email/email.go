@@ -414,12 +414,49 @@ func (s *Sink) headers(subject, key, endpointID string) (map[string]string, stri
 	}, domain
 }
 
+// foldAt is the line length RFC 5322 §2.1.1 asks headers to keep to.
+const foldAt = 78
+
+// fold folds a header line longer than foldAt at its spaces (CRLF before
+// the space, RFC 5322 §2.2.3), so that a long subject, which
+// mime.QEncoding splits into encoded-words of at most 75 characters
+// separated by spaces, stays within the 998 characters a line may have:
+// a strict relay refuses a longer one, and mcpmon takes the refusal as
+// permanent. A run without spaces is left whole.
+func fold(line string) string {
+	if len(line) <= foldAt {
+		return line
+	}
+	var b strings.Builder
+	start := 0 // of the current output line in line
+	last := -1 // the last space seen in it
+	// Not at the space after "Name:": that leaves the name alone.
+	for i := strings.IndexByte(line, ' ') + 1; i < len(line); i++ {
+		if line[i] == ' ' && i > start {
+			if i-start > foldAt && last > start {
+				b.WriteString(line[start:last])
+				b.WriteString("\r\n")
+				start = last
+			}
+			last = i
+		}
+	}
+	if len(line)-start > foldAt && last > start {
+		b.WriteString(line[start:last])
+		b.WriteString("\r\n")
+		start = last
+	}
+	b.WriteString(line[start:])
+	return b.String()
+}
+
 // render writes headers h (sorted) and the quoted-printable body with CRLF
 // line endings.
 func render(h map[string]string, body string) []byte {
 	var buf bytes.Buffer
 	for _, k := range slices.Sorted(maps.Keys(h)) {
-		fmt.Fprintf(&buf, "%s: %s\r\n", k, h[k])
+		buf.WriteString(fold(k + ": " + h[k]))
+		buf.WriteString("\r\n")
 	}
 	buf.WriteString("\r\n")
 	qp := quotedprintable.NewWriter(&buf)
