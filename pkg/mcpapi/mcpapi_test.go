@@ -438,6 +438,17 @@ func TestStatusPagesAreResources(t *testing.T) {
 	if len(res.Contents) != 1 || json.Unmarshal([]byte(res.Contents[0].Text), &page) != nil || page.ID != f.page || page.Title != "Search status" {
 		t.Errorf("resources/read = %+v, want the page's JSON", res.Contents)
 	}
+	// The tenant's data, read with its key: no intermediary may cache it
+	// (the SDK's default is "public"; the list was sent with an empty scope).
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, c := range map[string]mcp.Cacheable{"resources/list": list.Cacheable, "resources/read": res.Cacheable, "tools/list": tools.Cacheable} {
+		if c.CacheScope != "private" || c.TTLMs != 0 {
+			t.Errorf("%s cache hint %+v, want private with ttl 0", what, c)
+		}
+	}
 }
 
 // TestInputsAreBounded: an input beyond its schema's bounds is refused

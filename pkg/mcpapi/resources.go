@@ -50,7 +50,7 @@ func addStatusPages(s *mcp.Server, rc restCall) {
 			if _, err := rc.do(ctx, http.MethodGet, "/v1/status-pages", nil, &pages); err != nil {
 				return nil, err
 			}
-			res := &mcp.ListResourcesResult{Resources: make([]*mcp.Resource, 0, len(pages.Items))}
+			res := &mcp.ListResourcesResult{Cacheable: tenantCache, Resources: make([]*mcp.Resource, 0, len(pages.Items))}
 			for _, p := range pages.Items {
 				res.Resources = append(res.Resources, &mcp.Resource{
 					URI: statusPagePrefix + p.ID, Name: p.Slug, Title: p.Title, MIMEType: "application/json",
@@ -61,3 +61,10 @@ func addStatusPages(s *mcp.Server, rc restCall) {
 		}
 	})
 }
+
+// tenantCache is the cache hint of every result: each is read with the
+// caller's key, of its tenant's data, and may change at any moment, so no
+// intermediary may keep it ("private") and the caller's client should
+// not either (ttl 0). The SDK's default scope is "public"; the list this
+// package builds itself (above) sent an empty, invalid one.
+var tenantCache = mcp.Cacheable{TTLMs: 0, CacheScope: "private"}

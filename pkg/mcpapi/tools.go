@@ -127,6 +127,7 @@ func (c *catalog) server(impl *mcp.Implementation, rest http.Handler, cl caller)
 		SchemaCache:  c.cache,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{}},
 		Instructions: "mcpmon monitors remote MCP servers. Tools read endpoints, incidents and uptime, acknowledge incidents, create maintenance windows and probe an endpoint now; resources are the tenant's status pages.",
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { *c = tenantCache },
 	})
 	rc := restCall{rest: rest, c: cl}
 	for _, t := range c.tools {
