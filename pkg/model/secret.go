@@ -165,7 +165,7 @@ func quote(s string) string { return fmt.Sprintf("%q", s) }
 // ("sig" in "design"), parts for the rest. Case, '-' and '_' are ignored.
 var (
 	secretParamExact = map[string]bool{"sig": true, "code": true, "pwd": true, "pass": true, "jwt": true, "sas": true}
-	secretParamParts = []string{"key", "token", "secret", "passw", "auth", "credential", "signature", "session", "apikey"}
+	secretParamParts = []string{"key", "token", "secret", "passw", "auth", "credential", "signature", "session", "apikey", "bearer"}
 )
 
 // IsSecretParam reports whether a URL query parameter's name looks like a

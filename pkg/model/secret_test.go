@@ -115,7 +115,7 @@ func TestMapSecretParamsCountsRepeatedNames(t *testing.T) {
 func TestSecretParams(t *testing.T) {
 	for name, want := range map[string]bool{
 		"key": true, "api_key": true, "API-KEY": true, "token": true, "access_token": true, "sig": true,
-		"X-Amz-Signature": true, "client_secret": true, "password": true, "auth": true, "code": true, "session_id": true,
+		"X-Amz-Signature": true, "client_secret": true, "password": true, "auth": true, "code": true, "session_id": true, "bearer": true, "bearer_value": true,
 		"tenant": false, "page": false, "design": false, "q": false, "region": false,
 	} {
 		if got := model.IsSecretParam(name); got != want {
