@@ -56,6 +56,11 @@ type WorkerOptions struct {
 	// conformance's home and the results message leaves it out
 	// (msg.ProbeResult.WithoutConformance).
 	KeepConformance bool
+	// Slots is how many commands the worker is handed at once (the
+	// consumer's concurrency, --probe-concurrency): with more than one,
+	// a tenant holds at most its share of them while they are contended
+	// (share.go). 0 or 1: no limit (an agent probes for one tenant).
+	Slots int
 }
 
 // BlindnessSource says whether the prober is blind; *Canary satisfies it.
@@ -76,15 +81,18 @@ const (
 	// command was received, so a probe for it would report on a moment
 	// that has passed and delay the probe that is current.
 	SkipSuperseded = "superseded"
+	// SkipTenantShare (share.go): probe slots were contended and the
+	// command's tenant held its share of them.
 )
 
 // NewWorkerMetrics registers the worker's metrics with reg.
 func NewWorkerMetrics(reg prometheus.Registerer) *WorkerMetrics {
 	m := &WorkerMetrics{skipped: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 		Namespace: "mcpmon", Name: "probe_commands_skipped_total",
-		Help: "Probe commands dropped without probing, by reason (superseded: a newer slot of the endpoint was already due).",
+		Help: "Probe commands dropped without probing, by reason (superseded: a newer slot of the endpoint was already due; tenant_share: probe slots were contended and the endpoint's tenant held its share of them).",
 	}, []string{"reason"})}
 	m.skipped.WithLabelValues(SkipSuperseded)
+	m.skipped.WithLabelValues(SkipTenantShare)
 	return m
 }
 
@@ -107,6 +115,7 @@ type Worker struct {
 	known     knownEndpoints
 	canary    BlindnessSource
 	keepConf  bool
+	share     *tenantShare // share.go; nil: no limit
 }
 
 // NewWorker returns a Worker.
@@ -117,8 +126,12 @@ func NewWorker(p *Prober, endpoints EndpointSource, pub ResultPublisher, opts Wo
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
-	return &Worker{p: p, endpoints: endpoints, pub: pub, latest: opts.Latest, m: opts.Metrics, clk: opts.Clock,
+	w := &Worker{p: p, endpoints: endpoints, pub: pub, latest: opts.Latest, m: opts.Metrics, clk: opts.Clock,
 		canary: opts.Canary, keepConf: opts.KeepConformance, log: opts.Logger.With("component", "prober-worker")}
+	if opts.Slots > 1 {
+		w.share = newTenantShare(opts.Slots, opts.Clock, w.log)
+	}
+	return w
 }
 
 // Superseded reports whether the slot of a command received at now has been
@@ -177,6 +190,13 @@ func (w *Worker) Handle(ctx context.Context, m queue.Message) error {
 		w.log.Debug("slot superseded by a newer one; skipping its probe", "endpoint", ep.ID, "slot", cmd.Slot)
 		return nil
 	}
+	release, ok := w.share.acquire(ep.Tenant, cmd.Slot)
+	if !ok {
+		w.m.skip(SkipTenantShare)
+		w.log.Debug("probe slots contended and the tenant holds its share; skipping the probe", "endpoint", ep.ID, "slot", cmd.Slot)
+		return nil
+	}
+	defer release()
 	pctx, cancel := context.WithDeadline(ctx, ProbeDeadline(cmd.Slot, now, w.p.timeoutOf(ep)))
 	res, mem := w.p.Run(pctx, ep, cmd, w.previous(ctx, ep.ID, cmd.Slot))
 	cancel()

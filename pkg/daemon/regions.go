@@ -129,7 +129,7 @@ func (d *Daemon) startProbers(ctx context.Context, qm *queue.Metrics, fold queue
 			d.proberOpts(pr.region, &po)
 		}
 		p := prober.New(po)
-		wo := prober.WorkerOptions{Latest: d.st, Logger: d.log, Clock: d.clk, Metrics: wm}
+		wo := prober.WorkerOptions{Latest: d.st, Logger: d.log, Clock: d.clk, Metrics: wm, Slots: o.ProbeConcurrency}
 		cm.Precreate(pr.region)
 		if len(o.CanaryURLs) > 0 {
 			c, err := prober.NewCanary(p, prober.CanaryOptions{URLs: o.CanaryURLs, Interval: o.CanaryInterval, Timeout: o.CanaryTimeout,

@@ -50,7 +50,7 @@ func Catalog() []Family {
 		{"mcpmon_probe_protocol_info", Gauge, []string{"endpoint", "transport", "version"}, "prober", "endpoints (one current version/transport each)"},
 		{"mcpmon_tool_catalog_changes_total", Counter, []string{"endpoint", "severity"}, "prober", "endpoints × 2 severities"},
 		{"mcpmon_probe_up", Gauge, []string{"endpoint", "region"}, "prober", "endpoints × regions (series of deleted ones pruned within 5m)"},
-		{"mcpmon_probe_commands_skipped_total", Counter, []string{"reason"}, "prober", "1 reason"},
+		{"mcpmon_probe_commands_skipped_total", Counter, []string{"reason"}, "prober", "2 reasons"},
 		{"mcpmon_prober_blind", Gauge, []string{"region"}, "prober", "probers' regions (with --canary-url)"},
 		{"mcpmon_canary_rounds_total", Counter, []string{"outcome", "region"}, "prober", "probers' regions × 2 outcomes"},
 		{"mcpmon_canary_round_seconds", Histogram, []string{"region"}, "prober", "probers' regions × buckets"},
