@@ -450,7 +450,7 @@ func (p *Prober) Run(ctx context.Context, ep model.Endpoint, cmd msg.ProbeComman
 
 	secrets := newScrubber(ep.Headers, endpointSecrets(ep)...)
 	redactIdentity(&res, secrets)
-	pe := outcome(pctx, err, expired)
+	pe := outcome(pctx, err, expired, r.timeout)
 	if d := pe.blockedDetail(); d != "" {
 		// The result says only that the guard refused; what it refused is
 		// the operator's network, told here.
@@ -561,7 +561,7 @@ func withBearer(headers map[string]string, tok string) map[string]string {
 // outcome turns the probe's error into a classified one (nil: success).
 // Any failure that ended at the probe's deadline is a timeout: a response
 // dripped past it fails as a broken read, but what failed was the deadline.
-func outcome(ctx context.Context, err error, expired bool) *probeError {
+func outcome(ctx context.Context, err error, expired bool, timeout time.Duration) *probeError {
 	if err == nil {
 		return nil
 	}
@@ -570,7 +570,7 @@ func outcome(ctx context.Context, err error, expired bool) *probeError {
 		pe = classify(ctx, err)
 	}
 	if expired && pe.class == ClassNetwork {
-		return failf(ClassTimeout, pe.status, "no complete answer within the timeout: %v", pe)
+		return failf(ClassTimeout, pe.status, "no complete answer within the timeout (%s): %v", timeout, pe)
 	}
 	return pe
 }

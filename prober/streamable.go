@@ -26,7 +26,7 @@ func (r *run) call(ctx context.Context, method string, params any) (json.RawMess
 	}
 	resp, err := r.client.doFast(ctx, http.MethodPost, r.u, body, method)
 	if err != nil {
-		return nil, classify(ctx, err)
+		return nil, r.stepFail(ctx, method, err)
 	}
 	defer resp.Body.Close()
 	if method == "initialize" {
@@ -56,7 +56,7 @@ func (r *run) readResponse(ctx context.Context, resp *http.Response, method stri
 	case "application/json":
 		b, err := r.readBody(resp.Body, r.p.opts.MaxBody)
 		if err != nil {
-			return nil, readFail(ctx, method, err)
+			return nil, r.readFail(ctx, method, err)
 		}
 		msgs, err := parseRPC(b)
 		if err != nil {
@@ -77,7 +77,7 @@ func (r *run) readResponse(ctx context.Context, resp *http.Response, method stri
 				return nil, failf(ClassProtocolError, resp.StatusCode, "%s: SSE stream ended without the response", method)
 			}
 			if err != nil {
-				return nil, readFail(ctx, method, err)
+				return nil, r.readFail(ctx, method, err)
 			}
 			if ev.Data == "" || ev.Event != "message" {
 				continue // priming event, or an event type the probe does not read
@@ -138,7 +138,7 @@ func (r *run) notify(ctx context.Context, method string) error {
 	}
 	resp, err := r.client.doFast(ctx, http.MethodPost, r.u, body, method)
 	if err != nil {
-		return classify(ctx, err)
+		return r.stepFail(ctx, method, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
