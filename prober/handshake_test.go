@@ -1,6 +1,8 @@
 package prober
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -29,6 +31,42 @@ func TestInitializeAnsweredWith20260728(t *testing.T) {
 				t.Errorf("error %q says the prober does not speak 2026-07-28", res.Error)
 			}
 			mustContain(t, res.Error, "2026-07-28 to initialize, a revision without initialize (the prober speaks it through server/discover)")
+		})
+	}
+}
+
+// TestUnaskedContentEncodingIsNamed: the prober sends no Accept-Encoding;
+// a server that compresses its answer anyway fails as a protocol error
+// whose message names the encoding (not "body is not valid UTF-8").
+func TestUnaskedContentEncodingIsNamed(t *testing.T) {
+	for _, ct := range []string{"application/json", "text/event-stream"} {
+		t.Run(ct, func(t *testing.T) {
+			good := goodRaw(nil)
+			ep := rawEP(t, func(w http.ResponseWriter, r *http.Request, method string, id json.RawMessage) {
+				if ae := r.Header.Get("Accept-Encoding"); ae != "" {
+					t.Errorf("probe sent Accept-Encoding %q", ae)
+				}
+				if method != "initialize" {
+					good(w, r, method, id)
+					return
+				}
+				b, _ := json.Marshal(result(id, initResult(Version20251125)))
+				if ct == "text/event-stream" {
+					b = []byte("event: message\ndata: " + string(b) + "\n\n")
+				}
+				var buf bytes.Buffer
+				zw := gzip.NewWriter(&buf)
+				_, _ = zw.Write(b)
+				_ = zw.Close()
+				w.Header().Set("Content-Type", ct)
+				w.Header().Set("Content-Encoding", "gzip")
+				_, _ = w.Write(buf.Bytes())
+			})
+			res := testProber(t, nil).Probe(context.Background(), ep, cmd())
+			if res.Class != ClassProtocolError {
+				t.Fatalf("class %s (%s), want protocol_error", res.Class, res.Error)
+			}
+			mustContain(t, res.Error, "initialize: response is Content-Encoding gzip, which the prober did not ask for")
 		})
 	}
 }

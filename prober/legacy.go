@@ -61,6 +61,11 @@ func (r *run) openLegacy(ctx context.Context) error {
 		}
 		return failf(ClassNotMCP, resp.StatusCode, "GET (SSE): HTTP %d with content type %q: not an MCP endpoint", resp.StatusCode, fromTarget(mt))
 	}
+	if pe := encodingError(resp, "GET (SSE)"); pe != nil {
+		cancel()
+		resp.Body.Close()
+		return pe
+	}
 	sr := newSSEReader(&capReader{r: resp.Body, n: r.p.opts.MaxBody}, int(r.p.opts.MaxBody), r.p.opts.MaxSSEEvents)
 	ls := &legacyStream{resp: resp, msgs: make(chan rpcMessage, 16), done: make(chan struct{}), cancel: cancel}
 	for ls.endpoint == nil {
