@@ -65,7 +65,7 @@ var classes = [...]ClassInfo{
 	{ClassForbidden, msg.StatusDown, "HTTP 403"},
 	{ClassNotFound, msg.StatusDown, "HTTP 404/405/501 for every transport tried"},
 	{ClassNotMCP, msg.StatusDown, "2xx with HTML or no content type"},
-	{ClassProtocolError, msg.StatusDown, "invalid JSON, not JSON-RPC, bad SSE, 406/415, body over the size cap"},
+	{ClassProtocolError, msg.StatusDown, "invalid JSON, not JSON-RPC, bad SSE, 406/415, body over the size cap, a Content-Encoding the prober did not ask for, more than 5 interim (1xx) responses"},
 	{ClassRPCError, msg.StatusDown, "initialize / server/discover answered with a JSON-RPC error"},
 	{ClassToolFailed, msg.StatusDown, "the endpoint's tool check failed: the tool is not in tools/list, tools/call answered a JSON-RPC error or isError, or the result did not match the expectation (contains / jsonPath / equals)"},
 	{ClassVersionMismatch, msg.StatusDown, "no common protocol revision, or not the pinned one"},

@@ -96,15 +96,38 @@ func asRPCClass(err error, class, method string) error {
 	return err
 }
 
-// readFail classifies an error while reading a body.
-func readFail(ctx context.Context, method string, err error) *probeError {
+// stepFail classifies a transport failure of step (a JSON-RPC method, or
+// "GET (SSE)") before its answer began. A timeout, or a connection broken
+// mid-probe, names the step (and a timeout the probe's timeout): "no
+// answer" alone does not say which request hung.
+func (r *run) stepFail(ctx context.Context, step string, err error) *probeError {
+	var pe *probeError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	pe = classify(ctx, err)
+	switch pe.class {
+	case ClassTimeout:
+		return failf(ClassTimeout, 0, "%s: no answer within the timeout (%s): %v", step, r.timeout, err)
+	case ClassNetwork:
+		return pe.prefixed(step + ": ")
+	}
+	return pe
+}
+
+// readFail classifies an error while reading the body of step's answer.
+func (r *run) readFail(ctx context.Context, step string, err error) *probeError {
 	switch {
 	case errors.Is(err, errTooLarge):
-		return failf(ClassProtocolError, 0, "%s: response exceeds the %s cap", method, "size")
+		return failf(ClassProtocolError, 0, "%s: response exceeds the %s cap", step, "size")
 	case errors.Is(err, errSSELineTooLong), errors.Is(err, errSSETooManyEvents):
-		return failf(ClassProtocolError, 0, "%s: %v", method, err)
+		return failf(ClassProtocolError, 0, "%s: %v", step, err)
 	}
-	return classify(ctx, err).prefixed(method + ": reading response: ")
+	pe := classify(ctx, err)
+	if pe.class == ClassTimeout {
+		return failf(ClassTimeout, 0, "%s: no complete answer within the timeout (%s): %v", step, r.timeout, err)
+	}
+	return pe.prefixed(step + ": reading response: ")
 }
 
 // statusError classifies a non-2xx answer. It reads at most 64 KiB of the

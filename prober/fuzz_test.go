@@ -20,6 +20,10 @@ func FuzzSSE(f *testing.F) {
 	f.Add([]byte(": keepalive\r\n\r\ndata: a\r\ndata: b\r\n\r\n"))
 	f.Add([]byte("event: endpoint\ndata: /message?sessionId=1\n\n"))
 	f.Add([]byte("data"))
+	// Lone CR line ends (seen from a hostile server), and CRLF with CRs and
+	// LFs in every order.
+	f.Add([]byte("event: message\rdata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\r"))
+	f.Add([]byte("data: a\r\n\rdata: b\n\r\r\ndata: c\r"))
 	const maxLine, maxEvents = 256, 8
 	f.Fuzz(func(t *testing.T, in []byte) {
 		sr := newSSEReader(&capReader{r: bytes.NewReader(in), n: 4096}, maxLine, maxEvents)

@@ -84,7 +84,12 @@ func (r *run) acceptInitialize(result json.RawMessage, asked string) error {
 	if pinned := r.ep.ProtocolVersion; pinned != "" && ir.ProtocolVersion != pinned {
 		return failf(ClassVersionMismatch, 0, "endpoint pins protocol %s but the server answered %s", pinned, fromTarget(ir.ProtocolVersion))
 	}
-	if !slices.Contains(versions[:], ir.ProtocolVersion) || ir.ProtocolVersion == Version20260728 {
+	if ir.ProtocolVersion == Version20260728 {
+		// The prober speaks 2026-07-28, but that revision has no
+		// initialize and no session for the handshake to go on with.
+		return failf(ClassVersionMismatch, 0, "asked for protocol %s, server answered %s to initialize, a revision without initialize (the prober speaks it through server/discover): the handshake cannot continue", asked, Version20260728)
+	}
+	if !slices.Contains(versions[:], ir.ProtocolVersion) {
 		return failf(ClassVersionMismatch, 0, "asked for protocol %s, server answered %q, which the prober does not speak", asked, fromTarget(ir.ProtocolVersion))
 	}
 	r.version = ir.ProtocolVersion

@@ -199,7 +199,7 @@ func (h *httpClient) exchange(ctx context.Context, u *url.URL, req *http.Request
 		h.drop(hc)
 		return nil, err
 	}
-	resp, err := http.ReadResponse(hc.br, req)
+	resp, err := h.readFinal(hc, req)
 	if err != nil {
 		h.drop(hc)
 		if errors.Is(err, errTooLarge) {
@@ -209,6 +209,43 @@ func (h *httpClient) exchange(ctx context.Context, u *url.URL, req *http.Request
 	}
 	resp.Body = &connBody{rc: resp.Body, h: h, hc: hc, reuse: !resp.Close, eof: resp.Body == http.NoBody}
 	return resp, nil
+}
+
+// Bounds on the interim (1xx) responses skipped before the final one:
+// the count net/http.Transport allows, and the bytes of their status
+// lines and headers together (on top of the final response's own
+// headerBudget). The probe's deadline bounds the time they take.
+const (
+	max1xxResponses = 5
+	max1xxBytes     = headerBudget
+)
+
+// readFinal reads the final response to req, skipping interim 1xx
+// responses (103 Early Hints from a CDN, 100 Continue, 102 Processing), as
+// RFC 9110 §15.2 asks of a client: taken for the answer, one would leave
+// the real answer in the buffer to be read as the next request's. 101
+// Switching Protocols is final (the probe never asks for an upgrade, so it
+// is an unexpected status).
+func (h *httpClient) readFinal(hc *hconn, req *http.Request) (*http.Response, error) {
+	interimBytes := int64(0)
+	for n := 0; ; n++ {
+		before := hc.budget.n + int64(hc.br.Buffered())
+		resp, err := http.ReadResponse(hc.br, req)
+		if err != nil || resp.StatusCode < 100 || resp.StatusCode > 199 || resp.StatusCode == http.StatusSwitchingProtocols {
+			return resp, err
+		}
+		if n == max1xxResponses {
+			return nil, failf(ClassProtocolError, resp.StatusCode, "more than %d interim (1xx) responses before the final one", max1xxResponses)
+		}
+		// What the interim response took off the connection goes back
+		// into the budget, so the final response keeps all of its own;
+		// max1xxBytes bounds the interim ones together.
+		used := before - (hc.budget.n + int64(hc.br.Buffered()))
+		if interimBytes += used; interimBytes > max1xxBytes {
+			return nil, failf(ClassProtocolError, resp.StatusCode, "interim (1xx) responses exceed %d KiB of headers", max1xxBytes>>10)
+		}
+		hc.budget.n += used
+	}
 }
 
 // doFast sends one of the probe's own requests (see reqwire.go) and follows

@@ -46,7 +46,7 @@ func (r *run) openLegacy(ctx context.Context) error {
 	resp, err := r.client.doFast(sctx, http.MethodGet, r.u, nil, "")
 	if err != nil {
 		cancel()
-		return classify(ctx, err)
+		return r.stepFail(ctx, "GET (SSE)", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer cancel()
@@ -61,6 +61,11 @@ func (r *run) openLegacy(ctx context.Context) error {
 		}
 		return failf(ClassNotMCP, resp.StatusCode, "GET (SSE): HTTP %d with content type %q: not an MCP endpoint", resp.StatusCode, fromTarget(mt))
 	}
+	if pe := encodingError(resp, "GET (SSE)"); pe != nil {
+		cancel()
+		resp.Body.Close()
+		return pe
+	}
 	sr := newSSEReader(&capReader{r: resp.Body, n: r.p.opts.MaxBody}, int(r.p.opts.MaxBody), r.p.opts.MaxSSEEvents)
 	ls := &legacyStream{resp: resp, msgs: make(chan rpcMessage, 16), done: make(chan struct{}), cancel: cancel}
 	for ls.endpoint == nil {
@@ -71,9 +76,9 @@ func (r *run) openLegacy(ctx context.Context) error {
 			if err == io.EOF {
 				return failf(ClassProtocolError, resp.StatusCode, "GET (SSE): stream ended before the endpoint event")
 			}
-			pe := readFail(ctx, "GET (SSE)", err)
+			pe := r.readFail(ctx, "GET (SSE)", err)
 			if pe.class == ClassTimeout {
-				pe.format, pe.args = "GET (SSE): no endpoint event within the timeout", nil
+				pe.format, pe.args = "GET (SSE): no endpoint event within the timeout (%s)", []any{r.timeout}
 			}
 			return pe
 		}
@@ -143,7 +148,7 @@ func (ls *legacyStream) close() {
 func (ls *legacyStream) post(ctx context.Context, r *run, method string, body []byte) error {
 	resp, err := r.client.doFast(ctx, http.MethodPost, ls.endpoint, body, method)
 	if err != nil {
-		return classify(ctx, err)
+		return r.stepFail(ctx, method, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound {
@@ -177,7 +182,7 @@ func (ls *legacyStream) call(ctx context.Context, r *run, method string, id int6
 			if ls.err == io.EOF {
 				return nil, failf(ClassProtocolError, 0, "%s: SSE stream closed before the answer", method)
 			}
-			return nil, readFail(ctx, method, ls.err)
+			return nil, r.readFail(ctx, method, ls.err)
 		case <-ctx.Done():
 			return nil, failf(ClassSSEDeaf, 0, "%s: the server accepted the POST but never answered on the SSE stream within the timeout", method)
 		}

@@ -450,7 +450,7 @@ func (p *Prober) Run(ctx context.Context, ep model.Endpoint, cmd msg.ProbeComman
 
 	secrets := newScrubber(ep.Headers, endpointSecrets(ep)...)
 	redactIdentity(&res, secrets)
-	pe := outcome(pctx, err, expired)
+	pe := outcome(pctx, err, expired, r.timeout)
 	if d := pe.blockedDetail(); d != "" {
 		// The result says only that the guard refused; what it refused is
 		// the operator's network, told here.
@@ -483,7 +483,13 @@ func (p *Prober) Run(ctx context.Context, ep model.Endpoint, cmd msg.ProbeComman
 	if ev := p.certEvent(&res); ev != nil {
 		res.Events = append(res.Events, *ev)
 	}
-	evs, identity := p.identityChanges(ctx, ep.ID, cmd.Slot, prev, &res)
+	// The store reads of change detection get a context of their own: a
+	// probe that ran to its deadline (a session-closing DELETE never
+	// answered) has used up ctx's, and a server must not hide a catalog
+	// change by hanging at the end of the probe.
+	mctx, mcancel := memoryContext(ctx)
+	defer mcancel()
+	evs, identity := p.identityChanges(mctx, ep.ID, cmd.Slot, prev, &res)
 	res.Events = append(res.Events, evs...)
 	mem.identity = identity
 	if r.tools != nil {
@@ -491,7 +497,7 @@ func (p *Prober) Run(ctx context.Context, ep model.Endpoint, cmd msg.ProbeComman
 		// result covers the catalog as stored, never a secret it echoed.
 		cat := buildCatalog(r.tools, secrets, defaultCatalogLimits, r.toolsMore)
 		res.ToolCount, res.CatalogFingerprint, res.CatalogTruncated = len(cat.Tools), cat.Fingerprint, cat.Truncated
-		ev, catalog := p.catalogDrift(ctx, ep.ID, cat, secrets)
+		ev, catalog := p.catalogDrift(mctx, ep.ID, cat, secrets)
 		if ev != nil {
 			res.Events = append(res.Events, *ev)
 		}
@@ -510,6 +516,22 @@ func (p *Prober) Run(ctx context.Context, ep model.Endpoint, cmd msg.ProbeComman
 			"class", res.Class, "error", res.Error, "version", res.ProtocolVersion, "duration", total)
 	}
 	return res, mem
+}
+
+// memoryTimeout bounds the store reads of change detection after a probe.
+const memoryTimeout = 5 * time.Second
+
+// memoryContext is the context of the store reads after a probe: ctx's
+// values without its deadline, bounded by memoryTimeout instead, and
+// cancelled when ctx is cancelled (a shutdown) rather than expired.
+func memoryContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), memoryTimeout)
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			cancel()
+		}
+	})
+	return mctx, func() { stop(); cancel() }
 }
 
 // endpointSecrets are ep's secrets besides its header values (which
@@ -539,7 +561,7 @@ func withBearer(headers map[string]string, tok string) map[string]string {
 // outcome turns the probe's error into a classified one (nil: success).
 // Any failure that ended at the probe's deadline is a timeout: a response
 // dripped past it fails as a broken read, but what failed was the deadline.
-func outcome(ctx context.Context, err error, expired bool) *probeError {
+func outcome(ctx context.Context, err error, expired bool, timeout time.Duration) *probeError {
 	if err == nil {
 		return nil
 	}
@@ -548,7 +570,7 @@ func outcome(ctx context.Context, err error, expired bool) *probeError {
 		pe = classify(ctx, err)
 	}
 	if expired && pe.class == ClassNetwork {
-		return failf(ClassTimeout, pe.status, "no complete answer within the timeout: %v", pe)
+		return failf(ClassTimeout, pe.status, "no complete answer within the timeout (%s): %v", timeout, pe)
 	}
 	return pe
 }

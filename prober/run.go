@@ -33,6 +33,8 @@ type run struct {
 	u   *url.URL
 
 	client *httpClient
+	// timeout is the probe's timeout, named by the messages of a timeout.
+	timeout time.Duration
 
 	mu      sync.Mutex
 	phases  [11]phaseDur // msg.Phases() but total, tool_call and auth_token
@@ -67,7 +69,7 @@ type run struct {
 }
 
 func newRun(p *Prober, ep model.Endpoint, res *msg.ProbeResult) *run {
-	r := &run{p: p, ep: ep, res: res}
+	r := &run{p: p, ep: ep, res: res, timeout: p.timeoutOf(ep)}
 	r.client = &httpClient{r: r}
 	return r
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
@@ -26,7 +27,7 @@ func (r *run) call(ctx context.Context, method string, params any) (json.RawMess
 	}
 	resp, err := r.client.doFast(ctx, http.MethodPost, r.u, body, method)
 	if err != nil {
-		return nil, classify(ctx, err)
+		return nil, r.stepFail(ctx, method, err)
 	}
 	defer resp.Body.Close()
 	if method == "initialize" {
@@ -54,9 +55,12 @@ func (r *run) readResponse(ctx context.Context, resp *http.Response, method stri
 	}
 	switch mt {
 	case "application/json":
+		if pe := encodingError(resp, method); pe != nil {
+			return nil, pe
+		}
 		b, err := r.readBody(resp.Body, r.p.opts.MaxBody)
 		if err != nil {
-			return nil, readFail(ctx, method, err)
+			return nil, r.readFail(ctx, method, err)
 		}
 		msgs, err := parseRPC(b)
 		if err != nil {
@@ -68,6 +72,9 @@ func (r *run) readResponse(ctx context.Context, resp *http.Response, method stri
 		}
 		return resultOf(m)
 	case "text/event-stream":
+		if pe := encodingError(resp, method); pe != nil {
+			return nil, pe
+		}
 		br := r.p.getReader(&capReader{r: resp.Body, n: r.p.opts.MaxBody})
 		defer r.p.putReader(br)
 		sr := &sseReader{br: br, maxLine: int(r.p.opts.MaxBody), maxEvents: r.p.opts.MaxSSEEvents}
@@ -77,7 +84,7 @@ func (r *run) readResponse(ctx context.Context, resp *http.Response, method stri
 				return nil, failf(ClassProtocolError, resp.StatusCode, "%s: SSE stream ended without the response", method)
 			}
 			if err != nil {
-				return nil, readFail(ctx, method, err)
+				return nil, r.readFail(ctx, method, err)
 			}
 			if ev.Data == "" || ev.Event != "message" {
 				continue // priming event, or an event type the probe does not read
@@ -96,6 +103,18 @@ func (r *run) readResponse(ctx context.Context, resp *http.Response, method stri
 	default:
 		return nil, failf(ClassNotMCP, resp.StatusCode, "%s: HTTP %d with content type %q: not an MCP endpoint", method, resp.StatusCode, fromTarget(mt))
 	}
+}
+
+// encodingError fails an answer of step with a Content-Encoding: the
+// prober sends no Accept-Encoding, so a compressed body is one it did not
+// ask for (and would otherwise fail as invalid UTF-8, or as SSE with no
+// answer in it). It is never decompressed: no gzip bomb to bound.
+func encodingError(resp *http.Response, step string) *probeError {
+	ce := resp.Header.Get("Content-Encoding")
+	if ce == "" || strings.EqualFold(ce, "identity") {
+		return nil
+	}
+	return failf(ClassProtocolError, resp.StatusCode, "%s: response is Content-Encoding %s, which the prober did not ask for", step, fromTarget(ce))
 }
 
 // readBody reads all of body into the run's buffer, failing with
@@ -138,7 +157,7 @@ func (r *run) notify(ctx context.Context, method string) error {
 	}
 	resp, err := r.client.doFast(ctx, http.MethodPost, r.u, body, method)
 	if err != nil {
-		return classify(ctx, err)
+		return r.stepFail(ctx, method, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {

@@ -65,12 +65,17 @@ type sseEvent struct {
 // sseReader parses a text/event-stream (WHATWG HTML §9.2) with bounds: a
 // line longer than maxLine, more than maxEvents events, or (through the
 // capReader underneath) more than the body cap fails instead of growing.
-// Lines end in LF or CRLF; a lone CR is not treated as a line end.
+// Lines end in CRLF, LF or a lone CR, as the spec allows.
 type sseReader struct {
 	br        *bufio.Reader
 	maxLine   int
 	maxEvents int
 	events    int
+	// afterCR records that the last line ended in a CR that was the last
+	// byte buffered: an LF first in the next read belongs to that line
+	// end. The line is returned at the CR, without waiting for the byte
+	// after it, since a stream may end an event with a CR and then pause.
+	afterCR bool
 }
 
 func newSSEReader(r io.Reader, maxLine, maxEvents int) *sseReader {
@@ -82,18 +87,11 @@ var (
 	errSSETooManyEvents = errors.New("SSE stream exceeded the event cap without the expected message")
 )
 
+// readLine returns the next line without its line end.
 func (s *sseReader) readLine() ([]byte, error) {
 	var line []byte
 	for {
-		frag, err := s.br.ReadSlice('\n')
-		if len(line)+len(frag) > s.maxLine {
-			return nil, errSSELineTooLong
-		}
-		line = append(line, frag...)
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if err != nil {
+		if _, err := s.br.Peek(1); err != nil {
 			if err == io.EOF && len(line) > 0 {
 				// An unterminated last line is discarded by the spec: the
 				// event it belongs to is never dispatched.
@@ -101,7 +99,37 @@ func (s *sseReader) readLine() ([]byte, error) {
 			}
 			return nil, err
 		}
-		line = bytes.TrimSuffix(line[:len(line)-1], []byte{'\r'})
+		buf, _ := s.br.Peek(s.br.Buffered())
+		if s.afterCR {
+			s.afterCR = false
+			if buf[0] == '\n' {
+				_, _ = s.br.Discard(1)
+				continue
+			}
+		}
+		i := bytes.IndexAny(buf, "\r\n")
+		if i < 0 {
+			if len(line)+len(buf) > s.maxLine {
+				return nil, errSSELineTooLong
+			}
+			line = append(line, buf...)
+			_, _ = s.br.Discard(len(buf))
+			continue
+		}
+		if len(line)+i > s.maxLine {
+			return nil, errSSELineTooLong
+		}
+		line = append(line, buf[:i]...)
+		end := i + 1
+		if buf[i] == '\r' {
+			switch {
+			case end == len(buf):
+				s.afterCR = true
+			case buf[end] == '\n':
+				end++
+			}
+		}
+		_, _ = s.br.Discard(end)
 		return line, nil
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // Text checks shared by every human-readable field (endpoint and
@@ -26,7 +28,7 @@ func textProblem(s string) string {
 		switch {
 		case unicode.IsControl(r): // C0 (NUL, CR, LF, VT, ESC, ...), DEL, C1
 			return fmt.Sprintf("must not contain control characters (found %U)", r)
-		case isBidiControl(r):
+		case model.IsBidiControl(r):
 			return fmt.Sprintf("must not contain bidirectional text controls (found %U)", r)
 		case !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) && !unicode.Is(unicode.Mn, r):
 			visible = true
@@ -42,19 +44,6 @@ func textProblem(s string) string {
 // status page's description): line feeds are allowed, every other control
 // character is not.
 func multilineTextProblem(s string) string { return textProblem(strings.ReplaceAll(s, "\n", " ")) }
-
-// isBidiControl reports the Unicode bidirectional formatting characters:
-// embeddings and overrides (U+202A–U+202E), isolates (U+2066–U+2069) and
-// the implicit marks (U+200E, U+200F, U+061C).
-func isBidiControl(r rune) bool {
-	switch {
-	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
-		return true
-	case r == 0x200E, r == 0x200F, r == 0x061C:
-		return true
-	}
-	return false
-}
 
 // validHeaderValue reports whether v may be sent as an HTTP field value
 // (RFC 9110 §5.5): visible ASCII, space, horizontal tab and obs-text bytes;
