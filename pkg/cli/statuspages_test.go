@@ -69,6 +69,23 @@ func TestStatusPagesCommandsAgainstARealServer(t *testing.T) {
 		t.Fatalf("get beta = %+v", got)
 	}
 
+	// The documented round trip: what get -o json prints, update -f takes
+	// (its read-only members dropped), but not as another page's.
+	printed := h.ok("status-pages", "get", "beta", "-o", "json")
+	roundTrip := filepath.Join(t.TempDir(), "beta.json")
+	if err := os.WriteFile(roundTrip, []byte(strings.Replace(printed, `"title": "Beta"`, `"title": "Beta 2"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.json(&got, "status-pages", "update", "beta", "-f", roundTrip)
+	if got.ID != beta.ID || got.Title != "Beta 2" || got.Description != "Two\nlines" {
+		t.Fatalf("update -f of get's output = %+v", got)
+	}
+	h.fails(ExitUsage, "another status page", "status-pages", "update", "acme", "-f", roundTrip)
+	if err := os.WriteFile(roundTrip, []byte(`{"slug":"beta","title":"Beta","colour":"red"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.fails(ExitUsage, `unknown field "colour"`, "status-pages", "update", "beta", "-f", roundTrip)
+
 	// apply: a statusPages section is planned by slug; --prune deletes the
 	// pages no file declares once the files declare pages.
 	dir := t.TempDir()
