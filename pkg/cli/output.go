@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -100,7 +101,7 @@ func streamJSON[T any](w io.Writer, seq iter.Seq2[T, error]) error {
 			fmt.Fprintln(w)
 			return err
 		}
-		b, err := json.MarshalIndent(v, "  ", "  ")
+		b, err := marshalIndent(v)
 		if err != nil {
 			return err
 		}
@@ -119,6 +120,19 @@ func streamJSON[T any](w io.Writer, seq iter.Seq2[T, error]) error {
 	}
 	_, err := io.WriteString(w, end)
 	return err
+}
+
+// marshalIndent is one item of a streamed array, indented to sit in it,
+// with < > & written as themselves (render's encoder does the same).
+func marshalIndent(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("  ", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // renderList writes a paged list as -o asks, walking seq once: a table
