@@ -336,7 +336,10 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if len(mws) != 1 || mws[0].ID != mw.ID {
 		t.Fatalf("maintenance list = %+v", mws)
 	}
-	h.ok("maintenance", "rm", mw.ID)
+	// Confirmations go to stdout, as every command's; stderr is for errors.
+	if out, errOut, code := h.run("maintenance", "rm", mw.ID); code != ExitOK || out != "deleted maintenance window "+mw.ID+"\n" || errOut != "" {
+		t.Fatalf("maintenance rm: exit %d, stdout %q, stderr %q; want the confirmation on stdout alone", code, out, errOut)
+	}
 	h.fails(ExitNotFound, "404", "maintenance", "rm", mw.ID)
 	h.fails(ExitUsage, "RFC 3339", "maintenance", "add", "--endpoint", "alpha", "--start", "tomorrow")
 
@@ -480,7 +483,9 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	h.json(&twin, "endpoints", "add", "--name", "beta", "--url", mcpURL)
 	h.fails(ExitError, twin.ID, "apply", "-f", cfg, "--dry-run")
 	h.fails(ExitUsage, "give an ID", "endpoints", "get", "beta")
-	h.ok("endpoints", "rm", twin.ID)
+	if out, errOut, code := h.run("endpoints", "rm", twin.ID); code != ExitOK || !strings.Contains(out, "deleted endpoint "+twin.ID) || errOut != "" {
+		t.Fatalf("endpoints rm: exit %d, stdout %q, stderr %q; want the confirmation on stdout alone", code, out, errOut)
+	}
 	h.fails(ExitUsage, "-f", "apply")
 	h.fails(ExitError, "no such file", "apply", "-f", filepath.Join(dir, "missing.yaml"))
 
@@ -496,7 +501,11 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if len(list) != 1 || list[0].Name != "gamma" {
 		t.Fatalf("after --prune: %+v, want gamma alone", list)
 	}
-	h.ok("endpoints", "rm", "gamma")
+	var gone []apiv1.EndpointView
+	h.json(&gone, "endpoints", "rm", "gamma")
+	if len(gone) != 1 || gone[0].Name != "gamma" {
+		t.Fatalf("endpoints rm -o json = %+v, want the deleted endpoint", gone)
+	}
 	h.fails(ExitNotFound, "gamma", "endpoints", "rm", "gamma")
 
 	// import registry, from a registry serving the v0.1 shape: one server

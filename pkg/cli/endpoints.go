@@ -363,17 +363,13 @@ func (a *app) endpointsRm() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, ref := range args {
+			return deleteEach(a, args, func(ref string) (apiv1.EndpointView, string, error) {
 				v, err := a.endpointByRef(cmd.Context(), c, ref)
 				if err != nil {
-					return err
+					return v, "", err
 				}
-				if err := c.DeleteEndpoint(cmd.Context(), v.ID); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.io.Stderr, "deleted endpoint %s (%s)\n", v.ID, v.Name)
-			}
-			return nil
+				return v, fmt.Sprintf("deleted endpoint %s (%s)", v.ID, v.Name), c.DeleteEndpoint(cmd.Context(), v.ID)
+			})
 		},
 	}
 }

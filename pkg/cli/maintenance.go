@@ -139,13 +139,12 @@ func (a *app) maintenanceRm() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, id := range args {
-				if err := c.RemoveMaintenance(cmd.Context(), id); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.io.Stderr, "deleted maintenance window %s\n", id)
+			type deleted struct {
+				ID string `json:"id"`
 			}
-			return nil
+			return deleteEach(a, args, func(id string) (deleted, string, error) {
+				return deleted{id}, "deleted maintenance window " + id, c.RemoveMaintenance(cmd.Context(), id)
+			})
 		},
 	}
 }

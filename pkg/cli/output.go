@@ -37,6 +37,33 @@ func (a *app) render(v any, table func(w io.Writer)) error {
 	return tw.Flush()
 }
 
+// deleteEach deletes the object each ref names with del, which returns
+// what it deleted and the confirmation for people. Confirmations go to
+// stdout like every command's: with -o table a line per object as it
+// goes, with -o json/yaml the list of deleted objects once the walk ends,
+// also when it ends on an error, so a script sees what went.
+func deleteEach[T any](a *app, refs []string, del func(ref string) (T, string, error)) error {
+	done := []T{}
+	var err error
+	for _, ref := range refs {
+		v, line, derr := del(ref)
+		if derr != nil {
+			err = derr
+			break
+		}
+		done = append(done, v)
+		if a.output == "table" {
+			fmt.Fprintln(a.io.Stdout, line)
+		}
+	}
+	if a.output != "table" && (err == nil || len(done) > 0) {
+		if rerr := a.render(done, nil); err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
 // row writes one table row of cells.
 func row(w io.Writer, cells ...any) {
 	s := make([]string, len(cells))

@@ -233,17 +233,13 @@ func (a *app) statusPagesDelete() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, ref := range args {
+			return deleteEach(a, args, func(ref string) (apiv1.StatusPageView, string, error) {
 				p, err := pageByRef(cmd.Context(), c, ref)
 				if err != nil {
-					return err
+					return p, "", err
 				}
-				if err := c.DeleteStatusPage(cmd.Context(), p.ID); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.io.Stderr, "deleted status page %s (%s)\n", p.ID, p.Slug)
-			}
-			return nil
+				return p, fmt.Sprintf("deleted status page %s (%s)", p.ID, p.Slug), c.DeleteStatusPage(cmd.Context(), p.ID)
+			})
 		},
 	}
 }

@@ -130,7 +130,9 @@ statusPages:
 		t.Fatalf("apply of the export plans:\n%s", out)
 	}
 
-	h.ok("status-pages", "delete", "delta", pages[0].ID)
+	if out := h.ok("status-pages", "delete", "delta", pages[0].ID); strings.Count(out, "deleted status page") != 2 {
+		t.Fatalf("status-pages delete printed %q, want a confirmation per page on stdout", out)
+	}
 	h.json(&pages, "status-pages", "list")
 	if len(pages) != 0 {
 		t.Fatalf("after delete: %+v", pages)
