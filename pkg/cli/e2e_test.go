@@ -341,7 +341,15 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 		t.Fatalf("maintenance rm: exit %d, stdout %q, stderr %q; want the confirmation on stdout alone", code, out, errOut)
 	}
 	h.fails(ExitNotFound, "404", "maintenance", "rm", mw.ID)
-	h.fails(ExitUsage, "RFC 3339", "maintenance", "add", "--endpoint", "alpha", "--start", "tomorrow")
+	h.fails(ExitUsage, "RFC 3339", "maintenance", "add", "--endpoint", "alpha", "--start", "tomorrow", "--end", "later")
+	// Missing input is a usage error naming the CLI's flags, not the API's members.
+	h.fails(ExitUsage, "--endpoint ID|NAME or --selector", "maintenance", "add")
+	h.fails(ExitUsage, "--for D", "maintenance", "add", "--endpoint", "alpha")
+	h.fails(ExitUsage, "--cron and --duration", "maintenance", "add", "--selector", "team=x", "--cron", "0 2 * * 0")
+	h.fails(ExitUsage, "--slug and --title", "status-pages", "create")
+	h.fails(ExitUsage, `--state "bogus"`, "endpoints", "list", "--state", "bogus")
+	h.fails(ExitUsage, `--state "bogus"`, "verdicts", "list", "alpha", "--state", "bogus")
+	h.json(&list, "endpoints", "list", "--state", "no-data,pending")
 
 	// keys over REST
 	var keys []apiv1.KeyView

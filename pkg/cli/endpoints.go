@@ -37,6 +37,10 @@ func (a *app) endpointsList() *cobra.Command {
   mcpmon endpoints list -o json | jq -r '.[].id'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if f.States, err = stateList("state", f.States, endpointStates()); err != nil {
+				return err
+			}
 			c, err := a.client()
 			if err != nil {
 				return err
@@ -46,8 +50,9 @@ func (a *app) endpointsList() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&f.Selector, "selector", "l", "", "label selector: k=v, k!=v, comma-separated (all must match)")
-	cmd.Flags().StringVar(&f.States, "state", "", "only these states, comma-separated: up, degraded, down, regional, no-data, paused, pending")
+	cmd.Flags().StringVar(&f.States, "state", "", "only these states, comma-separated: "+strings.Join(endpointStates(), ", "))
 	cmd.Flags().IntVar(&f.Limit, "page-size", 0, "endpoints per request (0: the server's default)")
+	_ = cmd.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(endpointStates(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 

@@ -171,6 +171,9 @@ func (a *app) statusPagesCreate() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if f.file == "" && (in.Slug == "" || in.Title == "") {
+				return usagef("--slug and --title are required (or the whole page with -f FILE)")
+			}
 			c, err := a.client()
 			if err != nil {
 				return err

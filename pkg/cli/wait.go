@@ -14,10 +14,6 @@ import (
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
 
-// waitStates are the states `mcpmon wait --until` accepts: an endpoint's
-// State as the API reports it.
-var waitStates = []string{"up", "degraded", "down", "regional", "no_data", "paused", "pending"}
-
 // waitFlags are `mcpmon wait`'s flags.
 type waitFlags struct {
 	until             []string
@@ -58,8 +54,8 @@ Exit status: 0 when the state was reached, 1 on timeout or an API error,
 		ValidArgsFunction: a.completeEndpoints(false),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			for _, s := range f.until {
-				if !slices.Contains(waitStates, s) {
-					return usagef("--until %q: want one or more of %s", s, strings.Join(waitStates, ", "))
+				if !slices.Contains(endpointStates(), s) {
+					return usagef("--until %q: want one or more of %s", s, strings.Join(endpointStates(), ", "))
 				}
 			}
 			if len(f.until) == 0 {
@@ -113,10 +109,10 @@ Exit status: 0 when the state was reached, 1 on timeout or an API error,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&f.until, "until", []string{"up"}, "the states that end the wait (comma-separated): "+strings.Join(waitStates, ", "))
+	fl.StringSliceVar(&f.until, "until", []string{"up"}, "the states that end the wait (comma-separated): "+strings.Join(endpointStates(), ", "))
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up (exit 1) after this long")
 	fl.DurationVar(&f.interval, "interval", 5*time.Second, "how often to read the endpoint's state")
 	fl.BoolVar(&f.fresh, "fresh", false, "count only a verdict of a window that began after wait started")
-	_ = cmd.RegisterFlagCompletionFunc("until", cobra.FixedCompletions(waitStates, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("until", cobra.FixedCompletions(endpointStates(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
