@@ -289,6 +289,12 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 		h.json(&incs, "incidents", "list", "--state", "open", "--endpoint", down.ID)
 		return len(incs) > 0
 	})
+	var byName []apiv1.IncidentView
+	h.json(&byName, "incidents", "list", "--state", "open", "--endpoint", "down")
+	if len(byName) == 0 || byName[0].ID != incs[0].ID {
+		t.Fatalf("incidents list --endpoint down (a name) = %+v, want the incidents of %s", byName, down.ID)
+	}
+	h.fails(ExitNotFound, `"no-such-endpoint"`, "incidents", "list", "--endpoint", "no-such-endpoint")
 	var detail apiv1.IncidentDetail
 	h.json(&detail, "incidents", "get", incs[0].ID)
 	if detail.EndpointID != down.ID {
