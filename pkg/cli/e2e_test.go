@@ -230,7 +230,10 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if alpha.ID == "" || alpha.Headers["Authorization"] != apiv1.Redacted {
 		t.Fatalf("endpoints add = %+v", alpha)
 	}
-	h.fails(ExitUsage, "headers.Authorization", "endpoints", "add", "--name", "lit", "--url", mcpURL, "--header", "Authorization=Bearer literal")
+	errOut := h.fails(ExitUsage, "headers.Authorization", "endpoints", "add", "--name", "lit", "--url", mcpURL, "--header", "Authorization=Bearer literal")
+	if !strings.Contains(errOut, "not be written on the command line") || strings.Contains(errOut, "in the file") || strings.Contains(errOut, "Bearer literal") {
+		t.Fatalf("a literal --header: %q, want it refused as written on the command line, not in a file, and not quoted", errOut)
+	}
 	h.fails(ExitUsage, "--name and --url", "endpoints", "add", "--name", "x")
 	h.fails(ExitError, "schedule", "endpoints", "add", "--name", "bad", "--url", mcpURL, "--schedule", "whenever")
 	h.fails(ExitUsage, "unknown flag", "endpoints", "add", "--nme", "x")

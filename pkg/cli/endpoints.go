@@ -218,6 +218,7 @@ func (a *app) resolvedInput(f *endpointFlags) (apiv1.EndpointInput, error) {
 func (a *app) resolver() declarative.Resolver {
 	return declarative.Resolver{
 		Trusted: true,
+		Where:   "on the command line (where the shell history and ps would keep it)",
 		Env: func(k string) (string, bool) {
 			v := a.io.Getenv(k)
 			return v, v != ""
