@@ -497,7 +497,15 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	dup := write("dup.yaml", "endpoints:\n  - {name: d, url: "+mcpURL+"}\n  - {name: d, url: "+mcpURL+"}\n")
 	h.fails(ExitError, `"d"`, "apply", "-f", dup)
 	var twin apiv1.EndpointView
-	h.json(&twin, "endpoints", "add", "--name", "beta", "--url", mcpURL)
+	// The API allows a second endpoint of a name; add warns at once,
+	// naming the IDs, and keeps stdout for the result.
+	stdout, errOut, code := h.run("endpoints", "add", "--name", "beta", "--url", mcpURL, "-o", "json")
+	if err := json.Unmarshal([]byte(stdout), &twin); code != ExitOK || err != nil {
+		t.Fatalf("a second endpoint named beta: exit %d, %v, stdout %q", code, err, stdout)
+	}
+	if !strings.HasPrefix(errOut, `warning: 2 endpoints are named "beta"`) || !strings.Contains(errOut, twin.ID) || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("a second endpoint named beta: stderr %q, want one warning naming both IDs", errOut)
+	}
 	h.fails(ExitError, twin.ID, "apply", "-f", cfg, "--dry-run")
 	h.fails(ExitUsage, "give an ID", "endpoints", "get", "beta")
 	if out, errOut, code := h.run("endpoints", "rm", twin.ID); code != ExitOK || !strings.Contains(out, "deleted endpoint "+twin.ID) || errOut != "" {

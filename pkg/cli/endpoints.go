@@ -254,6 +254,7 @@ func (a *app) endpointsAdd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			a.warnSameName(cmd.Context(), c, v)
 			return a.render(v, func(w io.Writer) { fmt.Fprintf(w, "created endpoint %s (%s)\n", v.ID, v.Name) })
 		},
 	}
@@ -330,6 +331,9 @@ func (a *app) endpointsEdit() *cobra.Command {
 			v, err := c.PatchEndpointIfMatch(cmd.Context(), cur.ID, patch, f.ifMatch)
 			if err != nil {
 				return err
+			}
+			if v.Name != cur.Name {
+				a.warnSameName(cmd.Context(), c, v)
 			}
 			return a.render(v, func(w io.Writer) {
 				fmt.Fprintf(w, "updated endpoint %s (%s) to version %d\n", v.ID, v.Name, v.Version)
@@ -414,6 +418,27 @@ func (a *app) endpointsPause(pause bool) *cobra.Command {
 				}
 			})
 		},
+	}
+}
+
+// warnSameName warns on stderr when v's name is not unique in the
+// tenant any more: the API allows it, but every command that takes the
+// name refuses it from now on, so the user learns the IDs to use now
+// rather than at the next command. The change is made whatever the walk
+// finds: a failed walk warns of nothing.
+func (a *app) warnSameName(ctx context.Context, c *client.Client, v apiv1.EndpointView) {
+	var ids []string
+	for e, err := range c.Endpoints(ctx, client.EndpointFilter{}) {
+		if err != nil {
+			return
+		}
+		if e.Name == v.Name {
+			ids = append(ids, e.ID)
+		}
+	}
+	if len(ids) > 1 {
+		fmt.Fprintf(a.io.Stderr, "warning: %d endpoints are named %q (%s): commands that take the name will refuse it; give an ID, or rename one with mcpmon endpoints edit %s --name NEW\n",
+			len(ids), v.Name, strings.Join(ids, ", "), v.ID)
 	}
 }
 
