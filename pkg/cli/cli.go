@@ -137,7 +137,7 @@ func (a *app) exitCode(err error) int {
 	switch {
 	case !a.started, errors.As(err, &u), daemon.IsUsage(err):
 		return ExitUsage
-	case errors.As(err, &nf), client.IsNotFound(err):
+	case errors.As(err, &nf), client.IsNotFound(err) && !notMCPMON(err):
 		return ExitNotFound
 	}
 	return ExitError
@@ -150,6 +150,15 @@ func httpStatus(err error) int {
 		return e.Status
 	}
 	return 0
+}
+
+// notMCPMON reports an error answer that mcpmon did not write: mcpmon
+// answers every error with problem details (application/problem+json,
+// whose type is never empty) or, on /readyz, a reason; an HTML 404 or 501
+// is some other server at --server.
+func notMCPMON(err error) bool {
+	var e *client.Error
+	return errors.As(err, &e) && e.Type == "" && e.Detail == "" && len(e.Errors) == 0
 }
 
 // hintError carries what to do about err, in place of explain's generic
@@ -169,6 +178,8 @@ func (a *app) explain(err error) string {
 	switch {
 	case errors.As(err, &h):
 		msg += " (" + h.hint + ")"
+	case notMCPMON(err):
+		msg += fmt.Sprintf(" (the answer is not mcpmon's: is %s an mcpmon server? set --server or MCPMON_SERVER)", a.server)
 	case client.IsUnauthorized(err):
 		msg += " (set --token or MCPMON_TOKEN to an API key with the needed scope)"
 	case errors.As(err, &opErr):

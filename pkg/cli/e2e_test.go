@@ -327,7 +327,9 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if st.AckedIncidents < 1 || st.Endpoints != 2 {
 		t.Fatalf("status = %+v, want two endpoints and the acknowledged incident", st)
 	}
-	h.fails(ExitNotFound, "404", "incidents", "get", "no-such-incident")
+	if errOut := h.fails(ExitNotFound, "404", "incidents", "get", "no-such-incident"); strings.Contains(errOut, "mcpmon server?") {
+		t.Fatalf("mcpmon's own 404: %q, want no doubt that the server is mcpmon", errOut)
+	}
 	h.fails(ExitNotFound, "404", "incidents", "ack", "no-such-incident")
 	h.fails(ExitUsage, "--state", "incidents", "list", "--state", "sideways")
 
