@@ -373,6 +373,8 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 		t.Fatalf("keys create printed %q, want only the key", readKey)
 	}
 	h.fails(ExitError, "MCPMON_TOKEN", "endpoints", "add", "--name", "x", "--url", mcpURL, "--token", readKey)
+	// Without a key: where to get one that needs no key to make.
+	h.fails(ExitError, "mcpmon keys create --local --data-dir DIR", "endpoints", "list", "--token", "")
 	h.json(&list, "endpoints", "list", "--token", readKey)
 	// A list that fails prints no table (not even its header) above the error.
 	if out, _, code := h.run("endpoints", "list", "--token", "mcpmon_notakey"); code != ExitError || out != "" {
