@@ -165,8 +165,24 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 		"ALPHA_TOKEN": "alpha-secret", "MCPMON_APPLY_BETA_TOKEN": "beta-secret", "MCPMON_APPLY_HOOK_URL": hook.URL + "/hook/t0k",
 	}}
 
-	// Offline bootstrap: the first admin key, straight into the store.
-	key := strings.TrimSpace(h.ok("keys", "create", "--local", "--name", "admin", "--scope", "admin", "--data-dir", dataDir))
+	// A data dir with no store (the default ./data of another directory)
+	// is refused, naming the path: a key in a new empty store works
+	// against nothing.
+	elsewhere := filepath.Join(t.TempDir(), "data")
+	h.fails(ExitUsage, "no store at "+filepath.Join(elsewhere, "store.db")+": pass the --data-dir",
+		"keys", "create", "--local", "--name", "admin", "--scope", "admin", "--data-dir", elsewhere)
+	if _, err := os.Stat(elsewhere); err == nil {
+		t.Fatal("keys create --local made a store where there was none")
+	}
+	h.fails(ExitUsage, "--init", "keys", "create", "--init", "--name", "admin", "--scope", "admin")
+
+	// Offline bootstrap: the first admin key, straight into a new store;
+	// the key alone on stdout, the store it went to on stderr.
+	out, errOut, code := h.run("keys", "create", "--local", "--init", "--name", "admin", "--scope", "admin", "--data-dir", dataDir)
+	if code != ExitOK || !strings.Contains(errOut, "store: the embedded store at "+filepath.Join(dataDir, "store.db")) {
+		t.Fatalf("keys create --local --init: exit %d, stderr %q; want the store it wrote to", code, errOut)
+	}
+	key := strings.TrimSpace(out)
 	if !strings.HasPrefix(key, "mcp_") && len(key) < 20 {
 		t.Fatalf("keys create --local printed %q, want only the key", key)
 	}
@@ -230,7 +246,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if alpha.ID == "" || alpha.Headers["Authorization"] != apiv1.Redacted {
 		t.Fatalf("endpoints add = %+v", alpha)
 	}
-	errOut := h.fails(ExitUsage, "headers.Authorization", "endpoints", "add", "--name", "lit", "--url", mcpURL, "--header", "Authorization=Bearer literal")
+	errOut = h.fails(ExitUsage, "headers.Authorization", "endpoints", "add", "--name", "lit", "--url", mcpURL, "--header", "Authorization=Bearer literal")
 	if !strings.Contains(errOut, "not be written on the command line") || strings.Contains(errOut, "in the file") || strings.Contains(errOut, "Bearer literal") {
 		t.Fatalf("a literal --header: %q, want it refused as written on the command line, not in a file, and not quoted", errOut)
 	}
@@ -520,7 +536,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 
 	// --prune: only gamma stays.
 	only := write("only.yaml", fmt.Sprintf("endpoints:\n  - name: gamma\n    url: %s\n    paused: true\n", mcpURL))
-	out := h.ok("apply", "-f", only, "--prune")
+	out = h.ok("apply", "-f", only, "--prune")
 	for _, name := range []string{"beta", "alpha", "down"} {
 		if !strings.Contains(out, "- delete "+name) {
 			t.Fatalf("apply --prune did not delete %s:\n%s", name, out)

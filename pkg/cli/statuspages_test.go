@@ -20,7 +20,7 @@ import (
 func TestStatusPagesCommandsAgainstARealServer(t *testing.T) {
 	dataDir := t.TempDir()
 	h := &harness{t: t, hc: apispec.Client(t), env: map[string]string{}}
-	key := strings.TrimSpace(h.ok("keys", "create", "--local", "--name", "admin", "--scope", "admin", "--data-dir", dataDir))
+	key := strings.TrimSpace(h.ok("keys", "create", "--local", "--init", "--name", "admin", "--scope", "admin", "--data-dir", dataDir))
 	addr, stop := h.startServer(dataDir)
 	defer stop()
 	h.setenv("MCPMON_SERVER", "http://"+addr)
