@@ -24,6 +24,8 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -55,7 +57,13 @@ type IO struct {
 	// ReadFile reads ${file:} references and --sinks-file; nil is
 	// os.ReadFile. (apply's -f files are read from the OS file system.)
 	ReadFile func(string) ([]byte, error)
+	// ProgressEvery is how often a long command (probe, wait) tells
+	// stderr it is still waiting; 0 is DefaultProgressEvery.
+	ProgressEvery time.Duration
 }
+
+// DefaultProgressEvery is IO.ProgressEvery's default.
+const DefaultProgressEvery = 5 * time.Second
 
 // app is one invocation's state: the IO and the global flags.
 type app struct {
@@ -81,6 +89,11 @@ func Run(ctx context.Context, args []string, io IO) int {
 	if io.ReadFile == nil {
 		io.ReadFile = os.ReadFile
 	}
+	if io.ProgressEvery <= 0 {
+		io.ProgressEvery = DefaultProgressEvery
+	}
+	// A command's progress lines come from a goroutine of their own.
+	io.Stderr = &lockedWriter{w: io.Stderr}
 	a := &app{ctx: ctx, io: io}
 	root := a.root()
 	root.SetArgs(defaultToRun(args))
@@ -99,6 +112,19 @@ func Run(ctx context.Context, args []string, io IO) int {
 	}
 	fmt.Fprintf(io.Stderr, "%s: %s\n", name, msg)
 	return code
+}
+
+// lockedWriter serializes writes to w, so that lines written from two
+// goroutines never interleave.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // defaultToRun keeps the old command line working: no arguments, or

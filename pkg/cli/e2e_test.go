@@ -50,6 +50,8 @@ type harness struct {
 	env map[string]string
 	hc  *http.Client
 	mu  sync.Mutex
+	// progressEvery is IO.ProgressEvery (0: the default).
+	progressEvery time.Duration
 }
 
 func (h *harness) getenv(k string) string {
@@ -68,7 +70,7 @@ func (h *harness) setenv(k, v string) {
 func (h *harness) run(args ...string) (string, string, int) {
 	h.t.Helper()
 	var out, errOut bytes.Buffer
-	code := Run(h.t.Context(), args, IO{Getenv: h.getenv, Stdout: &out, Stderr: &errOut, HTTPClient: h.hc})
+	code := Run(h.t.Context(), args, IO{Getenv: h.getenv, Stdout: &out, Stderr: &errOut, HTTPClient: h.hc, ProgressEvery: h.progressEvery})
 	return out.String(), errOut.String(), code
 }
 

@@ -218,6 +218,34 @@ func take[T any](seq iter.Seq2[T, error], n int, keep func(T) bool) iter.Seq2[T,
 	}
 }
 
+// progress writes line(elapsed) to stderr every IO.ProgressEvery until
+// the returned stop is called (which waits for the writer to finish), so
+// a command waiting on the network or a state is not silent for its whole
+// timeout. Stderr, always: stdout stays the result's (-o json), and a CI
+// log shows a stuck step as it happens. Nothing within the first period,
+// so a quick command's stderr is its error line alone.
+func (a *app) progress(line func(elapsed time.Duration) string) (stop func()) {
+	start := time.Now()
+	t := time.NewTicker(a.io.ProgressEvery)
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintln(a.io.Stderr, line(time.Since(start).Truncate(a.io.ProgressEvery)))
+			}
+		}
+	}()
+	return func() {
+		t.Stop()
+		close(done)
+		<-exited
+	}
+}
+
 // durationCell is a number of seconds for people: "1h2m3s", "0s".
 func durationCell(secs int64) string {
 	return (time.Duration(secs) * time.Second).String()

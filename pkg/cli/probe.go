@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/daemon"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/prober"
 )
 
 // probeFlags are `mcpmon probe`'s flags: the endpoint fields a probe
@@ -66,7 +68,12 @@ one line saying what it was and why.`,
 			if err != nil {
 				return err
 			}
+			timeout := cmp.Or(f.timeout, prober.DefaultTimeout)
+			stop := a.progress(func(elapsed time.Duration) string {
+				return fmt.Sprintf("probe %s: no result yet after %s (timeout %s)", ep.URL, elapsed, timeout)
+			})
 			res, err := daemon.ProbeOnce(cmd.Context(), ep, daemon.OnceOptions{AllowPrivateTargets: f.allowPrivate, OTLPEndpoint: f.otlpEndpoint, Getenv: a.io.Getenv})
+			stop()
 			if err != nil {
 				return usageError{err}
 			}

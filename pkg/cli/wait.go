@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,7 +41,8 @@ func (a *app) waitCmd() *cobra.Command {
 		Use:   "wait ID|NAME",
 		Short: "Block until an endpoint reaches a state (a deploy gate for CI)",
 		Long: `wait polls the endpoint every --interval until its state is one of --until,
-then exits 0. It prints each state it sees change on stderr. Past
+then exits 0. It prints each state it sees change on stderr, and every
+5 s between changes how long it has been waiting. Past
 --timeout it exits 1 with one line naming the state it was left in.
 With --fresh, only a verdict of a window that began after wait started
 counts: a pipeline that just deployed waits for the first verdict of the
@@ -79,6 +81,13 @@ Exit status: 0 when the state was reached, 1 on timeout or an API error,
 				return err
 			}
 			id, last := v.ID, ""
+			var seen atomic.Pointer[string] // the state last read, for the progress lines
+			seen.Store(&v.State)
+			name := v.Name
+			stop := a.progress(func(elapsed time.Duration) string {
+				return fmt.Sprintf("wait %s: %s after %s (until %s; timeout %s)", name, *seen.Load(), elapsed, strings.Join(f.until, " or "), f.timeout)
+			})
+			defer stop()
 			tick := time.NewTicker(f.interval)
 			defer tick.Stop()
 			for {
@@ -105,6 +114,7 @@ Exit status: 0 when the state was reached, 1 on timeout or an API error,
 					return fmt.Errorf("wait for endpoint %s: %w", v.Name, err)
 				}
 				v = next
+				seen.Store(&next.State)
 			}
 		},
 	}
