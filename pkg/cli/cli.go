@@ -7,9 +7,10 @@
 //
 // Input enters as the process's arguments and the injected IO (Env); no
 // package state, so tests run the tree in-process. Output leaves on
-// IO.Stdout as tables for people (-o table) or JSON/YAML for scripts, and
-// errors as one line on IO.Stderr with an exit code scripts can branch
-// on: 0 ok, 1 error, 2 usage, 3 not found.
+// IO.Stdout as tables for people (-o table, confirmations included) or
+// JSON/YAML for scripts; IO.Stderr holds warnings, the progress of long
+// commands and errors, each error one line with an exit code scripts can
+// branch on: 0 ok, 1 error, 2 usage, 3 not found.
 //
 // Each command group lives in its own file as a func(*app) *cobra.Command
 // listed in commands(); adding a group is one file and one line there.
