@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/daemon"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
-	"github.com/mcpmon/mcpmon/prober"
 )
 
 // probeFlags are `mcpmon probe`'s flags: the endpoint fields a probe
@@ -68,9 +66,12 @@ one line saying what it was and why.`,
 			if err != nil {
 				return err
 			}
-			timeout := cmp.Or(f.timeout, prober.DefaultTimeout)
+			timeout := "default timeout" // the prober's, which pkg/cli does not import
+			if f.timeout > 0 {
+				timeout = "timeout " + f.timeout.String()
+			}
 			stop := a.progress(func(elapsed time.Duration) string {
-				return fmt.Sprintf("probe %s: no result yet after %s (timeout %s)", ep.URL, elapsed, timeout)
+				return fmt.Sprintf("probe %s: no result yet after %s (%s)", ep.URL, elapsed, timeout)
 			})
 			res, err := daemon.ProbeOnce(cmd.Context(), ep, daemon.OnceOptions{AllowPrivateTargets: f.allowPrivate, OTLPEndpoint: f.otlpEndpoint, Getenv: a.io.Getenv})
 			stop()
