@@ -61,7 +61,7 @@ func (h *harness) prepareAgentMode(ctx context.Context, env *[]string) error {
 		return nil
 	}
 	*env = append(*env, "MCPMON_AUTH=keys", "MCPMON_BOOTSTRAP_KEY=false")
-	create := exec.CommandContext(ctx, h.bin, "keys", "create", "--local", "--name", "chaos", "--scope", "admin")
+	create := exec.CommandContext(ctx, h.bin, "keys", "create", "--local", "--init", "--name", "chaos", "--scope", "admin")
 	create.Env = *env
 	var stderr strings.Builder
 	create.Stderr = &stderr

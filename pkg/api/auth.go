@@ -81,7 +81,7 @@ func (s *server) authenticated(needOf func(*http.Request) auth.Scope, next http.
 		}
 		key, ok := bearerToken(r)
 		if !ok {
-			unauthorized(w, r, `Bearer realm="mcpmon"`, "this API needs a key: send Authorization: Bearer mcpmon_… (`mcpmon keys create` makes one)")
+			unauthorized(w, r, `Bearer realm="mcpmon"`, "this API needs a key: send Authorization: Bearer mcpmon_…, the admin key printed at the first start or one that `mcpmon keys create --local --data-dir DIR` makes beside the server (stopped, on the embedded store; or --store redis --redis-url URL)")
 			s.refused(r, client, http.StatusUnauthorized, refusalNoKey, auth.Principal{})
 			return
 		}

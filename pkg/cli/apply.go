@@ -172,6 +172,7 @@ func applyPageChange(ctx context.Context, c *client.Client, ch *declarative.Chan
 func (a *app) applyResolver(allow []string) declarative.Resolver {
 	r := a.resolver()
 	r.Trusted = false
+	r.Where = ""
 	r.AllowEnv = allow
 	return r
 }

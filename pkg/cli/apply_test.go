@@ -170,7 +170,7 @@ func startAdmin(t *testing.T, env map[string]string) (*harness, string) {
 	t.Helper()
 	dataDir := t.TempDir()
 	h := &harness{t: t, hc: apispec.Client(t), env: env}
-	key := strings.TrimSpace(h.ok("keys", "create", "--local", "--name", "admin", "--scope", "admin", "--data-dir", dataDir))
+	key := strings.TrimSpace(h.ok("keys", "create", "--local", "--init", "--name", "admin", "--scope", "admin", "--data-dir", dataDir))
 	addr, stop := h.startServer(dataDir)
 	t.Cleanup(stop)
 	h.setenv("MCPMON_SERVER", "http://"+addr)

@@ -7,9 +7,10 @@
 //
 // Input enters as the process's arguments and the injected IO (Env); no
 // package state, so tests run the tree in-process. Output leaves on
-// IO.Stdout as tables for people (-o table) or JSON/YAML for scripts, and
-// errors as one line on IO.Stderr with an exit code scripts can branch
-// on: 0 ok, 1 error, 2 usage, 3 not found.
+// IO.Stdout as tables for people (-o table, confirmations included) or
+// JSON/YAML for scripts; IO.Stderr holds warnings, the progress of long
+// commands and errors, each error one line with an exit code scripts can
+// branch on: 0 ok, 1 error, 2 usage, 3 not found.
 //
 // Each command group lives in its own file as a func(*app) *cobra.Command
 // listed in commands(); adding a group is one file and one line there.
@@ -24,6 +25,8 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -55,7 +58,13 @@ type IO struct {
 	// ReadFile reads ${file:} references and --sinks-file; nil is
 	// os.ReadFile. (apply's -f files are read from the OS file system.)
 	ReadFile func(string) ([]byte, error)
+	// ProgressEvery is how often a long command (probe, wait) tells
+	// stderr it is still waiting; 0 is DefaultProgressEvery.
+	ProgressEvery time.Duration
 }
+
+// DefaultProgressEvery is IO.ProgressEvery's default.
+const DefaultProgressEvery = 5 * time.Second
 
 // app is one invocation's state: the IO and the global flags.
 type app struct {
@@ -81,6 +90,11 @@ func Run(ctx context.Context, args []string, io IO) int {
 	if io.ReadFile == nil {
 		io.ReadFile = os.ReadFile
 	}
+	if io.ProgressEvery <= 0 {
+		io.ProgressEvery = DefaultProgressEvery
+	}
+	// A command's progress lines come from a goroutine of their own.
+	io.Stderr = &lockedWriter{w: io.Stderr}
 	a := &app{ctx: ctx, io: io}
 	root := a.root()
 	root.SetArgs(defaultToRun(args))
@@ -99,6 +113,19 @@ func Run(ctx context.Context, args []string, io IO) int {
 	}
 	fmt.Fprintf(io.Stderr, "%s: %s\n", name, msg)
 	return code
+}
+
+// lockedWriter serializes writes to w, so that lines written from two
+// goroutines never interleave.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // defaultToRun keeps the old command line working: no arguments, or
@@ -137,7 +164,7 @@ func (a *app) exitCode(err error) int {
 	switch {
 	case !a.started, errors.As(err, &u), daemon.IsUsage(err):
 		return ExitUsage
-	case errors.As(err, &nf), client.IsNotFound(err):
+	case errors.As(err, &nf), client.IsNotFound(err) && !notMCPMON(err):
 		return ExitNotFound
 	}
 	return ExitError
@@ -150,6 +177,15 @@ func httpStatus(err error) int {
 		return e.Status
 	}
 	return 0
+}
+
+// notMCPMON reports an error answer that mcpmon did not write: mcpmon
+// answers every error with problem details (application/problem+json,
+// whose type is never empty) or, on /readyz, a reason; an HTML 404 or 501
+// is some other server at --server.
+func notMCPMON(err error) bool {
+	var e *client.Error
+	return errors.As(err, &e) && e.Type == "" && e.Detail == "" && len(e.Errors) == 0
 }
 
 // hintError carries what to do about err, in place of explain's generic
@@ -169,6 +205,8 @@ func (a *app) explain(err error) string {
 	switch {
 	case errors.As(err, &h):
 		msg += " (" + h.hint + ")"
+	case notMCPMON(err):
+		msg += fmt.Sprintf(" (the answer is not mcpmon's: is %s an mcpmon server? set --server or MCPMON_SERVER)", a.server)
 	case client.IsUnauthorized(err):
 		msg += " (set --token or MCPMON_TOKEN to an API key with the needed scope)"
 	case errors.As(err, &opErr):

@@ -22,7 +22,7 @@ func TestConformanceCommandAgainstARealServer(t *testing.T) {
 	mcpURL, _ := newMCPServer(t)
 	h := &harness{t: t, hc: apispec.Client(t), env: map[string]string{}}
 	dataDir := t.TempDir()
-	key := strings.TrimSpace(h.ok("keys", "create", "--local", "--name", "ci", "--scope", "write", "--data-dir", dataDir))
+	key := strings.TrimSpace(h.ok("keys", "create", "--local", "--init", "--name", "ci", "--scope", "write", "--data-dir", dataDir))
 	addr, stop := h.startServer(dataDir)
 	defer stop()
 	h.setenv("MCPMON_SERVER", "http://"+addr)

@@ -50,6 +50,8 @@ type harness struct {
 	env map[string]string
 	hc  *http.Client
 	mu  sync.Mutex
+	// progressEvery is IO.ProgressEvery (0: the default).
+	progressEvery time.Duration
 }
 
 func (h *harness) getenv(k string) string {
@@ -68,7 +70,7 @@ func (h *harness) setenv(k, v string) {
 func (h *harness) run(args ...string) (string, string, int) {
 	h.t.Helper()
 	var out, errOut bytes.Buffer
-	code := Run(h.t.Context(), args, IO{Getenv: h.getenv, Stdout: &out, Stderr: &errOut, HTTPClient: h.hc})
+	code := Run(h.t.Context(), args, IO{Getenv: h.getenv, Stdout: &out, Stderr: &errOut, HTTPClient: h.hc, ProgressEvery: h.progressEvery})
 	return out.String(), errOut.String(), code
 }
 
@@ -165,8 +167,24 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 		"ALPHA_TOKEN": "alpha-secret", "MCPMON_APPLY_BETA_TOKEN": "beta-secret", "MCPMON_APPLY_HOOK_URL": hook.URL + "/hook/t0k",
 	}}
 
-	// Offline bootstrap: the first admin key, straight into the store.
-	key := strings.TrimSpace(h.ok("keys", "create", "--local", "--name", "admin", "--scope", "admin", "--data-dir", dataDir))
+	// A data dir with no store (the default ./data of another directory)
+	// is refused, naming the path: a key in a new empty store works
+	// against nothing.
+	elsewhere := filepath.Join(t.TempDir(), "data")
+	h.fails(ExitUsage, "no store at "+filepath.Join(elsewhere, "store.db")+": pass the --data-dir",
+		"keys", "create", "--local", "--name", "admin", "--scope", "admin", "--data-dir", elsewhere)
+	if _, err := os.Stat(elsewhere); err == nil {
+		t.Fatal("keys create --local made a store where there was none")
+	}
+	h.fails(ExitUsage, "--init", "keys", "create", "--init", "--name", "admin", "--scope", "admin")
+
+	// Offline bootstrap: the first admin key, straight into a new store;
+	// the key alone on stdout, the store it went to on stderr.
+	out, errOut, code := h.run("keys", "create", "--local", "--init", "--name", "admin", "--scope", "admin", "--data-dir", dataDir)
+	if code != ExitOK || !strings.Contains(errOut, "store: the embedded store at "+filepath.Join(dataDir, "store.db")) {
+		t.Fatalf("keys create --local --init: exit %d, stderr %q; want the store it wrote to", code, errOut)
+	}
+	key := strings.TrimSpace(out)
 	if !strings.HasPrefix(key, "mcp_") && len(key) < 20 {
 		t.Fatalf("keys create --local printed %q, want only the key", key)
 	}
@@ -230,7 +248,10 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if alpha.ID == "" || alpha.Headers["Authorization"] != apiv1.Redacted {
 		t.Fatalf("endpoints add = %+v", alpha)
 	}
-	h.fails(ExitUsage, "headers.Authorization", "endpoints", "add", "--name", "lit", "--url", mcpURL, "--header", "Authorization=Bearer literal")
+	errOut = h.fails(ExitUsage, "headers.Authorization", "endpoints", "add", "--name", "lit", "--url", mcpURL, "--header", "Authorization=Bearer literal")
+	if !strings.Contains(errOut, "not be written on the command line") || strings.Contains(errOut, "in the file") || strings.Contains(errOut, "Bearer literal") {
+		t.Fatalf("a literal --header: %q, want it refused as written on the command line, not in a file, and not quoted", errOut)
+	}
 	h.fails(ExitUsage, "--name and --url", "endpoints", "add", "--name", "x")
 	h.fails(ExitError, "schedule", "endpoints", "add", "--name", "bad", "--url", mcpURL, "--schedule", "whenever")
 	h.fails(ExitUsage, "unknown flag", "endpoints", "add", "--nme", "x")
@@ -289,6 +310,12 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 		h.json(&incs, "incidents", "list", "--state", "open", "--endpoint", down.ID)
 		return len(incs) > 0
 	})
+	var byName []apiv1.IncidentView
+	h.json(&byName, "incidents", "list", "--state", "open", "--endpoint", "down")
+	if len(byName) == 0 || byName[0].ID != incs[0].ID {
+		t.Fatalf("incidents list --endpoint down (a name) = %+v, want the incidents of %s", byName, down.ID)
+	}
+	h.fails(ExitNotFound, `"no-such-endpoint"`, "incidents", "list", "--endpoint", "no-such-endpoint")
 	var detail apiv1.IncidentDetail
 	h.json(&detail, "incidents", "get", incs[0].ID)
 	if detail.EndpointID != down.ID {
@@ -318,7 +345,9 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if st.AckedIncidents < 1 || st.Endpoints != 2 {
 		t.Fatalf("status = %+v, want two endpoints and the acknowledged incident", st)
 	}
-	h.fails(ExitNotFound, "404", "incidents", "get", "no-such-incident")
+	if errOut := h.fails(ExitNotFound, "404", "incidents", "get", "no-such-incident"); strings.Contains(errOut, "mcpmon server?") {
+		t.Fatalf("mcpmon's own 404: %q, want no doubt that the server is mcpmon", errOut)
+	}
 	h.fails(ExitNotFound, "404", "incidents", "ack", "no-such-incident")
 	h.fails(ExitUsage, "--state", "incidents", "list", "--state", "sideways")
 
@@ -336,9 +365,20 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if len(mws) != 1 || mws[0].ID != mw.ID {
 		t.Fatalf("maintenance list = %+v", mws)
 	}
-	h.ok("maintenance", "rm", mw.ID)
+	// Confirmations go to stdout, as every command's; stderr is for errors.
+	if out, errOut, code := h.run("maintenance", "rm", mw.ID); code != ExitOK || out != "deleted maintenance window "+mw.ID+"\n" || errOut != "" {
+		t.Fatalf("maintenance rm: exit %d, stdout %q, stderr %q; want the confirmation on stdout alone", code, out, errOut)
+	}
 	h.fails(ExitNotFound, "404", "maintenance", "rm", mw.ID)
-	h.fails(ExitUsage, "RFC 3339", "maintenance", "add", "--endpoint", "alpha", "--start", "tomorrow")
+	h.fails(ExitUsage, "RFC 3339", "maintenance", "add", "--endpoint", "alpha", "--start", "tomorrow", "--end", "later")
+	// Missing input is a usage error naming the CLI's flags, not the API's members.
+	h.fails(ExitUsage, "--endpoint ID|NAME or --selector", "maintenance", "add")
+	h.fails(ExitUsage, "--for D", "maintenance", "add", "--endpoint", "alpha")
+	h.fails(ExitUsage, "--cron and --duration", "maintenance", "add", "--selector", "team=x", "--cron", "0 2 * * 0")
+	h.fails(ExitUsage, "--slug and --title", "status-pages", "create")
+	h.fails(ExitUsage, `--state "bogus"`, "endpoints", "list", "--state", "bogus")
+	h.fails(ExitUsage, `--state "bogus"`, "verdicts", "list", "alpha", "--state", "bogus")
+	h.json(&list, "endpoints", "list", "--state", "no-data,pending")
 
 	// keys over REST
 	var keys []apiv1.KeyView
@@ -351,6 +391,8 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 		t.Fatalf("keys create printed %q, want only the key", readKey)
 	}
 	h.fails(ExitError, "MCPMON_TOKEN", "endpoints", "add", "--name", "x", "--url", mcpURL, "--token", readKey)
+	// Without a key: where to get one that needs no key to make.
+	h.fails(ExitError, "mcpmon keys create --local --data-dir DIR", "endpoints", "list", "--token", "")
 	h.json(&list, "endpoints", "list", "--token", readKey)
 	// A list that fails prints no table (not even its header) above the error.
 	if out, _, code := h.run("endpoints", "list", "--token", "mcpmon_notakey"); code != ExitError || out != "" {
@@ -477,16 +519,26 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	dup := write("dup.yaml", "endpoints:\n  - {name: d, url: "+mcpURL+"}\n  - {name: d, url: "+mcpURL+"}\n")
 	h.fails(ExitError, `"d"`, "apply", "-f", dup)
 	var twin apiv1.EndpointView
-	h.json(&twin, "endpoints", "add", "--name", "beta", "--url", mcpURL)
+	// The API allows a second endpoint of a name; add warns at once,
+	// naming the IDs, and keeps stdout for the result.
+	stdout, errOut, code := h.run("endpoints", "add", "--name", "beta", "--url", mcpURL, "-o", "json")
+	if err := json.Unmarshal([]byte(stdout), &twin); code != ExitOK || err != nil {
+		t.Fatalf("a second endpoint named beta: exit %d, %v, stdout %q", code, err, stdout)
+	}
+	if !strings.HasPrefix(errOut, `warning: 2 endpoints are named "beta"`) || !strings.Contains(errOut, twin.ID) || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("a second endpoint named beta: stderr %q, want one warning naming both IDs", errOut)
+	}
 	h.fails(ExitError, twin.ID, "apply", "-f", cfg, "--dry-run")
 	h.fails(ExitUsage, "give an ID", "endpoints", "get", "beta")
-	h.ok("endpoints", "rm", twin.ID)
+	if out, errOut, code := h.run("endpoints", "rm", twin.ID); code != ExitOK || !strings.Contains(out, "deleted endpoint "+twin.ID) || errOut != "" {
+		t.Fatalf("endpoints rm: exit %d, stdout %q, stderr %q; want the confirmation on stdout alone", code, out, errOut)
+	}
 	h.fails(ExitUsage, "-f", "apply")
 	h.fails(ExitError, "no such file", "apply", "-f", filepath.Join(dir, "missing.yaml"))
 
 	// --prune: only gamma stays.
 	only := write("only.yaml", fmt.Sprintf("endpoints:\n  - name: gamma\n    url: %s\n    paused: true\n", mcpURL))
-	out := h.ok("apply", "-f", only, "--prune")
+	out = h.ok("apply", "-f", only, "--prune")
 	for _, name := range []string{"beta", "alpha", "down"} {
 		if !strings.Contains(out, "- delete "+name) {
 			t.Fatalf("apply --prune did not delete %s:\n%s", name, out)
@@ -496,7 +548,11 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if len(list) != 1 || list[0].Name != "gamma" {
 		t.Fatalf("after --prune: %+v, want gamma alone", list)
 	}
-	h.ok("endpoints", "rm", "gamma")
+	var gone []apiv1.EndpointView
+	h.json(&gone, "endpoints", "rm", "gamma")
+	if len(gone) != 1 || gone[0].Name != "gamma" {
+		t.Fatalf("endpoints rm -o json = %+v, want the deleted endpoint", gone)
+	}
 	h.fails(ExitNotFound, "gamma", "endpoints", "rm", "gamma")
 
 	// import registry, from a registry serving the v0.1 shape: one server

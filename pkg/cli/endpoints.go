@@ -37,6 +37,10 @@ func (a *app) endpointsList() *cobra.Command {
   mcpmon endpoints list -o json | jq -r '.[].id'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if f.States, err = stateList("state", f.States, endpointStates()); err != nil {
+				return err
+			}
 			c, err := a.client()
 			if err != nil {
 				return err
@@ -46,8 +50,9 @@ func (a *app) endpointsList() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&f.Selector, "selector", "l", "", "label selector: k=v, k!=v, comma-separated (all must match)")
-	cmd.Flags().StringVar(&f.States, "state", "", "only these states, comma-separated: up, degraded, down, regional, no-data, paused, pending")
+	cmd.Flags().StringVar(&f.States, "state", "", "only these states, comma-separated: "+strings.Join(endpointStates(), ", "))
 	cmd.Flags().IntVar(&f.Limit, "page-size", 0, "endpoints per request (0: the server's default)")
+	_ = cmd.RegisterFlagCompletionFunc("state", cobra.FixedCompletions(endpointStates(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -213,6 +218,7 @@ func (a *app) resolvedInput(f *endpointFlags) (apiv1.EndpointInput, error) {
 func (a *app) resolver() declarative.Resolver {
 	return declarative.Resolver{
 		Trusted: true,
+		Where:   "on the command line (where the shell history and ps would keep it)",
 		Env: func(k string) (string, bool) {
 			v := a.io.Getenv(k)
 			return v, v != ""
@@ -248,6 +254,7 @@ func (a *app) endpointsAdd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			a.warnSameName(cmd.Context(), c, v)
 			return a.render(v, func(w io.Writer) { fmt.Fprintf(w, "created endpoint %s (%s)\n", v.ID, v.Name) })
 		},
 	}
@@ -325,6 +332,9 @@ func (a *app) endpointsEdit() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if v.Name != cur.Name {
+				a.warnSameName(cmd.Context(), c, v)
+			}
 			return a.render(v, func(w io.Writer) {
 				fmt.Fprintf(w, "updated endpoint %s (%s) to version %d\n", v.ID, v.Name, v.Version)
 				for _, warn := range v.Warnings {
@@ -363,17 +373,13 @@ func (a *app) endpointsRm() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, ref := range args {
+			return deleteEach(a, args, func(ref string) (apiv1.EndpointView, string, error) {
 				v, err := a.endpointByRef(cmd.Context(), c, ref)
 				if err != nil {
-					return err
+					return v, "", err
 				}
-				if err := c.DeleteEndpoint(cmd.Context(), v.ID); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.io.Stderr, "deleted endpoint %s (%s)\n", v.ID, v.Name)
-			}
-			return nil
+				return v, fmt.Sprintf("deleted endpoint %s (%s)", v.ID, v.Name), c.DeleteEndpoint(cmd.Context(), v.ID)
+			})
 		},
 	}
 }
@@ -412,6 +418,27 @@ func (a *app) endpointsPause(pause bool) *cobra.Command {
 				}
 			})
 		},
+	}
+}
+
+// warnSameName warns on stderr when v's name is not unique in the
+// tenant any more: the API allows it, but every command that takes the
+// name refuses it from now on, so the user learns the IDs to use now
+// rather than at the next command. The change is made whatever the walk
+// finds: a failed walk warns of nothing.
+func (a *app) warnSameName(ctx context.Context, c *client.Client, v apiv1.EndpointView) {
+	var ids []string
+	for e, err := range c.Endpoints(ctx, client.EndpointFilter{}) {
+		if err != nil {
+			return
+		}
+		if e.Name == v.Name {
+			ids = append(ids, e.ID)
+		}
+	}
+	if len(ids) > 1 {
+		fmt.Fprintf(a.io.Stderr, "warning: %d endpoints are named %q (%s): commands that take the name will refuse it; give an ID, or rename one with mcpmon endpoints edit %s --name NEW\n",
+			len(ids), v.Name, strings.Join(ids, ", "), v.ID)
 	}
 }
 

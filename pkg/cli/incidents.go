@@ -24,7 +24,7 @@ func (a *app) incidentsList() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "list",
 		Short:   "List the tenant's incidents, newest first",
-		Example: "  mcpmon incidents list\n  mcpmon incidents list --state open --endpoint 3kq2v7xw5b4mzp6a -o json",
+		Example: "  mcpmon incidents list\n  mcpmon incidents list --state open --endpoint search -o json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch f.State {
@@ -35,6 +35,11 @@ func (a *app) incidentsList() *cobra.Command {
 			c, err := a.client()
 			if err != nil {
 				return err
+			}
+			if f.Endpoint != "" {
+				if f.Endpoint, err = a.endpointID(cmd.Context(), c, f.Endpoint); err != nil {
+					return err
+				}
 			}
 			incs, err := c.ListIncidents(cmd.Context(), f)
 			if err != nil {
@@ -52,7 +57,7 @@ func (a *app) incidentsList() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&f.State, "state", "", "open, acknowledged or resolved")
-	cmd.Flags().StringVar(&f.Endpoint, "endpoint", "", "only this endpoint's (ID)")
+	cmd.Flags().StringVar(&f.Endpoint, "endpoint", "", "only this endpoint's (ID or name)")
 	return cmd
 }
 

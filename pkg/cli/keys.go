@@ -108,15 +108,22 @@ func (a *app) keysCreate() *cobra.Command {
 		Use:   "create --name NAME --scope read|write|admin [--expires-in D] [--local]",
 		Short: "Create an API key; the key is printed once, alone on stdout",
 		Example: `  export CI_TOKEN=$(mcpmon keys create --name ci --scope write --expires-in 720h)
-  # offline bootstrap of the first admin key (mcpmon stopped)
-  mcpmon keys create --local --name admin --scope admin --data-dir data`,
+  # a lost admin key, beside the stopped server: its own --data-dir
+  mcpmon keys create --local --name admin --scope admin --data-dir /var/lib/mcpmon
+  # the first admin key before the first start (a new store)
+  mcpmon keys create --local --init --name admin --scope admin --data-dir data`,
 	}
 	cmd.Flags().StringVar(&in.Name, "name", "", "name, unique among the tenant's live keys")
 	cmd.Flags().StringVar(&in.Scope, "scope", "", "read, write or admin")
 	cmd.Flags().StringVar(&in.ExpiresIn, "expires-in", "", "expires this long from now, e.g. 720h (default never)")
+	var initStore bool
+	cmd.Flags().BoolVar(&initStore, "init", false, "with --local: make the embedded store when --data-dir holds none (a key before the first start); without it, a data dir with no store is refused")
 	a.localAware(cmd, "create", func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
 			return usagef("unexpected argument %q", args[0])
+		}
+		if initStore {
+			return usagef("--init makes a store: it goes with --local")
 		}
 		if in.Name == "" || in.Scope == "" {
 			return usagef("--name and --scope are required")

@@ -63,6 +63,9 @@ func (a *app) maintenanceAdd() *cobra.Command {
   mcpmon maintenance add --selector team=search --cron '0 2 * * 0' --duration 2h`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := maintenanceShape(len(endpoints) > 0, len(selector) > 0, start != "", end != "", dur != 0, in.Cron != "", in.Duration != ""); err != nil {
+				return err
+			}
 			c, err := a.client()
 			if err != nil {
 				return err
@@ -102,9 +105,6 @@ func (a *app) maintenanceAdd() *cobra.Command {
 				}
 			}
 			if dur > 0 {
-				if start != "" || end != "" || in.Cron != "" {
-					return usagef("--for opens a window now: not with --start, --end or --cron")
-				}
 				in.Start = time.Now().UTC()
 				in.End = in.Start.Add(dur)
 			}
@@ -127,6 +127,32 @@ func (a *app) maintenanceAdd() *cobra.Command {
 	return cmd
 }
 
+// maintenanceShape refuses a window whose flags cannot make one, naming
+// the flags: what it covers (--endpoint or --selector) and when (--for,
+// --start and --end, or --cron and --duration). The values themselves
+// (an end after the start, a cron spec that parses) are the API's to
+// judge, by model.Maintenance's rules.
+func maintenanceShape(endpoint, selector, start, end, forDur, cron, duration bool) error {
+	oneOff, recurring := start || end, cron || duration
+	switch {
+	case !endpoint && !selector:
+		return usagef("say which endpoints: --endpoint ID|NAME or --selector KEY=VALUE (repeatable)")
+	case forDur && (oneOff || recurring):
+		return usagef("--for opens a window now: not with --start, --end, --cron or --duration")
+	case forDur:
+		return nil
+	case oneOff && recurring:
+		return usagef("--start/--end (one-off) or --cron/--duration (recurring), not both")
+	case oneOff && !(start && end):
+		return usagef("a one-off window needs both --start and --end (or --for D from now)")
+	case recurring && !(cron && duration):
+		return usagef("a recurring window needs both --cron and --duration")
+	case !oneOff && !recurring:
+		return usagef("say when: --for D (from now), --start and --end (one-off), or --cron and --duration (recurring)")
+	}
+	return nil
+}
+
 func (a *app) maintenanceRm() *cobra.Command {
 	return &cobra.Command{
 		Use:     "rm ID...",
@@ -139,13 +165,12 @@ func (a *app) maintenanceRm() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, id := range args {
-				if err := c.RemoveMaintenance(cmd.Context(), id); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.io.Stderr, "deleted maintenance window %s\n", id)
+			type deleted struct {
+				ID string `json:"id"`
 			}
-			return nil
+			return deleteEach(a, args, func(id string) (deleted, string, error) {
+				return deleted{id}, "deleted maintenance window " + id, c.RemoveMaintenance(cmd.Context(), id)
+			})
 		},
 	}
 }

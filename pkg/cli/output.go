@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -34,6 +35,33 @@ func (a *app) render(v any, table func(w io.Writer)) error {
 	tw := tabwriter.NewWriter(a.io.Stdout, 0, 4, 2, ' ', 0)
 	table(tw)
 	return tw.Flush()
+}
+
+// deleteEach deletes the object each ref names with del, which returns
+// what it deleted and the confirmation for people. Confirmations go to
+// stdout like every command's: with -o table a line per object as it
+// goes, with -o json/yaml the list of deleted objects once the walk ends,
+// also when it ends on an error, so a script sees what went.
+func deleteEach[T any](a *app, refs []string, del func(ref string) (T, string, error)) error {
+	done := []T{}
+	var err error
+	for _, ref := range refs {
+		v, line, derr := del(ref)
+		if derr != nil {
+			err = derr
+			break
+		}
+		done = append(done, v)
+		if a.output == "table" {
+			fmt.Fprintln(a.io.Stdout, line)
+		}
+	}
+	if a.output != "table" && (err == nil || len(done) > 0) {
+		if rerr := a.render(done, nil); err == nil {
+			err = rerr
+		}
+	}
+	return err
 }
 
 // row writes one table row of cells.
@@ -100,7 +128,7 @@ func streamJSON[T any](w io.Writer, seq iter.Seq2[T, error]) error {
 			fmt.Fprintln(w)
 			return err
 		}
-		b, err := json.MarshalIndent(v, "  ", "  ")
+		b, err := marshalIndent(v)
 		if err != nil {
 			return err
 		}
@@ -119,6 +147,19 @@ func streamJSON[T any](w io.Writer, seq iter.Seq2[T, error]) error {
 	}
 	_, err := io.WriteString(w, end)
 	return err
+}
+
+// marshalIndent is one item of a streamed array, indented to sit in it,
+// with < > & written as themselves (render's encoder does the same).
+func marshalIndent(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("  ", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // renderList writes a paged list as -o asks, walking seq once: a table
@@ -174,6 +215,34 @@ func take[T any](seq iter.Seq2[T, error], n int, keep func(T) bool) iter.Seq2[T,
 				return
 			}
 		}
+	}
+}
+
+// progress writes line(elapsed) to stderr every IO.ProgressEvery until
+// the returned stop is called (which waits for the writer to finish), so
+// a command waiting on the network or a state is not silent for its whole
+// timeout. Stderr, always: stdout stays the result's (-o json), and a CI
+// log shows a stuck step as it happens. Nothing within the first period,
+// so a quick command's stderr is its error line alone.
+func (a *app) progress(line func(elapsed time.Duration) string) (stop func()) {
+	start := time.Now()
+	t := time.NewTicker(a.io.ProgressEvery)
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintln(a.io.Stderr, line(time.Since(start).Truncate(a.io.ProgressEvery)))
+			}
+		}
+	}()
+	return func() {
+		t.Stop()
+		close(done)
+		<-exited
 	}
 }
 

@@ -66,7 +66,15 @@ one line saying what it was and why.`,
 			if err != nil {
 				return err
 			}
+			timeout := "default timeout" // the prober's, which pkg/cli does not import
+			if f.timeout > 0 {
+				timeout = "timeout " + f.timeout.String()
+			}
+			stop := a.progress(func(elapsed time.Duration) string {
+				return fmt.Sprintf("probe %s: no result yet after %s (%s)", ep.URL, elapsed, timeout)
+			})
 			res, err := daemon.ProbeOnce(cmd.Context(), ep, daemon.OnceOptions{AllowPrivateTargets: f.allowPrivate, OTLPEndpoint: f.otlpEndpoint, Getenv: a.io.Getenv})
+			stop()
 			if err != nil {
 				return usageError{err}
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -197,4 +198,38 @@ func TestProbeExportsItsTrace(t *testing.T) {
 		t.Errorf("no initialize span under the probe root: %+v", spans)
 	}
 	h.fails(ExitUsage, "otlp", "probe", "--allow-private-targets", "--otlp-endpoint", "ftp://collector.example", url)
+}
+
+// TestProbeOfASilentServerSaysItIsWaiting: a target that accepts the
+// connection and never answers is not silent for the whole timeout: a
+// line every ProgressEvery on stderr names it and the time gone, while
+// stdout stays the result alone (valid -o json).
+func TestProbeOfASilentServerSaysItIsWaiting(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c) // held open, never answered
+		}
+	}()
+	url := "http://" + ln.Addr().String() + "/mcp"
+	h := &harness{t: t, env: map[string]string{}, progressEvery: 200 * time.Millisecond}
+	out, errOut, code := h.run("probe", "--allow-private-targets", "--timeout", "1s", "-o", "json", url)
+	var res msg.ProbeResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Status != msg.StatusDown {
+		t.Fatalf("stdout %q (%v), want the down result alone", out, err)
+	}
+	want := "probe " + url + ": no result yet after 200ms (timeout 1s)"
+	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	if code != ExitError || !strings.Contains(errOut, want) || !strings.HasPrefix(lines[len(lines)-1], "mcpmon probe: down (") {
+		t.Fatalf("exit %d, stderr %q; want 1, progress lines like %q, then the reason", code, errOut, want)
+	}
 }

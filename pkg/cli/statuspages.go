@@ -1,13 +1,10 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -88,7 +85,7 @@ type pageFlags struct {
 
 func (f *pageFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVarP(&f.file, "filename", "f", "", "the page as JSON (the API's body), - for stdin; no other page flag with it")
+	fl.StringVarP(&f.file, "filename", "f", "", "the page as JSON (the API's body, or what get -o json printed), - for stdin; no other page flag with it")
 	fl.StringVar(&f.in.Slug, "slug", "", "public name: /status/SLUG (shared with public endpoints' slugs)")
 	fl.StringVar(&f.in.Title, "title", "", "the page's title")
 	fl.StringVar(&f.in.Description, "description", "", "text under the title")
@@ -103,14 +100,18 @@ var pageFlagNames = []string{"slug", "title", "description", "logo-url", "host",
 // input returns the page the flags describe over base (the current page
 // for update, empty for create): -f replaces it whole, each flag given
 // replaces its field, --group replaces every group.
-func (f *pageFlags) input(cmd *cobra.Command, stdin io.Reader, base apiv1.StatusPageInput) (apiv1.StatusPageInput, error) {
+// id is the page's ID on update ("" on create): a -f document naming
+// another page is refused.
+func (f *pageFlags) input(cmd *cobra.Command, stdin io.Reader, id string, base apiv1.StatusPageInput) (apiv1.StatusPageInput, error) {
 	if f.file != "" {
 		for _, n := range pageFlagNames {
 			if changed(cmd, n) {
 				return base, usagef("-f and --%s: give the page in the file or as flags, not both", n)
 			}
 		}
-		return readPageFile(f.file, stdin)
+		var in apiv1.StatusPageInput
+		err := statusPageInput.read(f.file, stdin, id, &in)
+		return in, err
 	}
 	in := base
 	set := func(flag string, dst *string, v string) {
@@ -155,38 +156,6 @@ func parseGroupFlag(s string) (apiv1.PageGroupInput, error) {
 	return g, nil
 }
 
-// maxPageFile bounds a -f file: above the API's body cap, so the API's
-// own 413 and field problems are what a user sees.
-const maxPageFile = 1 << 20
-
-// readPageFile decodes a page from path (- for stdin), refusing unknown
-// members as the API does.
-func readPageFile(path string, stdin io.Reader) (apiv1.StatusPageInput, error) {
-	var in apiv1.StatusPageInput
-	r := stdin
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return in, usagef("-f: %v", err)
-		}
-		defer f.Close()
-		r = f
-	}
-	b, err := io.ReadAll(io.LimitReader(r, maxPageFile+1))
-	if err != nil {
-		return in, fmt.Errorf("-f %s: %w", path, err)
-	}
-	if len(b) > maxPageFile {
-		return in, usagef("-f %s: more than %d bytes", path, maxPageFile)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		return in, usagef("-f %s: %v", path, strings.TrimPrefix(err.Error(), "json: "))
-	}
-	return in, nil
-}
-
 func (a *app) statusPagesCreate() *cobra.Command {
 	var f pageFlags
 	cmd := &cobra.Command{
@@ -198,9 +167,12 @@ func (a *app) statusPagesCreate() *cobra.Command {
   mcpmon status-pages create -f page.json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := f.input(cmd, a.io.Stdin, apiv1.StatusPageInput{})
+			in, err := f.input(cmd, a.io.Stdin, "", apiv1.StatusPageInput{})
 			if err != nil {
 				return err
+			}
+			if f.file == "" && (in.Slug == "" || in.Title == "") {
+				return usagef("--slug and --title are required (or the whole page with -f FILE)")
 			}
 			c, err := a.client()
 			if err != nil {
@@ -237,7 +209,7 @@ func (a *app) statusPagesUpdate() *cobra.Command {
 			}
 			base := apiv1.StatusPageInput{Slug: cur.Slug, Title: cur.Title, Description: cur.Description,
 				LogoURL: cur.LogoURL, Host: cur.Host, Groups: cur.Groups}
-			in, err := f.input(cmd, a.io.Stdin, base)
+			in, err := f.input(cmd, a.io.Stdin, cur.ID, base)
 			if err != nil {
 				return err
 			}
@@ -264,17 +236,13 @@ func (a *app) statusPagesDelete() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, ref := range args {
+			return deleteEach(a, args, func(ref string) (apiv1.StatusPageView, string, error) {
 				p, err := pageByRef(cmd.Context(), c, ref)
 				if err != nil {
-					return err
+					return p, "", err
 				}
-				if err := c.DeleteStatusPage(cmd.Context(), p.ID); err != nil {
-					return err
-				}
-				fmt.Fprintf(a.io.Stderr, "deleted status page %s (%s)\n", p.ID, p.Slug)
-			}
-			return nil
+				return p, fmt.Sprintf("deleted status page %s (%s)", p.ID, p.Slug), c.DeleteStatusPage(cmd.Context(), p.ID)
+			})
 		},
 	}
 }

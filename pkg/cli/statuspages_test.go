@@ -20,7 +20,7 @@ import (
 func TestStatusPagesCommandsAgainstARealServer(t *testing.T) {
 	dataDir := t.TempDir()
 	h := &harness{t: t, hc: apispec.Client(t), env: map[string]string{}}
-	key := strings.TrimSpace(h.ok("keys", "create", "--local", "--name", "admin", "--scope", "admin", "--data-dir", dataDir))
+	key := strings.TrimSpace(h.ok("keys", "create", "--local", "--init", "--name", "admin", "--scope", "admin", "--data-dir", dataDir))
 	addr, stop := h.startServer(dataDir)
 	defer stop()
 	h.setenv("MCPMON_SERVER", "http://"+addr)
@@ -69,6 +69,23 @@ func TestStatusPagesCommandsAgainstARealServer(t *testing.T) {
 		t.Fatalf("get beta = %+v", got)
 	}
 
+	// The documented round trip: what get -o json prints, update -f takes
+	// (its read-only members dropped), but not as another page's.
+	printed := h.ok("status-pages", "get", "beta", "-o", "json")
+	roundTrip := filepath.Join(t.TempDir(), "beta.json")
+	if err := os.WriteFile(roundTrip, []byte(strings.Replace(printed, `"title": "Beta"`, `"title": "Beta 2"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.json(&got, "status-pages", "update", "beta", "-f", roundTrip)
+	if got.ID != beta.ID || got.Title != "Beta 2" || got.Description != "Two\nlines" {
+		t.Fatalf("update -f of get's output = %+v", got)
+	}
+	h.fails(ExitUsage, "another status page", "status-pages", "update", "acme", "-f", roundTrip)
+	if err := os.WriteFile(roundTrip, []byte(`{"slug":"beta","title":"Beta","colour":"red"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.fails(ExitUsage, `unknown field "colour"`, "status-pages", "update", "beta", "-f", roundTrip)
+
 	// apply: a statusPages section is planned by slug; --prune deletes the
 	// pages no file declares once the files declare pages.
 	dir := t.TempDir()
@@ -113,7 +130,9 @@ statusPages:
 		t.Fatalf("apply of the export plans:\n%s", out)
 	}
 
-	h.ok("status-pages", "delete", "delta", pages[0].ID)
+	if out := h.ok("status-pages", "delete", "delta", pages[0].ID); strings.Count(out, "deleted status page") != 2 {
+		t.Fatalf("status-pages delete printed %q, want a confirmation per page on stdout", out)
+	}
 	h.json(&pages, "status-pages", "list")
 	if len(pages) != 0 {
 		t.Fatalf("after delete: %+v", pages)

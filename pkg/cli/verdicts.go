@@ -17,6 +17,30 @@ func verdictStates() []string {
 	return []string{string(msg.StateUp), string(msg.StateDegraded), string(msg.StateDown), string(msg.StateRegional), string(msg.StateNoData)}
 }
 
+// endpointStates are the states an endpoint can be in (GET /v1/endpoints
+// ?state=, mcpmon wait --until): a verdict's, paused or pending.
+func endpointStates() []string {
+	return append(verdictStates(), apiv1.StatePaused, apiv1.StatePending)
+}
+
+// stateList is a --state flag's comma-separated states, each one of
+// allowed (no-data spelled either way), joined again as the API takes
+// them.
+func stateList(flag, raw string, allowed []string) (string, error) {
+	if raw == "" {
+		return "", nil
+	}
+	var out []string
+	for s := range strings.SplitSeq(raw, ",") {
+		s = strings.ReplaceAll(strings.TrimSpace(s), "-", "_")
+		if !slices.Contains(allowed, s) {
+			return "", usagef("--%s %q: want one or more (comma-separated) of %s", flag, s, strings.Join(allowed, ", "))
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, ","), nil
+}
+
 func (a *app) verdictsCmd() *cobra.Command {
 	g := group("verdicts", "An endpoint's verdicts: one per window, newest first",
 		"  mcpmon verdicts list search\n  mcpmon verdicts list search --state down,degraded --limit 20")
@@ -75,12 +99,12 @@ func stateFilter(states []string) (func(apiv1.VerdictView) bool, error) {
 	if len(states) == 0 {
 		return nil, nil
 	}
+	list, err := stateList("state", strings.Join(states, ","), verdictStates())
+	if err != nil {
+		return nil, err
+	}
 	want := map[msg.State]bool{}
-	for _, s := range states {
-		s = strings.ReplaceAll(strings.TrimSpace(s), "-", "_") // no-data, as endpoints list spells it
-		if !slices.Contains(verdictStates(), s) {
-			return nil, usagef("--state %q: want %s", s, strings.Join(verdictStates(), ", "))
-		}
+	for s := range strings.SplitSeq(list, ",") {
 		want[msg.State(s)] = true
 	}
 	return func(v apiv1.VerdictView) bool { return want[v.State] }, nil

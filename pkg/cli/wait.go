@@ -7,16 +7,13 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
-
-// waitStates are the states `mcpmon wait --until` accepts: an endpoint's
-// State as the API reports it.
-var waitStates = []string{"up", "degraded", "down", "regional", "no_data", "paused", "pending"}
 
 // waitFlags are `mcpmon wait`'s flags.
 type waitFlags struct {
@@ -44,7 +41,8 @@ func (a *app) waitCmd() *cobra.Command {
 		Use:   "wait ID|NAME",
 		Short: "Block until an endpoint reaches a state (a deploy gate for CI)",
 		Long: `wait polls the endpoint every --interval until its state is one of --until,
-then exits 0. It prints each state it sees change on stderr. Past
+then exits 0. It prints each state it sees change on stderr, and every
+5 s between changes how long it has been waiting. Past
 --timeout it exits 1 with one line naming the state it was left in.
 With --fresh, only a verdict of a window that began after wait started
 counts: a pipeline that just deployed waits for the first verdict of the
@@ -58,8 +56,8 @@ Exit status: 0 when the state was reached, 1 on timeout or an API error,
 		ValidArgsFunction: a.completeEndpoints(false),
 		PreRunE: func(cmd *cobra.Command, args []string) error {
 			for _, s := range f.until {
-				if !slices.Contains(waitStates, s) {
-					return usagef("--until %q: want one or more of %s", s, strings.Join(waitStates, ", "))
+				if !slices.Contains(endpointStates(), s) {
+					return usagef("--until %q: want one or more of %s", s, strings.Join(endpointStates(), ", "))
 				}
 			}
 			if len(f.until) == 0 {
@@ -83,6 +81,13 @@ Exit status: 0 when the state was reached, 1 on timeout or an API error,
 				return err
 			}
 			id, last := v.ID, ""
+			var seen atomic.Pointer[string] // the state last read, for the progress lines
+			seen.Store(&v.State)
+			name := v.Name
+			stop := a.progress(func(elapsed time.Duration) string {
+				return fmt.Sprintf("wait %s: %s after %s (until %s; timeout %s)", name, *seen.Load(), elapsed, strings.Join(f.until, " or "), f.timeout)
+			})
+			defer stop()
 			tick := time.NewTicker(f.interval)
 			defer tick.Stop()
 			for {
@@ -109,14 +114,15 @@ Exit status: 0 when the state was reached, 1 on timeout or an API error,
 					return fmt.Errorf("wait for endpoint %s: %w", v.Name, err)
 				}
 				v = next
+				seen.Store(&next.State)
 			}
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&f.until, "until", []string{"up"}, "the states that end the wait (comma-separated): "+strings.Join(waitStates, ", "))
+	fl.StringSliceVar(&f.until, "until", []string{"up"}, "the states that end the wait (comma-separated): "+strings.Join(endpointStates(), ", "))
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up (exit 1) after this long")
 	fl.DurationVar(&f.interval, "interval", 5*time.Second, "how often to read the endpoint's state")
 	fl.BoolVar(&f.fresh, "fresh", false, "count only a verdict of a window that began after wait started")
-	_ = cmd.RegisterFlagCompletionFunc("until", cobra.FixedCompletions(waitStates, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("until", cobra.FixedCompletions(endpointStates(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

@@ -43,7 +43,7 @@ func TestWaitAgainstARealServer(t *testing.T) {
 	mcpURL, _ := newMCPServer(t)
 	h := &harness{t: t, hc: apispec.Client(t), env: map[string]string{}}
 	dataDir := t.TempDir()
-	key := strings.TrimSpace(h.ok("keys", "create", "--local", "--name", "ci", "--scope", "write", "--data-dir", dataDir))
+	key := strings.TrimSpace(h.ok("keys", "create", "--local", "--init", "--name", "ci", "--scope", "write", "--data-dir", dataDir))
 	addr, stop := h.startServer(dataDir)
 	defer stop()
 	h.setenv("MCPMON_SERVER", "http://"+addr)
@@ -63,6 +63,15 @@ func TestWaitAgainstARealServer(t *testing.T) {
 	if last := lines[len(lines)-1]; code != ExitError || last != "mcpmon wait: endpoint gate is up after 300ms, not down" {
 		t.Errorf("wait --until down past its timeout: exit %d, stderr %q; want 1 and the reason as the last line", code, errOut)
 	}
+	// Between state changes, a line every ProgressEvery says what it is
+	// waiting for and how long it has been; the reason is still last.
+	h.progressEvery = 100 * time.Millisecond
+	_, errOut, code = h.run("wait", "gate", "--until", "down", "--interval", "100ms", "--timeout", "450ms")
+	lines = strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	if code != ExitError || !strings.Contains(errOut, "wait gate: up after 100ms (until down; timeout 450ms)") || !strings.HasPrefix(lines[len(lines)-1], "mcpmon wait: endpoint gate is up after 450ms") {
+		t.Errorf("wait --until down with progress: exit %d, stderr %q; want progress lines, then the reason", code, errOut)
+	}
+	h.progressEvery = 0
 	h.fails(ExitUsage, "--until \"sideways\"", "wait", "gate", "--until", "sideways")
 	h.fails(ExitNotFound, "nosuch", "wait", "nosuch", "--until", "up", "--timeout", "5s")
 }

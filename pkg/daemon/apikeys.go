@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -119,8 +120,10 @@ func (d *Daemon) authBanner(w io.Writer) {
 // admin key. The command line is parsed in full before the store is opened.
 func ManageKeys(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
 	o := config.Defaults()
+	var initStore bool
 	cmd, err := keys.Parse(args, func(fs *flag.FlagSet) error {
 		o.Register(fs)
+		fs.BoolVar(&initStore, "init", false, "keys create: make the embedded store when --data-dir holds none (a key before the first start)")
 		return applyEnv(fs, env)
 	})
 	switch {
@@ -133,12 +136,23 @@ func ManageKeys(ctx context.Context, args []string, env func(string) string, std
 	case err != nil:
 		return usageError{err}
 	}
-	st, err := openKeyStore(ctx, o, cmd.Sub == keys.Create)
+	if initStore && cmd.Sub != keys.Create {
+		return usageError{fmt.Errorf("keys %s: --init is for keys create", cmd.Sub)}
+	}
+	st, where, err := openKeyStore(ctx, o, initStore)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	return keys.Run(ctx, auth.NewKeyring(st, auth.Options{}), cmd, time.Now(), stdout, stderr)
+	if err := keys.Run(ctx, auth.NewKeyring(st, auth.Options{}), cmd, time.Now(), stdout, stderr); err != nil {
+		return err
+	}
+	if cmd.Sub != keys.List {
+		// A key in a store no server reads works against nothing: say
+		// which store this was, so a wrong --data-dir shows at once.
+		fmt.Fprintf(stderr, "store: %s\n", where)
+	}
+	return nil
 }
 
 // applyEnv sets each flag registered on fs so far from its MCPMON_*
@@ -162,37 +176,49 @@ type keyStore interface {
 }
 
 // openKeyStore opens the store's backend directly: API key records are not
-// sealed (they hold a hash, never a key), so no secrets key is needed. The
-// embedded store must exist unless create may make it (keys can be made
-// before the first start).
-func openKeyStore(ctx context.Context, o config.Options, mayCreate bool) (keyStore, error) {
+// sealed (they hold a hash, never a key), so no secrets key is needed. It
+// returns the store and where it is, for people (no credential). The
+// embedded store must exist unless mayCreate (keys create --init: a key
+// before the first start): a key written to a new store in the wrong
+// directory would work against nothing.
+func openKeyStore(ctx context.Context, o config.Options, mayCreate bool) (keyStore, string, error) {
 	logger := slog.New(slog.DiscardHandler)
 	switch o.Store {
 	case config.StoreEmbedded:
 		if o.DataDir == "" {
-			return nil, usageError{errors.New("--data-dir is required with the embedded store")}
+			return nil, "", usageError{errors.New("--data-dir is required with the embedded store")}
 		}
 		path := filepath.Join(o.DataDir, "store.db")
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
 		if _, err := os.Stat(path); err != nil && !mayCreate {
-			return nil, usageError{fmt.Errorf("no store at %s: point --data-dir at mcpmon's data directory (or --store redis --redis-url URL)", path)}
+			return nil, "", usageError{fmt.Errorf("no store at %s: pass the --data-dir of the mcpmon to manage (or its --store redis --redis-url URL); --init makes a new store, for a key before the first start", path)}
 		}
 		s, err := bolt.Open(path, bolt.Options{Clock: clock.Real{}, SweepInterval: -1, LockTimeout: time.Second, Logger: logger})
 		if errors.Is(err, bbolt.ErrTimeout) {
-			return nil, fmt.Errorf("the data dir %s is locked by a running mcpmon: `mcpmon keys --local` opens the store itself, so stop mcpmon first, or manage keys over its API with an admin key (POST/GET/DELETE /v1/keys)", o.DataDir)
+			return nil, "", fmt.Errorf("the data dir %s is locked by a running mcpmon: `mcpmon keys --local` opens the store itself, so stop mcpmon first, or manage keys over its API with an admin key (POST/GET/DELETE /v1/keys)", o.DataDir)
 		}
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		return s, nil
+		return s, "the embedded store at " + path, nil
 	case config.StoreRedis:
 		if o.RedisURL == "" {
-			return nil, usageError{errors.New("--store redis needs --redis-url (or MCPMON_REDIS_URL)")}
+			return nil, "", usageError{errors.New("--store redis needs --redis-url (or MCPMON_REDIS_URL)")}
 		}
 		s, err := redisstore.New(ctx, o.RedisURL, redisstore.Options{Prefix: o.RedisPrefix, Logger: logger})
 		if err != nil {
-			return nil, fmt.Errorf("connect to Redis (check --redis-url and that Redis is up): %w", err)
+			return nil, "", fmt.Errorf("connect to Redis (check --redis-url and that Redis is up): %w", err)
 		}
-		return s, nil
+		where := "Redis"
+		if u, err := url.Parse(o.RedisURL); err == nil {
+			where += " at " + u.Host // never the URL whole: it may hold a password
+		}
+		if o.RedisPrefix != "" {
+			where += fmt.Sprintf(", key prefix %q", o.RedisPrefix)
+		}
+		return s, where, nil
 	}
-	return nil, usageError{fmt.Errorf("--store %q: want embedded or redis", o.Store)}
+	return nil, "", usageError{fmt.Errorf("--store %q: want embedded or redis", o.Store)}
 }

@@ -144,13 +144,29 @@ func TestKeysCommandOffline(t *testing.T) {
 	if _, _, err := runKeys(t, env, "list"); err == nil || !strings.Contains(err.Error(), "no store at") {
 		t.Fatalf("list on an empty dir: err = %v, want it to say there is no store", err)
 	}
-	stdout, stderr, err := runKeys(t, env, "create", "--name", "ci", "--scope", "write", "--expires", "720h")
+	// A data dir without a store is most likely the wrong one (a default
+	// ./data elsewhere): create refuses it, naming the path, unless --init
+	// asks for a new store.
+	storePath := filepath.Join(dir, "store.db")
+	if _, _, err := runKeys(t, env, "create", "--name", "ci", "--scope", "write"); !IsUsage(err) || !strings.Contains(err.Error(), "no store at "+storePath) || !strings.Contains(err.Error(), "--data-dir") {
+		t.Fatalf("create on an empty dir: err = %v, want a usage error naming %s and --data-dir", err, storePath)
+	}
+	if _, err := os.Stat(storePath); err == nil {
+		t.Fatal("create without --init made a store")
+	}
+	if _, _, err := runKeys(t, env, "list", "--init"); !IsUsage(err) {
+		t.Fatalf("list --init: err = %v, want a usage error", err)
+	}
+	stdout, stderr, err := runKeys(t, env, "create", "--init", "--name", "ci", "--scope", "write", "--expires", "720h")
 	if err != nil {
 		t.Fatal(err)
 	}
 	key := strings.TrimSpace(stdout)
 	if !keyPattern.MatchString(key) || key != keyPattern.FindString(key) || !strings.Contains(stderr, "shown only now") {
 		t.Fatalf("create printed %q (stderr %q): want the key alone on stdout", stdout, stderr)
+	}
+	if !strings.Contains(stderr, "store: the embedded store at "+storePath) {
+		t.Fatalf("create: stderr %q, want the store it wrote to", stderr)
 	}
 	for _, tc := range []struct {
 		args []string
@@ -243,9 +259,12 @@ func TestRevokeReachesARunningServerWithinTheCacheTTL(t *testing.T) {
 	defer func() { d.Stop(); _ = d.Wait() }()
 	admin := bootstrapKey(t, banner.String())
 
-	stdout, _, err := runKeys(t, env, "create", "--name", "deploy", "--scope", "read")
+	stdout, stderr, err := runKeys(t, env, "create", "--name", "deploy", "--scope", "read")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "store: Redis at ") || !strings.Contains(stderr, o.RedisPrefix) {
+		t.Fatalf("create on Redis: stderr %q, want the Redis and prefix it wrote to", stderr)
 	}
 	key := strings.TrimSpace(stdout)
 	c := apiClient{addr: d.Addr(), key: key}

@@ -221,7 +221,7 @@ func (r Resolver) resolveDeep(in *apiv1.EndpointInput, base string) error {
 	}
 	if o := in.OAuth; o != nil && o.ClientSecret != "" {
 		if !hasRef(o.ClientSecret) && !model.AgentOnly(o.ClientSecret) {
-			return fmt.Errorf("oauth.clientSecret: the client secret must come from ${env:NAME} or ${file:PATH}, or from the probing agent as ${agent:NAME}, not be written in the file")
+			return fmt.Errorf("oauth.clientSecret: the client secret must come from ${env:NAME} or ${file:PATH}, or from the probing agent as ${agent:NAME}, not be written %s", r.writtenIn())
 		}
 		v, err := r.expand(o.ClientSecret, base)
 		if err != nil {

@@ -338,9 +338,13 @@ func showJSON(v any) string {
 	if v == nil || reflect.ValueOf(v).Kind() == reflect.Pointer && reflect.ValueOf(v).IsNil() {
 		return "none"
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	// Not json.Marshal: it writes < > & as \u003c…, and a plan is read by
+	// people, to whom a redacted URL is ".../<redacted>".
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return "?"
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }

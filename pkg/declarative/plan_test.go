@@ -360,3 +360,12 @@ func TestExportPlansNoChange(t *testing.T) {
 		t.Fatalf("export then plan = %+v, want no change\n%s", p.Changes, out)
 	}
 }
+
+// TestShowJSONWritesAngleBracketsAsThemselves: a plan names a redacted
+// sink URL as .../<redacted>, not in JSON's HTML-safe \u003c escapes.
+func TestShowJSONWritesAngleBracketsAsThemselves(t *testing.T) {
+	got := showJSON(json.RawMessage(`[{"url":"https://hooks.example.com/<redacted>?a=1&b=2"}]`))
+	if want := `[{"url":"https://hooks.example.com/<redacted>?a=1&b=2"}]`; got != want {
+		t.Fatalf("showJSON = %s, want %s", got, want)
+	}
+}

@@ -44,6 +44,19 @@ type Resolver struct {
 	// operator's own command line (endpoints add, probe), not a file
 	// someone else may have written.
 	Trusted bool
+	// Where says where the endpoint's values were written, in the errors
+	// that refuse a literal secret: "" is apply's "in the file"; the CLI's
+	// flags are "on the command line". (A sinks document is a file either
+	// way.)
+	Where string
+}
+
+// writtenIn is Where, or the file.
+func (r Resolver) writtenIn() string {
+	if r.Where == "" {
+		return "in the file"
+	}
+	return r.Where
 }
 
 // DefaultAllowEnv is what a confined ${env:} reads when the operator
@@ -243,7 +256,7 @@ func (r Resolver) resolveOne(d Desired, redact func(json.RawMessage) json.RawMes
 			// An agent-side reference (${agent:NAME}) is a name, not a
 			// secret: the agent probing the endpoint fills it in.
 			if !hasRef(v) && !model.AgentOnly(v) {
-				return in, fmt.Errorf("headers.%s: header values are secrets and must come from ${env:NAME} or ${file:PATH} (e.g. \"Bearer ${env:TOKEN}\"), or from the probing agent as ${agent:NAME}, not be written in the file", k)
+				return in, fmt.Errorf("headers.%s: header values are secrets and must come from ${env:NAME} or ${file:PATH} (e.g. \"Bearer ${env:TOKEN}\"), or from the probing agent as ${agent:NAME}, not be written %s", k, r.writtenIn())
 			}
 			if hs[k], err = r.expand(v, base); err != nil {
 				return in, fmt.Errorf("headers.%s: %w", k, err)
