@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -109,10 +110,29 @@ func (d *Daemon) authBanner(w io.Writer) {
 	case d.keys.wroteFile != "":
 		fmt.Fprintf(w, "admin API key (tenant %q) written to %s (mode 0600); mcpmon keeps only its hash\n  export MCPMON_TOKEN=$(cat %s)\n", auth.DefaultTenant, d.keys.wroteFile, d.keys.wroteFile)
 	case d.keys.none:
-		fmt.Fprintln(w, "no API key exists and --bootstrap-key=false made none: every /v1 request is refused until you run `mcpmon keys create --local --name NAME --scope admin`")
+		fmt.Fprintf(w, "no API key exists and --bootstrap-key=false made none: every /v1 request is refused until you %s\n", offlineKeyCommand(d.opts))
 	default:
-		fmt.Fprintln(w, "every /v1 request needs Authorization: Bearer <API key>; lost the admin key printed at the first start? stop mcpmon and run `mcpmon keys create --local --name NAME --scope admin`")
+		fmt.Fprintf(w, "every /v1 request needs Authorization: Bearer <API key>; lost the admin key printed at the first start? %s\n", offlineKeyCommand(d.opts))
 	}
+}
+
+// offlineKeyCommand says how to make an admin key on the store o names,
+// with its store flags: the command run without them opens ./data, a new
+// empty store when mcpmon runs on another data dir. The Redis URL is not
+// repeated (it may hold a password).
+func offlineKeyCommand(o config.Options) string {
+	if o.Store == config.StoreRedis {
+		prefix := ""
+		if o.RedisPrefix != config.Defaults().RedisPrefix {
+			prefix = " --redis-prefix " + strconv.Quote(o.RedisPrefix)
+		}
+		return "run `mcpmon keys create --local --name NAME --scope admin --store redis --redis-url URL" + prefix + "` (the Redis URL mcpmon runs with)"
+	}
+	dir := o.DataDir
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return "stop mcpmon and run `mcpmon keys create --local --name NAME --scope admin --data-dir " + strconv.Quote(dir) + "`"
 }
 
 // ManageKeys runs `mcpmon keys create|list|revoke` (pkg/auth/keys) on the

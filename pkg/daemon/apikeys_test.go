@@ -311,3 +311,19 @@ func TestREADMETryItSendsTheKey(t *testing.T) {
 		}
 	}
 }
+
+// TestOfflineKeyCommandNamesTheStore: the banner's way to a lost admin key
+// names the store mcpmon runs on. Without --data-dir the command opens
+// ./data, a new empty store whose key works against nothing; the Redis
+// URL, which may hold a password, is not repeated.
+func TestOfflineKeyCommandNamesTheStore(t *testing.T) {
+	o := config.Defaults()
+	o.DataDir = "/srv/mcpmon data"
+	if got := offlineKeyCommand(o); !strings.Contains(got, `--data-dir "/srv/mcpmon data"`) || !strings.Contains(got, "stop mcpmon") {
+		t.Errorf("embedded: %q, want the data dir and to stop mcpmon first", got)
+	}
+	o.Store, o.RedisURL, o.RedisPrefix = config.StoreRedis, "redis://:hunter2@redis:6379/0", "team-a:"
+	if got := offlineKeyCommand(o); strings.Contains(got, "hunter2") || !strings.Contains(got, "--store redis") || !strings.Contains(got, `--redis-prefix "team-a:"`) {
+		t.Errorf("redis: %q, want --store redis and the prefix, never the URL", got)
+	}
+}

@@ -21,12 +21,14 @@ import (
 )
 
 // Usage is the command's help text.
-const Usage = `usage: mcpmon keys create --local --name NAME --scope read|write|admin [--expires-in 720h] [--tenant T] [store flags]
+const Usage = `usage: mcpmon keys create --local --name NAME --scope read|write|admin [--expires-in 720h] [--tenant T] [--init] [store flags]
        mcpmon keys list --local [--tenant T] [store flags]
        mcpmon keys revoke ID|NAME --local [--tenant T] [store flags]
 
 Works on the store directly: --data-dir DIR (the embedded store; mcpmon must
 not be running on it) or --store redis --redis-url URL [--redis-prefix P].
+A data dir without a store is refused (is it the one mcpmon runs on?);
+--init makes the store, for a key made before the first start.
 Over a running API, an admin key does the same with POST/GET/DELETE /v1/keys.
 `
 
