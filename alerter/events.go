@@ -255,6 +255,7 @@ func eventNotification(ep model.Endpoint, e model.ChangeEvent, sink string) aler
 		After:        e.After,
 		Diff:         e.Diff,
 		Details:      e.Details,
+		Suppressed:   e.Suppressed,
 	}
 }
 

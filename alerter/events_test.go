@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/mcpmon/mcpmon/alerter/notify"
 	"github.com/mcpmon/mcpmon/pkg/alert"
 	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 // eventSink is a hand-written sink that carries change events: it records
@@ -21,6 +23,7 @@ type eventSink struct {
 	name string
 	mu   sync.Mutex
 	got  []string // keys, in order
+	ns   []alert.EventNotification
 	fail []error
 }
 
@@ -36,7 +39,14 @@ func (s *eventSink) NotifyEvent(_ context.Context, n alert.EventNotification) er
 		return err
 	}
 	s.got = append(s.got, n.Key)
+	s.ns = append(s.ns, n)
 	return nil
+}
+
+func (s *eventSink) notifications() []alert.EventNotification {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]alert.EventNotification(nil), s.ns...)
 }
 
 func (s *eventSink) keys() []string {
@@ -109,6 +119,69 @@ func TestEventNotifiedOncePerOptedInSink(t *testing.T) {
 
 func TestEventNotifiedOncePerOptedInSinkRedis(t *testing.T) {
 	testEventNotifiedOncePerOptedInSink(t, newRedisEnv(t))
+}
+
+// testFlappingEndpointNotifiesOnce: a server that changes a tool
+// description and its version at every probe (1 s), with the event loop
+// running every 5 s, notifies a sink opted into catalog_security of the
+// changes within the endpoint's event budget and then once, by the
+// flapping marker, for the rest of the period — not once per change.
+func testFlappingEndpointNotifiesOnce(t *testing.T, e *env) {
+	e.endpoint("ep", nil, nil)
+	security := &eventSink{name: "security"}
+	a := e.alerter("a", func(o *Options) {
+		o.Sinks = []alert.Sink{alert.Subscribed(security, []string{model.EventCatalogSecurity})}
+	})
+	const probes = 600
+	for i := range probes {
+		at := e.clk.Now()
+		v := fmt.Sprint(i)
+		_, err := e.st.AppendEvents(e.ctx,
+			model.ChangeEvent{EndpointID: "ep", Kind: model.EventCatalogSecurity, Fingerprint: model.EventFingerprint("ep", model.EventCatalogSecurity, v),
+				ObservedAt: at, Message: "tool description changed: search", Before: v, After: v + "'"},
+			model.ChangeEvent{EndpointID: "ep", Kind: model.EventVersion, Fingerprint: model.EventFingerprint("ep", model.EventVersion, v),
+				ObservedAt: at, Message: "server version changed", Before: v, After: v + "'"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%5 == 4 {
+			if err := a.NotifyEvents(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.clk.Advance(time.Second)
+	}
+	if err := a.Sweep(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	var flapping []alert.EventNotification
+	ns := security.notifications()
+	for _, n := range ns {
+		if n.Kind != model.EventCatalogSecurity {
+			t.Fatalf("a sink opted into catalog_security got %s", n.Kind)
+		}
+		if n.Suppressed != nil {
+			flapping = append(flapping, n)
+		}
+	}
+	// The budget's events are half catalog_security, half version.
+	if len(ns) != store.EventsPerHour/2+1 || len(flapping) != 1 {
+		t.Fatalf("%d changes made %d notifications (%d flapping), want %d and one flapping", 2*probes, len(ns), len(flapping), store.EventsPerHour/2+1)
+	}
+	if n := flapping[0]; !strings.Contains(n.Message, "flapping") || n.Suppressed.Count < 1 {
+		t.Fatalf("flapping notification %+v", n)
+	}
+	if n := e.pendingEvents(); n != 0 {
+		t.Fatalf("%d events still pending", n)
+	}
+}
+
+func TestFlappingEndpointNotifiesOnce(t *testing.T) {
+	testFlappingEndpointNotifiesOnce(t, newEnv(t))
+}
+
+func TestFlappingEndpointNotifiesOnceRedis(t *testing.T) {
+	testFlappingEndpointNotifiesOnce(t, newRedisEnv(t))
 }
 
 // TestEventFailuresRetriedOrGivenUp: a transient failure keeps the event

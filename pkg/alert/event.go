@@ -42,6 +42,11 @@ type EventNotification struct {
 	// Diff is the catalog diff (catalog kinds): added, removed, changed.
 	Diff    json.RawMessage `json:"diff,omitempty"`
 	Details json.RawMessage `json:"details,omitempty"`
+	// Suppressed is set when the event is a flapping marker: the endpoint
+	// went past its event budget, and its further changes of this kind
+	// are counted on the marker, not notified (one notification per
+	// kind per flapping period). The count is the one at sending.
+	Suppressed *model.EventSuppression `json:"suppressed,omitempty"`
 }
 
 // EventKey is the ledger key of an event's notification before the sink

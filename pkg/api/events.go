@@ -28,12 +28,16 @@ type EventLister interface {
 }
 
 func eventView(e model.ChangeEvent) apiv1.EventView {
-	return apiv1.EventView{
+	v := apiv1.EventView{
 		ID: e.ID, EndpointID: e.EndpointID, Kind: e.Kind, Fingerprint: e.Fingerprint,
 		ObservedAt: e.ObservedAt, RecordedAt: e.RecordedAt, Region: e.Region, ProbeRunID: e.ProbeRunID,
 		Source: e.Source, Severity: e.Severity, Message: e.Message, Before: e.Before, After: e.After,
 		Diff: e.Diff, Details: e.Details,
 	}
+	if sup := e.Suppressed; sup != nil {
+		v.Suppressed = &apiv1.EventSuppression{Count: sup.Count, Since: sup.Since, Last: sup.Last}
+	}
+	return v
 }
 
 func (s *server) listEvents(w http.ResponseWriter, r *http.Request) {

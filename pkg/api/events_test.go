@@ -13,6 +13,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/api"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
 type eventPage struct {
@@ -111,4 +112,32 @@ func TestSinkNotifyKindsValidated(t *testing.T) {
 	}
 	ok := `[{"name":"hook","type":"webhook","url":"https://hooks.example.com/x","notify":["incidents","catalog_breaking","catalog_security"]}]`
 	h.mustJSON("POST", "/v1/endpoints", `{"name":"docs","url":"https://mcp.example.com/mcp","sinks":`+ok+`}`, http.StatusCreated, nil)
+}
+
+// TestEventListShowsAFlappingMarker: an endpoint past its event budget
+// lists the events within it and one marker per kind that says how many
+// changes it stands for, since when.
+func TestEventListShowsAFlappingMarker(t *testing.T) {
+	h := newHarness(t)
+	ep := h.create(`{"name":"hostile","url":"https://mcp.example.com/mcp"}`)
+	const changes = 50
+	for i := range changes {
+		after := fmt.Sprintf("sha256:%d", i)
+		_, err := h.store.AppendEvents(t.Context(), model.ChangeEvent{EndpointID: ep.ID, Kind: model.EventCatalogSecurity,
+			Fingerprint: model.EventFingerprint(ep.ID, model.EventCatalogSecurity, after), ObservedAt: t0.Add(time.Duration(i) * time.Second),
+			Message: "description changed", After: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var page eventPage
+	h.mustJSON("GET", "/v1/endpoints/"+ep.ID+"/events", "", http.StatusOK, &page)
+	if len(page.Events) != store.EventsPerHour+1 {
+		t.Fatalf("%d events listed, want %d and the marker", len(page.Events), store.EventsPerHour)
+	}
+	m := page.Events[0]
+	if m.Source != model.EventSourceFlapping || m.Suppressed == nil || m.Suppressed.Count != changes-store.EventsPerHour ||
+		!m.Suppressed.Since.Equal(t0.Add(store.EventsPerHour*time.Second)) || !m.Suppressed.Last.Equal(t0.Add((changes-1)*time.Second)) {
+		t.Fatalf("newest event %+v (%+v), want the marker counting %d changes", m, m.Suppressed, changes-store.EventsPerHour)
+	}
 }

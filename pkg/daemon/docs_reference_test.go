@@ -29,7 +29,7 @@ var referenceChecks = map[string][]string{
 	"configuration.md":   {"TestDocsConfigurationDocumentsEveryFlag"},
 	"conformance.md":     {"TestDocsConformanceListsEveryRule"},
 	"deep-checks.md":     {"TestDocsDeepChecksDocumentEveryField", "TestDocsDeepChecksBounds"},
-	"events.md":          {"TestDocsEventKinds"},
+	"events.md":          {"TestDocsEventKinds", "TestDocsEventBudget"},
 	"failure-classes.md": {"TestDocsClassTable"},
 	"mcp.md":             {"TestDocsMCPToolsTable"},
 	"metrics.md":         {"TestDocsMetricsCatalog"},

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/metrics"
 	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/testpeers"
 	"github.com/mcpmon/mcpmon/prober"
 )
@@ -94,6 +95,22 @@ func TestDocsEventKinds(t *testing.T) {
 		if !strings.Contains(doc, "| `"+k+"` |") {
 			t.Errorf("docs/reference/events.md has no row for the event kind %s", k)
 		}
+	}
+}
+
+// TestDocsEventBudget keeps the events page's budget the one the store
+// applies.
+func TestDocsEventBudget(t *testing.T) {
+	doc := testpeers.RepoFile(t, "docs/reference/events.md")
+	want := fmt.Sprintf("**%d events in a rolling hour\n  and %d in a rolling day**", store.EventsPerHour, store.EventsPerDay)
+	if !strings.Contains(doc, want) {
+		t.Errorf("docs/reference/events.md does not state the event budget %q", want)
+	}
+	if store.EventFlapQuiet != time.Hour || !strings.Contains(doc, "has made no change for an hour") {
+		t.Errorf("docs/reference/events.md: the flapping period ends after %s without changes", store.EventFlapQuiet)
+	}
+	if retained := int(store.DefaultVerdictHistory/(24*time.Hour)) * store.EventsPerDay; !strings.Contains(doc, fmt.Sprintf("(%d over the 7-day\n  retention", retained)) {
+		t.Errorf("docs/reference/events.md: a flapping endpoint keeps at most %d events over the retention", retained)
 	}
 }
 

@@ -104,6 +104,27 @@ type ChangeEvent struct {
 	Diff json.RawMessage `json:"diff,omitempty"`
 	// Details is what else the prober attached (version changes, expiry).
 	Details json.RawMessage `json:"details,omitempty"`
+	// Suppressed is set on a flapping marker (Source EventSourceFlapping):
+	// the event that stands for the changes of its kind the endpoint made
+	// past its event budget, which were counted here instead of stored
+	// (store.DecideEventAppend). It is the one event that changes after
+	// it is appended: each folded change counts on it.
+	Suppressed *EventSuppression `json:"suppressed,omitempty"`
+}
+
+// EventSourceFlapping is the Source of a flapping marker.
+const EventSourceFlapping = "flapping"
+
+// EventSuppression is what a flapping marker counts.
+type EventSuppression struct {
+	// Count is how many changes of the marker's kind were folded into it,
+	// the first included. A result redelivered after its change was
+	// folded counts again, so it is an upper bound.
+	Count int `json:"count"`
+	// Since and Last are the observation times of the first and the
+	// latest change folded.
+	Since time.Time `json:"since"`
+	Last  time.Time `json:"last"`
 }
 
 // ValidEvent checks what AppendEvents requires.

@@ -48,6 +48,9 @@ func NewEventMessage(n alert.EventNotification) Message {
 		h = [2]string{"ℹ️", n.Kind}
 	}
 	headline := h[0] + " " + name + ": " + h[1]
+	if n.Suppressed != nil {
+		headline += " (flapping)"
+	}
 	endpoint := escape(name)
 	if n.EndpointURL != "" {
 		endpoint = "<" + escapeURL(n.EndpointURL) + "|" + escape(name) + ">"

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/alert"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // EventPayloadVersion is bumped on any incompatible change of EventPayload.
@@ -38,6 +39,9 @@ type EventPayload struct {
 	After       string          `json:"after,omitempty"`
 	Diff        json.RawMessage `json:"diff,omitempty"`
 	Details     json.RawMessage `json:"details,omitempty"`
+	// Suppressed: on a flapping marker, how many changes of the kind it
+	// stood for when sent, since when ({"count":…,"since":…,"last":…}).
+	Suppressed *model.EventSuppression `json:"suppressed,omitempty"`
 }
 
 // NewEventPayload builds the webhook body for n.
@@ -46,7 +50,7 @@ func NewEventPayload(n alert.EventNotification) EventPayload {
 		Version: EventPayloadVersion, Type: "event", Key: n.Key, Kind: n.Kind, EventID: n.EventID, Fingerprint: n.Fingerprint,
 		Endpoint:   Endpoint{ID: n.EndpointID, Name: n.EndpointName, URL: n.EndpointURL, Labels: n.Labels},
 		ObservedAt: n.ObservedAt.UTC(), Severity: n.Severity, Message: n.Message,
-		Before: n.Before, After: n.After, Diff: n.Diff, Details: n.Details,
+		Before: n.Before, After: n.After, Diff: n.Diff, Details: n.Details, Suppressed: n.Suppressed,
 	}
 }
 

@@ -22,4 +22,14 @@ type EventView struct {
 	After       string          `json:"after,omitempty"`
 	Diff        json.RawMessage `json:"diff,omitempty"`
 	Details     json.RawMessage `json:"details,omitempty"`
+	// Suppressed is set on a flapping marker: how many changes of its
+	// kind it stands for, since when.
+	Suppressed *EventSuppression `json:"suppressed,omitempty"`
+}
+
+// EventSuppression is what a flapping marker counts.
+type EventSuppression struct {
+	Count int       `json:"count"`
+	Since time.Time `json:"since"`
+	Last  time.Time `json:"last"`
 }

@@ -3,9 +3,12 @@
 // so a cursor walks an endpoint's history in time order; bucket eventFP →
 // one nested bucket per endpoint, fingerprint → event key (the idempotency
 // index); bucket eventsPending, endpointID 0 event key → nil (what the
-// alerter still owes). One transaction appends an event, indexes its
-// fingerprint, lists it as pending and prunes the endpoint's events past
-// the retention (with their fingerprints), so no index runs ahead of or
+// alerter still owes); bucket eventFlap, endpointID → the endpoint's
+// flapping period (store.EventFlap JSON). One transaction prunes the
+// endpoint's events past the retention (with their fingerprints), reads
+// what store.DecideEventAppend needs and applies it: appends the event,
+// indexes its fingerprint and lists it as pending, or counts on a flapping
+// marker; and keeps the flapping period, so no index runs ahead of or
 // behind the data.
 
 package bolt
@@ -33,6 +36,7 @@ var (
 	bEvents        = []byte("events")        // endpointID → bucket(time seq → ChangeEvent)
 	bEventFP       = []byte("eventFP")       // endpointID → bucket(fingerprint → time seq)
 	bEventsPending = []byte("eventsPending") // endpointID 0 time seq → nil
+	bEventFlap     = []byte("eventFlap")     // endpointID → store.EventFlap
 )
 
 func eventKey(observed time.Time, seq uint64) []byte {
@@ -72,6 +76,10 @@ func (s *Store) AppendEvents(ctx context.Context, evs ...model.ChangeEvent) ([]m
 		if err != nil {
 			return err
 		}
+		flaps, err := tx.CreateBucketIfNotExists(bEventFlap)
+		if err != nil {
+			return err
+		}
 		for _, e := range evs {
 			eb, err := evRoot.CreateBucketIfNotExists([]byte(e.EndpointID))
 			if err != nil {
@@ -84,26 +92,48 @@ func (s *Store) AppendEvents(ctx context.Context, evs ...model.ChangeEvent) ([]m
 			if _, err := pruneEvents(eb, fb, pending, e.EndpointID, cutoff); err != nil {
 				return err
 			}
-			if fb.Get([]byte(e.Fingerprint)) != nil || e.ObservedAt.Before(cutoff) {
-				continue
+			e.ObservedAt, e.RecordedAt = e.ObservedAt.UTC(), now.UTC()
+			seq := eb.Sequence() + 1
+			held, err := heldEvents(eb, fb, flaps, e, store.EventID(e.ObservedAt, seq))
+			if err != nil {
+				return fmt.Errorf("append event of endpoint %s: %w", e.EndpointID, err)
 			}
-			seq, err := eb.NextSequence()
+			d := store.DecideEventAppend(e, held, cutoff)
+			switch d.Action {
+			case store.EventSkip:
+				continue
+			case store.EventStore:
+				if err := eb.SetSequence(seq); err != nil {
+					return err
+				}
+				key := eventKey(d.Event.ObservedAt, seq)
+				if err := put(eb, key, d.Event); err != nil {
+					return fmt.Errorf("append event of endpoint %s: %w", e.EndpointID, err)
+				}
+				if err := fb.Put([]byte(d.Event.Fingerprint), key); err != nil {
+					return err
+				}
+				if err := pending.Put(append(idPrefix(e.EndpointID), key...), nil); err != nil {
+					return err
+				}
+				added = append(added, d.Event)
+			case store.EventCount:
+				key, ok := eventIDKey(d.Event.ID)
+				if !ok {
+					return fmt.Errorf("flapping marker %q of endpoint %s is not an event ID", d.Event.ID, e.EndpointID)
+				}
+				if err := put(eb, key, d.Event); err != nil {
+					return fmt.Errorf("count on the flapping marker of endpoint %s: %w", e.EndpointID, err)
+				}
+			}
+			if d.Flap == nil {
+				err = flaps.Delete([]byte(e.EndpointID))
+			} else {
+				err = put(flaps, []byte(e.EndpointID), d.Flap)
+			}
 			if err != nil {
 				return err
 			}
-			e.ObservedAt, e.RecordedAt = e.ObservedAt.UTC(), now.UTC()
-			e.ID = store.EventID(e.ObservedAt, seq)
-			key := eventKey(e.ObservedAt, seq)
-			if err := put(eb, key, e); err != nil {
-				return fmt.Errorf("append event of endpoint %s: %w", e.EndpointID, err)
-			}
-			if err := fb.Put([]byte(e.Fingerprint), key); err != nil {
-				return err
-			}
-			if err := pending.Put(append(idPrefix(e.EndpointID), key...), nil); err != nil {
-				return err
-			}
-			added = append(added, e)
 		}
 		return nil
 	})
@@ -111,6 +141,43 @@ func (s *Store) AppendEvents(ctx context.Context, evs ...model.ChangeEvent) ([]m
 		return nil, fmt.Errorf("bolt store: append events: %w", err)
 	}
 	return added, nil
+}
+
+// heldEvents reads what decides appending e: whether its fingerprint is
+// known, the endpoint's events in the hour and the day before it (a
+// cursor from each start, stopping at the budget), its flapping period and
+// that period's marker of e's kind.
+func heldEvents(eb, fb, flaps *bbolt.Bucket, e model.ChangeEvent, nextID string) (store.EventHeld, error) {
+	h := store.EventHeld{Known: fb.Get([]byte(e.Fingerprint)) != nil, NextID: nextID}
+	count := func(since time.Time, max int) int {
+		n := 0
+		c := eb.Cursor()
+		for k, _ := c.Seek(timeKey(since)); k != nil && n < max; k, _ = c.Next() {
+			n++
+		}
+		return n
+	}
+	h.LastHour = count(e.ObservedAt.Add(-time.Hour), store.EventsPerHour)
+	h.LastDay = count(e.ObservedAt.Add(-24*time.Hour), store.EventsPerDay)
+	raw := flaps.Get([]byte(e.EndpointID))
+	if raw == nil {
+		return h, nil
+	}
+	h.Flap = new(store.EventFlap)
+	if err := json.Unmarshal(raw, h.Flap); err != nil {
+		return h, fmt.Errorf("decode flapping period: %w", err)
+	}
+	key, ok := eventIDKey(h.Flap.Markers[e.Kind])
+	if !ok {
+		return h, nil
+	}
+	if v := eb.Get(key); v != nil {
+		h.Marker = new(model.ChangeEvent)
+		if err := json.Unmarshal(v, h.Marker); err != nil {
+			return h, fmt.Errorf("decode flapping marker %x: %w", key, err)
+		}
+	}
+	return h, nil
 }
 
 // pruneEvents deletes an endpoint's events observed before cutoff, with
@@ -298,5 +365,29 @@ func (s *Store) sweepEvents(tx *bbolt.Tx, now time.Time) (int, error) {
 		}
 		n += m
 	}
-	return n, nil
+	return n, sweepFlaps(tx.Bucket(bEventFlap), cutoff)
+}
+
+// sweepFlaps deletes the flapping periods whose latest change is past the
+// retention: an append would end them anyway, and their markers are gone.
+func sweepFlaps(flaps *bbolt.Bucket, cutoff time.Time) error {
+	if flaps == nil {
+		return nil
+	}
+	var gone [][]byte
+	if err := flaps.ForEach(func(k, v []byte) error {
+		var f store.EventFlap
+		if json.Unmarshal(v, &f) != nil || f.Last.Before(cutoff) {
+			gone = append(gone, bytes.Clone(k))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range gone {
+		if err := flaps.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }

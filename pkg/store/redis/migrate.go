@@ -381,7 +381,7 @@ var (
 		"incidents_by_opened", "incidents_by_tenant"}
 	// whole keys named <family>:<endpoint>[:...]
 	byEndpointName = []string{"window_results", "verdicts", "object_regions", "incidents_by_endpoint",
-		"events", "event", "event_fp", "events_seq"}
+		"events", "event", "event_fp", "events_seq", "events_flap"}
 	globalFamilies = []string{"object_tenants", "tenant_objects", "objects_stamp", "audit", "audit_seq", "tenant_quota"}
 	// endpoint_shard_stamps: the one-slot layout's per-shard endpoints
 	// stamps, which the sharded layout keeps as each shard's endpoints_stamp.

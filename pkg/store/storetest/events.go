@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -188,4 +190,155 @@ func testPendingEventsOldestFirst(t *testing.T, s store.Store, clk *clock.Fake) 
 	two, err := s.PendingEvents(ctx, 2)
 	must(t, err)
 	sameStrings(t, "pending, limit 2", eventAfters(two), []string{"zz", "aa"})
+}
+
+// flappingProbes appends what a server that changes a tool description and
+// its version at every probe makes of n probes a second apart from start:
+// two new changes a probe, each appended with its probe's other change.
+func flappingProbes(t *testing.T, s store.Store, ep string, start time.Time, n int) {
+	t.Helper()
+	for i := range n {
+		at := start.Add(time.Duration(i) * time.Second)
+		v := fmt.Sprintf("%s-%d", at.Format(time.RFC3339), i)
+		_, err := s.AppendEvents(t.Context(),
+			changeEvent(ep, model.EventCatalogSecurity, "d-"+v, "d-"+v+"'", at),
+			changeEvent(ep, model.EventVersion, "v-"+v, "v-"+v+"'", at))
+		must(t, err)
+	}
+}
+
+// markers splits an endpoint's events into the ones stored one by one and
+// the flapping markers, by kind.
+func markers(t *testing.T, s store.Store, ep string) (plain int, byKind map[string]model.ChangeEvent) {
+	t.Helper()
+	all, err := s.ListEvents(t.Context(), ep, store.EventFilter{})
+	must(t, err)
+	byKind = map[string]model.ChangeEvent{}
+	for _, e := range all {
+		if e.Suppressed == nil {
+			plain++
+			continue
+		}
+		if e.Source != model.EventSourceFlapping {
+			t.Fatalf("event %+v counts suppressed changes but is no flapping marker", e)
+		}
+		if prev, ok := byKind[e.Kind]; ok {
+			t.Fatalf("two markers of %s: %+v and %+v", e.Kind, prev, e)
+		}
+		byKind[e.Kind] = e
+	}
+	return plain, byKind
+}
+
+// testEventBudgetFolds: an endpoint that changes at every probe adds
+// EventsPerHour events to its history, then one flapping marker per kind
+// that counts every further change (and is pending once, like any event);
+// a replay of a stored change is still nothing; another endpoint is not
+// held back; an hour without changes ends the period, and the next change
+// is stored as itself.
+func testEventBudgetFolds(t *testing.T, s store.Store, clk *clock.Fake) {
+	ctx := t.Context()
+	t0 := clk.Now().Add(-2 * time.Hour)
+	const probes = 300
+	flappingProbes(t, s, "ep", t0, probes)
+	plain, ms := markers(t, s, "ep")
+	if plain != store.EventsPerHour || len(ms) != 2 {
+		t.Fatalf("%d events and markers %v stored, want %d and one marker each of catalog_security and version", plain, ms, store.EventsPerHour)
+	}
+	counted := 0
+	for kind, m := range ms {
+		counted += m.Suppressed.Count
+		if m.Suppressed.Last.Sub(m.Suppressed.Since) < (probes-store.EventsPerHour)*time.Second {
+			t.Fatalf("%s marker spans %s to %s, want the whole flapping", kind, m.Suppressed.Since, m.Suppressed.Last)
+		}
+		if !strings.Contains(m.Message, "flapping") || m.Fingerprint == "" {
+			t.Fatalf("marker %+v", m)
+		}
+	}
+	if want := 2*probes - store.EventsPerHour; counted != want {
+		t.Fatalf("markers counted %d changes, want %d (every change past the budget)", counted, want)
+	}
+	pend, err := s.PendingEvents(ctx, 0)
+	must(t, err)
+	if len(pend) != store.EventsPerHour+2 {
+		t.Fatalf("%d pending, want %d: the events stored and one per marker", len(pend), store.EventsPerHour+2)
+	}
+	// A change already stored, seen again, is not counted.
+	first := changeEvent("ep", model.EventVersion, "v-"+fmt.Sprintf("%s-%d", t0.Format(time.RFC3339), 0), "v-"+fmt.Sprintf("%s-%d", t0.Format(time.RFC3339), 0)+"'", t0)
+	if added, err := s.AppendEvents(ctx, first); err != nil || len(added) != 0 {
+		t.Fatalf("a stored change again: added %v, err %v", added, err)
+	}
+	if _, again := markers(t, s, "ep"); again[model.EventVersion].Suppressed.Count != ms[model.EventVersion].Suppressed.Count {
+		t.Fatalf("a replay counted on the marker: %d, was %d", again[model.EventVersion].Suppressed.Count, ms[model.EventVersion].Suppressed.Count)
+	}
+	// Another endpoint has its own budget.
+	added, err := s.AppendEvents(ctx, changeEvent("calm", model.EventVersion, "1", "2", t0.Add(time.Minute)))
+	must(t, err)
+	if len(added) != 1 || added[0].Suppressed != nil {
+		t.Fatalf("another endpoint's change: %+v, want it stored as itself", added)
+	}
+	// An hour and more without changes: the period is over.
+	late := t0.Add(probes*time.Second + time.Hour + time.Minute)
+	added, err = s.AppendEvents(ctx, changeEvent("ep", model.EventCatalogSecurity, "x", "y", late))
+	must(t, err)
+	if len(added) != 1 || added[0].Suppressed != nil || added[0].Fingerprint != model.EventFingerprint("ep", model.EventCatalogSecurity, "x", "y") {
+		t.Fatalf("the first change after an hour's quiet: %+v, want it stored as itself", added)
+	}
+}
+
+// testEventBudgetPerDay: a server that paces its changes under the hourly
+// budget is folded once it has made EventsPerDay in a day.
+func testEventBudgetPerDay(t *testing.T, s store.Store, clk *clock.Fake) {
+	ctx := t.Context()
+	t0 := clk.Now().Add(-20 * time.Hour)
+	every := 5 * time.Minute // 12 an hour
+	var evs []model.ChangeEvent
+	for i := range store.EventsPerDay + 30 {
+		evs = append(evs, changeEvent("ep", model.EventCatalogInfo, fmt.Sprint(i), fmt.Sprint(i+1), t0.Add(time.Duration(i)*every)))
+	}
+	added, err := s.AppendEvents(ctx, evs...)
+	must(t, err)
+	plain, ms := markers(t, s, "ep")
+	if plain != store.EventsPerDay || len(ms) != 1 || ms[model.EventCatalogInfo].Suppressed.Count != 30 {
+		t.Fatalf("%d events and markers %+v, want %d and one catalog_info marker counting 30", plain, ms, store.EventsPerDay)
+	}
+	if len(added) != store.EventsPerDay+1 {
+		t.Fatalf("AppendEvents returned %d, want the %d events it stored and the marker", len(added), store.EventsPerDay)
+	}
+}
+
+// testEventBudgetConcurrent: replicas appending a flapping endpoint's
+// changes at once make one marker per kind and count every change once.
+func testEventBudgetConcurrent(t *testing.T, s store.Store, clk *clock.Fake) {
+	ctx := t.Context()
+	t0 := clk.Now().Add(-time.Hour)
+	var evs []model.ChangeEvent
+	for i := range store.EventsPerHour {
+		evs = append(evs, changeEvent("ep", model.EventVersion, fmt.Sprint(i), fmt.Sprint(i+1), t0))
+	}
+	_, err := s.AppendEvents(ctx, evs...)
+	must(t, err)
+	const replicas, each = 8, 10
+	var wg sync.WaitGroup
+	for r := range replicas {
+		wg.Go(func() {
+			for i := range each {
+				kind := model.EventCatalogSecurity
+				if i%2 == 0 {
+					kind = model.EventCatalogBreaking
+				}
+				if _, err := s.AppendEvents(ctx, changeEvent("ep", kind, fmt.Sprint(r), fmt.Sprint(i), t0.Add(time.Duration(i)*time.Second))); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	plain, ms := markers(t, s, "ep")
+	if plain != store.EventsPerHour || len(ms) != 2 {
+		t.Fatalf("%d events, markers %v; want %d and one each of catalog_security and catalog_breaking", plain, ms, store.EventsPerHour)
+	}
+	if n := ms[model.EventCatalogSecurity].Suppressed.Count + ms[model.EventCatalogBreaking].Suppressed.Count; n != replicas*each {
+		t.Fatalf("markers counted %d changes, want %d", n, replicas*each)
+	}
 }

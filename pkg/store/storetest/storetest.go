@@ -97,6 +97,9 @@ func Run(t *testing.T, newStore Factory) {
 		{"EventPages", testEventPages},
 		{"EventRetention", testEventRetention},
 		{"PendingEventsOldestFirst", testPendingEventsOldestFirst},
+		{"EventBudgetFoldsAFlappingEndpoint", testEventBudgetFolds},
+		{"EventBudgetPerDay", testEventBudgetPerDay},
+		{"EventBudgetConcurrentAppendsCountEachChangeOnce", testEventBudgetConcurrent},
 		{"EndpointsStamp", testEndpointsStamp}, // stamp.go
 	}
 	for _, c := range cases {
