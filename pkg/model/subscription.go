@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // SubscriberHorizon is how old an incident event may be and still be sent
@@ -185,13 +186,15 @@ func NormalizeEmail(s string) (string, error) {
 }
 
 // MaskEmail renders an address for the page's owner: the first character
-// of the local part and the domain ("j***@example.com").
+// (a whole rune, so an internationalised address stays valid UTF-8) of the
+// local part and the domain ("j***@example.com").
 func MaskEmail(a string) string {
 	at := strings.LastIndexByte(a, '@')
 	if at <= 0 {
 		return "***"
 	}
-	return a[:1] + "***" + a[at:]
+	_, n := utf8.DecodeRuneInString(a)
+	return a[:n] + "***" + a[at:]
 }
 
 // Incident event kinds, as subscribers are told them.
