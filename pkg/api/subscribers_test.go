@@ -77,7 +77,7 @@ func TestWebhookSubscribersAreTheTenantsOwn(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &v) != nil {
 		t.Fatalf("create: %d %s", resp.StatusCode, body)
 	}
-	if v.Kind != "webhook" || v.State != "confirmed" || v.ConfirmedAt == nil || v.Address != "https://hooks.example.com/"+model.Redacted+"?"+model.Redacted {
+	if v.Kind != "webhook" || v.State != "confirmed" || v.ConfirmedAt == nil || v.Address != "https://hooks.example.com" {
 		t.Fatalf("created %+v: want a confirmed webhook shown as scheme and host", v)
 	}
 	for _, leak := range []string{"s3cr3t-path", "token=abc", "shh-signing-key"} {
@@ -117,7 +117,8 @@ func TestWebhookSubscribersAreTheTenantsOwn(t *testing.T) {
 
 	resp, body = ah.call("GET", "/v1/status-pages/pg1/subscribers", ah.keys["a/read"], "")
 	var list apiv1.SubscribersView
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &list) != nil || list.Confirmed != 1 || len(list.Items) != 1 || list.Items[0].Kind != "webhook" {
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &list) != nil || list.Confirmed != 1 || len(list.Items) != 1 || list.Items[0].Kind != "webhook" ||
+		list.Items[0].Address != "https://hooks.example.com" {
 		t.Fatalf("list: %d %s, want the one webhook subscriber", resp.StatusCode, body)
 	}
 	if strings.Contains(string(body), "sealed:") || strings.Contains(string(body), "s3cr3t") {

@@ -47,9 +47,9 @@ func (r Router) NotifySubscriber(ctx context.Context, n model.SubscriberNotice) 
 }
 
 // SealWebhook returns sub with url and secret sealed under sealer (nil:
-// kept as they are) and the URL's redacted rendering as Masked.
+// kept as they are) and the URL's scheme and host as Masked.
 func SealWebhook(sealer Sealer, sub model.Subscriber, url, secret string) model.Subscriber {
-	sub.Kind, sub.Masked = model.SubscriberWebhook, model.SecretURL(url).String()
+	sub.Kind, sub.Masked = model.SubscriberWebhook, model.SecretURL(url).Origin()
 	sub.URL, sub.Secret = url, secret
 	if sealer != nil {
 		sub.URL = sealer.Seal([]byte(url), model.SubscriberAAD(sub.ID, "url"))
