@@ -252,45 +252,6 @@ func (s *Service) Unsubscribe(ctx context.Context, p model.StatusPage, tok strin
 	return nil
 }
 
-// Prune deletes pending subscribers whose link has expired, and returns
-// how many.
-func (s *Service) Prune(ctx context.Context) (int, error) {
-	docs, err := s.o.Store.ListObjects(ctx, store.KindSubscriber)
-	if err != nil {
-		return 0, err
-	}
-	now, n := s.clk.Now(), 0
-	for id, doc := range docs {
-		sub, err := model.DecodeSubscriber(doc)
-		if err != nil || !sub.Expired(now) {
-			continue
-		}
-		if err := s.o.Store.DeleteObject(ctx, store.KindSubscriber, id); err != nil && !errors.Is(err, model.ErrNotFound) {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
-}
-
-// RunPrune prunes every interval until ctx is done.
-func (s *Service) RunPrune(ctx context.Context, interval time.Duration) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if n, err := s.Prune(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("prune expired subscriptions", "err", err)
-		} else if n > 0 {
-			s.log.Info("dropped subscriptions never confirmed", "count", n)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
 // NotifySubscriber mails n to its subscriber, with the unsubscribe link
 // and the RFC 8058 one-click headers. It keeps the alert.Sink error
 // contract (alerter/subscribers.go gives up on alert.ErrPermanent).

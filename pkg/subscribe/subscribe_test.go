@@ -297,15 +297,46 @@ func TestPruneDropsUnconfirmed(t *testing.T) {
 	f := newFixture(t, 0)
 	post(t, f.svc.Handler(), "/status/acme/subscribe", "application/json", `{"email":"j@example.com"}`)
 	tok := tokenIn(t, f.mail.mails()[0].Body, "confirm")
-	if n, err := f.svc.Prune(t.Context()); n != 0 || err != nil {
-		t.Fatalf("prune before expiry: %d %v", n, err)
+	if p, err := Prune(t.Context(), f.st, f.clk.Now()); p != (Pruned{}) || err != nil {
+		t.Fatalf("prune before expiry: %+v %v", p, err)
 	}
 	f.clk.Advance(model.ConfirmTTL)
 	if err := f.svc.Confirm(t.Context(), f.page, tok); !errors.Is(err, ErrBadToken) {
 		t.Fatalf("confirm after expiry: %v", err)
 	}
-	if n, err := f.svc.Prune(t.Context()); n != 1 || err != nil {
-		t.Fatalf("prune after expiry: %d %v", n, err)
+	if p, err := Prune(t.Context(), f.st, f.clk.Now()); p != (Pruned{Expired: 1}) || err != nil {
+		t.Fatalf("prune after expiry: %+v %v", p, err)
+	}
+}
+
+// TestPruneDeletesSubscribersOfDeletedPages: a subscriber, e-mail or
+// webhook, confirmed or not, whose page no longer exists is deleted;
+// those of a live page stay.
+func TestPruneDeletesSubscribersOfDeletedPages(t *testing.T) {
+	f := newFixture(t, 0)
+	put := func(sub model.Subscriber) {
+		t.Helper()
+		doc, _ := json.Marshal(sub)
+		if err := f.st.PutObject(t.Context(), store.KindSubscriber, sub.ID, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	confirmed := model.Subscriber{State: model.SubscriberConfirmed, CreatedAt: t0, ConfirmedAt: t0, Address: "sealed:v1:x:y"}
+	for _, c := range []struct{ id, page string }{{"live-mail", "pg1"}, {"gone-mail", "pg-deleted"}} {
+		sub := confirmed
+		sub.ID, sub.Page = c.id, c.page
+		put(sub)
+	}
+	put(SealWebhook(nil, model.Subscriber{ID: "gone-hook", Page: "pg-deleted", State: model.SubscriberConfirmed, CreatedAt: t0, ConfirmedAt: t0}, "https://hooks.example.com/h", ""))
+	put(model.Subscriber{ID: "gone-pending", Page: "pg-deleted", State: model.SubscriberPending, CreatedAt: t0, ConfirmBy: t0.Add(model.ConfirmTTL)})
+
+	p, err := Prune(t.Context(), f.st, f.clk.Now())
+	if err != nil || p != (Pruned{Orphaned: 3}) {
+		t.Fatalf("prune: %+v %v, want 3 orphans", p, err)
+	}
+	docs, err := f.st.ListObjects(t.Context(), store.KindSubscriber)
+	if err != nil || len(docs) != 1 || docs["live-mail"] == nil {
+		t.Fatalf("left %d subscribers (%v): want live-mail alone", len(docs), err)
 	}
 }
 
