@@ -1,7 +1,9 @@
 package subscribe
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -340,17 +342,23 @@ func TestPruneDeletesSubscribersOfDeletedPages(t *testing.T) {
 	}
 }
 
-// TestStoredKeyIsGeneratedOnce: without a sealing key, replicas share
-// one generated key.
-func TestStoredKeyIsGeneratedOnce(t *testing.T) {
+// TestLinkKeysAreMadeOnce: replicas share one list of link keys, made
+// once, sealed at rest when there is a keyring, its first key the seed.
+func TestLinkKeysAreMadeOnce(t *testing.T) {
 	f := newFixture(t, 0)
-	a, err := StoredKey(t.Context(), f.st, "a")
-	if err != nil {
-		t.Fatal(err)
+	kr, _ := seal.NewKeyring(seal.NewKey())
+	seed := kr.Derive(KeyLabel)[0]
+	a, err := LinkKeys(t.Context(), f.st, kr, "a", seed)
+	if err != nil || len(a) != 1 || !bytes.Equal(a[0], seed) {
+		t.Fatalf("first replica: %x %v; want the seed alone", a, err)
 	}
-	b, err := StoredKey(t.Context(), f.st, "b")
-	if err != nil || string(a) != string(b) || len(a) != 32 {
-		t.Fatalf("second replica: %x %v; want the first's key %x", b, err, a)
+	b, err := LinkKeys(t.Context(), f.st, kr, "b", []byte("another seed"))
+	if err != nil || len(b) != 1 || !bytes.Equal(b[0], seed) {
+		t.Fatalf("second replica: %x %v; want the first's list", b, err)
+	}
+	doc, _ := f.st.GetObject(t.Context(), store.KindSubscribeKey, storedKeyID)
+	if !strings.Contains(string(doc), seal.Prefix) || strings.Contains(string(doc), base64.StdEncoding.EncodeToString(seed)) {
+		t.Fatalf("stored %s: want the key sealed", doc)
 	}
 }
 
