@@ -14,6 +14,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/subscribe"
 )
 
 // Status pages: a tenant's public pages (model.StatusPage), stored as the
@@ -240,6 +241,11 @@ func (s *server) deleteStatusPage(w http.ResponseWriter, r *http.Request) {
 	if err := s.store.DeleteObject(r.Context(), store.KindStatusPage, id); err != nil {
 		writeProblem(w, r, s.storeProblem(r, err, "status page "+id))
 		return
+	}
+	// The page is gone, so the deletion succeeded: subscribers left by an
+	// error here are orphans that subscribe.Prune deletes.
+	if _, err := subscribe.DeletePageSubscribers(r.Context(), s.store, id); err != nil {
+		s.log.Warn("status page deleted; its subscribers are left to the prune", "page", id, "err", err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -36,7 +36,7 @@ func (s *server) listSubscribers(w http.ResponseWriter, r *http.Request) {
 		if err != nil || sub.Page != id {
 			continue
 		}
-		v := apiv1.SubscriberView{ID: sub.ID, Kind: string(sub.KindOrEmail()), Address: cmp.Or(sub.Masked, "***"), State: string(sub.State), CreatedAt: sub.CreatedAt}
+		v := apiv1.SubscriberView{ID: sub.ID, Kind: string(sub.KindOrEmail()), Address: sub.Shown(), State: string(sub.State), CreatedAt: sub.CreatedAt}
 		if sub.State == model.SubscriberConfirmed {
 			out.Confirmed++
 			at := sub.ConfirmedAt
@@ -105,7 +105,7 @@ func (s *server) createWebhookSubscriber(w http.ResponseWriter, r *http.Request)
 	}
 	w.Header().Set("Location", "/v1/status-pages/"+id+"/subscribers/"+sub.ID)
 	at := sub.ConfirmedAt
-	writeJSON(w, http.StatusCreated, apiv1.SubscriberView{ID: sub.ID, Kind: string(sub.Kind), Address: sub.Masked,
+	writeJSON(w, http.StatusCreated, apiv1.SubscriberView{ID: sub.ID, Kind: string(sub.Kind), Address: sub.Shown(),
 		State: string(sub.State), CreatedAt: sub.CreatedAt, ConfirmedAt: &at})
 }
 

@@ -77,7 +77,7 @@ func TestWebhookSubscribersAreTheTenantsOwn(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &v) != nil {
 		t.Fatalf("create: %d %s", resp.StatusCode, body)
 	}
-	if v.Kind != "webhook" || v.State != "confirmed" || v.ConfirmedAt == nil || v.Address != "https://hooks.example.com/"+model.Redacted+"?"+model.Redacted {
+	if v.Kind != "webhook" || v.State != "confirmed" || v.ConfirmedAt == nil || v.Address != "https://hooks.example.com" {
 		t.Fatalf("created %+v: want a confirmed webhook shown as scheme and host", v)
 	}
 	for _, leak := range []string{"s3cr3t-path", "token=abc", "shh-signing-key"} {
@@ -117,7 +117,8 @@ func TestWebhookSubscribersAreTheTenantsOwn(t *testing.T) {
 
 	resp, body = ah.call("GET", "/v1/status-pages/pg1/subscribers", ah.keys["a/read"], "")
 	var list apiv1.SubscribersView
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &list) != nil || list.Confirmed != 1 || len(list.Items) != 1 || list.Items[0].Kind != "webhook" {
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &list) != nil || list.Confirmed != 1 || len(list.Items) != 1 || list.Items[0].Kind != "webhook" ||
+		list.Items[0].Address != "https://hooks.example.com" {
 		t.Fatalf("list: %d %s, want the one webhook subscriber", resp.StatusCode, body)
 	}
 	if strings.Contains(string(body), "sealed:") || strings.Contains(string(body), "s3cr3t") {
@@ -140,5 +141,45 @@ func TestWebhookSubscribersAreTheTenantsOwn(t *testing.T) {
 	}
 	if resp, body := ah.call("DELETE", "/v1/status-pages/pg1/subscribers/"+v.ID, ah.keys["a/write"], ""); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("second delete: %d %s, want 404", resp.StatusCode, body)
+	}
+}
+
+// TestDeletingAPageDeletesItsSubscribers: DELETE of a status page deletes
+// its subscribers of both kinds, confirmed or pending; another page's
+// subscribers stay.
+func TestDeletingAPageDeletesItsSubscribers(t *testing.T) {
+	ah := newAuthHarness(t, func(o *api.Options) { o.SubscriberSealer = fakeSealer{} })
+	ctx := t.Context()
+	var pages []string
+	for _, slug := range []string{"gone", "kept"} {
+		resp, body := ah.call("POST", "/v1/status-pages", ah.keys["a/write"], `{"slug":"`+slug+`","title":"`+slug+`","groups":[{"name":"All"}]}`)
+		var p struct{ ID string }
+		if resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &p) != nil {
+			t.Fatalf("create page %s: %d %s", slug, resp.StatusCode, body)
+		}
+		pages = append(pages, p.ID)
+		if resp, body := ah.call("POST", "/v1/status-pages/"+p.ID+"/subscribers", ah.keys["a/write"], `{"webhookUrl":"https://hooks.example.com/`+slug+`"}`); resp.StatusCode != http.StatusCreated {
+			t.Fatalf("webhook subscriber of %s: %d %s", slug, resp.StatusCode, body)
+		}
+		at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+		for i, state := range []model.SubscriberState{model.SubscriberConfirmed, model.SubscriberPending} {
+			doc, _ := json.Marshal(model.Subscriber{ID: slug + "-mail-" + string(rune('0'+i)), Page: p.ID, State: state,
+				Address: "sealed:test:x@example.com", Masked: "x***@example.com", CreatedAt: at, ConfirmedAt: at})
+			if err := ah.store.PutObject(ctx, store.KindSubscriber, slug+"-mail-"+string(rune('0'+i)), doc); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if resp, body := ah.call("DELETE", "/v1/status-pages/"+pages[0], ah.keys["a/write"], ""); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete page: %d %s", resp.StatusCode, body)
+	}
+	for i, want := range []int{0, 3} {
+		if n, err := ah.store.CountObjectsOf(ctx, store.KindSubscriber, pages[i]); err != nil || n != want {
+			t.Fatalf("page %d: %d subscribers (%v), want %d", i, n, err, want)
+		}
+	}
+	docs, err := ah.store.ListObjects(ctx, store.KindSubscriber)
+	if err != nil || len(docs) != 3 {
+		t.Fatalf("%d subscribers stored (%v), want the kept page's 3", len(docs), err)
 	}
 }

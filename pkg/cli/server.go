@@ -37,7 +37,7 @@ func (a *app) serverCommands() []*cobra.Command {
 	secrets := group("secrets", "Endpoint secrets at rest", "  mcpmon secrets rotate --data-dir data")
 	secrets.AddCommand(&cobra.Command{
 		Use:                "rotate [flags]",
-		Short:              "Add a new secrets key and re-seal every endpoint under it",
+		Short:              "Add a new secrets key and re-seal every endpoint and status page subscriber under it",
 		Example:            "  # with mcpmon stopped\n  mcpmon secrets rotate --data-dir data",
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {

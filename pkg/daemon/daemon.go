@@ -657,8 +657,12 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			for _, path := range subscribe.Routes {
 				mux.Handle(path, h)
 			}
-			d.loop(ctx, "subscriptions prune", func(ctx context.Context) error { return subs.RunPrune(ctx, 10*time.Minute) })
 		}
+		// Webhook subscribers exist without SMTP: their orphans are
+		// pruned whether or not e-mail subscriptions are on.
+		d.loop(ctx, "subscriptions prune", func(ctx context.Context) error {
+			return subscribe.RunPrune(ctx, d.st, d.clk, d.log, 10*time.Minute)
+		})
 	}
 	if d.role.has(RoleProber) {
 		if err := d.startProbers(ctx, qm, fold); err != nil { // regions.go: one per region with `run --regions`

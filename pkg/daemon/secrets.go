@@ -19,6 +19,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/seal"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/sealed"
+	"github.com/mcpmon/mcpmon/pkg/subscribe"
 )
 
 // SecretsKeyFileName is the key file the embedded store generates in
@@ -114,10 +115,13 @@ func sealStore(ctx context.Context, o config.Options, st store.Store, kr *seal.K
 // flag's, or the embedded store's generated one) it puts a new key first
 // in the file, keeping the old ones after it so nothing becomes unreadable;
 // with MCPMON_SECRETS_KEY (which it cannot write) the operator has put the
-// new key first already. Either way it then re-seals every endpoint under
-// the first key. The key file is written before any endpoint: a crash in
-// between leaves records under keys the file still holds, and running
-// rotate again finishes the job.
+// new key first already. Either way it then re-seals every endpoint and
+// every status page subscriber under the first key, and keeps the link
+// keys the older keys derived in the store (subscribe.Reseal), so that
+// afterwards no record, link or subscriber ID needs an older key. The key
+// file is written before any record: a crash in between leaves records
+// under keys the file still holds, and running rotate again finishes the
+// job.
 func RotateSecrets(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
 	o, err := config.Parse("mcpmon secrets rotate", args, env, stderr)
 	if err != nil {
@@ -131,6 +135,13 @@ func RotateSecrets(ctx context.Context, args []string, env func(string) string, 
 	if err != nil {
 		return err
 	}
+	// The link key the running replicas derive: it names the existing
+	// subscribers if the stored link keys were never made.
+	running, err := seal.NewKeyring(keys...)
+	if err != nil {
+		return usageError{fmt.Errorf("secrets key: %w", err)}
+	}
+	seed := running.Derive(subscribe.KeyLabel)[0]
 	if src.path != "" && !src.generated {
 		keys = append([][]byte{seal.NewKey()}, keys...)
 		if err := seal.WriteKeyFile(src.path, keys); err != nil {
@@ -147,13 +158,25 @@ func RotateSecrets(ctx context.Context, args []string, env func(string) string, 
 		return err
 	}
 	n, err := sealed.Wrap(st, kr).Reseal(ctx)
+	var subs subscribe.Resealed
+	if err == nil {
+		subs, err = subscribe.Reseal(ctx, st, kr, o.ReplicaID, seed)
+		if err != nil {
+			err = fmt.Errorf("status page subscribers (re-sealed %d): %w", subs.Subscribers, err)
+		}
+	}
 	if cerr := st.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("re-sealed %d endpoints, then: %w", n, err)
 	}
-	fmt.Fprintf(stdout, "re-sealed %d endpoints under key %s\n", n, kr.CurrentID())
+	fmt.Fprintf(stdout, "re-sealed %d endpoints and %d status page subscribers under key %s\n", n, subs.Subscribers, kr.CurrentID())
+	if len(subs.Unopened) > 0 {
+		// Already lost to a key removed before: nothing this rotation
+		// keeps or removes changes that.
+		fmt.Fprintf(stdout, "%d status page subscribers do not open with these keys and are sent nothing (%v): put back the key that sealed them and rotate again, or delete them (DELETE /v1/status-pages/{id}/subscribers/{subscriberId})\n", len(subs.Unopened), subs.Unopened)
+	}
 	if o.Store == config.StoreEmbedded {
 		// bbolt reuses freed pages without clearing them: the values just
 		// replaced (plaintext from before sealing, or ciphertext under the
@@ -165,6 +188,9 @@ func RotateSecrets(ctx context.Context, args []string, env func(string) string, 
 		fmt.Fprintf(stdout, "compacted %s: replaced values no longer linger in free pages\n", path)
 	}
 	if len(kr.IDs()) > 1 {
+		// True because everything sealed is now under the current key and
+		// the links and subscriber IDs the older keys made are verified
+		// with the link keys kept in the store.
 		fmt.Fprintf(stdout, "older keys (%v) are no longer needed once every replica reads with key %s; remove them then\n", kr.IDs()[1:], kr.CurrentID())
 	}
 	return nil

@@ -13,8 +13,8 @@ import (
 
 // subscriptions builds the status page subscription service once per
 // process (the API serves its routes, the alerter sends its notices); nil
-// without --subscribe-smtp-addr. The links are signed with a key derived
-// from the sealing keyring, which also seals the addresses at rest.
+// without --subscribe-smtp-addr. The sealing keyring seals the addresses
+// and the link keys at rest, and seeds the link keys (subscribe.LinkKeys).
 func (d *Daemon) subscriptions() (*subscribe.Service, error) {
 	o := d.opts
 	if o.SubscribeSMTPAddr == "" || d.subs != nil {

@@ -1,12 +1,14 @@
 package daemon
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,6 +16,8 @@ import (
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/seal"
 	"github.com/mcpmon/mcpmon/pkg/store"
 )
 
@@ -251,5 +255,84 @@ func TestEmailSubscriptionEndToEnd(t *testing.T) {
 	}
 	if owner.Confirmed != 1 || len(owner.Items) != 1 || owner.Items[0].Address != "b***@example.com" {
 		t.Fatalf("owner view %+v: want bob alone, masked", owner)
+	}
+}
+
+// TestRotateThenDroppingTheOldKeyKeepsSubscribers: a confirmed subscriber
+// survives `mcpmon secrets rotate` followed by removing the old key from
+// secrets.key, as rotate's output invites: subscribing the address again
+// mails nothing and makes no second subscriber, and the record is sealed
+// under the new key.
+func TestRotateThenDroppingTheOldKeyKeepsSubscribers(t *testing.T) {
+	mp := smtpPeer(t)
+	o := fastOptions(t)
+	o.Auth, o.ReplicaID = config.AuthNone, "rotate-test"
+	o.SubscribeSMTPAddr, o.SubscribeSMTPFrom, o.SubscribeBaseURL = mp.addr, "Status <status@mcpmon.example>", subsBase
+	o.SubscribeSMTPTLS, o.SubscribeSMTPCAFile = "require-starttls", mp.ca
+	start := func() *Daemon {
+		t.Helper()
+		d, err := Start(t.Context(), RoleAll, o, Deps{Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	addr := fmt.Sprintf("rotated-%d@example.com", time.Now().UnixNano())
+	subscribe := func(d *Daemon) {
+		t.Helper()
+		if code, body := call(t, http.MethodPost, "http://"+d.Addr()+"/status/rotated/subscribe", url.Values{"email": {addr}}); code != http.StatusAccepted {
+			t.Fatalf("subscribe: %d %s", code, body)
+		}
+	}
+
+	d := start()
+	resp := apiClient{addr: d.Addr()}.do(t, http.MethodPost, "/v1/status-pages", strings.NewReader(`{"slug":"rotated","title":"Rotated","groups":[{"name":"All"}]}`))
+	var page struct{ ID string }
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /v1/status-pages: %d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	subscribe(d)
+	var msgs []mpMessage
+	eventually(t, 10*time.Second, "a confirmation mail", func() bool { msgs = mp.to(t, addr); return len(msgs) > 0 })
+	text, _ := mp.read(t, msgs[0].ID)
+	if code, body := call(t, http.MethodGet, "http://"+d.Addr()+link(t, text, "confirm"), nil); code != http.StatusOK {
+		t.Fatalf("confirm: %d %s", code, body)
+	}
+	d.Stop()
+	_ = d.Wait()
+
+	var out, errOut bytes.Buffer
+	env := func(k string) string { return map[string]string{"MCPMON_DATA_DIR": o.DataDir}[k] }
+	if err := RotateSecrets(t.Context(), nil, env, &out, &errOut); err != nil {
+		t.Fatalf("secrets rotate: %v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "1 status page subscribers") || !strings.Contains(out.String(), "no longer needed") {
+		t.Fatalf("secrets rotate said:\n%s", out.String())
+	}
+	keyPath := filepath.Join(o.DataDir, SecretsKeyFileName)
+	keys, err := seal.LoadKeyFile(keyPath)
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("key file after rotate: %d keys, %v", len(keys), err)
+	}
+	if err := seal.WriteKeyFile(keyPath, keys[:1]); err != nil {
+		t.Fatal(err)
+	}
+
+	d = start()
+	defer func() { d.Stop(); _ = d.Wait() }()
+	subscribe(d)
+	if n := len(mp.to(t, addr)); n != 1 {
+		t.Fatalf("%d mails after subscribing again with the old key removed, want still the 1 confirmation", n)
+	}
+	docs, err := d.st.ListObjectsOf(t.Context(), store.KindSubscriber, page.ID)
+	if err != nil || len(docs) != 1 {
+		t.Fatalf("%d subscribers (%v), want the one", len(docs), err)
+	}
+	for _, doc := range docs {
+		sub, _ := model.DecodeSubscriber(doc)
+		if id, _ := seal.SealedKeyID(sub.Address); sub.State != model.SubscriberConfirmed || id != seal.KeyID(keys[0]) {
+			t.Fatalf("subscriber %+v: want confirmed, sealed under the new key", sub)
+		}
 	}
 }

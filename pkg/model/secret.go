@@ -124,6 +124,21 @@ func (u SecretURL) String() string {
 	return out
 }
 
+// Origin is the URL's scheme and host alone, with no marker for a path or
+// a query: where a receiver is named for its owner and nothing more
+// (a webhook subscriber in GET /v1/status-pages/{id}/subscribers). A URL
+// without a host is Redacted.
+func (u SecretURL) Origin() string {
+	if u == "" {
+		return ""
+	}
+	p, err := url.Parse(string(u))
+	if err != nil || p.Host == "" {
+		return Redacted
+	}
+	return p.Scheme + "://" + p.Host
+}
+
 // GoString keeps %#v redacted.
 func (u SecretURL) GoString() string { return "model.SecretURL(" + quote(u.String()) + ")" }
 

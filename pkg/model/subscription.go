@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // SubscriberHorizon is how old an incident event may be and still be sent
@@ -85,9 +86,9 @@ type Subscriber struct {
 	// signing key, sealed at rest like Address.
 	URL    string `json:"url,omitempty"`
 	Secret string `json:"secret,omitempty"`
-	// Masked is MaskEmail of the address, or the SecretURL rendering of a
+	// Masked is MaskEmail of the address, or SecretURL.Origin of a
 	// webhook's URL, kept beside the sealed one so the owner's API can
-	// show it without the key.
+	// show it without the key. Shown is what the API shows of it.
 	Masked    string    `json:"masked,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	// MailedAt is when the last confirmation mail went out.
@@ -104,6 +105,20 @@ func DecodeSubscriber(doc []byte) (Subscriber, error) {
 		return Subscriber{}, fmt.Errorf("decode subscriber: %w", err)
 	}
 	return s, nil
+}
+
+// Shown is how the page's owner sees s's address: Masked cut to what it
+// promises. A webhook's is its URL's scheme and host (a Masked with a
+// path or query marker is cut to its origin); an e-mail mask that is not
+// valid UTF-8 (a first character cut mid-rune) loses the broken bytes.
+func (s Subscriber) Shown() string {
+	switch {
+	case s.Masked == "":
+		return "***"
+	case s.KindOrEmail() == SubscriberWebhook:
+		return SecretURL(s.Masked).Origin()
+	}
+	return strings.ToValidUTF8(s.Masked, "")
 }
 
 // KindOrEmail is s's kind, SubscriberEmail for records without one.
@@ -185,13 +200,15 @@ func NormalizeEmail(s string) (string, error) {
 }
 
 // MaskEmail renders an address for the page's owner: the first character
-// of the local part and the domain ("j***@example.com").
+// (a whole rune, so an internationalised address stays valid UTF-8) of the
+// local part and the domain ("j***@example.com").
 func MaskEmail(a string) string {
 	at := strings.LastIndexByte(a, '@')
 	if at <= 0 {
 		return "***"
 	}
-	return a[:1] + "***" + a[at:]
+	_, n := utf8.DecodeRuneInString(a)
+	return a[:n] + "***" + a[at:]
 }
 
 // Incident event kinds, as subscribers are told them.

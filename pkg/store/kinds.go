@@ -28,8 +28,9 @@ const (
 	// indexed by its page's ID as its tenant (TenantKinds), so a page's
 	// subscribers are counted and capped in the write's transaction.
 	KindSubscriber = "status-subscriber"
-	// KindSubscribeKey: the key pkg/subscribe signs links with when the
-	// deployment has no sealing key to derive it from (id = "current").
+	// KindSubscribeKey: the link keys pkg/subscribe signs links and
+	// derives subscriber IDs with, sealed under the keyring (id =
+	// "current"; subscribe.LinkKeys).
 	KindSubscribeKey = "subscribe-key"
 	// KindAPIKey: one auth.Key record per API key, id = auth.Hash(key).
 	KindAPIKey = "apikey"

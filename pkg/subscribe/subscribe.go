@@ -7,20 +7,23 @@
 // NotifySubscriber, which the alerter calls for each notice it owes
 // (alerter/subscribers.go decides which, once, through the ledger).
 // Subscribers are kept as store.KindSubscriber documents, their addresses
-// sealed at rest when a Sealer is given; the signing key is derived from
-// the sealing keyring, or generated once and kept in the store
-// (StoredKey). Addresses leave only in mails to themselves: never in a
-// response, log line or metric. docs/guides/subscriptions.md describes
+// sealed at rest when a Sealer is given; links are signed and IDs derived
+// with the link keys kept in the store (LinkKeys), which a rotation of the
+// sealing keyring re-seals with every subscriber (Reseal). Addresses leave
+// only in mails to themselves: never in a response, log line or metric. docs/guides/subscriptions.md describes
 // the flow and its privacy.
 package subscribe
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -59,13 +62,15 @@ type Options struct {
 	// BaseURL is the absolute URL the links in mails start with (the
 	// public side of this deployment, e.g. https://status.example.com).
 	BaseURL string
-	// Keys sign the links, the first current (seal.Keyring.Derive with
-	// KeyLabel); nil: a key generated once and kept in the store.
+	// Keys are the link keys the sealing keyring derives
+	// (seal.Keyring.Derive with KeyLabel), current first: the first seeds
+	// the stored list when it is made (LinkKeys), and every one is
+	// accepted beside the stored ones. Nil: the list is seeded at random.
 	Keys [][]byte
-	// Sealer, when set, seals addresses at rest.
+	// Sealer, when set, seals addresses and the link keys at rest.
 	Sealer Sealer
-	// Owner names this replica in the ledger claim that generates a
-	// stored key.
+	// Owner names this replica in the ledger claim that makes the stored
+	// link keys (empty: a random name, unique to this Service).
 	Owner string
 	// MaxPerPage caps a page's subscribers, pending and confirmed (<= 0:
 	// model.DefaultMaxSubscribersPerPage).
@@ -83,6 +88,7 @@ type Service struct {
 	mu   sync.Mutex
 	sig  *signer
 	lim  *limiter
+	warn *warnOnce
 }
 
 // New checks o and returns a Service. It does not touch the store.
@@ -103,25 +109,36 @@ func New(o Options) (*Service, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{o: o, base: base, clk: o.Clock, log: o.Logger.With("component", "subscribe"), lim: newLimiter(o.Clock)}
-	if len(o.Keys) > 0 {
-		s.sig = &signer{keys: o.Keys}
+	if o.Owner == "" {
+		o.Owner = "subscribe-" + rand.Text()
 	}
+	s := &Service{o: o, base: base, clk: o.Clock, log: o.Logger.With("component", "subscribe"), lim: newLimiter(o.Clock)}
+	s.warn = newWarnOnce(s.log)
 	return s, nil
 }
 
-// signer returns the links' signer, reading the stored key on first use.
+// signer returns the links' signer, reading the stored link keys on
+// first use: they sign, and the keyring's derived keys are accepted too.
 func (s *Service) signer(ctx context.Context) (*signer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sig != nil {
 		return s.sig, nil
 	}
-	k, err := StoredKey(ctx, s.o.Store, s.o.Owner)
-	if err != nil {
-		return nil, fmt.Errorf("subscribe: signing key: %w", err)
+	var seed []byte
+	if len(s.o.Keys) > 0 {
+		seed = s.o.Keys[0]
 	}
-	s.sig = &signer{keys: [][]byte{k}}
+	keys, err := LinkKeys(ctx, s.o.Store, s.o.Sealer, s.o.Owner, seed)
+	if err != nil {
+		return nil, fmt.Errorf("subscribe: link keys: %w", err)
+	}
+	for _, k := range s.o.Keys {
+		if !slices.ContainsFunc(keys, func(x []byte) bool { return bytes.Equal(x, k) }) {
+			keys = append(keys, k)
+		}
+	}
+	s.sig = &signer{keys: keys}
 	return s.sig, nil
 }
 
@@ -177,17 +194,26 @@ func (s *Service) Subscribe(ctx context.Context, p model.StatusPage, address str
 	if n >= s.o.MaxPerPage {
 		return ErrPageFull
 	}
-	id := sig.subscriberID(p.ID, addr)
-	cur, found, err := s.get(ctx, id)
-	if err != nil {
-		return err
-	}
+	// The address may have been named under any link key: a record
+	// found under an older one is the same subscriber.
 	now := s.clk.Now()
+	ids := sig.subscriberIDs(p.ID, addr)
+	id, cur, found := ids[0], model.Subscriber{}, false
+	for _, cand := range ids {
+		c, ok, err := s.get(ctx, cand)
+		if err != nil {
+			return err
+		}
+		if ok && c.Page == p.ID && !c.Expired(now) {
+			id, cur, found = cand, c, true
+			break
+		}
+	}
 	d := decide(found, cur, id, p.ID, now)
 	if !d.write {
 		return nil
 	}
-	d.next.Address, d.next.Masked = s.seal(id, addr), model.MaskEmail(addr)
+	d.next.Address, d.next.Masked = sealAddress(s.o.Sealer, id, addr), model.MaskEmail(addr)
 	// Written before the mail: a crash in between leaves a pending record
 	// that nobody was mailed, which the next subscribe after
 	// ConfirmMailEvery (or the expiry) mails again; the other order could
@@ -252,45 +278,6 @@ func (s *Service) Unsubscribe(ctx context.Context, p model.StatusPage, tok strin
 	return nil
 }
 
-// Prune deletes pending subscribers whose link has expired, and returns
-// how many.
-func (s *Service) Prune(ctx context.Context) (int, error) {
-	docs, err := s.o.Store.ListObjects(ctx, store.KindSubscriber)
-	if err != nil {
-		return 0, err
-	}
-	now, n := s.clk.Now(), 0
-	for id, doc := range docs {
-		sub, err := model.DecodeSubscriber(doc)
-		if err != nil || !sub.Expired(now) {
-			continue
-		}
-		if err := s.o.Store.DeleteObject(ctx, store.KindSubscriber, id); err != nil && !errors.Is(err, model.ErrNotFound) {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
-}
-
-// RunPrune prunes every interval until ctx is done.
-func (s *Service) RunPrune(ctx context.Context, interval time.Duration) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if n, err := s.Prune(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("prune expired subscriptions", "err", err)
-		} else if n > 0 {
-			s.log.Info("dropped subscriptions never confirmed", "count", n)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
 // NotifySubscriber mails n to its subscriber, with the unsubscribe link
 // and the RFC 8058 one-click headers. It keeps the alert.Sink error
 // contract (alerter/subscribers.go gives up on alert.ErrPermanent).
@@ -299,8 +286,9 @@ func (s *Service) NotifySubscriber(ctx context.Context, n model.SubscriberNotice
 	if err != nil {
 		return err
 	}
-	addr, err := s.open(n.Subscriber)
+	addr, err := openAddress(s.o.Sealer, n.Subscriber)
 	if err != nil {
+		s.warn.unopened(n.Subscriber, err)
 		return fmt.Errorf("%w: subscriber %s: %w", alert.ErrPermanent, n.Subscriber.ID, err)
 	}
 	unsub := s.link(n.Page.Slug, "unsubscribe", sig.token(purposeUnsubscribe, n.Page.ID, n.Subscriber.ID, time.Time{}))
@@ -332,22 +320,24 @@ func (s *Service) link(slug, action, tok string) string {
 
 func aad(id string) []byte { return []byte(store.KindSubscriber + ":" + id + ":address") }
 
-func (s *Service) seal(id, addr string) string {
-	if s.o.Sealer == nil {
+// sealAddress seals an e-mail subscriber's address under sealer (nil:
+// kept as it is).
+func sealAddress(sealer Sealer, id, addr string) string {
+	if sealer == nil {
 		return addr
 	}
-	return s.o.Sealer.Seal([]byte(addr), aad(id))
+	return sealer.Seal([]byte(addr), aad(id))
 }
 
-// open returns sub's address, unsealed if it was sealed.
-func (s *Service) open(sub model.Subscriber) (string, error) {
+// openAddress returns sub's address, unsealed if it was sealed.
+func openAddress(sealer Sealer, sub model.Subscriber) (string, error) {
 	if !strings.HasPrefix(sub.Address, "sealed:") {
 		return sub.Address, nil
 	}
-	if s.o.Sealer == nil {
+	if sealer == nil {
 		return "", errors.New("address is sealed and no key is configured")
 	}
-	b, err := s.o.Sealer.Open(sub.Address, aad(sub.ID))
+	b, err := sealer.Open(sub.Address, aad(sub.ID))
 	return string(b), err
 }
 

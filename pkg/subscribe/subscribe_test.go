@@ -1,7 +1,9 @@
 package subscribe
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -297,29 +299,66 @@ func TestPruneDropsUnconfirmed(t *testing.T) {
 	f := newFixture(t, 0)
 	post(t, f.svc.Handler(), "/status/acme/subscribe", "application/json", `{"email":"j@example.com"}`)
 	tok := tokenIn(t, f.mail.mails()[0].Body, "confirm")
-	if n, err := f.svc.Prune(t.Context()); n != 0 || err != nil {
-		t.Fatalf("prune before expiry: %d %v", n, err)
+	if p, err := Prune(t.Context(), f.st, f.clk.Now()); p != (Pruned{}) || err != nil {
+		t.Fatalf("prune before expiry: %+v %v", p, err)
 	}
 	f.clk.Advance(model.ConfirmTTL)
 	if err := f.svc.Confirm(t.Context(), f.page, tok); !errors.Is(err, ErrBadToken) {
 		t.Fatalf("confirm after expiry: %v", err)
 	}
-	if n, err := f.svc.Prune(t.Context()); n != 1 || err != nil {
-		t.Fatalf("prune after expiry: %d %v", n, err)
+	if p, err := Prune(t.Context(), f.st, f.clk.Now()); p != (Pruned{Expired: 1}) || err != nil {
+		t.Fatalf("prune after expiry: %+v %v", p, err)
 	}
 }
 
-// TestStoredKeyIsGeneratedOnce: without a sealing key, replicas share
-// one generated key.
-func TestStoredKeyIsGeneratedOnce(t *testing.T) {
+// TestPruneDeletesSubscribersOfDeletedPages: a subscriber, e-mail or
+// webhook, confirmed or not, whose page no longer exists is deleted;
+// those of a live page stay.
+func TestPruneDeletesSubscribersOfDeletedPages(t *testing.T) {
 	f := newFixture(t, 0)
-	a, err := StoredKey(t.Context(), f.st, "a")
-	if err != nil {
-		t.Fatal(err)
+	put := func(sub model.Subscriber) {
+		t.Helper()
+		doc, _ := json.Marshal(sub)
+		if err := f.st.PutObject(t.Context(), store.KindSubscriber, sub.ID, doc); err != nil {
+			t.Fatal(err)
+		}
 	}
-	b, err := StoredKey(t.Context(), f.st, "b")
-	if err != nil || string(a) != string(b) || len(a) != 32 {
-		t.Fatalf("second replica: %x %v; want the first's key %x", b, err, a)
+	confirmed := model.Subscriber{State: model.SubscriberConfirmed, CreatedAt: t0, ConfirmedAt: t0, Address: "sealed:v1:x:y"}
+	for _, c := range []struct{ id, page string }{{"live-mail", "pg1"}, {"gone-mail", "pg-deleted"}} {
+		sub := confirmed
+		sub.ID, sub.Page = c.id, c.page
+		put(sub)
+	}
+	put(SealWebhook(nil, model.Subscriber{ID: "gone-hook", Page: "pg-deleted", State: model.SubscriberConfirmed, CreatedAt: t0, ConfirmedAt: t0}, "https://hooks.example.com/h", ""))
+	put(model.Subscriber{ID: "gone-pending", Page: "pg-deleted", State: model.SubscriberPending, CreatedAt: t0, ConfirmBy: t0.Add(model.ConfirmTTL)})
+
+	p, err := Prune(t.Context(), f.st, f.clk.Now())
+	if err != nil || p != (Pruned{Orphaned: 3}) {
+		t.Fatalf("prune: %+v %v, want 3 orphans", p, err)
+	}
+	docs, err := f.st.ListObjects(t.Context(), store.KindSubscriber)
+	if err != nil || len(docs) != 1 || docs["live-mail"] == nil {
+		t.Fatalf("left %d subscribers (%v): want live-mail alone", len(docs), err)
+	}
+}
+
+// TestLinkKeysAreMadeOnce: replicas share one list of link keys, made
+// once, sealed at rest when there is a keyring, its first key the seed.
+func TestLinkKeysAreMadeOnce(t *testing.T) {
+	f := newFixture(t, 0)
+	kr, _ := seal.NewKeyring(seal.NewKey())
+	seed := kr.Derive(KeyLabel)[0]
+	a, err := LinkKeys(t.Context(), f.st, kr, "a", seed)
+	if err != nil || len(a) != 1 || !bytes.Equal(a[0], seed) {
+		t.Fatalf("first replica: %x %v; want the seed alone", a, err)
+	}
+	b, err := LinkKeys(t.Context(), f.st, kr, "b", []byte("another seed"))
+	if err != nil || len(b) != 1 || !bytes.Equal(b[0], seed) {
+		t.Fatalf("second replica: %x %v; want the first's list", b, err)
+	}
+	doc, _ := f.st.GetObject(t.Context(), store.KindSubscribeKey, storedKeyID)
+	if !strings.Contains(string(doc), seal.Prefix) || strings.Contains(string(doc), base64.StdEncoding.EncodeToString(seed)) {
+		t.Fatalf("stored %s: want the key sealed", doc)
 	}
 }
 

@@ -47,9 +47,9 @@ func (r Router) NotifySubscriber(ctx context.Context, n model.SubscriberNotice) 
 }
 
 // SealWebhook returns sub with url and secret sealed under sealer (nil:
-// kept as they are) and the URL's redacted rendering as Masked.
+// kept as they are) and the URL's scheme and host as Masked.
 func SealWebhook(sealer Sealer, sub model.Subscriber, url, secret string) model.Subscriber {
-	sub.Kind, sub.Masked = model.SubscriberWebhook, model.SecretURL(url).String()
+	sub.Kind, sub.Masked = model.SubscriberWebhook, model.SecretURL(url).Origin()
 	sub.URL, sub.Secret = url, secret
 	if sealer != nil {
 		sub.URL = sealer.Seal([]byte(url), model.SubscriberAAD(sub.ID, "url"))
@@ -85,7 +85,10 @@ type WebhookOptions struct {
 }
 
 // Webhooks POSTs notices to webhook subscribers.
-type Webhooks struct{ o WebhookOptions }
+type Webhooks struct {
+	o    WebhookOptions
+	warn *warnOnce
+}
 
 // NewWebhooks returns a Webhooks.
 func NewWebhooks(o WebhookOptions) *Webhooks {
@@ -95,7 +98,7 @@ func NewWebhooks(o WebhookOptions) *Webhooks {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Webhooks{o: o}
+	return &Webhooks{o: o, warn: newWarnOnce(o.Logger.With("component", "subscribe"))}
 }
 
 // NotifySubscriber POSTs n's SubscriberPayload to its subscriber's URL,
@@ -104,10 +107,12 @@ func (w *Webhooks) NotifySubscriber(ctx context.Context, n model.SubscriberNotic
 	sub := n.Subscriber
 	url, err := openField(w.o.Sealer, sub.ID, "url", sub.URL)
 	if err != nil {
+		w.warn.unopened(sub, err)
 		return fmt.Errorf("%w: subscriber %s: %w", alert.ErrPermanent, sub.ID, err)
 	}
 	secret, err := openField(w.o.Sealer, sub.ID, "secret", sub.Secret)
 	if err != nil {
+		w.warn.unopened(sub, err)
 		return fmt.Errorf("%w: subscriber %s: %w", alert.ErrPermanent, sub.ID, err)
 	}
 	// The sink's name is in its errors and logs: the same for every

@@ -17,8 +17,8 @@ type SubscriberView struct {
 	// Kind is email or webhook.
 	Kind string `json:"kind"`
 	// Address is masked: the first character and the domain
-	// ("j***@example.com"), or a webhook's scheme and host with its path
-	// and query hidden.
+	// ("j***@example.com"), or a webhook's scheme and host alone
+	// ("https://hooks.example.com").
 	Address     string     `json:"address"`
 	State       string     `json:"state"`
 	CreatedAt   time.Time  `json:"createdAt"`
