@@ -16,12 +16,42 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
-// Request bodies.
+// Request bodies: the shape checkJSON (bodycheck.go) holds every body to
+// before anything decodes it. The size (--max-body-bytes) alone does not
+// bound the work: 1 MiB holds 90,000 label members, which encoding/json
+// builds into a map (ten times the body in memory) before the field caps
+// below can refuse them. Each cap is set from the largest body a route
+// accepts, with room to spare.
 const (
-	// maxBodyDepth bounds the nesting of any JSON request body (bodycheck.go).
-	// The deepest document the API accepts (a tool check's arguments inside
+	// maxBodyDepth bounds the nesting of any JSON request body. The
+	// deepest document the API accepts (a tool check's arguments inside
 	// an endpoint) needs far fewer levels.
 	maxBodyDepth = 64
+	// maxBodyMembers bounds one object's members or one array's
+	// elements. The longest list a route accepts is a maintenance
+	// window's model.MaxWindowEndpointIDs (1000) endpointIds; every other
+	// list and map is capped at 256 or fewer (tool-check arguments) once
+	// decoded.
+	maxBodyMembers = 1024
+	// maxBodyValues bounds the values of a whole body, containers
+	// included. A maintenance window at its caps holds about 1,050; an
+	// endpoint's lists and maps are capped at 32 each, and its sinks and
+	// tool check at 16 KiB each, a few hundred values in practice.
+	maxBodyValues = 4096
+	// maxAgentResultsValues is the same bound for POST
+	// /v1/agent/results, whose largest body is apiv1.MaxAgentResults
+	// results each with every phase, a few events and
+	// msg.MaxConformanceRules rule outcomes: about 35,000 values
+	// (TestLargestBodiesPass counts them), with room for larger event
+	// details.
+	maxAgentResultsValues = 48 << 10
+)
+
+// bodyLimits hold most bodies; agentResultsLimits hold an agent's batch
+// of results, the one route whose largest body needs more values.
+var (
+	bodyLimits         = bodyCaps{depth: maxBodyDepth, members: maxBodyMembers, values: maxBodyValues}
+	agentResultsLimits = bodyCaps{depth: maxBodyDepth, members: maxBodyMembers, values: maxAgentResultsValues}
 )
 
 // Endpoint fields.

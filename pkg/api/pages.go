@@ -82,7 +82,7 @@ func pageParams(r *http.Request, kind string) (limit int, c *cursor, p *apiv1.Pr
 	if err != nil {
 		return 0, nil, bad
 	}
-	checked, cp := checkJSON(b)
+	checked, cp := checkJSON(b, bodyLimits)
 	if cp != nil {
 		return 0, nil, bad
 	}

@@ -68,10 +68,15 @@ func (s *server) storeProblem(r *http.Request, err error, what string) *apiv1.Pr
 }
 
 // readBody reads a JSON request body up to the size cap, enforcing the
-// content type, and passes it through checkJSON (bodycheck.go) before
-// anything else reads it: every handler that takes a body comes through
-// here. An empty body returns nil when allowEmpty.
+// content type, and passes it through checkJSON (bodycheck.go) within
+// bodyLimits before anything else reads it: every handler that takes a
+// body comes through here. An empty body returns nil when allowEmpty.
 func (s *server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty bool) (checkedJSON, *apiv1.Problem) {
+	return s.readBodyWithin(w, r, allowEmpty, bodyLimits)
+}
+
+// readBodyWithin is readBody held to caps of the route's own.
+func (s *server) readBodyWithin(w http.ResponseWriter, r *http.Request, allowEmpty bool, caps bodyCaps) (checkedJSON, *apiv1.Problem) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
 	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
@@ -88,7 +93,7 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty boo
 	if p := checkJSONContentType(r); p != nil {
 		return nil, p
 	}
-	return checkJSON(body)
+	return checkJSON(body, caps)
 }
 
 // checkJSONContentType accepts application/json and any +json type
