@@ -22,6 +22,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -380,4 +381,132 @@ func pointerOf(stack []scanFrame) string {
 		}
 	}
 	return b.String()
+}
+
+// ---- exact member names
+
+// inexactName returns the problem for the first member name of body that
+// is no field's name of dst's type exactly, or nil. encoding/json matches
+// names case-insensitively, so {"name":"a","NAME":"b"} passes the
+// duplicate check and DisallowUnknownFields and decodes as name "b", and
+// a PATCH of {"URL": …} answers 200 and changes nothing; the schemas say
+// additionalProperties: false. decodeStrict calls it after a successful
+// decode: the body is valid JSON within its caps then, so the walk is
+// bounded. Maps take any name; json.RawMessage, interfaces and anything
+// with its own UnmarshalJSON are not looked into.
+func inexactName(body checkedJSON, dst reflect.Type) *apiv1.Problem {
+	var pos []scanFrame    // where the walk is, for the pointer
+	var shapes []jsonShape // what each open container holds
+	fields := map[reflect.Type]map[string]reflect.Type{}
+	lx := lexer{body: body}
+	for {
+		tok := lx.next()
+		switch tok.kind {
+		case tokEnd, tokInvalid:
+			return nil
+		case tokClose:
+			pos, shapes = pos[:len(pos)-1], shapes[:len(shapes)-1]
+			continue
+		case tokName:
+			top, sh := &pos[len(pos)-1], &shapes[len(shapes)-1]
+			top.n++
+			top.key = body[tok.start : tok.end+1]
+			if sh.fields == nil {
+				sh.next = sh.elem
+				continue
+			}
+			name := decodeName(top.key)
+			t, ok := sh.fields[name]
+			if !ok {
+				detail := "unknown field"
+				for f := range sh.fields {
+					if strings.EqualFold(f, name) {
+						detail = fmt.Sprintf("unknown field: names are case-sensitive; did you mean %q?", f)
+					}
+				}
+				return bodyProblem(pointerOf(pos), detail)
+			}
+			sh.next = t
+			continue
+		}
+		t := dst
+		if len(pos) > 0 {
+			if top, sh := &pos[len(pos)-1], &shapes[len(shapes)-1]; top.obj {
+				t = sh.next
+			} else {
+				top.n++
+				t = sh.elem
+			}
+		}
+		if tok.kind == tokOpenObject || tok.kind == tokOpenArray {
+			pos = append(pos, scanFrame{obj: tok.kind == tokOpenObject})
+			shapes = append(shapes, shapeOf(t, tok.kind == tokOpenObject, fields))
+		}
+	}
+}
+
+// jsonShape is what encoding/json decodes one object or array into:
+// fields for a struct (by JSON name), elem for a map or slice, neither
+// for a value whose members are not checked.
+type jsonShape struct {
+	fields map[string]reflect.Type
+	elem   reflect.Type
+	next   reflect.Type // the type of the current member's value
+}
+
+var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// shapeOf is the shape of an object (obj) or array decoded into t (nil:
+// unchecked); cache holds the field sets of the structs seen.
+func shapeOf(t reflect.Type, obj bool, cache map[reflect.Type]map[string]reflect.Type) jsonShape {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || reflect.PointerTo(t).Implements(jsonUnmarshaler) {
+		return jsonShape{}
+	}
+	switch {
+	case obj && t.Kind() == reflect.Struct:
+		fs, ok := cache[t]
+		if !ok {
+			fs = map[string]reflect.Type{}
+			structFields(t, fs)
+			cache[t] = fs
+		}
+		return jsonShape{fields: fs}
+	case obj && t.Kind() == reflect.Map, !obj && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
+		return jsonShape{elem: t.Elem()}
+	}
+	return jsonShape{}
+}
+
+// structFields adds t's fields to fs by the names encoding/json decodes
+// them from: the tag's name, else the Go name; an untagged embedded
+// struct's fields as the struct's own, its own fields winning.
+func structFields(t reflect.Type, fs map[string]reflect.Type) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.Anonymous || name != "" {
+			continue
+		}
+		if et := f.Type; et.Kind() == reflect.Struct || et.Kind() == reflect.Pointer && et.Elem().Kind() == reflect.Struct {
+			if et.Kind() == reflect.Pointer {
+				et = et.Elem()
+			}
+			structFields(et, fs)
+		}
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		name, _, _ := strings.Cut(tag, ",")
+		if tag == "-" || !f.IsExported() || f.Anonymous && name == "" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fs[name] = f.Type
+	}
 }

@@ -84,3 +84,39 @@ func TestHostileBodiesAreRefusedAtTheirField(t *testing.T) {
 		t.Fatalf("stored %d status pages and %d maintenance windows from refused bodies", len(pages.Pages), len(windows.Maintenance))
 	}
 }
+
+// TestMemberNamesAreCaseSensitive: a member name that differs from a
+// field's only in case is an unknown field at its pointer, on a create,
+// inside a nested object, and in a merge patch (which answered 200 and
+// changed nothing); the endpoint is not changed.
+func TestMemberNamesAreCaseSensitive(t *testing.T) {
+	h := newHarness(t)
+	ep := h.create(`{"name":"kept","url":"https://a.example.com/mcp"}`)
+	for _, tc := range []struct {
+		name, method, path, body, pointer string
+	}{
+		{"a second name in another case", "POST", "/v1/endpoints", `{"name":"casedup","NAME":"other","url":"https://a.example.com/mcp"}`, "#/NAME"},
+		{"the only name in another case", "POST", "/v1/endpoints", `{"Name":"x","url":"https://a.example.com/mcp"}`, "#/Name"},
+		{"a nested field", "POST", "/v1/endpoints", `{"name":"x","url":"https://a.example.com/mcp","rules":{"OpenAfter":3}}`, "#/rules/OpenAfter"},
+		{"a Unicode case fold", "POST", "/v1/endpoints", `{"name":"x","url":"https://a.example.com/mcp","\u017fchedule":"@every 1m"}`, "#/\u017fchedule"},
+		{"a patch", "PATCH", "/v1/endpoints/" + ep.ID, `{"URL":"https://b.example.com/mcp"}`, "#/URL"},
+		{"a maintenance window", "POST", "/v1/maintenance", `{"Selector":{"team":"a"},"start":"2027-01-01T00:00:00Z","end":"2027-01-01T01:00:00Z"}`, "#/Selector"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, b := h.do(tc.method, tc.path, "", tc.body)
+			refusedAt(t, resp, b, tc.pointer, "unknown field")
+		})
+	}
+	var got apiv1.EndpointView
+	h.mustJSON("GET", "/v1/endpoints/"+ep.ID, "", http.StatusOK, &got)
+	if got.URL != "https://a.example.com/mcp" || got.Version != ep.Version {
+		t.Fatalf("after the refused patch: url %s version %d, want %s %d", got.URL, got.Version, ep.URL, ep.Version)
+	}
+	var list apiv1.EndpointList
+	h.mustJSON("GET", "/v1/endpoints", "", http.StatusOK, &list)
+	if len(list.Endpoints) != 1 {
+		t.Fatalf("%d endpoints, want only the one created", len(list.Endpoints))
+	}
+	// Labels and headers are maps: any name is theirs.
+	h.create(`{"name":"maps","url":"https://a.example.com/mcp","labels":{"Team":"a","team":"b"},"headers":{"X-Key":"v"}}`)
+}

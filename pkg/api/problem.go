@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
@@ -111,8 +112,10 @@ func checkJSONContentType(r *http.Request) *apiv1.Problem {
 }
 
 // decodeStrict decodes exactly one JSON value into dst, refusing unknown
-// fields and trailing data; checkJSON has refused duplicate keys and deep
-// nesting. Problems never quote values from the body: they may be secrets.
+// fields, member names that match a field only in another case
+// (inexactName) and trailing data; checkJSON has refused duplicate keys,
+// deep and wide bodies and invalid UTF-8. Problems never quote values
+// from the body: they may be secrets.
 func decodeStrict(body checkedJSON, dst any) *apiv1.Problem {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -122,7 +125,7 @@ func decodeStrict(body checkedJSON, dst any) *apiv1.Problem {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return invalid(apiv1.FieldError{Pointer: "#", Detail: "unexpected data after the JSON value"})
 	}
-	return nil
+	return inexactName(body, reflect.TypeOf(dst))
 }
 
 func jsonProblem(err error) *apiv1.Problem {
