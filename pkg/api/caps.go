@@ -12,6 +12,8 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/model"
 )
@@ -83,6 +85,29 @@ const (
 	maxScopeLen        = 256
 	maxAudienceLen     = 512
 )
+
+// Times in query parameters and cursors are within what the stores can
+// key: the embedded store keys time by nanoseconds since 1970 in an
+// int64, which holds 1677-09-21 to 2262-04-11; past either end a key
+// wraps around, and ?until=2263-01-01T00:00:00Z read as an empty log.
+var (
+	minQueryTime = time.Unix(0, math.MinInt64).UTC().Truncate(time.Second).Add(time.Second)
+	maxQueryTime = time.Unix(0, math.MaxInt64).UTC().Truncate(time.Second)
+)
+
+// timeInRange is the problem with a time outside minQueryTime and
+// maxQueryTime, or "".
+func timeInRange(t time.Time) string {
+	if t.Before(minQueryTime) || t.After(maxQueryTime) {
+		return "must be " + queryTimeRange()
+	}
+	return ""
+}
+
+// queryTimeRange says the range of query times in a problem's words.
+func queryTimeRange() string {
+	return fmt.Sprintf("between %s and %s", minQueryTime.Format(time.RFC3339), maxQueryTime.Format(time.RFC3339))
+}
 
 // Query parameters.
 const (

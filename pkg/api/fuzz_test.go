@@ -253,6 +253,8 @@ func FuzzCursor(f *testing.F) {
 		`{"v":1,"k":"endpoints","id":"a","extra":1}`,
 		`{"v":1,"k":"endpoints","id":"a"} {}`,
 		`{"v":1,"k":"endpoints","id":` + nested(100, `"a"`) + `}`,
+		`{"v":1,"k":"audit","id":"a","at":"2263-01-01T00:00:00Z"}`,
+		`{"v":1,"k":"verdicts","at":"1600-01-01T00:00:00Z"}`,
 	} {
 		f.Add(base64.RawURLEncoding.EncodeToString([]byte(raw)), cursorEndpoints)
 	}
@@ -276,7 +278,7 @@ func FuzzCursor(f *testing.F) {
 			}
 			return
 		}
-		if got.Kind != kind || got.V != 1 || len(raw) > maxCursorLen {
+		if got.Kind != kind || got.V != 1 || len(raw) > maxCursorLen || !got.At.IsZero() && timeInRange(got.At) != "" {
 			t.Fatalf("accepted %q as %+v for the %s list", raw, got, kind)
 		}
 		_, again, p := pageParams(httptest.NewRequest("GET", "/v1/x?cursor="+url.QueryEscape(encodeCursor(*got)), nil), kind)

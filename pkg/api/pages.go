@@ -87,7 +87,8 @@ func pageParams(r *http.Request, kind string) (limit int, c *cursor, p *apiv1.Pr
 		return 0, nil, bad
 	}
 	var got cursor
-	if decodeStrict(checked, &got) != nil || got.V != 1 || got.Kind != kind || (got.ID != "" && !cursorIDRE.MatchString(got.ID)) {
+	if decodeStrict(checked, &got) != nil || got.V != 1 || got.Kind != kind || (got.ID != "" && !cursorIDRE.MatchString(got.ID)) ||
+		(!got.At.IsZero() && timeInRange(got.At) != "") {
 		return 0, nil, bad
 	}
 	switch kind {
