@@ -414,7 +414,7 @@ func (s *server) agentResults(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body, prob := s.readBody(w, r, false)
+	body, prob := s.readBodyWithin(w, r, false, agentResultsLimits)
 	if prob != nil {
 		writeProblem(w, r, prob)
 		return

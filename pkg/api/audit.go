@@ -340,6 +340,10 @@ func (s *server) listAudit(w http.ResponseWriter, r *http.Request) {
 			errs = append(errs, apiv1.FieldError{Pointer: "?" + q.name, Detail: `must be an RFC 3339 time such as "2026-03-01T12:00:00Z"`})
 			continue
 		}
+		if detail := timeInRange(t); detail != "" {
+			errs = append(errs, apiv1.FieldError{Pointer: "?" + q.name, Detail: detail})
+			continue
+		}
 		*q.dst = t
 	}
 	if len(errs) == 0 && !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {

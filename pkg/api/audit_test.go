@@ -163,9 +163,15 @@ func TestAuditQuery(t *testing.T) {
 	if n := count("?until=2026-03-01T12:01:00Z"); n != 1 {
 		t.Errorf("until the second: %d entries, want 1", n)
 	}
+	if n := count("?since=1678-01-01T00:00:00Z&until=2262-04-11T00:00:00Z"); n != 3 {
+		t.Errorf("since 1678 until 2262-04-11: %d entries, want 3", n)
+	}
 	for q, ptr := range map[string]string{
 		"?limit=0": "?limit", "?limit=1001": "?limit", "?since=yesterday": "?since", "?until=1": "?until",
 		"?since=2026-03-01T13:00:00Z&until=2026-03-01T12:00:00Z": "?until",
+		// Past what the embedded store's nanosecond keys hold, where a
+		// key wraps around and the log read as empty.
+		"?until=2263-01-01T00:00:00Z": "?until", "?since=1600-01-01T00:00:00Z": "?since",
 	} {
 		resp, b := ah.call(http.MethodGet, "/v1/audit"+q, admin, "")
 		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"pointer":"`+ptr+`"`) {

@@ -12,16 +12,48 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
-// Request bodies.
+// Request bodies: the shape checkJSON (bodycheck.go) holds every body to
+// before anything decodes it. The size (--max-body-bytes) alone does not
+// bound the work: 1 MiB holds 90,000 label members, which encoding/json
+// builds into a map (ten times the body in memory) before the field caps
+// below can refuse them. Each cap is set from the largest body a route
+// accepts, with room to spare.
 const (
-	// maxBodyDepth bounds the nesting of any JSON request body (bodycheck.go).
-	// The deepest document the API accepts (a tool check's arguments inside
+	// maxBodyDepth bounds the nesting of any JSON request body. The
+	// deepest document the API accepts (a tool check's arguments inside
 	// an endpoint) needs far fewer levels.
 	maxBodyDepth = 64
+	// maxBodyMembers bounds one object's members or one array's
+	// elements. The longest list a route accepts is a maintenance
+	// window's model.MaxWindowEndpointIDs (1000) endpointIds; every other
+	// list and map is capped at 256 or fewer (tool-check arguments) once
+	// decoded.
+	maxBodyMembers = 1024
+	// maxBodyValues bounds the values of a whole body, containers
+	// included. A maintenance window at its caps holds about 1,050; an
+	// endpoint's lists and maps are capped at 32 each, and its sinks and
+	// tool check at 16 KiB each, a few hundred values in practice.
+	maxBodyValues = 4096
+	// maxAgentResultsValues is the same bound for POST
+	// /v1/agent/results, whose largest body is apiv1.MaxAgentResults
+	// results each with every phase, a few events and
+	// msg.MaxConformanceRules rule outcomes: about 35,000 values
+	// (TestLargestBodiesPass counts them), with room for larger event
+	// details.
+	maxAgentResultsValues = 48 << 10
+)
+
+// bodyLimits hold most bodies; agentResultsLimits hold an agent's batch
+// of results, the one route whose largest body needs more values.
+var (
+	bodyLimits         = bodyCaps{depth: maxBodyDepth, members: maxBodyMembers, values: maxBodyValues}
+	agentResultsLimits = bodyCaps{depth: maxBodyDepth, members: maxBodyMembers, values: maxAgentResultsValues}
 )
 
 // Endpoint fields.
@@ -53,6 +85,29 @@ const (
 	maxScopeLen        = 256
 	maxAudienceLen     = 512
 )
+
+// Times in query parameters and cursors are within what the stores can
+// key: the embedded store keys time by nanoseconds since 1970 in an
+// int64, which holds 1677-09-21 to 2262-04-11; past either end a key
+// wraps around, and ?until=2263-01-01T00:00:00Z read as an empty log.
+var (
+	minQueryTime = time.Unix(0, math.MinInt64).UTC().Truncate(time.Second).Add(time.Second)
+	maxQueryTime = time.Unix(0, math.MaxInt64).UTC().Truncate(time.Second)
+)
+
+// timeInRange is the problem with a time outside minQueryTime and
+// maxQueryTime, or "".
+func timeInRange(t time.Time) string {
+	if t.Before(minQueryTime) || t.After(maxQueryTime) {
+		return "must be " + queryTimeRange()
+	}
+	return ""
+}
+
+// queryTimeRange says the range of query times in a problem's words.
+func queryTimeRange() string {
+	return fmt.Sprintf("between %s and %s", minQueryTime.Format(time.RFC3339), maxQueryTime.Format(time.RFC3339))
+}
 
 // Query parameters.
 const (

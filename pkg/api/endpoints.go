@@ -328,7 +328,7 @@ func (s *server) patchEndpoint(w http.ResponseWriter, r *http.Request) {
 		}
 		// The merged document is the server's own encoding, checked all
 		// the same: the stored half was accepted under other caps.
-		checked, p := checkJSON(merged)
+		checked, p := checkJSON(merged, bodyLimits)
 		if p != nil {
 			writeProblem(w, r, p)
 			return

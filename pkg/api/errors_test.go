@@ -144,10 +144,10 @@ func TestClientErrors(t *testing.T) {
 		{"ack wrong content type", "POST", "/v1/incidents/inc-open/ack", "text/plain", `by me`, 415, "", ""},
 
 		// Maintenance.
-		{"maintenance no target", "POST", "/v1/maintenance", "", `{"start":"2026-03-02T00:00:00Z","end":"2026-03-02T01:00:00Z"}`, 400, "#", ""},
-		{"maintenance end before start", "POST", "/v1/maintenance", "", `{"endpointIds":["a"],"start":"2026-03-02T01:00:00Z","end":"2026-03-02T00:00:00Z"}`, 400, "#", ""},
+		{"maintenance no target", "POST", "/v1/maintenance", "", `{"start":"2026-03-02T00:00:00Z","end":"2026-03-02T01:00:00Z"}`, 400, "#/endpointIds", ""},
+		{"maintenance end before start", "POST", "/v1/maintenance", "", `{"endpointIds":["a"],"start":"2026-03-02T01:00:00Z","end":"2026-03-02T00:00:00Z"}`, 400, "#/end", ""},
 		{"maintenance bad duration", "POST", "/v1/maintenance", "", `{"endpointIds":["a"],"cron":"@daily","duration":"long"}`, 400, "#/duration", ""},
-		{"maintenance bad cron", "POST", "/v1/maintenance", "", `{"endpointIds":["a"],"cron":"whenever","duration":"1h"}`, 400, "#", ""},
+		{"maintenance bad cron", "POST", "/v1/maintenance", "", `{"endpointIds":["a"],"cron":"whenever","duration":"1h"}`, 400, "#/cron", ""},
 		{"maintenance bad time", "POST", "/v1/maintenance", "", `{"endpointIds":["a"],"start":"tomorrow","end":"2026-03-02T00:00:00Z"}`, 400, "", ""},
 		{"maintenance unknown field", "POST", "/v1/maintenance", "", `{"endpointIds":["a"],"cron":"@daily","duration":"1h","mute":true}`, 400, "#/mute", ""},
 		{"maintenance get unknown", "GET", "/v1/maintenance/nope", "", "", 404, "", ""},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http/httptest"
 	"net/url"
 	"runtime"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 )
@@ -35,12 +39,69 @@ func depthOf(body []byte) int {
 	}
 }
 
+// refCheck is the reference checkJSON is held to on valid JSON: a walk
+// of the tokens of a strict decoder (jsontext refuses invalid UTF-8,
+// unpaired surrogates and duplicate names itself), counting depth,
+// members per container and values against caps. It reports whether the
+// body is within them all.
+func refCheck(body []byte, caps bodyCaps) bool {
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	type frame struct {
+		obj bool
+		n   int
+	}
+	var stack []frame
+	values := 0
+	for {
+		tok, err := dec.ReadToken()
+		if err == io.EOF {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		k := tok.Kind()
+		if k == '}' || k == ']' {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if _, n := dec.StackIndex(dec.StackDepth()); top.obj && n%2 == 1 {
+				// a name: the member is counted, its value is not yet
+				if top.n++; top.n > caps.members {
+					return false
+				}
+				continue
+			}
+			if !top.obj {
+				if top.n++; top.n > caps.members {
+					return false
+				}
+			}
+		}
+		if values++; values > caps.values {
+			return false
+		}
+		if k == '{' || k == '[' {
+			if stack = append(stack, frame{obj: k == '{'}); len(stack) > caps.depth {
+				return false
+			}
+		}
+	}
+}
+
+// fuzzCaps are small, so the fuzzer reaches every cap with short bodies.
+var fuzzCaps = bodyCaps{depth: 8, members: 6, values: 24}
+
 // FuzzCheckJSON holds the body door to its contract on any bytes: it
-// never panics; on valid JSON it accepts exactly the documents nested at
-// most 64 deep without a duplicate member (as the decoder-token walk finds
-// them, at the same pointer); on invalid JSON it refuses only for depth;
-// its allocation is bounded by the body's size; and what it accepts
-// decodes without a panic as an endpoint and as a merge patch.
+// never panics; on valid JSON it refuses exactly the documents the
+// reference walk refuses (too deep, too many members or values, text
+// that is not valid UTF-8, a duplicate name), a duplicate at the pointer
+// the decoder-token walk finds; its allocation is bounded by the body's
+// size; and what it accepts decodes without a panic as an endpoint and
+// as a merge patch. Invalid JSON it may refuse or pass on: the decoder
+// refuses it either way.
 func FuzzCheckJSON(f *testing.F) {
 	for _, s := range []string{
 		`{"name":"n","url":"https://a.example/mcp"}`,
@@ -57,40 +118,50 @@ func FuzzCheckJSON(f *testing.F) {
 		`[1,2,{"a":[{"b":null}]}]`,
 		`{"a":}`,
 		``,
+		// The hostile tenant's bodies: a wide object, a wide array,
+		// invalid UTF-8 and unpaired surrogates where the decoder put
+		// U+FFFD, and names that differ from a field's only in case.
+		string(wideLabels(2000)),
+		`{"name":"x","url":"https://a.example.com/mcp","sinks":[` + strings.Repeat(`[],`, 2000) + `[]]}`,
+		`{"name":"x","url":"https://a.example.com/mcp","toolCheck":{"name":"t","arguments":{"a":[` + strings.Repeat(`0,`, 2000) + `0]}}}`,
+		"{\"name\":\"u1\",\"url\":\"https://a.example.com/mcp\",\"labels\":{\"k\x80\":\"a\",\"k\xfe\":\"b\"}}",
+		"{\"name\":\"u2\",\"url\":\"https://a.example.com/mcp\",\"labels\":{\"team\":\"a\x80b\"}}",
+		"{\"name\":\"u3\",\"url\":\"https://a.example.com/m\x80cp\"}",
+		"{\"slug\":\"utf-page\",\"title\":\"T\x80\xfe\"}",
+		"{\"name\":\"m\x80\",\"start\":\"2027-01-01T00:00:00Z\",\"end\":\"2027-01-01T01:00:00Z\",\"selector\":{\"team\":\"a\"}}",
+		"{\"name\":\"hd\",\"url\":\"https://a.example.com/mcp\",\"headers\":{\"X-A\":\"v\x80\"}}",
+		`{"name":"x\ud800","url":"https://a.example.com/mcp"}`,
+		`{"name":"\udc00","url":"https://a.example.com/mcp"}`,
+		`{"name":"casedup","NAME":"other","url":"https://a.example.com/mcp"}`,
+		`{"URL":"https://b.example.com/mcp"}`,
+		`{"rules":{"OpenAfter":3}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
-		checked, p := checkJSON(body)
+		checked, p := checkJSON(body, bodyLimits)
 		runtime.ReadMemStats(&m1)
 		if a := m1.TotalAlloc - m0.TotalAlloc; a > uint64(64*len(body)+64<<10) {
 			t.Fatalf("checkJSON allocated %d bytes for a %d-byte body", a, len(body))
 		}
-		deep := nestingExceeds(body, maxBodyDepth)
+		if p != nil && (len(p.Errors) != 1 || !strings.HasPrefix(p.Errors[0].Pointer, "#")) {
+			t.Fatalf("problem %+v, want one field problem", p)
+		}
 		if !json.Valid(body) {
-			if (p != nil) != deep || p != nil && p.Errors[0].Pointer != "#" {
-				t.Fatalf("invalid JSON: problem %+v, want a refusal exactly when too deep (%v)", p, deep)
-			}
 			return
 		}
-		if deep != (depthOf(body) > maxBodyDepth) {
-			t.Fatalf("byte count says too deep = %v, the decoder's depth is %d", deep, depthOf(body))
-		}
-		if deep {
-			if p == nil || p.Errors[0].Pointer != "#" {
-				t.Fatalf("nested %d deep: problem %+v, want a refusal at #", depthOf(body), p)
+		for _, caps := range []bodyCaps{bodyLimits, fuzzCaps} {
+			_, p := checkJSON(body, caps)
+			if want := refCheck(body, caps); (p == nil) != want {
+				t.Fatalf("caps %+v: problem %+v, the reference walk accepts = %v", caps, p, want)
 			}
-			return
 		}
-		want := oldDuplicateKey(body)
-		switch {
-		case want == "" && p != nil:
-			t.Fatalf("refused %+v, the decoder walk finds no duplicate", p.Errors)
-		case want != "" && (p == nil || p.Errors[0].Pointer != want):
-			t.Fatalf("problem %+v, want the duplicate at %s", p, want)
-		case p != nil:
+		if p != nil {
+			if d := oldDuplicateKey(body); d != "" && utf8.Valid(body) && strings.HasPrefix(p.Errors[0].Detail, "duplicate") && p.Errors[0].Pointer != d {
+				t.Fatalf("duplicate at %s, the decoder walk finds it at %s", p.Errors[0].Pointer, d)
+			}
 			return
 		}
 		var in apiv1.EndpointInput
@@ -182,6 +253,8 @@ func FuzzCursor(f *testing.F) {
 		`{"v":1,"k":"endpoints","id":"a","extra":1}`,
 		`{"v":1,"k":"endpoints","id":"a"} {}`,
 		`{"v":1,"k":"endpoints","id":` + nested(100, `"a"`) + `}`,
+		`{"v":1,"k":"audit","id":"a","at":"2263-01-01T00:00:00Z"}`,
+		`{"v":1,"k":"verdicts","at":"1600-01-01T00:00:00Z"}`,
 	} {
 		f.Add(base64.RawURLEncoding.EncodeToString([]byte(raw)), cursorEndpoints)
 	}
@@ -205,7 +278,7 @@ func FuzzCursor(f *testing.F) {
 			}
 			return
 		}
-		if got.Kind != kind || got.V != 1 || len(raw) > maxCursorLen {
+		if got.Kind != kind || got.V != 1 || len(raw) > maxCursorLen || !got.At.IsZero() && timeInRange(got.At) != "" {
 			t.Fatalf("accepted %q as %+v for the %s list", raw, got, kind)
 		}
 		_, again, p := pageParams(httptest.NewRequest("GET", "/v1/x?cursor="+url.QueryEscape(encodeCursor(*got)), nil), kind)

@@ -171,7 +171,7 @@ func TestValidationGaps(t *testing.T) {
 		// Time zones: UTC on every replica.
 		{"CRON_TZ=Local schedule", "POST", "/v1/endpoints", valid(`,"schedule":"CRON_TZ=Local 0 9 * * *"`), "#/schedule"},
 		{"TZ=Local schedule", "POST", "/v1/endpoints", valid(`,"schedule":"TZ=Local */5 * * * *"`), "#/schedule"},
-		{"CRON_TZ=Local maintenance", "POST", "/v1/maintenance", `{"endpointIds":["a"],"cron":"CRON_TZ=Local 0 2 * * *","duration":"1h"}`, "#"},
+		{"CRON_TZ=Local maintenance", "POST", "/v1/maintenance", `{"endpointIds":["a"],"cron":"CRON_TZ=Local 0 2 * * *","duration":"1h"}`, "#/cron"},
 		// Targets in non-canonical IPv4 forms and IPv4-compatible IPv6.
 		{"decimal IPv4", "POST", "/v1/endpoints", url("http://2130706433/mcp"), "#/url"},
 		{"hex IPv4", "POST", "/v1/endpoints", url("http://0x7f000001/mcp"), "#/url"},

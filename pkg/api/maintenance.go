@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
@@ -60,10 +61,42 @@ func toMaintenance(in apiv1.MaintenanceInput) (model.Maintenance, *apiv1.Problem
 		}
 	}
 	if err := m.Validate(); err != nil {
-		// Validate's message names the rule broken, not a single field.
-		return m, invalid(apiv1.FieldError{Pointer: "#", Detail: err.Error()})
+		return m, invalid(windowFieldError(m, err))
 	}
 	return m, nil
+}
+
+// windowFieldError turns model.Maintenance.Validate's error into a field
+// problem: Validate keeps the rules (the alerter relies on them) and says
+// which one is broken, for a window whose ID a create has not assigned
+// yet; this names the field the rule is about, from the same state, and
+// drops the "invalid maintenance window \"\"" that names nothing. A
+// start or end sent as 0001-01-01T00:00:00Z decodes to the zero time,
+// which is what unset means, so the detail says so.
+func windowFieldError(m model.Maintenance, err error) apiv1.FieldError {
+	detail := strings.TrimPrefix(err.Error(), fmt.Sprintf("%v %q: ", model.ErrInvalidMaintenance, m.ID))
+	oneOff, recurring := !m.Start.IsZero() || !m.End.IsZero(), m.Cron != "" || m.Duration != 0
+	const zero = " (0001-01-01T00:00:00Z is the zero time, which counts as unset)"
+	switch {
+	case len(m.EndpointIDs) == 0 && len(m.Selector) == 0:
+		return apiv1.FieldError{Pointer: "#/endpointIds", Detail: detail}
+	case oneOff && recurring:
+		if m.Cron != "" {
+			return apiv1.FieldError{Pointer: "#/cron", Detail: detail}
+		}
+		return apiv1.FieldError{Pointer: "#/duration", Detail: detail}
+	case oneOff && m.Start.IsZero():
+		return apiv1.FieldError{Pointer: "#/start", Detail: detail + "; start is unset" + zero}
+	case oneOff && m.End.IsZero():
+		return apiv1.FieldError{Pointer: "#/end", Detail: detail + "; end is unset" + zero}
+	case oneOff:
+		return apiv1.FieldError{Pointer: "#/end", Detail: detail}
+	case recurring && m.Duration <= 0 && m.Cron != "":
+		return apiv1.FieldError{Pointer: "#/duration", Detail: detail}
+	case recurring:
+		return apiv1.FieldError{Pointer: "#/cron", Detail: detail}
+	}
+	return apiv1.FieldError{Pointer: "#/start", Detail: detail}
 }
 
 // listMaintenance serves one page of the tenant's windows in ID order,

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,5 +63,35 @@ func TestMaintenanceCRUD(t *testing.T) {
 	h.mustJSON("GET", "/v1/maintenance", "", http.StatusOK, &list)
 	if len(list.Maintenance) != 1 || list.Maintenance[0].ID != recurring.ID {
 		t.Fatalf("after delete, list %+v", list)
+	}
+}
+
+// TestMaintenanceProblemsNameTheField: a window that breaks a rule is
+// refused at the field the rule is about, saying what is wrong, never
+// at "#" with the empty name of a window not created yet; a start sent
+// as the zero time is called unset, not missing.
+func TestMaintenanceProblemsNameTheField(t *testing.T) {
+	h := newHarness(t)
+	const sel = `"selector":{"team":"a"}`
+	for _, tc := range []struct {
+		name, body, pointer, detail string
+	}{
+		{"zero start", `{` + sel + `,"start":"0001-01-01T00:00:00Z","end":"2027-01-01T01:00:00Z"}`, "#/start", "start is unset (0001-01-01T00:00:00Z is the zero time"},
+		{"no end", `{` + sel + `,"start":"2027-01-01T00:00:00Z"}`, "#/end", "a one-off window needs both start and end; end is unset"},
+		{"end before start", `{` + sel + `,"start":"2027-01-01T01:00:00Z","end":"2027-01-01T00:00:00Z"}`, "#/end", "is not after start"},
+		{"no endpoints", `{"start":"2027-01-01T00:00:00Z","end":"2027-01-01T01:00:00Z"}`, "#/endpointIds", "set endpointIds or a label selector"},
+		{"both kinds", `{` + sel + `,"start":"2027-01-01T00:00:00Z","end":"2027-01-01T01:00:00Z","cron":"0 2 * * *","duration":"1h"}`, "#/cron", "not both"},
+		{"cron without duration", `{` + sel + `,"cron":"0 2 * * *"}`, "#/duration", "a recurring window needs a positive duration"},
+		{"duration without cron", `{` + sel + `,"duration":"1h"}`, "#/cron", "a recurring window needs a cron spec"},
+		{"a bad cron", `{` + sel + `,"cron":"not cron","duration":"1h"}`, "#/cron", "cron"},
+		{"neither kind", `{` + sel + `}`, "#/start", "set start/end (one-off) or cron/duration (recurring)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, b := h.do("POST", "/v1/maintenance", "", tc.body)
+			refusedAt(t, resp, b, tc.pointer, tc.detail)
+			if strings.Contains(string(b), `window \"\"`) {
+				t.Fatalf("%s names the window by an empty ID", b)
+			}
+		})
 	}
 }

@@ -82,12 +82,13 @@ func pageParams(r *http.Request, kind string) (limit int, c *cursor, p *apiv1.Pr
 	if err != nil {
 		return 0, nil, bad
 	}
-	checked, cp := checkJSON(b)
+	checked, cp := checkJSON(b, bodyLimits)
 	if cp != nil {
 		return 0, nil, bad
 	}
 	var got cursor
-	if decodeStrict(checked, &got) != nil || got.V != 1 || got.Kind != kind || (got.ID != "" && !cursorIDRE.MatchString(got.ID)) {
+	if decodeStrict(checked, &got) != nil || got.V != 1 || got.Kind != kind || (got.ID != "" && !cursorIDRE.MatchString(got.ID)) ||
+		(!got.At.IsZero() && timeInRange(got.At) != "") {
 		return 0, nil, bad
 	}
 	switch kind {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
@@ -68,10 +69,15 @@ func (s *server) storeProblem(r *http.Request, err error, what string) *apiv1.Pr
 }
 
 // readBody reads a JSON request body up to the size cap, enforcing the
-// content type, and passes it through checkJSON (bodycheck.go) before
-// anything else reads it: every handler that takes a body comes through
-// here. An empty body returns nil when allowEmpty.
+// content type, and passes it through checkJSON (bodycheck.go) within
+// bodyLimits before anything else reads it: every handler that takes a
+// body comes through here. An empty body returns nil when allowEmpty.
 func (s *server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty bool) (checkedJSON, *apiv1.Problem) {
+	return s.readBodyWithin(w, r, allowEmpty, bodyLimits)
+}
+
+// readBodyWithin is readBody held to caps of the route's own.
+func (s *server) readBodyWithin(w http.ResponseWriter, r *http.Request, allowEmpty bool, caps bodyCaps) (checkedJSON, *apiv1.Problem) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
 	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
@@ -88,7 +94,7 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty boo
 	if p := checkJSONContentType(r); p != nil {
 		return nil, p
 	}
-	return checkJSON(body)
+	return checkJSON(body, caps)
 }
 
 // checkJSONContentType accepts application/json and any +json type
@@ -106,8 +112,10 @@ func checkJSONContentType(r *http.Request) *apiv1.Problem {
 }
 
 // decodeStrict decodes exactly one JSON value into dst, refusing unknown
-// fields and trailing data; checkJSON has refused duplicate keys and deep
-// nesting. Problems never quote values from the body: they may be secrets.
+// fields, member names that match a field only in another case
+// (inexactName) and trailing data; checkJSON has refused duplicate keys,
+// deep and wide bodies and invalid UTF-8. Problems never quote values
+// from the body: they may be secrets.
 func decodeStrict(body checkedJSON, dst any) *apiv1.Problem {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -117,7 +125,7 @@ func decodeStrict(body checkedJSON, dst any) *apiv1.Problem {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return invalid(apiv1.FieldError{Pointer: "#", Detail: "unexpected data after the JSON value"})
 	}
-	return nil
+	return inexactName(body, reflect.TypeOf(dst))
 }
 
 func jsonProblem(err error) *apiv1.Problem {

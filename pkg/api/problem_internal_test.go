@@ -19,7 +19,7 @@ func TestWrongTypeDetailNamesJSONKind(t *testing.T) {
 		{`{"regions":"eu"}`, "#/regions", "must be an array, not string"},
 		{`{"rules":{"openAfter":"2"}}`, "#/rules/openAfter", "must be a number, not string"},
 	} {
-		checked, p := checkJSON([]byte(tc.body))
+		checked, p := checkJSON([]byte(tc.body), bodyLimits)
 		if p != nil {
 			t.Fatalf("%s: checkJSON: %+v", tc.body, p)
 		}

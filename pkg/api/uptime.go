@@ -61,8 +61,8 @@ func (s *server) getUptime(w http.ResponseWriter, r *http.Request) {
 	if name == "custom" {
 		f, err1 := time.Parse(time.RFC3339, q.Get("from"))
 		t, err2 := time.Parse(time.RFC3339, q.Get("to"))
-		if err1 != nil || err2 != nil || !t.After(f) {
-			writeProblem(w, r, invalid(apiv1.FieldError{Pointer: "?from", Detail: "range=custom needs from and to as RFC 3339 times, from before to"}))
+		if err1 != nil || err2 != nil || !t.After(f) || timeInRange(f) != "" || timeInRange(t) != "" {
+			writeProblem(w, r, invalid(apiv1.FieldError{Pointer: "?from", Detail: "range=custom needs from and to as RFC 3339 times " + queryTimeRange() + ", from before to"}))
 			return
 		}
 		from, to, size = model.CustomBounds(f, t, now)
