@@ -80,13 +80,13 @@ func (d *Daemon) setupAPIKeys(ctx context.Context) (api.Authenticator, api.KeyMa
 		// Not worth failing a start that waits for Redis anyway: the next
 		// start (of any replica) bootstraps, and `mcpmon keys create`
 		// works meanwhile.
-		d.log.Warn("store unreachable: no first admin API key was created; restart once it answers, or run `mcpmon keys create --local`", "err", err)
+		d.log.Warn("store unreachable: no first admin API key was created; restart once it answers, or "+offlineKeyCommand(d.opts), "err", err)
 	case err != nil:
 		return nil, nil, fmt.Errorf("create the first admin API key: %w", err)
 	}
 	if key != "" && out != nil {
 		if err := out.Commit(key); err != nil {
-			return nil, nil, fmt.Errorf("write the first admin API key to --bootstrap-key-file (the key exists but is lost: make another with `mcpmon keys create --local`): %w", err)
+			return nil, nil, fmt.Errorf("write the first admin API key to --bootstrap-key-file (the key exists but is lost: %s to make another): %w", offlineKeyCommand(d.opts), err)
 		}
 		d.keys.wroteFile = d.opts.BootstrapKeyFile
 		return kr, kr, nil
