@@ -230,6 +230,7 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		idx[id] = i
 	}
 	r := check(plan, firstBad, idx, h.rcv.all(), o.bound())
+	r.Duplicates, r.InWindow = splitByMarkWindow(r.Duplicates, h.senderKills(), markWindow)
 	h.printReport(plan, r, tallyVerdicts(plan, o.Window, verdicts), verdicts)
 	if r.failed() {
 		return errChaosFailed
@@ -519,6 +520,20 @@ func (h *harness) redisOutage(ctx context.Context, at time.Time) {
 	h.kills = append(h.kills, killEvent{At: time.Now(), Name: "redis-server"})
 	h.mu.Unlock()
 	h.redis.kill(h.o.RedisDown)
+}
+
+// senderKills are the times the harness SIGKILLed a process that sends
+// alerts: `mcpmon run` or an alerter.
+func (h *harness) senderKills() []time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var ts []time.Time
+	for _, k := range h.kills {
+		if k.Name == "run" || strings.HasPrefix(k.Name, "alerter-") {
+			ts = append(ts, k.At)
+		}
+	}
+	return ts
 }
 
 func (h *harness) killCounts() (n int, redis bool) {

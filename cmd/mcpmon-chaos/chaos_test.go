@@ -202,3 +202,41 @@ func TestChaosDiagnoseNamesWhereTheAlertWentMissing(t *testing.T) {
 		})
 	}
 }
+
+func TestChaosRepeatIsExcusedOnlyByAKillOfItsSenderNearTheAcceptance(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 18, 33, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	dup := func(ts ...float64) duplicate {
+		d := duplicate{Key: "k"}
+		for _, s := range ts {
+			d.Times = append(d.Times, at(s))
+		}
+		return d
+	}
+	tests := []struct {
+		name   string
+		d      duplicate
+		kills  []time.Time
+		window bool
+	}{
+		{"killed 10 ms after the acceptance, resent after the restart", dup(30, 30.4), []time.Time{at(30.01)}, true},
+		{"killed while the request was on the wire", dup(30, 30.4), []time.Time{at(29.99)}, true},
+		{"no kill at all", dup(30, 30.4), nil, false},
+		{"the only kill is seconds away", dup(30, 40), []time.Time{at(35)}, false},
+		{"the kill came after the repeat", dup(30, 30.2), []time.Time{at(30.5)}, false},
+		{"two repeats, only the first explained", dup(30, 30.4, 31), []time.Time{at(30.01)}, false},
+		{"two repeats, each after a kill of its own", dup(30, 30.4, 30.9), []time.Time{at(30.01), at(30.41)}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			un, in := splitByMarkWindow([]duplicate{tt.d}, tt.kills, markWindow)
+			if got := len(in) == 1; got != tt.window || len(un)+len(in) != 1 {
+				t.Errorf("in window %v (unexplained %d), want in window %v", got, len(un), tt.window)
+			}
+			r := report{Duplicates: un, InWindow: in}
+			if r.failed() == tt.window {
+				t.Errorf("failed() = %v with the repeat in window %v", r.failed(), tt.window)
+			}
+		})
+	}
+}

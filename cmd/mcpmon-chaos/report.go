@@ -65,6 +65,9 @@ func (h *harness) printReport(plan Plan, r report, ws windowStats, verdicts [][]
 			percentile(r.Delays, 50).Round(10*time.Millisecond), percentile(r.Delays, 95).Round(10*time.Millisecond), p99.Round(10*time.Millisecond), target, met)
 	}
 	verdict := "PASS: every outage paged exactly once"
+	if len(r.InWindow) > 0 {
+		verdict = fmt.Sprintf("PASS: every outage paged once, %d repeat(s) inside the documented claim → send → mark window", len(r.InWindow))
+	}
 	if r.failed() {
 		verdict = "FAIL"
 	}
@@ -82,7 +85,8 @@ func (h *harness) printReport(plan Plan, r report, ws windowStats, verdicts [][]
 		{"**lost** (no open alert)", fmt.Sprint(len(r.LostOpen))},
 		{"**lost resolve** (opened, never resolved)", fmt.Sprint(len(r.LostResolve))},
 		{"where the lost ones went missing", h.causes(r, verdicts)},
-		{"**duplicate** (same Idempotency-Key accepted twice)", fmt.Sprint(len(r.Duplicates))},
+		{"**duplicate** (same Idempotency-Key accepted twice, no kill explains it)", fmt.Sprint(len(r.Duplicates))},
+		{fmt.Sprintf("repeat inside the documented claim → send → mark window (its sender SIGKILLed within %s of the acceptance; same Idempotency-Key)", markWindow), fmt.Sprint(len(r.InWindow))},
 		{"**spurious** (matching no planned outage, or a second incident)", fmt.Sprint(len(r.Spurious))},
 		{"no_data verdicts / decided endpoint-windows", fmt.Sprintf("%s (%d / %d); %d windows with no verdict at all", pct(ws.NoData, ws.Total), ws.NoData, ws.Total, ws.Gaps)},
 		{"alert delay p50 / p95 / p99 (first failing probe → delivered open)", delays},
@@ -220,9 +224,12 @@ func (h *harness) printFindings(plan Plan, r report, verdicts [][]verdictRow) {
 			describe(i)
 		}
 	}
-	if len(r.Duplicates) > 0 {
-		fmt.Fprintf(w, "\nduplicates (%d):\n", len(r.Duplicates))
-		for i, d := range r.Duplicates {
+	listDups := func(title string, ds []duplicate) {
+		if len(ds) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "\n%s (%d):\n", title, len(ds))
+		for i, d := range ds {
 			if i == maxFindings {
 				break
 			}
@@ -233,6 +240,8 @@ func (h *harness) printFindings(plan Plan, r report, verdicts [][]verdictRow) {
 			fmt.Fprintf(w, "  %s accepted at %s\n", d.Key, strings.Join(ts, ", "))
 		}
 	}
+	listDups("duplicates", r.Duplicates)
+	listDups("repeats inside the claim → send → mark window", r.InWindow)
 	if len(r.Spurious) > 0 {
 		fmt.Fprintf(w, "\nspurious (%d):\n", len(r.Spurious))
 		for i, f := range r.Spurious {

@@ -82,7 +82,8 @@ Exit status: 0 when the state was reached, 1 on timeout or an API error,
 			}
 			id, last := v.ID, ""
 			var seen atomic.Pointer[string] // the state last read, for the progress lines
-			seen.Store(&v.State)
+			first := v.State                // a copy: v itself is overwritten by each read below
+			seen.Store(&first)
 			name := v.Name
 			stop := a.progress(func(elapsed time.Duration) string {
 				return fmt.Sprintf("wait %s: %s after %s (until %s; timeout %s)", name, *seen.Load(), elapsed, strings.Join(f.until, " or "), f.timeout)
@@ -113,8 +114,9 @@ Exit status: 0 when the state was reached, 1 on timeout or an API error,
 				case err != nil:
 					return fmt.Errorf("wait for endpoint %s: %w", v.Name, err)
 				}
+				state := next.State
+				seen.Store(&state)
 				v = next
-				seen.Store(&next.State)
 			}
 		},
 	}
