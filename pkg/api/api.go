@@ -318,11 +318,11 @@ func New(opts Options) http.Handler {
 	s.agentLimiter = newAgentRateLimiter(s.limiter != nil, s.clock)
 
 	r := chi.NewRouter()
-	r.Use(requestID, s.logRequests, s.recoverer, hostAllowList(opts.AllowedHosts), requireJSON) // guards.go
+	allow := sync.OnceValue(func() *chi.Mux { return flatRoutes(r) }) // once every route is in
+	r.Use(requestID, s.logRequests, s.recoverer, hostAllowList(opts.AllowedHosts), requireJSON(allow)) // guards.go
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, problemf(http.StatusNotFound, "", "no route for %s", r.URL.Path))
 	})
-	allow := sync.OnceValue(func() *chi.Mux { return flatRoutes(r) }) // once every route is in
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		for _, m := range allowed(allow(), req.URL.Path) {
 			w.Header().Add("Allow", m)

@@ -292,6 +292,11 @@ func TestMethodNotAllowedListsTheRoutesMethods(t *testing.T) {
 		{"DELETE", "/v1/incidents", "GET"},
 		{"PUT", "/v1/endpoints/" + ep.ID, "GET,PATCH,DELETE"},
 	} {
+		// Without a JSON body too: the method is the mistake, not the
+		// content type (this answered 415 on a mount's path).
+		if resp, b := h.do(tc.method, tc.path, "text/plain", ""); resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("%s %s without a body = %d %s, want 405", tc.method, tc.path, resp.StatusCode, truncate(b))
+		}
 		resp, b := h.do(tc.method, tc.path, "application/json", `{}`)
 		if resp.StatusCode != http.StatusMethodNotAllowed {
 			t.Errorf("%s %s = %d %s, want 405", tc.method, tc.path, resp.StatusCode, truncate(b))

@@ -53,27 +53,31 @@ func validRequestID(id string) bool {
 // JSON even on an empty-bodied POST (acknowledging an incident) means no web
 // page a user visits can change anything here. DELETE is exempt: browsers
 // never send it cross-site without a CORS preflight, which this API does
-// not answer. A request for no route passes on, so 404 and 405 stay
-// what they are.
-func requireJSON(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodPost, http.MethodPut, http.MethodPatch:
-		default:
+// not answer. A request for no route, or for a method its route does
+// not have, passes on, so 404 and 405 stay what they are. routes is the
+// API's flat route table (flatRoutes): the router's own Match says yes to
+// every method on a mount's path (PUT /v1/endpoints), which answered 415
+// where the method was the mistake.
+func requireJSON(routes func() *chi.Mux) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.Method {
+			case http.MethodPost, http.MethodPut, http.MethodPatch:
+			default:
+				next.ServeHTTP(w, r)
+				return
+			}
+			if !routes().Match(chi.NewRouteContext(), r.Method, r.URL.Path) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if p := checkJSONContentType(r); p != nil {
+				writeProblem(w, r, p)
+				return
+			}
 			next.ServeHTTP(w, r)
-			return
-		}
-		if rctx := chi.RouteContext(r.Context()); rctx != nil && rctx.Routes != nil &&
-			!rctx.Routes.Match(chi.NewRouteContext(), r.Method, r.URL.Path) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if p := checkJSONContentType(r); p != nil {
-			writeProblem(w, r, p)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+		})
+	}
 }
 
 // hostAllowList refuses a request whose Host header is not in hosts with
