@@ -230,6 +230,7 @@ type server struct {
 	limiter   *rateLimiter // nil: no rate limit
 	// agentLimiter is agent keys' own, per key (agents.go); nil with limiter.
 	agentLimiter *rateLimiter
+	inFlight     *inFlight // nil: no cap on a tenant's requests in progress (tenants.go)
 	dlq          map[string]queue.DeadLetterQueue
 	regions      []string
 	subSeal      subscribe.Sealer
@@ -316,9 +317,10 @@ func New(opts Options) http.Handler {
 	}
 	s.limiter = newRateLimiter(opts.Quotas, s.clock)
 	s.agentLimiter = newAgentRateLimiter(s.limiter != nil, s.clock)
+	s.inFlight = newInFlight(opts.Quotas)
 
 	r := chi.NewRouter()
-	allow := sync.OnceValue(func() *chi.Mux { return flatRoutes(r) }) // once every route is in
+	allow := sync.OnceValue(func() *chi.Mux { return flatRoutes(r) })                                  // once every route is in
 	r.Use(requestID, s.logRequests, s.recoverer, hostAllowList(opts.AllowedHosts), requireJSON(allow)) // guards.go
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, problemf(http.StatusNotFound, "", "no route for %s", r.URL.Path))
@@ -336,9 +338,10 @@ func New(opts Options) http.Handler {
 	s.mountMCP(r, opts.MCP)                     // mcp.go
 	r.Route("/v1/agent", s.agentExchangeRoutes) // agents.go: agent keys only, outside the audit log
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.authenticate) // auth.go: key and scope for every /v1 route
-		r.Use(s.recordAudit)  // audit.go: who changed what
-		r.Use(s.limitRate)    // tenants.go: each tenant's request rate, after the key names the tenant
+		r.Use(s.authenticate)  // auth.go: key and scope for every /v1 route
+		r.Use(s.recordAudit)   // audit.go: who changed what
+		r.Use(s.limitRate)     // tenants.go: each tenant's request rate, after the key names the tenant
+		r.Use(s.limitInFlight) // tenants.go: and how many it holds at once
 		r.Route("/endpoints", func(r chi.Router) {
 			r.Get("/", s.listEndpoints)
 			r.Post("/", s.createEndpoint)

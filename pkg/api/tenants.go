@@ -46,6 +46,12 @@ type Quotas struct {
 	// behind a load balancer a tenant gets up to N times the rate.
 	RatePerSecond float64
 	Burst         int
+	// MaxInFlight is how many requests one tenant may have in progress on
+	// this replica at once (0: no limit); past it the API answers 429. The
+	// rate bounds how many a tenant starts, this how many it holds: a probe
+	// on demand waits up to its endpoint's timeout, so 20 a second could
+	// otherwise hold hundreds of requests, each polling the store.
+	MaxInFlight int
 }
 
 // Defaults of the process's quota flags.
@@ -56,6 +62,7 @@ const (
 	DefaultMaxAgentsPerTenant      = 50
 	DefaultRateLimit               = 20.0
 	DefaultRateBurst               = 40
+	DefaultMaxInFlightPerTenant    = 16
 )
 
 // quotaProblem names the quota, its limit and the flag that sets it.
@@ -148,6 +155,66 @@ func (s *server) limitRate(next http.Handler) http.Handler {
 				"this tenant is over its request rate (%g per second, bursts of %d; --rate-limit); retry in %d s", float64(s.limiter.limit), s.limiter.burst, secs))
 			return
 		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// inFlight counts each tenant's requests in progress. Like the buckets,
+// its tenants are bounded by the keys in the store, and a tenant with none
+// in progress is dropped.
+type inFlight struct {
+	max int
+
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func newInFlight(q Quotas) *inFlight {
+	if q.MaxInFlight <= 0 {
+		return nil
+	}
+	return &inFlight{max: q.MaxInFlight, n: map[string]int{}}
+}
+
+// acquire counts one more request of tenant in progress, unless it
+// already has max.
+func (f *inFlight) acquire(tenant string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n[tenant] >= f.max {
+		return false
+	}
+	f.n[tenant]++
+	return true
+}
+
+func (f *inFlight) release(tenant string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n[tenant]--; f.n[tenant] <= 0 {
+		delete(f.n, tenant)
+	}
+}
+
+// limitInFlight answers 429 with Retry-After: 1 when the request's tenant
+// already has Quotas.MaxInFlight requests in progress on this replica. It
+// follows authenticate, so the tenant is the key's. /mcp is not wrapped:
+// its tool calls make /v1 requests, which are counted, and counting the
+// call too would let a tenant's calls hold every slot their own requests
+// need.
+func (s *server) limitInFlight(next http.Handler) http.Handler {
+	if s.inFlight == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tenant := auth.TenantFrom(r.Context())
+		if !s.inFlight.acquire(tenant) {
+			w.Header().Set("Retry-After", "1")
+			writeProblem(w, r, problemf(http.StatusTooManyRequests, apiv1.TypeRateLimited,
+				"this tenant already has %d requests in progress (--max-in-flight-per-tenant); retry once one has finished", s.inFlight.max))
+			return
+		}
+		defer s.inFlight.release(tenant)
 		next.ServeHTTP(w, r)
 	})
 }

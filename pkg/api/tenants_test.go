@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -225,5 +227,74 @@ func TestRateLimitPerTenant(t *testing.T) {
 	// Without a key there is no tenant to charge: 401 first, never 429.
 	if resp, _ := ah.call("GET", "/v1/endpoints", "", ""); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("no key: %d, want 401", resp.StatusCode)
+	}
+}
+
+// heldProbes holds every probe on demand inside the handler until
+// released, so a test can keep requests in progress without a clock.
+type heldProbes struct{ entered, release chan struct{} }
+
+func (p heldProbes) ProbeNow(ctx context.Context, _ model.Endpoint, _ time.Time) error {
+	p.entered <- struct{}{}
+	select {
+	case <-p.release:
+	case <-ctx.Done():
+	}
+	return errors.New("released by the test")
+}
+
+// A tenant's requests in progress are capped: probes on demand wait up to
+// their endpoint's timeout, so a tenant within its rate could otherwise
+// hold hundreds. Another tenant is not held back, and a slot frees when a
+// request ends.
+func TestInFlightCapPerTenant(t *testing.T) {
+	probes := heldProbes{entered: make(chan struct{}), release: make(chan struct{})}
+	ah := newAuthHarness(t, withQuotas(api.Quotas{MaxInFlight: 2}), func(o *api.Options) { o.Probes = probes })
+	resp, b := ah.call("POST", "/v1/endpoints", ah.keys["a/admin"], `{"name":"a","url":"https://a.example/mcp"}`)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", resp.StatusCode, b)
+	}
+	var ep struct{ ID string }
+	if err := json.Unmarshal(b, &ep); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	codes := make(chan int, 2)
+	for range 2 {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(t.Context(), "POST", ah.srv.URL+"/v1/endpoints/"+ep.ID+"/probe", nil)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+ah.keys["a/write"])
+			resp, err := ah.srv.Client().Do(req)
+			if err != nil {
+				codes <- 0
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		})
+	}
+	<-probes.entered
+	<-probes.entered // both in progress
+
+	resp, b = ah.call("GET", "/v1/endpoints", ah.keys["a/read"], "")
+	var p apiv1.Problem
+	if resp.StatusCode != http.StatusTooManyRequests || json.Unmarshal(b, &p) != nil || p.Type != apiv1.TypeRateLimited ||
+		resp.Header.Get("Retry-After") != "1" || !strings.Contains(p.Detail, "--max-in-flight-per-tenant") {
+		t.Fatalf("a third request of the tenant: %d Retry-After %q %s, want 429 naming --max-in-flight-per-tenant", resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+	if resp, b := ah.call("GET", "/v1/endpoints", ah.keys["b/admin"], ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("tenant b held back by a's requests: %d %s", resp.StatusCode, b)
+	}
+	close(probes.release)
+	wg.Wait()
+	close(codes)
+	for c := range codes {
+		if c != http.StatusServiceUnavailable {
+			t.Errorf("a held probe answered %d, want 503 (its queueing failed)", c)
+		}
+	}
+	if resp, b := ah.call("GET", "/v1/endpoints", ah.keys["a/read"], ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("once the probes ended: %d %s", resp.StatusCode, b)
 	}
 }

@@ -183,6 +183,9 @@ type Options struct {
 	// many it may send at once; past them the API answers 429.
 	RateLimit float64
 	RateBurst int
+	// MaxInFlightPerTenant is how many /v1 requests a tenant may have in
+	// progress on one API replica at once; past it the API answers 429.
+	MaxInFlightPerTenant int
 
 	// Status page e-mail subscriptions (pkg/subscribe), sent through their
 	// own SMTP relay. SubscribeSMTPAddr empty: subscriptions are off and
@@ -212,6 +215,7 @@ const (
 	DefaultMaxAgentsPerTenant      = 50
 	DefaultRateLimit               = 20.0
 	DefaultRateBurst               = 40
+	DefaultMaxInFlightPerTenant    = 16
 )
 
 // The audit log's retention (--audit-ttl): 90 days by default (the
@@ -266,6 +270,7 @@ func Defaults() Options {
 		AgentOfflineAfter:       model.DefaultAgentOfflineAfter,
 		RateLimit:               DefaultRateLimit,
 		RateBurst:               DefaultRateBurst,
+		MaxInFlightPerTenant:    DefaultMaxInFlightPerTenant,
 		BootstrapKey:            true,
 		MaxSubscribersPerPage:   model.DefaultMaxSubscribersPerPage,
 		SubscribeSMTPTLS:        "starttls",
@@ -333,6 +338,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	boolean(&o.AgentSecretsOverHTTP, "agent-secrets-over-http", "send agents the commands of endpoints with secrets over plain HTTP too (tests on loopback; otherwise only over TLS)")
 	fs.Float64Var(&o.RateLimit, "rate-limit", o.RateLimit, "REST API requests per second per tenant, answered 429 beyond it (0: no limit)"+envHint("rate-limit"))
 	num(&o.RateBurst, "rate-burst", "REST API requests a tenant may send at once above --rate-limit")
+	num(&o.MaxInFlightPerTenant, "max-in-flight-per-tenant", "REST API requests one tenant may have in progress at once on this replica, answered 429 beyond it (0: no limit)")
 	str(&o.SubscribeSMTPAddr, "subscribe-smtp-addr", "host:port of the SMTP relay that mails status page subscribers (empty: e-mail subscriptions are off)")
 	str(&o.SubscribeSMTPFrom, "subscribe-smtp-from", "From address of the mails to status page subscribers, e.g. \"Status <status@example.com>\"")
 	str(&o.SubscribeSMTPUsername, "subscribe-smtp-username", "SMTP user of --subscribe-smtp-addr (AUTH PLAIN, over TLS only)")
@@ -660,7 +666,7 @@ func (o Options) Validate() error {
 	for _, q := range []struct {
 		flag string
 		n    int
-	}{{"--max-endpoints-per-tenant", o.MaxEndpointsPerTenant}, {"--max-maintenance-per-tenant", o.MaxMaintenancePerTenant}, {"--max-status-pages-per-tenant", o.MaxStatusPagesPerTenant}, {"--max-agents-per-tenant", o.MaxAgentsPerTenant}, {"--rate-burst", o.RateBurst}} {
+	}{{"--max-endpoints-per-tenant", o.MaxEndpointsPerTenant}, {"--max-maintenance-per-tenant", o.MaxMaintenancePerTenant}, {"--max-status-pages-per-tenant", o.MaxStatusPagesPerTenant}, {"--max-agents-per-tenant", o.MaxAgentsPerTenant}, {"--rate-burst", o.RateBurst}, {"--max-in-flight-per-tenant", o.MaxInFlightPerTenant}} {
 		if q.n < 0 {
 			errs = append(errs, fmt.Errorf("%s %d: must be 0 (no limit) or more", q.flag, q.n))
 		}

@@ -618,7 +618,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Quotas: api.Quotas{
 				MaxEndpoints: o.MaxEndpointsPerTenant, MaxMaintenance: o.MaxMaintenancePerTenant, MaxStatusPages: o.MaxStatusPagesPerTenant,
 				MaxAgents:     o.MaxAgentsPerTenant,
-				RatePerSecond: o.RateLimit, Burst: o.RateBurst,
+				RatePerSecond: o.RateLimit, Burst: o.RateBurst, MaxInFlight: o.MaxInFlightPerTenant,
 			},
 			DeadLetters:           d.qs.dead,
 			SubscriberSealer:      d.kr,
