@@ -37,6 +37,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -66,6 +67,12 @@ type Options struct {
 	// AllowPrivateTargets turns the agent's SSRF guard off: it may probe
 	// private and loopback addresses, as an agent inside a network must.
 	AllowPrivateTargets bool
+	// AllowedNetworks are the private networks the agent may probe while
+	// every other blocked address stays refused (--allow-target-networks):
+	// an agent with them cannot be pointed at its network's other
+	// services or the cloud metadata address by whoever may register
+	// endpoints.
+	AllowedNetworks []netip.Prefix
 	// Concurrency bounds the probes in flight (default DefaultConcurrency).
 	Concurrency int
 	// Wait is the long poll's wait (default apiv1.DefaultAgentWait).
@@ -195,7 +202,7 @@ func Run(ctx context.Context, o Options) error {
 	a := &agent{o: o, srv: newServers(o.Server, o.Failover), log: o.Logger.With("component", "agent"), eps: &endpoints{m: map[string]model.Endpoint{}},
 		refused: make(chan struct{}), missing: map[string]string{},
 		pending: make(chan queue.SendInput, maxPending)}
-	po := prober.Options{AllowPrivateTargets: o.AllowPrivateTargets, Logger: o.Logger, Clock: o.Clock,
+	po := prober.Options{AllowPrivateTargets: o.AllowPrivateTargets, AllowedNetworks: o.AllowedNetworks, Logger: o.Logger, Clock: o.Clock,
 		ClientName: "mcpmon-agent", ClientVersion: o.Version}
 	if o.Prober != nil {
 		o.Prober(&po)

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/prober"
 )
@@ -172,22 +173,33 @@ func mcpFixture(t *testing.T) string {
 }
 
 // The agent probes with the prober's own code and its own SSRF guard:
-// with private targets allowed the loopback server is up, without them the
-// guard refuses it. Each result carries the command's run ID.
+// with private targets allowed, or the target's network, the loopback
+// server is up; without them, or with another network allowed, the guard
+// refuses it. Each result carries the command's run ID.
 func TestRunProbesWithItsOwnGuard(t *testing.T) {
 	target := mcpFixture(t)
 	for _, tc := range []struct {
-		allow bool
-		want  msg.Status
-		class string
-	}{{true, msg.StatusUp, prober.ClassOK}, {false, msg.StatusDown, prober.ClassBlockedTarget}} {
+		allow    bool
+		networks []string
+		want     msg.Status
+		class    string
+	}{
+		{true, nil, msg.StatusUp, prober.ClassOK},
+		{false, nil, msg.StatusDown, prober.ClassBlockedTarget},
+		{false, []string{"127.0.0.0/8"}, msg.StatusUp, prober.ClassOK},
+		{false, []string{"10.0.0.0/8", "169.254.169.254"}, msg.StatusDown, prober.ClassBlockedTarget},
+	} {
+		nets, err := netguard.ParseNetworks(tc.networks)
+		if err != nil {
+			t.Fatal(err)
+		}
 		slot := time.Now().UTC().Truncate(time.Second)
 		cmd := apiv1.AgentCommand{EndpointID: "e1", Slot: slot, Endpoint: apiv1.AgentEndpoint{ID: "e1", URL: target, Transport: "auto",
 			Schedule: "@every 1h", Timeout: "5s"}}
 		srv := newFakeServer(t, commands(cmd), commands())
-		r := firstResult(t, srv, Options{AllowPrivateTargets: tc.allow})
+		r := firstResult(t, srv, Options{AllowPrivateTargets: tc.allow, AllowedNetworks: nets})
 		if r.Status != tc.want || r.Class != tc.class || r.ProbeRunID != msg.ProbeRunID("e1", slot) || !r.Slot.Equal(slot) {
-			t.Errorf("allow private %v: result %s/%s run %s slot %v, want %s/%s for the command's slot", tc.allow, r.Status, r.Class, r.ProbeRunID, r.Slot, tc.want, tc.class)
+			t.Errorf("allow private %v, networks %v: result %s/%s run %s slot %v, want %s/%s for the command's slot", tc.allow, tc.networks, r.Status, r.Class, r.ProbeRunID, r.Slot, tc.want, tc.class)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/daemon"
 	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/netguard"
 )
 
 // agentTokenEnv holds an agent's key: preferred to --token, whose value
@@ -25,12 +26,13 @@ const agentTokenEnv = "MCPMON_AGENT_TOKEN"
 // agentCmd runs a prober inside the user's network (pkg/agent).
 func (a *app) agentCmd() *cobra.Command {
 	var tokenFile, logLevel, secretsFile string
-	var servers []string
+	var servers, networks []string
 	o := agent.Options{Version: daemon.Version}
 	cmd := &cobra.Command{
-		Use:   "agent --server URL [--server URL]... [--token-file FILE] [--secrets-file FILE] [--allow-private-targets]",
+		Use:   "agent --server URL [--server URL]... [--token-file FILE] [--secrets-file FILE] [--allow-target-networks CIDR,... | --allow-private-targets]",
 		Short: "Probe from inside your network: fetch a location's probes from the API over HTTPS, post their results",
 		Example: `  export MCPMON_AGENT_TOKEN=$(cat /etc/mcpmon/agent.token)
+  mcpmon agent --server https://mcpmon.example.com --allow-target-networks 10.20.0.0/16,10.30.4.0/24
   mcpmon agent --server https://mcpmon.example.com --allow-private-targets
   mcpmon agent --server https://mcpmon.example.com --token-file /etc/mcpmon/agent.token
   mcpmon agent --server https://api-1.example.com --server https://api-2.example.com
@@ -53,6 +55,9 @@ func (a *app) agentCmd() *cobra.Command {
 				servers[i] = strings.TrimSpace(servers[i])
 			}
 			o.Server, o.Failover, o.Token, o.Logger = servers[0], servers[1:], token, log
+			if o.AllowedNetworks, err = netguard.ParseNetworks(networks); err != nil {
+				return usagef("--allow-target-networks: %v", err)
+			}
 			if err := o.Validate(); err != nil {
 				return usageError{err}
 			}
@@ -83,6 +88,7 @@ func (a *app) agentCmd() *cobra.Command {
 				}()
 			}
 			log.Info("agent starting", "server", o.Server, "failover", o.Failover, "version", o.Version, "allow_private_targets", o.AllowPrivateTargets,
+				"allow_target_networks", o.AllowedNetworks,
 				"secrets_file", secretsFile, "file_secrets", secrets.Len())
 			// A refused key ends the agent with one line and exit 1
 			// (agent.ErrRefused): retrying cannot help, its supervisor
@@ -94,7 +100,8 @@ func (a *app) agentCmd() *cobra.Command {
 	cmd.Flags().StringSliceVar(&servers, "server", nil, "mcpmon API base URL (env MCPMON_SERVER); repeat it or give a comma list for the API replicas of one deployment: the agent keeps to one until it fails, then moves to the next")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the agent key (preferred; or "+agentTokenEnv+"): a --token value shows in ps")
 	cmd.Flags().StringVar(&secretsFile, "secrets-file", "", "file of agent-side secrets, one NAME=value a line (# comments), for endpoints' ${agent:NAME} references; re-read on SIGHUP. MCPMON_AGENT_SECRET_<NAME> variables add to it")
-	cmd.Flags().BoolVar(&o.AllowPrivateTargets, "allow-private-targets", false, "probe loopback, private and link-local addresses: the agent's own SSRF guard, off for the servers it is there for")
+	cmd.Flags().StringSliceVar(&networks, "allow-target-networks", nil, "networks the agent may probe although private (CIDR, or one address; repeat or comma-separate), e.g. the subnet of the servers it is there for; every other private, loopback and link-local address (cloud metadata included) stays refused")
+	cmd.Flags().BoolVar(&o.AllowPrivateTargets, "allow-private-targets", false, "probe every loopback, private and link-local address: the agent's own SSRF guard off (prefer --allow-target-networks)")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", agent.DefaultConcurrency, "probes in flight at once (at least probes per second × a probe's wall time; see the agents guide)")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd

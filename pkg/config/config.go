@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 )
 
@@ -71,6 +73,10 @@ type Options struct {
 	// region set, as before regions existed (see regions.go).
 	Regions             []string
 	AllowPrivateTargets bool
+	// AllowTargetNetworks are the private networks probes may reach while
+	// the rest stay refused (--allow-target-networks, CIDR or address):
+	// netguard.ParseNetworks reads them (TargetNetworks).
+	AllowTargetNetworks []string
 	ProbeConcurrency    int
 	// CanaryURLs are the operator's canary targets (--canary-url, repeated
 	// or comma-separated): every prober checks them each CanaryInterval,
@@ -303,6 +309,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	str(&o.Region, "region", "region label this prober puts on its results (with --regions: one of them, and the prober consumes that region's commands queue)")
 	fs.Var((*listValue)(&o.Regions), "regions", "comma-separated region set: one commands queue per region (<prefix>commands-<region>.fifo); mcpmon run starts one prober per region; empty: one commands queue"+envHint("regions"))
 	boolean(&o.AllowPrivateTargets, "allow-private-targets", "allow probing loopback, private and link-local addresses (tests, private deployments)")
+	fs.Var((*listValue)(&o.AllowTargetNetworks), "allow-target-networks", "comma-separated networks (CIDR, or one address) probes may reach although private, e.g. 10.20.0.0/16; every other private, loopback and link-local address stays refused"+envHint("allow-target-networks"))
 	boolean(&o.PublicIndex, "public-index", "serve /status, the list of every public endpoint of every tenant (off: only per-endpoint pages, JSON, badges and feeds)")
 	fs.IntVar(&o.ProbeConcurrency, "probe-concurrency", o.ProbeConcurrency, "probes run in parallel per prober"+envHint("probe-concurrency"))
 	fs.Var(&repeatValue{list: &o.CanaryURLs}, "canary-url", "canary target every prober checks to tell its own network failing from the endpoints' (repeat, or comma-separate; two or more, outside your infrastructure and the monitored servers' providers)"+envHint("canary-url"))
@@ -674,6 +681,9 @@ func (o Options) Validate() error {
 	if o.RateLimit < 0 || o.RateLimit > 1e6 {
 		errs = append(errs, fmt.Errorf("--rate-limit %g: must be between 0 (no limit) and 1000000 requests per second", o.RateLimit))
 	}
+	if _, err := netguard.ParseNetworks(o.AllowTargetNetworks); err != nil {
+		errs = append(errs, fmt.Errorf("--allow-target-networks: %w", err))
+	}
 	if err := validRegions(o.Regions); err != nil {
 		errs = append(errs, err)
 	}
@@ -725,4 +735,11 @@ func loopbackListen(listen string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// TargetNetworks are AllowTargetNetworks parsed (Validate has refused any
+// that does not parse).
+func (o Options) TargetNetworks() []netip.Prefix {
+	nets, _ := netguard.ParseNetworks(o.AllowTargetNetworks)
+	return nets
 }

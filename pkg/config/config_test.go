@@ -49,6 +49,8 @@ func TestParseErrors(t *testing.T) {
 		{args: []string{"--ledger-ttl", "1m"}, want: "--ledger-ttl"},
 		{args: []string{"--max-endpoints-per-tenant", "-1"}, want: "--max-endpoints-per-tenant"},
 		{args: []string{"--rate-limit", "-2"}, want: "--rate-limit"},
+		{args: []string{"--max-in-flight-per-tenant", "-1"}, want: "--max-in-flight-per-tenant"},
+		{args: []string{"--allow-target-networks", "10.0.0.0/8,office"}, want: `--allow-target-networks: "office" is not a network`},
 		{args: []string{"--audit-ttl", "59m"}, want: "--audit-ttl"},
 		{args: []string{"--audit-ttl", "17521h"}, want: "--audit-ttl"},
 		{env: map[string]string{"MCPMON_WINDOW": "soon"}, want: "MCPMON_WINDOW"},

@@ -606,7 +606,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			Audit:             d.st,
 			Metrics:           api.NewMetrics(reg),
 			Scheduler:         sched,
-			TargetValidator:   netguard.Guard{AllowPrivate: allow}.CheckTarget,
+			TargetValidator:   netguard.Guard{AllowPrivate: allow, Allowed: o.TargetNetworks()}.CheckTarget,
 			ProtocolValidator: prober.ValidateProtocol,
 			SinkValidator:     func(raw json.RawMessage) error { return sinks.ValidateEndpointSinks(raw, allow) },
 			SinkRedactor:      sinks.RedactEndpointSinks,

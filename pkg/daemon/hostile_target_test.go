@@ -324,7 +324,7 @@ func TestHugeCatalogStaysBounded(t *testing.T) {
 // sentence, without the address or the blocked range; the resolved
 // address is in the operator's log.
 func TestRefusedTargetNamesNoAddress(t *testing.T) {
-	const sentence = "the target resolves to a private or reserved address; mcpmon refuses those (an operator may set --allow-private-targets)"
+	const sentence = "the target resolves to a private or reserved address; mcpmon refuses those (an operator may allow its network with --allow-target-networks, or every address with --allow-private-targets)"
 	target := rawMCP(t, func(*http.Request, string, json.RawMessage) any { return map[string]any{} })
 	u, _ := url.Parse(target)
 	resolver := testpeers.DNSServer(t, map[string]netip.Addr{"rebind.mcpmon.test": netip.MustParseAddr("127.0.0.1")})
@@ -379,5 +379,61 @@ func TestRefusedTargetNamesNoAddress(t *testing.T) {
 	}
 	if l := logs.String(); !strings.Contains(l, "127.0.0.1") || !strings.Contains(l, "127.0.0.0/8") {
 		t.Errorf("the operator's log lacks the refused address and range:\n%s", l)
+	}
+}
+
+// TestAllowTargetNetworksOpensOnlyThoseNetworks: --allow-target-networks
+// lets the probers and the API reach the networks named and nothing else
+// blocked: a loopback server in the allowed /32 registers and is probed
+// up; another loopback address is refused at registration, and a name
+// resolving to the cloud metadata address is refused at dial time
+// (before connect, so nothing is sent there).
+func TestAllowTargetNetworksOpensOnlyThoseNetworks(t *testing.T) {
+	target := newMCPServer(t).url()
+	u, _ := url.Parse(target)
+	resolver := testpeers.DNSServer(t, map[string]netip.Addr{"metadata.mcpmon.test": netip.MustParseAddr("169.254.169.254")})
+	o := fastOptions(t)
+	o.Auth, o.AllowPrivateTargets, o.AllowTargetNetworks = config.AuthNone, false, []string{"127.0.0.1/32"}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Start(t.Context(), RoleAll, o, Deps{
+		Logger:        slog.New(slog.DiscardHandler),
+		proberOptions: func(_ string, po *prober.Options) { po.Resolver = resolver },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Stop(); _ = d.Wait() })
+
+	b, _ := json.Marshal(map[string]any{"name": "other", "url": "http://127.0.0.2:" + u.Port() + "/mcp", "schedule": "@every 1s"})
+	resp := apiClient{addr: d.Addr()}.do(t, http.MethodPost, "/v1/endpoints", bytes.NewReader(b))
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 4 || !strings.Contains(string(body), "--allow-target-networks") {
+		t.Fatalf("registering a loopback address outside the allowed network: %d %s, want 4xx naming --allow-target-networks", resp.StatusCode, body)
+	}
+
+	latest := func(id string) (class string) {
+		var ep struct {
+			Latest struct {
+				Class string `json:"class"`
+			} `json:"latestResult"`
+		}
+		eventually(t, 30*time.Second, "a probe result of "+id, func() bool {
+			if err := json.Unmarshal([]byte(get(t, d.Addr(), "/v1/endpoints/"+id)), &ep); err != nil {
+				t.Fatal(err)
+			}
+			return ep.Latest.Class != ""
+		})
+		return ep.Latest.Class
+	}
+	allowed := register(t, d.Addr(), map[string]any{"name": "allowed", "url": target, "schedule": "@every 1s", "timeout": "1s"})
+	if c := latest(allowed); c != "ok" {
+		t.Errorf("the server in the allowed network: class %s, want ok", c)
+	}
+	meta := register(t, d.Addr(), map[string]any{"name": "metadata", "url": "http://metadata.mcpmon.test:" + u.Port() + "/mcp", "schedule": "@every 1s", "timeout": "1s"})
+	if c := latest(meta); c != "blocked_target" {
+		t.Errorf("a name resolving to 169.254.169.254: class %s, want blocked_target", c)
 	}
 }

@@ -115,6 +115,7 @@ func (d *Daemon) startProbers(ctx context.Context, qm *queue.Metrics, fold queue
 	for _, pr := range prs {
 		po := prober.Options{
 			AllowPrivateTargets: o.AllowPrivateTargets,
+			AllowedNetworks:     o.TargetNetworks(),
 			Region:              pr.region,
 			RegionalMemory:      len(o.Regions) > 0,
 			Logger:              d.log,

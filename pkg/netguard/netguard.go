@@ -30,7 +30,7 @@ import (
 )
 
 // ErrBlocked is what every refusal says (as a *BlockedError).
-var ErrBlocked = errors.New("the target resolves to a private or reserved address; mcpmon refuses those (an operator may set --allow-private-targets)")
+var ErrBlocked = errors.New("the target resolves to a private or reserved address; mcpmon refuses those (an operator may allow its network with --allow-target-networks, or every address with --allow-private-targets)")
 
 // BlockedError is a refusal. Its Error is ErrBlocked's text whatever was
 // refused; Detail names what and why, for the operator's log only.
@@ -122,6 +122,31 @@ type Guard struct {
 	// Allowed are exceptions to the block list (e.g. one internal subnet)
 	// while everything else stays refused.
 	Allowed []netip.Prefix
+}
+
+// ParseNetworks parses Guard.Allowed from what an operator writes: CIDR
+// prefixes ("10.20.0.0/16", "fd00:1::/64") or single addresses
+// ("10.20.0.7"), each held to its network's bits. An empty list is none. A
+// value that is neither is an error naming it.
+func ParseNetworks(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range list {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(v); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(v)
+		if err != nil || a.Zone() != "" {
+			return nil, fmt.Errorf("%q is not a network (CIDR such as 10.20.0.0/16) or an address", v)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }
 
 // CheckAddr returns nil if ip may be dialed.

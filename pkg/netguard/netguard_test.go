@@ -223,7 +223,7 @@ func TestTranslationPrefixesAreBlocked(t *testing.T) {
 // shown to tenants) is the same sentence whatever was refused; the address
 // and range are in Detail only, for the operator's log.
 func TestRefusalNamesNeitherAddressNorRange(t *testing.T) {
-	const want = "the target resolves to a private or reserved address; mcpmon refuses those (an operator may set --allow-private-targets)"
+	const want = "the target resolves to a private or reserved address; mcpmon refuses those (an operator may allow its network with --allow-target-networks, or every address with --allow-private-targets)"
 	for _, tc := range []struct {
 		name       string
 		err        error
@@ -256,5 +256,32 @@ func TestRefusalNamesNeitherAddressNorRange(t *testing.T) {
 	}
 	if d := Detail(errors.New("connection refused")); d != "" {
 		t.Errorf("Detail of a non-refusal = %q, want empty", d)
+	}
+}
+
+func TestParseNetworks(t *testing.T) {
+	got, err := ParseNetworks([]string{"10.20.0.0/16", " 10.30.1.7 ", "fd00:1::/64", "10.40.5.6/24", "", "::ffff:10.50.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.20.0.0/16", "10.30.1.7/32", "fd00:1::/64", "10.40.5.0/24", "10.50.0.1/32"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("[%d] = %s, want %s", i, got[i], want[i])
+		}
+	}
+	g := Guard{Allowed: got}
+	for addr, ok := range map[string]bool{"10.20.3.4": true, "10.30.1.7": true, "10.30.1.8": false, "169.254.169.254": false, "127.0.0.1": false, "10.40.5.200": true} {
+		if err := g.CheckAddr(netip.MustParseAddr(addr)); (err == nil) != ok {
+			t.Errorf("CheckAddr(%s) = %v, want allowed %v", addr, err, ok)
+		}
+	}
+	for _, bad := range []string{"10.0.0.0/33", "office", "10.0.0.1-10.0.0.9", "fe80::1%eth0"} {
+		if _, err := ParseNetworks([]string{bad}); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("ParseNetworks(%q) = %v, want an error naming it", bad, err)
+		}
 	}
 }
