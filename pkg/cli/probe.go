@@ -14,6 +14,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/daemon"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/netguard"
 )
 
 // probeFlags are `mcpmon probe`'s flags: the endpoint fields a probe
@@ -32,6 +33,7 @@ type probeFlags struct {
 	oauthScopes                []string
 	oauthAudience              string
 	allowPrivate               bool
+	networks                   []string
 }
 
 func (a *app) probeCmd() *cobra.Command {
@@ -62,6 +64,10 @@ one line saying what it was and why.`,
 			if f.expect != "" && !slices.Contains(expectStatuses, msg.Status(f.expect)) {
 				return usagef("--expect %q: want up, degraded or down", f.expect)
 			}
+			nets, err := netguard.ParseNetworks(f.networks)
+			if err != nil {
+				return usagef("--allow-target-networks: %v", err)
+			}
 			ep, err := a.probeEndpoint(args[0], &f)
 			if err != nil {
 				return err
@@ -73,7 +79,8 @@ one line saying what it was and why.`,
 			stop := a.progress(func(elapsed time.Duration) string {
 				return fmt.Sprintf("probe %s: no result yet after %s (%s)", ep.URL, elapsed, timeout)
 			})
-			res, err := daemon.ProbeOnce(cmd.Context(), ep, daemon.OnceOptions{AllowPrivateTargets: f.allowPrivate, OTLPEndpoint: f.otlpEndpoint, Getenv: a.io.Getenv})
+			res, err := daemon.ProbeOnce(cmd.Context(), ep, daemon.OnceOptions{AllowPrivateTargets: f.allowPrivate, AllowedNetworks: nets,
+				OTLPEndpoint: f.otlpEndpoint, Getenv: a.io.Getenv})
 			stop()
 			if err != nil {
 				return usageError{err}
@@ -100,6 +107,7 @@ one line saying what it was and why.`,
 	fl.StringSliceVar(&f.oauthScopes, "oauth-scope", nil, "OAuth scopes (comma-separated or repeated)")
 	fl.StringVar(&f.oauthAudience, "oauth-audience", "", "OAuth audience parameter, when the authorization server wants one")
 	fl.BoolVar(&f.allowPrivate, "allow-private-targets", false, "allow loopback, private and link-local targets (refused by default, like the daemon)")
+	fl.StringSliceVar(&f.networks, "allow-target-networks", nil, "allow these private networks only (CIDR or one address; repeat or comma-separate), like the daemon's flag")
 	fl.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export the probe as a trace to this OTLP receiver, as a daemon's --otlp-endpoint (default: the OTEL_EXPORTER_OTLP_* environment; neither: no trace)")
 	_ = cmd.RegisterFlagCompletionFunc("expect", cobra.FixedCompletions([]string{"up", "degraded", "down"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("transport", cobra.FixedCompletions([]string{"auto", "streamable-http", "sse"}, cobra.ShellCompDirectiveNoFileComp))

@@ -46,6 +46,11 @@ func TestProbeCommand(t *testing.T) {
 	}
 
 	h.fails(ExitError, "blocked_target", "probe", url)
+	h.fails(ExitError, "blocked_target", "probe", "--allow-target-networks", "10.0.0.0/8", url)
+	if out := h.ok("probe", "--allow-target-networks", "127.0.0.1", url); !strings.Contains(out, "Status:       up") {
+		t.Errorf("probe with the server's address allowed:\n%s", out)
+	}
+	h.fails(ExitUsage, `--allow-target-networks: "office" is not a network`, "probe", "--allow-target-networks", "office", url)
 	h.fails(ExitUsage, "want one URL", "probe")
 	h.fails(ExitUsage, "need --tool", "probe", "--expect-contains", "x", url)
 	h.fails(ExitUsage, `transport "carrier-pigeon"`, "probe", "--allow-private-targets", "--transport", "carrier-pigeon", url)

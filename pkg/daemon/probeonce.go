@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"time"
 
@@ -47,6 +48,7 @@ func ProbeOnce(ctx context.Context, ep model.Endpoint, o OnceOptions) (msg.Probe
 	}
 	p := prober.New(prober.Options{
 		AllowPrivateTargets: o.AllowPrivateTargets,
+		AllowedNetworks:     o.AllowedNetworks,
 		Logger:              log,
 		Clock:               clock.Real{},
 		ClientName:          "mcpmon",
@@ -67,6 +69,8 @@ func ProbeOnce(ctx context.Context, ep model.Endpoint, o OnceOptions) (msg.Probe
 // OnceOptions configure ProbeOnce.
 type OnceOptions struct {
 	AllowPrivateTargets bool
+	// AllowedNetworks open only these private networks (--allow-target-networks).
+	AllowedNetworks []netip.Prefix
 	// OTLPEndpoint is --otlp-endpoint; Getenv reads the OTEL_* variables
 	// (nil: the process environment).
 	OTLPEndpoint string
