@@ -123,6 +123,34 @@ func (m Maintenance) ActiveAt(t time.Time, ep EndpointRef) bool {
 	return ok
 }
 
+// MaintenanceUntil reports whether a window of ms that matches ep is
+// active at t and, if so, until when: the first instant after t at which
+// none of them is. Windows that overlap or meet are one span, so end is
+// when ep stops being in maintenance, not when the first window closes.
+// Every rule about "during maintenance" (the alerter's gate, subscriber
+// notices, the public status page) asks this one function.
+func MaintenanceUntil(ms []Maintenance, ep EndpointRef, t time.Time) (end time.Time, ok bool) {
+	end = t
+	// Each round moves end to the latest end of the windows active at it;
+	// the bound keeps a chain of back-to-back windows from looping.
+	for range maxMergedWindows {
+		next := end
+		for _, m := range ms {
+			if !m.Matches(ep) {
+				continue
+			}
+			if _, e, in := m.Window(end); in && e.After(next) {
+				next = e
+			}
+		}
+		if !next.After(end) {
+			break
+		}
+		end, ok = next, true
+	}
+	return end, ok
+}
+
 // Window returns the window of m that contains t, regardless of endpoints.
 // Overlapping recurring occurrences are merged into one window, so end is
 // when m stops silencing. ok is false when no window contains t or m is

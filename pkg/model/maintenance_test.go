@@ -140,3 +140,37 @@ func TestMaintenanceCronIsUTC(t *testing.T) {
 		t.Errorf("%q for 1h is not active at %s", tokyo.Cron, at)
 	}
 }
+
+func TestMaintenanceUntilJoinsTouchingWindows(t *testing.T) {
+	a := EndpointRef{ID: "a", Tenant: "acme", Labels: map[string]string{"team": "x"}}
+	first := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Start: ts("2026-01-01T10:00:00Z"), End: ts("2026-01-01T11:00:00Z")}
+	meets := Maintenance{Tenant: "acme", Selector: map[string]string{"team": "x"}, Start: ts("2026-01-01T11:00:00Z"), End: ts("2026-01-01T12:00:00Z")}
+	overlaps := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Start: ts("2026-01-01T11:30:00Z"), End: ts("2026-01-01T13:00:00Z")}
+	later := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Start: ts("2026-01-01T13:01:00Z"), End: ts("2026-01-01T14:00:00Z")}
+	otherTenant := Maintenance{Tenant: "other", EndpointIDs: []string{"a"}, Start: ts("2026-01-01T09:00:00Z"), End: ts("2026-01-01T20:00:00Z")}
+	nightly := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Cron: "0 2 * * *", Duration: 30 * time.Minute}
+	tests := []struct {
+		name   string
+		ms     []Maintenance
+		at     string
+		ok     bool
+		wantAt string
+	}{
+		{"none", nil, "2026-01-01T10:30:00Z", false, ""},
+		{"one window", []Maintenance{first}, "2026-01-01T10:30:00Z", true, "2026-01-01T11:00:00Z"},
+		{"at its end it is over", []Maintenance{first}, "2026-01-01T11:00:00Z", false, ""},
+		{"a window that meets it carries on", []Maintenance{first, meets}, "2026-01-01T10:30:00Z", true, "2026-01-01T12:00:00Z"},
+		{"and one that overlaps that", []Maintenance{overlaps, meets, first}, "2026-01-01T10:30:00Z", true, "2026-01-01T13:00:00Z"},
+		{"a gap ends the span", []Maintenance{first, meets, overlaps, later}, "2026-01-01T10:30:00Z", true, "2026-01-01T13:00:00Z"},
+		{"another tenant's window never matches", []Maintenance{otherTenant}, "2026-01-01T10:30:00Z", false, ""},
+		{"recurring", []Maintenance{nightly}, "2026-03-05T02:10:00Z", true, "2026-03-05T02:30:00Z"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			end, ok := MaintenanceUntil(tt.ms, a, ts(tt.at))
+			if ok != tt.ok || ok && !end.Equal(ts(tt.wantAt)) {
+				t.Fatalf("MaintenanceUntil(%s) = %s, %v; want %s, %v", tt.at, end, ok, tt.wantAt, tt.ok)
+			}
+		})
+	}
+}
