@@ -151,6 +151,63 @@ func MaintenanceUntil(ms []Maintenance, ep EndpointRef, t time.Time) (end time.T
 	return end, ok
 }
 
+// MaintenanceSpan is one stretch of maintenance of an endpoint: [Start,
+// End), windows that overlap or meet joined.
+type MaintenanceSpan struct {
+	Start, End time.Time
+}
+
+// maxAheadStarts bounds how many activations of one recurring window
+// MaintenanceAhead looks at.
+const maxAheadStarts = 64
+
+// MaintenanceAhead lists, in order, at most limit spans of maintenance of
+// ep that start after from and before to, each ending where
+// MaintenanceUntil says. A span already under way at from is not listed.
+// Of a recurring window it looks at the first 64 activations after from.
+func MaintenanceAhead(ms []Maintenance, ep EndpointRef, from, to time.Time, limit int) []MaintenanceSpan {
+	var starts []time.Time
+	for _, m := range ms {
+		if !m.Matches(ep) {
+			continue
+		}
+		if m.Cron == "" {
+			if m.Start.After(from) && m.Start.Before(to) && m.End.After(m.Start) {
+				starts = append(starts, m.Start)
+			}
+			continue
+		}
+		sched, err := schedule.ParseSchedule(m.Cron)
+		if err != nil || m.Duration <= 0 {
+			continue
+		}
+		for a, i := sched.Next(from), 0; !a.IsZero() && a.Before(to) && i < maxAheadStarts; a, i = sched.Next(a), i+1 {
+			starts = append(starts, a)
+		}
+	}
+	slices.SortFunc(starts, time.Time.Compare)
+	after := from
+	if end, ok := MaintenanceUntil(ms, ep, from); ok {
+		after = end
+	}
+	var out []MaintenanceSpan
+	for _, s := range starts {
+		if len(out) == limit {
+			break
+		}
+		if s.Before(after) {
+			continue // inside the span before it
+		}
+		end, ok := MaintenanceUntil(ms, ep, s)
+		if !ok {
+			continue
+		}
+		out = append(out, MaintenanceSpan{Start: s, End: end})
+		after = end
+	}
+	return out
+}
+
 // Window returns the window of m that contains t, regardless of endpoints.
 // Overlapping recurring occurrences are merged into one window, so end is
 // when m stops silencing. ok is false when no window contains t or m is

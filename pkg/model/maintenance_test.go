@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -172,5 +173,30 @@ func TestMaintenanceUntilJoinsTouchingWindows(t *testing.T) {
 				t.Fatalf("MaintenanceUntil(%s) = %s, %v; want %s, %v", tt.at, end, ok, tt.wantAt, tt.ok)
 			}
 		})
+	}
+}
+
+func TestMaintenanceAheadListsSpansInOrder(t *testing.T) {
+	a := EndpointRef{ID: "a", Tenant: "acme"}
+	from := ts("2026-03-05T00:30:00Z")
+	week := from.Add(7 * 24 * time.Hour)
+	nightly := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Cron: "0 2 * * *", Duration: 30 * time.Minute}
+	now := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Start: ts("2026-03-05T00:00:00Z"), End: ts("2026-03-05T01:00:00Z")}
+	joins := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Start: ts("2026-03-06T02:30:00Z"), End: ts("2026-03-06T04:00:00Z")}
+	past := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Start: ts("2026-03-01T00:00:00Z"), End: ts("2026-03-01T01:00:00Z")}
+	far := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Start: ts("2026-04-01T00:00:00Z"), End: ts("2026-04-01T01:00:00Z")}
+	foreign := Maintenance{Tenant: "other", EndpointIDs: []string{"a"}, Start: ts("2026-03-05T10:00:00Z"), End: ts("2026-03-05T11:00:00Z")}
+	span := func(s, e string) MaintenanceSpan { return MaintenanceSpan{Start: ts(s), End: ts(e)} }
+	got := MaintenanceAhead([]Maintenance{nightly, now, joins, past, far, foreign}, a, from, week, 3)
+	want := []MaintenanceSpan{
+		span("2026-03-05T02:00:00Z", "2026-03-05T02:30:00Z"),
+		span("2026-03-06T02:00:00Z", "2026-03-06T04:00:00Z"), // the nightly run and the window that meets it
+		span("2026-03-07T02:00:00Z", "2026-03-07T02:30:00Z"),
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("MaintenanceAhead = %v, want %v", got, want)
+	}
+	if got := MaintenanceAhead([]Maintenance{now, past, far, foreign}, a, from, week, 3); len(got) != 0 {
+		t.Fatalf("MaintenanceAhead without a window starting in the week = %v, want none", got)
 	}
 }
