@@ -6,9 +6,9 @@
 //
 // Data enters from the store through Reader, at most once per endpoint per
 // TTL: a Cache holds each public endpoint's rendered HTML, JSON, SVG and
-// feed with their ETags, and a slug index (with the status pages and
-// their hosts), so a request for a fresh slug (or an unknown one) reads
-// nothing from the store. Build turns what was read into a Page holding
+// feed with their ETags, and a slug index (with the status pages, their
+// hosts and the tenants' maintenance windows), so a request for a fresh
+// slug (or an unknown one) reads nothing from the store. Build turns what was read into a Page holding
 // public fields only (no URL, header, address, raw error text or internal
 // ID); BuildStatusPage makes a tenant's page out of its endpoints' Pages.
 // The templates, CSS, badge and feeds are rendered from those models
