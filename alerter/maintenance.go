@@ -68,9 +68,10 @@ func gate(p pending, inc model.Incident, idata incidentData, active, openLeft bo
 }
 
 // maintenanceEnd reports whether a maintenance window silences ep at now,
-// and when the last of the active ones ends. It reads ep's tenant's
-// windows only, decoded once per change (a.windows): a decision costs a
-// stamp read, not a decode of every window.
+// and when maintenance of ep ends (model.MaintenanceUntil: windows that
+// overlap or meet are one span). It reads ep's tenant's windows only,
+// decoded once per change (a.windows): a decision costs a stamp read, not
+// a decode of every window.
 func (a *Alerter) maintenanceEnd(ctx context.Context, ep model.Endpoint, now time.Time) (bool, time.Time, error) {
 	ms, err := a.windows.Of(ctx, ep.Tenant)
 	if err != nil {
@@ -78,21 +79,13 @@ func (a *Alerter) maintenanceEnd(ctx context.Context, ep model.Endpoint, now tim
 	}
 	// A window silences its own tenant's endpoints only (Matches checks
 	// the tenant first): a tenant's selector never reaches another's.
-	ref := model.EndpointRef{ID: ep.ID, Tenant: ep.Tenant, Labels: ep.Labels}
-	var (
-		active bool
-		end    time.Time
-	)
-	for _, mw := range ms {
-		if !mw.Matches(ref) {
-			continue
-		}
-		if _, e, ok := mw.Window(now); ok {
-			active = true
-			end = maxTime(end, e)
-		}
-	}
+	end, active := model.MaintenanceUntil(ms, endpointRef(ep), now)
 	return active, end, nil
+}
+
+// endpointRef is what a maintenance window matches ep on.
+func endpointRef(ep model.Endpoint) model.EndpointRef {
+	return model.EndpointRef{ID: ep.ID, Tenant: ep.Tenant, Labels: ep.Labels}
 }
 
 // mute is the maintenance stage's effect, ahead of the notify pipeline: it

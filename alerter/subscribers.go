@@ -21,16 +21,22 @@
 // send and before its mark, where the same notice (same Key, same
 // Message-ID) goes out again.
 //
+// Maintenance holds notices as it holds the owner's alerts (OwedNotices
+// says how): a held notice is simply not owed yet, and the walk that
+// held it remembers when the hold ends.
+//
 // A sweep walks only when it may find something (SweepDue): it first
-// reads a mark of four store stamps, each bumped in the transaction of
+// reads a mark of five store stamps, each bumped in the transaction of
 // the write it follows — IncidentsStamp (an incident opened, updated
 // over the API or by the alerter, resolved), the AnyTenant stamps of
-// subscribers (one confirmed) and of status pages (members changed), and
-// the endpoints stamp (an endpoint made public or edited) —
+// subscribers (one confirmed), of status pages (members changed) and of
+// maintenance windows (one created, edited or deleted), and the
+// endpoints stamp (an endpoint made public or edited) —
 // and walks when the mark moved since its last walk, when that walk left
-// work (a failed or held notice, the batch limit, an error), and at
-// least every SubscriberSafetyInterval. With nothing new a sweep costs
-// those four reads, not one per page and member. The mark is read before
+// work (a failed or backed-off notice, the batch limit, an error), when
+// a maintenance window that held a notice has ended, and at least every
+// SubscriberSafetyInterval. With nothing new a sweep costs those five
+// reads, not one per page and member. The mark is read before
 // the walk, so a write during a walk is walked again; the sweep state is
 // in memory only, so a restarted replica walks first; each replica keeps
 // its own and the ledger claims keep replicas from sending twice.
@@ -89,7 +95,7 @@ const (
 // subscriberMark is what a sweep reads to learn whether anything a walk
 // decides over may have changed.
 type subscriberMark struct {
-	incidents, subscribers, pages, endpoints uint64
+	incidents, subscribers, pages, endpoints, maintenance uint64
 }
 
 // subscriberSweep is what the last full walk of this replica left.
@@ -97,14 +103,19 @@ type subscriberSweep struct {
 	walked  bool // a walk has run since the process started
 	mark    subscriberMark
 	at      time.Time
-	pending bool // it left notices unsent (failed, held, over the batch)
+	pending bool // it left notices unsent (failed, backed off, over the batch)
+	// wake is when the earliest maintenance hold on a notice ends (zero:
+	// none held): the walk is due then though no stamp moves.
+	wake time.Time
 }
 
 // SweepDue decides whether a sweep at now, reading mark, walks every page:
 // on the first sweep, when the mark moved, when the last walk left work,
-// or when the last walk is SubscriberSafetyInterval old.
+// when a maintenance window that held a notice has ended, or when the
+// last walk is SubscriberSafetyInterval old.
 func SweepDue(last subscriberSweep, mark subscriberMark, now time.Time) bool {
-	return !last.walked || last.pending || last.mark != mark || now.Sub(last.at) >= SubscriberSafetyInterval
+	return !last.walked || last.pending || last.mark != mark || now.Sub(last.at) >= SubscriberSafetyInterval ||
+		!last.wake.IsZero() && !now.Before(last.wake)
 }
 
 // endpointsStamper is the store's endpoints stamp, when it has one.
@@ -125,6 +136,9 @@ func readMark(ctx context.Context, ss SubscriberStore) (subscriberMark, error) {
 	}
 	if m.pages, err = ss.ObjectsStamp(ctx, store.KindStatusPage, store.AnyTenant); err != nil {
 		return m, fmt.Errorf("alerter: status pages stamp: %w", err)
+	}
+	if m.maintenance, err = ss.ObjectsStamp(ctx, store.KindMaintenance, store.AnyTenant); err != nil {
+		return m, fmt.Errorf("alerter: maintenance windows stamp: %w", err)
 	}
 	if es, ok := ss.(endpointsStamper); ok {
 		if m.endpoints, err = es.EndpointsStamp(ctx); err != nil {
@@ -150,7 +164,17 @@ type pageEvent struct {
 // subscribers are owed at now: one per subscriber per event of the
 // incidents given (by member endpoint) within model.SubscriberHorizon, grouped
 // by event, oldest event first.
-func OwedNotices(page model.StatusPage, subs []model.Subscriber, members []model.Endpoint, incidents map[string][]model.Incident, now time.Time) []pageEvent {
+//
+// windows are the page tenant's maintenance windows, and subscribers hear
+// of maintenance as the incident's owner does (gate): while a window
+// matching the endpoint is active at now, its incidents' "opened" and
+// "resolved" are held, and wake says when the earliest hold ends (zero:
+// nothing held), so the sweep comes back for them though no stamp moves;
+// an incident that opened in maintenance and resolved before that
+// maintenance ended (model.MaintenanceUntil) owes neither, ever; the
+// owner's updates are owed in or out of a window.
+func OwedNotices(page model.StatusPage, subs []model.Subscriber, members []model.Endpoint, incidents map[string][]model.Incident,
+	windows []model.Maintenance, now time.Time) (owed []pageEvent, wake time.Time) {
 	var out []pageEvent
 	type at struct {
 		t time.Time
@@ -158,9 +182,17 @@ func OwedNotices(page model.StatusPage, subs []model.Subscriber, members []model
 	}
 	var order []at
 	for _, ep := range members {
+		ref := endpointRef(ep)
+		heldUntil, held := model.MaintenanceUntil(windows, ref, now)
 		for _, inc := range incidents[ep.ID] {
+			openEnd, openedIn := model.MaintenanceUntil(windows, ref, inc.OpenedAt)
+			quiet := openedIn && inc.ResolvedAt != nil && inc.ResolvedAt.Before(openEnd)
 			for _, ev := range model.IncidentEvents(inc) {
 				if now.Sub(ev.At) > model.SubscriberHorizon {
+					continue
+				}
+				outage := ev.Kind != model.IncidentEventUpdate
+				if outage && quiet {
 					continue
 				}
 				pe := pageEvent{key: pageEventKey(page.ID, inc.ID, ev.Name)}
@@ -172,10 +204,17 @@ func OwedNotices(page model.StatusPage, subs []model.Subscriber, members []model
 						})
 					}
 				}
-				if len(pe.notices) > 0 {
-					order = append(order, at{ev.At, len(out)})
-					out = append(out, pe)
+				if len(pe.notices) == 0 {
+					continue
 				}
+				if outage && held {
+					if wake.IsZero() || heldUntil.Before(wake) {
+						wake = heldUntil
+					}
+					continue
+				}
+				order = append(order, at{ev.At, len(out)})
+				out = append(out, pe)
 			}
 		}
 	}
@@ -184,7 +223,7 @@ func OwedNotices(page model.StatusPage, subs []model.Subscriber, members []model
 	for i, o := range order {
 		sorted[i] = out[o.i]
 	}
-	return sorted
+	return sorted, wake
 }
 
 // NotifySubscribers sends the notices owed to status page subscribers,
@@ -205,17 +244,18 @@ func (a *Alerter) NotifySubscribers(ctx context.Context) error {
 	if !SweepDue(a.subSweep, mark, now) {
 		return nil
 	}
-	pending, err := a.walkSubscribers(ctx, ss, now)
-	a.subSweep = subscriberSweep{walked: true, mark: mark, at: now, pending: pending || err != nil}
+	pending, wake, err := a.walkSubscribers(ctx, ss, now)
+	a.subSweep = subscriberSweep{walked: true, mark: mark, at: now, pending: pending || err != nil, wake: wake}
 	return err
 }
 
 // walkSubscribers reads every page and sends what is owed; pending says
-// it left notices for a later walk.
-func (a *Alerter) walkSubscribers(ctx context.Context, ss SubscriberStore, now time.Time) (pending bool, err error) {
+// it left notices for a later walk, wake when the earliest maintenance
+// hold on a notice ends (zero: none).
+func (a *Alerter) walkSubscribers(ctx context.Context, ss SubscriberStore, now time.Time) (pending bool, wake time.Time, err error) {
 	docs, err := ss.ListObjects(ctx, store.KindStatusPage)
 	if err != nil {
-		return true, fmt.Errorf("alerter: status pages: %w", err)
+		return true, wake, fmt.Errorf("alerter: status pages: %w", err)
 	}
 	pages := make([]model.StatusPage, 0, len(docs))
 	for id, doc := range docs {
@@ -239,10 +279,13 @@ func (a *Alerter) walkSubscribers(ctx context.Context, ss SubscriberStore, now t
 			pending = true
 			break
 		}
-		evs, err := a.owedOf(ctx, ss, p, now)
+		evs, until, err := a.owedOf(ctx, ss, p, now)
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if !until.IsZero() && (wake.IsZero() || until.Before(wake)) {
+			wake = until
 		}
 		for _, pe := range evs {
 			if budget <= 0 {
@@ -253,21 +296,21 @@ func (a *Alerter) walkSubscribers(ctx context.Context, ss SubscriberStore, now t
 			budget -= n
 			pending = pending || !settled
 			if errors.Is(err, notify.ErrCrash) {
-				return true, err
+				return true, wake, err
 			}
 			if err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
-	return pending, errors.Join(errs...)
+	return pending, wake, errors.Join(errs...)
 }
 
 // owedOf reads what OwedNotices decides over for page p.
-func (a *Alerter) owedOf(ctx context.Context, ss SubscriberStore, p model.StatusPage, now time.Time) ([]pageEvent, error) {
+func (a *Alerter) owedOf(ctx context.Context, ss SubscriberStore, p model.StatusPage, now time.Time) ([]pageEvent, time.Time, error) {
 	subDocs, err := ss.ListObjectsOf(ctx, store.KindSubscriber, p.ID)
 	if err != nil {
-		return nil, fmt.Errorf("alerter: subscribers of page %s: %w", p.ID, err)
+		return nil, time.Time{}, fmt.Errorf("alerter: subscribers of page %s: %w", p.ID, err)
 	}
 	var subs []model.Subscriber
 	for _, doc := range subDocs {
@@ -276,12 +319,12 @@ func (a *Alerter) owedOf(ctx context.Context, ss SubscriberStore, p model.Status
 		}
 	}
 	if len(subs) == 0 {
-		return nil, nil
+		return nil, time.Time{}, nil
 	}
 	slices.SortFunc(subs, func(x, y model.Subscriber) int { return cmp.Compare(x.ID, y.ID) })
 	eps, err := ss.ListEndpointsOf(ctx, model.TenantOf(p.Tenant))
 	if err != nil {
-		return nil, fmt.Errorf("alerter: endpoints of page %s: %w", p.ID, err)
+		return nil, time.Time{}, fmt.Errorf("alerter: endpoints of page %s: %w", p.ID, err)
 	}
 	var members []model.Endpoint
 	seen := map[string]bool{}
@@ -297,11 +340,18 @@ func (a *Alerter) owedOf(ctx context.Context, ss SubscriberStore, p model.Status
 	for _, ep := range members {
 		incs, err := ss.ListIncidents(ctx, store.IncidentFilter{EndpointID: ep.ID, Limit: subscriberIncidents})
 		if err != nil {
-			return nil, fmt.Errorf("alerter: incidents of endpoint %s: %w", ep.ID, err)
+			return nil, time.Time{}, fmt.Errorf("alerter: incidents of endpoint %s: %w", ep.ID, err)
 		}
 		incidents[ep.ID] = incs
 	}
-	return OwedNotices(p, subs, members, incidents, now), nil
+	// Without the windows a notice could go out during maintenance: the
+	// page's subscribers wait for the next walk instead.
+	windows, err := a.windows.Of(ctx, model.TenantOf(p.Tenant))
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("alerter: maintenance windows of page %s: %w", p.ID, err)
+	}
+	evs, wake := OwedNotices(p, subs, members, incidents, windows, now)
+	return evs, wake, nil
 }
 
 // fanOut sends pe's notices (at most budget of them) under pe's own

@@ -71,7 +71,7 @@ func (s *subReads) Claim(ctx context.Context, key, owner string, lease time.Dura
 
 // TestQuietSubscriberSweepReadsOnlyTheMark: with 24 pages over 25
 // endpoints each, every one with an incident, a sweep that finds nothing
-// new reads the four stamps of the mark and nothing else; the safety walk
+// new reads the five stamps of the mark and nothing else; the safety walk
 // still reads every page once SubscriberSafetyInterval has passed.
 func TestQuietSubscriberSweepReadsOnlyTheMark(t *testing.T) {
 	const pages, members = 24, 25
@@ -109,7 +109,7 @@ func TestQuietSubscriberSweepReadsOnlyTheMark(t *testing.T) {
 		e.clk.Advance(DefaultSubscriberInterval)
 		e.sweepSubscribers(a, 1)
 	}
-	if got, limit := counted.reads.Load(), int64(4*quiet); got > limit || counted.walks.Load() != 0 {
+	if got, limit := counted.reads.Load(), int64(5*quiet); got > limit || counted.walks.Load() != 0 {
 		t.Fatalf("%d quiet sweeps read %d records in %d walks, want at most %d in none", quiet, got, counted.walks.Load(), limit)
 	}
 	t.Logf("%d pages × %d members: %d quiet sweeps read %d", pages, members, quiet, counted.reads.Load())
@@ -235,7 +235,7 @@ func TestFailedSubscriberNoticeIsRetriedOnTheNextSweep(t *testing.T) {
 
 // TestSweepDue: the decision alone.
 func TestSweepDue(t *testing.T) {
-	mark := subscriberMark{incidents: 3, subscribers: 2, pages: 1, endpoints: 7}
+	mark := subscriberMark{incidents: 3, subscribers: 2, pages: 1, endpoints: 7, maintenance: 5}
 	last := subscriberSweep{walked: true, mark: mark, at: t0}
 	for _, tt := range []struct {
 		name string
@@ -246,10 +246,13 @@ func TestSweepDue(t *testing.T) {
 	}{
 		{"nothing new", last, mark, t0.Add(time.Minute), false},
 		{"first sweep of the process", subscriberSweep{}, mark, t0, true},
-		{"an incident written", last, subscriberMark{4, 2, 1, 7}, t0, true},
-		{"a subscriber written", last, subscriberMark{3, 3, 1, 7}, t0, true},
-		{"a page written", last, subscriberMark{3, 2, 2, 7}, t0, true},
-		{"an endpoint written", last, subscriberMark{3, 2, 1, 8}, t0, true},
+		{"an incident written", last, subscriberMark{4, 2, 1, 7, 5}, t0, true},
+		{"a subscriber written", last, subscriberMark{3, 3, 1, 7, 5}, t0, true},
+		{"a page written", last, subscriberMark{3, 2, 2, 7, 5}, t0, true},
+		{"an endpoint written", last, subscriberMark{3, 2, 1, 8, 5}, t0, true},
+		{"a maintenance window written", last, subscriberMark{3, 2, 1, 7, 6}, t0, true},
+		{"a held notice's window not over", subscriberSweep{walked: true, mark: mark, at: t0.Add(time.Hour - time.Minute), wake: t0.Add(time.Hour)}, mark, t0.Add(time.Hour - time.Second), false},
+		{"a held notice's window over", subscriberSweep{walked: true, mark: mark, at: t0.Add(time.Hour - time.Minute), wake: t0.Add(time.Hour)}, mark, t0.Add(time.Hour), true},
 		{"work left over", subscriberSweep{walked: true, mark: mark, at: t0, pending: true}, mark, t0, true},
 		{"the safety interval", last, mark, t0.Add(SubscriberSafetyInterval), true},
 		{"just inside it", last, mark, t0.Add(SubscriberSafetyInterval - time.Second), false},

@@ -220,7 +220,7 @@ func TestOwedNotices(t *testing.T) {
 		{ID: "late", State: model.SubscriberConfirmed, ConfirmedAt: t0.Add(90 * time.Minute)},
 		{ID: "pending", State: model.SubscriberPending},
 	}
-	names := func(evs []pageEvent) (out []string) {
+	names := func(evs []pageEvent, _ time.Time) (out []string) {
 		for _, pe := range evs {
 			for _, n := range pe.notices {
 				out = append(out, n.Key)
@@ -228,14 +228,78 @@ func TestOwedNotices(t *testing.T) {
 		}
 		return out
 	}
-	got := names(OwedNotices(page, subs, []model.Endpoint{ep}, map[string][]model.Incident{"ep": {inc}}, resolved))
+	got := names(OwedNotices(page, subs, []model.Endpoint{ep}, map[string][]model.Incident{"ep": {inc}}, nil, resolved))
 	want := []string{"sub-early-i-opened", "sub-early-i-update-1", "sub-early-i-resolved", "sub-late-i-resolved"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("owed %v, want %v", got, want)
 	}
 	// Past the horizon only the resolution is still owed.
-	got = names(OwedNotices(page, subs, []model.Endpoint{ep}, map[string][]model.Incident{"ep": {inc}}, t0.Add(model.SubscriberHorizon+90*time.Minute)))
+	got = names(OwedNotices(page, subs, []model.Endpoint{ep}, map[string][]model.Incident{"ep": {inc}}, nil, t0.Add(model.SubscriberHorizon+90*time.Minute)))
 	if want := []string{"sub-early-i-resolved", "sub-late-i-resolved"}; !slices.Equal(got, want) {
 		t.Fatalf("past the horizon: owed %v, want %v", got, want)
+	}
+}
+
+// TestOwedNoticesFollowMaintenance: the decision alone, for an endpoint
+// under the maintenance rule the owner's alerts follow (gate): "opened"
+// and "resolved" are held while a matching window is active, with the
+// hold's end as the wake-up; an incident opened and resolved within one
+// span of maintenance owes nothing; updates go out regardless; another
+// tenant's window never holds anything.
+func TestOwedNoticesFollowMaintenance(t *testing.T) {
+	h := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Hour) }
+	page := model.StatusPage{ID: "p", Tenant: "acme"}
+	ep := model.Endpoint{ID: "ep", Tenant: "acme", Labels: map[string]string{"team": "pay"}}
+	subs := []model.Subscriber{{ID: "s", State: model.SubscriberConfirmed, ConfirmedAt: t0.Add(-time.Hour)}}
+	window := model.Maintenance{ID: "w", Tenant: "acme", EndpointIDs: []string{"ep"}, Start: h(1), End: h(3)}
+	bySelector := model.Maintenance{ID: "sel", Tenant: "acme", Selector: map[string]string{"team": "pay"}, Start: h(1), End: h(3)}
+	carriesOn := model.Maintenance{ID: "w2", Tenant: "acme", EndpointIDs: []string{"ep"}, Start: h(2), End: h(5)}
+	foreign := model.Maintenance{ID: "f", Tenant: "other", EndpointIDs: []string{"ep"}, Start: h(1), End: h(3)}
+	incident := func(opened time.Time, resolved time.Time, updates ...time.Time) model.Incident {
+		inc := model.Incident{ID: "i", EndpointID: "ep", OpenedAt: opened}
+		if !resolved.IsZero() {
+			inc.ResolvedAt = &resolved
+		}
+		for _, u := range updates {
+			inc.Updates = append(inc.Updates, model.IncidentUpdate{At: u})
+		}
+		return inc
+	}
+	minute := func(n time.Time) time.Time { return n.Add(time.Minute) }
+	for _, tt := range []struct {
+		name     string
+		windows  []model.Maintenance
+		inc      model.Incident
+		now      time.Time
+		want     []string // event names owed
+		wantWake time.Time
+	}{
+		{"no window", nil, incident(minute(h(1)), time.Time{}), minute(h(1)), []string{"opened"}, time.Time{}},
+		{"opened in a window, held while it lasts", []model.Maintenance{window}, incident(minute(h(1)), time.Time{}), minute(h(2)), nil, h(3)},
+		{"still open at the window's end: opened owed", []model.Maintenance{window}, incident(minute(h(1)), time.Time{}), h(3), []string{"opened"}, time.Time{}},
+		{"opened and resolved in the window: nothing while it lasts", []model.Maintenance{window}, incident(minute(h(1)), h(2)), minute(h(2)), nil, time.Time{}},
+		{"opened and resolved in the window: nothing after it", []model.Maintenance{window}, incident(minute(h(1)), h(2)), h(4), nil, time.Time{}},
+		{"a window that carries on makes one span", []model.Maintenance{window, carriesOn}, incident(minute(h(1)), h(4)), h(6), nil, time.Time{}},
+		{"...and holds until the span ends", []model.Maintenance{window, carriesOn}, incident(minute(h(1)), time.Time{}), minute(h(2)), nil, h(5)},
+		{"resolved after the window: both owed", []model.Maintenance{window}, incident(minute(h(1)), h(4)), h(4), []string{"opened", "resolved"}, time.Time{}},
+		{"opened before, resolved in the window: held", []model.Maintenance{window}, incident(t0, h(2)), minute(h(2)), nil, h(3)},
+		{"opened before, resolved in the window: sent at its end", []model.Maintenance{window}, incident(t0, h(2)), h(3), []string{"opened", "resolved"}, time.Time{}},
+		{"an update in a window is owed", []model.Maintenance{window}, incident(minute(h(1)), time.Time{}, h(2)), minute(h(2)), []string{"update-1"}, h(3)},
+		{"an update of a quiet incident is owed", []model.Maintenance{window}, incident(minute(h(1)), h(2), minute(h(1))), h(4), []string{"update-1"}, time.Time{}},
+		{"a window by label selector", []model.Maintenance{bySelector}, incident(minute(h(1)), time.Time{}), minute(h(2)), nil, h(3)},
+		{"another tenant's window holds nothing", []model.Maintenance{foreign}, incident(minute(h(1)), time.Time{}), minute(h(2)), []string{"opened"}, time.Time{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			evs, wake := OwedNotices(page, subs, []model.Endpoint{ep}, map[string][]model.Incident{"ep": {tt.inc}}, tt.windows, tt.now)
+			var got []string
+			for _, pe := range evs {
+				for _, n := range pe.notices {
+					got = append(got, n.Event.Name)
+				}
+			}
+			if !slices.Equal(got, tt.want) || !wake.Equal(tt.wantWake) {
+				t.Fatalf("owed %v, wake %v; want %v, wake %v", got, wake, tt.want, tt.wantWake)
+			}
+		})
 	}
 }

@@ -123,6 +123,91 @@ func (m Maintenance) ActiveAt(t time.Time, ep EndpointRef) bool {
 	return ok
 }
 
+// MaintenanceUntil reports whether a window of ms that matches ep is
+// active at t and, if so, until when: the first instant after t at which
+// none of them is. Windows that overlap or meet are one span, so end is
+// when ep stops being in maintenance, not when the first window closes.
+// Every rule about "during maintenance" (the alerter's gate, subscriber
+// notices, the public status page) asks this one function.
+func MaintenanceUntil(ms []Maintenance, ep EndpointRef, t time.Time) (end time.Time, ok bool) {
+	end = t
+	// Each round moves end to the latest end of the windows active at it;
+	// the bound keeps a chain of back-to-back windows from looping.
+	for range maxMergedWindows {
+		next := end
+		for _, m := range ms {
+			if !m.Matches(ep) {
+				continue
+			}
+			if _, e, in := m.Window(end); in && e.After(next) {
+				next = e
+			}
+		}
+		if !next.After(end) {
+			break
+		}
+		end, ok = next, true
+	}
+	return end, ok
+}
+
+// MaintenanceSpan is one stretch of maintenance of an endpoint: [Start,
+// End), windows that overlap or meet joined.
+type MaintenanceSpan struct {
+	Start, End time.Time
+}
+
+// maxAheadStarts bounds how many activations of one recurring window
+// MaintenanceAhead looks at.
+const maxAheadStarts = 64
+
+// MaintenanceAhead lists, in order, at most limit spans of maintenance of
+// ep that start after from and before to, each ending where
+// MaintenanceUntil says. A span already under way at from is not listed.
+// Of a recurring window it looks at the first 64 activations after from.
+func MaintenanceAhead(ms []Maintenance, ep EndpointRef, from, to time.Time, limit int) []MaintenanceSpan {
+	var starts []time.Time
+	for _, m := range ms {
+		if !m.Matches(ep) {
+			continue
+		}
+		if m.Cron == "" {
+			if m.Start.After(from) && m.Start.Before(to) && m.End.After(m.Start) {
+				starts = append(starts, m.Start)
+			}
+			continue
+		}
+		sched, err := schedule.ParseSchedule(m.Cron)
+		if err != nil || m.Duration <= 0 {
+			continue
+		}
+		for a, i := sched.Next(from), 0; !a.IsZero() && a.Before(to) && i < maxAheadStarts; a, i = sched.Next(a), i+1 {
+			starts = append(starts, a)
+		}
+	}
+	slices.SortFunc(starts, time.Time.Compare)
+	after := from
+	if end, ok := MaintenanceUntil(ms, ep, from); ok {
+		after = end
+	}
+	var out []MaintenanceSpan
+	for _, s := range starts {
+		if len(out) == limit {
+			break
+		}
+		if s.Before(after) {
+			continue // inside the span before it
+		}
+		end, ok := MaintenanceUntil(ms, ep, s)
+		if !ok {
+			continue
+		}
+		out = append(out, MaintenanceSpan{Start: s, End: end})
+		after = end
+	}
+	return out
+}
+
 // Window returns the window of m that contains t, regardless of endpoints.
 // Overlapping recurring occurrences are merged into one window, so end is
 // when m stops silencing. ok is false when no window contains t or m is

@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -138,5 +139,64 @@ func TestMaintenanceCronIsUTC(t *testing.T) {
 	tokyo := Maintenance{EndpointIDs: []string{"ep1"}, Cron: "CRON_TZ=Asia/Tokyo 0 12 * * *", Duration: time.Hour}
 	if !tokyo.ActiveAt(at, ep) { // 12:30 in Tokyo
 		t.Errorf("%q for 1h is not active at %s", tokyo.Cron, at)
+	}
+}
+
+func TestMaintenanceUntilJoinsTouchingWindows(t *testing.T) {
+	a := EndpointRef{ID: "a", Tenant: "acme", Labels: map[string]string{"team": "x"}}
+	first := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Start: ts("2026-01-01T10:00:00Z"), End: ts("2026-01-01T11:00:00Z")}
+	meets := Maintenance{Tenant: "acme", Selector: map[string]string{"team": "x"}, Start: ts("2026-01-01T11:00:00Z"), End: ts("2026-01-01T12:00:00Z")}
+	overlaps := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Start: ts("2026-01-01T11:30:00Z"), End: ts("2026-01-01T13:00:00Z")}
+	later := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Start: ts("2026-01-01T13:01:00Z"), End: ts("2026-01-01T14:00:00Z")}
+	otherTenant := Maintenance{Tenant: "other", EndpointIDs: []string{"a"}, Start: ts("2026-01-01T09:00:00Z"), End: ts("2026-01-01T20:00:00Z")}
+	nightly := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Cron: "0 2 * * *", Duration: 30 * time.Minute}
+	tests := []struct {
+		name   string
+		ms     []Maintenance
+		at     string
+		ok     bool
+		wantAt string
+	}{
+		{"none", nil, "2026-01-01T10:30:00Z", false, ""},
+		{"one window", []Maintenance{first}, "2026-01-01T10:30:00Z", true, "2026-01-01T11:00:00Z"},
+		{"at its end it is over", []Maintenance{first}, "2026-01-01T11:00:00Z", false, ""},
+		{"a window that meets it carries on", []Maintenance{first, meets}, "2026-01-01T10:30:00Z", true, "2026-01-01T12:00:00Z"},
+		{"and one that overlaps that", []Maintenance{overlaps, meets, first}, "2026-01-01T10:30:00Z", true, "2026-01-01T13:00:00Z"},
+		{"a gap ends the span", []Maintenance{first, meets, overlaps, later}, "2026-01-01T10:30:00Z", true, "2026-01-01T13:00:00Z"},
+		{"another tenant's window never matches", []Maintenance{otherTenant}, "2026-01-01T10:30:00Z", false, ""},
+		{"recurring", []Maintenance{nightly}, "2026-03-05T02:10:00Z", true, "2026-03-05T02:30:00Z"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			end, ok := MaintenanceUntil(tt.ms, a, ts(tt.at))
+			if ok != tt.ok || ok && !end.Equal(ts(tt.wantAt)) {
+				t.Fatalf("MaintenanceUntil(%s) = %s, %v; want %s, %v", tt.at, end, ok, tt.wantAt, tt.ok)
+			}
+		})
+	}
+}
+
+func TestMaintenanceAheadListsSpansInOrder(t *testing.T) {
+	a := EndpointRef{ID: "a", Tenant: "acme"}
+	from := ts("2026-03-05T00:30:00Z")
+	week := from.Add(7 * 24 * time.Hour)
+	nightly := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Cron: "0 2 * * *", Duration: 30 * time.Minute}
+	now := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Start: ts("2026-03-05T00:00:00Z"), End: ts("2026-03-05T01:00:00Z")}
+	joins := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Start: ts("2026-03-06T02:30:00Z"), End: ts("2026-03-06T04:00:00Z")}
+	past := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Start: ts("2026-03-01T00:00:00Z"), End: ts("2026-03-01T01:00:00Z")}
+	far := Maintenance{Tenant: "acme", EndpointIDs: []string{"a"}, Start: ts("2026-04-01T00:00:00Z"), End: ts("2026-04-01T01:00:00Z")}
+	foreign := Maintenance{Tenant: "other", EndpointIDs: []string{"a"}, Start: ts("2026-03-05T10:00:00Z"), End: ts("2026-03-05T11:00:00Z")}
+	span := func(s, e string) MaintenanceSpan { return MaintenanceSpan{Start: ts(s), End: ts(e)} }
+	got := MaintenanceAhead([]Maintenance{nightly, now, joins, past, far, foreign}, a, from, week, 3)
+	want := []MaintenanceSpan{
+		span("2026-03-05T02:00:00Z", "2026-03-05T02:30:00Z"),
+		span("2026-03-06T02:00:00Z", "2026-03-06T04:00:00Z"), // the nightly run and the window that meets it
+		span("2026-03-07T02:00:00Z", "2026-03-07T02:30:00Z"),
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("MaintenanceAhead = %v, want %v", got, want)
+	}
+	if got := MaintenanceAhead([]Maintenance{now, past, far, foreign}, a, from, week, 3); len(got) != 0 {
+		t.Fatalf("MaintenanceAhead without a window starting in the week = %v, want none", got)
 	}
 }

@@ -41,7 +41,7 @@ func TextWidth(s string) int {
 // badgeColours are shields' colours per state; the message says the state
 // in words as well.
 var badgeColours = map[string]string{
-	"up": "#4c1", "degraded": "#dfb317", "regional": "#fe7d37", "down": "#e05d44",
+	"up": "#4c1", "degraded": "#dfb317", "regional": "#fe7d37", "down": "#e05d44", StateMaintenance: "#007ec6",
 }
 
 var badgeTmpl = template.Must(template.New("badge").Parse(

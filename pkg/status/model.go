@@ -13,6 +13,17 @@ import (
 // Days is how many daily bars a page shows.
 const Days = 90
 
+// A page lists the spans of maintenance that start within ScheduledAhead,
+// at most ScheduledSpans of them.
+const (
+	ScheduledAhead = 7 * 24 * time.Hour
+	ScheduledSpans = 5
+)
+
+// StateMaintenance is the state of an endpoint under an active
+// maintenance window: planned, so neither up nor an outage.
+const StateMaintenance = "maintenance"
+
 // Input is everything a page is built from: the store's view of one public
 // endpoint. Build copies only public fields out of it.
 type Input struct {
@@ -29,7 +40,11 @@ type Input struct {
 	HasLatest bool
 	// ToolsChanged is when the tool catalog last changed, if known.
 	ToolsChanged time.Time
-	Now          time.Time
+	// Maintenance are the endpoint's tenant's maintenance windows. Only
+	// when they put the endpoint in maintenance reaches the page: never a
+	// window's name (owners write internal notes there) or its targets.
+	Maintenance []model.Maintenance
+	Now         time.Time
 }
 
 // Page is the public model of one endpoint: what the page, the JSON and the
@@ -38,12 +53,18 @@ type Input struct {
 type Page struct {
 	Slug  string
 	Name  string
-	State string // up, degraded, down, regional, no_data, paused, pending
+	State string // up, degraded, down, regional, no_data, paused, pending, maintenance
 	// StateWord and Sentence say the state in words (never colour alone).
 	StateWord string
 	Sentence  string
 	// Since is the window of the last verdict (zero before the first).
 	Since time.Time
+	// MaintenanceUntil is when the maintenance the endpoint is under
+	// ends (model.MaintenanceUntil), set with State "maintenance".
+	MaintenanceUntil time.Time
+	// Scheduled are the endpoint's spans of maintenance that start
+	// within ScheduledAhead, soonest first, at most ScheduledSpans.
+	Scheduled []model.MaintenanceSpan
 
 	Uptime30, Uptime90 Ratio
 	P50, P95           time.Duration // zero: no successful probe in 30 days
@@ -64,6 +85,9 @@ type Page struct {
 	IndexLink bool
 
 	id string // the endpoint's ID: the cache's own bookkeeping, never rendered
+	// turns is when the page's state turns by the clock alone (its
+	// maintenance ends, or the next span starts); zero: never.
+	turns time.Time
 }
 
 // Ratio is an uptime that may be unknown.
@@ -146,6 +170,7 @@ var stateWords = map[string]string{
 	string(msg.StateNoData):   "no data",
 	"paused":                  "paused",
 	"pending":                 "pending",
+	StateMaintenance:          "under maintenance",
 }
 
 // causes maps a failure class to public words. Classes come from a fixed
@@ -165,9 +190,27 @@ var causes = map[string]string{
 func Build(in Input) Page {
 	e := in.Endpoint
 	p := Page{Slug: e.Slug, Name: e.Name, Generated: in.Now.UTC()}
+	ref := model.EndpointRef{ID: e.ID, Tenant: e.Tenant, Labels: e.Labels}
+	until, inMaintenance := model.MaintenanceUntil(in.Maintenance, ref, in.Now)
+	for _, sp := range model.MaintenanceAhead(in.Maintenance, ref, in.Now, in.Now.Add(ScheduledAhead), ScheduledSpans) {
+		p.Scheduled = append(p.Scheduled, model.MaintenanceSpan{Start: sp.Start.UTC(), End: sp.End.UTC()})
+	}
+	switch {
+	case inMaintenance:
+		p.turns = until
+	case len(p.Scheduled) > 0:
+		p.turns = p.Scheduled[0].Start
+	}
 	switch {
 	case e.Paused:
 		p.State = "paused"
+	case inMaintenance:
+		// Planned: whatever the probes see, readers are told of the
+		// maintenance, not of an outage.
+		p.State, p.MaintenanceUntil = StateMaintenance, until.UTC()
+		if in.HasLast {
+			p.Since = in.Last.Window.UTC()
+		}
 	case !in.HasLast:
 		p.State = "pending"
 	default:
@@ -179,6 +222,9 @@ func Build(in Input) Page {
 	}
 	p.StateWord = stateWords[p.State]
 	p.Sentence = sentence(p.Name, p.State)
+	if p.State == StateMaintenance {
+		p.Sentence = p.Name + " is under maintenance until " + p.MaintenanceUntil.Format(minuteUTC) + "."
+	}
 
 	today := in.Now.UTC().Truncate(model.Daily)
 	to := today.Add(model.Daily)
@@ -221,6 +267,9 @@ func Build(in Input) Page {
 	p.Regions = regions(in)
 	return p
 }
+
+// minuteUTC is how the page writes a time to the minute.
+const minuteUTC = "2006-01-02 15:04 UTC"
 
 func sentence(name, state string) string {
 	switch state {

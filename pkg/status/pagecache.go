@@ -20,6 +20,7 @@ func (c *Cache) StatusPage(ctx context.Context, slug string) (*RenderedPage, err
 }
 
 func (r *RenderedPage) builtAt() time.Time { return r.built }
+func (r *RenderedPage) turnsAt() time.Time { return r.turns }
 
 // HostPage returns the status page whose custom host is host (any form a
 // Host header takes). ErrNotFound when no page has it, answered from the
@@ -55,7 +56,7 @@ func (c *Cache) statusPageLocked(ctx context.Context, slug string, now time.Time
 	c.mu.RLock()
 	r, ok := c.pageEntries[slug]
 	c.mu.RUnlock()
-	if ok && c.fresh(r.built, now) {
+	if ok && c.live(r, now) {
 		return r, nil
 	}
 	stale := func(err error) (*RenderedPage, error) {

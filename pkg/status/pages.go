@@ -45,7 +45,7 @@ type StatusPageView struct {
 	Logo       string
 	LogoOrigin string
 	// State and Sentence sum up the page's endpoints.
-	State    string // up, down, no_data
+	State    string // up, down, maintenance, no_data
 	Sentence string
 	Groups   []GroupView
 	// Incidents are the page's endpoints' incidents, newest first, at most
@@ -61,7 +61,8 @@ type StatusPageView struct {
 	// the page's CSP then lets forms post to this origin.
 	Subscribe bool
 
-	id string // the page's ID: names its feed, never rendered
+	id    string    // the page's ID: names its feed, never rendered
+	turns time.Time // the earliest of its endpoints' Page.turns
 }
 
 // GroupView is one titled group of a page.
@@ -108,6 +109,7 @@ func BuildStatusPage(in PageInput) StatusPageView {
 		if p.Since.After(v.Since) {
 			v.Since = p.Since
 		}
+		v.turns = earliest(v.turns, p.turns)
 		for _, row := range p.Incidents {
 			v.Incidents = append(v.Incidents, PageIncident{EndpointSlug: p.Slug, EndpointName: p.Name, IncidentRow: row})
 		}
@@ -126,18 +128,58 @@ func BuildStatusPage(in PageInput) StatusPageView {
 	return v
 }
 
-// pageState sums up a page's endpoints as the overview does: a paused or
-// pending endpoint is not a problem.
+// problem reports whether an endpoint's state is a problem for the page
+// and the overview summing it up: a paused or pending endpoint is not,
+// and neither is one under planned maintenance.
+func problem(state string) bool {
+	switch state {
+	case string(msg.StateUp), "paused", "pending", StateMaintenance:
+		return false
+	}
+	return true
+}
+
+// inMaintenance counts the endpoints in the state "maintenance".
+func inMaintenance(eps []Page) int {
+	n := 0
+	for _, p := range eps {
+		if p.State == StateMaintenance {
+			n++
+		}
+	}
+	return n
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
+
+// earliest is the earlier of two instants, zero being none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// pageState sums up a page's endpoints as the overview does (problem):
+// an endpoint under maintenance makes the page "maintenance" only when
+// no other has a problem.
 func pageState(eps []Page) (state, sentence string) {
 	bad := 0
 	for _, p := range eps {
-		if p.State != string(msg.StateUp) && p.State != "paused" && p.State != "pending" {
+		if problem(p.State) {
 			bad++
 		}
 	}
-	switch {
+	switch maint := inMaintenance(eps); {
 	case len(eps) == 0:
 		return string(msg.StateNoData), "No endpoints are on this page yet."
+	case bad == 0 && maint > 0:
+		return StateMaintenance, fmt.Sprintf("No problems; %d of %d endpoints %s under planned maintenance.", maint, len(eps), isAre(maint))
 	case bad == 0:
 		return string(msg.StateUp), "All systems operational."
 	case bad == 1:
@@ -222,12 +264,13 @@ type RenderedPage struct {
 	ETagHTML, ETagJSON, ETagFeed string
 	CSP                          string
 	built                        time.Time
+	turns                        time.Time        // StatusPageView.turns
 	source                       model.StatusPage // the document it was built from
 }
 
 // RenderStatusPage renders v's HTML, JSON and feed with their ETags.
 func RenderStatusPage(v StatusPageView) (*RenderedPage, error) {
-	r := &RenderedPage{View: v, built: v.Generated, CSP: pageCSP(v.LogoOrigin, v.Subscribe)}
+	r := &RenderedPage{View: v, built: v.Generated, turns: v.turns, CSP: pageCSP(v.LogoOrigin, v.Subscribe)}
 	var b strings.Builder
 	if err := pages.ExecuteTemplate(&b, "statuspage", struct {
 		StatusPageView
@@ -274,7 +317,7 @@ type PageJSONView struct {
 	Title       string  `json:"title"`
 	Description string  `json:"description"`
 	LogoURL     *string `json:"logoUrl"` // null without a (showable) logo
-	State       string  `json:"state"`   // up, down, no_data
+	State       string  `json:"state"`   // up, down, maintenance, no_data
 	Sentence    string  `json:"sentence"`
 	// Groups are in the page's order, each with its endpoints.
 	Groups []GroupJSON `json:"groups"`
@@ -297,8 +340,12 @@ type PageEndpointJSON struct {
 	StateText string     `json:"stateText"`
 	Sentence  string     `json:"sentence"`
 	Since     *time.Time `json:"since"`
-	Uptime30d *float64   `json:"uptime30d"`
-	Uptime90d *float64   `json:"uptime90d"`
+	// MaintenanceUntil and ScheduledMaintenance: as in the endpoint's
+	// own JSON.
+	MaintenanceUntil     *time.Time `json:"maintenanceUntil"`
+	ScheduledMaintenance []SpanJSON `json:"scheduledMaintenance"`
+	Uptime30d            *float64   `json:"uptime30d"`
+	Uptime90d            *float64   `json:"uptime90d"`
 	// Conformance: as in the endpoint's own JSON, only when opted in.
 	Conformance *ConformanceJSON `json:"conformance,omitempty"`
 }
@@ -322,10 +369,14 @@ func PageJSONOf(v StatusPageView) PageJSONView {
 		gj := GroupJSON{Name: g.Name, Endpoints: make([]PageEndpointJSON, 0, len(g.Endpoints))}
 		for _, p := range g.Endpoints {
 			ej := PageEndpointJSON{Slug: p.Slug, Name: p.Name, State: p.State, StateText: p.StateWord, Sentence: p.Sentence,
-				Conformance: conformanceJSON(p.Conformance)}
+				ScheduledMaintenance: spansJSON(p.Scheduled), Conformance: conformanceJSON(p.Conformance)}
 			if !p.Since.IsZero() {
 				since := p.Since
 				ej.Since = &since
+			}
+			if !p.MaintenanceUntil.IsZero() {
+				until := p.MaintenanceUntil
+				ej.MaintenanceUntil = &until
 			}
 			if p.Uptime30.Measured {
 				x := p.Uptime30.Value

@@ -430,9 +430,10 @@ func TestFreshStatusPageReadsNoStore(t *testing.T) {
 	srv := serve(t, f, clk)
 	get(t, srv.URL+"/status/"+pageSlug)
 	first := f.reads.Load()
-	// Two index reads, then four per endpoint on the page.
-	if first != 2+3*4 {
-		t.Fatalf("the first request read %d times, want %d", first, 2+3*4)
+	// Three index reads (endpoints, pages, maintenance windows), then
+	// four per endpoint on the page.
+	if first != 3+3*4 {
+		t.Fatalf("the first request read %d times, want %d", first, 3+3*4)
 	}
 	for range 30 {
 		for _, path := range []string{"/status/" + pageSlug, "/status/" + pageSlug + ".json", "/status/" + pageSlug + "/feed.atom", "/status/no-such-page"} {

@@ -6,9 +6,9 @@
 //
 // Data enters from the store through Reader, at most once per endpoint per
 // TTL: a Cache holds each public endpoint's rendered HTML, JSON, SVG and
-// feed with their ETags, and a slug index (with the status pages and
-// their hosts), so a request for a fresh slug (or an unknown one) reads
-// nothing from the store. Build turns what was read into a Page holding
+// feed with their ETags, and a slug index (with the status pages, their
+// hosts and the tenants' maintenance windows), so a request for a fresh
+// slug (or an unknown one) reads nothing from the store. Build turns what was read into a Page holding
 // public fields only (no URL, header, address, raw error text or internal
 // ID); BuildStatusPage makes a tenant's page out of its endpoints' Pages.
 // The templates, CSS, badge and feeds are rendered from those models
@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -48,8 +49,9 @@ type Reader interface {
 	LatestResult(ctx context.Context, endpointID string) (msg.ProbeResult, error)
 	ListIncidents(ctx context.Context, f store.IncidentFilter) ([]model.Incident, error)
 	Rollups(ctx context.Context, endpointID string, size time.Duration, from, to time.Time) ([]model.Rollup, error)
-	// ListObjects is read for store.KindStatusPage only: every tenant's
-	// status pages, once per TTL with the slug index.
+	// ListObjects is read for store.KindStatusPage and
+	// store.KindMaintenance only: every tenant's status pages and
+	// maintenance windows, once per TTL with the slug index.
 	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
 }
 
@@ -113,6 +115,7 @@ type Rendered struct {
 	ConformanceSVG     []byte
 	ETagConformanceSVG string
 	built              time.Time
+	turns              time.Time // Page.turns: stale from then on, whatever the TTL
 }
 
 type toolsSeen struct {
@@ -143,6 +146,9 @@ type Cache struct {
 	pageIndex   map[string]model.StatusPage // slug → status page
 	hostIndex   map[string]string           // HostName → page slug
 	pageEntries map[string]*RenderedPage
+	// windows are each tenant's maintenance windows (by model.TenantOf),
+	// read with the index.
+	windows map[string][]model.Maintenance
 }
 
 // NewCache returns an empty cache; it panics without a Store (wiring bug).
@@ -165,6 +171,22 @@ func NewCache(o Options) *Cache {
 
 func (c *Cache) fresh(t time.Time, now time.Time) bool { return !t.IsZero() && now.Sub(t) < c.ttl }
 
+// cached is a rendering the cache keeps: when it was built, and when the
+// clock alone turns it stale (zero: only the TTL does).
+type cached interface {
+	builtAt() time.Time
+	turnsAt() time.Time
+}
+
+// live reports whether r may be served at now: within the TTL, and before
+// a maintenance span it shows ends or one it does not show starts, so the
+// state "maintenance" is neither served after its end nor missed at its
+// start for up to a TTL.
+func (c *Cache) live(r cached, now time.Time) bool {
+	t := r.turnsAt()
+	return c.fresh(r.builtAt(), now) && (t.IsZero() || now.Before(t))
+}
+
 // Get returns the slug's rendered page, reading the store only when the
 // cached one is older than the TTL. ErrNotFound for a slug no public
 // endpoint has. A store failure serves the stale page if there is one.
@@ -175,7 +197,7 @@ func (c *Cache) Get(ctx context.Context, slug string) (*Rendered, error) {
 // lookup is the read path both kinds of page share: the cached entry while
 // it is fresh, ErrNotFound for a slug the fresh index does not hold (no
 // store read), else load under c.refresh, which serialises the refreshes.
-func lookup[E interface{ builtAt() time.Time }, I any](ctx context.Context, c *Cache, entries map[string]E, index map[string]I, slug string,
+func lookup[E cached, I any](ctx context.Context, c *Cache, entries map[string]E, index map[string]I, slug string,
 	load func(ctx context.Context, slug string, now time.Time) (E, error)) (E, error) {
 	now := c.clk.Now()
 	c.mu.RLock()
@@ -183,7 +205,7 @@ func lookup[E interface{ builtAt() time.Time }, I any](ctx context.Context, c *C
 	_, known := index[slug]
 	indexFresh := c.fresh(c.indexAt, now)
 	c.mu.RUnlock()
-	if ok && c.fresh(r.builtAt(), now) {
+	if ok && c.live(r, now) {
 		return r, nil
 	}
 	if !known && indexFresh {
@@ -196,12 +218,13 @@ func lookup[E interface{ builtAt() time.Time }, I any](ctx context.Context, c *C
 }
 
 func (r *Rendered) builtAt() time.Time { return r.built }
+func (r *Rendered) turnsAt() time.Time { return r.turns }
 
 func (c *Cache) getLocked(ctx context.Context, slug string, now time.Time) (*Rendered, error) {
 	c.mu.RLock()
 	r, ok := c.entries[slug]
 	c.mu.RUnlock()
-	if ok && c.fresh(r.built, now) {
+	if ok && c.live(r, now) {
 		return r, nil // another request refreshed it while this one waited
 	}
 	if err := c.loadIndex(ctx, now); err != nil {
@@ -231,9 +254,10 @@ func (c *Cache) getLocked(ctx context.Context, slug string, now time.Time) (*Ren
 	return nr, nil
 }
 
-// loadIndex re-reads the public endpoints and the status pages when the
-// index is older than the TTL, and drops rendered pages of slugs that are
-// no longer public and of status pages whose document changed.
+// loadIndex re-reads the public endpoints, the status pages and the
+// maintenance windows when the index is older than the TTL, and drops
+// rendered pages of slugs that are no longer public and of status pages
+// whose document changed.
 func (c *Cache) loadIndex(ctx context.Context, now time.Time) error {
 	c.mu.RLock()
 	fresh := c.fresh(c.indexAt, now)
@@ -259,11 +283,25 @@ func (c *Cache) loadIndex(ctx context.Context, now time.Time) error {
 		}
 		sps = append(sps, sp)
 	}
+	mdocs, err := c.st.ListObjects(ctx, store.KindMaintenance)
+	if err != nil {
+		return fmt.Errorf("list maintenance windows: %w", err)
+	}
+	windows := map[string][]model.Maintenance{}
+	for _, id := range slices.Sorted(maps.Keys(mdocs)) {
+		m, err := model.DecodeMaintenance(mdocs[id])
+		if err != nil {
+			c.log.Warn("skipping a maintenance window", "id", id, "err", err)
+			continue
+		}
+		t := model.TenantOf(m.Tenant)
+		windows[t] = append(windows[t], m)
+	}
 	idx := PublicIndex(all)
 	bySlug, byHost := PagesIndex(sps)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.index, c.pageIndex, c.hostIndex, c.indexAt = idx, bySlug, byHost, now
+	c.index, c.pageIndex, c.hostIndex, c.windows, c.indexAt = idx, bySlug, byHost, windows, now
 	for slug, r := range c.entries {
 		if ep, ok := idx[slug]; !ok || ep.ID != r.Page.id {
 			delete(c.entries, slug)
@@ -297,7 +335,10 @@ func PublicIndex(all []model.Endpoint) map[string]model.Endpoint {
 
 // build reads one endpoint's data and renders it.
 func (c *Cache) build(ctx context.Context, ep model.Endpoint, now time.Time) (*Rendered, error) {
-	in := Input{Endpoint: ep, Now: now}
+	c.mu.RLock()
+	windows := c.windows[model.TenantOf(ep.Tenant)]
+	c.mu.RUnlock()
+	in := Input{Endpoint: ep, Maintenance: windows, Now: now}
 	var err error
 	in.Last, err = c.st.LastVerdict(ctx, ep.ID)
 	switch {
@@ -352,7 +393,7 @@ func (c *Cache) toolsChanged(slug string, in Input) time.Time {
 // verdict window (for the feed, its updated time) and a digest of the
 // body, so the tag changes exactly when what a reader would see does.
 func Render(p Page) (*Rendered, error) {
-	r := &Rendered{Page: p, built: p.Generated}
+	r := &Rendered{Page: p, built: p.Generated, turns: p.turns}
 	var b strings.Builder
 	if err := pages.ExecuteTemplate(&b, "page", struct {
 		Page
@@ -390,11 +431,17 @@ func etag(window time.Time, body []byte) string {
 type JSONView struct {
 	Slug  string `json:"slug"`
 	Name  string `json:"name"`
-	State string `json:"state"` // up, degraded, down, regional, no_data, paused, pending
+	State string `json:"state"` // up, degraded, down, regional, no_data, paused, pending, maintenance
 	// StateText is the state in words; Sentence the page's headline.
 	StateText string     `json:"stateText"`
 	Sentence  string     `json:"sentence"`
 	Since     *time.Time `json:"since"` // the last verdict's window
+	// MaintenanceUntil is when the maintenance ends, with state
+	// "maintenance"; null otherwise.
+	MaintenanceUntil *time.Time `json:"maintenanceUntil"`
+	// ScheduledMaintenance are the spans of maintenance starting within
+	// ScheduledAhead, soonest first: times only.
+	ScheduledMaintenance []SpanJSON `json:"scheduledMaintenance"`
 	// Uptime ratios in [0, 1]; null when the range has no data.
 	Uptime30d      *float64   `json:"uptime30d"`
 	Uptime90d      *float64   `json:"uptime90d"`
@@ -411,6 +458,21 @@ type JSONView struct {
 	// Conformance is present only when the owner opted in
 	// (model.Endpoint.PublicConformance).
 	Conformance *ConformanceJSON `json:"conformance,omitempty"`
+}
+
+// SpanJSON is one span of maintenance of the public JSON.
+type SpanJSON struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// spansJSON is spans as the public JSON shows them, [] for none.
+func spansJSON(spans []model.MaintenanceSpan) []SpanJSON {
+	out := make([]SpanJSON, 0, len(spans))
+	for _, sp := range spans {
+		out = append(out, SpanJSON{Start: sp.Start, End: sp.End})
+	}
+	return out
 }
 
 // IncidentJSON is one incident of the public JSON.
@@ -433,9 +495,13 @@ type UpdateJSON struct {
 // JSONOf is p's public JSON.
 func JSONOf(p Page) JSONView {
 	v := JSONView{Slug: p.Slug, Name: p.Name, State: p.State, StateText: p.StateWord, Sentence: p.Sentence,
-		Incidents90d: len(p.Incidents), UpdatedAt: p.Generated, Conformance: conformanceJSON(p.Conformance)}
+		ScheduledMaintenance: spansJSON(p.Scheduled),
+		Incidents90d:         len(p.Incidents), UpdatedAt: p.Generated, Conformance: conformanceJSON(p.Conformance)}
 	if !p.Since.IsZero() {
 		v.Since = &p.Since
+	}
+	if !p.MaintenanceUntil.IsZero() {
+		v.MaintenanceUntil = &p.MaintenanceUntil
 	}
 	if p.Uptime30.Measured {
 		v.Uptime30d = &p.Uptime30.Value
@@ -486,7 +552,7 @@ func (c *Cache) Overview(ctx context.Context) (*Rendered, error) {
 	c.mu.RLock()
 	ov := c.overview
 	c.mu.RUnlock()
-	if ov != nil && c.fresh(ov.built, now) {
+	if ov != nil && c.live(ov, now) {
 		return ov, nil
 	}
 	c.refresh.Lock()
@@ -494,7 +560,7 @@ func (c *Cache) Overview(ctx context.Context) (*Rendered, error) {
 	c.mu.RLock()
 	ov = c.overview
 	c.mu.RUnlock()
-	if ov != nil && c.fresh(ov.built, now) {
+	if ov != nil && c.live(ov, now) {
 		return ov, nil
 	}
 	if err := c.loadIndex(ctx, now); err != nil {
@@ -542,13 +608,17 @@ func RenderOverview(list []Page, now time.Time) (*Rendered, error) {
 		return strings.Compare(a.Slug, b.Slug)
 	})
 	bad := 0
+	var turns time.Time
 	for _, p := range list {
-		if p.State != string(msg.StateUp) && p.State != "paused" && p.State != "pending" {
+		if problem(p.State) {
 			bad++
 		}
+		turns = earliest(turns, p.turns)
 	}
 	state, sentence := "up", fmt.Sprintf("All %d public endpoints are operational.", len(list))
-	switch {
+	switch maint := inMaintenance(list); {
+	case bad == 0 && maint > 0:
+		state, sentence = StateMaintenance, fmt.Sprintf("No problems; %d of %d public endpoints %s under planned maintenance.", maint, len(list), isAre(maint))
 	case len(list) == 0:
 		state, sentence = "no_data", "No endpoints are public."
 	case bad == 1:
@@ -563,7 +633,7 @@ func RenderOverview(list []Page, now time.Time) (*Rendered, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render status overview: %w", err)
 	}
-	r := &Rendered{HTML: []byte(b.String()), built: now}
+	r := &Rendered{HTML: []byte(b.String()), built: now, turns: turns}
 	r.ETagHTML = etag(now.Truncate(time.Minute), r.HTML)
 	return r, nil
 }
