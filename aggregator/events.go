@@ -304,6 +304,9 @@ func (a *Aggregator) appendEvents(ctx context.Context, what string, evs ...model
 	}
 	for _, e := range added {
 		a.m.Events.WithLabelValues(e.Kind).Inc()
+		if e.Source == model.EventSourceFlapping {
+			a.m.EventsFlapping.WithLabelValues(e.Kind).Inc()
+		}
 		a.log.Info("change event", "endpoint", e.EndpointID, "kind", e.Kind, "fingerprint", e.Fingerprint, "message", e.Message)
 	}
 	return nil

@@ -2,6 +2,7 @@ package aggregator
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -151,4 +152,28 @@ func TestRedeliveredResultRecordsOneEventRedis(t *testing.T) {
 // msgOf is r as the results queue delivers it.
 func msgOf(r msg.ProbeResult) queue.Message {
 	return queue.Message{ID: r.ProbeRunID, GroupID: r.GroupID(), DedupID: r.DedupID(), Body: r.Body()}
+}
+
+// An endpoint past its event budget starts one flapping marker per kind,
+// which mcpmon_events_flapping_total counts; the changes folded into it
+// add to neither counter.
+func TestFlappingMarkerIsCounted(t *testing.T) {
+	e := newAenv(t)
+	n := store.EventsPerHour + 5
+	for i := range n {
+		d := drift("breaking", nil, []string{"search"})
+		details := d.Details.(map[string]any)
+		details["oldFingerprint"], details["newFingerprint"] = fmt.Sprintf("sha256:%d", i), fmt.Sprintf("sha256:%d", i+1)
+		r := msg.ProbeResult{Schema: msg.SchemaVersion, EndpointID: "ep", ProbeRunID: fmt.Sprintf("run-%d", i), Slot: w0.Add(time.Duration(i) * time.Second),
+			StartedAt: w0.Add(time.Duration(i) * time.Second), Status: msg.StatusUp, Class: "ok", Events: []msg.Event{d}}
+		if err := e.agg.Handle(e.ctx, msgOf(r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := testutil.ToFloat64(e.agg.Metrics().EventsFlapping.WithLabelValues(model.EventCatalogBreaking)); got != 1 {
+		t.Errorf("mcpmon_events_flapping_total{kind=catalog_breaking} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(e.agg.Metrics().Events.WithLabelValues(model.EventCatalogBreaking)); got != float64(store.EventsPerHour+1) {
+		t.Errorf("mcpmon_events_total{kind=catalog_breaking} = %v, want %d (the budget and the marker)", got, store.EventsPerHour+1)
+	}
 }

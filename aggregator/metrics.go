@@ -22,6 +22,10 @@ type Metrics struct {
 	// Events counts change events recorded, by kind: each change once,
 	// however many results or replicas reported it.
 	Events *prometheus.CounterVec
+	// EventsFlapping counts flapping markers started, by kind: an
+	// endpoint past its event budget (store.DecideEventAppend), whose
+	// further changes of that kind are counted on the marker, not recorded.
+	EventsFlapping *prometheus.CounterVec
 	// Members is the number of live aggregator replicas in this
 	// replica's view (itself included); 0 without a view, when it decides
 	// every window.
@@ -58,6 +62,10 @@ func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metric
 		Events: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "mcpmon", Name: "events_total",
 			Help: "Change events recorded (catalog, version, certificate and credential expiry), by kind; each change once.",
+		}, []string{"kind"}),
+		EventsFlapping: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "mcpmon", Name: "events_flapping_total",
+			Help: "Flapping markers started, by kind: an endpoint past its change-event budget (20 an hour, 100 a day), whose further changes of the kind are counted on the marker instead of recorded and notified one by one.",
 		}, []string{"kind"}),
 		Members: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: "mcpmon", Name: "aggregator_members",

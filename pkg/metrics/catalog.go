@@ -69,6 +69,7 @@ func Catalog() []Family {
 		{"mcpmon_results_duplicate_total", Counter, nil, "aggregator", "1"},
 		{"mcpmon_results_late_total", Counter, nil, "aggregator", "1"},
 		{"mcpmon_events_total", Counter, []string{"kind"}, "aggregator", "6 change-event kinds"},
+		{"mcpmon_events_flapping_total", Counter, []string{"kind"}, "aggregator", "6 change-event kinds"},
 		{"mcpmon_region_windows_total", Counter, []string{"region", "state"}, "aggregator", "configured regions (--regions) × 4 states"},
 		{"mcpmon_region_prober_live", Gauge, []string{"region"}, "aggregator", "configured regions (--regions)"},
 		{"mcpmon_aggregator_members", Gauge, nil, "aggregator", "1"},
