@@ -49,12 +49,17 @@ func (e *probeError) prefixed(prefix string) *probeError {
 	return e
 }
 
-// blocked is an SSRF guard refusal as a probe failure. Its message is
-// netguard.ErrBlocked's alone: the transport's error text names the
-// address dialed, which is the operator's to know, not the tenant's. err
-// stays behind as the cause (blockedDetail).
+// blocked is an SSRF guard refusal as a probe failure. Its message is the
+// guard's fixed sentence alone (netguard.ErrBlocked, or
+// ErrOutsideSecretNetworks from a confined guard): the transport's error
+// text names the address dialed, which is the operator's to know, not the
+// tenant's. err stays behind as the cause (blockedDetail).
 func blocked(status int, err error) *probeError {
-	pe := failf(ClassBlockedTarget, status, "%v", netguard.ErrBlocked)
+	sentence := netguard.ErrBlocked
+	if errors.Is(err, netguard.ErrOutsideSecretNetworks) {
+		sentence = netguard.ErrOutsideSecretNetworks
+	}
+	pe := failf(ClassBlockedTarget, status, "%v", sentence)
 	pe.cause = err
 	return pe
 }

@@ -108,6 +108,11 @@ type Options struct {
 	// AllowedNetworks are exceptions to the SSRF block list (e.g. one
 	// internal subnet) while everything else stays refused.
 	AllowedNetworks []netip.Prefix
+	// ConfineTargets confines the guard to AllowedNetworks (and, with
+	// AllowPrivateTargets, to private addresses): every other address,
+	// public ones included, is refused (netguard.Guard.Confine). The agent
+	// probes the endpoints that carry its secrets with such a prober.
+	ConfineTargets bool
 	// Region is recorded in every result.
 	Region string
 	// RegionalMemory keeps what the prober remembers of an endpoint (see
@@ -280,7 +285,7 @@ func New(opts Options) *Prober {
 		opts:       opts,
 		log:        opts.Logger.With("component", "prober"),
 		clock:      opts.Clock,
-		guard:      netguard.Guard{AllowPrivate: opts.AllowPrivateTargets, Allowed: opts.AllowedNetworks},
+		guard:      netguard.Guard{AllowPrivate: opts.AllowPrivateTargets, Allowed: opts.AllowedNetworks, Confine: opts.ConfineTargets},
 		meta: map[string]any{
 			"io.modelcontextprotocol/protocolVersion":    Version20260728,
 			"io.modelcontextprotocol/clientInfo":         map[string]string{"name": opts.ClientName, "version": opts.ClientVersion},

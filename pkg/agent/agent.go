@@ -155,7 +155,13 @@ type agent struct {
 	srv    *servers // servers.go
 	log    *slog.Logger
 	worker *prober.Worker
-	eps    *endpoints
+	// secretWorker probes the endpoints that carry agent-side secrets,
+	// through a guard confined to the agent's networks (Options.
+	// AllowedNetworks, or private addresses with AllowPrivateTargets):
+	// whoever may register an endpoint for the location cannot have the
+	// secrets sent to a host of theirs, a public one included.
+	secretWorker *prober.Worker
+	eps          *endpoints
 	// pending carries the worker's results to the poster's batches.
 	pending chan queue.SendInput
 	// refused is closed once the server refuses the key.
@@ -207,8 +213,14 @@ func Run(ctx context.Context, o Options) error {
 	if o.Prober != nil {
 		o.Prober(&po)
 	}
-	a.worker = prober.NewWorker(prober.New(po), a.eps, poster{a}, prober.WorkerOptions{Latest: newLatest(), Logger: o.Logger, Clock: o.Clock,
-		KeepConformance: true}) // the API stores the latest result from the post
+	lat := newLatest()
+	worker := func(po prober.Options) *prober.Worker {
+		return prober.NewWorker(prober.New(po), a.eps, poster{a}, prober.WorkerOptions{Latest: lat, Logger: o.Logger, Clock: o.Clock,
+			KeepConformance: true}) // the API stores the latest result from the post
+	}
+	a.worker = worker(po)
+	po.ConfineTargets = true
+	a.secretWorker = worker(po)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -273,9 +285,13 @@ func Run(ctx context.Context, o Options) error {
 			}
 			a.noteMissing(cmd.EndpointID, nil)
 			a.eps.put(ep, values)
+			w := a.worker
+			if len(values) > 0 {
+				w = a.secretWorker
+			}
 			wg.Go(func() {
 				defer func() { <-slots }()
-				if err := a.worker.Handle(ctx, queue.Message{ID: cmd.ProbeRunID(), Body: cmd.Body()}); err != nil && ctx.Err() == nil {
+				if err := w.Handle(ctx, queue.Message{ID: cmd.ProbeRunID(), Body: cmd.Body()}); err != nil && ctx.Err() == nil {
 					a.log.Warn("probe not reported", "endpoint", cmd.EndpointID, "slot", cmd.Slot, "err", err)
 				}
 			})

@@ -17,6 +17,7 @@ import (
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
+	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/prober"
 )
 
@@ -219,5 +220,52 @@ func TestResultsAreScrubbedOfAgentSecrets(t *testing.T) {
 	other := msg.ProbeResult{Schema: msg.SchemaVersion, EndpointID: "e2", Error: "acct-4242-secret"}
 	if got := a.scrub(other.Body()); !bytes.Equal(got, other.Body()) {
 		t.Errorf("another endpoint's result changed: %s", got)
+	}
+}
+
+// An endpoint that carries agent-side secrets is probed through a guard
+// confined to the agent's networks: anyone with a write key of the tenant
+// (or a compromised server) could otherwise point such an endpoint at a
+// host of theirs and collect the secrets. The sentence of the refusal
+// tells the two guards apart: with 10.0.0.0/8 allowed, a loopback target
+// is refused by both, but a secret-bearing command is refused by the
+// confined one. Inside the allowed networks the secret goes through.
+func TestSecretsGoOnlyToTheAgentsNetworks(t *testing.T) {
+	target := guardedFixture(t)
+	for _, tc := range []struct {
+		name     string
+		allow    bool
+		networks []string
+		secret   bool
+		class    string
+		sentence error
+	}{
+		{"no secret, loopback not allowed", false, []string{"10.0.0.0/8"}, false, prober.ClassBlockedTarget, netguard.ErrBlocked},
+		{"a secret, loopback not allowed", false, []string{"10.0.0.0/8"}, true, prober.ClassBlockedTarget, netguard.ErrOutsideSecretNetworks},
+		{"a secret, loopback allowed", false, []string{"127.0.0.1/32"}, true, prober.ClassOK, nil},
+		{"a secret, every private address allowed", true, nil, true, prober.ClassOK, nil},
+	} {
+		nets, err := netguard.ParseNetworks(tc.networks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slot := time.Now().UTC().Truncate(time.Second)
+		headers := map[string]string{"Authorization": "Bearer s3cret-billing"}
+		if tc.secret {
+			headers = map[string]string{"Authorization": "Bearer ${agent:billing-token}"}
+		}
+		cmd := apiv1.AgentCommand{EndpointID: "e1", Slot: slot, Endpoint: apiv1.AgentEndpoint{ID: "e1", URL: target, Transport: "auto",
+			Schedule: "@every 1h", Timeout: "5s", Headers: headers}}
+		srv := newFakeServer(t, func(w http.ResponseWriter) {
+			_ = json.NewEncoder(w).Encode(apiv1.AgentCommands{Commands: []apiv1.AgentCommand{cmd}, Agent: "office-1"})
+		}, commands())
+		r := firstResult(t, srv, Options{AllowPrivateTargets: tc.allow, AllowedNetworks: nets, Secrets: secretMap{"billing-token": "s3cret-billing"}})
+		if r.Class != tc.class {
+			t.Errorf("%s: result %s/%s %q, want class %s", tc.name, r.Status, r.Class, r.Error, tc.class)
+			continue
+		}
+		if tc.sentence != nil && r.Error != tc.sentence.Error() {
+			t.Errorf("%s: error %q, want %q", tc.name, r.Error, tc.sentence)
+		}
 	}
 }

@@ -32,6 +32,12 @@ import (
 // ErrBlocked is what every refusal says (as a *BlockedError).
 var ErrBlocked = errors.New("the target resolves to a private or reserved address; mcpmon refuses those (an operator may allow its network with --allow-target-networks, or every address with --allow-private-targets)")
 
+// ErrOutsideSecretNetworks is what a confined guard (Guard.Confine) says of
+// an address outside the networks it confines to: the sentence a tenant is
+// shown, wrapping ErrBlocked so every caller that knows a refusal knows
+// this one.
+var ErrOutsideSecretNetworks = fmt.Errorf("%w; this endpoint carries agent-side secrets (${agent:NAME}), which the agent sends only to its allowed networks (--allow-target-networks, or any private address with --allow-private-targets), and the target resolves outside them", ErrBlocked)
+
 // BlockedError is a refusal. Its Error is ErrBlocked's text whatever was
 // refused; Detail names what and why, for the operator's log only.
 type BlockedError struct {
@@ -42,10 +48,24 @@ type BlockedError struct {
 	// Reason says why, when it is not Range (a localhost name, an
 	// address spelled non-canonically, an unparsable dial address).
 	Reason string
+	// Confined: a confined guard refused an address outside its networks
+	// (ErrOutsideSecretNetworks).
+	Confined bool
 }
 
-func (e *BlockedError) Error() string { return ErrBlocked.Error() }
-func (e *BlockedError) Unwrap() error { return ErrBlocked }
+func (e *BlockedError) Error() string {
+	if e.Confined {
+		return ErrOutsideSecretNetworks.Error()
+	}
+	return ErrBlocked.Error()
+}
+
+func (e *BlockedError) Unwrap() error {
+	if e.Confined {
+		return ErrOutsideSecretNetworks
+	}
+	return ErrBlocked
+}
 
 // Detail is the refusal in full: the address and its range, or the reason.
 func (e *BlockedError) Detail() string {
@@ -122,6 +142,18 @@ type Guard struct {
 	// Allowed are exceptions to the block list (e.g. one internal subnet)
 	// while everything else stays refused.
 	Allowed []netip.Prefix
+	// Confine turns the guard inside out: only Allowed (and, with
+	// AllowPrivate, the blocked ranges) may be dialed, every public
+	// address refused. An agent probes an endpoint that carries its
+	// agent-side secrets through a confined guard, so whoever may register
+	// endpoints cannot have those secrets sent to a host of theirs.
+	Confine bool
+}
+
+// Confined is g confined to its networks (Confine).
+func (g Guard) Confined() Guard {
+	g.Confine = true
+	return g
 }
 
 // ParseNetworks parses Guard.Allowed from what an operator writes: CIDR
@@ -151,7 +183,7 @@ func ParseNetworks(list []string) ([]netip.Prefix, error) {
 
 // CheckAddr returns nil if ip may be dialed.
 func (g Guard) CheckAddr(ip netip.Addr) error {
-	if g.AllowPrivate {
+	if g.AllowPrivate && !g.Confine {
 		return nil
 	}
 	ip = ip.Unmap().WithZone("")
@@ -162,8 +194,14 @@ func (g Guard) CheckAddr(ip netip.Addr) error {
 	}
 	for _, p := range blockedPrefixes {
 		if p.Contains(ip) {
-			return &BlockedError{Addr: ip, Range: p}
+			if g.AllowPrivate { // confined to the private side
+				return nil
+			}
+			return &BlockedError{Addr: ip, Range: p, Confined: g.Confine}
 		}
+	}
+	if g.Confine {
+		return &BlockedError{Addr: ip, Reason: "is outside the networks the agent's secrets may reach", Confined: true}
 	}
 	return nil
 }
@@ -172,7 +210,7 @@ func (g Guard) CheckAddr(ip netip.Addr) error {
 // port). Other names are left to the dial-time check. It suits targets that
 // are not http(s) URLs, such as an SMTP relay.
 func (g Guard) CheckHost(host string) error {
-	if g.AllowPrivate {
+	if g.AllowPrivate && !g.Confine {
 		return nil
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
@@ -187,14 +225,14 @@ func (g Guard) CheckHost(host string) error {
 		case err != nil:
 			return fmt.Errorf("%w: host %q looks numeric but is not an IPv4 address", ErrInvalidURL, host)
 		case g.CheckAddr(ip) != nil:
-			return &BlockedError{Addr: ip, Reason: fmt.Sprintf("(spelled %q, a non-canonical form)", host)}
+			return &BlockedError{Addr: ip, Reason: fmt.Sprintf("(spelled %q, a non-canonical form)", host), Confined: g.Confine}
 		default:
 			return fmt.Errorf("%w: host %q is a non-canonical IPv4 form; write it as %s", ErrInvalidURL, host, ip)
 		}
 	}
 	h := strings.ToLower(strings.TrimSuffix(host, "."))
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		return &BlockedError{Reason: fmt.Sprintf("%s names the loopback interface", host)}
+	if (h == "localhost" || strings.HasSuffix(h, ".localhost")) && !g.AllowPrivate {
+		return &BlockedError{Reason: fmt.Sprintf("%s names the loopback interface", host), Confined: g.Confine}
 	}
 	return nil
 }
