@@ -82,6 +82,7 @@ func NewMetrics(reg prometheus.Registerer, delay *metrics.PipelineDelay) *Metric
 	}
 	for _, k := range model.EventKinds() {
 		m.Events.WithLabelValues(k)
+		m.EventsFlapping.WithLabelValues(k)
 	}
 	for _, s := range msg.States() {
 		m.Verdicts.WithLabelValues(string(s))
