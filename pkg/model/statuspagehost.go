@@ -154,7 +154,7 @@ func (e *ChallengeError) Error() string {
 	for i, f := range e.Found {
 		quoted[i] = fmt.Sprintf("%q", f)
 	}
-	return "found TXT " + strings.Join(quoted, ", ") + ", none of them the expected value"
+	return "found TXT " + strings.Join(quoted, ", ") + " but not the expected value"
 }
 
 // CheckChallenge decides whether records, the TXT records read at the
