@@ -37,6 +37,7 @@ import (
 	"encoding/base32"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -199,6 +200,17 @@ type Options struct {
 	// AgentOfflineAfter is how long an agent may go without a poll before
 	// GET /v1/agents shows it offline (default model.DefaultAgentOfflineAfter).
 	AgentOfflineAfter time.Duration
+	// HostResolver looks up the TXT record that proves a status page's
+	// custom host (statuspages_host.go); default net.DefaultResolver.
+	HostResolver TXTResolver
+	// HostLookupTimeout bounds that lookup (default
+	// DefaultHostLookupTimeout).
+	HostLookupTimeout time.Duration
+	// UnverifiedHosts lets a status page's custom host hold its name
+	// against other pages without proof, as pkg/status then serves it
+	// (--status-page-host-verification=false); otherwise only a verified or
+	// grandfathered host does, and pending claims hold nothing.
+	UnverifiedHosts bool
 }
 
 // DefaultMaxBodyBytes is the default request body cap.
@@ -240,6 +252,11 @@ type server struct {
 	// ownHosts are the API's own host names (Options.AllowedHosts, no
 	// port), which no status page may take (statuspages_host.go).
 	ownHosts map[string]bool
+	// Status page host proof (statuspages_host.go): the resolver, its
+	// timeout, and whether a host needs proof (!Options.UnverifiedHosts).
+	hostDNS     TXTResolver
+	hostTimeout time.Duration
+	hostProof   bool
 	// The agent exchange (agents.go).
 	agentCmds  AgentCommandSource
 	agentPub   ResultPublisher
@@ -285,6 +302,13 @@ func New(opts Options) http.Handler {
 		agentPlain: opts.AgentSecretsOverHTTP,
 
 		offlineAfter: cmp.Or(max(opts.AgentOfflineAfter, 0), model.DefaultAgentOfflineAfter),
+
+		hostDNS:     opts.HostResolver,
+		hostTimeout: cmp.Or(max(opts.HostLookupTimeout, 0), DefaultHostLookupTimeout),
+		hostProof:   !opts.UnverifiedHosts,
+	}
+	if s.hostDNS == nil {
+		s.hostDNS = net.DefaultResolver
 	}
 	if opts.Metrics != nil {
 		s.seen.metrics = opts.Metrics.Agents
@@ -375,6 +399,7 @@ func New(opts Options) http.Handler {
 			r.Get("/{id}", s.getStatusPage)
 			r.Put("/{id}", s.putStatusPage)
 			r.Delete("/{id}", s.deleteStatusPage)
+			r.Post("/{id}/verify-host", s.verifyHost) // statuspages_host.go
 		})
 		r.Route("/keys", s.keyRoutes)     // keys.go
 		r.Route("/agents", s.agentRoutes) // agents.go

@@ -90,6 +90,9 @@ func newHarness(t *testing.T, tweak ...func(*api.Options)) *harness {
 			n++
 			return fmt.Sprintf("id%d", n)
 		},
+		// No test sends DNS beyond loopback: a host verification without
+		// a test DNS server (withDNS) fails like an unreachable resolver.
+		HostResolver: noDNS{},
 	}
 	for _, f := range tweak {
 		f(&opts)

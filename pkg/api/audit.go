@@ -66,7 +66,8 @@ const (
 	ActionPostUpdate  = "post-update" // an incident update posted
 	ActionCreateKey   = "create-key"
 	ActionRevokeKey   = "revoke-key"
-	ActionProbe       = "probe" // a probe asked for on demand
+	ActionProbe       = "probe"       // a probe asked for on demand
+	ActionVerifyHost  = "verify-host" // a status page's host proven
 )
 
 // auditRoute says what a state-changing route does, and which request
@@ -92,6 +93,7 @@ var auditRoutes = map[string]auditRoute{
 	"POST /v1/status-pages":                                   {ActionCreate, "status-page", jsonFields(apiv1.StatusPageInput{})},
 	"PUT /v1/status-pages/{id}":                               {ActionUpdate, "status-page", jsonFields(apiv1.StatusPageInput{})},
 	"DELETE /v1/status-pages/{id}":                            {ActionDelete, "status-page", nil},
+	"POST /v1/status-pages/{id}/verify-host":                  {ActionVerifyHost, "status-page", nil},
 	"POST /v1/status-pages/{id}/subscribers":                  {ActionCreate, "status-subscriber", jsonFields(apiv1.WebhookSubscriberInput{})},
 	"DELETE /v1/status-pages/{id}/subscribers/{subscriberId}": {ActionDelete, "status-subscriber", nil},
 	"POST /v1/keys":                                           {ActionCreateKey, "key", jsonFields(keyRequest{})},

@@ -102,6 +102,7 @@ var routeTable = map[string]routeCase{
 	"PUT /v1/status-pages/{id}": {scope: auth.ScopeWrite, path: "/v1/status-pages/{page}", tenant: notFound,
 		body: `{"slug":"walk-put","title":"walk"}`},
 	"DELETE /v1/status-pages/{id}":                            {scope: auth.ScopeWrite, path: "/v1/status-pages/{page}", tenant: notFound},
+	"POST /v1/status-pages/{id}/verify-host":                  {scope: auth.ScopeWrite, path: "/v1/status-pages/{page}/verify-host", tenant: notFound},
 	"GET /v1/status-pages/{id}/subscribers":                   {scope: auth.ScopeRead, path: "/v1/status-pages/{page}/subscribers", tenant: notFound},
 	"POST /v1/status-pages/{id}/subscribers":                  {scope: auth.ScopeWrite, path: "/v1/status-pages/{page}/subscribers", tenant: notFound},
 	"DELETE /v1/status-pages/{id}/subscribers/{subscriberId}": {scope: auth.ScopeWrite, path: "/v1/status-pages/{page}/subscribers/nosuch", tenant: notFound},

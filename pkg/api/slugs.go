@@ -95,7 +95,7 @@ func (s *server) pageNamesTaken(r *http.Request, p model.StatusPage) *apiv1.Prob
 	if err != nil {
 		return s.storeProblem(r, err, "endpoints (slug check)")
 	}
-	errs := pageNameConflicts(p, pages, endpoints)
+	errs := pageNameConflicts(p, pages, endpoints, s.hostProof)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -105,9 +105,12 @@ func (s *server) pageNamesTaken(r *http.Request, p model.StatusPage) *apiv1.Prob
 }
 
 // pageNameConflicts is the decision of pageNamesTaken: the field errors
-// for p's slug and host held by another page (by ID) or, for the slug, a
-// public endpoint.
-func pageNameConflicts(p model.StatusPage, pages []model.StatusPage, endpoints []model.Endpoint) []apiv1.FieldError {
+// for p's slug held by another page (by ID) or a public endpoint, and for
+// p's host held by another page. A page holds its host only while it may
+// serve it (model.StatusPage.ServesHost with requireProof): a pending
+// claim holds nothing, so a tenant who claims a name first cannot keep its
+// owner from claiming and proving it.
+func pageNameConflicts(p model.StatusPage, pages []model.StatusPage, endpoints []model.Endpoint, requireProof bool) []apiv1.FieldError {
 	var errs []apiv1.FieldError
 	switch {
 	case slices.ContainsFunc(pages, func(o model.StatusPage) bool { return o.ID != p.ID && o.Slug == p.Slug }):
@@ -115,7 +118,9 @@ func pageNameConflicts(p model.StatusPage, pages []model.StatusPage, endpoints [
 	case slices.ContainsFunc(endpoints, func(e model.Endpoint) bool { return e.Public && e.Slug == p.Slug }):
 		errs = append(errs, apiv1.FieldError{Pointer: "#/slug", Detail: "is already in use by a public endpoint; public endpoints and status pages share one slug namespace across the deployment"})
 	}
-	if p.Host != "" && slices.ContainsFunc(pages, func(o model.StatusPage) bool { return o.ID != p.ID && o.Host == p.Host }) {
+	if p.Host != "" && slices.ContainsFunc(pages, func(o model.StatusPage) bool {
+		return o.ID != p.ID && o.Host == p.Host && o.ServesHost(requireProof)
+	}) {
 		errs = append(errs, apiv1.FieldError{Pointer: "#/host", Detail: "is already served by another status page"})
 	}
 	return errs

@@ -26,7 +26,7 @@ import (
 func statusPageView(p model.StatusPage) apiv1.StatusPageView {
 	v := apiv1.StatusPageView{
 		ID: p.ID, Tenant: model.TenantOf(p.Tenant), Slug: p.Slug, Title: p.Title, Description: p.Description,
-		LogoURL: p.LogoURL, Host: p.Host, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
+		LogoURL: p.LogoURL, Host: p.Host, HostVerification: hostVerificationView(p), CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
 	}
 	for _, g := range p.Groups {
 		v.Groups = append(v.Groups, apiv1.PageGroupInput{Name: g.Name, Selector: g.Selector})
@@ -148,6 +148,7 @@ func (s *server) createStatusPage(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, prob)
 		return
 	}
+	p = p.WithHostProof(model.StatusPage{}, newHostToken()) // a host set starts pending
 	p.ID = s.newID()
 	p.Tenant = auth.TenantFrom(r.Context())
 	p.CreatedAt = s.clock.Now().UTC()
@@ -174,6 +175,7 @@ func (s *server) putStatusPage(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, prob)
 		return
 	}
+	p = p.WithHostProof(old, newHostToken()) // a host changed starts pending again
 	p.ID, p.Tenant, p.CreatedAt = id, old.Tenant, old.CreatedAt
 	p.UpdatedAt = s.clock.Now().UTC()
 	if prob := s.saveStatusPage(r, p, false); prob != nil {

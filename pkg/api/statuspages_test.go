@@ -13,6 +13,7 @@ import (
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/store"
+	"github.com/mcpmon/mcpmon/pkg/testpeers"
 )
 
 const acmePage = `{"slug":"acme","title":"Acme status","description":"Our servers.\nLive.",
@@ -225,9 +226,11 @@ func TestStatusPageQuota(t *testing.T) {
 // TestStatusPageNamesAreOneNamespace: a page's slug is refused while
 // another page (of any tenant) or a public endpoint holds it, an endpoint
 // cannot go public under a page's slug, a host serves one page, and a
-// page keeps its own names when replaced.
+// page keeps its own names when replaced. (A host holds its name once
+// verified: statuspages_host_test.go.)
 func TestStatusPageNamesAreOneNamespace(t *testing.T) {
-	ah := newAuthHarness(t)
+	z := testpeers.NewDNSZone(t)
+	ah := newAuthHarness(t, withDNS(z))
 	conflict := func(what string, resp *http.Response, b []byte, pointers ...string) {
 		t.Helper()
 		if resp.StatusCode != http.StatusConflict || resp.Header.Get("Content-Type") != apiv1.ProblemContentType {
@@ -241,6 +244,10 @@ func TestStatusPageNamesAreOneNamespace(t *testing.T) {
 	var acme apiv1.StatusPageView
 	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &acme) != nil {
 		t.Fatalf("create: %d %s", resp.StatusCode, b)
+	}
+	z.SetTXT(challenge, acme.HostVerification.Value)
+	if resp, b := ah.call("POST", "/v1/status-pages/"+acme.ID+"/verify-host", ah.keys["a/write"], ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("verify-host: %d %s", resp.StatusCode, b)
 	}
 
 	resp, b = ah.call("POST", "/v1/status-pages", ah.keys["b/admin"], `{"slug":"acme","title":"squat"}`)

@@ -23,7 +23,7 @@ type inputKind struct {
 }
 
 // statusPageInput: apiv1.StatusPageView less apiv1.StatusPageInput.
-var statusPageInput = inputKind{what: "status page", readOnly: []string{"id", "tenant", "createdAt", "updatedAt"}}
+var statusPageInput = inputKind{what: "status page", readOnly: []string{"id", "tenant", "hostVerification", "createdAt", "updatedAt"}}
 
 // read decodes the JSON object in path (- for stdin) into dst, the API
 // input of k, refusing unknown members as the API does. A document that

@@ -17,7 +17,7 @@ func (a *app) statusPagesCmd() *cobra.Command {
 	g := group("status-pages", "Status pages: a tenant's public pages of its public endpoints, in groups",
 		"  mcpmon status-pages create --slug acme --title 'Acme status' --group 'Search:team=search' --group All\n  mcpmon status-pages list")
 	g.Aliases = []string{"pages"}
-	g.AddCommand(a.statusPagesList(), a.statusPagesGet(), a.statusPagesCreate(), a.statusPagesUpdate(), a.statusPagesDelete())
+	g.AddCommand(a.statusPagesList(), a.statusPagesGet(), a.statusPagesCreate(), a.statusPagesUpdate(), a.statusPagesDelete(), a.statusPagesVerifyHost())
 	return g
 }
 
@@ -40,9 +40,9 @@ func (a *app) statusPagesList() *cobra.Command {
 				ps = []apiv1.StatusPageView{}
 			}
 			return a.render(ps, func(w io.Writer) {
-				row(w, "ID", "SLUG", "TITLE", "HOST", "GROUPS")
+				row(w, "ID", "SLUG", "TITLE", "HOST", "HOST STATE", "GROUPS")
 				for _, p := range ps {
-					row(w, p.ID, p.Slug, p.Title, p.Host, len(p.Groups))
+					row(w, p.ID, p.Slug, p.Title, p.Host, hostState(p), len(p.Groups))
 				}
 			})
 		},
@@ -66,10 +66,11 @@ func (a *app) statusPagesGet() *cobra.Command {
 			}
 			return a.render(p, func(w io.Writer) {
 				fields(w, "ID", p.ID, "Slug", p.Slug, "Title", p.Title, "Description", p.Description,
-					"Logo URL", p.LogoURL, "Host", p.Host, "Created", p.CreatedAt, "Updated", p.UpdatedAt)
+					"Logo URL", p.LogoURL, "Host", p.Host, "Host state", hostState(p), "Created", p.CreatedAt, "Updated", p.UpdatedAt)
 				for _, g := range p.Groups {
 					fmt.Fprintf(w, "group %q: %s\n", g.Name, cell(g.Selector))
 				}
+				printHostRecord(w, p)
 			})
 		},
 	}
@@ -264,4 +265,47 @@ func pageByRef(ctx context.Context, c *client.Client, ref string) (apiv1.StatusP
 		}
 	}
 	return p, notFoundError{fmt.Errorf("no status page with ID or slug %q (mcpmon status-pages list shows them)", ref)}
+}
+
+func (a *app) statusPagesVerifyHost() *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify-host ID|SLUG",
+		Short: "Prove control of a status page's custom host: look up its DNS TXT record",
+		Example: `  mcpmon status-pages get acme        # the TXT record to publish
+  mcpmon status-pages verify-host acme`,
+		Args: exactArgs(1, "a status page ID or slug"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			cur, err := pageByRef(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			p, err := c.VerifyStatusPageHost(cmd.Context(), cur.ID)
+			if err != nil {
+				return err
+			}
+			return a.render(p, func(w io.Writer) {
+				fmt.Fprintf(w, "status page %s: host %s is %s\n", p.Slug, p.Host, hostState(p))
+			})
+		},
+	}
+}
+
+// hostState is where a page's host stands ("" without a host).
+func hostState(p apiv1.StatusPageView) string {
+	if p.HostVerification == nil {
+		return ""
+	}
+	return p.HostVerification.State
+}
+
+// printHostRecord tells what to publish while the host is pending: the
+// page is not served on its host until verify-host finds the record.
+func printHostRecord(w io.Writer, p apiv1.StatusPageView) {
+	if v := p.HostVerification; v != nil && v.State == "pending" && v.Record != "" {
+		fmt.Fprintf(w, "publish %s %s %q, then run: mcpmon status-pages verify-host %s\n", v.Record, v.RecordType, v.Value, p.Slug)
+	}
 }

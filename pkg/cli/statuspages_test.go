@@ -63,6 +63,22 @@ func TestStatusPagesCommandsAgainstARealServer(t *testing.T) {
 	h.fails(ExitError, "#/logoUrl", "status-pages", "create", "--slug", "gamma", "--title", "g", "--logo-url", "http://x.example/l.png")
 	h.fails(ExitNotFound, "no status page", "status-pages", "get", "nosuch")
 
+	// The host is pending: get says what to publish and the list its
+	// state; verify-host of a page without a host is the API's 409. (The
+	// lookup itself is the API's test, against a DNS server on loopback:
+	// this server would ask the machine's resolver.)
+	if created.HostVerification == nil || created.HostVerification.State != "pending" {
+		t.Fatalf("create with --host: %+v", created.HostVerification)
+	}
+	if out := h.ok("status-pages", "get", "acme"); !strings.Contains(out, "publish _mcpmon-challenge.status.acme.example TXT \"mcpmon-verify=") ||
+		!strings.Contains(out, "mcpmon status-pages verify-host acme") {
+		t.Fatalf("get of a pending host:\n%s", out)
+	}
+	if out := h.ok("status-pages", "list"); !strings.Contains(out, "HOST STATE") || !strings.Contains(out, "pending") {
+		t.Fatalf("list:\n%s", out)
+	}
+	h.fails(ExitError, "no host to verify", "status-pages", "verify-host", "beta")
+
 	var got apiv1.StatusPageView
 	h.json(&got, "status-pages", "get", "beta")
 	if got.ID != beta.ID {

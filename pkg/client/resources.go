@@ -115,6 +115,15 @@ func (c *Client) ReplaceStatusPage(ctx context.Context, id string, in apiv1.Stat
 	return v, err
 }
 
+// VerifyStatusPageHost asks the server to look up the TXT record that
+// proves the page's custom host; a record missing or wrong is a 409
+// problem saying what was found and what to publish.
+func (c *Client) VerifyStatusPageHost(ctx context.Context, id string) (apiv1.StatusPageView, error) {
+	var v apiv1.StatusPageView
+	_, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/status-pages/" + esc(id) + "/verify-host", body: struct{}{}}, &v)
+	return v, err
+}
+
 // DeleteStatusPage deletes a status page.
 func (c *Client) DeleteStatusPage(ctx context.Context, id string) error {
 	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/v1/status-pages/" + esc(id)}, nil)

@@ -91,6 +91,11 @@ type Options struct {
 	// tenants it monitors; per-endpoint pages, JSON, badges and feeds are
 	// served either way.
 	PublicIndex bool
+	// StatusPageHostVerification serves a status page on its custom host
+	// only once its tenant proved control of the name by a DNS TXT record
+	// (or the host predates verification). Off (single-tenant
+	// deployments, tests), every host is served as set.
+	StatusPageHostVerification bool
 
 	// WebhookURL and WebhookSecret are the global webhook sink. Each can
 	// come from its flag, its MCPMON_* variable or a file
@@ -269,17 +274,18 @@ func Defaults() Options {
 		HTTPWriteTimeout: DefaultHTTPWriteTimeout,
 		HTTPIdleTimeout:  DefaultHTTPIdleTimeout,
 
-		MaxEndpointsPerTenant:   DefaultMaxEndpointsPerTenant,
-		MaxMaintenancePerTenant: DefaultMaxMaintenancePerTenant,
-		MaxStatusPagesPerTenant: DefaultMaxStatusPagesPerTenant,
-		MaxAgentsPerTenant:      DefaultMaxAgentsPerTenant,
-		AgentOfflineAfter:       model.DefaultAgentOfflineAfter,
-		RateLimit:               DefaultRateLimit,
-		RateBurst:               DefaultRateBurst,
-		MaxInFlightPerTenant:    DefaultMaxInFlightPerTenant,
-		BootstrapKey:            true,
-		MaxSubscribersPerPage:   model.DefaultMaxSubscribersPerPage,
-		SubscribeSMTPTLS:        "starttls",
+		MaxEndpointsPerTenant:      DefaultMaxEndpointsPerTenant,
+		MaxMaintenancePerTenant:    DefaultMaxMaintenancePerTenant,
+		MaxStatusPagesPerTenant:    DefaultMaxStatusPagesPerTenant,
+		MaxAgentsPerTenant:         DefaultMaxAgentsPerTenant,
+		AgentOfflineAfter:          model.DefaultAgentOfflineAfter,
+		RateLimit:                  DefaultRateLimit,
+		RateBurst:                  DefaultRateBurst,
+		MaxInFlightPerTenant:       DefaultMaxInFlightPerTenant,
+		BootstrapKey:               true,
+		StatusPageHostVerification: true,
+		MaxSubscribersPerPage:      model.DefaultMaxSubscribersPerPage,
+		SubscribeSMTPTLS:           "starttls",
 	}
 }
 
@@ -311,6 +317,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	boolean(&o.AllowPrivateTargets, "allow-private-targets", "allow probing loopback, private and link-local addresses (tests, private deployments)")
 	fs.Var((*listValue)(&o.AllowTargetNetworks), "allow-target-networks", "comma-separated networks (CIDR, or one address) probes may reach although private, e.g. 10.20.0.0/16; every other private, loopback and link-local address stays refused"+envHint("allow-target-networks"))
 	boolean(&o.PublicIndex, "public-index", "serve /status, the list of every public endpoint of every tenant (off: only per-endpoint pages, JSON, badges and feeds)")
+	boolean(&o.StatusPageHostVerification, "status-page-host-verification", "serve a status page on its custom host only once its tenant proves control of the name with a DNS TXT record (off: every host as set, for single-tenant deployments)")
 	fs.IntVar(&o.ProbeConcurrency, "probe-concurrency", o.ProbeConcurrency, "probes run in parallel per prober"+envHint("probe-concurrency"))
 	fs.Var(&repeatValue{list: &o.CanaryURLs}, "canary-url", "canary target every prober checks to tell its own network failing from the endpoints' (repeat, or comma-separate; two or more, outside your infrastructure and the monitored servers' providers)"+envHint("canary-url"))
 	dur(&o.CanaryInterval, "canary-interval", "how often each prober checks its canaries (more often while they fail)")

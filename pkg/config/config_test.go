@@ -137,6 +137,31 @@ func TestServerHardeningOptions(t *testing.T) {
 	}
 }
 
+// TestStatusPageHostVerificationIsOnByDefault: a custom host needs proof
+// unless the operator turns the check off, by flag or environment.
+func TestStatusPageHostVerificationIsOnByDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		{"default", nil, nil, true},
+		{"flag", []string{"--status-page-host-verification=false"}, nil, false},
+		{"env", nil, map[string]string{"MCPMON_STATUS_PAGE_HOST_VERIFICATION": "false"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := Parse("mcpmon", tc.args, envOf(tc.env), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.StatusPageHostVerification != tc.want {
+				t.Errorf("StatusPageHostVerification = %v, want %v", o.StatusPageHostVerification, tc.want)
+			}
+		})
+	}
+}
+
 // TestPublicIndexIsAnOperatorOption: the deployment-wide /status list is
 // off unless the operator turns it on, by flag or environment.
 func TestPublicIndexIsAnOperatorOption(t *testing.T) {

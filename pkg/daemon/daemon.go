@@ -124,6 +124,9 @@ type Deps struct {
 	// by region: the region tests make one region's probes fail the real
 	// way, at the target.
 	proberOptions func(region string, o *prober.Options)
+	// hostResolver, when set, answers the API's status page host
+	// verification lookups (a DNS server on loopback in tests).
+	hostResolver api.TXTResolver
 }
 
 // Daemon is a running mcpmon process.
@@ -170,6 +173,7 @@ type Daemon struct {
 	delay      *metrics.PipelineDelay
 	wrap       func(queueName string, h queue.Handler) queue.Handler // Deps.wrapHandler
 	proberOpts func(region string, o *prober.Options)                // Deps.proberOptions
+	hostDNS    api.TXTResolver                                       // Deps.hostResolver
 	sinkOnce   sync.Once                                             // sinks.go
 	sinkSet    sinkSet
 	sinkErr    error
@@ -203,7 +207,7 @@ func Start(ctx context.Context, role Role, o config.Options, deps Deps) (_ *Daem
 		reg = metrics.NewRegistry(Version)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	d := &Daemon{role: role, opts: o, log: deps.Logger, clk: deps.Clock, reg: reg, cancel: cancel, stopped: make(chan struct{}), wrap: deps.wrapHandler, proberOpts: deps.proberOptions}
+	d := &Daemon{role: role, opts: o, log: deps.Logger, clk: deps.Clock, reg: reg, cancel: cancel, stopped: make(chan struct{}), wrap: deps.wrapHandler, proberOpts: deps.proberOptions, hostDNS: deps.hostResolver}
 	d.drain, d.drainCancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer func() {
 		if err != nil {
@@ -632,6 +636,8 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			AgentResults:         d.agentResults(qm, fold), // agents.go
 			AgentSecretsOverHTTP: o.AgentSecretsOverHTTP,
 			AgentOfflineAfter:    o.AgentOfflineAfter,
+			HostResolver:         d.hostDNS, // nil: the system's
+			UnverifiedHosts:      !o.StatusPageHostVerification,
 		})
 		mux.Handle("/v1/", h)
 		mux.Handle("/mcp", h) // pkg/mcpapi through the API's key check
@@ -640,7 +646,8 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		mux.Handle("/docs", h)
 		// Public status pages and badges: outside /v1, no key, only the
 		// endpoints their owners made public (pkg/status).
-		pubCache := publicstatus.NewCache(publicstatus.Options{Store: d.st, Clock: d.clk, Logger: d.log, PublicIndex: o.PublicIndex, Subscribe: o.SubscribeSMTPAddr != ""})
+		pubCache := publicstatus.NewCache(publicstatus.Options{Store: d.st, Clock: d.clk, Logger: d.log, PublicIndex: o.PublicIndex, Subscribe: o.SubscribeSMTPAddr != "",
+			UnverifiedHosts: !o.StatusPageHostVerification})
 		pub := publicstatus.Handler(pubCache)
 		for _, path := range []string{"/status", "/status/", "/badge/"} {
 			mux.Handle(path, pub)

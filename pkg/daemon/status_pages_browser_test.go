@@ -47,7 +47,12 @@ func TestStatusPageObjectInRealChromium(t *testing.T) {
 	)
 	flaky := newSwitchServer(t, sdkHandler("fixture", "1.0.0"))
 	steady := newSwitchServer(t, sdkHandler("fixture", "1.0.0"))
-	td := startTenants(t, func(o *config.Options) { o.Window, o.Grace = 2*time.Second, time.Second })
+	// The custom host is served unproven here: its DNS proof has its own
+	// test (TestStatusPageHostVerificationFlag).
+	td := startTenants(t, func(o *config.Options) {
+		o.Window, o.Grace = 2*time.Second, time.Second
+		o.StatusPageHostVerification = false
+	})
 	ta, tb := td.ta, td.tb
 	endpoint := func(c apiClient, name, url, slug, tier string, public bool) string {
 		body := map[string]any{"name": name, "url": url, "schedule": "@every 1s", "timeout": "1s", "labels": map[string]string{"tier": tier}}

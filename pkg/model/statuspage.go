@@ -32,7 +32,8 @@ var ErrInvalidStatusPage = errors.New("invalid status page")
 
 // StatusPage is a tenant's public status page: a title and description
 // over ordered groups of the tenant's public endpoints. It is served at
-// /status/{Slug} (and at / of Host when Host is set) by pkg/status.
+// /status/{Slug} (and at / of Host when Host is set and proven) by
+// pkg/status.
 //
 // Page slugs share one namespace with public endpoints' slugs across the
 // deployment: a page and a public endpoint never hold the same slug.
@@ -47,8 +48,13 @@ type StatusPage struct {
 	// LogoURL is shown as the page's logo (https only).
 	LogoURL string `json:"logoUrl,omitempty"`
 	// Host is a custom host name (e.g. status.example.com): a request
-	// whose Host header equals it is served this page at /.
+	// whose Host header equals it is served this page at / once the host
+	// is proven (ServesHost, statuspagehost.go).
 	Host string `json:"host,omitempty"`
+	// HostVerification is the proof of Host, or the token that will prove
+	// it; nil with a Host is a host stored before hosts were verified
+	// (HostGrandfathered).
+	HostVerification *HostVerification `json:"hostVerification,omitempty"`
 	// Groups are shown in order; an endpoint may appear in several.
 	Groups    []PageGroup `json:"groups,omitempty"`
 	CreatedAt time.Time   `json:"createdAt,omitzero"`

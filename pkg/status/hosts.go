@@ -7,9 +7,10 @@ import (
 
 // Hosts serves each status page with a custom host at the root of that
 // host: a GET or HEAD whose Host (port stripped, any case) is a page's
-// host gets the page at /, its JSON at /index.json and its feed at
-// /feed.atom. Every other request, and every request of a host no page
-// has, goes to next unchanged; so do those three paths when the page index
+// host, proven unless Options.UnverifiedHosts (PagesIndex), gets the page
+// at /, its JSON at /index.json and its feed at /feed.atom. Every other
+// request, and every request of a host no page may serve (unknown, or
+// still unverified), goes to next unchanged; so do those three paths when the page index
 // cannot be read, since nothing then says the host is a page's. Wrap the
 // listener's whole handler with it.
 func Hosts(c *Cache) func(http.Handler) http.Handler {

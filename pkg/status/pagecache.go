@@ -23,7 +23,8 @@ func (r *RenderedPage) builtAt() time.Time { return r.built }
 func (r *RenderedPage) turnsAt() time.Time { return r.turns }
 
 // HostPage returns the status page whose custom host is host (any form a
-// Host header takes). ErrNotFound when no page has it, answered from the
+// Host header takes). ErrNotFound when no page may serve it (PagesIndex:
+// none has it, or its page has not proven it), answered from the
 // cached index while it is fresh, so an unknown Host costs no store read.
 func (c *Cache) HostPage(ctx context.Context, host string) (*RenderedPage, error) {
 	h := HostName(host)

@@ -222,11 +222,14 @@ func HostName(hostport string) string {
 }
 
 // PagesIndex maps each page slug, and each page's custom host (HostName
-// form), to its page. Slugs and hosts are checked for uniqueness before a
-// write, but not atomically with it: two pages that won a race for one
-// slug or host resolve to the oldest, then the lowest ID, so a URL never
-// flips between them.
-func PagesIndex(all []model.StatusPage) (bySlug map[string]model.StatusPage, byHost map[string]string) {
+// form) that it may serve (model.StatusPage.ServesHost: with requireProof,
+// a verified or grandfathered host only), to its page. A host no page may
+// serve is not in byHost, so it is answered like a host no page has.
+// Slugs and served hosts are checked for uniqueness before a write, but
+// not atomically with it: two pages that won a race for one slug or host
+// resolve to the oldest, then the lowest ID, so a URL never flips between
+// them.
+func PagesIndex(all []model.StatusPage, requireProof bool) (bySlug map[string]model.StatusPage, byHost map[string]string) {
 	bySlug = map[string]model.StatusPage{}
 	byHost = map[string]string{}
 	older := func(a, b model.StatusPage) bool {
@@ -244,7 +247,7 @@ func PagesIndex(all []model.StatusPage) (bySlug map[string]model.StatusPage, byH
 	}
 	for _, p := range bySlug {
 		h := HostName(p.Host)
-		if h == "" {
+		if h == "" || !p.ServesHost(requireProof) {
 			continue
 		}
 		if o, dup := hostOwner[h]; dup && older(o, p) {

@@ -501,7 +501,7 @@ func TestPagesIndexResolvesRacesToTheOldest(t *testing.T) {
 		{ID: "d", Slug: "three", Host: "status.example.com:443", CreatedAt: t0.Add(time.Hour)},
 		{ID: "e", Slug: ""},
 	}
-	bySlug, byHost := status.PagesIndex(pages)
+	bySlug, byHost := status.PagesIndex(pages, true)
 	if bySlug["one"].ID != "a" || bySlug["two"].ID != "c" || bySlug["three"].ID != "d" || len(bySlug) != 3 {
 		t.Errorf("by slug %v", bySlug)
 	}

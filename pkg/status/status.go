@@ -14,7 +14,7 @@
 // The templates, CSS, badge and feeds are rendered from those models
 // alone, so nothing private can reach a response by a template mistake.
 // Data leaves as HTTP responses from Handler and from Hosts (a page at the
-// root of its custom host), with Cache-Control and a strong ETag, and 304
+// root of its custom host, once the host is proven), with Cache-Control and a strong ETag, and 304
 // on If-None-Match.
 package status
 
@@ -103,6 +103,11 @@ type Options struct {
 	// posting to /status/{slug}/subscribe (pkg/subscribe): set when the
 	// deployment sends subscriber mail.
 	Subscribe bool
+	// UnverifiedHosts serves a page at / of its custom host whether or not
+	// the host is proven (--status-page-host-verification=false, for a
+	// single-tenant deployment); otherwise only a verified or
+	// grandfathered host is (model.StatusPage.ServesHost).
+	UnverifiedHosts bool
 }
 
 // Rendered is one public endpoint's four representations, and its
@@ -131,6 +136,9 @@ type Cache struct {
 	log *slog.Logger
 	// publicIndex, subscribe: Options.PublicIndex, Options.Subscribe.
 	publicIndex, subscribe bool
+	// hostProof: a custom host is served only once proven
+	// (!Options.UnverifiedHosts).
+	hostProof bool
 
 	// refresh serialises store reads: concurrent misses for one slug read
 	// once, and a burst of misses cannot fan out into a burst of reads.
@@ -144,7 +152,7 @@ type Cache struct {
 	tools    map[string]toolsSeen
 
 	pageIndex   map[string]model.StatusPage // slug → status page
-	hostIndex   map[string]string           // HostName → page slug
+	hostIndex   map[string]string           // HostName → page slug, for the hosts a page may serve
 	pageEntries map[string]*RenderedPage
 	// windows are each tenant's maintenance windows (by model.TenantOf),
 	// read with the index.
@@ -166,7 +174,8 @@ func NewCache(o Options) *Cache {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Cache{st: o.Store, clk: o.Clock, ttl: o.TTL, log: o.Logger.With("component", "status"), publicIndex: o.PublicIndex, subscribe: o.Subscribe,
-		entries: map[string]*Rendered{}, tools: map[string]toolsSeen{}, pageEntries: map[string]*RenderedPage{}}
+		hostProof: !o.UnverifiedHosts,
+		entries:   map[string]*Rendered{}, tools: map[string]toolsSeen{}, pageEntries: map[string]*RenderedPage{}}
 }
 
 func (c *Cache) fresh(t time.Time, now time.Time) bool { return !t.IsZero() && now.Sub(t) < c.ttl }
@@ -298,7 +307,7 @@ func (c *Cache) loadIndex(ctx context.Context, now time.Time) error {
 		windows[t] = append(windows[t], m)
 	}
 	idx := PublicIndex(all)
-	bySlug, byHost := PagesIndex(sps)
+	bySlug, byHost := PagesIndex(sps, c.hostProof)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.index, c.pageIndex, c.hostIndex, c.windows, c.indexAt = idx, bySlug, byHost, windows, now

@@ -46,6 +46,10 @@ const (
 	// TypeEndpointPaused is the problem type of a probe asked of a paused
 	// endpoint (409).
 	TypeEndpointPaused = "urn:mcpmon:problem:endpoint-paused"
+	// TypeHostNotVerified is the problem type of a status page host
+	// verification that found no proof (409): the detail says what the
+	// lookup found and which TXT record to publish.
+	TypeHostNotVerified = "urn:mcpmon:problem:host-not-verified"
 )
 
 // ProblemContentType is the media type of error responses.

@@ -23,20 +23,37 @@ type PageGroupInput struct {
 
 // StatusPageView is a stored status page.
 type StatusPageView struct {
-	ID          string           `json:"id"`
-	Tenant      string           `json:"tenant"`
-	Slug        string           `json:"slug"`
-	Title       string           `json:"title"`
-	Description string           `json:"description,omitempty"`
-	LogoURL     string           `json:"logoUrl,omitempty"`
-	Host        string           `json:"host,omitempty"`
-	Groups      []PageGroupInput `json:"groups,omitempty"`
-	CreatedAt   time.Time        `json:"createdAt,omitzero"`
-	UpdatedAt   time.Time        `json:"updatedAt,omitzero"`
+	ID          string `json:"id"`
+	Tenant      string `json:"tenant"`
+	Slug        string `json:"slug"`
+	Title       string `json:"title"`
+	Description string `json:"description,omitempty"`
+	LogoURL     string `json:"logoUrl,omitempty"`
+	Host        string `json:"host,omitempty"`
+	// HostVerification is where Host stands (absent without a host): a
+	// host is served only once verified (or grandfathered).
+	HostVerification *HostVerificationView `json:"hostVerification,omitempty"`
+	Groups           []PageGroupInput      `json:"groups,omitempty"`
+	CreatedAt        time.Time             `json:"createdAt,omitzero"`
+	UpdatedAt        time.Time             `json:"updatedAt,omitzero"`
 }
 
 // StatusPageList is the answer of GET /v1/status-pages: every page of the
 // tenant (at most --max-status-pages-per-tenant), in slug order.
 type StatusPageList struct {
 	Items []StatusPageView `json:"items"`
+}
+
+// HostVerificationView is where a page's custom host stands and the DNS
+// record that proves it: State is pending (not served until the record is
+// published and POST /v1/status-pages/{id}/verify-host finds it),
+// verified, or grandfathered (stored before hosts were verified; served,
+// no record). Record, RecordType and Value are absent for a grandfathered
+// host.
+type HostVerificationView struct {
+	State      string     `json:"state"`
+	RecordType string     `json:"recordType,omitempty"`
+	Record     string     `json:"record,omitempty"`
+	Value      string     `json:"value,omitempty"`
+	VerifiedAt *time.Time `json:"verifiedAt,omitempty"`
 }

@@ -1,0 +1,199 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// A status page's custom host is a public name on someone's domain: a page
+// served there shows its tenant's title, logo and text under that domain.
+// So a host is served only once the page's tenant has shown it controls
+// the name, by publishing a TXT record at ChallengeName(host) whose value
+// is the page's ChallengeValue; the API looks the record up (POST
+// /v1/status-pages/{id}/verify-host) and records the proof here, and
+// pkg/status serves a host only when ServesHost says so.
+
+// Host verification constants: where the proof is published, in what
+// form, and how much of a TXT answer is read before it is interpreted.
+const (
+	// ChallengeLabel is prepended to a host to name its TXT record.
+	ChallengeLabel = "_mcpmon-challenge"
+	// ChallengePrefix starts the TXT value; the page's token follows.
+	ChallengePrefix = "mcpmon-verify="
+	// MaxChallengeRecords and MaxChallengeBytes bound the TXT records at
+	// ChallengeName that are read, in number and in bytes together: the
+	// name is the tenant's own, for this purpose only, so a few short
+	// records are all it holds.
+	MaxChallengeRecords = 16
+	MaxChallengeBytes   = 4096
+)
+
+// HostVerification is the proof, kept on the page, that the page's tenant
+// controls Host. Token is issued when the host is set or changed; it is
+// random per page and host (the API's), so another tenant's page, even
+// one claiming the same host, has a different one, and what the host's
+// owner publishes verifies only the owner's page.
+type HostVerification struct {
+	// Host is the host Token was issued for: a page whose Host differs has
+	// no proof of its host.
+	Host  string `json:"host"`
+	Token string `json:"token"`
+	// VerifiedAt is when the record was found; zero while pending.
+	VerifiedAt time.Time `json:"verifiedAt,omitzero"`
+}
+
+// HostState is where a page's custom host stands.
+type HostState string
+
+// The host states. HostGrandfathered is a host stored before hosts were
+// verified (a page with a Host and no HostVerification): its operator did
+// nothing wrong, so it is served as a verified one until the host is
+// changed.
+const (
+	HostNone          HostState = ""
+	HostPending       HostState = "pending"
+	HostVerified      HostState = "verified"
+	HostGrandfathered HostState = "grandfathered"
+)
+
+// HostState returns where p's host stands.
+func (p StatusPage) HostState() HostState {
+	v := p.HostVerification
+	switch {
+	case p.Host == "":
+		return HostNone
+	case v == nil:
+		return HostGrandfathered
+	case v.Host == p.Host && v.Token != "" && !v.VerifiedAt.IsZero():
+		return HostVerified
+	}
+	return HostPending
+}
+
+// ServesHost reports whether p may be served at / of its Host and hold
+// the host against other pages: requireProof (the deployment's
+// --status-page-host-verification) admits only a verified or
+// grandfathered host; without it, any host.
+func (p StatusPage) ServesHost(requireProof bool) bool {
+	switch p.HostState() {
+	case HostNone:
+		return false
+	case HostVerified, HostGrandfathered:
+		return true
+	}
+	return !requireProof
+}
+
+// WithHostProof returns p with the proof its Host carries over from old,
+// the page it replaces (the zero page for a new one): an unchanged host
+// keeps old's proof, or its lack of one (grandfathered); a new or changed
+// host starts pending with token; no host needs none. A host changed is
+// never served on the strength of the old one's proof.
+func (p StatusPage) WithHostProof(old StatusPage, token string) StatusPage {
+	switch {
+	case p.Host == "":
+		p.HostVerification = nil
+	case p.Host == old.Host:
+		p.HostVerification = old.HostVerification.clone()
+	default:
+		p.HostVerification = &HostVerification{Host: p.Host, Token: token}
+	}
+	return p
+}
+
+func (v *HostVerification) clone() *HostVerification {
+	if v == nil {
+		return nil
+	}
+	c := *v
+	return &c
+}
+
+// ChallengeName is the DNS name whose TXT record proves control of host.
+func ChallengeName(host string) string { return ChallengeLabel + "." + host }
+
+// ChallengeValue is the TXT value that proves control of the host v was
+// issued for.
+func (v HostVerification) ChallengeValue() string { return ChallengePrefix + v.Token }
+
+// ChallengeError is why TXT records do not prove a host: Found are the
+// records read (each cut to a readable length), Reason one of the
+// Challenge* reasons.
+type ChallengeError struct {
+	Reason string
+	Found  []string
+}
+
+// Reasons a challenge fails.
+const (
+	ChallengeMissing  = "missing"   // no TXT record at the name
+	ChallengeWrong    = "wrong"     // records, none with the page's value
+	ChallengeTooMany  = "too_many"  // more than MaxChallengeRecords
+	ChallengeTooLarge = "too_large" // more than MaxChallengeBytes together
+)
+
+// maxFoundShown and maxFoundBytes bound what ChallengeError repeats of
+// the records read.
+const (
+	maxFoundShown = 4
+	maxFoundBytes = 80
+)
+
+func (e *ChallengeError) Error() string {
+	switch e.Reason {
+	case ChallengeMissing:
+		return "no TXT record found"
+	case ChallengeTooMany:
+		return fmt.Sprintf("more than %d TXT records found", MaxChallengeRecords)
+	case ChallengeTooLarge:
+		return fmt.Sprintf("TXT records of more than %d bytes together found", MaxChallengeBytes)
+	}
+	quoted := make([]string, len(e.Found))
+	for i, f := range e.Found {
+		quoted[i] = fmt.Sprintf("%q", f)
+	}
+	return "found TXT " + strings.Join(quoted, ", ") + " but not the expected value"
+}
+
+// CheckChallenge decides whether records, the TXT records read at the
+// host's ChallengeName, prove it: one of them is want (spaces around it
+// ignored). It checks their number and total size before it reads any of
+// them, and reports a failure as a *ChallengeError.
+func CheckChallenge(records []string, want string) error {
+	if len(records) == 0 {
+		return &ChallengeError{Reason: ChallengeMissing}
+	}
+	if len(records) > MaxChallengeRecords {
+		return &ChallengeError{Reason: ChallengeTooMany}
+	}
+	total := 0
+	for _, r := range records {
+		total += len(r)
+	}
+	if total > MaxChallengeBytes {
+		return &ChallengeError{Reason: ChallengeTooLarge}
+	}
+	var found []string
+	for _, r := range records {
+		if strings.TrimSpace(r) == want {
+			return nil
+		}
+		if len(found) < maxFoundShown {
+			found = append(found, cut(r, maxFoundBytes))
+		}
+	}
+	return &ChallengeError{Reason: ChallengeWrong, Found: found}
+}
+
+// cut is s at most n bytes long, whole runes, with "…" when it was cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
