@@ -35,10 +35,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -214,6 +216,7 @@ func Run(ctx context.Context, o Options) error {
 		o.Prober(&po)
 	}
 	lat := newLatest()
+	a.eps.latest = lat
 	worker := func(po prober.Options) *prober.Worker {
 		return prober.NewWorker(prober.New(po), a.eps, poster{a}, prober.WorkerOptions{Latest: lat, Logger: o.Logger, Clock: o.Clock,
 			KeepConformance: true}) // the API stores the latest result from the post
@@ -284,7 +287,7 @@ func Run(ctx context.Context, o Options) error {
 				continue
 			}
 			a.noteMissing(cmd.EndpointID, nil)
-			a.eps.put(ep, values)
+			a.eps.put(ep, values, o.Clock.Now())
 			w := a.worker
 			if len(values) > 0 {
 				w = a.secretWorker
@@ -533,20 +536,72 @@ func (a *agent) postBatch(ctx context.Context, batch []queue.SendInput) error {
 
 // endpoints are the endpoints of the commands received, the worker's
 // EndpointSource. An endpoint is kept while commands for it come; the
-// server stops sending them when it is deleted or paused.
+// server stops sending them when it is deleted or paused, and one not
+// commanded for endpointKeptFor is forgotten with its latest result. Past
+// maxKept endpoints the least recently commanded go first, so a server
+// that names ever new endpoints cannot grow the agent without bound.
 type endpoints struct {
 	mu sync.Mutex
 	m  map[string]model.Endpoint
 	// values are the agent-side secret values each endpoint was given,
 	// scrubbed from its results' text.
 	values map[string][]string
+	seen   map[string]time.Time // when each was last commanded
+	latest *latest              // forgotten with its endpoint; nil: none
+	max    int                  // 0: maxKeptEndpoints
+	swept  time.Time
 }
 
-// put keeps ep, probed with the agent-side secret values given.
-func (e *endpoints) put(ep model.Endpoint, values []string) {
+// How long an endpoint no command names is kept, and how many are kept
+// at most: a location's endpoints, with room to spare.
+const (
+	endpointKeptFor  = 24 * time.Hour
+	maxKeptEndpoints = 10_000
+)
+
+// forget drops the endpoints not commanded for endpointKeptFor (looked at
+// once a minute) and, past the cap, the least recently commanded. Called
+// with e.mu held.
+func (e *endpoints) forget(now time.Time) {
+	limit := cmp.Or(e.max, maxKeptEndpoints)
+	if len(e.m) <= limit && now.Sub(e.swept) < time.Minute {
+		return
+	}
+	e.swept = now
+	for id, t := range e.seen {
+		if now.Sub(t) >= endpointKeptFor {
+			e.drop(id)
+		}
+	}
+	if over := len(e.m) - limit; over > 0 {
+		ids := slices.Collect(maps.Keys(e.seen))
+		slices.SortFunc(ids, func(a, b string) int { return e.seen[a].Compare(e.seen[b]) })
+		for _, id := range ids[:over] {
+			e.drop(id)
+		}
+	}
+}
+
+func (e *endpoints) drop(id string) {
+	delete(e.m, id)
+	delete(e.values, id)
+	delete(e.seen, id)
+	if e.latest != nil {
+		e.latest.forget(id)
+	}
+}
+
+// put keeps ep, probed with the agent-side secret values given, as
+// commanded at now.
+func (e *endpoints) put(ep model.Endpoint, values []string, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.m[ep.ID] = ep
+	if e.seen == nil {
+		e.seen = map[string]time.Time{}
+	}
+	e.seen[ep.ID] = now
+	defer e.forget(now)
 	if e.values == nil {
 		e.values = map[string][]string{}
 	}
@@ -599,6 +654,12 @@ func (l *latest) LatestResult(_ context.Context, id string) (msg.ProbeResult, er
 		return msg.ProbeResult{}, model.ErrNotFound
 	}
 	return r, nil
+}
+
+func (l *latest) forget(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, id)
 }
 
 func (l *latest) PutLatestResult(_ context.Context, r msg.ProbeResult) error {

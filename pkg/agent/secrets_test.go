@@ -202,7 +202,7 @@ func TestRunFillsInAgentSecrets(t *testing.T) {
 // endpoint was given before the result leaves the agent.
 func TestResultsAreScrubbedOfAgentSecrets(t *testing.T) {
 	a := &agent{eps: &endpoints{m: map[string]model.Endpoint{}}}
-	a.eps.put(model.Endpoint{ID: "e1"}, []string{"acct-4242-secret", "abc"})
+	a.eps.put(model.Endpoint{ID: "e1"}, []string{"acct-4242-secret", "abc"}, time.Now())
 	res := msg.ProbeResult{Schema: msg.SchemaVersion, EndpointID: "e1", Status: msg.StatusDown, Class: prober.ClassToolFailed,
 		Error:  "tool said: no account acct-4242-secret" + strings.Repeat("x", maxResultText),
 		Events: []msg.Event{{Kind: "k", Message: "echo acct-4242-secret"}}, ServerName: "abc acct-4242-secret"}
