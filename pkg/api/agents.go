@@ -45,6 +45,7 @@ import (
 // implements it.
 type AgentCommandSource interface {
 	Take(ctx context.Context, tenant, location string, limit int, wait time.Duration) []msg.ProbeCommand
+	Release(tenant, location string, cmds []msg.ProbeCommand)
 	Done(tenant, location, endpointID string, slot time.Time)
 }
 
@@ -259,8 +260,9 @@ func (s *server) getAgent(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.agentView(k, s.clock.Now()))
 }
 
-// revokeAgent revokes the agent's key: this replica refuses its next poll,
-// every other within the keyring's cache TTL (seconds).
+// revokeAgent revokes the agent's key: this replica refuses its next poll
+// and answers one held open with 401 (agentCommands asks again), every
+// other replica within the keyring's cache TTL (seconds).
 func (s *server) revokeAgent(w http.ResponseWriter, r *http.Request) {
 	k, ok := s.agentOf(w, r)
 	if !ok {
@@ -315,7 +317,15 @@ func (s *server) agentCommands(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	loc := schedule.Location(p.Location)
-	for _, cmd := range s.agentCmds.Take(r.Context(), p.Tenant, loc, limit, wait) {
+	taken := s.agentCmds.Take(r.Context(), p.Tenant, loc, limit, wait)
+	if !s.stillAuthenticated(w, r) {
+		// The key was revoked or expired while the poll waited: its
+		// commands (with their central secrets) go to the location's
+		// other agents, at once.
+		s.agentCmds.Release(p.Tenant, loc, taken)
+		return
+	}
+	for _, cmd := range taken {
 		ep, err := s.store.GetEndpointOf(r.Context(), p.Tenant, cmd.EndpointID)
 		switch {
 		case errors.Is(err, model.ErrNotFound):
@@ -340,6 +350,17 @@ func (s *server) agentCommands(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, out)
+}
+
+// stillAuthenticated asks again, after a long poll's wait, whether the
+// request's key is valid; if not it has answered as a fresh request with
+// that key is answered (401).
+func (s *server) stillAuthenticated(w http.ResponseWriter, r *http.Request) bool {
+	if s.authn == nil {
+		return true
+	}
+	_, ok := s.keyPrincipal(w, r, auth.ClientAddress(r.RemoteAddr))
+	return ok
 }
 
 // agentPollParams reads ?wait= (a Go duration up to apiv1.MaxAgentWait)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -206,6 +207,86 @@ func TestRevokedAgentIsRefused(t *testing.T) {
 	}
 	if resp, _ := ag.call(http.MethodGet, "/v1/agent/commands?wait=0s", key, ""); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a revoked agent's poll: %d, want 401", resp.StatusCode)
+	}
+}
+
+// takeSignal is the location buffer, telling on taking when a poll has
+// been authenticated and begun to wait for commands.
+type takeSignal struct {
+	api.AgentCommandSource
+	taking chan struct{}
+}
+
+func (s takeSignal) Take(ctx context.Context, tenant, location string, limit int, wait time.Duration) []msg.ProbeCommand {
+	select {
+	case s.taking <- struct{}{}:
+	default:
+	}
+	return s.AgentCommandSource.Take(ctx, tenant, location, limit, wait)
+}
+
+// A poll held open while its key is revoked or expires answers 401, as a
+// fresh request with the key would, and not with the command that arrives
+// meanwhile (nor its endpoint's central secrets): the command goes at once
+// to the location's other agents instead of waiting out its lease.
+func TestHeldPollOfAnInvalidatedKeyGetsNoCommands(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		expiresIn  string
+		invalidate func(ag *agentHarness)
+	}{
+		{"revoked", "", func(ag *agentHarness) {
+			if resp, b := ag.call(http.MethodDelete, "/v1/agents/office-1", ag.keys["a/write"], ""); resp.StatusCode != http.StatusOK {
+				ag.t.Fatalf("revoke: %d %s", resp.StatusCode, b)
+			}
+		}},
+		{"expired", "1h", func(ag *agentHarness) { ag.clock.Advance(2 * time.Hour) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			taking := make(chan struct{}, 8)
+			ag := newAgentHarness(t, true, func(o *api.Options) { o.AgentCommands = takeSignal{o.AgentCommands, taking} })
+			office := ag.endpoint(ag.keys["a/write"], "office", "loc-office")
+			resp, b := ag.call(http.MethodPost, "/v1/agents", ag.keys["a/write"], fmt.Sprintf(`{"name":"office-1","location":"office","expiresIn":%q}`, tc.expiresIn))
+			var held apiv1.AgentView
+			if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &held) != nil {
+				t.Fatalf("create agent: %d %s", resp.StatusCode, b)
+			}
+			other := ag.agent(ag.keys["a/write"], "office-2", "office")
+
+			type answer struct {
+				status int
+				body   string
+			}
+			done := make(chan answer, 1)
+			go func() {
+				req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ag.srv.URL+"/v1/agent/commands?wait=25s", nil)
+				req.Header.Set("Authorization", "Bearer "+held.Key)
+				resp, err := ag.srv.Client().Do(req)
+				if err != nil {
+					done <- answer{body: err.Error()}
+					return
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				done <- answer{resp.StatusCode, string(b)}
+			}()
+			<-taking
+			tc.invalidate(ag)
+			ag.locs.Put("a", "loc-office", msg.NewProbeCommand(office, ag.clock.Now().Add(-10*time.Second)))
+
+			got := <-done
+			if got.status != http.StatusUnauthorized || strings.Contains(got.body, office) || strings.Contains(got.body, "central-secret") {
+				t.Fatalf("the held poll: %d %s, want 401 without the command", got.status, got.body)
+			}
+			resp, b = ag.call(http.MethodGet, "/v1/agent/commands?wait=0s", other, "")
+			var cmds apiv1.AgentCommands
+			if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &cmds) != nil {
+				t.Fatalf("the other agent's poll: %d %s", resp.StatusCode, b)
+			}
+			if len(cmds.Commands) != 1 || cmds.Commands[0].EndpointID != office {
+				t.Fatalf("the other agent got %+v, want the command the refused poll took", cmds.Commands)
+			}
+		})
 	}
 }
 
