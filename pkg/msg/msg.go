@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -138,6 +139,13 @@ const (
 // Phases lists every phase, for pre-creating metric label values.
 func Phases() []string {
 	return []string{PhaseDNS, PhaseConnect, PhaseTLS, PhaseDiscover, PhaseInitialize, PhaseInitialized, PhasePing, PhaseToolsList, PhaseClose, PhaseTotal}
+}
+
+// KnownPhase reports whether name is a phase a probe times (Phases,
+// PhaseToolCall or PhaseAuthToken): the API refuses an agent's result with
+// any other.
+func KnownPhase(name string) bool {
+	return name == PhaseToolCall || name == PhaseAuthToken || slices.Contains(Phases(), name)
 }
 
 // ProbeResult is what a prober observed for one probe run.
