@@ -502,8 +502,9 @@ func (s *server) agentResults(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, apiv1.AgentResultsAccepted{Accepted: len(accepted), Refused: refused})
 }
 
-// checkPostedResult decides one posted result: nil to publish it, a
-// refusal (its index unset) to refuse it alone, or the store's error.
+// checkPostedResult decides one posted result: nil to publish it (its
+// text cleaned), a refusal (its index unset) to refuse it alone, or the
+// store's error.
 func (s *server) checkPostedResult(ctx context.Context, p auth.Principal, res *msg.ProbeResult, now time.Time) (*apiv1.AgentResultRefused, error) {
 	ep, err := s.store.GetEndpointOf(ctx, p.Tenant, res.EndpointID)
 	switch {
@@ -518,6 +519,7 @@ func (s *server) checkPostedResult(ctx context.Context, p auth.Principal, res *m
 	if fe := checkAgentResult(res, now); fe != nil {
 		return &apiv1.AgentResultRefused{Status: http.StatusBadRequest, Detail: fe.Detail, Pointer: fe.Pointer}, nil
 	}
+	cleanAgentResult(res)
 	return nil, nil
 }
 
@@ -592,6 +594,10 @@ func checkAgentResult(res *msg.ProbeResult, now time.Time) *apiv1.FieldError {
 		return bad("probeRunId", "is not the run ID of the endpoint's slot")
 	case res.Status != msg.StatusUp && res.Status != msg.StatusDegraded && res.Status != msg.StatusDown:
 		return bad("status", "must be up, degraded or down")
+	case !msg.KnownClass(res.Class):
+		return bad("class", "must be a failure class (docs/reference/failure-classes.md)")
+	case res.Status != msg.StatusOf(res.Class):
+		return bad("status", "must be %s, the status of class %s", msg.StatusOf(res.Class), res.Class)
 	case len(res.Error) > maxResultText:
 		return bad("error", "is longer than %d bytes", maxResultText)
 	case len(res.Phases) > maxResultPhases:
@@ -608,13 +614,19 @@ func checkAgentResult(res *msg.ProbeResult, now time.Time) *apiv1.FieldError {
 		}
 	}
 	for phase, secs := range res.Phases {
-		if len(phase) > maxResultName || math.IsNaN(secs) || math.IsInf(secs, 0) || secs < 0 {
-			return bad("phases", "a phase is a short name and a finite, non-negative number of seconds")
+		if !msg.KnownPhase(phase) {
+			return bad("phases", "a phase must be one of %s, %s, %s", strings.Join(msg.Phases(), ", "), msg.PhaseToolCall, msg.PhaseAuthToken)
+		}
+		if math.IsNaN(secs) || math.IsInf(secs, 0) || secs < 0 {
+			return bad("phases/"+phase, "must be a finite, non-negative number of seconds")
 		}
 	}
 	for i, e := range res.Events {
-		if len(e.Kind) > maxResultName || len(e.Severity) > maxResultName || len(e.Message) > maxResultText || len(e.Fingerprint) > maxResultName {
-			return bad(fmt.Sprintf("events/%d", i), "kind, severity and fingerprint are at most %d bytes, message %d", maxResultName, maxResultText)
+		if len(e.Kind) > maxResultName || len(e.Message) > maxResultText || len(e.Fingerprint) > maxResultName {
+			return bad(fmt.Sprintf("events/%d", i), "kind and fingerprint are at most %d bytes, message %d", maxResultName, maxResultText)
+		}
+		if !msg.KnownEventSeverity(e.Severity) {
+			return bad(fmt.Sprintf("events/%d/severity", i), "must be one of %s", strings.Join(msg.EventSeverities(), ", "))
 		}
 	}
 	if c := res.Conformance; c != nil {
@@ -625,6 +637,27 @@ func checkAgentResult(res *msg.ProbeResult, now time.Time) *apiv1.FieldError {
 		}
 	}
 	return nil
+}
+
+// cleanAgentResult makes a checked result's free text safe to store and
+// show, as the prober makes a target's (model.DisplayLine): an agent's
+// words reach incidents, the API's answers and operators' terminals.
+// checkAgentResult has bounded every field, so nothing here is cut.
+func cleanAgentResult(res *msg.ProbeResult) {
+	res.Error = model.DisplayLine(res.Error, maxResultText)
+	for _, f := range []*string{&res.Transport, &res.ProtocolVersion, &res.ServerName, &res.ServerVersion, &res.CatalogFingerprint} {
+		*f = model.DisplayLine(*f, maxResultName)
+	}
+	for i := range res.Events {
+		e := &res.Events[i]
+		e.Kind, e.Fingerprint = model.DisplayLine(e.Kind, maxResultName), model.DisplayLine(e.Fingerprint, maxResultName)
+		e.Message = model.DisplayLine(e.Message, maxResultText)
+	}
+	if c := res.Conformance; c != nil {
+		for i := range c.Rules {
+			c.Rules[i].Detail = model.DisplayLine(c.Rules[i].Detail, msg.MaxConformanceDetail)
+		}
+	}
 }
 
 // agentSeen is what agents' polls told this replica, and what other

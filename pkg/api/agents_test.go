@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/scheduler"
@@ -207,6 +208,83 @@ func TestRevokedAgentIsRefused(t *testing.T) {
 	}
 	if resp, _ := ag.call(http.MethodGet, "/v1/agent/commands?wait=0s", key, ""); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a revoked agent's poll: %d, want 401", resp.StatusCode)
+	}
+}
+
+// What an agent posts as a token (class, phase names) is one of the known
+// ones or the result is refused naming the field; what it posts as free
+// text is stored and published cleaned as the prober cleans a target's: no
+// control character or bidirectional control reaches incidents, answers or
+// an operator's terminal.
+func TestAgentResultTextIsCleanedAndTokensKnown(t *testing.T) {
+	ag := newAgentHarness(t, true)
+	office := ag.endpoint(ag.keys["a/write"], "office", "loc-office")
+	key := ag.agent(ag.keys["a/write"], "office-1", "office")
+	slot := t0.Add(-10 * time.Second)
+	for _, tc := range []struct {
+		name    string
+		edit    func(*msg.ProbeResult)
+		pointer string
+	}{
+		{"unknown class", func(r *msg.ProbeResult) { r.Class = "ok\x1b[2J" }, "#/results/0/class"},
+		{"a class's wrong status", func(r *msg.ProbeResult) { r.Class, r.Status = "timeout", msg.StatusUp }, "#/results/0/status"},
+		{"unknown phase", func(r *msg.ProbeResult) { r.Phases = map[string]float64{"connect\u202e": 0.1} }, "#/results/0/phases"},
+		{"negative phase", func(r *msg.ProbeResult) { r.Phases = map[string]float64{msg.PhaseConnect: -1} }, "#/results/0/phases/connect"},
+		{"unknown event severity", func(r *msg.ProbeResult) { r.Events = []msg.Event{{Kind: "k", Severity: "info\x1b", Message: "m"}} }, "#/results/0/events/0/severity"},
+	} {
+		r := result(office, slot, "")
+		tc.edit(&r)
+		resp, b := ag.call(http.MethodPost, "/v1/agent/results", key, resultsBody(r))
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"`+tc.pointer+`"`) {
+			t.Errorf("%s: %d %s, want 400 naming %s", tc.name, resp.StatusCode, b, tc.pointer)
+		}
+	}
+	if n := len(ag.pub.all()); n != 0 {
+		t.Fatalf("refused results published %d", n)
+	}
+
+	hostile := "\x1b]8;;https://evil.example\x07click\x1b]8;;\x07\x00\r\u202egpj.exe\u2066\u200f\u061c"
+	r := result(office, slot, "")
+	r.Class, r.Status = "timeout", msg.StatusDown
+	r.Error, r.ServerName, r.ServerVersion, r.ProtocolVersion, r.Transport = hostile, hostile, hostile, hostile, hostile
+	r.Phases = map[string]float64{msg.PhaseConnect: 0.1, msg.PhaseToolCall: 0.2}
+	r.Events = []msg.Event{{Kind: hostile, Severity: "info", Message: hostile, Fingerprint: hostile}}
+	r.Conformance = &msg.Conformance{Era: "2025-11-25", CheckedAt: slot, Rules: []msg.RuleResult{{ID: "ping-answered", Outcome: msg.ConformanceFail, Detail: hostile}}}
+	if resp, b := ag.call(http.MethodPost, "/v1/agent/results", key, resultsBody(r)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("post: %d %s", resp.StatusCode, b)
+	}
+	clean := func(where, s string) {
+		t.Helper()
+		for _, c := range s {
+			if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || model.IsBidiControl(c) {
+				t.Errorf("%s holds %U: %q", where, c, s)
+				return
+			}
+		}
+	}
+	latest, err := ag.store.LatestResult(t.Context(), office)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pubd msg.ProbeResult
+	if sent := ag.pub.all(); len(sent) != 1 || msg.Decode(sent[0].Body, &pubd) != nil {
+		t.Fatalf("published %+v, want the result", sent)
+	}
+	for name, res := range map[string]msg.ProbeResult{"stored": latest, "published": pubd} {
+		for field, v := range map[string]string{"error": res.Error, "serverName": res.ServerName, "serverVersion": res.ServerVersion,
+			"protocolVersion": res.ProtocolVersion, "transport": res.Transport} {
+			clean(name+" "+field, v)
+		}
+		for _, e := range res.Events {
+			clean(name+" event", e.Kind+e.Severity+e.Message+e.Fingerprint)
+		}
+	}
+	if latest.Conformance == nil || len(latest.Conformance.Rules) != 1 {
+		t.Fatalf("stored conformance %+v", latest.Conformance)
+	}
+	clean("stored conformance detail", latest.Conformance.Rules[0].Detail)
+	if want := model.DisplayLine(hostile, 2048); latest.Error != want {
+		t.Errorf("stored error %q, want %q (the prober's cleaning)", latest.Error, want)
 	}
 }
 

@@ -27,12 +27,20 @@ func DisplayLine(s string, maxBytes int) string {
 	if len(s) > maxBytes {
 		s = strings.ToValidUTF8(s[:maxBytes], "") + "…"
 	}
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return DisplayRune(r)
-	}, s)
+	return strings.Map(lineRune, s)
+}
+
+// OneLine is DisplayLine without the cut, for text bounded already that
+// is about to be shown (a CLI table's cell): nothing in it can move a
+// terminal's cursor, ring its bell, start an escape sequence or reorder
+// what follows.
+func OneLine(s string) string { return strings.Map(lineRune, strings.ToValidUTF8(s, "\uFFFD")) }
+
+func lineRune(r rune) rune {
+	if unicode.IsControl(r) {
+		return ' '
+	}
+	return DisplayRune(r)
 }
 
 // DisplayRune replaces a bidirectional control (IsBidiControl) with

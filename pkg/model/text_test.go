@@ -32,6 +32,11 @@ func TestDisplayLineLeavesNoControlOrBidi(t *testing.T) {
 			if got := DisplayLine(tc.in, tc.max); got != tc.want {
 				t.Errorf("DisplayLine(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
 			}
+			if len(tc.in) <= tc.max {
+				if got := OneLine(tc.in); got != tc.want {
+					t.Errorf("OneLine(%q) = %q, want %q", tc.in, got, tc.want)
+				}
+			}
 		})
 	}
 }

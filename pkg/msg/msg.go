@@ -266,6 +266,13 @@ type Event struct {
 	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
+// EventSeverities are the severities an Event may have (or none).
+func EventSeverities() []string { return []string{"breaking", "info", "warning", "critical"} }
+
+// KnownEventSeverity reports whether s is empty or one of EventSeverities:
+// the API refuses an agent's event with any other.
+func KnownEventSeverity(s string) bool { return s == "" || slices.Contains(EventSeverities(), s) }
+
 // DedupID is the results-queue deduplication ID: <endpointId>-<probeRunId>,
 // with -<region> appended when the result has a region. The probe run ID
 // is the same in every region (it is the slot's), and with a region set
