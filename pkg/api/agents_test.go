@@ -288,6 +288,67 @@ func TestAgentResultTextIsCleanedAndTokensKnown(t *testing.T) {
 	}
 }
 
+// A result's numbers, times and conformance are bounded before they are
+// stored: each refused naming the field, nothing of it published.
+func TestAgentResultFieldsAreBounded(t *testing.T) {
+	ag := newAgentHarness(t, true)
+	office := ag.endpoint(ag.keys["a/write"], "office", "loc-office")
+	key := ag.agent(ag.keys["a/write"], "office-1", "office")
+	slot := t0.Add(-10 * time.Second)
+	conf := func(edit func(*msg.Conformance)) func(*msg.ProbeResult) {
+		return func(r *msg.ProbeResult) {
+			c := msg.Conformance{Era: "2025-11-25", CheckedAt: slot, ToolOrder: "0123456789abcdef", ToolSet: "fedcba9876543210",
+				Results: "0123456789abcdef01234567", Rules: []msg.RuleResult{{ID: "ping-answered", Outcome: msg.ConformancePass}}}
+			edit(&c)
+			r.Conformance = &c
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		edit    func(*msg.ProbeResult)
+		pointer string
+	}{
+		{"a phase past any probe", func(r *msg.ProbeResult) { r.Phases = map[string]float64{msg.PhaseConnect: 1e308} }, "phases/connect"},
+		{"a negative HTTP status", func(r *msg.ProbeResult) { r.HTTPStatus = -5 }, "httpStatus"},
+		{"an HTTP status past 599", func(r *msg.ProbeResult) { r.HTTPStatus = 600 }, "httpStatus"},
+		{"a negative tool count", func(r *msg.ProbeResult) { r.ToolCount = -1000 }, "toolCount"},
+		{"finished before it started", func(r *msg.ProbeResult) { r.FinishedAt = r.StartedAt.Add(-time.Second) }, "finishedAt"},
+		{"started long before the slot", func(r *msg.ProbeResult) { r.StartedAt = slot.Add(-time.Hour) }, "startedAt"},
+		{"finished in the future", func(r *msg.ProbeResult) { r.FinishedAt = t0.Add(time.Hour) }, "finishedAt"},
+		{"an era of a megabyte's kind", conf(func(c *msg.Conformance) { c.Era = strings.Repeat("2025-11-25", 30) }), "conformance/era"},
+		{"an era not a date", conf(func(c *msg.Conformance) { c.Era = "latest" }), "conformance/era"},
+		{"a tool order not a digest", conf(func(c *msg.Conformance) { c.ToolOrder = strings.Repeat("a", 65) }), "conformance/toolOrder"},
+		{"a tool set not hex", conf(func(c *msg.Conformance) { c.ToolSet = "\x1b[2J" }), "conformance/toolSet"},
+		{"a results digest too long", conf(func(c *msg.Conformance) { c.Results = strings.Repeat("0", 1000) }), "conformance/results"},
+		{"a rule ID not an ID", conf(func(c *msg.Conformance) { c.Rules[0].ID = "Ping Answered" }), "conformance/rules/0/id"},
+		{"an unknown outcome", conf(func(c *msg.Conformance) { c.Rules[0].Outcome = "maybe" }), "conformance/rules/0/outcome"},
+	} {
+		r := result(office, slot, "")
+		tc.edit(&r)
+		resp, b := ag.call(http.MethodPost, "/v1/agent/results", key, resultsBody(r))
+		if want := "#/results/0/" + tc.pointer; resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"`+want+`"`) {
+			t.Errorf("%s: %d %s, want 400 naming %s", tc.name, resp.StatusCode, b, want)
+		}
+	}
+	if n := len(ag.pub.all()); n != 0 {
+		t.Fatalf("refused results published %d", n)
+	}
+
+	// A well-formed era this server has no rules for (an agent of a newer
+	// release) is kept, and named once in the conformance view, not once
+	// per rule.
+	r := result(office, slot, "")
+	r.HTTPStatus, r.ToolCount, r.Phases = 200, 3, map[string]float64{msg.PhaseTotal: 0.25}
+	conf(func(c *msg.Conformance) { c.Era = "2099-01-01" })(&r)
+	if resp, b := ag.call(http.MethodPost, "/v1/agent/results", key, resultsBody(r)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("post: %d %s", resp.StatusCode, b)
+	}
+	resp, b := ag.call(http.MethodGet, "/v1/endpoints/"+office+"/conformance", ag.keys["a/read"], "")
+	if resp.StatusCode != http.StatusOK || strings.Count(string(b), "2099-01-01") != 1 {
+		t.Fatalf("conformance: %d %s, want the unknown era named once", resp.StatusCode, b)
+	}
+}
+
 // takeSignal is the location buffer, telling on taking when a poll has
 // been authenticated and begun to wait for commands.
 type takeSignal struct {
@@ -475,6 +536,11 @@ func FuzzAgentResults(f *testing.F) {
 	f.Add(`{"results":[]}`)
 	f.Add(`{"results":[{"schema":1,"endpointId":"ENDPOINT","slot":"2026-03-01T11:59:50Z","status":"up","phases":{"x":-1}}]}`)
 	f.Add(`{"results":[null,{},[]]}`)
+	// Attacks seen: terminal and bidi controls as tokens and text, numbers
+	// that overflow a duration, times out of order, unbounded conformance.
+	f.Add(`{"results":[{"schema":1,"endpointId":"ENDPOINT","probeRunId":"` + msg.ProbeRunID("ENDPOINT", slot) + `","slot":"2026-03-01T11:59:50Z","startedAt":"2026-03-01T11:59:50Z","finishedAt":"2026-03-01T11:59:51Z","status":"down","class":"timeout\u001b[2J","error":"\u001b]8;;x\u0007\u0000\r\u202e"}]}`)
+	f.Add(`{"results":[{"schema":1,"endpointId":"ENDPOINT","probeRunId":"` + msg.ProbeRunID("ENDPOINT", slot) + `","slot":"2026-03-01T11:59:50Z","startedAt":"2026-03-01T11:59:50Z","finishedAt":"2026-03-01T11:59:51Z","status":"up","class":"ok","serverName":"\u2066x\u2069","phases":{"connect":1e308},"httpStatus":-5,"toolCount":-1000}]}`)
+	f.Add(`{"results":[{"schema":1,"endpointId":"ENDPOINT","probeRunId":"` + msg.ProbeRunID("ENDPOINT", slot) + `","slot":"2026-03-01T11:59:50Z","startedAt":"2026-03-01T11:59:51Z","finishedAt":"2026-03-01T11:59:50Z","status":"up","class":"ok","conformance":{"era":"` + strings.Repeat("x", 4096) + `","checkedAt":"2026-03-01T11:59:50Z","rules":[{"id":"ping-answered","outcome":"pass"}]}}]}`)
 	f.Add(`{"results":{"a":1}}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		ag := newAgentHarness(t, true)
