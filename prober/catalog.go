@@ -123,7 +123,7 @@ func canonicalTool(r json.RawMessage, secrets scrubber, lim catalogLimits) (Tool
 		return Tool{}, false
 	}
 	out := Tool{Name: clean(secrets.scrub(t.Name))}
-	out.Description = noBidi(strings.ToValidUTF8(secrets.scrub(t.Description), "\uFFFD"))
+	out.Description = model.NoBidi(strings.ToValidUTF8(secrets.scrub(t.Description), "\uFFFD"))
 	if len(out.Description) > lim.description {
 		out.Description, out.Truncated = strings.ToValidUTF8(out.Description[:lim.description], "")+"…", true
 	}

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"unicode"
 
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
@@ -171,9 +170,9 @@ func (e *probeError) render(s scrubber) string {
 			args[i] = a
 		}
 	}
-	// noBidi covers the error arguments, which are the target's words too
+	// model.NoBidi covers the error arguments, which are the target's words too
 	// (a malformed status line); the format, mcpmon's, has no bidi control.
-	return clean4k(noBidi(fmt.Sprintf(e.format, args...)))
+	return clean4k(model.NoBidi(fmt.Sprintf(e.format, args...)))
 }
 
 // redactIdentity scrubs the fields of res that are wholly the target's
@@ -186,44 +185,8 @@ func redactIdentity(res *msg.ProbeResult, s scrubber) {
 	res.ProtocolVersion = clean(s.scrub(res.ProtocolVersion))
 }
 
-// clean bounds and sanitizes a server-provided string before it is stored:
-// control characters become spaces and bidirectional controls U+FFFD (see
-// displayRune). Text that may carry a secret is scrubbed first: a cut at
-// 256 bytes could otherwise leave a prefix of one that no longer matches.
-func clean(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) > 256 {
-		s = strings.ToValidUTF8(s[:256], "") + "…"
-	}
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return displayRune(r)
-	}, s)
-}
-
-// displayRune replaces a bidirectional control (model.IsBidiControl, the
-// set the API refuses in what users submit) with U+FFFD, and keeps any
-// other rune. A bidi control in a server's name, a tool's name or
-// description or an error message would make it display as other text in
-// the dashboard, a terminal or an alert; replaced rather than dropped, the
-// change stays visible, and a description that gains one still changes the
-// catalog's fingerprint.
-func displayRune(r rune) rune {
-	if model.IsBidiControl(r) {
-		return '\uFFFD'
-	}
-	return r
-}
-
-// noBidi replaces the bidirectional controls of s with U+FFFD (text whose
-// line breaks are kept, such as a tool description).
-func noBidi(s string) string {
-	for _, r := range s {
-		if model.IsBidiControl(r) {
-			return strings.Map(displayRune, s)
-		}
-	}
-	return s
-}
+// clean bounds and sanitizes a server-provided string before it is stored
+// (model.DisplayLine at 256 bytes). Text that may carry a secret is
+// scrubbed first: a cut at 256 bytes could otherwise leave a prefix of one
+// that no longer matches.
+func clean(s string) string { return model.DisplayLine(s, 256) }

@@ -18,6 +18,7 @@ import (
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/conformance"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
@@ -45,6 +46,7 @@ import (
 // implements it.
 type AgentCommandSource interface {
 	Take(ctx context.Context, tenant, location string, limit int, wait time.Duration) []msg.ProbeCommand
+	Release(tenant, location string, cmds []msg.ProbeCommand)
 	Done(tenant, location, endpointID string, slot time.Time)
 }
 
@@ -73,6 +75,10 @@ const (
 	maxResultAge = 15 * time.Minute
 	// ... and this far ahead of the server's clock (skew).
 	maxResultAhead = time.Minute
+	// No phase of a result the API takes can be longer than the slot may
+	// be old: a probe's deadline is its timeout (apiv1.MaxTimeout at most)
+	// after its slot.
+	maxResultPhase = maxResultAge
 )
 
 // agentRoutes serves /v1/agents: the tenant's agent keys.
@@ -259,8 +265,9 @@ func (s *server) getAgent(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.agentView(k, s.clock.Now()))
 }
 
-// revokeAgent revokes the agent's key: this replica refuses its next poll,
-// every other within the keyring's cache TTL (seconds).
+// revokeAgent revokes the agent's key: this replica refuses its next poll
+// and answers one held open with 401 (agentCommands asks again), every
+// other replica within the keyring's cache TTL (seconds).
 func (s *server) revokeAgent(w http.ResponseWriter, r *http.Request) {
 	k, ok := s.agentOf(w, r)
 	if !ok {
@@ -315,7 +322,15 @@ func (s *server) agentCommands(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	loc := schedule.Location(p.Location)
-	for _, cmd := range s.agentCmds.Take(r.Context(), p.Tenant, loc, limit, wait) {
+	taken := s.agentCmds.Take(r.Context(), p.Tenant, loc, limit, wait)
+	if !s.stillAuthenticated(w, r) {
+		// The key was revoked or expired while the poll waited: its
+		// commands (with their central secrets) go to the location's
+		// other agents, at once.
+		s.agentCmds.Release(p.Tenant, loc, taken)
+		return
+	}
+	for _, cmd := range taken {
 		ep, err := s.store.GetEndpointOf(r.Context(), p.Tenant, cmd.EndpointID)
 		switch {
 		case errors.Is(err, model.ErrNotFound):
@@ -340,6 +355,17 @@ func (s *server) agentCommands(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, out)
+}
+
+// stillAuthenticated asks again, after a long poll's wait, whether the
+// request's key is valid; if not it has answered as a fresh request with
+// that key is answered (401).
+func (s *server) stillAuthenticated(w http.ResponseWriter, r *http.Request) bool {
+	if s.authn == nil {
+		return true
+	}
+	_, ok := s.keyPrincipal(w, r, auth.ClientAddress(r.RemoteAddr))
+	return ok
 }
 
 // agentPollParams reads ?wait= (a Go duration up to apiv1.MaxAgentWait)
@@ -481,8 +507,9 @@ func (s *server) agentResults(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, apiv1.AgentResultsAccepted{Accepted: len(accepted), Refused: refused})
 }
 
-// checkPostedResult decides one posted result: nil to publish it, a
-// refusal (its index unset) to refuse it alone, or the store's error.
+// checkPostedResult decides one posted result: nil to publish it (its
+// text cleaned), a refusal (its index unset) to refuse it alone, or the
+// store's error.
 func (s *server) checkPostedResult(ctx context.Context, p auth.Principal, res *msg.ProbeResult, now time.Time) (*apiv1.AgentResultRefused, error) {
 	ep, err := s.store.GetEndpointOf(ctx, p.Tenant, res.EndpointID)
 	switch {
@@ -497,6 +524,7 @@ func (s *server) checkPostedResult(ctx context.Context, p auth.Principal, res *m
 	if fe := checkAgentResult(res, now); fe != nil {
 		return &apiv1.AgentResultRefused{Status: http.StatusBadRequest, Detail: fe.Detail, Pointer: fe.Pointer}, nil
 	}
+	cleanAgentResult(res)
 	return nil, nil
 }
 
@@ -571,14 +599,29 @@ func checkAgentResult(res *msg.ProbeResult, now time.Time) *apiv1.FieldError {
 		return bad("probeRunId", "is not the run ID of the endpoint's slot")
 	case res.Status != msg.StatusUp && res.Status != msg.StatusDegraded && res.Status != msg.StatusDown:
 		return bad("status", "must be up, degraded or down")
+	case !msg.KnownClass(res.Class):
+		return bad("class", "must be a failure class (docs/reference/failure-classes.md)")
+	case res.Status != msg.StatusOf(res.Class):
+		return bad("status", "must be %s, the status of class %s", msg.StatusOf(res.Class), res.Class)
 	case len(res.Error) > maxResultText:
 		return bad("error", "is longer than %d bytes", maxResultText)
 	case len(res.Phases) > maxResultPhases:
 		return bad("phases", "at most %d phases", maxResultPhases)
 	case len(res.Events) > maxResultEvents:
 		return bad("events", "at most %d events", maxResultEvents)
-	case res.Conformance != nil && len(res.Conformance.Rules) > msg.MaxConformanceRules:
-		return bad("conformance/rules", "at most %d rules", msg.MaxConformanceRules)
+	case res.HTTPStatus != 0 && (res.HTTPStatus < 100 || res.HTTPStatus > 599):
+		return bad("httpStatus", "must be 0 (none) or 100 to 599")
+	case res.ToolCount < 0:
+		return bad("toolCount", "must not be negative")
+	case res.StartedAt.Before(res.Slot.Add(-maxResultAhead)) || res.StartedAt.After(now.Add(maxResultAhead)):
+		return bad("startedAt", "must be within %s of the slot and not after the server's clock", maxResultAhead)
+	case res.FinishedAt.Before(res.StartedAt) || res.FinishedAt.After(now.Add(maxResultAhead)):
+		return bad("finishedAt", "must not be before startedAt nor after the server's clock")
+	}
+	if c := res.Conformance; c != nil {
+		if ptr, why := conformance.Malformed(*c); ptr != "" {
+			return bad("conformance/"+ptr, "%s", why)
+		}
 	}
 	for name, v := range map[string]string{"class": res.Class, "transport": res.Transport, "protocolVersion": res.ProtocolVersion,
 		"serverName": res.ServerName, "serverVersion": res.ServerVersion, "catalogFingerprint": res.CatalogFingerprint} {
@@ -587,23 +630,43 @@ func checkAgentResult(res *msg.ProbeResult, now time.Time) *apiv1.FieldError {
 		}
 	}
 	for phase, secs := range res.Phases {
-		if len(phase) > maxResultName || math.IsNaN(secs) || math.IsInf(secs, 0) || secs < 0 {
-			return bad("phases", "a phase is a short name and a finite, non-negative number of seconds")
+		if !msg.KnownPhase(phase) {
+			return bad("phases", "a phase must be one of %s, %s, %s", strings.Join(msg.Phases(), ", "), msg.PhaseToolCall, msg.PhaseAuthToken)
+		}
+		if math.IsNaN(secs) || math.IsInf(secs, 0) || secs < 0 || secs > maxResultPhase.Seconds() {
+			return bad("phases/"+phase, "must be 0 to %g seconds", maxResultPhase.Seconds())
 		}
 	}
 	for i, e := range res.Events {
-		if len(e.Kind) > maxResultName || len(e.Severity) > maxResultName || len(e.Message) > maxResultText || len(e.Fingerprint) > maxResultName {
-			return bad(fmt.Sprintf("events/%d", i), "kind, severity and fingerprint are at most %d bytes, message %d", maxResultName, maxResultText)
+		if len(e.Kind) > maxResultName || len(e.Message) > maxResultText || len(e.Fingerprint) > maxResultName {
+			return bad(fmt.Sprintf("events/%d", i), "kind and fingerprint are at most %d bytes, message %d", maxResultName, maxResultText)
 		}
-	}
-	if c := res.Conformance; c != nil {
-		for i, rr := range c.Rules {
-			if len(rr.ID) > maxResultName || len(rr.Outcome) > maxResultName || len(rr.Detail) > msg.MaxConformanceDetail {
-				return bad(fmt.Sprintf("conformance/rules/%d", i), "id and outcome are at most %d bytes, detail %d", maxResultName, msg.MaxConformanceDetail)
-			}
+		if !msg.KnownEventSeverity(e.Severity) {
+			return bad(fmt.Sprintf("events/%d/severity", i), "must be one of %s", strings.Join(msg.EventSeverities(), ", "))
 		}
 	}
 	return nil
+}
+
+// cleanAgentResult makes a checked result's free text safe to store and
+// show, as the prober makes a target's (model.DisplayLine): an agent's
+// words reach incidents, the API's answers and operators' terminals.
+// checkAgentResult has bounded every field, so nothing here is cut.
+func cleanAgentResult(res *msg.ProbeResult) {
+	res.Error = model.DisplayLine(res.Error, maxResultText)
+	for _, f := range []*string{&res.Transport, &res.ProtocolVersion, &res.ServerName, &res.ServerVersion, &res.CatalogFingerprint} {
+		*f = model.DisplayLine(*f, maxResultName)
+	}
+	for i := range res.Events {
+		e := &res.Events[i]
+		e.Kind, e.Fingerprint = model.DisplayLine(e.Kind, maxResultName), model.DisplayLine(e.Fingerprint, maxResultName)
+		e.Message = model.DisplayLine(e.Message, maxResultText)
+	}
+	if c := res.Conformance; c != nil {
+		for i := range c.Rules {
+			c.Rules[i].Detail = model.DisplayLine(c.Rules[i].Detail, msg.MaxConformanceDetail)
+		}
+	}
 }
 
 // agentSeen is what agents' polls told this replica, and what other

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
 	"github.com/mcpmon/mcpmon/pkg/scheduler"
@@ -209,6 +211,224 @@ func TestRevokedAgentIsRefused(t *testing.T) {
 	}
 }
 
+// What an agent posts as a token (class, phase names) is one of the known
+// ones or the result is refused naming the field; what it posts as free
+// text is stored and published cleaned as the prober cleans a target's: no
+// control character or bidirectional control reaches incidents, answers or
+// an operator's terminal.
+func TestAgentResultTextIsCleanedAndTokensKnown(t *testing.T) {
+	ag := newAgentHarness(t, true)
+	office := ag.endpoint(ag.keys["a/write"], "office", "loc-office")
+	key := ag.agent(ag.keys["a/write"], "office-1", "office")
+	slot := t0.Add(-10 * time.Second)
+	for _, tc := range []struct {
+		name    string
+		edit    func(*msg.ProbeResult)
+		pointer string
+	}{
+		{"unknown class", func(r *msg.ProbeResult) { r.Class = "ok\x1b[2J" }, "#/results/0/class"},
+		{"a class's wrong status", func(r *msg.ProbeResult) { r.Class, r.Status = "timeout", msg.StatusUp }, "#/results/0/status"},
+		{"unknown phase", func(r *msg.ProbeResult) { r.Phases = map[string]float64{"connect\u202e": 0.1} }, "#/results/0/phases"},
+		{"negative phase", func(r *msg.ProbeResult) { r.Phases = map[string]float64{msg.PhaseConnect: -1} }, "#/results/0/phases/connect"},
+		{"unknown event severity", func(r *msg.ProbeResult) { r.Events = []msg.Event{{Kind: "k", Severity: "info\x1b", Message: "m"}} }, "#/results/0/events/0/severity"},
+	} {
+		r := result(office, slot, "")
+		tc.edit(&r)
+		resp, b := ag.call(http.MethodPost, "/v1/agent/results", key, resultsBody(r))
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"`+tc.pointer+`"`) {
+			t.Errorf("%s: %d %s, want 400 naming %s", tc.name, resp.StatusCode, b, tc.pointer)
+		}
+	}
+	if n := len(ag.pub.all()); n != 0 {
+		t.Fatalf("refused results published %d", n)
+	}
+
+	hostile := "\x1b]8;;https://evil.example\x07click\x1b]8;;\x07\x00\r\u202egpj.exe\u2066\u200f\u061c"
+	r := result(office, slot, "")
+	r.Class, r.Status = "timeout", msg.StatusDown
+	r.Error, r.ServerName, r.ServerVersion, r.ProtocolVersion, r.Transport = hostile, hostile, hostile, hostile, hostile
+	r.Phases = map[string]float64{msg.PhaseConnect: 0.1, msg.PhaseToolCall: 0.2}
+	r.Events = []msg.Event{{Kind: hostile, Severity: "info", Message: hostile, Fingerprint: hostile}}
+	r.Conformance = &msg.Conformance{Era: "2025-11-25", CheckedAt: slot, Rules: []msg.RuleResult{{ID: "ping-answered", Outcome: msg.ConformanceFail, Detail: hostile}}}
+	if resp, b := ag.call(http.MethodPost, "/v1/agent/results", key, resultsBody(r)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("post: %d %s", resp.StatusCode, b)
+	}
+	clean := func(where, s string) {
+		t.Helper()
+		for _, c := range s {
+			if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || model.IsBidiControl(c) {
+				t.Errorf("%s holds %U: %q", where, c, s)
+				return
+			}
+		}
+	}
+	latest, err := ag.store.LatestResult(t.Context(), office)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pubd msg.ProbeResult
+	if sent := ag.pub.all(); len(sent) != 1 || msg.Decode(sent[0].Body, &pubd) != nil {
+		t.Fatalf("published %+v, want the result", sent)
+	}
+	for name, res := range map[string]msg.ProbeResult{"stored": latest, "published": pubd} {
+		for field, v := range map[string]string{"error": res.Error, "serverName": res.ServerName, "serverVersion": res.ServerVersion,
+			"protocolVersion": res.ProtocolVersion, "transport": res.Transport} {
+			clean(name+" "+field, v)
+		}
+		for _, e := range res.Events {
+			clean(name+" event", e.Kind+e.Severity+e.Message+e.Fingerprint)
+		}
+	}
+	if latest.Conformance == nil || len(latest.Conformance.Rules) != 1 {
+		t.Fatalf("stored conformance %+v", latest.Conformance)
+	}
+	clean("stored conformance detail", latest.Conformance.Rules[0].Detail)
+	if want := model.DisplayLine(hostile, 2048); latest.Error != want {
+		t.Errorf("stored error %q, want %q (the prober's cleaning)", latest.Error, want)
+	}
+}
+
+// A result's numbers, times and conformance are bounded before they are
+// stored: each refused naming the field, nothing of it published.
+func TestAgentResultFieldsAreBounded(t *testing.T) {
+	ag := newAgentHarness(t, true)
+	office := ag.endpoint(ag.keys["a/write"], "office", "loc-office")
+	key := ag.agent(ag.keys["a/write"], "office-1", "office")
+	slot := t0.Add(-10 * time.Second)
+	conf := func(edit func(*msg.Conformance)) func(*msg.ProbeResult) {
+		return func(r *msg.ProbeResult) {
+			c := msg.Conformance{Era: "2025-11-25", CheckedAt: slot, ToolOrder: "0123456789abcdef", ToolSet: "fedcba9876543210",
+				Results: "0123456789abcdef01234567", Rules: []msg.RuleResult{{ID: "ping-answered", Outcome: msg.ConformancePass}}}
+			edit(&c)
+			r.Conformance = &c
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		edit    func(*msg.ProbeResult)
+		pointer string
+	}{
+		{"a phase past any probe", func(r *msg.ProbeResult) { r.Phases = map[string]float64{msg.PhaseConnect: 1e308} }, "phases/connect"},
+		{"a negative HTTP status", func(r *msg.ProbeResult) { r.HTTPStatus = -5 }, "httpStatus"},
+		{"an HTTP status past 599", func(r *msg.ProbeResult) { r.HTTPStatus = 600 }, "httpStatus"},
+		{"a negative tool count", func(r *msg.ProbeResult) { r.ToolCount = -1000 }, "toolCount"},
+		{"finished before it started", func(r *msg.ProbeResult) { r.FinishedAt = r.StartedAt.Add(-time.Second) }, "finishedAt"},
+		{"started long before the slot", func(r *msg.ProbeResult) { r.StartedAt = slot.Add(-time.Hour) }, "startedAt"},
+		{"finished in the future", func(r *msg.ProbeResult) { r.FinishedAt = t0.Add(time.Hour) }, "finishedAt"},
+		{"an era of a megabyte's kind", conf(func(c *msg.Conformance) { c.Era = strings.Repeat("2025-11-25", 30) }), "conformance/era"},
+		{"an era not a date", conf(func(c *msg.Conformance) { c.Era = "latest" }), "conformance/era"},
+		{"a tool order not a digest", conf(func(c *msg.Conformance) { c.ToolOrder = strings.Repeat("a", 65) }), "conformance/toolOrder"},
+		{"a tool set not hex", conf(func(c *msg.Conformance) { c.ToolSet = "\x1b[2J" }), "conformance/toolSet"},
+		{"a results digest too long", conf(func(c *msg.Conformance) { c.Results = strings.Repeat("0", 1000) }), "conformance/results"},
+		{"a rule ID not an ID", conf(func(c *msg.Conformance) { c.Rules[0].ID = "Ping Answered" }), "conformance/rules/0/id"},
+		{"an unknown outcome", conf(func(c *msg.Conformance) { c.Rules[0].Outcome = "maybe" }), "conformance/rules/0/outcome"},
+	} {
+		r := result(office, slot, "")
+		tc.edit(&r)
+		resp, b := ag.call(http.MethodPost, "/v1/agent/results", key, resultsBody(r))
+		if want := "#/results/0/" + tc.pointer; resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"`+want+`"`) {
+			t.Errorf("%s: %d %s, want 400 naming %s", tc.name, resp.StatusCode, b, want)
+		}
+	}
+	if n := len(ag.pub.all()); n != 0 {
+		t.Fatalf("refused results published %d", n)
+	}
+
+	// A well-formed era this server has no rules for (an agent of a newer
+	// release) is kept, and named once in the conformance view, not once
+	// per rule.
+	r := result(office, slot, "")
+	r.HTTPStatus, r.ToolCount, r.Phases = 200, 3, map[string]float64{msg.PhaseTotal: 0.25}
+	conf(func(c *msg.Conformance) { c.Era = "2099-01-01" })(&r)
+	if resp, b := ag.call(http.MethodPost, "/v1/agent/results", key, resultsBody(r)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("post: %d %s", resp.StatusCode, b)
+	}
+	resp, b := ag.call(http.MethodGet, "/v1/endpoints/"+office+"/conformance", ag.keys["a/read"], "")
+	if resp.StatusCode != http.StatusOK || strings.Count(string(b), "2099-01-01") != 1 {
+		t.Fatalf("conformance: %d %s, want the unknown era named once", resp.StatusCode, b)
+	}
+}
+
+// takeSignal is the location buffer, telling on taking when a poll has
+// been authenticated and begun to wait for commands.
+type takeSignal struct {
+	api.AgentCommandSource
+	taking chan struct{}
+}
+
+func (s takeSignal) Take(ctx context.Context, tenant, location string, limit int, wait time.Duration) []msg.ProbeCommand {
+	select {
+	case s.taking <- struct{}{}:
+	default:
+	}
+	return s.AgentCommandSource.Take(ctx, tenant, location, limit, wait)
+}
+
+// A poll held open while its key is revoked or expires answers 401, as a
+// fresh request with the key would, and not with the command that arrives
+// meanwhile (nor its endpoint's central secrets): the command goes at once
+// to the location's other agents instead of waiting out its lease.
+func TestHeldPollOfAnInvalidatedKeyGetsNoCommands(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		expiresIn  string
+		invalidate func(ag *agentHarness)
+	}{
+		{"revoked", "", func(ag *agentHarness) {
+			if resp, b := ag.call(http.MethodDelete, "/v1/agents/office-1", ag.keys["a/write"], ""); resp.StatusCode != http.StatusOK {
+				ag.t.Fatalf("revoke: %d %s", resp.StatusCode, b)
+			}
+		}},
+		{"expired", "1h", func(ag *agentHarness) { ag.clock.Advance(2 * time.Hour) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			taking := make(chan struct{}, 8)
+			ag := newAgentHarness(t, true, func(o *api.Options) { o.AgentCommands = takeSignal{o.AgentCommands, taking} })
+			office := ag.endpoint(ag.keys["a/write"], "office", "loc-office")
+			resp, b := ag.call(http.MethodPost, "/v1/agents", ag.keys["a/write"], fmt.Sprintf(`{"name":"office-1","location":"office","expiresIn":%q}`, tc.expiresIn))
+			var held apiv1.AgentView
+			if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &held) != nil {
+				t.Fatalf("create agent: %d %s", resp.StatusCode, b)
+			}
+			other := ag.agent(ag.keys["a/write"], "office-2", "office")
+
+			type answer struct {
+				status int
+				body   string
+			}
+			done := make(chan answer, 1)
+			go func() {
+				req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ag.srv.URL+"/v1/agent/commands?wait=25s", nil)
+				req.Header.Set("Authorization", "Bearer "+held.Key)
+				resp, err := ag.srv.Client().Do(req)
+				if err != nil {
+					done <- answer{body: err.Error()}
+					return
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				done <- answer{resp.StatusCode, string(b)}
+			}()
+			<-taking
+			tc.invalidate(ag)
+			ag.locs.Put("a", "loc-office", msg.NewProbeCommand(office, ag.clock.Now().Add(-10*time.Second)))
+
+			got := <-done
+			if got.status != http.StatusUnauthorized || strings.Contains(got.body, office) || strings.Contains(got.body, "central-secret") {
+				t.Fatalf("the held poll: %d %s, want 401 without the command", got.status, got.body)
+			}
+			resp, b = ag.call(http.MethodGet, "/v1/agent/commands?wait=0s", other, "")
+			var cmds apiv1.AgentCommands
+			if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &cmds) != nil {
+				t.Fatalf("the other agent's poll: %d %s", resp.StatusCode, b)
+			}
+			if len(cmds.Commands) != 1 || cmds.Commands[0].EndpointID != office {
+				t.Fatalf("the other agent got %+v, want the command the refused poll took", cmds.Commands)
+			}
+		})
+	}
+}
+
 func TestAgentQuota(t *testing.T) {
 	// The harness's own agent key of tenant a counts: one more fits.
 	h := newAuthHarness(t, func(o *api.Options) { o.Quotas.MaxAgents = 2 })
@@ -316,6 +536,11 @@ func FuzzAgentResults(f *testing.F) {
 	f.Add(`{"results":[]}`)
 	f.Add(`{"results":[{"schema":1,"endpointId":"ENDPOINT","slot":"2026-03-01T11:59:50Z","status":"up","phases":{"x":-1}}]}`)
 	f.Add(`{"results":[null,{},[]]}`)
+	// Attacks seen: terminal and bidi controls as tokens and text, numbers
+	// that overflow a duration, times out of order, unbounded conformance.
+	f.Add(`{"results":[{"schema":1,"endpointId":"ENDPOINT","probeRunId":"` + msg.ProbeRunID("ENDPOINT", slot) + `","slot":"2026-03-01T11:59:50Z","startedAt":"2026-03-01T11:59:50Z","finishedAt":"2026-03-01T11:59:51Z","status":"down","class":"timeout\u001b[2J","error":"\u001b]8;;x\u0007\u0000\r\u202e"}]}`)
+	f.Add(`{"results":[{"schema":1,"endpointId":"ENDPOINT","probeRunId":"` + msg.ProbeRunID("ENDPOINT", slot) + `","slot":"2026-03-01T11:59:50Z","startedAt":"2026-03-01T11:59:50Z","finishedAt":"2026-03-01T11:59:51Z","status":"up","class":"ok","serverName":"\u2066x\u2069","phases":{"connect":1e308},"httpStatus":-5,"toolCount":-1000}]}`)
+	f.Add(`{"results":[{"schema":1,"endpointId":"ENDPOINT","probeRunId":"` + msg.ProbeRunID("ENDPOINT", slot) + `","slot":"2026-03-01T11:59:50Z","startedAt":"2026-03-01T11:59:51Z","finishedAt":"2026-03-01T11:59:50Z","status":"up","class":"ok","conformance":{"era":"` + strings.Repeat("x", 4096) + `","checkedAt":"2026-03-01T11:59:50Z","rules":[{"id":"ping-answered","outcome":"pass"}]}}]}`)
 	f.Add(`{"results":{"a":1}}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		ag := newAgentHarness(t, true)

@@ -79,28 +79,8 @@ func (s *server) authenticated(needOf func(*http.Request) auth.Scope, next http.
 			s.refused(r, client, http.StatusTooManyRequests, refusalThrottled, auth.Principal{})
 			return
 		}
-		key, ok := bearerToken(r)
+		p, ok := s.keyPrincipal(w, r, client)
 		if !ok {
-			unauthorized(w, r, `Bearer realm="mcpmon"`, "this API needs a key: send Authorization: Bearer mcpmon_…, the admin key printed at the first start or one that `mcpmon keys create --local --data-dir DIR` makes beside the server (stopped, on the embedded store; or --store redis --redis-url URL)")
-			s.refused(r, client, http.StatusUnauthorized, refusalNoKey, auth.Principal{})
-			return
-		}
-		p, err := s.authn.Authenticate(r.Context(), key)
-		if err != nil {
-			reason := refusalUnknownKey
-			switch {
-			case errors.Is(err, auth.ErrExpired):
-				reason = refusalExpiredKey
-			case errors.Is(err, auth.ErrRevoked):
-				reason = refusalRevokedKey
-			case errors.Is(err, auth.ErrInvalidKey):
-			default:
-				writeProblem(w, r, s.storeProblem(r, err, "API keys"))
-				return
-			}
-			s.failures.Failed(client, s.clock.Now())
-			unauthorized(w, r, `Bearer realm="mcpmon", error="invalid_token"`, "the API key is not valid")
-			s.refused(r, client, http.StatusUnauthorized, reason, auth.Principal{})
 			return
 		}
 		if need := needOf(r); !p.Scope.Allows(need) {
@@ -110,6 +90,39 @@ func (s *server) authenticated(needOf func(*http.Request) auth.Scope, next http.
 		}
 		next.ServeHTTP(w, r.WithContext(auth.NewContext(r.Context(), p)))
 	})
+}
+
+// keyPrincipal is the principal of the request's key, looked up now; when
+// there is none (no key, a key not valid, the store unavailable) it has
+// answered the request and returns false. A request that waits (an
+// agent's long poll) asks again before it answers, so a key revoked or
+// expired meanwhile gets what a fresh request would.
+func (s *server) keyPrincipal(w http.ResponseWriter, r *http.Request, client string) (auth.Principal, bool) {
+	key, ok := bearerToken(r)
+	if !ok {
+		unauthorized(w, r, `Bearer realm="mcpmon"`, "this API needs a key: send Authorization: Bearer mcpmon_…, the admin key printed at the first start or one that `mcpmon keys create --local --data-dir DIR` makes beside the server (stopped, on the embedded store; or --store redis --redis-url URL)")
+		s.refused(r, client, http.StatusUnauthorized, refusalNoKey, auth.Principal{})
+		return auth.Principal{}, false
+	}
+	p, err := s.authn.Authenticate(r.Context(), key)
+	if err != nil {
+		reason := refusalUnknownKey
+		switch {
+		case errors.Is(err, auth.ErrExpired):
+			reason = refusalExpiredKey
+		case errors.Is(err, auth.ErrRevoked):
+			reason = refusalRevokedKey
+		case errors.Is(err, auth.ErrInvalidKey):
+		default:
+			writeProblem(w, r, s.storeProblem(r, err, "API keys"))
+			return auth.Principal{}, false
+		}
+		s.failures.Failed(client, s.clock.Now())
+		unauthorized(w, r, `Bearer realm="mcpmon", error="invalid_token"`, "the API key is not valid")
+		s.refused(r, client, http.StatusUnauthorized, reason, auth.Principal{})
+		return auth.Principal{}, false
+	}
+	return p, true
 }
 
 // requireScope refuses a request whose key's scope does not cover need. It

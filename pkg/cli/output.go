@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/declarative"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 // render writes v as -o asks: JSON or YAML of v itself, or the table that
@@ -73,13 +74,21 @@ func row(w io.Writer, cells ...any) {
 	fmt.Fprintln(w, strings.Join(s, "\t"))
 }
 
-func cell(c any) string {
+// cell is c as a table cell: every cell of every table and "KEY: value"
+// line goes through it, so none carries a control character (a tab or a
+// line break would break the table; ESC, BEL, CR could rewrite the
+// operator's terminal) or a bidirectional control (text that reads as
+// other text): they come out as spaces and U+FFFD (model.OneLine). Names,
+// errors and reasons come from targets and agents, not only from users.
+func cell(c any) string { return model.OneLine(cellText(c)) }
+
+func cellText(c any) string {
 	switch t := c.(type) {
 	case string:
 		if t == "" {
 			return "-"
 		}
-		return strings.NewReplacer("\t", " ", "\n", " ").Replace(t)
+		return t
 	case time.Time:
 		if t.IsZero() {
 			return "-"
@@ -89,7 +98,7 @@ func cell(c any) string {
 		if t == nil {
 			return "-"
 		}
-		return cell(*t)
+		return cellText(*t)
 	case map[string]string:
 		if len(t) == 0 {
 			return "-"

@@ -231,6 +231,54 @@ func Evaluate(o Observation, slot time.Time) msg.Conformance {
 	return c
 }
 
+// Bounds of a conformance result read from outside the process (an
+// agent's post), beside msg.MaxConformanceRules and MaxConformanceDetail.
+// Evaluate makes digests of 16 and 24 hex characters; a longer one than
+// a whole SHA-256 is no digest.
+const (
+	maxDigest = 64
+	maxRuleID = 64
+)
+
+// Malformed reports what is wrong with a conformance result that came
+// from outside the process, as the JSON pointer of the field (relative to
+// the conformance object) and why; "" when nothing is. It checks shapes,
+// not knowledge: an agent of a newer release may know an era or a rule
+// this server does not, and its result is kept (the API shows the rule
+// catalog it knows). An era is a revision date (2025-11-25), a digest
+// lowercase hex, a rule ID lowercase words joined by '-', an outcome
+// pass, fail or n/a.
+func Malformed(c msg.Conformance) (pointer, why string) {
+	if _, err := time.Parse(time.DateOnly, c.Era); err != nil || len(c.Era) != len(time.DateOnly) {
+		return "era", "must be a protocol revision date such as " + Era20251125
+	}
+	for name, d := range map[string]string{"toolOrder": c.ToolOrder, "toolSet": c.ToolSet, "results": c.Results} {
+		if len(d) > maxDigest || strings.Trim(d, "0123456789abcdef") != "" {
+			return name, fmt.Sprintf("must be a digest: at most %d lowercase hex characters", maxDigest)
+		}
+	}
+	if len(c.Rules) > msg.MaxConformanceRules {
+		return "rules", fmt.Sprintf("at most %d rules", msg.MaxConformanceRules)
+	}
+	for i, r := range c.Rules {
+		if r.ID == "" || len(r.ID) > maxRuleID || strings.Trim(r.ID, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+			return fmt.Sprintf("rules/%d/id", i), fmt.Sprintf("must be a rule ID: 1 to %d of [a-z0-9-]", maxRuleID)
+		}
+		switch r.Outcome {
+		case msg.ConformancePass, msg.ConformanceFail, msg.ConformanceNA:
+		default:
+			return fmt.Sprintf("rules/%d/outcome", i), "must be pass, fail or n/a"
+		}
+		if len(r.Detail) > msg.MaxConformanceDetail {
+			return fmt.Sprintf("rules/%d/detail", i), fmt.Sprintf("is longer than %d bytes", msg.MaxConformanceDetail)
+		}
+	}
+	return "", ""
+}
+
+// KnownEra reports whether this build has rules for era (Eras).
+func KnownEra(era string) bool { return slices.Contains(Eras(), era) }
+
 // Bound applies scrub to every detail and cuts it to
 // msg.MaxConformanceDetail bytes (scrubbed first, so a cut never leaves a
 // prefix of a secret), and drops rules beyond msg.MaxConformanceRules.

@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -140,6 +141,13 @@ func Phases() []string {
 	return []string{PhaseDNS, PhaseConnect, PhaseTLS, PhaseDiscover, PhaseInitialize, PhaseInitialized, PhasePing, PhaseToolsList, PhaseClose, PhaseTotal}
 }
 
+// KnownPhase reports whether name is a phase a probe times (Phases,
+// PhaseToolCall or PhaseAuthToken): the API refuses an agent's result with
+// any other.
+func KnownPhase(name string) bool {
+	return name == PhaseToolCall || name == PhaseAuthToken || slices.Contains(Phases(), name)
+}
+
 // ProbeResult is what a prober observed for one probe run.
 type ProbeResult struct {
 	Schema     int       `json:"schema"`
@@ -257,6 +265,13 @@ type Event struct {
 	// one durable event; empty: the aggregator derives it from Details.
 	Fingerprint string `json:"fingerprint,omitempty"`
 }
+
+// EventSeverities are the severities an Event may have (or none).
+func EventSeverities() []string { return []string{"breaking", "info", "warning", "critical"} }
+
+// KnownEventSeverity reports whether s is empty or one of EventSeverities:
+// the API refuses an agent's event with any other.
+func KnownEventSeverity(s string) bool { return s == "" || slices.Contains(EventSeverities(), s) }
 
 // DedupID is the results-queue deduplication ID: <endpointId>-<probeRunId>,
 // with -<region> appended when the result has a region. The probe run ID

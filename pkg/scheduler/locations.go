@@ -13,8 +13,9 @@ import (
 
 // Locations holds the probe commands of agent locations between the
 // scheduler and the agents: Put by the scheduler, Take by the API's
-// GET /v1/agent/commands for the location of the agent's key, Done by its
-// POST /v1/agent/results once the result is published.
+// GET /v1/agent/commands for the location of the agent's key (Release if
+// that poll is refused after all), Done by its POST /v1/agent/results once
+// the result is published.
 //
 // It keeps one command per endpoint, the latest slot's: a newer slot
 // replaces an older one never taken, since a probe of a passed moment is
@@ -170,6 +171,30 @@ func (l *Locations) take(k locationKey, limit int) ([]msg.ProbeCommand, <-chan s
 		out[i] = h.cmd
 	}
 	return out, nil, time.Time{}
+}
+
+// Release ends the leases of cmds, taken but not handed to an agent (its
+// poll was refused after the take), so the location's next poll gets them
+// at once rather than when the lease ends; a poll waiting now wakes. A
+// command replaced by a newer slot since is left alone.
+func (l *Locations) Release(tenant, location string, cmds []msg.ProbeCommand) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.bufs[locationKey{tenant, location}]
+	if b == nil {
+		return
+	}
+	freed := false
+	for _, c := range cmds {
+		if h, ok := b.cmds[c.EndpointID]; ok && h.cmd.Slot.Equal(c.Slot) && !h.leasedUntil.IsZero() {
+			h.leasedUntil = time.Time{}
+			freed = true
+		}
+	}
+	if freed {
+		close(b.ready)
+		b.ready = make(chan struct{})
+	}
 }
 
 // Done forgets the command of endpointID at slot (and any older one): its

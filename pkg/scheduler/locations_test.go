@@ -97,6 +97,42 @@ func TestLocationsTakeWakesOnPut(t *testing.T) {
 	})
 }
 
+// A released command is handed out again at once, to a poll waiting
+// already, not when its lease ends; a release of a slot since replaced
+// frees nothing.
+func TestLocationsReleaseHandsOutAgainAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		l := NewLocations(LocationOptions{Lease: 20 * time.Second})
+		slot := time.Now().UTC().Truncate(time.Second)
+		l.Put("acme", "loc-a", msg.NewProbeCommand("e1", slot))
+		taken := l.Take(ctx, "acme", "loc-a", 10, 0)
+		if len(taken) != 1 {
+			t.Fatalf("Take = %v, want e1", taken)
+		}
+		done := make(chan []msg.ProbeCommand)
+		start := time.Now()
+		go func() { done <- l.Take(ctx, "acme", "loc-a", 10, 25*time.Second) }()
+		time.Sleep(3 * time.Second)
+		l.Release("acme", "loc-b", taken) // another location: frees nothing
+		l.Release("acme", "loc-a", taken)
+		got := <-done
+		if len(got) != 1 || got[0].EndpointID != "e1" || !got[0].Slot.Equal(slot) {
+			t.Fatalf("Take after Release = %v, want e1 at %v", got, slot)
+		}
+		if waited := time.Since(start); waited != 3*time.Second {
+			t.Fatalf("Take returned after %v, want at the Release (3s), not at the lease's end", waited)
+		}
+
+		l.Put("acme", "loc-a", msg.NewProbeCommand("e1", slot.Add(10*time.Second)))
+		newer := l.Take(ctx, "acme", "loc-a", 10, 0)
+		l.Release("acme", "loc-a", got) // the older slot's: the newer stays leased
+		if again := l.Take(ctx, "acme", "loc-a", 10, 0); len(newer) != 1 || len(again) != 0 {
+			t.Fatalf("after releasing a replaced slot Take = %v, want nothing (the newer slot %v stays leased)", again, newer)
+		}
+	})
+}
+
 func TestLocationsBounded(t *testing.T) {
 	l := NewLocations(LocationOptions{MaxPerLocation: 2})
 	slot := time.Unix(1_800_000_000, 0).UTC()
