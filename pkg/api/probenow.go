@@ -43,17 +43,9 @@ const (
 // one second ask for one probe and both see its result.
 func (s *server) probeEndpoint(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	// No input: a body, if any, is an empty object.
-	body, p := s.readBody(w, r, true)
-	if p != nil {
+	if p := s.readNoInput(w, r); p != nil {
 		writeProblem(w, r, p)
 		return
-	}
-	if body != nil {
-		if p := decodeStrict(body, &struct{}{}); p != nil {
-			writeProblem(w, r, p)
-			return
-		}
 	}
 	e, p := s.endpointOf(r, id)
 	if p != nil {

@@ -76,6 +76,17 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty boo
 	return s.readBodyWithin(w, r, allowEmpty, bodyLimits)
 }
 
+// readNoInput reads the body of a route that takes no input (an action
+// such as probe now or verify host): none, or an empty JSON object; any
+// other body is the problem returned.
+func (s *server) readNoInput(w http.ResponseWriter, r *http.Request) *apiv1.Problem {
+	body, p := s.readBody(w, r, true)
+	if p != nil || body == nil {
+		return p
+	}
+	return decodeStrict(body, &struct{}{})
+}
+
 // readBodyWithin is readBody held to caps of the route's own.
 func (s *server) readBodyWithin(w http.ResponseWriter, r *http.Request, allowEmpty bool, caps bodyCaps) (checkedJSON, *apiv1.Problem) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))

@@ -93,17 +93,9 @@ func hostVerificationView(p model.StatusPage) *apiv1.HostVerificationView {
 // between is a 409 to retry).
 func (s *server) verifyHost(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	// No input: a body, if any, is an empty object.
-	body, prob := s.readBody(w, r, true)
-	if prob != nil {
+	if prob := s.readNoInput(w, r); prob != nil {
 		writeProblem(w, r, prob)
 		return
-	}
-	if body != nil {
-		if prob := decodeStrict(body, &struct{}{}); prob != nil {
-			writeProblem(w, r, prob)
-			return
-		}
 	}
 	p, prob := s.loadStatusPage(r, id)
 	if prob != nil {
