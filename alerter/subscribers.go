@@ -188,10 +188,18 @@ func OwedNotices(page model.StatusPage, subs []model.Subscriber, members []model
 			openEnd, openedIn := model.MaintenanceUntil(windows, ref, inc.OpenedAt)
 			quiet := openedIn && inc.ResolvedAt != nil && inc.ResolvedAt.Before(openEnd)
 			for _, ev := range model.IncidentEvents(inc) {
-				if now.Sub(ev.At) > model.SubscriberHorizon {
+				outage := ev.Kind != model.IncidentEventUpdate
+				// The horizon counts from when the event could go out:
+				// an outage event held by maintenance, from the end of
+				// that maintenance (a window over the horizon would
+				// otherwise swallow the notice it held).
+				since := ev.At
+				if end, in := model.MaintenanceUntil(windows, ref, ev.At); outage && in {
+					since = end
+				}
+				if now.Sub(since) > model.SubscriberHorizon {
 					continue
 				}
-				outage := ev.Kind != model.IncidentEventUpdate
 				if outage && quiet {
 					continue
 				}

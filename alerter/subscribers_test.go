@@ -255,6 +255,7 @@ func TestOwedNoticesFollowMaintenance(t *testing.T) {
 	bySelector := model.Maintenance{ID: "sel", Tenant: "acme", Selector: map[string]string{"team": "pay"}, Start: h(1), End: h(3)}
 	carriesOn := model.Maintenance{ID: "w2", Tenant: "acme", EndpointIDs: []string{"ep"}, Start: h(2), End: h(5)}
 	foreign := model.Maintenance{ID: "f", Tenant: "other", EndpointIDs: []string{"ep"}, Start: h(1), End: h(3)}
+	long := model.Maintenance{ID: "long", Tenant: "acme", EndpointIDs: []string{"ep"}, Start: h(1), End: h(73)} // past the 48 h horizon
 	incident := func(opened time.Time, resolved time.Time, updates ...time.Time) model.Incident {
 		inc := model.Incident{ID: "i", EndpointID: "ep", OpenedAt: opened}
 		if !resolved.IsZero() {
@@ -288,6 +289,9 @@ func TestOwedNoticesFollowMaintenance(t *testing.T) {
 		{"an update of a quiet incident is owed", []model.Maintenance{window}, incident(minute(h(1)), h(2), minute(h(1))), h(4), []string{"update-1"}, time.Time{}},
 		{"a window by label selector", []model.Maintenance{bySelector}, incident(minute(h(1)), time.Time{}), minute(h(2)), nil, h(3)},
 		{"another tenant's window holds nothing", []model.Maintenance{foreign}, incident(minute(h(1)), time.Time{}), minute(h(2)), []string{"opened"}, time.Time{}},
+		{"a window longer than the horizon: opened owed at its end", []model.Maintenance{long}, incident(minute(h(1)), time.Time{}), h(73), []string{"opened"}, time.Time{}},
+		{"...and until the horizon after its end", []model.Maintenance{long}, incident(minute(h(1)), time.Time{}), h(73 + 49), nil, time.Time{}},
+		{"without a window the same event is past the horizon", nil, incident(minute(h(1)), time.Time{}), h(73), nil, time.Time{}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			evs, wake := OwedNotices(page, subs, []model.Endpoint{ep}, map[string][]model.Incident{"ep": {tt.inc}}, tt.windows, tt.now)
