@@ -86,7 +86,7 @@ func splitByMarkWindow(dups []duplicate, senderKills []time.Time, window time.Du
 		used := map[int]bool{} // one kill explains one repeat of an alert
 		explained := func(prev, next time.Time) bool {
 			for i, k := range senderKills {
-				if d := k.Sub(prev); !used[i] && d >= -window && d <= window && !k.After(next) {
+				if gap := k.Sub(prev); !used[i] && gap >= -window && gap <= window && !k.After(next) {
 					used[i] = true
 					return true
 				}

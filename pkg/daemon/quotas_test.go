@@ -12,9 +12,10 @@ import (
 func TestQuotaDefaultsAgree(t *testing.T) {
 	o := config.Defaults()
 	got := api.Quotas{MaxEndpoints: o.MaxEndpointsPerTenant, MaxMaintenance: o.MaxMaintenancePerTenant, MaxStatusPages: o.MaxStatusPagesPerTenant,
-		RatePerSecond: o.RateLimit, Burst: o.RateBurst}
+		RatePerSecond: o.RateLimit, Burst: o.RateBurst, MaxInFlight: o.MaxInFlightPerTenant}
 	want := api.Quotas{MaxEndpoints: api.DefaultMaxEndpointsPerTenant, MaxMaintenance: api.DefaultMaxMaintenancePerTenant,
-		MaxStatusPages: api.DefaultMaxStatusPagesPerTenant, RatePerSecond: api.DefaultRateLimit, Burst: api.DefaultRateBurst}
+		MaxStatusPages: api.DefaultMaxStatusPagesPerTenant, RatePerSecond: api.DefaultRateLimit, Burst: api.DefaultRateBurst,
+		MaxInFlight: api.DefaultMaxInFlightPerTenant}
 	if got != want {
 		t.Fatalf("config defaults %+v, api defaults %+v", got, want)
 	}

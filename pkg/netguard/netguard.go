@@ -150,12 +150,6 @@ type Guard struct {
 	Confine bool
 }
 
-// Confined is g confined to its networks (Confine).
-func (g Guard) Confined() Guard {
-	g.Confine = true
-	return g
-}
-
 // ParseNetworks parses Guard.Allowed from what an operator writes: CIDR
 // prefixes ("10.20.0.0/16", "fd00:1::/64") or single addresses
 // ("10.20.0.7"), each held to its network's bits. An empty list is none. A

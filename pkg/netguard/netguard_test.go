@@ -296,17 +296,17 @@ func TestConfinedGuard(t *testing.T) {
 		addr string
 		ok   bool
 	}{
-		{Guard{Allowed: nets}.Confined(), "10.20.1.1", true},
-		{Guard{Allowed: nets}.Confined(), "10.30.1.1", false},
-		{Guard{Allowed: nets}.Confined(), "127.0.0.1", false},
-		{Guard{Allowed: nets}.Confined(), "8.8.8.8", false},
-		{Guard{Allowed: nets}.Confined(), "2606:4700::1111", false},
-		{Guard{AllowPrivate: true}.Confined(), "127.0.0.1", true},
-		{Guard{AllowPrivate: true}.Confined(), "192.168.1.1", true},
-		{Guard{AllowPrivate: true}.Confined(), "169.254.169.254", true},
-		{Guard{AllowPrivate: true}.Confined(), "8.8.8.8", false},
-		{Guard{}.Confined(), "8.8.8.8", false},
-		{Guard{Allowed: []netip.Prefix{netip.MustParsePrefix("8.8.8.0/24")}}.Confined(), "8.8.8.8", true},
+		{Guard{Allowed: nets, Confine: true}, "10.20.1.1", true},
+		{Guard{Allowed: nets, Confine: true}, "10.30.1.1", false},
+		{Guard{Allowed: nets, Confine: true}, "127.0.0.1", false},
+		{Guard{Allowed: nets, Confine: true}, "8.8.8.8", false},
+		{Guard{Allowed: nets, Confine: true}, "2606:4700::1111", false},
+		{Guard{AllowPrivate: true, Confine: true}, "127.0.0.1", true},
+		{Guard{AllowPrivate: true, Confine: true}, "192.168.1.1", true},
+		{Guard{AllowPrivate: true, Confine: true}, "169.254.169.254", true},
+		{Guard{AllowPrivate: true, Confine: true}, "8.8.8.8", false},
+		{Guard{Confine: true}, "8.8.8.8", false},
+		{Guard{Allowed: []netip.Prefix{netip.MustParsePrefix("8.8.8.0/24")}, Confine: true}, "8.8.8.8", true},
 		{Guard{}, "8.8.8.8", true}, // not confined: public addresses pass
 	} {
 		err := tc.g.CheckAddr(netip.MustParseAddr(tc.addr))
@@ -317,10 +317,10 @@ func TestConfinedGuard(t *testing.T) {
 			t.Errorf("%+v CheckAddr(%s) = %q, want ErrOutsideSecretNetworks, an ErrBlocked", tc.g, tc.addr, err)
 		}
 	}
-	if err := (Guard{AllowPrivate: true}.Confined()).CheckHost("localhost"); err != nil {
+	if err := (Guard{AllowPrivate: true, Confine: true}).CheckHost("localhost"); err != nil {
 		t.Errorf("confined to the private side, localhost: %v", err)
 	}
-	if err := (Guard{Allowed: nets}.Confined()).CheckHost("localhost"); !errors.Is(err, ErrOutsideSecretNetworks) {
+	if err := (Guard{Allowed: nets, Confine: true}).CheckHost("localhost"); !errors.Is(err, ErrOutsideSecretNetworks) {
 		t.Errorf("confined to 10.20.0.0/16, localhost: %v", err)
 	}
 }
