@@ -34,15 +34,6 @@ import (
 // certificate_expiry event is raised.
 const DefaultCertWarning = 14 * 24 * time.Hour
 
-// The probe's own event kinds (prober.Event*), read here without
-// importing the prober.
-const (
-	probeCatalogChanged = "catalog_changed"
-	probeVersionChanged = "protocol_version_changed"
-	probeServerChanged  = "server_version_changed"
-	probeCertExpiring   = "cert_expiring"
-)
-
 // EventStore is what recording events needs; the aggregator's store
 // provides it when it implements it (every store.Store does).
 type EventStore interface {
@@ -73,10 +64,25 @@ type changedTool struct {
 // target's catalog churn puts in one is bounded: its message names at most
 // maxEventNames tools, its diff holds at most maxEventDiffBytes, and the
 // tools beyond either are counted ("… and N more").
+// Any other event's details are kept whole up to maxEventDetailsBytes
+// (what the prober attaches is a few hundred bytes) and dropped past it,
+// and the versions read from them are display lines of at most
+// maxEventVersionLen: an agent's result carries whatever it was given.
 const (
-	maxEventNames     = 20
-	maxEventDiffBytes = 32 << 10
+	maxEventNames        = 20
+	maxEventDiffBytes    = 32 << 10
+	maxEventDetailsBytes = 8 << 10
+	maxEventVersionLen   = 256
 )
+
+// boundedDetails is details as an event keeps them: whole, or none past
+// maxEventDetailsBytes.
+func boundedDetails(details json.RawMessage) json.RawMessage {
+	if len(details) > maxEventDetailsBytes {
+		return nil
+	}
+	return details
+}
 
 // nameList joins names, the ones beyond maxEventNames counted.
 func nameList(names []string) string {
@@ -150,23 +156,25 @@ func ChangeEvents(r msg.ProbeResult, certWarning time.Duration) []model.ChangeEv
 		e := base
 		e.Source, e.Severity, e.Message = ev.Kind, ev.Severity, ev.Message
 		switch {
-		case ev.Kind == probeCatalogChanged:
+		case ev.Kind == msg.EventCatalogChanged:
 			out = append(out, catalogEvents(e, details)...)
-		case ev.Kind == probeVersionChanged || ev.Kind == probeServerChanged:
+		case ev.Kind == msg.EventVersionChanged || ev.Kind == msg.EventServerChanged:
 			var d map[string]string
 			_ = json.Unmarshal(details, &d)
-			if ev.Kind == probeVersionChanged {
+			if ev.Kind == msg.EventVersionChanged {
 				e.Before, e.After = d["from"], d["to"]
 			} else {
 				e.Before, e.After = strings.TrimSpace(d["fromName"]+" "+d["fromVersion"]), strings.TrimSpace(d["toName"]+" "+d["toVersion"])
 			}
-			e.Kind, e.Details = model.EventVersion, details
+			e.Before, e.After = model.DisplayLine(e.Before, maxEventVersionLen), model.DisplayLine(e.After, maxEventVersionLen)
+			e.Kind = model.EventVersion
 			e.Fingerprint = model.EventFingerprint(r.EndpointID, e.Kind, ev.Kind, e.Before, e.After, string(details))
+			e.Details = boundedDetails(details)
 			out = append(out, e)
-		case ev.Kind == probeCertExpiring:
+		case ev.Kind == msg.EventCertExpiring:
 			// Decided from r.CertExpiry below, with this package's period.
 		case model.IsEventKind(ev.Kind):
-			e.Kind, e.Details = ev.Kind, details
+			e.Kind, e.Details = ev.Kind, boundedDetails(details)
 			id := ev.Fingerprint
 			if id == "" {
 				// Details, not the message: a message may count down
@@ -183,7 +191,7 @@ func ChangeEvents(r msg.ProbeResult, certWarning time.Duration) []model.ChangeEv
 	if r.CertExpiry != nil && r.CertExpiry.Sub(observed) < certWarning {
 		exp := r.CertExpiry.UTC()
 		e := base
-		e.Kind, e.Source, e.Severity = model.EventCertificateExpiry, probeCertExpiring, "warning"
+		e.Kind, e.Source, e.Severity = model.EventCertificateExpiry, msg.EventCertExpiring, "warning"
 		e.After = exp.Format(time.RFC3339)
 		if left := exp.Sub(observed); left > 0 {
 			e.Message = fmt.Sprintf("TLS certificate expires %s (in %s)", e.After, left.Round(time.Hour))

@@ -34,7 +34,7 @@ func TestCatalogEventsAreBounded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := diff(tc.tools)
-			r := msg.ProbeResult{EndpointID: "ep1", ProbeRunID: "r1", Events: []msg.Event{{Kind: probeCatalogChanged, Severity: "breaking", Message: "changed", Details: d}}}
+			r := msg.ProbeResult{EndpointID: "ep1", ProbeRunID: "r1", Events: []msg.Event{{Kind: msg.EventCatalogChanged, Severity: "breaking", Message: "changed", Details: d}}}
 			evs := ChangeEvents(r, 0)
 			if len(evs) != 2 {
 				t.Fatalf("events %d, want breaking and security", len(evs))
@@ -59,6 +59,44 @@ func TestCatalogEventsAreBounded(t *testing.T) {
 					if names > maxEventNames || tc.tools > maxEventNames && !strings.Contains(e.Message, fmt.Sprintf("… and %d more", tc.tools-maxEventNames)) {
 						t.Errorf("security message names %d tools: %.200s", names, e.Message)
 					}
+				}
+			}
+		})
+	}
+}
+
+// TestEventDetailsAndVersionsAreBounded: an event's details are kept up to
+// maxEventDetailsBytes and dropped past it (its fingerprint still the
+// change's), and the versions read from them are display lines: a result
+// posted by an agent carries whatever the agent was given.
+func TestEventDetailsAndVersionsAreBounded(t *testing.T) {
+	hostile := "1.0\x1b[2J\u202e" + strings.Repeat("v", 1000)
+	big := map[string]string{"fromName": "s", "fromVersion": "1", "toName": "s", "toVersion": hostile, "pad": strings.Repeat("x", maxEventDetailsBytes)}
+	small := map[string]string{"fromName": "s", "fromVersion": "1", "toName": "s", "toVersion": "2"}
+	for _, tc := range []struct {
+		name        string
+		ev          msg.Event
+		wantDetails bool
+	}{
+		{"a server change with small details", msg.Event{Kind: msg.EventServerChanged, Message: "m", Details: small}, true},
+		{"a server change with huge details", msg.Event{Kind: msg.EventServerChanged, Message: "m", Details: big}, false},
+		{"a credential expiry with huge details", msg.Event{Kind: "credential_expiry", Message: "m", Details: big}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			evs := ChangeEvents(msg.ProbeResult{EndpointID: "ep1", ProbeRunID: "r1", Events: []msg.Event{tc.ev}}, 0)
+			if len(evs) != 1 {
+				t.Fatalf("events %d, want 1", len(evs))
+			}
+			e := evs[0]
+			if got := len(e.Details) > 0; got != tc.wantDetails || len(e.Details) > maxEventDetailsBytes {
+				t.Errorf("details %d bytes, want kept=%v and at most %d", len(e.Details), tc.wantDetails, maxEventDetailsBytes)
+			}
+			if e.Fingerprint == "" {
+				t.Error("no fingerprint")
+			}
+			for _, v := range []string{e.Before, e.After} {
+				if len(v) > maxEventVersionLen+len("…") || strings.ContainsAny(v, "\x1b\u202e") {
+					t.Errorf("version %q is not a bounded display line", v)
 				}
 			}
 		})

@@ -16,7 +16,7 @@ import (
 )
 
 func drift(severity string, added, removed []string, changed ...map[string]any) msg.Event {
-	return msg.Event{Kind: probeCatalogChanged, Severity: severity, Message: "tool catalog changed", Details: map[string]any{
+	return msg.Event{Kind: msg.EventCatalogChanged, Severity: severity, Message: "tool catalog changed", Details: map[string]any{
 		"severity": severity, "added": added, "removed": removed, "changed": changed,
 		"oldFingerprint": "sha256:old", "newFingerprint": "sha256:new",
 	}}
@@ -46,9 +46,9 @@ func TestChangeEventsKinds(t *testing.T) {
 		{"description alone is security only", []msg.Event{drift("info", nil, nil, map[string]any{"name": "s", "descriptionChanged": true})}, nil, []string{model.EventCatalogSecurity}},
 		{"removal with a description change is both", []msg.Event{drift("breaking", nil, []string{"a"}, map[string]any{"name": "s", "descriptionChanged": true})}, nil,
 			[]string{model.EventCatalogBreaking, model.EventCatalogSecurity}},
-		{"protocol change is version", []msg.Event{{Kind: probeVersionChanged, Message: "m", Details: map[string]string{"from": "2025-06-18", "to": "2025-11-25"}}}, nil, []string{model.EventVersion}},
-		{"server change is version", []msg.Event{{Kind: probeServerChanged, Message: "m", Details: map[string]string{"fromName": "s", "fromVersion": "1", "toName": "s", "toVersion": "2"}}}, nil, []string{model.EventVersion}},
-		{"certificate near expiry", []msg.Event{{Kind: probeCertExpiring, Message: "in 3d"}}, &soon, []string{model.EventCertificateExpiry}},
+		{"protocol change is version", []msg.Event{{Kind: msg.EventVersionChanged, Message: "m", Details: map[string]string{"from": "2025-06-18", "to": "2025-11-25"}}}, nil, []string{model.EventVersion}},
+		{"server change is version", []msg.Event{{Kind: msg.EventServerChanged, Message: "m", Details: map[string]string{"fromName": "s", "fromVersion": "1", "toName": "s", "toVersion": "2"}}}, nil, []string{model.EventVersion}},
+		{"certificate near expiry", []msg.Event{{Kind: msg.EventCertExpiring, Message: "in 3d"}}, &soon, []string{model.EventCertificateExpiry}},
 		{"credential expiry passes through", []msg.Event{{Kind: model.EventCredentialExpiry, Message: "expires in 70h", Details: map[string]any{"header": "Authorization", "exp": "2026-03-04T00:00:00Z"}}}, nil, []string{model.EventCredentialExpiry}},
 		{"unknown probe event ignored", []msg.Event{{Kind: "something_else", Message: "x"}}, nil, []string{}},
 	}

@@ -72,12 +72,12 @@ func ValidateProtocol(transport, version string) error {
 	return nil
 }
 
-// Event kinds a probe may attach to its result.
+// Event kinds a probe may attach to its result (pkg/msg is their home).
 const (
-	EventVersionChanged = "protocol_version_changed"
-	EventServerChanged  = "server_version_changed" // server name or version
-	EventCatalogChanged = "catalog_changed"
-	EventCertExpiring   = "cert_expiring"
+	EventVersionChanged = msg.EventVersionChanged
+	EventServerChanged  = msg.EventServerChanged
+	EventCatalogChanged = msg.EventCatalogChanged
+	EventCertExpiring   = msg.EventCertExpiring
 )
 
 // Defaults for zero Options fields.

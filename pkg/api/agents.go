@@ -73,12 +73,19 @@ const (
 	// A result's slot may be this old when posted (a probe timeout plus
 	// retries through a server restart) ...
 	maxResultAge = 15 * time.Minute
-	// ... and this far ahead of the server's clock (skew).
+	// ... and never more than this ahead of the server's clock: a slot is
+	// the time an API replica's scheduler (or probe on demand) issued its
+	// command, so only the skew between replicas' clocks can put it ahead.
+	// A slot further ahead was never issued, and would pin the endpoint's
+	// latest result until the clock caught up with it.
+	maxSlotAhead = 5 * time.Second
+	// An agent's own times (startedAt, finishedAt) are read from its
+	// clock: they may be this far off the server's.
 	maxResultAhead = time.Minute
 	// No phase of a result the API takes can be longer than the slot may
 	// be old: a probe's deadline is its timeout (apiv1.MaxTimeout at most)
 	// after its slot.
-	maxResultPhase = maxResultAge
+	maxResultPhase = msg.MaxPhase
 )
 
 // agentRoutes serves /v1/agents: the tenant's agent keys.
@@ -593,8 +600,8 @@ func checkAgentResult(res *msg.ProbeResult, now time.Time) *apiv1.FieldError {
 		return bad("schema", "must be %d", msg.SchemaVersion)
 	case res.Slot.IsZero() || !res.Slot.Equal(res.Slot.Truncate(time.Second)):
 		return bad("slot", "must be the command's slot")
-	case res.Slot.Before(now.Add(-maxResultAge)) || res.Slot.After(now.Add(maxResultAhead)):
-		return bad("slot", "is more than %s old or %s ahead of the server", maxResultAge, maxResultAhead)
+	case res.Slot.Before(now.Add(-maxResultAge)) || res.Slot.After(now.Add(maxSlotAhead)):
+		return bad("slot", "is more than %s old or %s ahead of the server: post the slot of a command this server issued", maxResultAge, maxSlotAhead)
 	case res.ProbeRunID != msg.ProbeRunID(res.EndpointID, res.Slot):
 		return bad("probeRunId", "is not the run ID of the endpoint's slot")
 	case res.Status != msg.StatusUp && res.Status != msg.StatusDegraded && res.Status != msg.StatusDown:
@@ -641,6 +648,9 @@ func checkAgentResult(res *msg.ProbeResult, now time.Time) *apiv1.FieldError {
 		if len(e.Kind) > maxResultName || len(e.Message) > maxResultText || len(e.Fingerprint) > maxResultName {
 			return bad(fmt.Sprintf("events/%d", i), "kind and fingerprint are at most %d bytes, message %d", maxResultName, maxResultText)
 		}
+		if !slices.Contains(model.ResultEventKinds(), e.Kind) {
+			return bad(fmt.Sprintf("events/%d/kind", i), "must be one of %s", strings.Join(model.ResultEventKinds(), ", "))
+		}
 		if !msg.KnownEventSeverity(e.Severity) {
 			return bad(fmt.Sprintf("events/%d/severity", i), "must be one of %s", strings.Join(msg.EventSeverities(), ", "))
 		}
@@ -659,7 +669,7 @@ func cleanAgentResult(res *msg.ProbeResult) {
 	}
 	for i := range res.Events {
 		e := &res.Events[i]
-		e.Kind, e.Fingerprint = model.DisplayLine(e.Kind, maxResultName), model.DisplayLine(e.Fingerprint, maxResultName)
+		e.Fingerprint = model.DisplayLine(e.Fingerprint, maxResultName)
 		e.Message = model.DisplayLine(e.Message, maxResultText)
 	}
 	if c := res.Conformance; c != nil {

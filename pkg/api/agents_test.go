@@ -230,7 +230,7 @@ func TestAgentResultTextIsCleanedAndTokensKnown(t *testing.T) {
 		{"a class's wrong status", func(r *msg.ProbeResult) { r.Class, r.Status = "timeout", msg.StatusUp }, "#/results/0/status"},
 		{"unknown phase", func(r *msg.ProbeResult) { r.Phases = map[string]float64{"connect\u202e": 0.1} }, "#/results/0/phases"},
 		{"negative phase", func(r *msg.ProbeResult) { r.Phases = map[string]float64{msg.PhaseConnect: -1} }, "#/results/0/phases/connect"},
-		{"unknown event severity", func(r *msg.ProbeResult) { r.Events = []msg.Event{{Kind: "k", Severity: "info\x1b", Message: "m"}} }, "#/results/0/events/0/severity"},
+		{"unknown event severity", func(r *msg.ProbeResult) { r.Events = []msg.Event{{Kind: "credential_expiry", Severity: "info\x1b", Message: "m"}} }, "#/results/0/events/0/severity"},
 	} {
 		r := result(office, slot, "")
 		tc.edit(&r)
@@ -248,7 +248,7 @@ func TestAgentResultTextIsCleanedAndTokensKnown(t *testing.T) {
 	r.Class, r.Status = "timeout", msg.StatusDown
 	r.Error, r.ServerName, r.ServerVersion, r.ProtocolVersion, r.Transport = hostile, hostile, hostile, hostile, hostile
 	r.Phases = map[string]float64{msg.PhaseConnect: 0.1, msg.PhaseToolCall: 0.2}
-	r.Events = []msg.Event{{Kind: hostile, Severity: "info", Message: hostile, Fingerprint: hostile}}
+	r.Events = []msg.Event{{Kind: "credential_expiry", Severity: "info", Message: hostile, Fingerprint: hostile}}
 	r.Conformance = &msg.Conformance{Era: "2025-11-25", CheckedAt: slot, Rules: []msg.RuleResult{{ID: "ping-answered", Outcome: msg.ConformanceFail, Detail: hostile}}}
 	if resp, b := ag.call(http.MethodPost, "/v1/agent/results", key, resultsBody(r)); resp.StatusCode != http.StatusOK {
 		t.Fatalf("post: %d %s", resp.StatusCode, b)
@@ -322,6 +322,8 @@ func TestAgentResultFieldsAreBounded(t *testing.T) {
 		{"a results digest too long", conf(func(c *msg.Conformance) { c.Results = strings.Repeat("0", 1000) }), "conformance/results"},
 		{"a rule ID not an ID", conf(func(c *msg.Conformance) { c.Rules[0].ID = "Ping Answered" }), "conformance/rules/0/id"},
 		{"an unknown outcome", conf(func(c *msg.Conformance) { c.Rules[0].Outcome = "maybe" }), "conformance/rules/0/outcome"},
+		{"a slot never issued, 30 s ahead", func(r *msg.ProbeResult) { *r = result(office, t0.Add(30*time.Second), "") }, "slot"},
+		{"an event of no kind a probe reports", func(r *msg.ProbeResult) { r.Events = []msg.Event{{Kind: "pwned", Severity: "info", Message: "m"}} }, "events/0/kind"},
 	} {
 		r := result(office, slot, "")
 		tc.edit(&r)

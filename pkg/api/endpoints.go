@@ -134,7 +134,7 @@ func resultView(r msg.ProbeResult) *apiv1.ResultView {
 	if len(r.Phases) > 0 {
 		v.Phases = make(map[string]string, len(r.Phases))
 		for k, secs := range r.Phases {
-			v.Phases[k] = time.Duration(secs * float64(time.Second)).String()
+			v.Phases[k] = msg.PhaseDuration(secs).String()
 		}
 	}
 	return v

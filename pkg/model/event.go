@@ -21,6 +21,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
 // Change-event kinds, the one list of them: a sink opts into them by name
@@ -73,6 +75,11 @@ func EventKinds() []string {
 
 // IsEventKind reports whether k is one of EventKinds.
 func IsEventKind(k string) bool { return slices.Contains(EventKinds(), k) }
+
+// ResultEventKinds are the kinds a probe result's event may have: the
+// probe's own (msg.ProbeEventKinds), which the aggregator turns into
+// EventKinds, and EventKinds as they are.
+func ResultEventKinds() []string { return append(msg.ProbeEventKinds(), EventKinds()...) }
 
 // ChangeEvent is one durable change of one endpoint.
 type ChangeEvent struct {

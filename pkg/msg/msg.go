@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -148,6 +149,25 @@ func KnownPhase(name string) bool {
 	return name == PhaseToolCall || name == PhaseAuthToken || slices.Contains(Phases(), name)
 }
 
+// MaxPhase is the longest a phase can be: a probe's deadline is its
+// timeout, two minutes at most, and an agent's result whose slot may be
+// 15 minutes old is refused a longer one.
+const MaxPhase = 15 * time.Minute
+
+// PhaseDuration is a phase's seconds as a duration, within 0 and
+// MaxPhase (NaN as 0): a record stored before phases were bounded may
+// hold any float, and a plain conversion of 1e308 seconds overflows to a
+// negative duration.
+func PhaseDuration(secs float64) time.Duration {
+	switch {
+	case math.IsNaN(secs) || secs <= 0:
+		return 0
+	case secs >= MaxPhase.Seconds():
+		return MaxPhase
+	}
+	return time.Duration(secs * float64(time.Second))
+}
+
 // ProbeResult is what a prober observed for one probe run.
 type ProbeResult struct {
 	Schema     int       `json:"schema"`
@@ -264,6 +284,24 @@ type Event struct {
 	// credential's header and expiry), so every probe reporting it maps to
 	// one durable event; empty: the aggregator derives it from Details.
 	Fingerprint string `json:"fingerprint,omitempty"`
+}
+
+// The kinds of Event a probe reports that are not themselves durable
+// change events: the aggregator turns each into model.EventKinds
+// (catalog_changed into catalog_breaking, catalog_info and
+// catalog_security; both version changes into version; cert_expiring is
+// decided from CertExpiry). A probe's other events carry a
+// model.EventKinds kind as it is.
+const (
+	EventVersionChanged = "protocol_version_changed"
+	EventServerChanged  = "server_version_changed" // server name or version
+	EventCatalogChanged = "catalog_changed"
+	EventCertExpiring   = "cert_expiring"
+)
+
+// ProbeEventKinds are the kinds above.
+func ProbeEventKinds() []string {
+	return []string{EventVersionChanged, EventServerChanged, EventCatalogChanged, EventCertExpiring}
 }
 
 // EventSeverities are the severities an Event may have (or none).

@@ -3,6 +3,7 @@ package msg
 import (
 	"bytes"
 	"errors"
+	"math"
 	"testing"
 	"time"
 )
@@ -113,5 +114,25 @@ func TestBlindSpellIdentity(t *testing.T) {
 	}
 	if (BlindSpell{Region: "eu", Since: since.Add(time.Second)}).ID() == s.ID() {
 		t.Error("two spells share an ID")
+	}
+}
+
+// A phase read back is a duration within 0 and MaxPhase whatever float a
+// record stored before phases were bounded holds.
+func TestPhaseDurationIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		secs float64
+		want time.Duration
+	}{
+		{0.25, 250 * time.Millisecond},
+		{1e308, MaxPhase},
+		{math.Inf(1), MaxPhase},
+		{-1, 0},
+		{math.Inf(-1), 0},
+		{math.NaN(), 0},
+	} {
+		if got := PhaseDuration(tc.secs); got != tc.want {
+			t.Errorf("PhaseDuration(%g) = %v, want %v", tc.secs, got, tc.want)
+		}
 	}
 }

@@ -291,7 +291,7 @@ func sentence(name, state string) string {
 
 func ratio(r model.UptimeReport) Ratio { return Ratio{Measured: r.Measured, Value: r.Ratio} }
 
-func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+func secs(s float64) time.Duration { return msg.PhaseDuration(s) }
 
 func bar(day time.Time, r model.UptimeReport) Bar {
 	b := Bar{Date: day.Format(time.DateOnly), DownMinutes: (r.Down + 59) / 60}
