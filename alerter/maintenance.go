@@ -27,16 +27,20 @@ const (
 
 // gate decides what maintenance and the incident's state do to one
 // pending notification: send, defer (to the window's end) or drop.
-// openLeft: the incident's open is still pending for some sinks; a resolve
-// then goes to the sinks that have the open (the drain holds it back from
-// the others) instead of being dropped as never notified.
-func gate(p pending, inc model.Incident, idata incidentData, active, openLeft bool) (action, string) {
+// quiet: the incident opened and resolved inside maintenance
+// (model.QuietInMaintenance, the subscribers' rule too), so its open is
+// dropped; an open deferred for an incident that began before the window
+// goes out at the window's end, resolved or not. openLeft: the incident's
+// open is still pending for some sinks; a resolve then goes to the sinks
+// that have the open (the drain holds it back from the others) instead of
+// being dropped as never notified.
+func gate(p pending, inc model.Incident, idata incidentData, active, quiet, openLeft bool) (action, string) {
 	switch p.Kind {
 	case string(alert.KindOpen):
 		if active {
 			return actDefer, "maintenance"
 		}
-		if p.Deferred && inc.State == model.IncidentResolved {
+		if quiet {
 			return actDrop, "opened and resolved during maintenance"
 		}
 		return actSend, ""
@@ -67,20 +71,22 @@ func gate(p pending, inc model.Incident, idata incidentData, active, openLeft bo
 	return actSend, ""
 }
 
-// maintenanceEnd reports whether a maintenance window silences ep at now,
-// and when maintenance of ep ends (model.MaintenanceUntil: windows that
-// overlap or meet are one span). It reads ep's tenant's windows only,
+// maintenanceOf reports whether a maintenance window silences ep at now,
+// when maintenance of ep ends (model.MaintenanceUntil: windows that
+// overlap or meet are one span), and whether inc is quiet
+// (model.QuietInMaintenance). It reads ep's tenant's windows only,
 // decoded once per change (a.windows): a decision costs a stamp read, not
 // a decode of every window.
-func (a *Alerter) maintenanceEnd(ctx context.Context, ep model.Endpoint, now time.Time) (bool, time.Time, error) {
+func (a *Alerter) maintenanceOf(ctx context.Context, ep model.Endpoint, inc model.Incident, now time.Time) (active bool, end time.Time, quiet bool, err error) {
 	ms, err := a.windows.Of(ctx, ep.Tenant)
 	if err != nil {
-		return false, time.Time{}, fmt.Errorf("alerter: list maintenance windows: %w", err)
+		return false, time.Time{}, false, fmt.Errorf("alerter: list maintenance windows: %w", err)
 	}
 	// A window silences its own tenant's endpoints only (Matches checks
 	// the tenant first): a tenant's selector never reaches another's.
-	end, active := model.MaintenanceUntil(ms, endpointRef(ep), now)
-	return active, end, nil
+	ref := endpointRef(ep)
+	end, active = model.MaintenanceUntil(ms, ref, now)
+	return active, end, model.QuietInMaintenance(ms, ref, inc), nil
 }
 
 // endpointRef is what a maintenance window matches ep on.
@@ -93,11 +99,11 @@ func endpointRef(ep model.Endpoint) model.EndpointRef {
 // recorded as muted the first time and kept with the window's end; a drop
 // removes p. actSend passes p on to the sinks.
 func (a *Alerter) mute(ctx context.Context, run *drainRun, p pending, inc model.Incident, idata incidentData, now time.Time) (action, error) {
-	active, end, err := a.maintenanceEnd(ctx, run.ep, now)
+	active, end, quiet, err := a.maintenanceOf(ctx, run.ep, inc, now)
 	if err != nil {
 		return actDefer, err
 	}
-	act, why := gate(p, inc, idata, active, run.openLeft[p.IncidentID])
+	act, why := gate(p, inc, idata, active, quiet, run.openLeft[p.IncidentID])
 	switch act {
 	case actDefer:
 		if p.Deferred && p.DeferredUntil.Equal(end) {

@@ -171,7 +171,7 @@ type pageEvent struct {
 // "resolved" are held, and wake says when the earliest hold ends (zero:
 // nothing held), so the sweep comes back for them though no stamp moves;
 // an incident that opened in maintenance and resolved before that
-// maintenance ended (model.MaintenanceUntil) owes neither, ever; the
+// maintenance ended (model.QuietInMaintenance) owes neither, ever; the
 // owner's updates are owed in or out of a window.
 func OwedNotices(page model.StatusPage, subs []model.Subscriber, members []model.Endpoint, incidents map[string][]model.Incident,
 	windows []model.Maintenance, now time.Time) (owed []pageEvent, wake time.Time) {
@@ -185,8 +185,7 @@ func OwedNotices(page model.StatusPage, subs []model.Subscriber, members []model
 		ref := endpointRef(ep)
 		heldUntil, held := model.MaintenanceUntil(windows, ref, now)
 		for _, inc := range incidents[ep.ID] {
-			openEnd, openedIn := model.MaintenanceUntil(windows, ref, inc.OpenedAt)
-			quiet := openedIn && inc.ResolvedAt != nil && inc.ResolvedAt.Before(openEnd)
+			quiet := model.QuietInMaintenance(windows, ref, inc)
 			for _, ev := range model.IncidentEvents(inc) {
 				outage := ev.Kind != model.IncidentEventUpdate
 				// The horizon counts from when the event could go out:

@@ -131,3 +131,56 @@ func TestSubscriberNoticeHeldByADeletedWindowGoesOutOnTheNextSweep(t *testing.T)
 		t.Fatalf("after the window was deleted: notices %v, want %v", got, want)
 	}
 }
+
+// TestOwnerAndSubscribersAgreeOnAnIncidentThatBeganBeforeAWindow: an
+// incident that opened just before a window, whose open was still pending
+// when the window began (its sink failing) and which resolved inside the
+// window, is told to the owner and to the page's subscribers alike:
+// opened and resolved at the window's end. What decides is when the
+// incident opened (model.QuietInMaintenance), not whether a drain got its
+// open out before the window began.
+func TestOwnerAndSubscribersAgreeOnAnIncidentThatBeganBeforeAWindow(t *testing.T) {
+	e := newEnv(t)
+	e.publicEndpoint("ep1", "acme")
+	e.page("p1", "acme")
+	e.subscriber("s1", "p1", model.SubscriberConfirmed, t0.Add(-time.Minute))
+	start, end := t0.Add(5*time.Minute), t0.Add(15*time.Minute)
+	e.maintenance(model.Maintenance{ID: "m1", Tenant: "acme", EndpointIDs: []string{"ep1"}, Start: start, End: end})
+	sink := &noticeSink{}
+	a := e.alerter("a", func(o *Options) { o.Subscribers, o.RetryAttempts = sink, 3 })
+
+	e.clk.Set(start.Add(-5 * time.Second))
+	e.rcv.failNext(500, 500, 500)
+	e.states("ep1", 0, down, down)
+	e.pump(a.Handle)
+	inc := e.incidents("ep1")[0]
+	if !inc.OpenedAt.Before(start) {
+		t.Fatalf("incident opened at %s, want before the window's start %s", inc.OpenedAt, start)
+	}
+	e.clk.Set(start.Add(time.Minute))
+	e.states("ep1", 2, up, up)
+	e.pump(a.Handle)
+	if got := e.incidents("ep1")[0]; got.State != model.IncidentResolved {
+		t.Fatalf("incident %s, want it resolved inside the window", got.State)
+	}
+	if err := a.Sweep(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.sweepSubscribers(a, 2)
+	if got, subs := e.rcv.kinds(), sink.keys(); len(got) != 0 || len(subs) != 0 {
+		t.Fatalf("during the window: owner's alerts %v, subscriber notices %v, want none", got, subs)
+	}
+
+	e.clk.Set(end)
+	if err := a.Sweep(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.sweepSubscribers(a, 2)
+	if got := e.rcv.kinds(); !slices.Equal(got, []string{"open", "resolve"}) {
+		t.Fatalf("owner's alerts %v at the window's end, want [open resolve]", got)
+	}
+	want := []string{model.SubscriberNoticeKey("s1", inc.ID, "opened"), model.SubscriberNoticeKey("s1", inc.ID, "resolved")}
+	if got := sink.keys(); !slices.Equal(got, want) {
+		t.Fatalf("subscriber notices %v at the window's end, want %v", got, want)
+	}
+}

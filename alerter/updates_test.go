@@ -218,7 +218,7 @@ func TestGateSendsUpdatesWhateverTheWindow(t *testing.T) {
 		{"a reminder in a window is still dropped", pending{Kind: "reminder-1", Seq: 1}, true, actDrop},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got, why := gate(c.p, inc, incidentData{}, c.active, false); got != c.want {
+			if got, why := gate(c.p, inc, incidentData{}, c.active, false, false); got != c.want {
 				t.Fatalf("gate = %v (%s), want %v", got, why, c.want)
 			}
 		})

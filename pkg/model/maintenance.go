@@ -151,6 +151,18 @@ func MaintenanceUntil(ms []Maintenance, ep EndpointRef, t time.Time) (end time.T
 	return end, ok
 }
 
+// QuietInMaintenance reports whether inc opened while ep was in
+// maintenance and was resolved before that maintenance (MaintenanceUntil)
+// ended: nobody is told it opened or resolved, neither the owner's sinks
+// nor the status page's subscribers. An incident that opened before a
+// window is told, its notices held to the window's end, whenever they
+// were due: what decides is when the outage began, not when a drain or a
+// sweep got to it.
+func QuietInMaintenance(ms []Maintenance, ep EndpointRef, inc Incident) bool {
+	end, in := MaintenanceUntil(ms, ep, inc.OpenedAt)
+	return in && inc.ResolvedAt != nil && inc.ResolvedAt.Before(end)
+}
+
 // MaintenanceSpan is one stretch of maintenance of an endpoint: [Start,
 // End), windows that overlap or meet joined.
 type MaintenanceSpan struct {
