@@ -313,6 +313,13 @@ type Objects interface {
 	// from any replica, cannot pass it together). limit <= 0: no limit.
 	// Only for TenantKinds.
 	PutObjectWithin(ctx context.Context, kind, id string, doc []byte, limit int) error
+	// SwapObject is PutObject of doc only while kind/id holds exactly old
+	// (compared byte for byte in the write's own transaction): the
+	// compare-and-set of a read-modify-write of a versionless document,
+	// so a write made meanwhile by another replica is not put back as it
+	// was. ErrConflict when it holds something else, ErrNotFound when it
+	// is absent.
+	SwapObject(ctx context.Context, kind, id string, old, doc []byte) error
 	// GetObjectOf returns the tenant's document of kind: ErrNotFound when
 	// id is absent or another tenant's, decided from the index before the
 	// document is read. Only for TenantKinds.

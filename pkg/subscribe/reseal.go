@@ -25,6 +25,7 @@ type Keyring interface {
 type ResealStore interface {
 	KeyStore
 	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
+	SwapObject(ctx context.Context, kind, id string, old, doc []byte) error
 }
 
 // Resealed says what Reseal did.
@@ -47,11 +48,10 @@ type Resealed struct {
 // the list does not exist yet: the link key of the keyring the running
 // replicas use.
 //
-// Records are versionless, so each is read again just before its write
-// and written only if unchanged (else looked at again): a subscriber a
-// replica confirms or deletes meanwhile is not put back as it was, except
-// in the window between that read and the write. It is idempotent:
-// interrupted, it can simply be run again.
+// Records are versionless, so each is written with SwapObject, only
+// while it is still the document read (else read and looked at again): a
+// subscriber a replica confirms or deletes meanwhile is never put back as
+// it was. It is idempotent: interrupted, it can simply be run again.
 func Reseal(ctx context.Context, st ResealStore, kr Keyring, owner string, seed []byte) (Resealed, error) {
 	var out Resealed
 	if err := adoptLinkKeys(ctx, st, kr, owner, seed); err != nil {
@@ -76,29 +76,30 @@ func Reseal(ctx context.Context, st ResealStore, kr Keyring, owner string, seed 
 			if next == sub {
 				break
 			}
-			now, err := st.GetObject(ctx, store.KindSubscriber, id)
-			if errors.Is(err, model.ErrNotFound) {
-				break
-			}
-			if err != nil {
-				return out, err
-			}
-			if !bytes.Equal(now, doc) {
-				if attempt == 5 {
-					return out, fmt.Errorf("reseal subscriber %s: it keeps changing", id)
-				}
-				doc = now
-				continue
-			}
 			b, err := json.Marshal(next)
 			if err != nil {
 				return out, err
 			}
-			if err := st.PutObject(ctx, store.KindSubscriber, id, b); err != nil {
+			err = st.SwapObject(ctx, store.KindSubscriber, id, doc, b)
+			if err == nil {
+				out.Subscribers++
+				break
+			}
+			if errors.Is(err, model.ErrNotFound) {
+				break // deleted meanwhile
+			}
+			if !errors.Is(err, store.ErrConflict) {
 				return out, fmt.Errorf("reseal subscriber %s: %w", id, err)
 			}
-			out.Subscribers++
-			break
+			if attempt == 5 {
+				return out, fmt.Errorf("reseal subscriber %s: it keeps changing; run rotate again", id)
+			}
+			// Written meanwhile: re-seal what is there now.
+			if doc, err = st.GetObject(ctx, store.KindSubscriber, id); errors.Is(err, model.ErrNotFound) {
+				break
+			} else if err != nil {
+				return out, err
+			}
 		}
 	}
 	return out, nil

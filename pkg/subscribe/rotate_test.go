@@ -2,6 +2,7 @@ package subscribe
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -251,5 +252,56 @@ func TestUnopenedSubscriberIsWarnedOnce(t *testing.T) {
 	res, err := Reseal(t.Context(), d.st, keyring(t, k1), "rotate", nil)
 	if err != nil || len(res.Unopened) != 1 || res.Unopened[0] != sub.ID {
 		t.Fatalf("reseal: %+v %v; want the subscriber reported as not opening", res, err)
+	}
+}
+
+// writeBetween is the store with another replica's write landing between
+// Reseal's read of a subscriber and its write, the moment no real peer
+// can be made to hit.
+type writeBetween struct {
+	store.Store
+	once func()
+}
+
+func (w *writeBetween) SwapObject(ctx context.Context, kind, id string, old, doc []byte) error {
+	if f := w.once; f != nil {
+		w.once = nil
+		f()
+	}
+	return w.Store.SwapObject(ctx, kind, id, old, doc)
+}
+
+// TestResealKeepsAConfirmationMadeWhileItRuns: a subscriber confirmed by a
+// replica after `secrets rotate` read it is not put back unconfirmed: the
+// re-seal is a compare-and-set, and on a conflict it re-seals what the
+// replica wrote.
+func TestResealKeepsAConfirmationMadeWhileItRuns(t *testing.T) {
+	d := newDeployment(t)
+	k1 := seal.NewKey()
+	kr1 := keyring(t, k1)
+	svc := d.process(kr1, nil)
+	if err := svc.Subscribe(t.Context(), d.page, "jane@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	link := tokenIn(t, d.mail.mails()[0].Body, "confirm")
+	if subs := d.subscribers(); len(subs) != 1 || subs[0].State != model.SubscriberPending {
+		t.Fatalf("subscribers %+v, want one pending", subs)
+	}
+	st := &writeBetween{Store: d.st, once: func() {
+		if err := svc.Confirm(t.Context(), d.page, link); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	kr2 := keyring(t, seal.NewKey(), k1)
+	res, err := Reseal(t.Context(), st, kr2, "rotate", kr1.Derive(KeyLabel)[0])
+	if err != nil || res.Subscribers != 1 {
+		t.Fatalf("reseal: %+v %v, want one subscriber re-sealed", res, err)
+	}
+	subs := d.subscribers()
+	if len(subs) != 1 || subs[0].State != model.SubscriberConfirmed {
+		t.Fatalf("subscribers %+v, want the confirmation kept", subs)
+	}
+	if id, _ := seal.SealedKeyID(subs[0].Address); id != kr2.CurrentID() {
+		t.Fatalf("address sealed under %q, want the new key %q", id, kr2.CurrentID())
 	}
 }

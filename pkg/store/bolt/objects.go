@@ -107,6 +107,38 @@ func (s *Store) PutObjectWithin(ctx context.Context, kind, id string, doc []byte
 	})
 }
 
+// SwapObject is PutObject while kind/id holds exactly old.
+func (s *Store) SwapObject(ctx context.Context, kind, id string, old, doc []byte) error {
+	if kind == "" || id == "" {
+		return errors.New("bolt store: swap object: kind and id are required")
+	}
+	tenant := ""
+	if store.IsTenantKind(kind) {
+		var err error
+		if tenant, err = store.ObjectTenant(doc); err != nil {
+			return fmt.Errorf("bolt store: swap object %s/%s: %w", kind, id, err)
+		}
+	}
+	return s.batch(ctx, func(tx *bbolt.Tx) error {
+		var cur []byte
+		if b := tx.Bucket(bObjects).Bucket([]byte(kind)); b != nil {
+			cur = b.Get([]byte(id))
+		}
+		switch {
+		case cur == nil:
+			return refuse(fmt.Errorf("swap object %s/%s: %w", kind, id, model.ErrNotFound))
+		case !bytes.Equal(cur, old):
+			return refuse(fmt.Errorf("swap object %s/%s: changed since it was read: %w", kind, id, store.ErrConflict))
+		}
+		if tenant != "" {
+			if err := indexObject(tx, kind, id, tenant, 0); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bObjects).Bucket([]byte(kind)).Put([]byte(id), bytes.Clone(doc))
+	})
+}
+
 // indexObject lists id in tenant's index of kind (unlisting it from the
 // tenant that held it before), bumps the stamps of both and refuses with
 // ErrQuota when id is new to tenant and tenant holds limit documents.

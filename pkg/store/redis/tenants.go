@@ -91,7 +91,14 @@ func (s *Store) objectsStampPrefix(kind string) string  { return s.k("objects_st
 // stamps, and the kind's store.AnyTenant stamp '*') and refuses (-1) an ID new to the tenant when the tenant's set
 // holds ARGV[4] IDs (0: no limit). KEYS: objects:<kind>,
 // object_tenants:<kind>; ARGV[5], ARGV[6]: the set and stamp prefixes.
+// With ARGV[7] '1' it writes only while the document is ARGV[8]: -3 when
+// it is absent, -2 when it holds something else (SwapObject).
 var putTenantObject = goredis.NewScript(`
+if ARGV[7] == '1' then
+  local cur = redis.call('HGET', KEYS[1], ARGV[1])
+  if not cur then return -3 end
+  if cur ~= ARGV[8] then return -2 end
+end
 local old = redis.call('HGET', KEYS[2], ARGV[1])
 local set = ARGV[5] .. ARGV[3]
 local limit = tonumber(ARGV[4])
@@ -144,6 +151,51 @@ func (s *Store) PutObjectWithin(ctx context.Context, kind, id string, doc []byte
 	}
 	if n == -1 {
 		return fmt.Errorf("put object %s/%s: tenant %q has %d: %w", kind, id, tenant, limit, store.ErrQuota)
+	}
+	return nil
+}
+
+// swapObject writes ARGV[2] as ARGV[1] of hash KEYS[1] only while it is
+// ARGV[3] (-3 absent, -2 another document), adding ARGV[4] to the set
+// KEYS[2] when given (a prober document's region).
+var swapObject = goredis.NewScript(`
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if not cur then return -3 end
+if cur ~= ARGV[3] then return -2 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+if KEYS[2] then redis.call('SADD', KEYS[2], ARGV[4]) end
+return 1`)
+
+// SwapObject is PutObject while kind/id holds exactly old, compared in the
+// script that writes.
+func (s *Store) SwapObject(ctx context.Context, kind, id string, old, doc []byte) error {
+	if kind == "" || id == "" {
+		return errors.New("redis store: swap object: kind and id are required")
+	}
+	what := "swap object " + kind + "/" + id
+	var n int
+	var err error
+	switch ep, region := store.SplitProberObjectID(id); {
+	case store.IsTenantKind(kind):
+		tenant, terr := store.ObjectTenant(doc)
+		if terr != nil {
+			return fmt.Errorf("redis store: %s: %w", what, terr)
+		}
+		n, err = putTenantObject.Run(ctx, s.rdb, []string{s.k("objects", kind), s.objectOwners(kind)},
+			id, doc, tenant, 0, s.tenantObjectsPrefix(kind), s.objectsStampPrefix(kind), "1", old).Int()
+	case region != "" && proberKind(kind):
+		n, err = swapObject.Run(ctx, s.rdb, []string{s.objects(kind, id), s.objectRegions(ep)}, id, doc, old, region).Int()
+	default:
+		n, err = swapObject.Run(ctx, s.rdb, []string{s.objects(kind, id)}, id, doc, old).Int()
+	}
+	if err := s.done(what, err); err != nil {
+		return err
+	}
+	switch n {
+	case -3:
+		return fmt.Errorf("%s: %w", what, model.ErrNotFound)
+	case -2:
+		return fmt.Errorf("%s: changed since it was read: %w", what, store.ErrConflict)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -208,5 +209,71 @@ func testOwnedReads(t *testing.T, s store.Store, _ *clock.Fake) {
 	must(t, err)
 	if len(list) != 1 || list[0].State != model.IncidentAcknowledged {
 		t.Fatalf("tenant a lists %+v after the update", list)
+	}
+}
+
+// testSwapObject: SwapObject writes only while the document is the one
+// read (a tenant kind's index and stamps moving as a put's would, a
+// prober document of a region as a put would), refuses a changed one
+// with ErrConflict and an absent one with ErrNotFound, writing nothing;
+// of many replicas swapping one document read at the same moment,
+// exactly one succeeds.
+func testSwapObject(t *testing.T, s store.Store, _ *clock.Fake) {
+	ctx := t.Context()
+	wantErr(t, s.SwapObject(ctx, "catalog", "c1", []byte("v0"), []byte("v1")), model.ErrNotFound)
+	if _, err := s.GetObject(ctx, "catalog", "c1"); err == nil {
+		t.Fatal("a refused swap wrote the document")
+	}
+	for _, id := range []string{"c1", store.ProberObjectID("ep1", "eu")} {
+		must(t, s.PutObject(ctx, store.KindCatalog, id, []byte("v1")))
+		wantErr(t, s.SwapObject(ctx, store.KindCatalog, id, []byte("v0"), []byte("v2")), store.ErrConflict)
+		if doc, _ := s.GetObject(ctx, store.KindCatalog, id); string(doc) != "v1" {
+			t.Fatalf("%s after a refused swap = %q, want v1", id, doc)
+		}
+		must(t, s.SwapObject(ctx, store.KindCatalog, id, []byte("v1"), []byte("v2")))
+		if doc, _ := s.GetObject(ctx, store.KindCatalog, id); string(doc) != "v2" {
+			t.Fatalf("%s after a swap = %q, want v2", id, doc)
+		}
+	}
+
+	kind := store.KindMaintenance
+	v1, v2 := windowDoc("w1", "a"), windowDoc("w1", "b")
+	wantErr(t, s.SwapObject(ctx, kind, "w1", v1, v2), model.ErrNotFound)
+	must(t, s.PutObject(ctx, kind, "w1", v1))
+	stampA, err := s.ObjectsStamp(ctx, kind, "a")
+	must(t, err)
+	wantErr(t, s.SwapObject(ctx, kind, "w1", windowDoc("w1", "c"), v2), store.ErrConflict)
+	if st, _ := s.ObjectsStamp(ctx, kind, "a"); st != stampA {
+		t.Fatal("a refused swap moved the tenant's stamp")
+	}
+	must(t, s.SwapObject(ctx, kind, "w1", v1, v2))
+	for tenant, want := range map[string][]string{"a": {}, "b": {"w1"}} {
+		docs, err := s.ListObjectsOf(ctx, kind, tenant)
+		must(t, err)
+		sameJSON(t, objectIDs(docs), want)
+	}
+	if st, _ := s.ObjectsStamp(ctx, kind, "a"); st == stampA {
+		t.Fatal("a swap that moved the document left its old tenant's stamp")
+	}
+
+	const replicas = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, replicas)
+	for i := range replicas {
+		wg.Go(func() { errs <- s.SwapObject(ctx, kind, "w1", v2, windowDoc("w1", fmt.Sprintf("r%d", i))) })
+	}
+	wg.Wait()
+	close(errs)
+	won := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, store.ErrConflict):
+			t.Fatalf("concurrent swap: %v, want nil or ErrConflict", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d concurrent swaps of one read succeeded, want exactly 1", won)
 	}
 }

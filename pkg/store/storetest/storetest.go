@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"IncidentsByTenant", testIncidentsByTenant},               // tenants.go
 		{"ObjectsByTenant", testObjectsByTenant},                   // owners.go
 		{"ObjectQuotaConcurrent", testObjectQuotaConcurrent},       // owners.go
+		{"SwapObject", testSwapObject},                             // owners.go
 		{"OwnedReads", testOwnedReads},                             // owners.go
 		{"EndpointPagesExactlyOnce", testEndpointPagesExactlyOnce}, // pages.go
 		{"VerdictPages", testVerdictPages},
