@@ -544,6 +544,11 @@ func FuzzAgentResults(f *testing.F) {
 	f.Add(`{"results":[{"schema":1,"endpointId":"ENDPOINT","probeRunId":"` + msg.ProbeRunID("ENDPOINT", slot) + `","slot":"2026-03-01T11:59:50Z","startedAt":"2026-03-01T11:59:50Z","finishedAt":"2026-03-01T11:59:51Z","status":"up","class":"ok","serverName":"\u2066x\u2069","phases":{"connect":1e308},"httpStatus":-5,"toolCount":-1000}]}`)
 	f.Add(`{"results":[{"schema":1,"endpointId":"ENDPOINT","probeRunId":"` + msg.ProbeRunID("ENDPOINT", slot) + `","slot":"2026-03-01T11:59:50Z","startedAt":"2026-03-01T11:59:51Z","finishedAt":"2026-03-01T11:59:50Z","status":"up","class":"ok","conformance":{"era":"` + strings.Repeat("x", 4096) + `","checkedAt":"2026-03-01T11:59:50Z","rules":[{"id":"ping-answered","outcome":"pass"}]}}]}`)
 	f.Add(`{"results":{"a":1}}`)
+	// A slot never issued, ahead of the server; an event of no probe kind
+	// with details of a megabyte's kind.
+	ahead := t0.Add(30 * time.Second)
+	f.Add(resultsBody(result("ENDPOINT", ahead, "")))
+	f.Add(`{"results":[{"schema":1,"endpointId":"ENDPOINT","probeRunId":"` + msg.ProbeRunID("ENDPOINT", slot) + `","slot":"2026-03-01T11:59:50Z","startedAt":"2026-03-01T11:59:50Z","finishedAt":"2026-03-01T11:59:51Z","status":"up","class":"ok","events":[{"kind":"pwned","message":"m"},{"kind":"server_version_changed","message":"m","details":{"toVersion":"\u001b[2J","pad":"` + strings.Repeat("x", 20000) + `"}}]}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		ag := newAgentHarness(t, true)
 		id := ag.endpoint(ag.keys["a/write"], "office", "loc-office")
