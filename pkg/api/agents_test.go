@@ -230,7 +230,9 @@ func TestAgentResultTextIsCleanedAndTokensKnown(t *testing.T) {
 		{"a class's wrong status", func(r *msg.ProbeResult) { r.Class, r.Status = "timeout", msg.StatusUp }, "#/results/0/status"},
 		{"unknown phase", func(r *msg.ProbeResult) { r.Phases = map[string]float64{"connect\u202e": 0.1} }, "#/results/0/phases"},
 		{"negative phase", func(r *msg.ProbeResult) { r.Phases = map[string]float64{msg.PhaseConnect: -1} }, "#/results/0/phases/connect"},
-		{"unknown event severity", func(r *msg.ProbeResult) { r.Events = []msg.Event{{Kind: "credential_expiry", Severity: "info\x1b", Message: "m"}} }, "#/results/0/events/0/severity"},
+		{"unknown event severity", func(r *msg.ProbeResult) {
+			r.Events = []msg.Event{{Kind: "credential_expiry", Severity: "info\x1b", Message: "m"}}
+		}, "#/results/0/events/0/severity"},
 	} {
 		r := result(office, slot, "")
 		tc.edit(&r)
