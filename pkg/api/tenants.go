@@ -54,17 +54,6 @@ type Quotas struct {
 	MaxInFlight int
 }
 
-// Defaults of the process's quota flags.
-const (
-	DefaultMaxEndpointsPerTenant   = 1000
-	DefaultMaxMaintenancePerTenant = 100
-	DefaultMaxStatusPagesPerTenant = 20
-	DefaultMaxAgentsPerTenant      = 50
-	DefaultRateLimit               = 20.0
-	DefaultRateBurst               = 40
-	DefaultMaxInFlightPerTenant    = 16
-)
-
 // quotaProblem names the quota, its limit and the flag that sets it.
 func quotaProblem(noun, flag string, limit int) *apiv1.Problem {
 	return problemf(http.StatusConflict, apiv1.TypeQuotaExceeded,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/config"
 	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
@@ -136,8 +137,8 @@ func TestWithoutKeysEverythingIsTheDefaultTenant(t *testing.T) {
 // TestEndpointQuota: the 1,001st endpoint of a tenant is a 409 naming the
 // quota; other tenants are not counted, and a delete frees a place.
 func TestEndpointQuota(t *testing.T) {
-	ah := newAuthHarness(t, withQuotas(api.Quotas{MaxEndpoints: api.DefaultMaxEndpointsPerTenant}))
-	for i := range api.DefaultMaxEndpointsPerTenant - 1 {
+	ah := newAuthHarness(t, withQuotas(api.Quotas{MaxEndpoints: config.DefaultMaxEndpointsPerTenant}))
+	for i := range config.DefaultMaxEndpointsPerTenant - 1 {
 		if _, err := ah.store.CreateEndpoint(t.Context(), model.Endpoint{ID: fmt.Sprintf("seed%04d", i), Tenant: "a", Schedule: "@every 30s"}); err != nil {
 			t.Fatal(err)
 		}

@@ -218,7 +218,8 @@ type Options struct {
 	OTLPEndpoint string
 }
 
-// Tenant quota defaults (the same as pkg/api's Default* constants).
+// Tenant quota defaults: the flags' (pkg/api's Quotas take the values
+// the flags give, zero for none).
 const (
 	DefaultMaxEndpointsPerTenant   = 1000
 	DefaultMaxMaintenancePerTenant = 100
