@@ -29,16 +29,30 @@ const accepted = "If the address can receive mail, a confirmation link is on its
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /status/{slug}/subscribe", s.handleSubscribe)
+	// A GET changes nothing: mail scanners (and link previews) follow every
+	// link in a mail, so a link that confirmed on GET let anyone subscribe
+	// an address behind such a scanner without its owner. The page's
+	// button posts.
 	mux.HandleFunc("GET /status/{slug}/confirm", func(w http.ResponseWriter, r *http.Request) {
 		p, ok := s.page(w, r)
 		if !ok {
 			return
 		}
+		s.show(w, http.StatusOK, p.Title, "Confirm that this address should get a mail when an incident on this page opens, is updated or is resolved?", form{
+			action: "?" + url.Values{"t": {r.URL.Query().Get("t")}}.Encode(), button: "Confirm"})
+	})
+	mux.HandleFunc("POST /status/{slug}/confirm", func(w http.ResponseWriter, r *http.Request) {
+		p, ok := s.page(w, r)
+		if !ok {
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		_, _ = io.Copy(io.Discard, r.Body)
 		if err := s.Confirm(r.Context(), p, r.URL.Query().Get("t")); err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		s.show(w, http.StatusOK, p.Title, "Subscription confirmed. You will get a mail when an incident on this page opens, is updated or is resolved; every mail has a link to unsubscribe.", "")
+		s.show(w, http.StatusOK, p.Title, "Subscription confirmed. You will get a mail when an incident on this page opens, is updated or is resolved; every mail has a link to unsubscribe.", form{})
 	})
 	mux.HandleFunc("GET /status/{slug}/unsubscribe", func(w http.ResponseWriter, r *http.Request) {
 		p, ok := s.page(w, r)
@@ -46,7 +60,8 @@ func (s *Service) Handler() http.Handler {
 			return
 		}
 		// GET changes nothing (mail scanners follow links); the form posts.
-		s.show(w, http.StatusOK, p.Title, "Stop the mails of this status page?", "?"+url.Values{"t": {r.URL.Query().Get("t")}}.Encode())
+		s.show(w, http.StatusOK, p.Title, "Stop the mails of this status page?", form{
+			action: "?" + url.Values{"t": {r.URL.Query().Get("t")}}.Encode(), button: "Unsubscribe", oneClick: true})
 	})
 	mux.HandleFunc("POST /status/{slug}/unsubscribe", func(w http.ResponseWriter, r *http.Request) {
 		p, ok := s.page(w, r)
@@ -61,7 +76,7 @@ func (s *Service) Handler() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		s.show(w, http.StatusOK, p.Title, "Unsubscribed: this address gets no more mail from this page.", "")
+		s.show(w, http.StatusOK, p.Title, "Unsubscribed: this address gets no more mail from this page.", form{})
 	})
 	return securityHeaders(mux)
 }
@@ -147,27 +162,35 @@ func (s *Service) answer(w http.ResponseWriter, r *http.Request, code int, messa
 		_ = json.NewEncoder(w).Encode(map[string]string{"message": message})
 		return
 	}
-	s.show(w, code, "", message, "")
+	s.show(w, code, "", message, form{})
 }
 
 var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <meta name="robots" content="noindex"><title>{{.Title}}</title></head>
 <body><main><h1>{{.Title}}</h1><p>{{.Message}}</p>
-{{if .Action}}<form method="post" action="{{.Action}}"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>{{end}}
+{{if .Action}}<form method="post" action="{{.Action}}">{{if .OneClick}}<input type="hidden" name="List-Unsubscribe" value="One-Click">{{end}}<button type="submit">{{.Button}}</button></form>{{end}}
 </main></body></html>
 `))
 
-func (s *Service) show(w http.ResponseWriter, code int, title, message, action string) {
+// form is a page's one button: it posts to action (none when empty), with
+// RFC 8058's one-click field when oneClick.
+type form struct {
+	action, button string
+	oneClick       bool
+}
+
+func (s *Service) show(w http.ResponseWriter, code int, title, message string, f form) {
 	if title == "" {
 		title = "Status page subscription"
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	_ = pageTmpl.Execute(w, struct {
-		Title, Message string
-		Action         template.URL
-	}{strings.TrimSpace(title), message, template.URL(action)})
+		Title, Message, Button string
+		Action                 template.URL
+		OneClick               bool
+	}{strings.TrimSpace(title), message, f.button, template.URL(f.action), f.oneClick})
 }
 
 // securityHeaders: these pages are never cached or framed, and run no

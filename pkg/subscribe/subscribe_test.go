@@ -164,6 +164,53 @@ func post(t *testing.T, h http.Handler, path, contentType, body string) (int, st
 	return w.Code, string(b)
 }
 
+// TestFollowingTheConfirmLinkChangesNothing: a GET of the confirmation
+// link, which a mail scanner or link preview makes without the address's
+// owner, leaves the subscriber pending and answers a page whose button
+// posts to the same link; only that POST confirms.
+func TestFollowingTheConfirmLinkChangesNothing(t *testing.T) {
+	f := newFixture(t, 0)
+	h := f.svc.Handler()
+	if code, body := post(t, h, "/status/acme/subscribe", "application/json", `{"email":"victim@example.com"}`); code != http.StatusAccepted {
+		t.Fatalf("subscribe: %d %s", code, body)
+	}
+	link := "/status/acme/confirm?t=" + url.QueryEscape(tokenIn(t, f.mail.mails()[0].Body, "confirm"))
+	state := func() model.SubscriberState {
+		t.Helper()
+		docs, err := f.st.ListObjectsOf(t.Context(), store.KindSubscriber, "pg1")
+		if err != nil || len(docs) != 1 {
+			t.Fatalf("subscribers of the page: %d, %v", len(docs), err)
+		}
+		for _, doc := range docs {
+			s, _ := model.DecodeSubscriber(doc)
+			return s.State
+		}
+		return ""
+	}
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(method, link, nil))
+		if w.Code != http.StatusOK {
+			t.Fatalf("%s of the confirmation link: %d", method, w.Code)
+		}
+		if got := state(); got != model.SubscriberPending {
+			t.Fatalf("after a %s of the confirmation link the subscriber is %s, want %s", method, got, model.SubscriberPending)
+		}
+		if method == http.MethodGet {
+			body := w.Body.String()
+			action := "?" + strings.SplitN(link, "?", 2)[1]
+			if !strings.Contains(body, `<form method="post" action="`+strings.ReplaceAll(action, "&", "&amp;")+`"`) || !strings.Contains(body, ">Confirm</button>") {
+				t.Fatalf("GET of the confirmation link: want a form posting to the link, got\n%s", body)
+			}
+		}
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, link, strings.NewReader("")))
+	if w.Code != http.StatusOK || state() != model.SubscriberConfirmed {
+		t.Fatalf("POST of the confirmation link: %d, subscriber %s; want 200 and %s", w.Code, state(), model.SubscriberConfirmed)
+	}
+}
+
 // TestSubscribeAnswersAlikeAndMailsOnce: new, pending and confirmed
 // addresses get the same answer; one confirmation mail per address per
 // hour; the link confirms; the address is sealed at rest and appears in
@@ -189,7 +236,7 @@ func TestSubscribeAnswersAlikeAndMailsOnce(t *testing.T) {
 	if m.To != "Jane.Doe@example.com" {
 		t.Fatalf("mailed %q, want the address with its domain lower-cased", m.To)
 	}
-	r := httptest.NewRequest(http.MethodGet, "/status/acme/confirm?t="+url.QueryEscape(tokenIn(t, m.Body, "confirm")), nil)
+	r := httptest.NewRequest(http.MethodPost, "/status/acme/confirm?t="+url.QueryEscape(tokenIn(t, m.Body, "confirm")), nil)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
 	if w.Code != http.StatusOK {
