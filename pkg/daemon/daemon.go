@@ -660,7 +660,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			return err
 		}
 		if subs != nil {
-			h := subs.Handler()
+			h := subs.Handler(pubCache) // the page of /status/{slug}/… from the public pages' index
 			for _, path := range subscribe.Routes {
 				mux.Handle(path, h)
 			}

@@ -1,6 +1,7 @@
 package subscribe
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"html/template"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/status"
 )
 
 // MaxBody bounds a subscribe request's body before it is parsed.
@@ -25,16 +27,28 @@ var Routes = []string{"/status/{slug}/subscribe", "/status/{slug}/confirm", "/st
 // address was new, pending or confirmed.
 const accepted = "If the address can receive mail, a confirmation link is on its way. Nothing is sent until it is followed."
 
-// Handler serves the public subscription routes (Routes).
-func (s *Service) Handler() http.Handler {
+// Pages finds the status page served at /status/{slug} (status.Cache):
+// from an index read at most once a TTL, since anyone may call these
+// routes, ErrNotFound (status's) when no page has the slug.
+type Pages interface {
+	PageOf(ctx context.Context, slug string) (model.StatusPage, error)
+}
+
+// Handler serves the public subscription routes (Routes), finding their
+// page in pages.
+func (s *Service) Handler(pages Pages) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /status/{slug}/subscribe", s.handleSubscribe)
+	mux.HandleFunc("POST /status/{slug}/subscribe", func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := s.page(w, r, pages); ok {
+			s.handleSubscribe(w, r, p)
+		}
+	})
 	// A GET changes nothing: mail scanners (and link previews) follow every
 	// link in a mail, so a link that confirmed on GET let anyone subscribe
 	// an address behind such a scanner without its owner. The page's
 	// button posts.
 	mux.HandleFunc("GET /status/{slug}/confirm", func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.page(w, r)
+		p, ok := s.page(w, r, pages)
 		if !ok {
 			return
 		}
@@ -42,7 +56,7 @@ func (s *Service) Handler() http.Handler {
 			action: "?" + url.Values{"t": {r.URL.Query().Get("t")}}.Encode(), button: "Confirm"})
 	})
 	mux.HandleFunc("POST /status/{slug}/confirm", func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.page(w, r)
+		p, ok := s.page(w, r, pages)
 		if !ok {
 			return
 		}
@@ -55,7 +69,7 @@ func (s *Service) Handler() http.Handler {
 		s.show(w, http.StatusOK, p.Title, "Subscription confirmed. You will get a mail when an incident on this page opens, is updated or is resolved; every mail has a link to unsubscribe.", form{})
 	})
 	mux.HandleFunc("GET /status/{slug}/unsubscribe", func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.page(w, r)
+		p, ok := s.page(w, r, pages)
 		if !ok {
 			return
 		}
@@ -64,7 +78,7 @@ func (s *Service) Handler() http.Handler {
 			action: "?" + url.Values{"t": {r.URL.Query().Get("t")}}.Encode(), button: "Unsubscribe", oneClick: true})
 	})
 	mux.HandleFunc("POST /status/{slug}/unsubscribe", func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.page(w, r)
+		p, ok := s.page(w, r, pages)
 		if !ok {
 			return
 		}
@@ -81,11 +95,7 @@ func (s *Service) Handler() http.Handler {
 	return securityHeaders(mux)
 }
 
-func (s *Service) handleSubscribe(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.page(w, r)
-	if !ok {
-		return
-	}
+func (s *Service) handleSubscribe(w http.ResponseWriter, r *http.Request, p model.StatusPage) {
 	client, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		client = r.RemoteAddr
@@ -127,8 +137,11 @@ func emailOf(r *http.Request) (string, error) {
 }
 
 // page finds the page of the request's slug, answering 404 if none.
-func (s *Service) page(w http.ResponseWriter, r *http.Request) (model.StatusPage, bool) {
-	p, err := PageBySlug(r.Context(), s.o.Store, r.PathValue("slug"))
+func (s *Service) page(w http.ResponseWriter, r *http.Request, pages Pages) (model.StatusPage, bool) {
+	p, err := pages.PageOf(r.Context(), r.PathValue("slug"))
+	if errors.Is(err, status.ErrNotFound) {
+		err = ErrNoPage
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return p, false

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/seal"
+	"github.com/mcpmon/mcpmon/pkg/status"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
@@ -212,7 +213,7 @@ func TestRotationKeepsSubscriptions(t *testing.T) {
 	if logs.Len() != 0 {
 		t.Fatalf("logged after the rotation:\n%s", logs.String())
 	}
-	h := after.Handler()
+	h := after.Handler(status.NewCache(status.Options{Store: d.st, Clock: d.clk}))
 	for masked, tok := range unsub {
 		if code, body := post(t, h, "/status/acme/unsubscribe?t="+url.QueryEscape(tok), "application/x-www-form-urlencoded", "List-Unsubscribe=One-Click"); code != http.StatusOK {
 			t.Fatalf("%s's unsubscribe link from before the rotation: %d %s", masked, code, body)

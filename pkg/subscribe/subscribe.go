@@ -367,19 +367,3 @@ func (s *Service) put(ctx context.Context, sub model.Subscriber) error {
 	}
 	return err
 }
-
-// PageBySlug finds the status page served at /status/{slug}.
-func PageBySlug(ctx context.Context, st interface {
-	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
-}, slug string) (model.StatusPage, error) {
-	docs, err := st.ListObjects(ctx, store.KindStatusPage)
-	if err != nil {
-		return model.StatusPage{}, err
-	}
-	for _, doc := range docs {
-		if p, err := model.DecodeStatusPage(doc); err == nil && p.Slug == slug {
-			return p, nil
-		}
-	}
-	return model.StatusPage{}, ErrNoPage
-}

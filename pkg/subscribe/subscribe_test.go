@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/seal"
+	"github.com/mcpmon/mcpmon/pkg/status"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
@@ -46,11 +48,12 @@ func (m *fakeMailer) mails() []email.Mail {
 }
 
 type fixture struct {
-	st   store.Store
-	clk  *clock.Fake
-	mail *fakeMailer
-	svc  *Service
-	page model.StatusPage
+	st    store.Store
+	clk   *clock.Fake
+	mail  *fakeMailer
+	svc   *Service
+	page  model.StatusPage
+	pages *status.Cache
 }
 
 func newFixture(t *testing.T, max int) *fixture {
@@ -65,7 +68,8 @@ func newFixture(t *testing.T, max int) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{st: st, clk: clk, mail: &fakeMailer{}, page: model.StatusPage{ID: "pg1", Slug: "acme", Title: "Acme"}}
+	f := &fixture{st: st, clk: clk, mail: &fakeMailer{}, page: model.StatusPage{ID: "pg1", Slug: "acme", Title: "Acme"},
+		pages: status.NewCache(status.Options{Store: st, Clock: clk})}
 	doc, _ := json.Marshal(f.page)
 	if err := st.PutObject(t.Context(), store.KindStatusPage, f.page.ID, doc); err != nil {
 		t.Fatal(err)
@@ -170,7 +174,7 @@ func post(t *testing.T, h http.Handler, path, contentType, body string) (int, st
 // posts to the same link; only that POST confirms.
 func TestFollowingTheConfirmLinkChangesNothing(t *testing.T) {
 	f := newFixture(t, 0)
-	h := f.svc.Handler()
+	h := f.svc.Handler(f.pages)
 	if code, body := post(t, h, "/status/acme/subscribe", "application/json", `{"email":"victim@example.com"}`); code != http.StatusAccepted {
 		t.Fatalf("subscribe: %d %s", code, body)
 	}
@@ -211,13 +215,56 @@ func TestFollowingTheConfirmLinkChangesNothing(t *testing.T) {
 	}
 }
 
+// countingStore counts listings of every status page in the deployment.
+type countingStore struct {
+	store.Store
+	pageLists atomic.Int64
+}
+
+func (c *countingStore) ListObjects(ctx context.Context, kind string) (map[string][]byte, error) {
+	if kind == store.KindStatusPage {
+		c.pageLists.Add(1)
+	}
+	return c.Store.ListObjects(ctx, kind)
+}
+
+// TestRoutesListThePagesOncePerTTL: the subscription routes, which anyone
+// may call without a key or a rate, find their page in the public pages'
+// index, read once a TTL, not in a listing of every tenant's pages per
+// request: at 10,000 pages of the largest size a request cost 3.2 s of CPU
+// and 640 MB.
+func TestRoutesListThePagesOncePerTTL(t *testing.T) {
+	f := newFixture(t, 0)
+	cs := &countingStore{Store: f.st}
+	h := f.svc.Handler(status.NewCache(status.Options{Store: cs, Clock: f.clk}))
+	for i := range 50 {
+		for _, path := range []string{"/status/acme/confirm?t=x", "/status/acme/unsubscribe?t=x", "/status/nope/unsubscribe?t=x"} {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+			if want := map[bool]int{true: http.StatusNotFound, false: http.StatusOK}[strings.Contains(path, "nope")]; w.Code != want {
+				t.Fatalf("request %d, GET %s: %d, want %d", i, path, w.Code, want)
+			}
+		}
+	}
+	if n := cs.pageLists.Load(); n != 1 {
+		t.Fatalf("150 requests listed the status pages %d times, want once", n)
+	}
+	f.clk.Advance(status.DefaultTTL)
+	if code, _ := post(t, h, "/status/acme/unsubscribe?t=x", "application/x-www-form-urlencoded", ""); code != http.StatusBadRequest {
+		t.Fatalf("POST with a bad token: %d, want 400", code)
+	}
+	if n := cs.pageLists.Load(); n != 2 {
+		t.Fatalf("a request after the TTL: %d listings in all, want 2", n)
+	}
+}
+
 // TestSubscribeAnswersAlikeAndMailsOnce: new, pending and confirmed
 // addresses get the same answer; one confirmation mail per address per
 // hour; the link confirms; the address is sealed at rest and appears in
 // no answer.
 func TestSubscribeAnswersAlikeAndMailsOnce(t *testing.T) {
 	f := newFixture(t, 0)
-	h := f.svc.Handler()
+	h := f.svc.Handler(f.pages)
 	const addr = "Jane.Doe@Example.COM"
 	var answers []string
 	subscribe := func() {
@@ -267,7 +314,7 @@ func TestSubscribeAnswersAlikeAndMailsOnce(t *testing.T) {
 // unknown page (404).
 func TestSubscribeBounds(t *testing.T) {
 	f := newFixture(t, 2)
-	h := f.svc.Handler()
+	h := f.svc.Handler(f.pages)
 	form := "application/x-www-form-urlencoded"
 	for _, a := range []string{"a@example.com", "b@example.com"} {
 		if code, body := post(t, h, "/status/acme/subscribe", form, "email="+url.QueryEscape(a)); code != http.StatusAccepted {
@@ -306,7 +353,7 @@ func TestSubscribeBounds(t *testing.T) {
 // RFC 8058 header; GET of the link changes nothing, POST deletes.
 func TestUnsubscribeIsOneClick(t *testing.T) {
 	f := newFixture(t, 0)
-	h := f.svc.Handler()
+	h := f.svc.Handler(f.pages)
 	post(t, h, "/status/acme/subscribe", "application/json", `{"email":"j@example.com"}`)
 	confirm := tokenIn(t, f.mail.mails()[0].Body, "confirm")
 	if err := f.svc.Confirm(t.Context(), f.page, confirm); err != nil {
@@ -344,7 +391,7 @@ func TestUnsubscribeIsOneClick(t *testing.T) {
 // link has expired; its link no longer confirms.
 func TestPruneDropsUnconfirmed(t *testing.T) {
 	f := newFixture(t, 0)
-	post(t, f.svc.Handler(), "/status/acme/subscribe", "application/json", `{"email":"j@example.com"}`)
+	post(t, f.svc.Handler(f.pages), "/status/acme/subscribe", "application/json", `{"email":"j@example.com"}`)
 	tok := tokenIn(t, f.mail.mails()[0].Body, "confirm")
 	if p, err := Prune(t.Context(), f.st, f.clk.Now()); p != (Pruned{}) || err != nil {
 		t.Fatalf("prune before expiry: %+v %v", p, err)
