@@ -213,6 +213,11 @@ func (s *Service) Subscribe(ctx context.Context, p model.StatusPage, address str
 	if !d.write {
 		return nil
 	}
+	// A mail is owed: within the address's own rate (limit.go), over every
+	// page, or nothing at all, answered alike.
+	if !s.lim.allowMail(addr) {
+		return nil
+	}
 	d.next.Address, d.next.Masked = sealAddress(s.o.Sealer, id, addr), model.MaskEmail(addr)
 	// Written before the mail: a crash in between leaves a pending record
 	// that nobody was mailed, which the next subscribe after

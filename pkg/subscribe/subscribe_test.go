@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/mcpmon/mcpmon/alerter/sinks/email"
 	"github.com/mcpmon/mcpmon/pkg/clock"
@@ -255,6 +258,95 @@ func TestRoutesListThePagesOncePerTTL(t *testing.T) {
 	}
 	if n := cs.pageLists.Load(); n != 2 {
 		t.Fatalf("a request after the TTL: %d listings in all, want 2", n)
+	}
+}
+
+func postFrom(t *testing.T, h http.Handler, client, path, body string) int {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.RemoteAddr = client
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w.Code
+}
+
+// TestOneAddressIsMailedWithinItsRate: subscribing one stranger's address
+// to every page of the deployment, each from another client, mails it 5
+// confirmations at once and one an hour after that; every subscribe gets
+// the same 202. Before, each page mailed it once an hour, for ever.
+func TestOneAddressIsMailedWithinItsRate(t *testing.T) {
+	f := newFixture(t, 0)
+	for i := range 30 {
+		doc, _ := json.Marshal(model.StatusPage{ID: fmt.Sprintf("p%d", i), Slug: fmt.Sprintf("page%d", i), Title: "Page"})
+		if err := f.st.PutObject(t.Context(), store.KindStatusPage, fmt.Sprintf("p%d", i), doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := f.svc.Handler(f.pages)
+	round := func(from int) {
+		t.Helper()
+		for i := range 30 {
+			client := fmt.Sprintf("198.51.100.%d:1000", from+i)
+			if code := postFrom(t, h, client, fmt.Sprintf("/status/page%d/subscribe", i), `{"email":"victim@example.com"}`); code != http.StatusAccepted {
+				t.Fatalf("subscribe to page%d: %d, want 202", i, code)
+			}
+		}
+	}
+	round(0)
+	if n := len(f.mail.mails()); n != 5 {
+		t.Fatalf("subscribed to 30 pages: %d confirmation mails, want 5", n)
+	}
+	f.clk.Advance(time.Hour)
+	round(100)
+	if n := len(f.mail.mails()); n != 6 {
+		t.Fatalf("an hour later, subscribed to 30 pages again: %d confirmation mails in all, want 6", n)
+	}
+	if code := postFrom(t, h, "198.51.100.250:1000", "/status/page0/subscribe", `{"email":"someone.else@example.com"}`); code != http.StatusAccepted || len(f.mail.mails()) != 7 {
+		t.Fatalf("another address: %d, %d mails in all; want 202 and a mail", code, len(f.mail.mails()))
+	}
+}
+
+// TestClientsAreCountedByIPv6Slash64: the addresses of one IPv6 /64 share
+// one client bucket (10 at once), an IPv4-mapped address counts as its
+// IPv4 one, and another /64 has a bucket of its own.
+func TestClientsAreCountedByIPv6Slash64(t *testing.T) {
+	f := newFixture(t, 0)
+	h := f.svc.Handler(f.pages)
+	for i := range 10 {
+		if code := postFrom(t, h, fmt.Sprintf("[2001:db8:1:2::%x]:1000", i+1), "/status/acme/subscribe", fmt.Sprintf(`{"email":"a%d@example.com"}`, i)); code != http.StatusAccepted {
+			t.Fatalf("subscribe %d from the /64: %d, want 202", i+1, code)
+		}
+	}
+	if code := postFrom(t, h, "[2001:db8:1:2:ffff:ffff:ffff:ffff]:1000", "/status/acme/subscribe", `{"email":"b@example.com"}`); code != http.StatusTooManyRequests {
+		t.Fatalf("an 11th subscribe from another address of the /64: %d, want 429", code)
+	}
+	if code := postFrom(t, h, "[2001:db8:1:3::1]:1000", "/status/acme/subscribe", `{"email":"c@example.com"}`); code != http.StatusAccepted {
+		t.Fatalf("a subscribe from another /64: %d, want 202", code)
+	}
+	for i := range 10 {
+		postFrom(t, h, "192.0.2.9:1000", "/status/acme/subscribe", fmt.Sprintf(`{"email":"d%d@example.com"}`, i))
+	}
+	if code := postFrom(t, h, "[::ffff:192.0.2.9]:1000", "/status/acme/subscribe", `{"email":"e@example.com"}`); code != http.StatusTooManyRequests {
+		t.Fatalf("the IPv4-mapped form of a spent IPv4 client: %d, want 429", code)
+	}
+}
+
+// TestFullLimiterKeepsSpentBuckets: when maxTracked buckets are kept, a
+// new one drops those that are full again (as good as new) and keeps the
+// spent ones, so a flood of fresh clients does not refill a spent client.
+func TestFullLimiterKeepsSpentBuckets(t *testing.T) {
+	m := map[string]*rate.Limiter{}
+	for i := range maxTracked {
+		bucket(m, fmt.Sprint(i), perClient, perClientBurst, t0)
+	}
+	spent := m["0"]
+	if !spent.AllowN(t0, perClientBurst) {
+		t.Fatal("a new bucket was not full")
+	}
+	bucket(m, "new", perClient, perClientBurst, t0)
+	if len(m) != 2 || m["0"] != spent {
+		t.Fatalf("after one more client: %d buckets kept, the spent one kept: %v; want 2 and true", len(m), m["0"] == spent)
 	}
 }
 
