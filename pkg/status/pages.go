@@ -16,10 +16,11 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
-// PageIncidents bounds the incidents a status page and its JSON list: the
-// newest by start, across the page's endpoints. The page's feed is built
-// from all of the last Days days' incidents before this cut, so an old
-// incident's late resolution still reaches it.
+// PageIncidents bounds the incidents a status page and an endpoint's page,
+// and their JSON, list: the newest by start, across the page's endpoints.
+// The feeds are built from all of the last Days days' incidents before
+// this cut (Page.Entries), so an old incident's late resolution still
+// reaches them.
 const PageIncidents = 50
 
 // PageMembers bounds the endpoint entries a status page's HTML and JSON
@@ -131,7 +132,7 @@ func BuildStatusPage(in PageInput) StatusPageView {
 		for _, row := range p.Incidents {
 			v.Incidents = append(v.Incidents, PageIncident{EndpointSlug: p.Slug, EndpointName: p.Name, IncidentRow: row})
 		}
-		entries = append(entries, incidentEntries(p.Name, p.Slug, p.Incidents)...)
+		entries = append(entries, p.Entries...)
 	}
 	slices.SortFunc(v.Incidents, func(a, b PageIncident) int {
 		if c := b.Start.Compare(a.Start); c != 0 {
