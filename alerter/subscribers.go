@@ -83,6 +83,13 @@ const (
 	// for the next sweep.
 	subscriberBatch    = 500
 	subscriberParallel = 8
+	// subscriberPageShare bounds what one page may take of a walk's
+	// batch, and each walk starts at the page after the one the last
+	// walk ran out of batch on (walkOrder): pages with thousands of
+	// notices owed (a tenant's own, with 10,000 subscribers each and an
+	// update a minute) no longer take every walk's batch while other
+	// tenants' subscribers wait past their 48 h horizon.
+	subscriberPageShare = 100
 	// DefaultSubscriberInterval is how often RunSubscribers sweeps.
 	DefaultSubscriberInterval = 5 * time.Second
 	// SubscriberSafetyInterval is the longest a sweep goes without a full
@@ -104,6 +111,9 @@ type subscriberSweep struct {
 	mark    subscriberMark
 	at      time.Time
 	pending bool // it left notices unsent (failed, backed off, over the batch)
+	// resume is the page the walk's batch ran out on (empty: it did
+	// not): the next walk starts after it (walkOrder).
+	resume string
 	// wake is when the earliest maintenance hold on a notice ends (zero:
 	// none held): the walk is due then though no stamp moves.
 	wake time.Time
@@ -252,18 +262,32 @@ func (a *Alerter) NotifySubscribers(ctx context.Context) error {
 	if !SweepDue(a.subSweep, mark, now) {
 		return nil
 	}
-	pending, wake, err := a.walkSubscribers(ctx, ss, now)
-	a.subSweep = subscriberSweep{walked: true, mark: mark, at: now, pending: pending || err != nil, wake: wake}
+	pending, wake, resume, err := a.walkSubscribers(ctx, ss, now, a.subSweep.resume)
+	a.subSweep = subscriberSweep{walked: true, mark: mark, at: now, pending: pending || err != nil, wake: wake, resume: resume}
 	return err
 }
 
-// walkSubscribers reads every page and sends what is owed; pending says
-// it left notices for a later walk, wake when the earliest maintenance
-// hold on a notice ends (zero: none).
-func (a *Alerter) walkSubscribers(ctx context.Context, ss SubscriberStore, now time.Time) (pending bool, wake time.Time, err error) {
+// walkOrder is the order a walk visits pages in: by ID, starting at the
+// first page after resume (wrapping round), so that when walks run out of
+// batch every page with notices owed gets its turn.
+func walkOrder(pages []model.StatusPage, resume string) []model.StatusPage {
+	out := slices.SortedFunc(slices.Values(pages), func(x, y model.StatusPage) int { return cmp.Compare(x.ID, y.ID) })
+	i, _ := slices.BinarySearchFunc(out, resume, func(p model.StatusPage, id string) int { return cmp.Compare(p.ID, id) })
+	for i < len(out) && out[i].ID == resume {
+		i++
+	}
+	return append(out[i:], out[:i]...)
+}
+
+// walkSubscribers reads every page, in walkOrder after resume, and sends
+// what is owed, at most subscriberPageShare notices of one page and
+// subscriberBatch in all; pending says it left notices for a later walk,
+// wake when the earliest maintenance hold on a notice ends (zero: none),
+// stopped the page the batch ran out on (empty: it did not).
+func (a *Alerter) walkSubscribers(ctx context.Context, ss SubscriberStore, now time.Time, resume string) (pending bool, wake time.Time, stopped string, err error) {
 	docs, err := ss.ListObjects(ctx, store.KindStatusPage)
 	if err != nil {
-		return true, wake, fmt.Errorf("alerter: status pages: %w", err)
+		return true, wake, resume, fmt.Errorf("alerter: status pages: %w", err)
 	}
 	pages := make([]model.StatusPage, 0, len(docs))
 	for id, doc := range docs {
@@ -274,7 +298,7 @@ func (a *Alerter) walkSubscribers(ctx context.Context, ss SubscriberStore, now t
 		}
 		pages = append(pages, p)
 	}
-	slices.SortFunc(pages, func(x, y model.StatusPage) int { return cmp.Compare(x.ID, y.ID) })
+	pages = walkOrder(pages, resume)
 	for k, st := range a.subRetries {
 		if a.redeliver.Stale(st, now) {
 			delete(a.subRetries, k)
@@ -295,23 +319,27 @@ func (a *Alerter) walkSubscribers(ctx context.Context, ss SubscriberStore, now t
 		if !until.IsZero() && (wake.IsZero() || until.Before(wake)) {
 			wake = until
 		}
+		share := min(budget, subscriberPageShare)
 		for _, pe := range evs {
-			if budget <= 0 {
+			if share <= 0 {
 				pending = true
 				break
 			}
-			n, settled, err := a.fanOut(ctx, pe, budget)
-			budget -= n
+			n, settled, err := a.fanOut(ctx, pe, share)
+			share, budget = share-n, budget-n
 			pending = pending || !settled
 			if errors.Is(err, notify.ErrCrash) {
-				return true, wake, err
+				return true, wake, p.ID, err
 			}
 			if err != nil {
 				errs = append(errs, err)
 			}
 		}
+		if budget <= 0 {
+			stopped = p.ID
+		}
 	}
-	return pending, wake, errors.Join(errs...)
+	return pending, wake, stopped, errors.Join(errs...)
 }
 
 // owedOf reads what OwedNotices decides over for page p.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -305,5 +306,55 @@ func TestOwedNoticesFollowMaintenance(t *testing.T) {
 				t.Fatalf("owed %v, wake %v; want %v, wake %v", got, wake, tt.want, tt.wantWake)
 			}
 		})
+	}
+}
+
+// TestWalkOrder: pages by ID, starting after the page the last walk ran
+// out of batch on, wrapping round.
+func TestWalkOrder(t *testing.T) {
+	pages := []model.StatusPage{{ID: "c"}, {ID: "a"}, {ID: "d"}, {ID: "b"}}
+	for _, tc := range []struct{ resume, want string }{
+		{"", "abcd"}, {"a", "bcda"}, {"b", "cdab"}, {"d", "abcd"}, {"bb", "cdab"}, {"z", "abcd"},
+	} {
+		var got strings.Builder
+		for _, p := range walkOrder(pages, tc.resume) {
+			got.WriteString(p.ID)
+		}
+		if got.String() != tc.want {
+			t.Errorf("walkOrder after %q = %s, want %s", tc.resume, got.String(), tc.want)
+		}
+	}
+}
+
+// TestBusyPagesDoNotStarveOthers: pages owing thousands of notices (here
+// six of one tenant, sorted first, 60 subscribers each, three events)
+// take at most subscriberPageShare each of a walk's batch, and the next
+// walk starts after the page the batch ran out on, so another tenant's
+// page is told within two walks; before, every walk went to the first
+// pages until their whole backlog was sent.
+func TestBusyPagesDoNotStarveOthers(t *testing.T) {
+	e := newEnv(t)
+	e.publicEndpoint("evil-ep", "evil")
+	e.publicEndpoint("acme-ep", "acme")
+	for p := range 6 {
+		page := fmt.Sprintf("a%d", p)
+		e.page(page, "evil")
+		for s := range 60 {
+			e.subscriber(fmt.Sprintf("s-%s-%03d", page, s), page, model.SubscriberConfirmed, t0.Add(-time.Hour))
+		}
+	}
+	e.page("z", "acme")
+	e.subscriber("acme-sub", "z", model.SubscriberConfirmed, t0.Add(-time.Hour))
+	sink := &noticeSink{}
+	a := e.alerter("a", func(o *Options) { o.Subscribers = sink })
+	e.states("evil-ep", 0, down, down)
+	e.states("acme-ep", 0, down, down)
+	e.pump(a.Handle)
+	e.appendUpdate("evil-ep", "one")
+	e.appendUpdate("evil-ep", "two")
+	want := model.SubscriberNoticeKey("acme-sub", e.incidents("acme-ep")[0].ID, "opened")
+	e.sweepSubscribers(a, 2)
+	if got := sink.keys(); !slices.Contains(got, want) {
+		t.Fatalf("after two walks (%d notices sent) acme's subscriber has not been told", len(got))
 	}
 }
