@@ -664,6 +664,9 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			for _, path := range subscribe.Routes {
 				mux.Handle(path, h)
 			}
+			// The confirmation mails its subscribes owe, sent after
+			// they are answered.
+			d.loop(ctx, "subscription confirmations", subs.RunConfirmations)
 		}
 		// Webhook subscribers exist without SMTP: their orphans are
 		// pruned whether or not e-mail subscriptions are on.

@@ -160,6 +160,9 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.answer(w, r, http.StatusBadRequest, "This link is not valid, or has expired. Subscribe again for a new one.")
 	case errors.Is(err, ErrPageFull):
 		s.answer(w, r, http.StatusConflict, "This page has reached its subscriber limit.")
+	case errors.Is(err, ErrBusy):
+		w.Header().Set("Retry-After", "30")
+		s.answer(w, r, http.StatusServiceUnavailable, "Too many subscriptions at once; try again in a minute.")
 	default:
 		s.log.Warn("subscription request failed", "path", r.URL.Path, "err", err)
 		w.Header().Set("Retry-After", "30")

@@ -65,11 +65,15 @@ func (d *deployment) process(kr *seal.Keyring, log *slog.Logger) *Service {
 	if err != nil {
 		d.t.Fatal(err)
 	}
+	d.mail.drainInto(svc)
 	return svc
 }
 
 func (d *deployment) subscribers() []model.Subscriber {
 	d.t.Helper()
+	for _, drain := range d.mail.drains {
+		drain() // RunConfirmations carries the queued subscribes out
+	}
 	docs, err := d.st.ListObjectsOf(d.t.Context(), store.KindSubscriber, d.page.ID)
 	if err != nil {
 		d.t.Fatal(err)
