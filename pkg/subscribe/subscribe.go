@@ -3,7 +3,8 @@
 // one-click unsubscribe, and the mails themselves.
 //
 // Data enters through Handler's three public routes under
-// /status/{slug}/ (subscribe, confirm, unsubscribe) and through
+// /status/{slug}/ (subscribe, confirm, unsubscribe; a subscribe is
+// answered first and carried out by RunConfirmations) and through
 // NotifySubscriber, which the alerter calls for each notice it owes
 // (alerter/subscribers.go decides which, once, through the ledger).
 // Subscribers are kept as store.KindSubscriber documents, their addresses
