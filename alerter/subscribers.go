@@ -90,6 +90,13 @@ const (
 	// update a minute) no longer take every walk's batch while other
 	// tenants' subscribers wait past their 48 h horizon.
 	subscriberPageShare = 100
+	// subscriberWalkTime bounds the time a walk spends sending: past it
+	// no further page or chunk of notices is started, and the next walk
+	// starts after the page it stopped on. Receivers that answer slowly
+	// (webhook subscribers a tenant points at a server of its own that
+	// holds every request to the timeout) made one walk take hours, while
+	// every other page's subscribers waited for it.
+	subscriberWalkTime = 30 * time.Second
 	// DefaultSubscriberInterval is how often RunSubscribers sweeps.
 	DefaultSubscriberInterval = 5 * time.Second
 	// SubscriberSafetyInterval is the longest a sweep goes without a full
@@ -304,10 +311,10 @@ func (a *Alerter) walkSubscribers(ctx context.Context, ss SubscriberStore, now t
 			delete(a.subRetries, k)
 		}
 	}
-	budget := subscriberBatch
+	budget, deadline := subscriberBatch, now.Add(subscriberWalkTime)
 	var errs []error
 	for _, p := range pages {
-		if budget <= 0 {
+		if budget <= 0 || !a.clk.Now().Before(deadline) {
 			pending = true
 			break
 		}
@@ -325,7 +332,7 @@ func (a *Alerter) walkSubscribers(ctx context.Context, ss SubscriberStore, now t
 				pending = true
 				break
 			}
-			n, settled, err := a.fanOut(ctx, pe, share)
+			n, settled, err := a.fanOut(ctx, pe, share, deadline)
 			share, budget = share-n, budget-n
 			pending = pending || !settled
 			if errors.Is(err, notify.ErrCrash) {
@@ -335,7 +342,7 @@ func (a *Alerter) walkSubscribers(ctx context.Context, ss SubscriberStore, now t
 				errs = append(errs, err)
 			}
 		}
-		if budget <= 0 {
+		if budget <= 0 || !a.clk.Now().Before(deadline) {
 			stopped = p.ID
 		}
 	}
@@ -390,11 +397,12 @@ func (a *Alerter) owedOf(ctx context.Context, ss SubscriberStore, p model.Status
 	return evs, wake, nil
 }
 
-// fanOut sends pe's notices (at most budget of them) under pe's own
-// ledger claim, and marks pe done once every notice is settled (sent,
-// found done, or given up). It returns how many notices it dispatched,
-// and whether pe is done (false: a later walk has work on it).
-func (a *Alerter) fanOut(ctx context.Context, pe pageEvent, budget int) (int, bool, error) {
+// fanOut sends pe's notices (at most budget of them, and no chunk of
+// them started at or after deadline) under pe's own ledger claim, and
+// marks pe done once every notice is settled (sent, found done, or given
+// up). It returns how many notices it dispatched, and whether pe is done
+// (false: a later walk has work on it).
+func (a *Alerter) fanOut(ctx context.Context, pe pageEvent, budget int, deadline time.Time) (int, bool, error) {
 	st, err := a.st.Claim(ctx, pe.key, a.opts.Owner, a.opts.Lease)
 	if err != nil {
 		return 0, false, fmt.Errorf("alerter: claim %s: %w", pe.key, err)
@@ -425,11 +433,17 @@ func (a *Alerter) fanOut(ctx context.Context, pe pageEvent, budget int) (int, bo
 			Sink: subscriberCall{to: a.opts.Subscribers, n: n}, Retry: rs, Origin: n.Event.At})
 	}
 	var errs []error
+	sent := 0
 	for chunk := range slices.Chunk(ds, subscriberParallel) {
+		if sent > 0 && !a.clk.Now().Before(deadline) {
+			settled = false
+			break
+		}
+		sent += len(chunk)
 		a.subs.Deliver(ctx, chunk...)
 		for _, d := range chunk {
 			if errors.Is(d.Err, notify.ErrCrash) {
-				return len(ds), false, d.Err // a crashed process releases nothing
+				return sent, false, d.Err // a crashed process releases nothing
 			}
 			switch {
 			case d.GaveUp || !d.DeliveredAt.IsZero() || d.Outcome == notify.OutcomeDuplicate:
@@ -455,7 +469,7 @@ func (a *Alerter) fanOut(ctx context.Context, pe pageEvent, budget int) (int, bo
 		errs = append(errs, err)
 		settled = false
 	}
-	return len(ds), settled, errors.Join(errs...)
+	return sent, settled, errors.Join(errs...)
 }
 
 func (a *Alerter) complete(ctx context.Context, key string) error {
