@@ -289,7 +289,13 @@ func (a *Alerter) buildPipelines() {
 		Hook:       func(point string) error { return a.hook(point) },
 	}
 	a.events = notify.New(c)
-	a.subs = notify.New(c)
+	// A subscriber notice gets one attempt a walk: the walk's redelivery
+	// backoff retries it, and a receiver that holds every request to the
+	// timeout costs the walk one SendTimeout per notice, not a retry
+	// budget (subscriberWalkTime).
+	sc := c
+	sc.Attempts = 1
+	a.subs = notify.New(sc)
 	c.Records = &a.rec
 	a.incidents = notify.New(c)
 }

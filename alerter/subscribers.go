@@ -83,6 +83,20 @@ const (
 	// for the next sweep.
 	subscriberBatch    = 500
 	subscriberParallel = 8
+	// subscriberPageShare bounds what one page may take of a walk's
+	// batch, and each walk starts at the page after the one the last
+	// walk ran out of batch on (walkOrder): pages with thousands of
+	// notices owed (a tenant's own, with 10,000 subscribers each and an
+	// update a minute) no longer take every walk's batch while other
+	// tenants' subscribers wait past their 48 h horizon.
+	subscriberPageShare = 100
+	// subscriberWalkTime bounds the time a walk spends sending: past it
+	// no further page or chunk of notices is started, and the next walk
+	// starts after the page it stopped on. Receivers that answer slowly
+	// (webhook subscribers a tenant points at a server of its own that
+	// holds every request to the timeout) made one walk take hours, while
+	// every other page's subscribers waited for it.
+	subscriberWalkTime = 30 * time.Second
 	// DefaultSubscriberInterval is how often RunSubscribers sweeps.
 	DefaultSubscriberInterval = 5 * time.Second
 	// SubscriberSafetyInterval is the longest a sweep goes without a full
@@ -104,6 +118,9 @@ type subscriberSweep struct {
 	mark    subscriberMark
 	at      time.Time
 	pending bool // it left notices unsent (failed, backed off, over the batch)
+	// resume is the page the walk's batch ran out on (empty: it did
+	// not): the next walk starts after it (walkOrder).
+	resume string
 	// wake is when the earliest maintenance hold on a notice ends (zero:
 	// none held): the walk is due then though no stamp moves.
 	wake time.Time
@@ -251,18 +268,32 @@ func (a *Alerter) NotifySubscribers(ctx context.Context) error {
 	if !SweepDue(a.subSweep, mark, now) {
 		return nil
 	}
-	pending, wake, err := a.walkSubscribers(ctx, ss, now)
-	a.subSweep = subscriberSweep{walked: true, mark: mark, at: now, pending: pending || err != nil, wake: wake}
+	pending, wake, resume, err := a.walkSubscribers(ctx, ss, now, a.subSweep.resume)
+	a.subSweep = subscriberSweep{walked: true, mark: mark, at: now, pending: pending || err != nil, wake: wake, resume: resume}
 	return err
 }
 
-// walkSubscribers reads every page and sends what is owed; pending says
-// it left notices for a later walk, wake when the earliest maintenance
-// hold on a notice ends (zero: none).
-func (a *Alerter) walkSubscribers(ctx context.Context, ss SubscriberStore, now time.Time) (pending bool, wake time.Time, err error) {
+// walkOrder is the order a walk visits pages in: by ID, starting at the
+// first page after resume (wrapping round), so that when walks run out of
+// batch every page with notices owed gets its turn.
+func walkOrder(pages []model.StatusPage, resume string) []model.StatusPage {
+	out := slices.SortedFunc(slices.Values(pages), func(x, y model.StatusPage) int { return cmp.Compare(x.ID, y.ID) })
+	i, _ := slices.BinarySearchFunc(out, resume, func(p model.StatusPage, id string) int { return cmp.Compare(p.ID, id) })
+	for i < len(out) && out[i].ID == resume {
+		i++
+	}
+	return append(out[i:], out[:i]...)
+}
+
+// walkSubscribers reads every page, in walkOrder after resume, and sends
+// what is owed, at most subscriberPageShare notices of one page and
+// subscriberBatch in all; pending says it left notices for a later walk,
+// wake when the earliest maintenance hold on a notice ends (zero: none),
+// stopped the page the batch ran out on (empty: it did not).
+func (a *Alerter) walkSubscribers(ctx context.Context, ss SubscriberStore, now time.Time, resume string) (pending bool, wake time.Time, stopped string, err error) {
 	docs, err := ss.ListObjects(ctx, store.KindStatusPage)
 	if err != nil {
-		return true, wake, fmt.Errorf("alerter: status pages: %w", err)
+		return true, wake, resume, fmt.Errorf("alerter: status pages: %w", err)
 	}
 	pages := make([]model.StatusPage, 0, len(docs))
 	for id, doc := range docs {
@@ -273,16 +304,16 @@ func (a *Alerter) walkSubscribers(ctx context.Context, ss SubscriberStore, now t
 		}
 		pages = append(pages, p)
 	}
-	slices.SortFunc(pages, func(x, y model.StatusPage) int { return cmp.Compare(x.ID, y.ID) })
+	pages = walkOrder(pages, resume)
 	for k, st := range a.subRetries {
 		if a.redeliver.Stale(st, now) {
 			delete(a.subRetries, k)
 		}
 	}
-	budget := subscriberBatch
+	budget, deadline := subscriberBatch, now.Add(subscriberWalkTime)
 	var errs []error
 	for _, p := range pages {
-		if budget <= 0 {
+		if budget <= 0 || !a.clk.Now().Before(deadline) {
 			pending = true
 			break
 		}
@@ -294,23 +325,27 @@ func (a *Alerter) walkSubscribers(ctx context.Context, ss SubscriberStore, now t
 		if !until.IsZero() && (wake.IsZero() || until.Before(wake)) {
 			wake = until
 		}
+		share := min(budget, subscriberPageShare)
 		for _, pe := range evs {
-			if budget <= 0 {
+			if share <= 0 {
 				pending = true
 				break
 			}
-			n, settled, err := a.fanOut(ctx, pe, budget)
-			budget -= n
+			n, settled, err := a.fanOut(ctx, pe, share, deadline)
+			share, budget = share-n, budget-n
 			pending = pending || !settled
 			if errors.Is(err, notify.ErrCrash) {
-				return true, wake, err
+				return true, wake, p.ID, err
 			}
 			if err != nil {
 				errs = append(errs, err)
 			}
 		}
+		if budget <= 0 || !a.clk.Now().Before(deadline) {
+			stopped = p.ID
+		}
 	}
-	return pending, wake, errors.Join(errs...)
+	return pending, wake, stopped, errors.Join(errs...)
 }
 
 // owedOf reads what OwedNotices decides over for page p.
@@ -361,11 +396,12 @@ func (a *Alerter) owedOf(ctx context.Context, ss SubscriberStore, p model.Status
 	return evs, wake, nil
 }
 
-// fanOut sends pe's notices (at most budget of them) under pe's own
-// ledger claim, and marks pe done once every notice is settled (sent,
-// found done, or given up). It returns how many notices it dispatched,
-// and whether pe is done (false: a later walk has work on it).
-func (a *Alerter) fanOut(ctx context.Context, pe pageEvent, budget int) (int, bool, error) {
+// fanOut sends pe's notices (at most budget of them, and no chunk of
+// them started at or after deadline) under pe's own ledger claim, and
+// marks pe done once every notice is settled (sent, found done, or given
+// up). It returns how many notices it dispatched, and whether pe is done
+// (false: a later walk has work on it).
+func (a *Alerter) fanOut(ctx context.Context, pe pageEvent, budget int, deadline time.Time) (int, bool, error) {
 	st, err := a.st.Claim(ctx, pe.key, a.opts.Owner, a.opts.Lease)
 	if err != nil {
 		return 0, false, fmt.Errorf("alerter: claim %s: %w", pe.key, err)
@@ -396,11 +432,17 @@ func (a *Alerter) fanOut(ctx context.Context, pe pageEvent, budget int) (int, bo
 			Sink: subscriberCall{to: a.opts.Subscribers, n: n}, Retry: rs, Origin: n.Event.At})
 	}
 	var errs []error
+	sent := 0
 	for chunk := range slices.Chunk(ds, subscriberParallel) {
+		if sent > 0 && !a.clk.Now().Before(deadline) {
+			settled = false
+			break
+		}
+		sent += len(chunk)
 		a.subs.Deliver(ctx, chunk...)
 		for _, d := range chunk {
 			if errors.Is(d.Err, notify.ErrCrash) {
-				return len(ds), false, d.Err // a crashed process releases nothing
+				return sent, false, d.Err // a crashed process releases nothing
 			}
 			switch {
 			case d.GaveUp || !d.DeliveredAt.IsZero() || d.Outcome == notify.OutcomeDuplicate:
@@ -426,7 +468,7 @@ func (a *Alerter) fanOut(ctx context.Context, pe pageEvent, budget int) (int, bo
 		errs = append(errs, err)
 		settled = false
 	}
-	return len(ds), settled, errors.Join(errs...)
+	return sent, settled, errors.Join(errs...)
 }
 
 func (a *Alerter) complete(ctx context.Context, key string) error {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -305,5 +306,108 @@ func TestOwedNoticesFollowMaintenance(t *testing.T) {
 				t.Fatalf("owed %v, wake %v; want %v, wake %v", got, wake, tt.want, tt.wantWake)
 			}
 		})
+	}
+}
+
+// TestWalkOrder: pages by ID, starting after the page the last walk ran
+// out of batch on, wrapping round.
+func TestWalkOrder(t *testing.T) {
+	pages := []model.StatusPage{{ID: "c"}, {ID: "a"}, {ID: "d"}, {ID: "b"}}
+	for _, tc := range []struct{ resume, want string }{
+		{"", "abcd"}, {"a", "bcda"}, {"b", "cdab"}, {"d", "abcd"}, {"bb", "cdab"}, {"z", "abcd"},
+	} {
+		var got strings.Builder
+		for _, p := range walkOrder(pages, tc.resume) {
+			got.WriteString(p.ID)
+		}
+		if got.String() != tc.want {
+			t.Errorf("walkOrder after %q = %s, want %s", tc.resume, got.String(), tc.want)
+		}
+	}
+}
+
+// TestBusyPagesDoNotStarveOthers: pages owing thousands of notices (here
+// six of one tenant, sorted first, 60 subscribers each, three events)
+// take at most subscriberPageShare each of a walk's batch, and the next
+// walk starts after the page the batch ran out on, so another tenant's
+// page is told within two walks; before, every walk went to the first
+// pages until their whole backlog was sent.
+func TestBusyPagesDoNotStarveOthers(t *testing.T) {
+	e := newEnv(t)
+	e.publicEndpoint("evil-ep", "evil")
+	e.publicEndpoint("acme-ep", "acme")
+	for p := range 6 {
+		page := fmt.Sprintf("a%d", p)
+		e.page(page, "evil")
+		for s := range 60 {
+			e.subscriber(fmt.Sprintf("s-%s-%03d", page, s), page, model.SubscriberConfirmed, t0.Add(-time.Hour))
+		}
+	}
+	e.page("z", "acme")
+	e.subscriber("acme-sub", "z", model.SubscriberConfirmed, t0.Add(-time.Hour))
+	sink := &noticeSink{}
+	a := e.alerter("a", func(o *Options) { o.Subscribers = sink })
+	e.states("evil-ep", 0, down, down)
+	e.states("acme-ep", 0, down, down)
+	e.pump(a.Handle)
+	e.appendUpdate("evil-ep", "one")
+	e.appendUpdate("evil-ep", "two")
+	want := model.SubscriberNoticeKey("acme-sub", e.incidents("acme-ep")[0].ID, "opened")
+	e.sweepSubscribers(a, 2)
+	if got := sink.keys(); !slices.Contains(got, want) {
+		t.Fatalf("after two walks (%d notices sent) acme's subscriber has not been told", len(got))
+	}
+}
+
+// TestSlowReceiversDoNotHoldTheWalk: receivers that hold every request to
+// the timeout (here each notice of one tenant's six pages moves the clock
+// 10 s) get one attempt a notice and a walk starts no page or chunk of
+// notices past subscriberWalkTime, so another tenant's subscriber is told
+// after minutes, not after the 500 slow notices of a whole walk (5,000 s
+// and more, with retries within each).
+func TestSlowReceiversDoNotHoldTheWalk(t *testing.T) {
+	e := newEnv(t)
+	e.publicEndpoint("evil-ep", "evil")
+	e.publicEndpoint("acme-ep", "acme")
+	for p := range 6 {
+		page := fmt.Sprintf("a%d", p)
+		e.page(page, "evil")
+		for s := range 60 {
+			e.subscriber(fmt.Sprintf("s-%s-%03d", page, s), page, model.SubscriberConfirmed, t0.Add(-time.Hour))
+		}
+	}
+	e.page("z", "acme")
+	e.subscriber("acme-sub", "z", model.SubscriberConfirmed, t0.Add(-time.Hour))
+	var mu sync.Mutex
+	var told []string
+	slow := notifierFunc(func(_ context.Context, n model.SubscriberNotice) error {
+		if n.Page.Tenant == "evil" {
+			e.clk.Advance(10 * time.Second)
+			return errors.New("receiver timed out")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, n.Key)
+		return nil
+	})
+	a := e.alerter("a", func(o *Options) { o.Subscribers = slow })
+	e.states("evil-ep", 0, down, down)
+	e.states("acme-ep", 0, down, down)
+	e.pump(a.Handle)
+	start := e.clk.Now()
+	for walk := 1; ; walk++ {
+		_ = a.NotifySubscribers(e.ctx) // the slow receivers' failures
+		mu.Lock()
+		done := len(told) > 0
+		mu.Unlock()
+		if done {
+			break
+		}
+		if walk == 10 {
+			t.Fatalf("after %d walks (%v) acme's subscriber has not been told", walk, e.clk.Now().Sub(start))
+		}
+	}
+	if took := e.clk.Now().Sub(start); took > 10*time.Minute {
+		t.Fatalf("acme's subscriber was told after %v of slow receivers, want within 10 minutes", took)
 	}
 }

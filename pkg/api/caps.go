@@ -47,6 +47,10 @@ const (
 	// (TestLargestBodiesPass counts them), with room for larger event
 	// details.
 	maxAgentResultsValues = 48 << 10
+	// maxMCPBatch bounds the JSON-RPC messages of one /mcp request (a
+	// batch, which the 2024-11-05 and 2025-03-26 eras allow; later eras
+	// send one message a request). Each costs a request token (mcp.go).
+	maxMCPBatch = 16
 )
 
 // bodyLimits hold most bodies; agentResultsLimits hold an agent's batch

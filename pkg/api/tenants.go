@@ -112,7 +112,12 @@ func newRateLimiter(q Quotas, clk clock.Clock) *rateLimiter {
 
 // allow takes a token of tenant's bucket, or says how long until one is
 // there.
-func (l *rateLimiter) allow(tenant string) (bool, time.Duration) {
+func (l *rateLimiter) allow(tenant string) (bool, time.Duration) { return l.allowN(tenant, 1) }
+
+// allowN takes n tokens of tenant's bucket at once (at most its burst, so a
+// charge can always be met), or says how long until they are there.
+func (l *rateLimiter) allowN(tenant string, n int) (bool, time.Duration) {
+	n = min(max(n, 1), l.burst)
 	now := l.clk.Now()
 	l.mu.Lock()
 	lim, ok := l.tenants[tenant]
@@ -121,10 +126,10 @@ func (l *rateLimiter) allow(tenant string) (bool, time.Duration) {
 		l.tenants[tenant] = lim
 	}
 	l.mu.Unlock()
-	if lim.AllowN(now, 1) {
+	if lim.AllowN(now, n) {
 		return true, 0
 	}
-	missing := 1 - lim.TokensAt(now)
+	missing := float64(n) - lim.TokensAt(now)
 	return false, time.Duration(missing / float64(l.limit) * float64(time.Second))
 }
 
@@ -136,16 +141,26 @@ func (s *server) limitRate(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ok, wait := s.limiter.allow(auth.TenantFrom(r.Context()))
-		if !ok {
-			secs := max(1, int(math.Ceil(wait.Seconds())))
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
-			writeProblem(w, r, problemf(http.StatusTooManyRequests, apiv1.TypeRateLimited,
-				"this tenant is over its request rate (%g per second, bursts of %d; --rate-limit); retry in %d s", float64(s.limiter.limit), s.limiter.burst, secs))
-			return
+		if s.spend(w, r, 1) {
+			next.ServeHTTP(w, r)
 		}
-		next.ServeHTTP(w, r)
 	})
+}
+
+// spend takes n of the request's tenant's tokens, or answers 429 with
+// Retry-After (whole seconds, at least 1) and reports false.
+func (s *server) spend(w http.ResponseWriter, r *http.Request, n int) bool {
+	if s.limiter == nil {
+		return true
+	}
+	ok, wait := s.limiter.allowN(auth.TenantFrom(r.Context()), n)
+	if !ok {
+		secs := max(1, int(math.Ceil(wait.Seconds())))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		writeProblem(w, r, problemf(http.StatusTooManyRequests, apiv1.TypeRateLimited,
+			"this tenant is over its request rate (%g per second, bursts of %d; --rate-limit); retry in %d s", float64(s.limiter.limit), s.limiter.burst, secs))
+	}
+	return ok
 }
 
 // inFlight counts each tenant's requests in progress. Like the buckets,

@@ -660,10 +660,13 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			return err
 		}
 		if subs != nil {
-			h := subs.Handler()
+			h := subs.Handler(pubCache) // the page of /status/{slug}/… from the public pages' index
 			for _, path := range subscribe.Routes {
 				mux.Handle(path, h)
 			}
+			// The confirmation mails its subscribes owe, sent after
+			// they are answered.
+			d.loop(ctx, "subscription confirmations", subs.RunConfirmations)
 		}
 		// Webhook subscribers exist without SMTP: their orphans are
 		// pruned whether or not e-mail subscriptions are on.

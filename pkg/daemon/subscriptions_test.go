@@ -162,7 +162,7 @@ func TestEmailSubscriptionEndToEnd(t *testing.T) {
 			t.Fatalf("%s got %d confirmation mails, want 1 (subscribing twice mails once)", a, len(msgs))
 		}
 		text, _ := mp.read(t, msgs[0].ID)
-		if code, body := call(t, http.MethodGet, base+link(t, text, "confirm"), nil); code != http.StatusOK {
+		if code, body := call(t, http.MethodPost, base+link(t, text, "confirm"), url.Values{}); code != http.StatusOK {
 			t.Fatalf("confirm: %d %s", code, body)
 		}
 	}
@@ -296,7 +296,7 @@ func TestRotateThenDroppingTheOldKeyKeepsSubscribers(t *testing.T) {
 	var msgs []mpMessage
 	eventually(t, 10*time.Second, "a confirmation mail", func() bool { msgs = mp.to(t, addr); return len(msgs) > 0 })
 	text, _ := mp.read(t, msgs[0].ID)
-	if code, body := call(t, http.MethodGet, "http://"+d.Addr()+link(t, text, "confirm"), nil); code != http.StatusOK {
+	if code, body := call(t, http.MethodPost, "http://"+d.Addr()+link(t, text, "confirm"), url.Values{}); code != http.StatusOK {
 		t.Fatalf("confirm: %d %s", code, body)
 	}
 	d.Stop()

@@ -9,7 +9,9 @@
 // to structured content and its problems to tool errors. So a read key
 // calling a write tool gets the REST 403 as a tool error, and another
 // tenant's ID answers exactly like a missing one. Data enters as an MCP
-// request (bounded by MaxRequestBytes and by every tool's input schema) and
+// request (bounded by pkg/api's door — the body check every /v1 body
+// passes, at most 16 messages a batch, a request token per message — by
+// MaxRequestBytes and by every tool's input schema) and
 // leaves as the REST response, bounded by MaxResponseBytes. See
 // docs/reference/mcp.md.
 package mcpapi

@@ -536,6 +536,68 @@ func TestDoorSpendsARequestToken(t *testing.T) {
 	}
 }
 
+// TestBatchesAreBoundedAndCharged: a JSON-RPC batch (the 2025-03-26 era
+// allows them) costs one request token per message, more than 16 messages
+// are refused with 400 before the MCP server reads any, and a body /v1
+// would refuse (here nested past 64 levels) is refused at /mcp too. A batch
+// of 5,000 tools/list fitted in 256 KiB and cost one token: a 99 MB answer.
+func TestBatchesAreBoundedAndCharged(t *testing.T) {
+	f := newFixture(t, func(o *api.Options) { o.Quotas = api.Quotas{RatePerSecond: 0.001, Burst: 20} })
+	post := func(body string) (*http.Response, apiv1.Problem) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", f.srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-03-26")
+		req.Header.Set("Authorization", "Bearer "+f.keys["b/write"])
+		resp, err := f.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var p apiv1.Problem
+		if resp.Header.Get("Content-Type") == apiv1.ProblemContentType {
+			_ = json.NewDecoder(resp.Body).Decode(&p)
+		}
+		return resp, p
+	}
+	batch := func(n int) string {
+		msgs := make([]string, n)
+		for i := range msgs {
+			msgs[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, i)
+		}
+		return "[" + strings.Join(msgs, ",") + "]"
+	}
+
+	resp, p := post(batch(17))
+	if resp.StatusCode != http.StatusBadRequest || len(p.Errors) != 1 || p.Errors[0].Pointer != "#" || !strings.Contains(p.Errors[0].Detail, "16") {
+		t.Fatalf("a batch of 17: %d %+v, want 400 problem+json at # naming the limit of 16", resp.StatusCode, p)
+	}
+	deep := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_endpoint","arguments":{"id":"x","range":` +
+		strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}}}`
+	if resp, p := post(deep); resp.StatusCode != http.StatusBadRequest || len(p.Errors) != 1 {
+		t.Fatalf("arguments nested 100 deep: %d %+v, want 400 problem+json", resp.StatusCode, p)
+	}
+	if n := f.toolRequests.Load(); n != 0 {
+		t.Fatalf("refused bodies made %d REST requests", n)
+	}
+
+	// 20 tokens: a batch of 16 spends 16 of them, so a batch of 5 is over
+	// the rate and a batch of 4 still fits.
+	if resp, _ := post(batch(16)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a batch of 16: %d, want 200", resp.StatusCode)
+	}
+	if resp, p := post(batch(5)); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a batch of 5 with 4 tokens left: %d %+v, want 429 with Retry-After", resp.StatusCode, p)
+	}
+	if resp, _ := post(batch(4)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a batch of 4 with 4 tokens left: %d, want 200", resp.StatusCode)
+	}
+	if resp, _ := post(initialize); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a message with no token left: %d, want 429", resp.StatusCode)
+	}
+}
+
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
 // TestForeignOriginIs403: a browser page of another origin is refused;

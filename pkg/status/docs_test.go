@@ -154,8 +154,8 @@ func TestDocsStatusHeaders(t *testing.T) {
 
 // TestDocsStatusPageJSONShapeAndHostPaths keeps the status page's JSON
 // members equal to PageJSONView's, in order, the custom host's table
-// equal to the paths Hosts serves, and the incidents' bound to the
-// constant.
+// equal to the paths Hosts serves, and the incidents' and members'
+// bounds to the constants.
 func TestDocsStatusPageJSONShapeAndHostPaths(t *testing.T) {
 	doc := testpeers.RepoFile(t, statusDoc)
 	m := regexp.MustCompile("a page's fixed shape: `([^`]+)`").FindStringSubmatch(doc)
@@ -187,5 +187,8 @@ func TestDocsStatusPageJSONShapeAndHostPaths(t *testing.T) {
 	flat := strings.Join(strings.Fields(doc), " ")
 	if want := fmt.Sprintf("newest first (at most %d)", PageIncidents); !strings.Contains(flat, want) {
 		t.Errorf("%s does not say %q (status.PageIncidents)", statusDoc, want)
+	}
+	if want := fmt.Sprintf("A page lists at most %d endpoint entries", PageMembers); !strings.Contains(flat, want) {
+		t.Errorf("%s does not say %q (status.PageMembers)", statusDoc, want)
 	}
 }

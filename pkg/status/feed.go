@@ -55,12 +55,11 @@ func PublicKey(id string) string {
 
 // FeedEntriesOf is p's incident events, newest first, at most
 // FeedEntries: an opening per incident, one entry per owner's update, and a
-// resolution per resolved one.
-// Entries are built from the page's rows alone, so a feed shows nothing the
-// page does not.
-func FeedEntriesOf(p Page) []FeedEntry {
-	return newestEntries(incidentEntries(p.Name, p.Slug, p.Incidents))
-}
+// resolution per resolved one (Page.Entries, made by Build).
+// Entries are built from the page's incident rows alone (every one of the
+// last Days days, before the page's cut), so a feed shows nothing the
+// page's model does not.
+func FeedEntriesOf(p Page) []FeedEntry { return p.Entries }
 
 // incidentEntries are the events of one endpoint's incident rows, in no
 // particular order; each links the endpoint's page. An incident's entry IDs

@@ -1,6 +1,7 @@
 package status_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -244,5 +245,57 @@ func TestIndexIsAnOperatorOption(t *testing.T) {
 				t.Errorf("page links /status: %v, want %v", links, index)
 			}
 		})
+	}
+}
+
+// TestEndpointPageListsTheNewestIncidents: an endpoint with more incidents
+// in 90 days than PageIncidents (a flapping target, each with the owner's
+// updates) lists the newest PageIncidents on its page and in its JSON,
+// says how many it leaves out and counts them all in incidents90d; its
+// feed still has an update posted just now to its oldest incident. 2,000
+// incidents of 20 updates of 2000 bytes made an 82 MB page and 79 MB JSON.
+func TestEndpointPageListsTheNewestIncidents(t *testing.T) {
+	f := fixture()
+	f.incidents[ep0] = nil
+	const n = 300
+	for i := range n {
+		start := now.Add(-time.Duration(i+1) * time.Hour)
+		end := start.Add(5 * time.Minute)
+		inc := model.Incident{ID: fmt.Sprintf("inc%d", i), EndpointID: ep0, State: model.IncidentResolved, OpenedWindow: start,
+			FirstFailure: start, ResolvedAt: &end}
+		for u := range 20 {
+			inc.Updates = append(inc.Updates, model.IncidentUpdate{At: start.Add(time.Duration(u) * time.Second), Status: model.UpdateMonitoring,
+				Message: strings.Repeat("m", 2000)})
+		}
+		if i == n-1 {
+			inc.Updates = append(inc.Updates, model.IncidentUpdate{At: now.Add(-time.Minute), Status: model.UpdateResolved, Message: "late word"})
+		}
+		f.incidents[ep0] = append(f.incidents[ep0], inc)
+	}
+	srv := serve(t, f, clock.NewFake(now))
+	_, html := get(t, srv.URL+"/status/acme-mcp")
+	if got := strings.Count(html, `<tr class="incident">`); got != status.PageIncidents {
+		t.Errorf("page lists %d incidents, want %d", got, status.PageIncidents)
+	}
+	if want := fmt.Sprintf("%d earlier incidents of the last 90 days not listed", n-status.PageIncidents); !strings.Contains(html, want) {
+		t.Errorf("page does not say %q", want)
+	}
+	if len(html) > 3<<20 {
+		t.Errorf("page is %d bytes", len(html))
+	}
+	_, js := get(t, srv.URL+"/status/acme-mcp.json")
+	var v struct {
+		Incidents90d int
+		Incidents    []json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(js), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Incidents90d != n || len(v.Incidents) != status.PageIncidents {
+		t.Errorf("JSON: incidents90d %d, %d incidents listed; want %d and %d", v.Incidents90d, len(v.Incidents), n, status.PageIncidents)
+	}
+	_, body := get(t, srv.URL+feedPath)
+	if feed := parseFeed(t, body); len(feed.Entries) == 0 || !strings.Contains(body, "late word") {
+		t.Errorf("the feed lacks the update posted just now to the oldest incident")
 	}
 }

@@ -47,6 +47,10 @@ type Input struct {
 	Now         time.Time
 }
 
+// MoreIncidents counts the incidents of the last Days days the page does
+// not list.
+func (p Page) MoreIncidents() int { return p.Incidents90 - len(p.Incidents) }
+
 // Page is the public model of one endpoint: what the page, the JSON and the
 // badge show, and nothing else. It holds no URL, header, address, error
 // text or internal ID: only the slug names the endpoint.
@@ -76,8 +80,15 @@ type Page struct {
 	// opted in (model.Endpoint.PublicConformance).
 	Conformance *ConformanceLine
 
-	Bars      []Bar
-	Incidents []IncidentRow
+	Bars []Bar
+	// Incidents are the newest (by start) of the last Days days'
+	// incidents, at most PageIncidents; Incidents90 counts them all.
+	Incidents   []IncidentRow
+	Incidents90 int
+	// Entries are the feed's entries (FeedEntriesOf), made from every
+	// incident of the last Days days before the cut, so an old
+	// incident's late resolution or update still reaches the feed.
+	Entries   []FeedEntry
 	Regions   []RegionRow
 	Generated time.Time
 	// IndexLink: the deployment serves /status (--public-index), so the
@@ -263,6 +274,14 @@ func Build(in Input) Page {
 		}
 	}
 	slices.SortFunc(p.Incidents, func(a, b IncidentRow) int { return b.Start.Compare(a.Start) })
+	// Every row counts and feeds the feed; the page, its JSON and the
+	// cache keep the newest PageIncidents: a flapping target's incidents,
+	// each with up to 100 owner's updates of 2000 bytes, made pages of
+	// tens of megabytes (2,000 incidents of 20 updates: 82 MB).
+	p.Incidents90, p.Entries = len(p.Incidents), newestEntries(incidentEntries(p.Name, p.Slug, p.Incidents))
+	if len(p.Incidents) > PageIncidents {
+		p.Incidents = slices.Clone(p.Incidents[:PageIncidents])
+	}
 
 	p.Regions = regions(in)
 	return p

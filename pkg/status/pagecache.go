@@ -19,6 +19,45 @@ func (c *Cache) StatusPage(ctx context.Context, slug string) (*RenderedPage, err
 	return lookup(ctx, c, c.pageEntries, c.pageIndex, slug, c.statusPageLocked)
 }
 
+// PageOf returns the document of the status page served at
+// /status/{slug}, from the slug index, read from the store at most once a
+// TTL for every caller (the subscription routes, which anyone may call,
+// find their page here, never in a store listing of their own).
+// ErrNotFound for a slug no status page has. A store failure with an index
+// read before answers from that index.
+func (c *Cache) PageOf(ctx context.Context, slug string) (model.StatusPage, error) {
+	return fromIndex(ctx, c, func() (model.StatusPage, bool) { sp, ok := c.pageIndex[slug]; return sp, ok })
+}
+
+// fromIndex answers read (under c.mu) from the cached index, loading it
+// first (under c.refresh, once for every waiting caller) when it is older
+// than the TTL. ErrNotFound when read finds nothing; a failed load with a
+// stale index answers from the stale one.
+func fromIndex[T any](ctx context.Context, c *Cache, read func() (T, bool)) (T, error) {
+	now := c.clk.Now()
+	c.mu.RLock()
+	v, known := read()
+	indexFresh := c.fresh(c.indexAt, now)
+	c.mu.RUnlock()
+	if !indexFresh {
+		c.refresh.Lock()
+		err := c.loadIndex(ctx, now)
+		c.mu.RLock()
+		v, known = read()
+		c.mu.RUnlock()
+		c.refresh.Unlock()
+		if err != nil && !known {
+			var none T
+			return none, err
+		}
+	}
+	if !known {
+		var none T
+		return none, ErrNotFound
+	}
+	return v, nil
+}
+
 func (r *RenderedPage) builtAt() time.Time { return r.built }
 func (r *RenderedPage) turnsAt() time.Time { return r.turns }
 
@@ -31,24 +70,9 @@ func (c *Cache) HostPage(ctx context.Context, host string) (*RenderedPage, error
 	if h == "" {
 		return nil, ErrNotFound
 	}
-	now := c.clk.Now()
-	c.mu.RLock()
-	slug, known := c.hostIndex[h]
-	indexFresh := c.fresh(c.indexAt, now)
-	c.mu.RUnlock()
-	if !indexFresh {
-		c.refresh.Lock()
-		err := c.loadIndex(ctx, now)
-		c.mu.RLock()
-		slug, known = c.hostIndex[h]
-		c.mu.RUnlock()
-		c.refresh.Unlock()
-		if err != nil && !known {
-			return nil, err
-		}
-	}
-	if !known {
-		return nil, ErrNotFound
+	slug, err := fromIndex(ctx, c, func() (string, bool) { s, ok := c.hostIndex[h]; return s, ok })
+	if err != nil {
+		return nil, err
 	}
 	return c.StatusPage(ctx, slug)
 }

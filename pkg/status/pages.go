@@ -16,11 +16,20 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
-// PageIncidents bounds the incidents a status page and its JSON list: the
-// newest by start, across the page's endpoints. The page's feed is built
-// from all of the last Days days' incidents before this cut, so an old
-// incident's late resolution still reaches it.
+// PageIncidents bounds the incidents a status page and an endpoint's page,
+// and their JSON, list: the newest by start, across the page's endpoints.
+// The feeds are built from all of the last Days days' incidents before
+// this cut (Page.Entries), so an old incident's late resolution still
+// reaches them.
 const PageIncidents = 50
+
+// PageMembers bounds the endpoint entries a status page's HTML and JSON
+// list, over all its groups in order: a group past it lists how many it
+// leaves out (GroupView.Omitted). The page's state, sentence, incidents
+// and feed still count every member. Groups are selectors, so 20 groups
+// each taking a tenant's 1,000 public endpoints made one page of 282 MB,
+// 14 s and 2.4 GB to render, which any visitor could ask for.
+const PageMembers = 200
 
 // PageInput is what a status page is built from: the page's document and,
 // per group in order, the public model of each endpoint in it.
@@ -69,6 +78,8 @@ type StatusPageView struct {
 type GroupView struct {
 	Name      string
 	Endpoints []Page
+	// Omitted counts the group's endpoints left out past PageMembers.
+	Omitted int
 }
 
 // PageIncident is an incident row with the endpoint it belongs to.
@@ -104,6 +115,14 @@ func BuildStatusPage(in PageInput) StatusPageView {
 		v.Groups = append(v.Groups, gv)
 	}
 	v.State, v.Sentence = pageState(unique)
+	listed := 0
+	for i := range v.Groups {
+		g := &v.Groups[i]
+		if room := max(PageMembers-listed, 0); len(g.Endpoints) > room {
+			g.Endpoints, g.Omitted = g.Endpoints[:room:room], len(g.Endpoints)-room
+		}
+		listed += len(g.Endpoints)
+	}
 	var entries []FeedEntry
 	for _, p := range unique {
 		if p.Since.After(v.Since) {
@@ -113,7 +132,7 @@ func BuildStatusPage(in PageInput) StatusPageView {
 		for _, row := range p.Incidents {
 			v.Incidents = append(v.Incidents, PageIncident{EndpointSlug: p.Slug, EndpointName: p.Name, IncidentRow: row})
 		}
-		entries = append(entries, incidentEntries(p.Name, p.Slug, p.Incidents)...)
+		entries = append(entries, p.Entries...)
 	}
 	slices.SortFunc(v.Incidents, func(a, b PageIncident) int {
 		if c := b.Start.Compare(a.Start); c != 0 {
@@ -278,7 +297,8 @@ func RenderStatusPage(v StatusPageView) (*RenderedPage, error) {
 	if err := pages.ExecuteTemplate(&b, "statuspage", struct {
 		StatusPageView
 		CSS template.CSS
-	}{v, css}); err != nil {
+		Max int
+	}{v, css, PageMembers}); err != nil {
 		return nil, fmt.Errorf("render status page %s: %w", v.Slug, err)
 	}
 	r.HTML = []byte(b.String())
@@ -333,6 +353,8 @@ type PageJSONView struct {
 type GroupJSON struct {
 	Name      string             `json:"name"`
 	Endpoints []PageEndpointJSON `json:"endpoints"`
+	// Omitted counts the endpoints left out past PageMembers.
+	Omitted int `json:"omitted"`
 }
 
 // PageEndpointJSON is one endpoint of a group: the head of its own JSON.
@@ -369,7 +391,7 @@ func PageJSONOf(v StatusPageView) PageJSONView {
 		out.LogoURL = &v.Logo
 	}
 	for _, g := range v.Groups {
-		gj := GroupJSON{Name: g.Name, Endpoints: make([]PageEndpointJSON, 0, len(g.Endpoints))}
+		gj := GroupJSON{Name: g.Name, Endpoints: make([]PageEndpointJSON, 0, len(g.Endpoints)), Omitted: g.Omitted}
 		for _, p := range g.Endpoints {
 			ej := PageEndpointJSON{Slug: p.Slug, Name: p.Name, State: p.State, StateText: p.StateWord, Sentence: p.Sentence,
 				ScheduledMaintenance: spansJSON(p.Scheduled), Conformance: conformanceJSON(p.Conformance)}

@@ -2,6 +2,7 @@ package status_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -533,5 +534,52 @@ func TestStatusPageSubscribeFormOnlyWhenSubscriptionsAreOn(t *testing.T) {
 		if got := resp0(t, srv.URL+"/status/acme-search").Header.Get("Content-Security-Policy"); !strings.Contains(got, "form-action 'none'") {
 			t.Errorf("Subscribe=%v: an endpoint page's CSP %q lets forms post", on, got)
 		}
+	}
+}
+
+// TestStatusPageListsAtMostPageMembers: groups are selectors, so a page of
+// 20 groups each taking all of a tenant's 1,000 public endpoints rendered
+// 20,000 entries (282 MB of HTML). A page lists at most PageMembers
+// entries over its groups in order, and each group says how many it left
+// out; the page's state still counts every endpoint, listed or not.
+func TestStatusPageListsAtMostPageMembers(t *testing.T) {
+	sp := model.StatusPage{ID: "p", Tenant: "acme", Slug: "big", Title: "Big"}
+	groups := make([][]status.Page, 3)
+	for g := range groups {
+		sp.Groups = append(sp.Groups, model.PageGroup{Name: fmt.Sprintf("group %d", g)})
+		for i := range 150 {
+			p := status.Page{Slug: fmt.Sprintf("ep-%d-%d", g, i), Name: fmt.Sprintf("Endpoint %d-%d", g, i), State: "up"}
+			if g == 2 && i == 149 {
+				p.State = "down"
+			}
+			groups[g] = append(groups[g], p)
+		}
+	}
+	v := status.BuildStatusPage(status.PageInput{Page: sp, Groups: groups, Now: now})
+	r, err := status.RenderStatusPage(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(r.HTML), `<li class="member `); n != status.PageMembers {
+		t.Errorf("HTML lists %d endpoints, want %d", n, status.PageMembers)
+	}
+	for _, want := range []string{"100 more endpoints in this group not listed", "150 more endpoints in this group not listed"} {
+		if !strings.Contains(string(r.HTML), want) {
+			t.Errorf("HTML does not say %q", want)
+		}
+	}
+	var j status.PageJSONView
+	if err := json.Unmarshal(r.JSON, &j); err != nil {
+		t.Fatal(err)
+	}
+	var listed, omitted []int
+	for _, g := range j.Groups {
+		listed, omitted = append(listed, len(g.Endpoints)), append(omitted, g.Omitted)
+	}
+	if fmt.Sprint(listed, omitted) != "[150 50 0] [0 100 150]" {
+		t.Errorf("JSON groups list %v and omit %v, want [150 50 0] and [0 100 150]", listed, omitted)
+	}
+	if j.State != "down" || j.Sentence != "1 of 450 endpoints has a problem." {
+		t.Errorf("page state %q %q, want down counting the unlisted endpoint that is down", j.State, j.Sentence)
 	}
 }

@@ -505,7 +505,7 @@ type UpdateJSON struct {
 func JSONOf(p Page) JSONView {
 	v := JSONView{Slug: p.Slug, Name: p.Name, State: p.State, StateText: p.StateWord, Sentence: p.Sentence,
 		ScheduledMaintenance: spansJSON(p.Scheduled),
-		Incidents90d:         len(p.Incidents), UpdatedAt: p.Generated, Conformance: conformanceJSON(p.Conformance)}
+		Incidents90d:         p.Incidents90, UpdatedAt: p.Generated, Conformance: conformanceJSON(p.Conformance)}
 	if !p.Since.IsZero() {
 		v.Since = &p.Since
 	}

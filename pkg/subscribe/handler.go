@@ -1,6 +1,7 @@
 package subscribe
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"html/template"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/status"
 )
 
 // MaxBody bounds a subscribe request's body before it is parsed.
@@ -25,31 +27,58 @@ var Routes = []string{"/status/{slug}/subscribe", "/status/{slug}/confirm", "/st
 // address was new, pending or confirmed.
 const accepted = "If the address can receive mail, a confirmation link is on its way. Nothing is sent until it is followed."
 
-// Handler serves the public subscription routes (Routes).
-func (s *Service) Handler() http.Handler {
+// Pages finds the status page served at /status/{slug} (status.Cache):
+// from an index read at most once a TTL, since anyone may call these
+// routes, ErrNotFound (status's) when no page has the slug.
+type Pages interface {
+	PageOf(ctx context.Context, slug string) (model.StatusPage, error)
+}
+
+// Handler serves the public subscription routes (Routes), finding their
+// page in pages.
+func (s *Service) Handler(pages Pages) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /status/{slug}/subscribe", s.handleSubscribe)
+	mux.HandleFunc("POST /status/{slug}/subscribe", func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := s.page(w, r, pages); ok {
+			s.handleSubscribe(w, r, p)
+		}
+	})
+	// A GET changes nothing: mail scanners (and link previews) follow every
+	// link in a mail, so a link that confirmed on GET let anyone subscribe
+	// an address behind such a scanner without its owner. The page's
+	// button posts.
 	mux.HandleFunc("GET /status/{slug}/confirm", func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.page(w, r)
+		p, ok := s.page(w, r, pages)
 		if !ok {
 			return
 		}
+		s.show(w, http.StatusOK, p.Title, "Confirm that this address should get a mail when an incident on this page opens, is updated or is resolved?", form{
+			action: "?" + url.Values{"t": {r.URL.Query().Get("t")}}.Encode(), button: "Confirm"})
+	})
+	mux.HandleFunc("POST /status/{slug}/confirm", func(w http.ResponseWriter, r *http.Request) {
+		p, ok := s.page(w, r, pages)
+		if !ok {
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		_, _ = io.Copy(io.Discard, r.Body)
 		if err := s.Confirm(r.Context(), p, r.URL.Query().Get("t")); err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		s.show(w, http.StatusOK, p.Title, "Subscription confirmed. You will get a mail when an incident on this page opens, is updated or is resolved; every mail has a link to unsubscribe.", "")
+		s.show(w, http.StatusOK, p.Title, "Subscription confirmed. You will get a mail when an incident on this page opens, is updated or is resolved; every mail has a link to unsubscribe.", form{})
 	})
 	mux.HandleFunc("GET /status/{slug}/unsubscribe", func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.page(w, r)
+		p, ok := s.page(w, r, pages)
 		if !ok {
 			return
 		}
 		// GET changes nothing (mail scanners follow links); the form posts.
-		s.show(w, http.StatusOK, p.Title, "Stop the mails of this status page?", "?"+url.Values{"t": {r.URL.Query().Get("t")}}.Encode())
+		s.show(w, http.StatusOK, p.Title, "Stop the mails of this status page?", form{
+			action: "?" + url.Values{"t": {r.URL.Query().Get("t")}}.Encode(), button: "Unsubscribe", oneClick: true})
 	})
 	mux.HandleFunc("POST /status/{slug}/unsubscribe", func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.page(w, r)
+		p, ok := s.page(w, r, pages)
 		if !ok {
 			return
 		}
@@ -61,16 +90,12 @@ func (s *Service) Handler() http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		s.show(w, http.StatusOK, p.Title, "Unsubscribed: this address gets no more mail from this page.", "")
+		s.show(w, http.StatusOK, p.Title, "Unsubscribed: this address gets no more mail from this page.", form{})
 	})
 	return securityHeaders(mux)
 }
 
-func (s *Service) handleSubscribe(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.page(w, r)
-	if !ok {
-		return
-	}
+func (s *Service) handleSubscribe(w http.ResponseWriter, r *http.Request, p model.StatusPage) {
 	client, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		client = r.RemoteAddr
@@ -112,8 +137,11 @@ func emailOf(r *http.Request) (string, error) {
 }
 
 // page finds the page of the request's slug, answering 404 if none.
-func (s *Service) page(w http.ResponseWriter, r *http.Request) (model.StatusPage, bool) {
-	p, err := PageBySlug(r.Context(), s.o.Store, r.PathValue("slug"))
+func (s *Service) page(w http.ResponseWriter, r *http.Request, pages Pages) (model.StatusPage, bool) {
+	p, err := pages.PageOf(r.Context(), r.PathValue("slug"))
+	if errors.Is(err, status.ErrNotFound) {
+		err = ErrNoPage
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return p, false
@@ -132,6 +160,9 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.answer(w, r, http.StatusBadRequest, "This link is not valid, or has expired. Subscribe again for a new one.")
 	case errors.Is(err, ErrPageFull):
 		s.answer(w, r, http.StatusConflict, "This page has reached its subscriber limit.")
+	case errors.Is(err, ErrBusy):
+		w.Header().Set("Retry-After", "30")
+		s.answer(w, r, http.StatusServiceUnavailable, "Too many subscriptions at once; try again in a minute.")
 	default:
 		s.log.Warn("subscription request failed", "path", r.URL.Path, "err", err)
 		w.Header().Set("Retry-After", "30")
@@ -147,27 +178,35 @@ func (s *Service) answer(w http.ResponseWriter, r *http.Request, code int, messa
 		_ = json.NewEncoder(w).Encode(map[string]string{"message": message})
 		return
 	}
-	s.show(w, code, "", message, "")
+	s.show(w, code, "", message, form{})
 }
 
 var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
 <meta name="robots" content="noindex"><title>{{.Title}}</title></head>
 <body><main><h1>{{.Title}}</h1><p>{{.Message}}</p>
-{{if .Action}}<form method="post" action="{{.Action}}"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>{{end}}
+{{if .Action}}<form method="post" action="{{.Action}}">{{if .OneClick}}<input type="hidden" name="List-Unsubscribe" value="One-Click">{{end}}<button type="submit">{{.Button}}</button></form>{{end}}
 </main></body></html>
 `))
 
-func (s *Service) show(w http.ResponseWriter, code int, title, message, action string) {
+// form is a page's one button: it posts to action (none when empty), with
+// RFC 8058's one-click field when oneClick.
+type form struct {
+	action, button string
+	oneClick       bool
+}
+
+func (s *Service) show(w http.ResponseWriter, code int, title, message string, f form) {
 	if title == "" {
 		title = "Status page subscription"
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	_ = pageTmpl.Execute(w, struct {
-		Title, Message string
-		Action         template.URL
-	}{strings.TrimSpace(title), message, template.URL(action)})
+		Title, Message, Button string
+		Action                 template.URL
+		OneClick               bool
+	}{strings.TrimSpace(title), message, f.button, template.URL(f.action), f.oneClick})
 }
 
 // securityHeaders: these pages are never cached or framed, and run no

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/seal"
+	"github.com/mcpmon/mcpmon/pkg/status"
 	"github.com/mcpmon/mcpmon/pkg/store"
 	"github.com/mcpmon/mcpmon/pkg/store/bolt"
 )
@@ -65,11 +66,15 @@ func (d *deployment) process(kr *seal.Keyring, log *slog.Logger) *Service {
 	if err != nil {
 		d.t.Fatal(err)
 	}
+	d.mail.drainInto(svc)
 	return svc
 }
 
 func (d *deployment) subscribers() []model.Subscriber {
 	d.t.Helper()
+	for _, drain := range d.mail.drains {
+		drain() // RunConfirmations carries the queued subscribes out
+	}
 	docs, err := d.st.ListObjectsOf(d.t.Context(), store.KindSubscriber, d.page.ID)
 	if err != nil {
 		d.t.Fatal(err)
@@ -213,7 +218,7 @@ func TestRotationKeepsSubscriptions(t *testing.T) {
 	if logs.Len() != 0 {
 		t.Fatalf("logged after the rotation:\n%s", logs.String())
 	}
-	h := after.Handler()
+	h := after.Handler(status.NewCache(status.Options{Store: d.st, Clock: d.clk}))
 	for masked, tok := range unsub {
 		if code, body := post(t, h, "/status/acme/unsubscribe?t="+url.QueryEscape(tok), "application/x-www-form-urlencoded", "List-Unsubscribe=One-Click"); code != http.StatusOK {
 			t.Fatalf("%s's unsubscribe link from before the rotation: %d %s", masked, code, body)

@@ -14,7 +14,7 @@ func confirmText(p model.StatusPage, confirm string, by time.Time) (string, stri
 	subject := alert.Truncate(oneLine("Confirm your subscription to "+p.Title), 200)
 	body := fmt.Sprintf(`Someone (we hope you) asked to be told by e-mail of incidents on the status page %q.
 
-To confirm, open this link before %s:
+To confirm, open this link and press Confirm before %s:
 
 %s
 
