@@ -42,15 +42,34 @@ type HostVerification struct {
 	Token string `json:"token"`
 	// VerifiedAt is when the record was found; zero while pending.
 	VerifiedAt time.Time `json:"verifiedAt,omitzero"`
+	// Grandfathered marks a host stored before hosts were verified that
+	// has since been issued Token by a re-check (RecheckHost): it is
+	// served as HostGrandfathered until the record is found (verified) or
+	// its grace runs out (pending).
+	Grandfathered bool `json:"grandfathered,omitempty"`
+	// CheckedAt is when the host was last looked up again (RecheckHost);
+	// zero before its first re-check.
+	CheckedAt time.Time `json:"checkedAt,omitzero"`
+	// FailingSince is the first of the consecutive re-checks that found
+	// no proof; zero while the proof is found.
+	FailingSince time.Time `json:"failingSince,omitzero"`
+	// Failure says, for the page's tenant, why the last re-check found no
+	// proof ("" when it found it).
+	Failure string `json:"failure,omitempty"`
+	// ReleasedAt and ReleasedBy say when and by whom (HostReleasedBy*) a
+	// host once served was sent back to pending; zero and "" otherwise.
+	ReleasedAt time.Time `json:"releasedAt,omitzero"`
+	ReleasedBy string    `json:"releasedBy,omitempty"`
 }
 
 // HostState is where a page's custom host stands.
 type HostState string
 
 // The host states. HostGrandfathered is a host stored before hosts were
-// verified (a page with a Host and no HostVerification): its operator did
-// nothing wrong, so it is served as a verified one until the host is
-// changed.
+// verified (a page with a Host and no HostVerification, or one a re-check
+// has issued a token to and not yet found): its tenant did nothing wrong,
+// so it is served as a verified one until the host is changed or its
+// re-checks find no proof for GrandfatheredHostGrace (RecheckHost).
 const (
 	HostNone          HostState = ""
 	HostPending       HostState = "pending"
@@ -66,8 +85,12 @@ func (p StatusPage) HostState() HostState {
 		return HostNone
 	case v == nil:
 		return HostGrandfathered
-	case v.Host == p.Host && v.Token != "" && !v.VerifiedAt.IsZero():
+	case v.Host != p.Host || v.Token == "":
+		return HostPending
+	case !v.VerifiedAt.IsZero():
 		return HostVerified
+	case v.Grandfathered:
+		return HostGrandfathered
 	}
 	return HostPending
 }
