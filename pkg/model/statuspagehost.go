@@ -1,6 +1,8 @@
 package model
 
 import (
+	"crypto/rand"
+	"encoding/base32"
 	"fmt"
 	"strings"
 	"time"
@@ -124,6 +126,18 @@ func (p StatusPage) WithHostProof(old StatusPage, token string) StatusPage {
 		p.HostVerification = &HostVerification{Host: p.Host, Token: token}
 	}
 	return p
+}
+
+// NewHostToken is the token a page's new or changed host is proven with.
+// It is random and kept on the page (HostVerification) rather than
+// derived with an HMAC from a deployment key: no other tenant can guess or
+// compute it, it needs no key every replica must share and keep, and it
+// survives a key rotation, so a record once published keeps proving its
+// page. 128 random bits, lowercase so it reads the same in any DNS tool.
+func NewHostToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 }
 
 func (v *HostVerification) clone() *HostVerification {

@@ -108,7 +108,6 @@ func grandfathered(since time.Time) model.StatusPage {
 	return p
 }
 
-
 // TestHostCheckDue: only served hosts are re-checked; a grandfathered one
 // at once, a verified one an interval after its proof or its last look,
 // and one whose last look found nothing again within HostRecheckRetry.
