@@ -176,7 +176,7 @@ func TestDNSOutageReleasesNobody(t *testing.T) {
 // TestGrandfatheredHostIsIssuedARecord: a host stored before verification
 // is issued a token at its first re-check and stays served; its record
 // published, it is verified; never published, it is released after
-// GrandfatheredHostGrace.
+// FirstRecheckGrace.
 func TestGrandfatheredHostIsIssuedARecord(t *testing.T) {
 	f := newFixture(t, 0, nil)
 	old := func(id, host string) model.StatusPage {
@@ -202,9 +202,9 @@ func TestGrandfatheredHostIsIssuedARecord(t *testing.T) {
 	if !f.served(t, "lost") {
 		t.Fatal("a grandfathered host was released after the ordinary grace")
 	}
-	f.round(t, model.GrandfatheredHostGrace-pol.Grace)
+	f.round(t, model.FirstRecheckGrace-pol.Grace)
 	if p := f.get(t, "lost"); f.served(t, "lost") || p.HostVerification.ReleasedBy != model.HostReleasedByRecheck {
-		t.Fatalf("after %s: %+v, served %v; want released", model.GrandfatheredHostGrace, p.HostVerification, f.served(t, "lost"))
+		t.Fatalf("after %s: %+v, served %v; want released", model.FirstRecheckGrace, p.HostVerification, f.served(t, "lost"))
 	}
 }
 

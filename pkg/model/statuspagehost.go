@@ -52,6 +52,10 @@ type HostVerification struct {
 	// CheckedAt is when the host was last looked up again (RecheckHost);
 	// zero before its first re-check.
 	CheckedAt time.Time `json:"checkedAt,omitzero"`
+	// FoundAt is when a look (verify-host or a re-check) last found the
+	// record; zero for a host verified before hosts were re-checked, or
+	// grandfathered, until a re-check finds it (see FirstRecheckGrace).
+	FoundAt time.Time `json:"foundAt,omitzero"`
 	// FailingSince is the first of the consecutive re-checks that found
 	// no proof; zero while the proof is found.
 	FailingSince time.Time `json:"failingSince,omitzero"`
@@ -71,7 +75,7 @@ type HostState string
 // verified (a page with a Host and no HostVerification, or one a re-check
 // has issued a token to and not yet found): its tenant did nothing wrong,
 // so it is served as a verified one until the host is changed or its
-// re-checks find no proof for GrandfatheredHostGrace (RecheckHost).
+// re-checks find no proof for FirstRecheckGrace (RecheckHost).
 const (
 	HostNone          HostState = ""
 	HostPending       HostState = "pending"

@@ -26,11 +26,13 @@ const (
 	// is repeated (when shorter than the interval): a record put back is
 	// seen within it, and the release comes close to the grace's end.
 	HostRecheckRetry = time.Hour
-	// GrandfatheredHostGrace is the least grace of a grandfathered host,
-	// counted from its first re-check (when its token is issued): its
-	// tenant never had a record to publish, and needs time to learn of
-	// one.
-	GrandfatheredHostGrace = 14 * 24 * time.Hour
+	// FirstRecheckGrace is the least grace of a host no look has found
+	// the record of since hosts were re-checked (HostVerification.FoundAt
+	// zero): a grandfathered host, whose tenant never had a record to
+	// publish, and one verified before re-checks existed, whose tenant
+	// was told the record could go once verified. Either needs time to
+	// learn that it must be published now.
+	FirstRecheckGrace = 14 * 24 * time.Hour
 )
 
 // Who sends a served host back to pending (HostVerification.ReleasedBy).
@@ -107,7 +109,7 @@ const lookupFailed = "the DNS lookup failed; it is retried"
 // WithRecheckToken. Found, the host is verified (a grandfathered one
 // becomes verified) and any failure is forgotten. Not found, the host is
 // failing from the first such look on; once it has failed for pol.Grace
-// (GrandfatheredHostGrace at least for a grandfathered host), it is
+// (FirstRecheckGrace at least while no look has found it), it is
 // released: pending again, with the same token, so publishing the record
 // and verifying proves it again. A failed lookup says nothing of the
 // record: it changes only when the host is looked at next, so a resolver
@@ -125,6 +127,7 @@ func (p StatusPage) RecheckHost(now time.Time, proof error, pol HostRecheck) (St
 		if v.VerifiedAt.IsZero() {
 			v.VerifiedAt = now
 		}
+		v.FoundAt = now
 		v.Grandfathered, v.FailingSince, v.Failure = false, time.Time{}, ""
 		return p, HostCheckProven
 	case !errors.As(proof, &missing):
@@ -136,8 +139,8 @@ func (p StatusPage) RecheckHost(now time.Time, proof error, pol HostRecheck) (St
 	}
 	v.Failure = missing.Error()
 	grace := pol.Grace
-	if v.Grandfathered {
-		grace = max(grace, GrandfatheredHostGrace)
+	if v.FoundAt.IsZero() {
+		grace = max(grace, FirstRecheckGrace)
 	}
 	if now.Sub(v.FailingSince) < grace {
 		return p, HostCheckUnproven
@@ -172,7 +175,7 @@ func (p StatusPage) releaseHost(now time.Time, by string) StatusPage {
 // Verified returns v proven at now: verified, and with no failure or
 // release left from before.
 func (v HostVerification) Verified(now time.Time) HostVerification {
-	v.VerifiedAt, v.CheckedAt = now, now
+	v.VerifiedAt, v.CheckedAt, v.FoundAt = now, now, now
 	v.Grandfathered, v.FailingSince, v.Failure = false, time.Time{}, ""
 	v.ReleasedAt, v.ReleasedBy = time.Time{}, ""
 	return v

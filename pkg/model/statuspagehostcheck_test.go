@@ -13,9 +13,22 @@ var policy = model.HostRecheck{Interval: 24 * time.Hour, Grace: 72 * time.Hour}
 
 const recheckHost = "status.bigco.test"
 
+// verifiedPage is a page with v, found by its verification unless v says
+// when else.
 func verifiedPage(v model.HostVerification) model.StatusPage {
 	v.Host, v.Token = recheckHost, "tok"
+	if v.FoundAt.IsZero() {
+		v.FoundAt = v.VerifiedAt
+	}
 	return model.StatusPage{ID: "p", Host: recheckHost, HostVerification: &v}
+}
+
+// verifiedBeforeRechecks is a page verified before hosts were re-checked:
+// no look has found its record since.
+func verifiedBeforeRechecks(v model.HostVerification) model.StatusPage {
+	p := verifiedPage(v)
+	p.HostVerification.FoundAt = time.Time{}
+	return p
 }
 
 var (
@@ -25,8 +38,9 @@ var (
 
 // TestRecheckHost: a look that finds the record keeps (or makes) the host
 // verified and forgets a failure; looks that miss it release the host only
-// once it has been missing for the grace, a grandfathered one's at least
-// GrandfatheredHostGrace; a failed lookup neither starts nor ends a
+// once it has been missing for the grace — FirstRecheckGrace at least for
+// one no look has found since re-checks exist (grandfathered, or verified
+// before); a failed lookup neither starts nor ends a
 // failure and releases nobody.
 func TestRecheckHost(t *testing.T) {
 	t0 := verifiedAt
@@ -54,6 +68,10 @@ func TestRecheckHost(t *testing.T) {
 			model.HostCheckUnproven, model.HostVerified, h(24), ""},
 		{"misses for the grace release", verifiedPage(model.HostVerification{VerifiedAt: t0, FailingSince: h(24)}), h(24 + 72), errMissing,
 			model.HostCheckReleased, model.HostPending, h(24), model.HostReleasedByRecheck},
+		{"verified before re-checks, missing: the first-recheck grace", verifiedBeforeRechecks(model.HostVerification{VerifiedAt: t0, CheckedAt: h(24), FailingSince: h(24)}), h(24 + 72), errMissing,
+			model.HostCheckUnproven, model.HostVerified, h(24), ""},
+		{"verified before re-checks, missing past the first-recheck grace", verifiedBeforeRechecks(model.HostVerification{VerifiedAt: t0, CheckedAt: h(24), FailingSince: h(24)}), h(24).Add(model.FirstRecheckGrace), errMissing,
+			model.HostCheckReleased, model.HostPending, h(24), model.HostReleasedByRecheck},
 		{"a failed lookup starts no failure", verifiedPage(model.HostVerification{VerifiedAt: t0}), h(24), errLookup,
 			model.HostCheckLookupFail, model.HostVerified, time.Time{}, ""},
 		{"a failed lookup past the grace releases nobody", verifiedPage(model.HostVerification{VerifiedAt: t0, FailingSince: h(24)}), h(24 + 100), errLookup,
@@ -64,7 +82,7 @@ func TestRecheckHost(t *testing.T) {
 			model.HostCheckUnproven, model.HostGrandfathered, h(1), ""},
 		{"grandfathered keeps its longer grace", grandfathered(h(0)), h(72), errMissing,
 			model.HostCheckUnproven, model.HostGrandfathered, h(0), ""},
-		{"grandfathered, released after its grace", grandfathered(h(0)), h(0).Add(model.GrandfatheredHostGrace), errMissing,
+		{"grandfathered, released after its grace", grandfathered(h(0)), h(0).Add(model.FirstRecheckGrace), errMissing,
 			model.HostCheckReleased, model.HostPending, h(0), model.HostReleasedByRecheck},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -174,7 +192,7 @@ func TestVerifiedForgetsThePast(t *testing.T) {
 	now := verifiedAt.Add(100 * time.Hour)
 	v := model.HostVerification{Host: recheckHost, Token: "t", FailingSince: verifiedAt, Failure: "x", ReleasedAt: verifiedAt, ReleasedBy: "recheck", Grandfathered: true}
 	got := v.Verified(now)
-	want := model.HostVerification{Host: recheckHost, Token: "t", VerifiedAt: now, CheckedAt: now}
+	want := model.HostVerification{Host: recheckHost, Token: "t", VerifiedAt: now, CheckedAt: now, FoundAt: now}
 	if got != want {
 		t.Errorf("%+v, want %+v", got, want)
 	}
