@@ -402,8 +402,9 @@ func New(opts Options) http.Handler {
 			r.Delete("/{id}", s.deleteStatusPage)
 			r.Post("/{id}/verify-host", s.verifyHost) // statuspages_host.go
 		})
-		r.Route("/keys", s.keyRoutes)     // keys.go
-		r.Route("/agents", s.agentRoutes) // agents.go
+		r.Route("/status-page-hosts", s.statusPageHostRoutes) // statuspagehosts.go: the operator's
+		r.Route("/keys", s.keyRoutes)                         // keys.go
+		r.Route("/agents", s.agentRoutes)                     // agents.go
 		r.Route("/audit", s.auditLogRoutes)
 		r.Route("/dlq", s.dlqRoutes)                                                  // dlq.go
 		r.Get("/status-pages/{id}/subscribers", s.listSubscribers)                    // subscribers.go

@@ -69,3 +69,24 @@ type HostVerificationView struct {
 	ReleasedAt   *time.Time `json:"releasedAt,omitempty"`
 	ReleasedBy   string     `json:"releasedBy,omitempty"`
 }
+
+// HostReleaseInput is the body of POST /v1/status-page-hosts/release: the
+// custom host to take back from whatever page holds it.
+type HostReleaseInput struct {
+	Host string `json:"host"`
+}
+
+// HostReleaseView is the answer of POST /v1/status-page-hosts/release: the
+// host and the pages, of any tenant, whose verification of it was cleared
+// (empty when every page naming it was already pending).
+type HostReleaseView struct {
+	Host     string         `json:"host"`
+	Released []ReleasedPage `json:"released"`
+}
+
+// ReleasedPage is one page a host was released from.
+type ReleasedPage struct {
+	ID     string `json:"id"`
+	Tenant string `json:"tenant"`
+	Slug   string `json:"slug"`
+}
