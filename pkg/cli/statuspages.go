@@ -17,7 +17,7 @@ func (a *app) statusPagesCmd() *cobra.Command {
 	g := group("status-pages", "Status pages: a tenant's public pages of its public endpoints, in groups",
 		"  mcpmon status-pages create --slug acme --title 'Acme status' --group 'Search:team=search' --group All\n  mcpmon status-pages list")
 	g.Aliases = []string{"pages"}
-	g.AddCommand(a.statusPagesList(), a.statusPagesGet(), a.statusPagesCreate(), a.statusPagesUpdate(), a.statusPagesDelete(), a.statusPagesVerifyHost())
+	g.AddCommand(a.statusPagesList(), a.statusPagesGet(), a.statusPagesCreate(), a.statusPagesUpdate(), a.statusPagesDelete(), a.statusPagesVerifyHost(), a.statusPagesReleaseHost())
 	return g
 }
 
@@ -289,6 +289,38 @@ func (a *app) statusPagesVerifyHost() *cobra.Command {
 			}
 			return a.render(p, func(w io.Writer) {
 				fmt.Fprintf(w, "status page %s: host %s is %s\n", p.Slug, p.Host, hostState(p))
+			})
+		},
+	}
+}
+
+func (a *app) statusPagesReleaseHost() *cobra.Command {
+	return &cobra.Command{
+		Use:   "release-host HOST",
+		Short: "Take a custom host back from whatever status page holds it, of any tenant (the operator's admin key)",
+		Long: `Sends every status page, of any tenant, that holds HOST (verified or grandfathered) back to pending:
+no page is served on HOST and none holds it against a new claim. A page that proves HOST again by DNS
+gets it back. Needs an admin key of the default tenant (the deployment operator's); any other key is
+told no such route exists.`,
+		Example: "  mcpmon status-pages release-host status.bigco.com",
+		Args:    exactArgs(1, "one HOST"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			v, err := c.ReleaseStatusPageHost(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.render(v, func(w io.Writer) {
+				if len(v.Released) == 0 {
+					fmt.Fprintf(w, "host %s: no page held it (every page naming it was pending already)\n", v.Host)
+					return
+				}
+				for _, p := range v.Released {
+					fmt.Fprintf(w, "host %s released from status page %s (%s) of tenant %s: pending until it is proven again\n", v.Host, p.ID, p.Slug, p.Tenant)
+				}
 			})
 		},
 	}
