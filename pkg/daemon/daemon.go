@@ -735,10 +735,13 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 }
 
 // hostResolver answers status page host lookups: Deps.hostResolver, else
-// the system's.
+// the server --status-page-host-resolver names, else the system's.
 func (d *Daemon) hostResolver() hostcheck.Resolver {
-	if d.hostDNS != nil {
+	switch {
+	case d.hostDNS != nil:
 		return d.hostDNS
+	case d.opts.StatusPageHostResolver != "":
+		return hostcheck.ResolverAt(d.opts.StatusPageHostResolver)
 	}
 	return net.DefaultResolver
 }

@@ -36,6 +36,18 @@ type Resolver interface {
 	LookupTXT(ctx context.Context, name string) ([]string, error)
 }
 
+// ResolverAt is a resolver that asks only the DNS server at addr
+// (host:port), over UDP and, for an answer too big for it, TCP: the
+// deployment's choice (--status-page-host-resolver) of whose view of DNS
+// proves a host, instead of whatever the machine's resolver answers
+// (a split-horizon view, a search list, a cache).
+func ResolverAt(addr string) *net.Resolver {
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
+}
+
 // DefaultLookupTimeout bounds one lookup of a host's record.
 const DefaultLookupTimeout = 5 * time.Second
 
