@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/client"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 func (a *app) statusPagesCmd() *cobra.Command {
@@ -334,10 +336,22 @@ func hostState(p apiv1.StatusPageView) string {
 	return p.HostVerification.State
 }
 
-// printHostRecord tells what to publish while the host is pending: the
-// page is not served on its host until verify-host finds the record.
+// printHostRecord tells what to publish while the host needs its record:
+// pending (not served until verify-host finds it), grandfathered with a
+// record issued, or served while its re-checks miss it (released once
+// they have for the grace); and why a released host is pending again.
 func printHostRecord(w io.Writer, p apiv1.StatusPageView) {
-	if v := p.HostVerification; v != nil && v.State == "pending" && v.Record != "" {
+	v := p.HostVerification
+	if v == nil || v.Record == "" {
+		return
+	}
+	if v.FailingSince != nil {
+		fmt.Fprintf(w, "host record missing since %s: %s\n", v.FailingSince.Format(time.RFC3339), model.OneLine(v.Failure))
+	}
+	if v.ReleasedAt != nil {
+		fmt.Fprintf(w, "host released at %s by %s\n", v.ReleasedAt.Format(time.RFC3339), v.ReleasedBy)
+	}
+	if v.State != "verified" || v.FailingSince != nil {
 		fmt.Fprintf(w, "publish %s %s %q, then run: mcpmon status-pages verify-host %s\n", v.Record, v.RecordType, v.Value, p.Slug)
 	}
 }
