@@ -79,7 +79,7 @@ func hostVerificationView(p model.StatusPage) *apiv1.HostVerificationView {
 // unchanged.
 //
 // Nothing is locked across the lookup: the page is read again after it
-// and written only if its host and token are still those looked up, so a
+// and written only if its host and proof are still those looked up, so a
 // verification never lands on a host it did not prove (a change in
 // between is a 409 to retry).
 func (s *server) verifyHost(w http.ResponseWriter, r *http.Request) {
