@@ -279,3 +279,41 @@ func TestDue(t *testing.T) {
 		t.Errorf("due %v, want %v", got, want)
 	}
 }
+
+// TestReplicasCheckingTogetherAgree: two replicas' checkers running their
+// rounds at once on one store leave every page as one checker alone
+// would: looked at, its outcome counted at most twice, nothing lost.
+func TestReplicasCheckingTogetherAgree(t *testing.T) {
+	f := newFixture(t, 0, nil)
+	other := hostcheck.New(hostcheck.Options{Store: f.st, Resolver: f.zone.Resolver, Policy: pol,
+		NewToken: func() string { return "other" }, Clock: f.clk, Metrics: f.metrics})
+	for i := range 8 {
+		host := fmt.Sprintf("s%d.replicas.test", i)
+		f.put(t, page(fmt.Sprintf("p%d", i), host, "tok", t0))
+		if i%2 == 0 {
+			f.zone.SetTXT(model.ChallengeName(host), "mcpmon-verify=tok")
+		}
+	}
+	f.clk.Advance(25 * time.Hour)
+	done := make(chan error, 2)
+	for _, c := range []*hostcheck.Checker{f.c, other} {
+		go func() { _, err := c.Round(t.Context()); done <- err }()
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 8 {
+		v := f.get(t, fmt.Sprintf("p%d", i)).HostVerification
+		missing := i%2 == 1
+		if !v.CheckedAt.Equal(f.clk.Now()) || (v.Failure != "") != missing || v.FailingSince.IsZero() != !missing || v.Token != "tok" {
+			t.Errorf("p%d after two replicas' rounds: %+v", i, v)
+		}
+	}
+	n := testutil.ToFloat64(f.metrics.Checks.WithLabelValues(string(model.HostCheckProven))) +
+		testutil.ToFloat64(f.metrics.Checks.WithLabelValues(string(model.HostCheckUnproven)))
+	if n < 8 || n > 16 {
+		t.Errorf("%v looks counted for 8 pages", n)
+	}
+}
