@@ -50,6 +50,7 @@ import (
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/clock"
+	"github.com/mcpmon/mcpmon/pkg/hostcheck"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/queue"
@@ -204,7 +205,7 @@ type Options struct {
 	// custom host (statuspages_host.go); default net.DefaultResolver.
 	HostResolver TXTResolver
 	// HostLookupTimeout bounds that lookup (default
-	// DefaultHostLookupTimeout).
+	// hostcheck.DefaultLookupTimeout).
 	HostLookupTimeout time.Duration
 	// UnverifiedHosts lets a status page's custom host hold its name
 	// against other pages without proof, as pkg/status then serves it
@@ -304,7 +305,7 @@ func New(opts Options) http.Handler {
 		offlineAfter: cmp.Or(max(opts.AgentOfflineAfter, 0), model.DefaultAgentOfflineAfter),
 
 		hostDNS:     opts.HostResolver,
-		hostTimeout: cmp.Or(max(opts.HostLookupTimeout, 0), DefaultHostLookupTimeout),
+		hostTimeout: cmp.Or(max(opts.HostLookupTimeout, 0), hostcheck.DefaultLookupTimeout),
 		hostProof:   !opts.UnverifiedHosts,
 	}
 	if s.hostDNS == nil {
@@ -401,8 +402,9 @@ func New(opts Options) http.Handler {
 			r.Delete("/{id}", s.deleteStatusPage)
 			r.Post("/{id}/verify-host", s.verifyHost) // statuspages_host.go
 		})
-		r.Route("/keys", s.keyRoutes)     // keys.go
-		r.Route("/agents", s.agentRoutes) // agents.go
+		r.Route("/status-page-hosts", s.statusPageHostRoutes) // statuspagehosts.go: the operator's
+		r.Route("/keys", s.keyRoutes)                         // keys.go
+		r.Route("/agents", s.agentRoutes)                     // agents.go
 		r.Route("/audit", s.auditLogRoutes)
 		r.Route("/dlq", s.dlqRoutes)                                                  // dlq.go
 		r.Get("/status-pages/{id}/subscribers", s.listSubscribers)                    // subscribers.go

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -66,8 +67,9 @@ const (
 	ActionPostUpdate  = "post-update" // an incident update posted
 	ActionCreateKey   = "create-key"
 	ActionRevokeKey   = "revoke-key"
-	ActionProbe       = "probe"       // a probe asked for on demand
-	ActionVerifyHost  = "verify-host" // a status page's host proven
+	ActionProbe       = "probe"        // a probe asked for on demand
+	ActionVerifyHost  = "verify-host"  // a status page's host proven
+	ActionReleaseHost = "release-host" // a status page's host taken back by the operator
 )
 
 // auditRoute says what a state-changing route does, and which request
@@ -96,6 +98,7 @@ var auditRoutes = map[string]auditRoute{
 	"POST /v1/status-pages/{id}/verify-host":                  {ActionVerifyHost, "status-page", nil},
 	"POST /v1/status-pages/{id}/subscribers":                  {ActionCreate, "status-subscriber", jsonFields(apiv1.WebhookSubscriberInput{})},
 	"DELETE /v1/status-pages/{id}/subscribers/{subscriberId}": {ActionDelete, "status-subscriber", nil},
+	"POST /v1/status-page-hosts/release":                      {ActionReleaseHost, "status-page-host", jsonFields(apiv1.HostReleaseInput{})},
 	"POST /v1/keys":                                           {ActionCreateKey, "key", jsonFields(keyRequest{})},
 	"DELETE /v1/keys/{id}":                                    {ActionRevokeKey, "key", nil},
 }
@@ -284,17 +287,19 @@ func (s *server) recordAudit(next http.Handler) http.Handler {
 }
 
 // auditObjectID names the object a request changed: the "id" of a JSON
-// response (a created object; a key revoked by name), else the Location
+// response (a created object; a key revoked by name), or its "host" (a
+// status page host released), else the Location
 // of a create, else the route's {id}. Only the ID member of the response
 // is decoded: a created key's secret is in the same body.
 func auditObjectID(resp *capture, h http.Header, param string) string {
 	id := ""
 	if !resp.overflow && strings.HasPrefix(h.Get("Content-Type"), "application/json") {
 		var v struct {
-			ID string `json:"id"`
+			ID   string `json:"id"`
+			Host string `json:"host"` // a status page host released (statuspagehosts.go)
 		}
 		if json.Unmarshal(resp.b, &v) == nil {
-			id = v.ID
+			id = cmp.Or(v.ID, v.Host)
 		}
 	}
 	if loc := h.Get("Location"); id == "" && loc != "" {

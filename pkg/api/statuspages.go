@@ -148,7 +148,7 @@ func (s *server) createStatusPage(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, prob)
 		return
 	}
-	p = p.WithHostProof(model.StatusPage{}, newHostToken()) // a host set starts pending
+	p = p.WithHostProof(model.StatusPage{}, model.NewHostToken()) // a host set starts pending
 	p.ID = s.newID()
 	p.Tenant = auth.TenantFrom(r.Context())
 	p.CreatedAt = s.clock.Now().UTC()
@@ -175,7 +175,7 @@ func (s *server) putStatusPage(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, prob)
 		return
 	}
-	p = p.WithHostProof(old, newHostToken()) // a host changed starts pending again
+	p = p.WithHostProof(old, model.NewHostToken()) // a host changed starts pending again
 	p.ID, p.Tenant, p.CreatedAt = id, old.Tenant, old.CreatedAt
 	p.UpdatedAt = s.clock.Now().UTC()
 	if prob := s.saveStatusPage(r, p, false); prob != nil {

@@ -2,11 +2,8 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base32"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -14,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/hostcheck"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/status"
 )
@@ -40,27 +38,9 @@ func (s *server) ownHostTaken(p model.StatusPage) []apiv1.FieldError {
 	return []apiv1.FieldError{{Pointer: "#/host", Detail: "is this mcpmon's own host name (--api-hosts): a status page needs a host name of its own"}}
 }
 
-// TXTResolver is what proving a status page's host needs of DNS: the TXT
-// records at a name. *net.Resolver satisfies it.
-type TXTResolver interface {
-	LookupTXT(ctx context.Context, name string) ([]string, error)
-}
-
-// DefaultHostLookupTimeout bounds the TXT lookup of POST
-// /v1/status-pages/{id}/verify-host.
-const DefaultHostLookupTimeout = 5 * time.Second
-
-// newHostToken is the token a page's new or changed host is proven with.
-// It is random and kept on the page (model.HostVerification) rather than
-// derived with an HMAC from a deployment key: no other tenant can guess or
-// compute it, it needs no key every API replica must share and keep, and
-// it survives a key rotation, so a record once published keeps proving its
-// page. 128 random bits, lowercase so it reads the same in any DNS tool.
-func newHostToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
-}
+// TXTResolver is what proving a status page's host needs of DNS
+// (hostcheck.Resolver). *net.Resolver satisfies it.
+type TXTResolver = hostcheck.Resolver
 
 // hostVerificationView is where p's host stands for its tenant: the state
 // and, for a host that needs or had a proof, the TXT record that gives it.
@@ -70,25 +50,36 @@ func hostVerificationView(p model.StatusPage) *apiv1.HostVerificationView {
 		return nil
 	}
 	v := &apiv1.HostVerificationView{State: string(state)}
-	if hv := p.HostVerification; hv != nil && hv.Host == p.Host {
-		v.RecordType, v.Record, v.Value = "TXT", model.ChallengeName(p.Host), hv.ChallengeValue()
-		if state == model.HostVerified {
-			at := hv.VerifiedAt
-			v.VerifiedAt = &at
-		}
+	hv := p.HostVerification
+	if hv == nil || hv.Host != p.Host {
+		return v
 	}
+	v.RecordType, v.Record, v.Value = "TXT", model.ChallengeName(p.Host), hv.ChallengeValue()
+	at := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	if state == model.HostVerified {
+		v.VerifiedAt = at(hv.VerifiedAt)
+	}
+	v.CheckedAt, v.FailingSince, v.Failure = at(hv.CheckedAt), at(hv.FailingSince), hv.Failure
+	v.ReleasedAt, v.ReleasedBy = at(hv.ReleasedAt), hv.ReleasedBy
 	return v
 }
 
 // verifyHost serves POST /v1/status-pages/{id}/verify-host: it looks the
 // page's TXT record up and, when it carries the page's value, records the
-// host as verified, so pkg/status serves the page on it. A verified or
-// grandfathered host answers 200 without a lookup; a record missing or
-// wrong is 409 saying what was found and what to publish; a lookup that
-// fails or outlasts the timeout is 503, the page unchanged.
+// host as verified, so pkg/status serves the page on it. A host that
+// needs no lookup (needsLookup) answers 200 as it stands; a record
+// missing or wrong is 409 saying what was found and what to publish (a
+// host still served stays served: its re-checks decide when it is
+// released); a lookup that fails or outlasts the timeout is 503, the page
+// unchanged.
 //
 // Nothing is locked across the lookup: the page is read again after it
-// and written only if its host and token are still those looked up, so a
+// and written only if its host and proof are still those looked up, so a
 // verification never lands on a host it did not prove (a change in
 // between is a 409 to retry).
 func (s *server) verifyHost(w http.ResponseWriter, r *http.Request) {
@@ -102,11 +93,11 @@ func (s *server) verifyHost(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, prob)
 		return
 	}
-	switch p.HostState() {
-	case model.HostNone:
+	if p.HostState() == model.HostNone {
 		writeProblem(w, r, problemf(http.StatusConflict, apiv1.TypeHostNotVerified, "status page %s has no host to verify; set one first", id))
 		return
-	case model.HostVerified, model.HostGrandfathered:
+	}
+	if !needsLookup(p) {
 		writeJSON(w, http.StatusOK, statusPageView(p))
 		return
 	}
@@ -114,7 +105,7 @@ func (s *server) verifyHost(w http.ResponseWriter, r *http.Request) {
 	name, want := model.ChallengeName(p.Host), proof.ChallengeValue()
 	publish := fmt.Sprintf("publish a TXT record at %s with the value %s, then retry (a new record can take a while to reach mcpmon's resolver)", name, want)
 
-	records, err := s.lookupChallenge(r.Context(), name)
+	records, err := hostcheck.LookupChallenge(r.Context(), s.hostDNS, p.Host, s.hostTimeout)
 	if err != nil {
 		// The resolver's error names its server address: the operator's
 		// log gets it, the tenant a sentence.
@@ -127,7 +118,11 @@ func (s *server) verifyHost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := model.CheckChallenge(records, want); err != nil {
-		writeProblem(w, r, problemf(http.StatusConflict, apiv1.TypeHostNotVerified, "host %s is not verified: %s: %v; %s", p.Host, name, err, publish))
+		what := "is not verified"
+		if p.ServesHost(true) {
+			what = "is still served, but its proof is missing"
+		}
+		writeProblem(w, r, problemf(http.StatusConflict, apiv1.TypeHostNotVerified, "host %s %s: %s: %v; %s", p.Host, what, name, err, publish))
 		return
 	}
 
@@ -140,9 +135,9 @@ func (s *server) verifyHost(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, problemf(http.StatusConflict, apiv1.TypeVersionConflict, "status page %s changed during the lookup; reload it and retry", id))
 		return
 	}
-	proof.VerifiedAt = s.clock.Now().UTC()
-	now.HostVerification = &proof
-	now.UpdatedAt = proof.VerifiedAt
+	proven := proof.Verified(s.clock.Now().UTC())
+	now.HostVerification = &proven
+	now.UpdatedAt = proven.VerifiedAt
 	if prob := s.saveStatusPage(r, now, false); prob != nil {
 		writeProblem(w, r, prob)
 		return
@@ -150,20 +145,22 @@ func (s *server) verifyHost(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, statusPageView(now))
 }
 
-// lookupChallenge reads the TXT records at name within the host lookup
-// timeout. A name without TXT records is no records, not an error. The
-// resolver bounds what it reads (a DNS message is at most 64 KiB);
-// model.CheckChallenge bounds what is interpreted of it.
-func (s *server) lookupChallenge(ctx context.Context, name string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.hostTimeout)
-	defer cancel()
-	// Rooted, so the resolver's search domains add no queries.
-	records, err := s.hostDNS.LookupTXT(ctx, name+".")
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
-		return nil, nil
+// needsLookup reports whether verify-host looks p's host up: a pending
+// host, a grandfathered one a re-check has issued a token to, and a
+// verified one whose last re-check found no proof (so its tenant, the
+// record put back, need not wait for the next re-check). Any other host
+// is answered as it stands.
+func needsLookup(p model.StatusPage) bool {
+	v := p.HostVerification
+	switch p.HostState() {
+	case model.HostPending:
+		return true
+	case model.HostGrandfathered:
+		return v != nil
+	case model.HostVerified:
+		return v.Failure != ""
 	}
-	return records, err
+	return false
 }
 
 func isTimeout(err error) bool {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpmon/mcpmon/pkg/api"
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
+	"github.com/mcpmon/mcpmon/pkg/auth"
 	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/status"
 	"github.com/mcpmon/mcpmon/pkg/store"
@@ -366,5 +367,122 @@ func TestUnverifiedHostsServeAndHoldWithoutProof(t *testing.T) {
 	}
 	if resp, b := h.do("POST", "/v1/status-pages", "", `{"slug":"other","title":"t","host":"`+pageHostName+`"}`); resp.StatusCode != http.StatusConflict {
 		t.Errorf("with verification off a second claim: %d %s, want 409", resp.StatusCode, b)
+	}
+}
+
+// TestOperatorReleasesAHost: the operator (an admin key of the default
+// tenant) takes a verified host back from another tenant's page: the page
+// is pending, released by the operator, no longer served, and the name is
+// free for the domain's owner to claim and prove; the page's tenant reads
+// the release in its own audit log. Any other key, an admin of another
+// tenant included, gets the 404 of an unknown path; a host that is not a
+// host name is a 400 on #/host.
+func TestOperatorReleasesAHost(t *testing.T) {
+	z := testpeers.NewDNSZone(t)
+	ah := newAuthHarness(t, withDNS(z))
+	op, _, err := ah.keyring.Create(t.Context(), auth.NewKey{Name: "operator", Tenant: auth.DefaultTenant, Scope: auth.ScopeAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, b := ah.call("POST", "/v1/status-pages", ah.keys["a/write"], acmePage)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", resp.StatusCode, b)
+	}
+	a := decodeView(t, b)
+	z.SetTXT(challenge, a.HostVerification.Value)
+	if resp, b := ah.call("POST", "/v1/status-pages/"+a.ID+"/verify-host", ah.keys["a/write"], ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("verify: %d %s", resp.StatusCode, b)
+	}
+	release := `{"host":"` + pageHostName + `"}`
+	for _, key := range []string{"a/admin", "b/admin"} {
+		resp, b := ah.call("POST", "/v1/status-page-hosts/release", ah.keys[key], release)
+		if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(b), "no route for") {
+			t.Errorf("%s releasing: %d %s, want the 404 of an unknown path", key, resp.StatusCode, b)
+		}
+	}
+	for body, want := range map[string]string{`{"host":""}`: "is required", `{"host":"Status.Acme.Example"}`: "lowercase", `{"host":"10.0.0.1"}`: "not an IP"} {
+		resp, b := ah.call("POST", "/v1/status-page-hosts/release", op, body)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"#/host"`) || !strings.Contains(string(b), want) {
+			t.Errorf("release %s: %d %s, want 400 on #/host saying %q", body, resp.StatusCode, b, want)
+		}
+	}
+	if resp, b := ah.call("POST", "/v1/status-page-hosts/release", op, `{"host":"status.nobody.example"}`); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("release of a host no page has: %d %s", resp.StatusCode, b)
+	}
+
+	ah.clock.Advance(time.Minute)
+	resp, b = ah.call("POST", "/v1/status-page-hosts/release", op, release)
+	var rel apiv1.HostReleaseView
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &rel) != nil || len(rel.Released) != 1 || rel.Released[0].ID != a.ID || rel.Released[0].Tenant != "a" {
+		t.Fatalf("release: %d %s", resp.StatusCode, b)
+	}
+	resp, b = ah.call("GET", "/v1/status-pages/"+a.ID, ah.keys["a/read"], "")
+	v := decodeView(t, b).HostVerification
+	if v.State != "pending" || v.ReleasedBy != "operator" || v.ReleasedAt == nil || !v.ReleasedAt.Equal(t0.Add(time.Minute)) || v.Value != a.HostVerification.Value {
+		t.Fatalf("a's page after the release: %d %s", resp.StatusCode, b)
+	}
+	ah.clock.Advance(status.DefaultTTL)
+	if got := publicHost(ah.harness, status.Options{})(pageHostName); got != "" {
+		t.Errorf("a released host serves %q", got)
+	}
+	// Again: nothing left to release, and that is not an error.
+	if resp, b := ah.call("POST", "/v1/status-page-hosts/release", op, release); resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"released":[]`) {
+		t.Errorf("a second release: %d %s", resp.StatusCode, b)
+	}
+	// The name is free: b claims it and proves it with its own record.
+	resp, b = ah.call("POST", "/v1/status-pages", ah.keys["b/admin"], `{"slug":"bigco","title":"BigCo status","host":"`+pageHostName+`"}`)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("b's claim of the released host: %d %s", resp.StatusCode, b)
+	}
+	bp := decodeView(t, b)
+	z.SetTXT(challenge, bp.HostVerification.Value)
+	if resp, b := ah.call("POST", "/v1/status-pages/"+bp.ID+"/verify-host", ah.keys["b/admin"], ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("b's verify: %d %s", resp.StatusCode, b)
+	}
+	// Each side's audit log says what happened to it.
+	_, b = ah.call("GET", "/v1/audit", ah.keys["a/admin"], "")
+	if !strings.Contains(string(b), `"action":"release-host"`) || !strings.Contains(string(b), `"keyId":"operator"`) || !strings.Contains(string(b), a.ID) {
+		t.Errorf("a's audit log lacks the release: %s", b)
+	}
+	_, b = ah.call("GET", "/v1/audit", op, "")
+	if !strings.Contains(string(b), `"objectId":"`+pageHostName+`"`) {
+		t.Errorf("the operator's audit log lacks the release of the host: %s", b)
+	}
+}
+
+// TestVerifyHostReprovesAFailingHost: verify-host on a served host whose
+// last re-check missed its record looks it up: missing, a 409 that says
+// the host is still served; found, the failure is cleared at once. A
+// grandfathered host a re-check issued a token to becomes verified.
+func TestVerifyHostReprovesAFailingHost(t *testing.T) {
+	z := testpeers.NewDNSZone(t)
+	h := newHarness(t, withDNS(z))
+	put := func(p model.StatusPage) {
+		doc, _ := json.Marshal(p)
+		if err := h.store.PutObject(t.Context(), store.KindStatusPage, p.ID, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	failing := model.HostVerification{Host: pageHostName, Token: "tok", VerifiedAt: t0, CheckedAt: t0, FailingSince: t0, Failure: "no TXT record found"}
+	put(model.StatusPage{ID: "failing", Tenant: "default", Slug: "failing", Title: "t", Host: pageHostName, HostVerification: &failing, CreatedAt: t0})
+	const oldHost = "status.old.example"
+	put(model.StatusPage{ID: "old", Tenant: "default", Slug: "old", Title: "t", Host: oldHost, CreatedAt: t0,
+		HostVerification: &model.HostVerification{Host: oldHost, Token: "issued", Grandfathered: true, CheckedAt: t0, FailingSince: t0, Failure: "no TXT record found"}})
+
+	resp, b := h.do("POST", "/v1/status-pages/failing/verify-host", "", "")
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(string(b), "is still served, but its proof is missing") {
+		t.Fatalf("verify-host of a failing host without its record: %d %s", resp.StatusCode, b)
+	}
+	z.SetTXT(challenge, "mcpmon-verify=tok")
+	h.clock.Advance(time.Minute)
+	var v apiv1.StatusPageView
+	h.mustJSON("POST", "/v1/status-pages/failing/verify-host", "", http.StatusOK, &v)
+	if hv := v.HostVerification; hv.State != "verified" || hv.FailingSince != nil || hv.Failure != "" || hv.CheckedAt == nil || !hv.CheckedAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("after the record is put back: %+v", hv)
+	}
+	z.SetTXT(model.ChallengeName(oldHost), "mcpmon-verify=issued")
+	h.mustJSON("POST", "/v1/status-pages/old/verify-host", "", http.StatusOK, &v)
+	if hv := v.HostVerification; hv.State != "verified" || hv.Record != model.ChallengeName(oldHost) {
+		t.Fatalf("a grandfathered host with its issued record published: %+v", hv)
 	}
 }

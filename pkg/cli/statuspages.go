@@ -6,18 +6,20 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	apiv1 "github.com/mcpmon/mcpmon/pkg/api/v1"
 	"github.com/mcpmon/mcpmon/pkg/client"
+	"github.com/mcpmon/mcpmon/pkg/model"
 )
 
 func (a *app) statusPagesCmd() *cobra.Command {
 	g := group("status-pages", "Status pages: a tenant's public pages of its public endpoints, in groups",
 		"  mcpmon status-pages create --slug acme --title 'Acme status' --group 'Search:team=search' --group All\n  mcpmon status-pages list")
 	g.Aliases = []string{"pages"}
-	g.AddCommand(a.statusPagesList(), a.statusPagesGet(), a.statusPagesCreate(), a.statusPagesUpdate(), a.statusPagesDelete(), a.statusPagesVerifyHost())
+	g.AddCommand(a.statusPagesList(), a.statusPagesGet(), a.statusPagesCreate(), a.statusPagesUpdate(), a.statusPagesDelete(), a.statusPagesVerifyHost(), a.statusPagesReleaseHost())
 	return g
 }
 
@@ -294,6 +296,38 @@ func (a *app) statusPagesVerifyHost() *cobra.Command {
 	}
 }
 
+func (a *app) statusPagesReleaseHost() *cobra.Command {
+	return &cobra.Command{
+		Use:   "release-host HOST",
+		Short: "Take a custom host back from whatever status page holds it, of any tenant (the operator's admin key)",
+		Long: `Sends every status page, of any tenant, that holds HOST (verified or grandfathered) back to pending:
+no page is served on HOST and none holds it against a new claim. A page that proves HOST again by DNS
+gets it back. Needs an admin key of the default tenant (the deployment operator's); any other key is
+told no such route exists.`,
+		Example: "  mcpmon status-pages release-host status.bigco.com",
+		Args:    exactArgs(1, "one HOST"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			v, err := c.ReleaseStatusPageHost(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.render(v, func(w io.Writer) {
+				if len(v.Released) == 0 {
+					fmt.Fprintf(w, "host %s: no page held it (every page naming it was pending already)\n", v.Host)
+					return
+				}
+				for _, p := range v.Released {
+					fmt.Fprintf(w, "host %s released from status page %s (%s) of tenant %s: pending until it is proven again\n", v.Host, p.ID, p.Slug, p.Tenant)
+				}
+			})
+		},
+	}
+}
+
 // hostState is where a page's host stands ("" without a host).
 func hostState(p apiv1.StatusPageView) string {
 	if p.HostVerification == nil {
@@ -302,10 +336,22 @@ func hostState(p apiv1.StatusPageView) string {
 	return p.HostVerification.State
 }
 
-// printHostRecord tells what to publish while the host is pending: the
-// page is not served on its host until verify-host finds the record.
+// printHostRecord tells what to publish while the host needs its record:
+// pending (not served until verify-host finds it), grandfathered with a
+// record issued, or served while its re-checks miss it (released once
+// they have for the grace); and why a released host is pending again.
 func printHostRecord(w io.Writer, p apiv1.StatusPageView) {
-	if v := p.HostVerification; v != nil && v.State == "pending" && v.Record != "" {
+	v := p.HostVerification
+	if v == nil || v.Record == "" {
+		return
+	}
+	if v.FailingSince != nil {
+		fmt.Fprintf(w, "host record missing since %s: %s\n", v.FailingSince.Format(time.RFC3339), model.OneLine(v.Failure))
+	}
+	if v.ReleasedAt != nil {
+		fmt.Fprintf(w, "host released at %s by %s\n", v.ReleasedAt.Format(time.RFC3339), v.ReleasedBy)
+	}
+	if v.State != "verified" || v.FailingSince != nil {
 		fmt.Fprintf(w, "publish %s %s %q, then run: mcpmon status-pages verify-host %s\n", v.Record, v.RecordType, v.Value, p.Slug)
 	}
 }

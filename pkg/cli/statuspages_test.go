@@ -79,6 +79,16 @@ func TestStatusPagesCommandsAgainstARealServer(t *testing.T) {
 	}
 	h.fails(ExitError, "no host to verify", "status-pages", "verify-host", "beta")
 
+	// release-host: this admin key is the default tenant's, the
+	// operator's. A pending host is held by no page; a host no page has
+	// is exit 3; a name that is not a host is the API's 400 on #/host.
+	if out := h.ok("status-pages", "release-host", "status.acme.example"); !strings.Contains(out, "no page held it") {
+		t.Fatalf("release-host of a pending host:\n%s", out)
+	}
+	h.fails(ExitNotFound, "no status page has the host", "status-pages", "release-host", "status.nobody.example")
+	h.fails(ExitError, "#/host", "status-pages", "release-host", "Status.Acme.Example")
+	h.fails(ExitUsage, "one HOST", "status-pages", "release-host")
+
 	var got apiv1.StatusPageView
 	h.json(&got, "status-pages", "get", "beta")
 	if got.ID != beta.ID {

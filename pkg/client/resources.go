@@ -124,6 +124,15 @@ func (c *Client) VerifyStatusPageHost(ctx context.Context, id string) (apiv1.Sta
 	return v, err
 }
 
+// ReleaseStatusPageHost takes host back from whatever status page, of any
+// tenant, holds it (the operator's: an admin key of the default tenant;
+// any other key, or a host no page has: IsNotFound).
+func (c *Client) ReleaseStatusPageHost(ctx context.Context, host string) (apiv1.HostReleaseView, error) {
+	var v apiv1.HostReleaseView
+	_, err := c.do(ctx, request{method: http.MethodPost, path: "/v1/status-page-hosts/release", body: apiv1.HostReleaseInput{Host: host}}, &v)
+	return v, err
+}
+
 // DeleteStatusPage deletes a status page.
 func (c *Client) DeleteStatusPage(ctx context.Context, id string) error {
 	_, err := c.do(ctx, request{method: http.MethodDelete, path: "/v1/status-pages/" + esc(id)}, nil)

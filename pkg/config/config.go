@@ -96,6 +96,16 @@ type Options struct {
 	// (or the host predates verification). Off (single-tenant
 	// deployments, tests), every host is served as set.
 	StatusPageHostVerification bool
+	// StatusPageHostRecheckInterval is how often a served custom host is
+	// looked up again (0: never; hosts then stay verified once verified,
+	// and grandfathered hosts are served as before); a host whose record
+	// is missing on every look for StatusPageHostRecheckGrace goes back
+	// to pending (pkg/hostcheck). Only with StatusPageHostVerification.
+	StatusPageHostRecheckInterval time.Duration
+	StatusPageHostRecheckGrace    time.Duration
+	// StatusPageHostResolver is the DNS server (host:port) that status
+	// page host lookups ask; empty: the machine's resolver.
+	StatusPageHostResolver string
 
 	// WebhookURL and WebhookSecret are the global webhook sink. Each can
 	// come from its flag, its MCPMON_* variable or a file
@@ -275,18 +285,20 @@ func Defaults() Options {
 		HTTPWriteTimeout: DefaultHTTPWriteTimeout,
 		HTTPIdleTimeout:  DefaultHTTPIdleTimeout,
 
-		MaxEndpointsPerTenant:      DefaultMaxEndpointsPerTenant,
-		MaxMaintenancePerTenant:    DefaultMaxMaintenancePerTenant,
-		MaxStatusPagesPerTenant:    DefaultMaxStatusPagesPerTenant,
-		MaxAgentsPerTenant:         DefaultMaxAgentsPerTenant,
-		AgentOfflineAfter:          model.DefaultAgentOfflineAfter,
-		RateLimit:                  DefaultRateLimit,
-		RateBurst:                  DefaultRateBurst,
-		MaxInFlightPerTenant:       DefaultMaxInFlightPerTenant,
-		BootstrapKey:               true,
-		StatusPageHostVerification: true,
-		MaxSubscribersPerPage:      model.DefaultMaxSubscribersPerPage,
-		SubscribeSMTPTLS:           "starttls",
+		MaxEndpointsPerTenant:         DefaultMaxEndpointsPerTenant,
+		MaxMaintenancePerTenant:       DefaultMaxMaintenancePerTenant,
+		MaxStatusPagesPerTenant:       DefaultMaxStatusPagesPerTenant,
+		MaxAgentsPerTenant:            DefaultMaxAgentsPerTenant,
+		AgentOfflineAfter:             model.DefaultAgentOfflineAfter,
+		RateLimit:                     DefaultRateLimit,
+		RateBurst:                     DefaultRateBurst,
+		MaxInFlightPerTenant:          DefaultMaxInFlightPerTenant,
+		BootstrapKey:                  true,
+		StatusPageHostVerification:    true,
+		StatusPageHostRecheckInterval: model.DefaultHostRecheckInterval,
+		StatusPageHostRecheckGrace:    model.DefaultHostRecheckGrace,
+		MaxSubscribersPerPage:         model.DefaultMaxSubscribersPerPage,
+		SubscribeSMTPTLS:              "starttls",
 	}
 }
 
@@ -319,6 +331,9 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.Var((*listValue)(&o.AllowTargetNetworks), "allow-target-networks", "comma-separated networks (CIDR, or one address) probes may reach although private, e.g. 10.20.0.0/16; every other private, loopback and link-local address stays refused"+envHint("allow-target-networks"))
 	boolean(&o.PublicIndex, "public-index", "serve /status, the list of every public endpoint of every tenant (off: only per-endpoint pages, JSON, badges and feeds)")
 	boolean(&o.StatusPageHostVerification, "status-page-host-verification", "serve a status page on its custom host only once its tenant proves control of the name with a DNS TXT record (off: every host as set, for single-tenant deployments)")
+	dur(&o.StatusPageHostRecheckInterval, "status-page-host-recheck-interval", "how often a status page's verified or grandfathered custom host is looked up again (hourly while its record is missing); 0 never, so a host once verified stays verified")
+	dur(&o.StatusPageHostRecheckGrace, "status-page-host-recheck-grace", "how long a re-checked host's TXT record may be missing on every look before the host goes back to pending and is no longer served (a host no look has found since re-checks exist, grandfathered or verified before: 14 days at least, from its first re-check)")
+	str(&o.StatusPageHostResolver, "status-page-host-resolver", "DNS server (host:port, e.g. 1.1.1.1:53) that status page host lookups ask (verify-host and the re-check); empty: the machine's resolver")
 	fs.IntVar(&o.ProbeConcurrency, "probe-concurrency", o.ProbeConcurrency, "probes run in parallel per prober"+envHint("probe-concurrency"))
 	fs.Var(&repeatValue{list: &o.CanaryURLs}, "canary-url", "canary target every prober checks to tell its own network failing from the endpoints' (repeat, or comma-separate; two or more, outside your infrastructure and the monitored servers' providers)"+envHint("canary-url"))
 	dur(&o.CanaryInterval, "canary-interval", "how often each prober checks its canaries (more often while they fail)")
@@ -616,6 +631,17 @@ func (o Options) Validate() error {
 	}
 	if o.SinkGiveUpAfter < time.Second || o.SinkGiveUpAfter > 30*24*time.Hour {
 		errs = append(errs, fmt.Errorf("--sink-give-up-after %s: must be between 1s and 720h", o.SinkGiveUpAfter))
+	}
+	if o.StatusPageHostRecheckInterval < 0 || o.StatusPageHostRecheckInterval > 0 && o.StatusPageHostRecheckInterval < time.Hour {
+		errs = append(errs, fmt.Errorf("--status-page-host-recheck-interval %s: must be 0 (never) or at least 1h", o.StatusPageHostRecheckInterval))
+	}
+	if r := o.StatusPageHostResolver; r != "" {
+		if host, port, err := net.SplitHostPort(r); err != nil || host == "" || port == "" {
+			errs = append(errs, fmt.Errorf("--status-page-host-resolver %q: want host:port, e.g. 1.1.1.1:53", r))
+		}
+	}
+	if o.StatusPageHostRecheckGrace < time.Hour {
+		errs = append(errs, fmt.Errorf("--status-page-host-recheck-grace %s: must be at least 1h, so one failed look releases nothing", o.StatusPageHostRecheckGrace))
 	}
 	if o.AgentOfflineAfter < model.MinAgentOfflineAfter || o.AgentOfflineAfter > model.MaxAgentOfflineAfter {
 		errs = append(errs, fmt.Errorf("--agent-offline-after %s: must be between %s and %s", o.AgentOfflineAfter, model.MinAgentOfflineAfter, model.MaxAgentOfflineAfter))

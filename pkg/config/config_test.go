@@ -65,6 +65,10 @@ func TestParseErrors(t *testing.T) {
 		{args: []string{"--http-idle-timeout", "2h"}, want: "--http-idle-timeout"},
 		{args: []string{"--agent-offline-after", "30s"}, want: "--agent-offline-after"}, // below the longest poll plus a record write
 		{args: []string{"--agent-offline-after", "2h"}, want: "--agent-offline-after"},
+		{args: []string{"--status-page-host-recheck-interval", "10m"}, want: "--status-page-host-recheck-interval"},
+		{args: []string{"--status-page-host-recheck-interval", "-1h"}, want: "--status-page-host-recheck-interval"},
+		{args: []string{"--status-page-host-recheck-grace", "0s"}, want: "--status-page-host-recheck-grace"},
+		{args: []string{"--status-page-host-resolver", "1.1.1.1"}, want: "--status-page-host-resolver"},
 	} {
 		_, err := Parse("mcpmon", tc.args, envOf(tc.env), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

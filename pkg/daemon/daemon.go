@@ -34,8 +34,10 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/api"
 	"github.com/mcpmon/mcpmon/pkg/clock"
 	"github.com/mcpmon/mcpmon/pkg/config"
+	"github.com/mcpmon/mcpmon/pkg/hostcheck"
 	"github.com/mcpmon/mcpmon/pkg/mcpapi"
 	"github.com/mcpmon/mcpmon/pkg/metrics"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 	"github.com/mcpmon/mcpmon/pkg/netguard"
 	"github.com/mcpmon/mcpmon/pkg/queue"
@@ -126,7 +128,7 @@ type Deps struct {
 	proberOptions func(region string, o *prober.Options)
 	// hostResolver, when set, answers the API's status page host
 	// verification lookups (a DNS server on loopback in tests).
-	hostResolver api.TXTResolver
+	hostResolver hostcheck.Resolver
 }
 
 // Daemon is a running mcpmon process.
@@ -173,7 +175,7 @@ type Daemon struct {
 	delay      *metrics.PipelineDelay
 	wrap       func(queueName string, h queue.Handler) queue.Handler // Deps.wrapHandler
 	proberOpts func(region string, o *prober.Options)                // Deps.proberOptions
-	hostDNS    api.TXTResolver                                       // Deps.hostResolver
+	hostDNS    hostcheck.Resolver                                    // Deps.hostResolver
 	sinkOnce   sync.Once                                             // sinks.go
 	sinkSet    sinkSet
 	sinkErr    error
@@ -636,7 +638,7 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 			AgentResults:         d.agentResults(qm, fold), // agents.go
 			AgentSecretsOverHTTP: o.AgentSecretsOverHTTP,
 			AgentOfflineAfter:    o.AgentOfflineAfter,
-			HostResolver:         d.hostDNS, // nil: the system's
+			HostResolver:         d.hostResolver(),
 			UnverifiedHosts:      !o.StatusPageHostVerification,
 		})
 		mux.Handle("/v1/", h)
@@ -673,6 +675,17 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 		d.loop(ctx, "subscriptions prune", func(ctx context.Context) error {
 			return subscribe.RunPrune(ctx, d.st, d.clk, d.log, 10*time.Minute)
 		})
+		// Served custom hosts are looked up again. Every API replica runs
+		// the rounds: a page is written only if unchanged since its
+		// lookup, so replicas cost each other at most a second lookup.
+		hostChecks := hostcheck.NewMetrics(reg)
+		if o.StatusPageHostVerification && o.StatusPageHostRecheckInterval > 0 {
+			hc := hostcheck.New(hostcheck.Options{
+				Store: d.st, Resolver: d.hostResolver(), NewToken: model.NewHostToken, Clock: d.clk, Logger: d.log, Metrics: hostChecks,
+				Policy: model.HostRecheck{Interval: o.StatusPageHostRecheckInterval, Grace: o.StatusPageHostRecheckGrace},
+			})
+			d.loop(ctx, "status page host re-check", func(ctx context.Context) error { return hc.Run(ctx, hostcheck.DefaultEvery) })
+		}
 	}
 	if d.role.has(RoleProber) {
 		if err := d.startProbers(ctx, qm, fold); err != nil { // regions.go: one per region with `run --regions`
@@ -722,6 +735,18 @@ func (d *Daemon) build(ctx context.Context, mux *http.ServeMux, qm *queue.Metric
 	}
 	d.loop(ctx, "metrics prune", d.pruneMetrics)
 	return nil
+}
+
+// hostResolver answers status page host lookups: Deps.hostResolver, else
+// the server --status-page-host-resolver names, else the system's.
+func (d *Daemon) hostResolver() hostcheck.Resolver {
+	switch {
+	case d.hostDNS != nil:
+		return d.hostDNS
+	case d.opts.StatusPageHostResolver != "":
+		return hostcheck.ResolverAt(d.opts.StatusPageHostResolver)
+	}
+	return net.DefaultResolver
 }
 
 // banner prints the address the listener actually bound (after port 0 or

@@ -66,6 +66,21 @@ func TestStatusPageHostVerificationFlag(t *testing.T) {
 			t.Error("the pending host serves its page")
 		}
 	})
+	t.Run("resolver flag", func(t *testing.T) {
+		// --status-page-host-resolver: the lookups ask the server named,
+		// not the machine's resolver (which knows no *.test name).
+		z := testpeers.NewDNSZone(t)
+		d := startEmbedded(t, func(o *config.Options) { o.StatusPageHostResolver = z.Addr })
+		c := apiClient{addr: d.Addr()}
+		id, value := create(t, c, "flagged", "status.flagged.test")
+		z.SetTXT("_mcpmon-challenge.status.flagged.test", value)
+		resp := c.do(t, http.MethodPost, "/v1/status-pages/"+id+"/verify-host", strings.NewReader("{}"))
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), `"state":"verified"`) {
+			t.Fatalf("verify-host through --status-page-host-resolver: %d %s", resp.StatusCode, raw)
+		}
+	})
 	t.Run("off", func(t *testing.T) {
 		d := startEmbedded(t, func(o *config.Options) { o.StatusPageHostVerification = false })
 		create(t, apiClient{addr: d.Addr()}, "unproven", "status.unproven.test")

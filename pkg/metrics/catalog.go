@@ -63,6 +63,7 @@ func Catalog() []Family {
 		{"mcpmon_agent_last_seen_timestamp_seconds", Gauge, []string{"agent", "location"}, "api", "agent keys (--max-agents-per-tenant per tenant)"},
 		{"mcpmon_agent_clock_skew_seconds", Gauge, []string{"agent", "location"}, "api", "agent keys (--max-agents-per-tenant per tenant)"},
 		{"mcpmon_agent_results_total", Counter, []string{"agent", "location"}, "api", "agent keys (--max-agents-per-tenant per tenant)"},
+		{"mcpmon_status_page_host_checks_total", Counter, []string{"outcome"}, "api", "4 outcomes"},
 		// Aggregator.
 		{"mcpmon_verdict_state", Gauge, []string{"endpoint", "state"}, "aggregator", "endpoints × 5 states"},
 		{"mcpmon_verdicts_total", Counter, []string{"state"}, "aggregator", "5 states"},

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"crypto/rand"
+	"encoding/base32"
 	"fmt"
 	"strings"
 	"time"
@@ -42,15 +44,38 @@ type HostVerification struct {
 	Token string `json:"token"`
 	// VerifiedAt is when the record was found; zero while pending.
 	VerifiedAt time.Time `json:"verifiedAt,omitzero"`
+	// Grandfathered marks a host stored before hosts were verified that
+	// has since been issued Token by a re-check (RecheckHost): it is
+	// served as HostGrandfathered until the record is found (verified) or
+	// its grace runs out (pending).
+	Grandfathered bool `json:"grandfathered,omitempty"`
+	// CheckedAt is when the host was last looked up again (RecheckHost);
+	// zero before its first re-check.
+	CheckedAt time.Time `json:"checkedAt,omitzero"`
+	// FoundAt is when a look (verify-host or a re-check) last found the
+	// record; zero for a host verified before hosts were re-checked, or
+	// grandfathered, until a re-check finds it (see FirstRecheckGrace).
+	FoundAt time.Time `json:"foundAt,omitzero"`
+	// FailingSince is the first of the consecutive re-checks that found
+	// no proof; zero while the proof is found.
+	FailingSince time.Time `json:"failingSince,omitzero"`
+	// Failure says, for the page's tenant, why the last re-check found no
+	// proof ("" when it found it).
+	Failure string `json:"failure,omitempty"`
+	// ReleasedAt and ReleasedBy say when and by whom (HostReleasedBy*) a
+	// host once served was sent back to pending; zero and "" otherwise.
+	ReleasedAt time.Time `json:"releasedAt,omitzero"`
+	ReleasedBy string    `json:"releasedBy,omitempty"`
 }
 
 // HostState is where a page's custom host stands.
 type HostState string
 
 // The host states. HostGrandfathered is a host stored before hosts were
-// verified (a page with a Host and no HostVerification): its operator did
-// nothing wrong, so it is served as a verified one until the host is
-// changed.
+// verified (a page with a Host and no HostVerification, or one a re-check
+// has issued a token to and not yet found): its tenant did nothing wrong,
+// so it is served as a verified one until the host is changed or its
+// re-checks find no proof for FirstRecheckGrace (RecheckHost).
 const (
 	HostNone          HostState = ""
 	HostPending       HostState = "pending"
@@ -66,8 +91,12 @@ func (p StatusPage) HostState() HostState {
 		return HostNone
 	case v == nil:
 		return HostGrandfathered
-	case v.Host == p.Host && v.Token != "" && !v.VerifiedAt.IsZero():
+	case v.Host != p.Host || v.Token == "":
+		return HostPending
+	case !v.VerifiedAt.IsZero():
 		return HostVerified
+	case v.Grandfathered:
+		return HostGrandfathered
 	}
 	return HostPending
 }
@@ -101,6 +130,18 @@ func (p StatusPage) WithHostProof(old StatusPage, token string) StatusPage {
 		p.HostVerification = &HostVerification{Host: p.Host, Token: token}
 	}
 	return p
+}
+
+// NewHostToken is the token a page's new or changed host is proven with.
+// It is random and kept on the page (HostVerification) rather than
+// derived with an HMAC from a deployment key: no other tenant can guess or
+// compute it, it needs no key every replica must share and keep, and it
+// survives a key rotation, so a record once published keeps proving its
+// page. 128 random bits, lowercase so it reads the same in any DNS tool.
+func NewHostToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 }
 
 func (v *HostVerification) clone() *HostVerification {

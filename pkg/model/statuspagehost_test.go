@@ -27,6 +27,8 @@ func TestHostStateAndServing(t *testing.T) {
 		{"pending", model.StatusPage{Host: host, HostVerification: &model.HostVerification{Host: host, Token: "t"}}, model.HostPending, false},
 		{"verified", model.StatusPage{Host: host, HostVerification: &model.HostVerification{Host: host, Token: "t", VerifiedAt: verifiedAt}}, model.HostVerified, true},
 		{"verified for another host", model.StatusPage{Host: host, HostVerification: &model.HostVerification{Host: "old.example.com", Token: "t", VerifiedAt: verifiedAt}}, model.HostPending, false},
+		{"grandfathered, token issued by a re-check", model.StatusPage{Host: host, HostVerification: &model.HostVerification{Host: host, Token: "t", Grandfathered: true}}, model.HostGrandfathered, true},
+		{"grandfathered for another host", model.StatusPage{Host: host, HostVerification: &model.HostVerification{Host: "old.example.com", Token: "t", Grandfathered: true}}, model.HostPending, false},
 		{"verified without a token", model.StatusPage{Host: host, HostVerification: &model.HostVerification{Host: host, VerifiedAt: verifiedAt}}, model.HostPending, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -34,6 +34,9 @@ func DNSServer(t testing.TB, answers map[string]netip.Addr) *net.Resolver {
 type DNSZone struct {
 	// Resolver sends every query to this zone and nowhere else.
 	Resolver *net.Resolver
+	// Addr is the zone's address (127.0.0.1:port, UDP and TCP), for a
+	// resolver the code under test builds itself.
+	Addr string
 
 	mu   sync.Mutex
 	a    map[string]netip.Addr
@@ -51,6 +54,7 @@ func NewDNSZone(t testing.TB) *DNSZone {
 	wg.Go(func() { z.serveUDP(pc) })
 	wg.Go(func() { z.serveTCP(ln, &wg) })
 	addr := pc.LocalAddr().String()
+	z.Addr = addr
 	z.Resolver = &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var d net.Dialer
 		if strings.HasPrefix(network, "tcp") {
