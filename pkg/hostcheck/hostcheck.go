@@ -71,7 +71,7 @@ func LookupChallenge(ctx context.Context, r Resolver, host string, timeout time.
 type Store interface {
 	ListObjects(ctx context.Context, kind string) (map[string][]byte, error)
 	GetObject(ctx context.Context, kind, id string) ([]byte, error)
-	PutObject(ctx context.Context, kind, id string, doc []byte) error
+	SwapObject(ctx context.Context, kind, id string, old, doc []byte) error
 }
 
 // Metrics are the re-check's.
@@ -215,8 +215,9 @@ func (c *Checker) Round(ctx context.Context) (int, error) {
 
 // check looks p's host up and writes what RecheckHost decides.
 //
-// Nothing is locked across the lookup: the page is read again after it
-// and written only if its host and proof are still those read before, so
+// Nothing is locked across the lookup: the page is read again after it,
+// and written only if its host and proof are still those read before and
+// only while it is still the document read again (store.SwapObject), so
 // a tenant's change (or another replica's re-check) in between wins and
 // this look is dropped; the page is looked at again in a later round.
 // The page is the only write, so a crash anywhere leaves the page as it
@@ -252,7 +253,10 @@ func (c *Checker) check(ctx context.Context, p model.StatusPage) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("encode status page %s: %w", p.ID, err)
 	}
-	if err := c.o.Store.PutObject(ctx, store.KindStatusPage, p.ID, out); err != nil {
+	switch err := c.o.Store.SwapObject(ctx, store.KindStatusPage, p.ID, doc, out); {
+	case errors.Is(err, store.ErrConflict) || errors.Is(err, model.ErrNotFound):
+		return false, nil // changed or deleted since it was read again
+	case err != nil:
 		return false, fmt.Errorf("write status page %s: %w", p.ID, err)
 	}
 	if c.o.Metrics != nil {

@@ -1,6 +1,7 @@
 package hostcheck_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sync"
@@ -45,6 +46,23 @@ func (m *memPages) PutObject(_ context.Context, kind, id string, doc []byte) err
 	defer m.mu.Unlock()
 	if kind != store.KindStatusPage {
 		panic(kind)
+	}
+	m.docs[id] = doc
+	m.puts++
+	return nil
+}
+
+func (m *memPages) SwapObject(_ context.Context, kind, id string, old, doc []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cur, ok := m.docs[id]
+	switch {
+	case kind != store.KindStatusPage:
+		panic(kind)
+	case !ok:
+		return model.ErrNotFound
+	case !bytes.Equal(cur, old):
+		return store.ErrConflict
 	}
 	m.docs[id] = doc
 	m.puts++
