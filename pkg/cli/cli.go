@@ -107,7 +107,7 @@ func Run(ctx context.Context, args []string, io IO) int {
 	if cmd != nil {
 		name = cmd.CommandPath()
 	}
-	msg := a.explain(err)
+	msg := a.explain(cmd, err)
 	if code == ExitUsage && cmd != nil && !cmd.DisableFlagParsing {
 		msg += fmt.Sprintf(" (see %s --help)", name)
 	}
@@ -198,8 +198,15 @@ type hintError struct {
 func (e hintError) Unwrap() error { return e.error }
 
 // explain is err as one line, with what to do when the cause is common.
-func (a *app) explain(err error) string {
+// The server roles and offline tasks (cmd.DisableFlagParsing: they keep
+// pkg/daemon's flags) get no hint about --server or --token: their errors
+// are not about the API at --server, and pkg/daemon already says what to
+// do (a listen address in use: "pick another with --listen").
+func (a *app) explain(cmd *cobra.Command, err error) string {
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	if cmd != nil && cmd.DisableFlagParsing {
+		return msg
+	}
 	var opErr *net.OpError
 	var h hintError
 	switch {

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -21,5 +23,30 @@ func TestAnotherServerAtServerIsNamed(t *testing.T) {
 		h := &harness{t: t, env: map[string]string{"MCPMON_SERVER": other.URL}}
 		h.fails(ExitError, "is "+other.URL+" an mcpmon server? set --server or MCPMON_SERVER", "endpoints", "list")
 		other.Close()
+	}
+}
+
+// TestServerRoleErrorsGetNoClientHints: a server role's error (here its
+// --listen address already taken) is the daemon's own line, with the
+// daemon's advice; the REST client's hints ("is mcpmon running at
+// --server?") are about another command and would send a user looking at
+// the wrong process.
+func TestServerRoleErrorsGetNoClientHints(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	h := &harness{t: t, env: map[string]string{}}
+	// The daemon logs to stderr before it fails (the generated secrets
+	// key); its error is the last line.
+	_, errOut, code := h.run("run", "--listen", held.Addr().String(), "--data-dir", t.TempDir())
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	last := lines[len(lines)-1]
+	if code != ExitError || !strings.HasPrefix(last, "mcpmon run: ") || !strings.Contains(last, "pick another with --listen") {
+		t.Fatalf("exit %d, last stderr line %q; want 1 and the daemon's error", code, last)
+	}
+	if strings.Contains(last, "MCPMON_SERVER") || strings.Contains(last, "is mcpmon running") {
+		t.Errorf("a server role's error carries the client's hint: %q", last)
 	}
 }
