@@ -198,13 +198,12 @@ type hintError struct {
 func (e hintError) Unwrap() error { return e.error }
 
 // explain is err as one line, with what to do when the cause is common.
-// The server roles and offline tasks (cmd.DisableFlagParsing: they keep
-// pkg/daemon's flags) get no hint about --server or --token: their errors
-// are not about the API at --server, and pkg/daemon already says what to
-// do (a listen address in use: "pick another with --listen").
+// A server role (serverRole) gets no hint about --server or --token: its
+// errors are not about the API at --server, and pkg/daemon already says
+// what to do (a listen address in use: "pick another with --listen").
 func (a *app) explain(cmd *cobra.Command, err error) string {
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
-	if cmd != nil && cmd.DisableFlagParsing {
+	if cmd != nil && cmd.Annotations[serverRole] != "" {
 		return msg
 	}
 	var opErr *net.OpError

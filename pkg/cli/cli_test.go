@@ -50,3 +50,18 @@ func TestServerRoleErrorsGetNoClientHints(t *testing.T) {
 		t.Errorf("a server role's error carries the client's hint: %q", last)
 	}
 }
+
+// TestClientErrorsKeepTheirHints: a REST command that cannot reach
+// --server names it and what to do, and `keys`, which takes --local, points
+// at the offline path.
+func TestClientErrorsKeepTheirHints(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now: connection refused
+	h := &harness{t: t, env: map[string]string{"MCPMON_SERVER": down, "MCPMON_TOKEN": "mcpmon_x"}}
+	h.fails(ExitError, "is mcpmon running at "+down+"? set --server or MCPMON_SERVER", "endpoints", "list")
+	h.fails(ExitError, "mcpmon keys list --local works on the store directly", "keys", "list")
+}
