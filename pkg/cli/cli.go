@@ -213,12 +213,32 @@ func (a *app) explain(cmd *cobra.Command, err error) string {
 		msg += " (" + h.hint + ")"
 	case notMCPMON(err):
 		msg += fmt.Sprintf(" (the answer is not mcpmon's: is %s an mcpmon server? set --server or MCPMON_SERVER)", a.server)
+	case client.IsUnauthorized(err) && a.token == "":
+		msg += " (no key was sent: set --token or MCPMON_TOKEN)"
 	case client.IsUnauthorized(err):
 		msg += " (set --token or MCPMON_TOKEN to an API key with the needed scope)"
 	case errors.As(err, &opErr):
 		msg += fmt.Sprintf(" (is mcpmon running at %s? set --server or MCPMON_SERVER)", a.server)
+	case client.IsNotFound(err):
+		if list := listSibling(cmd); list != "" {
+			msg += fmt.Sprintf(" (%s shows them)", list)
+		}
 	}
 	return msg
+}
+
+// listSibling is the command that lists what cmd names ("mcpmon incidents
+// list" for "mcpmon incidents ack"), or "" when it has none.
+func listSibling(cmd *cobra.Command) string {
+	if cmd == nil || cmd.Name() == "list" || !cmd.HasParent() {
+		return ""
+	}
+	for _, c := range cmd.Parent().Commands() {
+		if c.Name() == "list" {
+			return c.CommandPath()
+		}
+	}
+	return ""
 }
 
 func (a *app) root() *cobra.Command {

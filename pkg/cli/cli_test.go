@@ -65,3 +65,19 @@ func TestClientErrorsKeepTheirHints(t *testing.T) {
 	h.fails(ExitError, "is mcpmon running at "+down+"? set --server or MCPMON_SERVER", "endpoints", "list")
 	h.fails(ExitError, "mcpmon keys list --local works on the store directly", "keys", "list")
 }
+
+// TestNoTokenSaysNoKeyWasSent: a user who has not yet exported
+// MCPMON_TOKEN is told that no key went out, not to find one "with the
+// needed scope".
+func TestNoTokenSaysNoKeyWasSent(t *testing.T) {
+	h := &harness{t: t, env: map[string]string{}}
+	addr, stop := h.startServer(t.TempDir())
+	defer stop()
+	h.setenv("MCPMON_SERVER", "http://"+addr)
+	errOut := h.fails(ExitError, "no key was sent: set --token or MCPMON_TOKEN", "endpoints", "list")
+	if strings.Contains(errOut, "needed scope") {
+		t.Errorf("no key sent, yet the hint is about its scope: %q", errOut)
+	}
+	h.setenv("MCPMON_TOKEN", "mcpmon_notakey")
+	h.fails(ExitError, "set --token or MCPMON_TOKEN", "endpoints", "list")
+}

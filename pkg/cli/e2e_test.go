@@ -345,10 +345,10 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if st.AckedIncidents < 1 || st.Endpoints != 2 {
 		t.Fatalf("status = %+v, want two endpoints and the acknowledged incident", st)
 	}
-	if errOut := h.fails(ExitNotFound, "404", "incidents", "get", "no-such-incident"); strings.Contains(errOut, "mcpmon server?") {
+	if errOut := h.fails(ExitNotFound, "404 incident no-such-incident not found (mcpmon incidents list shows them)", "incidents", "get", "no-such-incident"); strings.Contains(errOut, "mcpmon server?") {
 		t.Fatalf("mcpmon's own 404: %q, want no doubt that the server is mcpmon", errOut)
 	}
-	h.fails(ExitNotFound, "404", "incidents", "ack", "no-such-incident")
+	h.fails(ExitNotFound, "(mcpmon incidents list shows them)", "incidents", "ack", "no-such-incident")
 	h.fails(ExitUsage, "--state", "incidents", "list", "--state", "sideways")
 
 	h.readSide(alpha, down, mcpSrv)
@@ -369,7 +369,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if out, errOut, code := h.run("maintenance", "rm", mw.ID); code != ExitOK || out != "deleted maintenance window "+mw.ID+"\n" || errOut != "" {
 		t.Fatalf("maintenance rm: exit %d, stdout %q, stderr %q; want the confirmation on stdout alone", code, out, errOut)
 	}
-	h.fails(ExitNotFound, "404", "maintenance", "rm", mw.ID)
+	h.fails(ExitNotFound, "(mcpmon maintenance list shows them)", "maintenance", "rm", mw.ID)
 	h.fails(ExitUsage, "RFC 3339", "maintenance", "add", "--endpoint", "alpha", "--start", "tomorrow", "--end", "later")
 	// Missing input is a usage error naming the CLI's flags, not the API's members.
 	h.fails(ExitUsage, "--endpoint ID|NAME or --selector", "maintenance", "add")
@@ -402,7 +402,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 		t.Fatalf("a read key lists %d endpoints, want 2", len(list))
 	}
 	h.ok("keys", "revoke", "reader")
-	h.fails(ExitNotFound, "404", "keys", "revoke", "no-such-key")
+	h.fails(ExitNotFound, "(mcpmon keys list shows them)", "keys", "revoke", "no-such-key")
 	h.fails(ExitUsage, "--name and --scope", "keys", "create")
 
 	// dead-letter queues (the operator's)
