@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -328,6 +329,11 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	}
 	if out := h.ok("incidents", "list"); !strings.Contains(out, incs[0].ID) {
 		t.Fatalf("incidents list table:\n%s", out)
+	} else if f := tableRow(out, incs[0].ID); len(f) < 2 || f[1] != "down" {
+		t.Fatalf("incidents list table names the endpoint %v, want its name (down):\n%s", f, out)
+	}
+	if out := h.ok("incidents", "get", incs[0].ID); !strings.Contains(out, "down ("+down.ID+")") {
+		t.Fatalf("incidents get table does not name the endpoint down (%s):\n%s", down.ID, out)
 	}
 	var updated apiv1.IncidentView
 	h.json(&updated, "incidents", "update", incs[0].ID, "--status", "investigating", "--message", "looking")
@@ -364,6 +370,9 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	h.json(&mws, "maintenance", "list")
 	if len(mws) != 1 || mws[0].ID != mw.ID {
 		t.Fatalf("maintenance list = %+v", mws)
+	}
+	if out := h.ok("maintenance", "list"); !slices.Contains(tableRow(out, mw.ID), "alpha") {
+		t.Fatalf("maintenance list table does not name the endpoint alpha:\n%s", out)
 	}
 	// Confirmations go to stdout, as every command's; stderr is for errors.
 	if out, errOut, code := h.run("maintenance", "rm", mw.ID); code != ExitOK || out != "deleted maintenance window "+mw.ID+"\n" || errOut != "" {
@@ -778,4 +787,15 @@ func TestNoArgumentsOrDaemonFlagsMeanRun(t *testing.T) {
 			t.Errorf("defaultToRun(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// tableRow is the whitespace-separated fields of the line of a table that
+// starts with first, or nil.
+func tableRow(table, first string) []string {
+	for line := range strings.Lines(table) {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == first {
+			return f
+		}
+	}
+	return nil
 }

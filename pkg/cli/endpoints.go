@@ -449,6 +449,36 @@ func (a *app) endpointID(ctx context.Context, c *client.Client, ref string) (str
 	return v.ID, err
 }
 
+// endpointNames maps the tenant's endpoint IDs to names, for the tables
+// that name endpoints (incidents, maintenance windows): people registered
+// them by name. A name two endpoints share is left out, and so is every
+// endpoint after an error (the walk is best effort): the table shows the ID
+// there instead, which is never wrong.
+func (a *app) endpointNames(ctx context.Context, c *client.Client) map[string]string {
+	names, seen := map[string]string{}, map[string]int{}
+	for e, err := range c.Endpoints(ctx, client.EndpointFilter{}) {
+		if err != nil {
+			break
+		}
+		names[e.ID] = e.Name
+		seen[e.Name]++
+	}
+	for id, name := range names {
+		if seen[name] > 1 || name == "" {
+			delete(names, id)
+		}
+	}
+	return names
+}
+
+// endpointName is the name names gives id, or id itself.
+func endpointName(names map[string]string, id string) string {
+	if n, ok := names[id]; ok {
+		return n
+	}
+	return id
+}
+
 // endpointClient is the REST client and the ID of the endpoint ref names:
 // the start of every command about one endpoint's history.
 func (a *app) endpointClient(ctx context.Context, ref string) (*client.Client, string, error) {
