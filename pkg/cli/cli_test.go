@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -80,4 +81,16 @@ func TestNoTokenSaysNoKeyWasSent(t *testing.T) {
 	}
 	h.setenv("MCPMON_TOKEN", "mcpmon_notakey")
 	h.fails(ExitError, "set --token or MCPMON_TOKEN", "endpoints", "list")
+}
+
+// TestAFileThatIsNotThereIsAUsageError: a file named on the command line
+// that does not exist is a mistake in the command line (exit 2, naming the
+// flag and the path), as for status-pages create -f, whatever the command.
+func TestAFileThatIsNotThereIsAUsageError(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope.yaml")
+	h := &harness{t: t, env: map[string]string{"MCPMON_TOKEN": "mcpmon_x", "MCPMON_SERVER": "http://127.0.0.1:1"}}
+	h.fails(ExitUsage, "-f "+missing+": no such file or directory", "apply", "-f", missing)
+	h.fails(ExitUsage, "--sinks-file: open "+missing, "endpoints", "add", "--name", "a", "--url", "https://mcp.example.com/mcp", "--sinks-file", missing)
+	h.fails(ExitUsage, "-f: open "+missing, "status-pages", "create", "-f", missing)
+	h.fails(ExitUsage, "--scope (read, write or admin)", "keys", "create", "--name", "ci")
 }

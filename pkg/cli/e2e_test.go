@@ -543,7 +543,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 		t.Fatalf("endpoints rm: exit %d, stdout %q, stderr %q; want the confirmation on stdout alone", code, out, errOut)
 	}
 	h.fails(ExitUsage, "-f", "apply")
-	h.fails(ExitError, "no such file", "apply", "-f", filepath.Join(dir, "missing.yaml"))
+	h.fails(ExitUsage, "no such file", "apply", "-f", filepath.Join(dir, "missing.yaml"))
 
 	// --prune: only gamma stays.
 	only := write("only.yaml", fmt.Sprintf("endpoints:\n  - name: gamma\n    url: %s\n    paused: true\n", mcpURL))

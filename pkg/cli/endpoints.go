@@ -191,7 +191,7 @@ func (a *app) resolvedInput(f *endpointFlags) (apiv1.EndpointInput, error) {
 	if f.sinksFile != "" {
 		b, err := a.io.ReadFile(f.sinksFile)
 		if err != nil {
-			return in, fmt.Errorf("--sinks-file: %w", err)
+			return in, usageError{fmt.Errorf("--sinks-file: %w", err)}
 		}
 		var doc any
 		if err := yaml.Unmarshal(b, &doc); err != nil {
