@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 
@@ -185,7 +186,7 @@ func (a *app) statusPagesCreate() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.render(p, func(w io.Writer) { fmt.Fprintf(w, "created status page %s (/status/%s)\n", p.ID, p.Slug) })
+			return a.render(p, func(w io.Writer) { fmt.Fprintf(w, "created status page %s: %s\n", p.ID, a.pageURL(p.Slug)) })
 		},
 	}
 	f.add(cmd)
@@ -220,7 +221,7 @@ func (a *app) statusPagesUpdate() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.render(p, func(w io.Writer) { fmt.Fprintf(w, "updated status page %s (/status/%s)\n", p.ID, p.Slug) })
+			return a.render(p, func(w io.Writer) { fmt.Fprintf(w, "updated status page %s: %s\n", p.ID, a.pageURL(p.Slug)) })
 		},
 	}
 	f.add(cmd)
@@ -354,4 +355,11 @@ func printHostRecord(w io.Writer, p apiv1.StatusPageView) {
 	if v.State != "verified" || v.FailingSince != nil {
 		fmt.Fprintf(w, "publish %s %s %q, then run: mcpmon status-pages verify-host %s\n", v.Record, v.RecordType, v.Value, p.Slug)
 	}
+}
+
+// pageURL is where the status page of slug is served: on the API's
+// listener, at --server as this user reaches it (a custom host serves it
+// at / too, once verified).
+func (a *app) pageURL(slug string) string {
+	return strings.TrimSuffix(a.server, "/") + "/status/" + url.PathEscape(slug)
 }

@@ -35,6 +35,10 @@ func TestStatusPagesCommandsAgainstARealServer(t *testing.T) {
 	if out := h.ok("status-pages", "list"); !strings.Contains(out, "acme") || !strings.Contains(out, "status.acme.example") {
 		t.Fatalf("list:\n%s", out)
 	}
+	// The confirmation says where the page is, to open it.
+	if out := h.ok("status-pages", "update", "acme", "--description", "Ours"); out != "updated status page "+created.ID+": http://"+addr+"/status/acme\n" {
+		t.Fatalf("update's confirmation = %q, want the page's URL", out)
+	}
 
 	// update by slug: the flags given replace their field, the rest stays.
 	var updated apiv1.StatusPageView
