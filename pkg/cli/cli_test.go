@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,4 +94,19 @@ func TestAFileThatIsNotThereIsAUsageError(t *testing.T) {
 	h.fails(ExitUsage, "--sinks-file: open "+missing, "endpoints", "add", "--name", "a", "--url", "https://mcp.example.com/mcp", "--sinks-file", missing)
 	h.fails(ExitUsage, "-f: open "+missing, "status-pages", "create", "-f", missing)
 	h.fails(ExitUsage, "--scope (read, write or admin)", "keys", "create", "--name", "ci")
+}
+
+// TestEditWithALiteralSinkSecretNamesTheField: a sinks file with a literal
+// webhook URL is refused before any request, naming the field, and an edit
+// that keeps the endpoint's name does not call it `endpoint ""`.
+func TestEditWithALiteralSinkSecretNamesTheField(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sinks.yaml")
+	if err := os.WriteFile(file, []byte("- {name: hook, type: webhook, url: \"https://hooks.example/T0K3N\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, env: map[string]string{"MCPMON_TOKEN": "mcpmon_x", "MCPMON_SERVER": "http://127.0.0.1:1"}}
+	errOut := h.fails(ExitUsage, "sinks[0].url: a sink secret", "endpoints", "edit", "search", "--sinks-file", file)
+	if strings.Contains(errOut, `endpoint ""`) || strings.Contains(errOut, "T0K3N") {
+		t.Errorf("edit's error = %q, want no empty endpoint name and no secret", errOut)
+	}
 }
