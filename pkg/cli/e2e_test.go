@@ -475,6 +475,9 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if out := h.ok("apply", "-f", cfg); !strings.Contains(out, "+ create beta") || !strings.Contains(out, "+ create gamma") {
 		t.Fatalf("apply:\n%s", out)
 	}
+	if out := h.ok("endpoints", "get", "beta"); !strings.Contains(out, "hook (webhook)") || strings.Contains(out, "t0k") {
+		t.Fatalf("endpoints get beta: want its sink named, not its URL:\n%s", out)
+	}
 	h.json(&plan, "apply", "-f", cfg, "--dry-run")
 	if !plan.Empty() {
 		t.Fatalf("apply twice: the second plans %+v", plan)

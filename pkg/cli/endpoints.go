@@ -107,6 +107,20 @@ func (a *app) endpointsGet() *cobra.Command {
 	}
 }
 
+// sinkNames is an endpoint's own sinks as "NAME (TYPE)", from the redacted
+// list the API returns (the rest of each sink stays in -o json).
+func sinkNames(raw json.RawMessage) []string {
+	var sinks []struct{ Name, Type string }
+	if json.Unmarshal(raw, &sinks) != nil {
+		return nil
+	}
+	out := make([]string, 0, len(sinks))
+	for _, s := range sinks {
+		out = append(out, s.Name+" ("+s.Type+")")
+	}
+	return out
+}
+
 func endpointTable(w io.Writer, v apiv1.EndpointView) {
 	names := make([]string, 0, len(v.Headers))
 	for k := range v.Headers {
@@ -114,7 +128,7 @@ func endpointTable(w io.Writer, v apiv1.EndpointView) {
 	}
 	fields(w, "ID", v.ID, "Name", v.Name, "State", v.State, "URL", v.URL, "Transport", v.Transport,
 		"Schedule", v.Schedule, "Timeout", v.Timeout, "Labels", v.Labels, "Headers", names,
-		"Paused", v.Paused, "Version", v.Version, "Updated", v.UpdatedAt)
+		"Sinks", sinkNames(v.Sinks), "Paused", v.Paused, "Version", v.Version, "Updated", v.UpdatedAt)
 	if r := v.LatestResult; r != nil {
 		fields(w, "Last probe", fmt.Sprintf("%s %s at %s", r.Status, r.Class, cell(r.FinishedAt)))
 		if r.Error != "" {
@@ -122,7 +136,7 @@ func endpointTable(w io.Writer, v apiv1.EndpointView) {
 		}
 	}
 	if vd := v.LastVerdict; vd != nil {
-		fields(w, "Last verdict", fmt.Sprintf("%s (window %s) %s", vd.State, cell(vd.Window), vd.Reason))
+		fields(w, "Last verdict", strings.TrimSpace(fmt.Sprintf("%s (window %s) %s", vd.State, cell(vd.Window), vd.Reason)))
 	}
 	for _, warn := range v.Warnings {
 		fields(w, "Warning", warn)
