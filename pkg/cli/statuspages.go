@@ -186,6 +186,7 @@ func (a *app) statusPagesCreate() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			a.warnNoPublicEndpoint(cmd.Context(), c)
 			return a.render(p, func(w io.Writer) { fmt.Fprintf(w, "created status page %s: %s\n", p.ID, a.pageURL(p.Slug)) })
 		},
 	}
@@ -362,4 +363,18 @@ func printHostRecord(w io.Writer, p apiv1.StatusPageView) {
 // at / too, once verified).
 func (a *app) pageURL(slug string) string {
 	return strings.TrimSuffix(a.server, "/") + "/status/" + url.PathEscape(slug)
+}
+
+// warnNoPublicEndpoint tells the owner of a new page that it will list
+// nothing: a page's groups select among the tenant's public endpoints only,
+// and a page that says "No endpoints are on this page yet" does not say
+// why. Best effort: an error reading the list warns of nothing.
+func (a *app) warnNoPublicEndpoint(ctx context.Context, c *client.Client) {
+	for e, err := range c.Endpoints(ctx, client.EndpointFilter{}) {
+		if err != nil || e.Public {
+			return
+		}
+	}
+	fmt.Fprintln(a.io.Stderr, "warning: no endpoint of this tenant is public, so the page lists none yet; "+
+		"publish one with mcpmon endpoints edit NAME --public --slug SLUG")
 }
