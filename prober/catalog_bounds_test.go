@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpmon/mcpmon/pkg/conformance"
+	"github.com/mcpmon/mcpmon/pkg/model"
 	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
@@ -332,6 +333,31 @@ func TestOnePageOfCountlessToolsIsCheap(t *testing.T) {
 			t.Fatalf("%s: %s %q, want n/a saying the page lists more than %d tools", rule.ID, rule.Outcome, rule.Detail, maxListedTools)
 		}
 		prev = &res
+	}
+}
+
+// TestToolCheckPastTheToolsRead: a tool check whose tool is listed after
+// the tools a probe decodes is called, not failed as missing.
+func TestToolCheckPastTheToolsRead(t *testing.T) {
+	tools := make([]any, maxListedTools+10)
+	for i := range tools {
+		tools[i] = map[string]any{"name": fmt.Sprintf("t%05d", i), "inputSchema": map[string]any{"type": "object"}}
+	}
+	last := fmt.Sprintf("t%05d", len(tools)-1)
+	var called atomic.Bool
+	ep := rawEP(t, goodRaw(map[string]func(http.ResponseWriter, json.RawMessage){
+		"tools/list": func(w http.ResponseWriter, id json.RawMessage) {
+			writeJSON(w, 200, result(id, map[string]any{"tools": tools}))
+		},
+		"tools/call": func(w http.ResponseWriter, id json.RawMessage) {
+			called.Store(true)
+			writeJSON(w, 200, result(id, map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok"}}}))
+		},
+	}))
+	ep.ToolCheck = &model.ToolCheck{Name: last}
+	res := testProber(t, nil).Probe(context.Background(), ep, cmd())
+	if res.Class != ClassOK || !called.Load() {
+		t.Fatalf("result %s %q, called %v: want ok after calling %s", res.Class, res.Error, called.Load(), last)
 	}
 }
 
