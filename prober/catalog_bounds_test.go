@@ -323,8 +323,8 @@ func TestOnePageOfCountlessToolsIsCheap(t *testing.T) {
 		// The first probe compiles the schemas and sends the active
 		// checks. The others cost what the server's megabyte costs to read
 		// and check as JSON, and maxListedTools tools; not what 20,000 do.
-		if allocated := after.TotalAlloc - before.TotalAlloc; i > 0 && allocated > 24<<20 {
-			t.Fatalf("a probe allocated %d MB, want under 24", allocated>>20)
+		if allocated := after.TotalAlloc - before.TotalAlloc; i > 0 && allocated > 40<<20 {
+			t.Fatalf("a probe allocated %d MB, want under 40 (92 when every tool was decoded)", allocated>>20)
 		}
 		if res.Status != msg.StatusUp || !res.CatalogTruncated || res.ToolCount != MaxCatalogTools {
 			t.Fatalf("result %s %q, truncated=%v, %d tools: want up, truncated, %d tools", res.Class, res.Error, res.CatalogTruncated, res.ToolCount, MaxCatalogTools)
