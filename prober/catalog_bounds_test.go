@@ -7,11 +7,17 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/mcpmon/mcpmon/pkg/conformance"
+	"github.com/mcpmon/mcpmon/pkg/model"
+	"github.com/mcpmon/mcpmon/pkg/msg"
 )
 
 // catalogStrings is every string of c a reader sees: names, descriptions,
@@ -278,6 +284,109 @@ func TestToolsListStopsAtTheCap(t *testing.T) {
 	}
 	if !stored.Truncated || stored.Fingerprint != prints[0] {
 		t.Fatalf("stored catalog truncated=%v fingerprint %s, want truncated, %s", stored.Truncated, stored.Fingerprint, prints[0])
+	}
+}
+
+// TestOnePageOfCountlessToolsIsCheap: one tools/list page of a megabyte
+// listing about 20,000 tiny tools, a new one each probe (so no cached
+// conformance outcome applies), is decoded only up to maxListedTools: the
+// probe is up with a truncated catalog of MaxCatalogTools, the schema rule
+// says the page was not validated, and a probe allocates a few megabytes.
+// Every tool was decoded, canonicalized and schema-validated: 136 MB and
+// over 300 ms of CPU a probe, 500 times a plain probe's, at a schedule of
+// one a second.
+func TestOnePageOfCountlessToolsIsCheap(t *testing.T) {
+	var page strings.Builder
+	page.WriteString(`{"tools":[`)
+	for i := 0; page.Len() < 1000000; i++ {
+		if i > 0 {
+			page.WriteByte(',')
+		}
+		fmt.Fprintf(&page, `{"name":"t%d","inputSchema":{"type":"object"}}`, i)
+	}
+	page.WriteString(`],"nonce":%d}`)
+	var n atomic.Int64
+	ep := rawEP(t, goodRaw(map[string]func(http.ResponseWriter, json.RawMessage){
+		"tools/list": func(w http.ResponseWriter, id json.RawMessage) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":`+page.String()+`}`, id, n.Add(1))
+		},
+	}))
+	ep.Transport = TransportStreamableHTTP
+	p := testProber(t, nil)
+	prev := &msg.ProbeResult{Status: msg.StatusUp, ProtocolVersion: Version20251125, Transport: TransportStreamableHTTP}
+	for i := range 3 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		res, _ := p.Run(context.Background(), ep, msg.NewProbeCommand(ep.ID, testSlot.Add(time.Duration(i)*time.Second)), prev)
+		runtime.ReadMemStats(&after)
+		// The first probe compiles the schemas and sends the active
+		// checks. The others cost what the server's megabyte costs to read
+		// and check as JSON, and maxListedTools tools; not what 20,000 do.
+		if allocated := after.TotalAlloc - before.TotalAlloc; i > 0 && allocated > 40<<20 {
+			t.Fatalf("a probe allocated %d MB, want under 40 (92 when every tool was decoded)", allocated>>20)
+		}
+		if res.Status != msg.StatusUp || !res.CatalogTruncated || res.ToolCount != MaxCatalogTools {
+			t.Fatalf("result %s %q, truncated=%v, %d tools: want up, truncated, %d tools", res.Class, res.Error, res.CatalogTruncated, res.ToolCount, MaxCatalogTools)
+		}
+		if rule, _ := res.Conformance.Rule(conformance.RuleToolsListSchema); i > 0 && (rule.Outcome != msg.ConformanceNA || !strings.Contains(rule.Detail, fmt.Sprintf("more than %d tools", maxListedTools))) {
+			t.Fatalf("%s: %s %q, want n/a saying the page lists more than %d tools", rule.ID, rule.Outcome, rule.Detail, maxListedTools)
+		}
+		prev = &res
+	}
+}
+
+// TestToolCheckPastTheToolsRead: a tool check whose tool is listed after
+// the tools a probe decodes is called, not failed as missing.
+func TestToolCheckPastTheToolsRead(t *testing.T) {
+	tools := make([]any, maxListedTools+10)
+	for i := range tools {
+		tools[i] = map[string]any{"name": fmt.Sprintf("t%05d", i), "inputSchema": map[string]any{"type": "object"}}
+	}
+	last := fmt.Sprintf("t%05d", len(tools)-1)
+	var called atomic.Bool
+	ep := rawEP(t, goodRaw(map[string]func(http.ResponseWriter, json.RawMessage){
+		"tools/list": func(w http.ResponseWriter, id json.RawMessage) {
+			writeJSON(w, 200, result(id, map[string]any{"tools": tools}))
+		},
+		"tools/call": func(w http.ResponseWriter, id json.RawMessage) {
+			called.Store(true)
+			writeJSON(w, 200, result(id, map[string]any{"content": []any{map[string]any{"type": "text", "text": "ok"}}}))
+		},
+	}))
+	ep.ToolCheck = &model.ToolCheck{Name: last}
+	res := testProber(t, nil).Probe(context.Background(), ep, cmd())
+	if res.Class != ClassOK || !called.Load() {
+		t.Fatalf("result %s %q, called %v: want ok after calling %s", res.Class, res.Error, called.Load(), last)
+	}
+}
+
+// TestDecodeToolsPage: within room the tools and cursor are what
+// json.Unmarshal reads; past it the first room tools and over.
+func TestDecodeToolsPage(t *testing.T) {
+	for _, tc := range []struct {
+		in         string
+		room       int
+		tools      int
+		cursor     string
+		over, fail bool
+	}{
+		{in: `{"tools":[{"name":"a"},{"name":"b"}],"nextCursor":"c"}`, room: 5, tools: 2, cursor: "c"},
+		{in: `{"nextCursor":"c","tools":[1,2,3]}`, room: 3, tools: 3, cursor: "c"},
+		{in: `{"tools":[1,2,3,4],"nextCursor":"c"}`, room: 3, tools: 3, over: true},
+		{in: `{"TOOLS":[1],"NextCursor":"x","tools":[2,3]}`, room: 5, tools: 2, cursor: "x"},
+		{in: `{"tools":null,"nextCursor":null}`, room: 5},
+		{in: `null`, room: 5},
+		{in: `{"other":{"tools":[1]},"tools":[]}`, room: 5},
+		{in: `{"tools":{}}`, room: 5, fail: true},
+		{in: `{"tools":[],"nextCursor":5}`, room: 5, fail: true},
+		{in: `[1]`, room: 5, fail: true},
+		{in: `"x"`, room: 5, fail: true},
+	} {
+		pg, err := decodeToolsPage([]byte(tc.in), tc.room)
+		if (err != nil) != tc.fail || len(pg.tools) != tc.tools || pg.nextCursor != tc.cursor || pg.over != tc.over {
+			t.Errorf("%s: %d tools, cursor %q, over %v, err %v; want %d, %q, %v, fail %v", tc.in, len(pg.tools), pg.nextCursor, pg.over, err, tc.tools, tc.cursor, tc.over, tc.fail)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -44,6 +45,12 @@ func (c *confCapture) page(res []byte) {
 	if len(c.obs.ToolPages) < conformance.MaxToolPages {
 		c.obs.ToolPages = append(c.obs.ToolPages, res)
 	}
+}
+
+// heldBack notes that tools/list page n (1-based) lists more tools than
+// a probe reads (max) and was not handed to the rules.
+func (c *confCapture) heldBack(n, max int) {
+	c.obs.ToolPageHeldBack = fmt.Sprintf("tools/list page %d lists more than %d tools, more than a probe reads", n, max)
 }
 
 // conformanceOf is the result's conformance and its events: evaluated when

@@ -1,6 +1,7 @@
 package prober
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -51,6 +52,48 @@ func FuzzCatalog(f *testing.F) {
 		}
 		if again := buildCatalog(rev, newScrubber(map[string]string{"X-Api-Key": secret}), small, false); again.Fingerprint != c.Fingerprint {
 			t.Fatal("the same tools in the opposite order built another catalog")
+		}
+	})
+}
+
+// FuzzToolsPage: decodeToolsPage reads a tools/list result as
+// json.Unmarshal does while the tools fit in room (the same tools, cursor
+// and failure), and past room keeps exactly room of them. Seeds include a
+// page of thousands of tools, the attack that made every tool cost.
+func FuzzToolsPage(f *testing.F) {
+	f.Add([]byte(`{"tools":[{"name":"a"},{"name":"b"}],"nextCursor":"c"}`), uint8(5))
+	f.Add([]byte(`{"TOOLS":[1],"NextCursor":"x","tools":[2,3],"toolſ":[4]}`), uint8(5))
+	f.Add([]byte(`{"tools":null,"nextCursor":5}`), uint8(1))
+	f.Add([]byte(`{"tools":[`+strings.Repeat(`{"name":"t"},`, 5000)+`{"name":"t"}]}`), uint8(3))
+	f.Fuzz(func(t *testing.T, res []byte, room uint8) {
+		if !json.Valid(res) {
+			return // parseRPC refuses it before
+		}
+		pg, err := decodeToolsPage(res, int(room))
+		var lr struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		uerr := json.Unmarshal(res, &lr)
+		if pg.over {
+			if err != nil || len(pg.tools) != int(room) {
+				t.Fatalf("over with %d tools (room %d), err %v", len(pg.tools), room, err)
+			}
+			return
+		}
+		if (err != nil) != (uerr != nil) {
+			t.Fatalf("decodeToolsPage err %v, Unmarshal err %v", err, uerr)
+		}
+		if err != nil {
+			return
+		}
+		if len(pg.tools) != len(lr.Tools) || pg.nextCursor != lr.NextCursor {
+			t.Fatalf("%d tools, cursor %q; Unmarshal %d, %q", len(pg.tools), pg.nextCursor, len(lr.Tools), lr.NextCursor)
+		}
+		for i := range pg.tools {
+			if !bytes.Equal(pg.tools[i], lr.Tools[i]) {
+				t.Fatalf("tool %d: %s, Unmarshal %s", i, pg.tools[i], lr.Tools[i])
+			}
 		}
 	})
 }

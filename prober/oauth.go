@@ -213,6 +213,9 @@ func (p *Prober) fetchToken(ctx context.Context, o *model.OAuthClient) (*oauth2.
 	if t.AccessToken == "" {
 		return nil, errors.New("the token response has no access_token")
 	}
+	if len(t.AccessToken) > maxAccessToken {
+		return nil, fmt.Errorf("the access_token is %d KiB, over %d KiB", len(t.AccessToken)>>10, maxAccessToken>>10)
+	}
 	if typ := t.Type(); !strings.EqualFold(typ, "Bearer") {
 		return nil, fmt.Errorf("the token type is %q, not Bearer", clean(typ))
 	}
@@ -220,6 +223,15 @@ func (p *Prober) fetchToken(ctx context.Context, o *model.OAuthClient) (*oauth2.
 }
 
 // errTokenRedirect is a token endpoint that answered with a redirect.
+// maxAccessToken bounds an access token the prober accepts. The token
+// endpoint may be the tenant's own server, and a token is kept per endpoint
+// for up to maxTokenLifetime (DefaultMaxCachedTokens of them), sent in
+// every probe's requests and scrubbed from everything the target says: a
+// megabyte each would cost the prober gigabytes. Real tokens (JWTs with
+// claims) are a few KiB; servers commonly refuse request headers past
+// 8 to 16 KiB anyway.
+const maxAccessToken = 16 << 10
+
 var errTokenRedirect = errors.New("the token endpoint redirected; the client secret is not sent on")
 
 // newTokenClient is the HTTP client for token URLs: guarded dials,

@@ -249,6 +249,36 @@ func TestOAuthTokenFailures(t *testing.T) {
 	}
 }
 
+// TestOversizedAccessTokenIsRefused: a token endpoint answering an
+// access_token of 900 KiB (a lifetime of an hour) fails the probe as
+// auth_token_failed naming the cap, the token is neither sent to the target
+// nor kept. The token cache holds a token per endpoint (10,000 by default)
+// for up to an hour, so a tenant's thousand endpoints whose token URL is
+// its own server held about a gigabyte of every prober that probed them,
+// and each probe sent the megabyte to the target and scrubbed text with it.
+func TestOversizedAccessTokenIsRefused(t *testing.T) {
+	big := strings.Repeat("A", 900<<10)
+	tokenURL := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"access_token":%q,"token_type":"Bearer","expires_in":3600}`, big)
+	})).URL
+	srv, l := countingServer(t)
+	p := testProber(t, nil)
+	ep := oauthEndpoint(srv.URL, tokenURL, opClientSecret)
+	ep.OAuth.TokenURL = tokenURL
+	res := p.Probe(t.Context(), ep, cmd())
+	if res.Class != ClassAuthTokenFailed || !strings.Contains(res.Error, fmt.Sprintf("over %d KiB", maxAccessToken>>10)) {
+		t.Fatalf("class %s %q, want auth_token_failed naming the %d KiB cap", res.Class, res.Error, maxAccessToken>>10)
+	}
+	if len(res.Error) > 4096 {
+		t.Fatalf("error is %d bytes", len(res.Error))
+	}
+	assertNoConnections(t, l)
+	if e := p.tokens.entry(ep.ID, time.Now()); e.token != "" {
+		t.Fatalf("cache keeps a token of %d bytes", len(e.token))
+	}
+}
+
 // TestTokenCacheIsBounded: the least recently used endpoint's token goes
 // first.
 func TestTokenCacheIsBounded(t *testing.T) {

@@ -78,13 +78,14 @@ func (r *run) readResponse(ctx context.Context, resp *http.Response, method stri
 		br := r.p.getReader(&capReader{r: resp.Body, n: r.p.opts.MaxBody})
 		defer r.p.putReader(br)
 		sr := &sseReader{br: br, maxLine: int(r.p.opts.MaxBody), maxEvents: r.p.opts.MaxSSEEvents}
+		asked := "" // the first request of the server's on the stream
 		for {
 			ev, err := sr.Next()
 			if err == io.EOF {
-				return nil, failf(ClassProtocolError, resp.StatusCode, "%s: SSE stream ended without the response", method)
+				return nil, unanswered(failf(ClassProtocolError, resp.StatusCode, "%s: SSE stream ended without the response", method), asked)
 			}
 			if err != nil {
-				return nil, r.readFail(ctx, method, err)
+				return nil, unanswered(r.readFail(ctx, method, err), asked)
 			}
 			if ev.Data == "" || ev.Event != "message" {
 				continue // priming event, or an event type the probe does not read
@@ -97,12 +98,32 @@ func (r *run) readResponse(ctx context.Context, resp *http.Response, method stri
 				return resultOf(m)
 			}
 			// Server notifications and requests ahead of the answer are skipped.
+			for i := 0; i < len(msgs) && asked == ""; i++ {
+				if msgs[i].Method != "" && len(msgs[i].ID) > 0 {
+					asked = msgs[i].Method
+				}
+			}
 		}
 	case "":
 		return nil, failf(ClassNotMCP, resp.StatusCode, "%s: HTTP %d without a content type: not an MCP endpoint", method, resp.StatusCode)
 	default:
 		return nil, failf(ClassNotMCP, resp.StatusCode, "%s: HTTP %d with content type %q: not an MCP endpoint", method, resp.StatusCode, fromTarget(mt))
 	}
+}
+
+// unanswered notes on pe, a failure to get an answer, the request the
+// server sent on the answer's stream before failing (method; none when
+// ""): the prober answers none, since it declares no sampling,
+// elicitation or roots capability, so a server that waits for the reply
+// before its own answer never answers, and the timeout alone would not
+// say why.
+func unanswered(pe *probeError, method string) *probeError {
+	if method == "" {
+		return pe
+	}
+	pe.format += "; the server sent a request (%s), which the prober does not answer"
+	pe.args = append(pe.args, fromTarget(method))
+	return pe
 }
 
 // encodingError fails an answer of step with a Content-Encoding: the

@@ -47,3 +47,37 @@ func TestTimeoutNamesTheStep(t *testing.T) {
 		})
 	}
 }
+
+// TestUnansweredServerRequestIsNamed: a server that sends a request of its
+// own on the SSE stream of an answer (sampling, elicitation) and waits for
+// the client's reply before answering times out, or ends its stream, with
+// a message naming that request: the prober answers none.
+func TestUnansweredServerRequestIsNamed(t *testing.T) {
+	for name, after := range map[string]func(r *http.Request){
+		"waits":       func(r *http.Request) { <-r.Context().Done() },
+		"ends stream": func(*http.Request) {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			good := goodRaw(nil)
+			ep := rawEP(t, func(w http.ResponseWriter, r *http.Request, method string, id json.RawMessage) {
+				if method != "ping" {
+					good(w, r, method, id)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(200)
+				_, _ = w.Write([]byte("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"s1\",\"method\":\"elicitation/create\",\"params\":{}}\n\n"))
+				w.(http.Flusher).Flush()
+				after(r)
+			})
+			ep.ProtocolVersion = Version20251125
+			ep.Timeout = 300 * time.Millisecond
+			res := testProber(t, nil).Probe(context.Background(), ep, cmd())
+			if res.Status == "up" {
+				t.Fatalf("class %s, want a failure", res.Class)
+			}
+			mustContain(t, res.Error, "ping: ")
+			mustContain(t, res.Error, "the server sent a request (elicitation/create), which the prober does not answer")
+		})
+	}
+}

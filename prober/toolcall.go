@@ -31,7 +31,10 @@ func (r *run) checkTool(ctx context.Context) error {
 		return failf(ClassToolFailed, 0, "tool check %q: the server declares no tools capability", tc.Name)
 	case r.tools == nil:
 		return failf(ClassToolFailed, 0, "tool check %q: tools/list failed, so the tool could not be confirmed: %v", tc.Name, r.degraded)
-	case !hasTool(r.tools, tc.Name):
+	case !r.toolsMore && !hasTool(r.tools, tc.Name):
+		// A listing read only in part (a full catalog, or more tools
+		// than a probe decodes) may hold the tool further on: the call
+		// itself tells.
 		return failf(ClassToolFailed, 0, "tool check: the server's tools/list (%d tools) has no tool %q", len(r.tools), tc.Name)
 	}
 	params := map[string]any{"name": tc.Name}

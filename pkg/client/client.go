@@ -87,6 +87,10 @@ type Error struct {
 	Errors []apiv1.FieldError
 }
 
+// Refused reports whether the API refused the request as invalid (400):
+// sending it again unchanged cannot succeed.
+func (e *Error) Refused() bool { return e.Status == http.StatusBadRequest }
+
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s: %d", e.Method, e.Path, e.Status)

@@ -237,3 +237,15 @@ type endpointWriter interface {
 }
 
 var _ endpointWriter = (*client.Client)(nil)
+
+// TestRefusedIsABadRequest: the importer (pkg/registry) does not hold its
+// high-water mark for a request the API refused as invalid, which it
+// learns from Error.Refused.
+func TestRefusedIsABadRequest(t *testing.T) {
+	var _ interface{ Refused() bool } = (*client.Error)(nil)
+	for status, want := range map[int]bool{400: true, 409: false, 429: false, 500: false} {
+		if got := (&client.Error{Status: status}).Refused(); got != want {
+			t.Errorf("status %d: Refused() = %v, want %v", status, got, want)
+		}
+	}
+}

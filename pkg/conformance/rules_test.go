@@ -255,6 +255,63 @@ func TestSchemaRulesAreCarriedWhileTheResultsAreTheSame(t *testing.T) {
 	}
 }
 
+// TestLargeChangingResultsAreValidatedAtMostEverySchemaRecheck: results
+// over SchemaRecheckBytes that change at every probe (a nonce) run the
+// validator once per SchemaRecheck, their outcomes carried between with
+// the digest of the results they judged; small ones are validated at every
+// change. The validator ran at every probe, over 300 ms of CPU for two
+// pages of giant schemas.
+func TestLargeChangingResultsAreValidatedAtMostEverySchemaRecheck(t *testing.T) {
+	page := func(nonce int, size int) json.RawMessage {
+		props := make([]string, 0, size/24)
+		for i := 0; len(props)*24 < size; i++ {
+			props = append(props, fmt.Sprintf(`"p%d":{"type":"string"}`, i))
+		}
+		return json.RawMessage(fmt.Sprintf(`{"resultType":"complete","ttlMs":1,"cacheScope":"public","n":%d,"tools":[{"name":"a","inputSchema":{"type":"object","properties":{%s}}}]}`,
+			nonce, strings.Join(props, ",")))
+	}
+	for _, tc := range []struct {
+		name      string
+		size      int
+		validated []bool // at minutes 0, 1, 4, 5, 6
+	}{
+		{"large", 2 * SchemaRecheckBytes, []bool{true, false, false, true, false}},
+		{"small", 1024, []bool{true, true, true, true, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var prev *msg.Conformance
+			for i, m := range []int{0, 1, 4, 5, 6} {
+				o := healthy2026()
+				o.ToolPages = []json.RawMessage{page(m, tc.size)}
+				if prev != nil {
+					// An outcome validation would not give shows a carry.
+					marked := *prev
+					marked.Rules = append([]msg.RuleResult(nil), prev.Rules...)
+					for i := range marked.Rules {
+						if marked.Rules[i].ID == RuleToolsListSchema {
+							marked.Rules[i].Detail = "carried"
+						}
+					}
+					o.Prev = &marked
+				}
+				at := slot.Add(time.Duration(m) * time.Minute)
+				c := Evaluate(o, at)
+				r, _ := c.Rule(RuleToolsListSchema)
+				if validated := r.Detail != "carried"; validated != tc.validated[i] {
+					t.Fatalf("minute %d: validated %v (%+v), want %v", m, validated, r, tc.validated[i])
+				}
+				if r.Detail != "carried" && (r.Outcome != msg.ConformancePass || !c.SchemaAt.Equal(at) || c.Results != ResultsDigest(o)) {
+					t.Fatalf("minute %d: validated %+v, schemaAt %v, results %s; want pass at %v over these results", m, r, c.SchemaAt, c.Results, at)
+				}
+				if r.Detail == "carried" && (c.Results != prev.Results || !c.SchemaAt.Equal(prev.SchemaAt)) {
+					t.Fatalf("minute %d: carried with results %s at %v, want the validated %s at %v", m, c.Results, c.SchemaAt, prev.Results, prev.SchemaAt)
+				}
+				prev = &c
+			}
+		})
+	}
+}
+
 // TestDeprecatedFeatureAndErrorCodeRules judges the answers the rules of
 // removed methods and fixed error codes read, as a table.
 func TestDeprecatedFeatureAndErrorCodeRules(t *testing.T) {

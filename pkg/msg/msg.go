@@ -250,8 +250,13 @@ type Conformance struct {
 	// Results is a digest of the results the schema rules validated:
 	// while it is unchanged, their outcomes are carried instead of
 	// validating the same bytes again.
-	Results string       `json:"results,omitempty"`
-	Rules   []RuleResult `json:"rules"`
+	Results string `json:"results,omitempty"`
+	// SchemaAt is the slot of the probe that last ran the schema rules'
+	// validator, over the results Results names; until SchemaRecheck
+	// (pkg/conformance) after it, large results that changed do not run
+	// it again.
+	SchemaAt time.Time    `json:"schemaAt,omitzero"`
+	Rules    []RuleResult `json:"rules"`
 }
 
 // RuleResult is one rule's outcome.

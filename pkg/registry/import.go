@@ -23,6 +23,18 @@ type Endpoints interface {
 	DeleteEndpoint(ctx context.Context, id string) error
 }
 
+// refusal is an error of Endpoints that says whether mcpmon refused the
+// request as invalid (pkg/client.Error: HTTP 400), the entry's own fault
+// (a URL on a private address, a header mcpmon does not take). Sending it
+// again cannot succeed until the registry entry changes, which bumps its
+// updatedAt, so a sync reads it again anyway.
+type refusal interface{ Refused() bool }
+
+func refused(err error) bool {
+	var r refusal
+	return errors.As(err, &r) && r.Refused()
+}
+
 // Lister reads a registry; *Client implements it.
 type Lister interface {
 	List(ctx context.Context, opts ListOptions) ([]ServerResponse, error)
@@ -102,7 +114,11 @@ type Report struct {
 	Unchanged int       `json:"unchanged"`
 	Skipped   int       `json:"skipped"`
 	Failed    int       `json:"failed"`
-	Items     []Item    `json:"items"`
+	// Refused counts the failed actions mcpmon refused as invalid (also
+	// in Failed). They do not hold HighWater back: retrying cannot help
+	// until their entry changes, which the next sync sees.
+	Refused int    `json:"refused"`
+	Items   []Item `json:"items"`
 }
 
 // Import reads the registry, plans and (unless DryRun) applies the plan.
@@ -153,9 +169,12 @@ func (im *Importer) Import(ctx context.Context, opts Options) (Report, error) {
 		}
 	}
 	// A dry run reports the mark the real run would reach; callers keep
-	// only a real run's.
+	// only a real run's. An action mcpmon refused as invalid is not retried
+	// from the same mark: one entry anyone can publish (a URL on a private
+	// address) would otherwise keep every sync at the mark and every Run
+	// importing in full for ever.
 	rep.HighWater = opts.Since
-	if rep.Failed == 0 && plan.Deferred == 0 && d.HighWater.After(opts.Since) {
+	if rep.retryable() == 0 && plan.Deferred == 0 && d.HighWater.After(opts.Since) {
 		rep.HighWater = d.HighWater
 	}
 	return rep, nil
@@ -219,6 +238,9 @@ func (r *Report) add(p Plan, o outcome) {
 		if err := errs[key]; err != nil {
 			it.Error = err.Error()
 			r.Failed++
+			if refused(err) {
+				r.Refused++
+			}
 			return it, false
 		}
 		return it, true
@@ -256,6 +278,9 @@ func (r *Report) add(p Plan, o outcome) {
 	}
 	r.Unchanged = p.Unchanged
 }
+
+// retryable counts the failed actions that may succeed when sent again.
+func (r Report) retryable() int { return r.Failed - r.Refused }
 
 // WriteTable prints the report for people: one line per item, then totals.
 func (r Report) WriteTable(w io.Writer) error {

@@ -54,7 +54,7 @@ func (im *Importer) Run(ctx context.Context, ro RunOptions) error {
 			return ctx.Err()
 		}
 		if err == nil {
-			if opts.Since.IsZero() && rep.Failed == 0 {
+			if opts.Since.IsZero() && rep.retryable() == 0 {
 				lastFull = started
 			}
 			since = rep.HighWater

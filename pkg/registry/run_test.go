@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -170,4 +171,79 @@ func TestImportCutShortReportsWhatWasNotDone(t *testing.T) {
 		t.Errorf("report created %d failed %d (mcpmon has %d), high water %v; want 1 done, 2 not attempted, no mark",
 			rep.Created, rep.Failed, len(mem.eps), rep.HighWater)
 	}
+}
+
+// refusedError is mcpmon refusing a request as invalid, as
+// pkg/client.Error with status 400 says.
+type refusedError struct{}
+
+func (refusedError) Error() string { return "POST /v1/endpoints: 400 target refused" }
+func (refusedError) Refused() bool { return true }
+
+// refusingEndpoints refuses to create endpoints on 10.0.0.1, as mcpmon's
+// SSRF guard does.
+type refusingEndpoints struct{ *memEndpoints }
+
+func (r refusingEndpoints) CreateEndpoint(ctx context.Context, in apiv1.EndpointInput) (apiv1.EndpointView, error) {
+	if strings.Contains(in.URL, "10.0.0.1") {
+		return apiv1.EndpointView{}, refusedError{}
+	}
+	return r.memEndpoints.CreateEndpoint(ctx, in)
+}
+
+// TestRefusedEntryDoesNotPinTheImport: one registry entry mcpmon refuses
+// (anyone may publish a server whose remote is on a private address) is
+// reported failed and refused, but syncs still move on from the high
+// water, and full imports come every FullEvery, not at every run: the
+// refusal used to keep the mark, so every run after it was a full listing
+// of the registry, retrying the refused create, for ever.
+func TestRefusedEntryDoesNotPinTheImport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu    sync.Mutex
+			calls []time.Time
+		)
+		start := time.Now()
+		lister := listerFunc(func(_ context.Context, opts ListOptions) ([]ServerResponse, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, opts.UpdatedSince)
+			if !opts.UpdatedSince.IsZero() {
+				return nil, nil
+			}
+			return []ServerResponse{
+				entry("com.example/a", "1", "active", true, start, "streamable-http https://a.example.com/mcp"),
+				entry("com.example/poison", "1", "active", true, start, "streamable-http https://10.0.0.1/mcp"),
+			}, nil
+		})
+		im := &Importer{Registry: lister, Endpoints: refusingEndpoints{&memEndpoints{eps: map[string]apiv1.EndpointView{}}}}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		reports := make(chan Report, 100)
+		go func() {
+			_ = im.Run(ctx, RunOptions{Interval: time.Minute, FullEvery: 10 * time.Minute,
+				OnReport: func(r Report, err error) {
+					if err != nil {
+						t.Errorf("import: %v", err)
+					}
+					reports <- r
+				}})
+		}()
+		synctest.Wait()
+		if r := <-reports; r.Mode != "full" || r.Created != 1 || r.Failed != 1 || r.Refused != 1 || !r.HighWater.Equal(start) {
+			t.Fatalf("first run: %+v; want full, 1 created, 1 failed and refused, high water %v", r, start)
+		}
+		for i := 1; i <= 3; i++ {
+			time.Sleep(time.Minute)
+			synctest.Wait()
+			if r := <-reports; r.Mode != "sync" {
+				t.Fatalf("run %d: %s import, want a sync", i, r.Mode)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !calls[1].Equal(start) {
+			t.Errorf("second listing since %v, want the high water %v", calls[1], start)
+		}
+	})
 }

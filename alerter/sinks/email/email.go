@@ -191,6 +191,8 @@ func (s *Sink) send(ctx context.Context, to []*mail.Address, msg []byte) (err er
 	if err != nil {
 		return err
 	}
+	// Below TLS, so the bound covers the handshake's records too.
+	conn = &cappedConn{Conn: conn, left: maxRelayBytes}
 	// net/smtp has no context: the deadline bounds every read and write,
 	// and cancellation closes the connection under it.
 	if dl, ok := ctx.Deadline(); ok {
@@ -256,6 +258,34 @@ func (s *Sink) send(ctx context.Context, to []*mail.Address, msg []byte) (err er
 	// turn a delivered alert into a retry (and a duplicate).
 	_ = c.Quit()
 	return nil
+}
+
+// maxRelayBytes bounds what one SMTP session reads from the relay: its
+// replies (a few lines each) and, under TLS, the handshake's records with
+// the certificate chain. net/smtp reads a reply line, and the lines of a
+// multi-line reply, without limit, and a relay may be an API caller's
+// (a per-endpoint sink): one answering an endless line would otherwise fill
+// the alerter's memory until the sink's timeout.
+const maxRelayBytes = 256 << 10
+
+var errRelayFlood = fmt.Errorf("the relay sent more than %d KiB in one session", maxRelayBytes>>10)
+
+// cappedConn fails reads once left bytes have been read.
+type cappedConn struct {
+	net.Conn
+	left int64
+}
+
+func (c *cappedConn) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errRelayFlood
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.Conn.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // Mail is one message to one recipient other than the sink's own To: a

@@ -469,3 +469,59 @@ func TestDialContextIsUsed(t *testing.T) {
 	default:
 	}
 }
+
+// TestFloodingRelayIsCutOff: a relay (a tenant's, for a per-endpoint
+// sink) that answers with one endless line, or endless continuation
+// lines, is read for at most maxRelayBytes and the session fails at once,
+// retryable, saying so; net/smtp buffers a reply line without limit, so
+// such a relay filled the alerter's memory until the sink's timeout (at
+// loopback speed, gigabytes in 30 s). The server below sends 64 MiB and
+// then holds the connection: unbounded, the read lasts till the timeout.
+func TestFloodingRelayIsCutOff(t *testing.T) {
+	for name, greeting := range map[string]string{
+		"one endless line":        "220 ",
+		"endless continued lines": "220-x\r\n",
+		"after a good greeting":   "220 ok\r\n250-x\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = ln.Close() }()
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer func() { _ = c.Close() }()
+				go func() { _, _ = io.Copy(io.Discard, c) }()
+				chunk := []byte(greeting)
+				fill := bytes.Repeat([]byte("x"), 64<<10)
+				if strings.HasSuffix(greeting, "\r\n") {
+					fill = bytes.Repeat([]byte("250-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\r\n"), 1<<10)
+				}
+				if _, err := c.Write(chunk); err != nil {
+					return
+				}
+				for range 1024 { // 64 MiB
+					if _, err := c.Write(fill); err != nil {
+						return
+					}
+				}
+				_, _ = c.Read(make([]byte, 1)) // hold the connection open
+			}()
+			s, err := New(Options{Name: "mail", Addr: ln.Addr().String(), From: "a@b.example", To: []string{"c@d.example"}, Timeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Notify(context.Background(), notification(alert.KindOpen))
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d KiB", maxRelayBytes>>10)) || errors.Is(err, alert.ErrPermanent) || errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("flooding relay: %v, want a retryable error naming the cap before the timeout", err)
+			}
+			if len(err.Error()) > 512 {
+				t.Fatalf("error is %d bytes", len(err.Error()))
+			}
+		})
+	}
+}
