@@ -677,6 +677,9 @@ func (h *harness) readSide(alpha, down apiv1.EndpointView, mcpSrv *mcp.Server) {
 	if out := h.ok("catalog", alpha.ID); !strings.Contains(out, "echo") || !strings.Contains(out, "Echo the text back.") {
 		t.Fatalf("catalog table:\n%s", out)
 	}
+	if out := h.ok("catalog", "alpha"); !strings.Contains(out, "alpha ("+alpha.ID+")") {
+		t.Fatalf("catalog alpha: the table does not name the endpoint as asked:\n%s", out)
+	}
 	h.fails(ExitNotFound, "no-such", "catalog", "no-such")
 
 	var evs []apiv1.EventView
