@@ -2,8 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 
 	"github.com/spf13/cobra"
 
@@ -70,6 +72,9 @@ pages be.`,
 			}
 			ctx := cmd.Context()
 			loaded, err := declarative.LoadAll(declarative.OSFS{}, path)
+			if errors.Is(err, fs.ErrNotExist) {
+				return usagef("-f %s: no such file or directory", path)
+			}
 			if err != nil {
 				return err
 			}

@@ -31,13 +31,13 @@ The history of every change is mcpmon events list.`,
 			if err != nil {
 				return err
 			}
-			return a.render(v, func(w io.Writer) { catalogTable(w, v) })
+			return a.render(v, func(w io.Writer) { catalogTable(w, args[0], v) })
 		},
 	}
 }
 
-func catalogTable(w io.Writer, v apiv1.CatalogView) {
-	fields(w, "Endpoint", v.EndpointID, "Fingerprint", v.Fingerprint, "Latest probe saw", v.LatestFingerprint, "Tools", len(v.Tools))
+func catalogTable(w io.Writer, ref string, v apiv1.CatalogView) {
+	fields(w, "Endpoint", endpointCell(ref, v.EndpointID), "Fingerprint", v.Fingerprint, "Latest probe saw", v.LatestFingerprint, "Tools", len(v.Tools))
 	for _, d := range v.Drift {
 		fields(w, "Drift", fmt.Sprintf("%s %s", or(d.Severity, "-"), d.Message))
 	}

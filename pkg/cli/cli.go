@@ -107,7 +107,7 @@ func Run(ctx context.Context, args []string, io IO) int {
 	if cmd != nil {
 		name = cmd.CommandPath()
 	}
-	msg := a.explain(err)
+	msg := a.explain(cmd, err)
 	if code == ExitUsage && cmd != nil && !cmd.DisableFlagParsing {
 		msg += fmt.Sprintf(" (see %s --help)", name)
 	}
@@ -198,8 +198,14 @@ type hintError struct {
 func (e hintError) Unwrap() error { return e.error }
 
 // explain is err as one line, with what to do when the cause is common.
-func (a *app) explain(err error) string {
+// A server role (serverRole) gets no hint about --server or --token: its
+// errors are not about the API at --server, and pkg/daemon already says
+// what to do (a listen address in use: "pick another with --listen").
+func (a *app) explain(cmd *cobra.Command, err error) string {
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	if cmd != nil && cmd.Annotations[serverRole] != "" {
+		return msg
+	}
 	var opErr *net.OpError
 	var h hintError
 	switch {
@@ -207,12 +213,32 @@ func (a *app) explain(err error) string {
 		msg += " (" + h.hint + ")"
 	case notMCPMON(err):
 		msg += fmt.Sprintf(" (the answer is not mcpmon's: is %s an mcpmon server? set --server or MCPMON_SERVER)", a.server)
+	case client.IsUnauthorized(err) && a.token == "":
+		msg += " (no key was sent: set --token or MCPMON_TOKEN)"
 	case client.IsUnauthorized(err):
 		msg += " (set --token or MCPMON_TOKEN to an API key with the needed scope)"
 	case errors.As(err, &opErr):
 		msg += fmt.Sprintf(" (is mcpmon running at %s? set --server or MCPMON_SERVER)", a.server)
+	case client.IsNotFound(err):
+		if list := listSibling(cmd); list != "" {
+			msg += fmt.Sprintf(" (%s shows them)", list)
+		}
 	}
 	return msg
+}
+
+// listSibling is the command that lists what cmd names ("mcpmon incidents
+// list" for "mcpmon incidents ack"), or "" when it has none.
+func listSibling(cmd *cobra.Command) string {
+	if cmd == nil || cmd.Name() == "list" || !cmd.HasParent() {
+		return ""
+	}
+	for _, c := range cmd.Parent().Commands() {
+		if c.Name() == "list" {
+			return c.CommandPath()
+		}
+	}
+	return ""
 }
 
 func (a *app) root() *cobra.Command {

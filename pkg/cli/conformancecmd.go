@@ -41,7 +41,7 @@ changes the endpoint's state. The rules are docs/reference/conformance.md.
 			if err != nil {
 				return err
 			}
-			if err := a.render(v, func(w io.Writer) { conformanceTable(w, v, all) }); err != nil {
+			if err := a.render(v, func(w io.Writer) { conformanceTable(w, args[0], v, all) }); err != nil {
 				return err
 			}
 			if strict && v.Failed > 0 {
@@ -55,7 +55,7 @@ changes the endpoint's state. The rules are docs/reference/conformance.md.
 	return cmd
 }
 
-func conformanceTable(w io.Writer, v apiv1.ConformanceView, all bool) {
+func conformanceTable(w io.Writer, ref string, v apiv1.ConformanceView, all bool) {
 	checked, active := "-", "-"
 	if v.CheckedAt != nil {
 		checked = v.CheckedAt.Format(time.RFC3339)
@@ -63,7 +63,7 @@ func conformanceTable(w io.Writer, v apiv1.ConformanceView, all bool) {
 	if v.ActiveAt != nil {
 		active = v.ActiveAt.Format(time.RFC3339)
 	}
-	fields(w, "Endpoint", v.EndpointID, "Era", or(v.Era, "- (not judged yet)"), "Checked", checked, "Active checks", active,
+	fields(w, "Endpoint", endpointCell(ref, v.EndpointID), "Era", or(v.Era, "- (not judged yet)"), "Checked", checked, "Active checks", active,
 		"Passed", v.Passed, "Failed", v.Failed)
 	fmt.Fprintln(w)
 	row(w, "RULE", "OUTCOME", "DETAIL")

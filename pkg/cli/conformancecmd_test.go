@@ -42,7 +42,8 @@ func TestConformanceCommandAgainstARealServer(t *testing.T) {
 		t.Fatalf("conformance %+v", v)
 	}
 	out := h.ok("conformance", "gate")
-	if !strings.Contains(out, "foreign-origin-refused") || !strings.Contains(out, "want 403") || strings.Contains(out, "discover-result-schema") {
+	if !strings.Contains(out, "foreign-origin-refused") || !strings.Contains(out, "want 403") || strings.Contains(out, "discover-result-schema") ||
+		!strings.Contains(out, "Endpoint:") || !strings.Contains(out, "gate (") {
 		t.Errorf("table:\n%s", out)
 	}
 	if out := h.ok("conformance", "gate", "--all"); !strings.Contains(out, "discover-result-schema") {

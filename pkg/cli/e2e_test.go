@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -328,6 +329,11 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	}
 	if out := h.ok("incidents", "list"); !strings.Contains(out, incs[0].ID) {
 		t.Fatalf("incidents list table:\n%s", out)
+	} else if f := tableRow(out, incs[0].ID); len(f) < 2 || f[1] != "down" {
+		t.Fatalf("incidents list table names the endpoint %v, want its name (down):\n%s", f, out)
+	}
+	if out := h.ok("incidents", "get", incs[0].ID); !strings.Contains(out, "down ("+down.ID+")") {
+		t.Fatalf("incidents get table does not name the endpoint down (%s):\n%s", down.ID, out)
 	}
 	var updated apiv1.IncidentView
 	h.json(&updated, "incidents", "update", incs[0].ID, "--status", "investigating", "--message", "looking")
@@ -345,10 +351,10 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if st.AckedIncidents < 1 || st.Endpoints != 2 {
 		t.Fatalf("status = %+v, want two endpoints and the acknowledged incident", st)
 	}
-	if errOut := h.fails(ExitNotFound, "404", "incidents", "get", "no-such-incident"); strings.Contains(errOut, "mcpmon server?") {
+	if errOut := h.fails(ExitNotFound, "404 incident no-such-incident not found (mcpmon incidents list shows them)", "incidents", "get", "no-such-incident"); strings.Contains(errOut, "mcpmon server?") {
 		t.Fatalf("mcpmon's own 404: %q, want no doubt that the server is mcpmon", errOut)
 	}
-	h.fails(ExitNotFound, "404", "incidents", "ack", "no-such-incident")
+	h.fails(ExitNotFound, "(mcpmon incidents list shows them)", "incidents", "ack", "no-such-incident")
 	h.fails(ExitUsage, "--state", "incidents", "list", "--state", "sideways")
 
 	h.readSide(alpha, down, mcpSrv)
@@ -365,11 +371,14 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	if len(mws) != 1 || mws[0].ID != mw.ID {
 		t.Fatalf("maintenance list = %+v", mws)
 	}
+	if out := h.ok("maintenance", "list"); !slices.Contains(tableRow(out, mw.ID), "alpha") {
+		t.Fatalf("maintenance list table does not name the endpoint alpha:\n%s", out)
+	}
 	// Confirmations go to stdout, as every command's; stderr is for errors.
 	if out, errOut, code := h.run("maintenance", "rm", mw.ID); code != ExitOK || out != "deleted maintenance window "+mw.ID+"\n" || errOut != "" {
 		t.Fatalf("maintenance rm: exit %d, stdout %q, stderr %q; want the confirmation on stdout alone", code, out, errOut)
 	}
-	h.fails(ExitNotFound, "404", "maintenance", "rm", mw.ID)
+	h.fails(ExitNotFound, "(mcpmon maintenance list shows them)", "maintenance", "rm", mw.ID)
 	h.fails(ExitUsage, "RFC 3339", "maintenance", "add", "--endpoint", "alpha", "--start", "tomorrow", "--end", "later")
 	// Missing input is a usage error naming the CLI's flags, not the API's members.
 	h.fails(ExitUsage, "--endpoint ID|NAME or --selector", "maintenance", "add")
@@ -402,7 +411,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 		t.Fatalf("a read key lists %d endpoints, want 2", len(list))
 	}
 	h.ok("keys", "revoke", "reader")
-	h.fails(ExitNotFound, "404", "keys", "revoke", "no-such-key")
+	h.fails(ExitNotFound, "(mcpmon keys list shows them)", "keys", "revoke", "no-such-key")
 	h.fails(ExitUsage, "--name and --scope", "keys", "create")
 
 	// dead-letter queues (the operator's)
@@ -465,6 +474,9 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 	}
 	if out := h.ok("apply", "-f", cfg); !strings.Contains(out, "+ create beta") || !strings.Contains(out, "+ create gamma") {
 		t.Fatalf("apply:\n%s", out)
+	}
+	if out := h.ok("endpoints", "get", "beta"); !strings.Contains(out, "hook (webhook)") || strings.Contains(out, "t0k") {
+		t.Fatalf("endpoints get beta: want its sink named, not its URL:\n%s", out)
 	}
 	h.json(&plan, "apply", "-f", cfg, "--dry-run")
 	if !plan.Empty() {
@@ -534,7 +546,7 @@ func TestEveryCommandAgainstARealServer(t *testing.T) {
 		t.Fatalf("endpoints rm: exit %d, stdout %q, stderr %q; want the confirmation on stdout alone", code, out, errOut)
 	}
 	h.fails(ExitUsage, "-f", "apply")
-	h.fails(ExitError, "no such file", "apply", "-f", filepath.Join(dir, "missing.yaml"))
+	h.fails(ExitUsage, "no such file", "apply", "-f", filepath.Join(dir, "missing.yaml"))
 
 	// --prune: only gamma stays.
 	only := write("only.yaml", fmt.Sprintf("endpoints:\n  - name: gamma\n    url: %s\n    paused: true\n", mcpURL))
@@ -665,6 +677,9 @@ func (h *harness) readSide(alpha, down apiv1.EndpointView, mcpSrv *mcp.Server) {
 	if out := h.ok("catalog", alpha.ID); !strings.Contains(out, "echo") || !strings.Contains(out, "Echo the text back.") {
 		t.Fatalf("catalog table:\n%s", out)
 	}
+	if out := h.ok("catalog", "alpha"); !strings.Contains(out, "alpha ("+alpha.ID+")") {
+		t.Fatalf("catalog alpha: the table does not name the endpoint as asked:\n%s", out)
+	}
 	h.fails(ExitNotFound, "no-such", "catalog", "no-such")
 
 	var evs []apiv1.EventView
@@ -778,4 +793,15 @@ func TestNoArgumentsOrDaemonFlagsMeanRun(t *testing.T) {
 			t.Errorf("defaultToRun(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// tableRow is the whitespace-separated fields of the line of a table that
+// starts with first, or nil.
+func tableRow(table, first string) []string {
+	for line := range strings.Lines(table) {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == first {
+			return f
+		}
+	}
+	return nil
 }

@@ -107,6 +107,20 @@ func (a *app) endpointsGet() *cobra.Command {
 	}
 }
 
+// sinkNames is an endpoint's own sinks as "NAME (TYPE)", from the redacted
+// list the API returns (the rest of each sink stays in -o json).
+func sinkNames(raw json.RawMessage) []string {
+	var sinks []struct{ Name, Type string }
+	if json.Unmarshal(raw, &sinks) != nil {
+		return nil
+	}
+	out := make([]string, 0, len(sinks))
+	for _, s := range sinks {
+		out = append(out, s.Name+" ("+s.Type+")")
+	}
+	return out
+}
+
 func endpointTable(w io.Writer, v apiv1.EndpointView) {
 	names := make([]string, 0, len(v.Headers))
 	for k := range v.Headers {
@@ -114,7 +128,7 @@ func endpointTable(w io.Writer, v apiv1.EndpointView) {
 	}
 	fields(w, "ID", v.ID, "Name", v.Name, "State", v.State, "URL", v.URL, "Transport", v.Transport,
 		"Schedule", v.Schedule, "Timeout", v.Timeout, "Labels", v.Labels, "Headers", names,
-		"Paused", v.Paused, "Version", v.Version, "Updated", v.UpdatedAt)
+		"Sinks", sinkNames(v.Sinks), "Paused", v.Paused, "Version", v.Version, "Updated", v.UpdatedAt)
 	if r := v.LatestResult; r != nil {
 		fields(w, "Last probe", fmt.Sprintf("%s %s at %s", r.Status, r.Class, cell(r.FinishedAt)))
 		if r.Error != "" {
@@ -122,7 +136,7 @@ func endpointTable(w io.Writer, v apiv1.EndpointView) {
 		}
 	}
 	if vd := v.LastVerdict; vd != nil {
-		fields(w, "Last verdict", fmt.Sprintf("%s (window %s) %s", vd.State, cell(vd.Window), vd.Reason))
+		fields(w, "Last verdict", strings.TrimSpace(fmt.Sprintf("%s (window %s) %s", vd.State, cell(vd.Window), vd.Reason)))
 	}
 	for _, warn := range v.Warnings {
 		fields(w, "Warning", warn)
@@ -191,7 +205,7 @@ func (a *app) resolvedInput(f *endpointFlags) (apiv1.EndpointInput, error) {
 	if f.sinksFile != "" {
 		b, err := a.io.ReadFile(f.sinksFile)
 		if err != nil {
-			return in, fmt.Errorf("--sinks-file: %w", err)
+			return in, usageError{fmt.Errorf("--sinks-file: %w", err)}
 		}
 		var doc any
 		if err := yaml.Unmarshal(b, &doc); err != nil {
@@ -447,6 +461,36 @@ func (a *app) warnSameName(ctx context.Context, c *client.Client, v apiv1.Endpoi
 func (a *app) endpointID(ctx context.Context, c *client.Client, ref string) (string, error) {
 	v, err := a.endpointByRef(ctx, c, ref)
 	return v.ID, err
+}
+
+// endpointNames maps the tenant's endpoint IDs to names, for the tables
+// that name endpoints (incidents, maintenance windows): people registered
+// them by name. A name two endpoints share is left out, and so is every
+// endpoint after an error (the walk is best effort): the table shows the ID
+// there instead, which is never wrong.
+func (a *app) endpointNames(ctx context.Context, c *client.Client) map[string]string {
+	names, seen := map[string]string{}, map[string]int{}
+	for e, err := range c.Endpoints(ctx, client.EndpointFilter{}) {
+		if err != nil {
+			break
+		}
+		names[e.ID] = e.Name
+		seen[e.Name]++
+	}
+	for id, name := range names {
+		if seen[name] > 1 || name == "" {
+			delete(names, id)
+		}
+	}
+	return names
+}
+
+// endpointName is the name names gives id, or id itself.
+func endpointName(names map[string]string, id string) string {
+	if n, ok := names[id]; ok {
+		return n
+	}
+	return id
 }
 
 // endpointClient is the REST client and the ID of the endpoint ref names:

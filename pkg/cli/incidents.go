@@ -49,9 +49,13 @@ func (a *app) incidentsList() *cobra.Command {
 				incs = []apiv1.IncidentView{}
 			}
 			return a.render(incs, func(w io.Writer) {
+				var names map[string]string
+				if len(incs) > 0 {
+					names = a.endpointNames(cmd.Context(), c)
+				}
 				row(w, "ID", "ENDPOINT", "STATE", "OPENED", "CLASS", "REASON")
 				for _, i := range incs {
-					row(w, i.ID, i.EndpointID, string(i.State), i.OpenedAt, i.Class, i.Reason)
+					row(w, i.ID, endpointName(names, i.EndpointID), string(i.State), i.OpenedAt, i.Class, i.Reason)
 				}
 			})
 		},
@@ -77,7 +81,11 @@ func (a *app) incidentsGet() *cobra.Command {
 				return err
 			}
 			return a.render(v, func(w io.Writer) {
-				fields(w, "ID", v.ID, "Endpoint", v.EndpointID, "State", string(v.State), "Opened", v.OpenedAt,
+				endpoint := v.EndpointID
+				if ep, err := c.GetEndpoint(cmd.Context(), v.EndpointID); err == nil && ep.Name != "" {
+					endpoint = ep.Name + " (" + ep.ID + ")"
+				}
+				fields(w, "ID", v.ID, "Endpoint", endpoint, "State", string(v.State), "Opened", v.OpenedAt,
 					"First failure", v.FirstFailure, "Class", v.Class, "Reason", v.Reason, "Acked", v.AckedAt,
 					"Acked by", v.AckedBy, "Resolved", v.ResolvedAt)
 				for _, t := range v.Transitions {

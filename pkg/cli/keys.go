@@ -126,7 +126,7 @@ func (a *app) keysCreate() *cobra.Command {
 			return usagef("--init makes a store: it goes with --local")
 		}
 		if in.Name == "" || in.Scope == "" {
-			return usagef("--name and --scope are required")
+			return usagef("--name and --scope (read, write or admin) are required (see mcpmon keys create --help)")
 		}
 		c, err := a.client()
 		if err != nil {

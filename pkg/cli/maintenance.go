@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,9 +39,17 @@ func (a *app) maintenanceList() *cobra.Command {
 				ms = []apiv1.MaintenanceView{}
 			}
 			return a.render(ms, func(w io.Writer) {
+				var names map[string]string
+				if slices.ContainsFunc(ms, func(m apiv1.MaintenanceView) bool { return len(m.EndpointIDs) > 0 }) {
+					names = a.endpointNames(cmd.Context(), c)
+				}
 				row(w, "ID", "NAME", "ENDPOINTS", "SELECTOR", "START", "END", "CRON", "DURATION")
 				for _, m := range ms {
-					row(w, m.ID, m.Name, m.EndpointIDs, m.Selector, m.Start, m.End, m.Cron, m.Duration)
+					eps := make([]string, len(m.EndpointIDs))
+					for i, id := range m.EndpointIDs {
+						eps[i] = endpointName(names, id)
+					}
+					row(w, m.ID, m.Name, eps, m.Selector, m.Start, m.End, m.Cron, m.Duration)
 				}
 			})
 		},

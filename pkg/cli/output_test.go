@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/mcpmon/mcpmon/pkg/api/apispec"
@@ -49,6 +50,15 @@ func TestStreamJSONWritesAngleBracketsAsThemselves(t *testing.T) {
 func TestTableCellsCarryNoTerminalControls(t *testing.T) {
 	hostile := "\x1b]8;;https://evil.example\x07click\x1b]8;;\x07\x1b[2J\x00\r\u202egpj.exe\u2066\u200f\u061c\t\n"
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-Id", "req-1")
+		if r.URL.Path == "/v1/endpoints" { // the table names the endpoint: a name is text from a user too
+			w.Header().Set("Content-Type", "application/json")
+			now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+			_ = json.NewEncoder(w).Encode(apiv1.EndpointList{Endpoints: []apiv1.EndpointView{{
+				ID: "ep1", Tenant: "default", Name: "name" + hostile, URL: "https://mcp.example.com/mcp", Transport: "auto",
+				Schedule: "@every 30s", Timeout: "10s", CreatedAt: now, UpdatedAt: now, Version: 1, State: "down"}}})
+			return
+		}
 		if r.URL.Path != "/v1/incidents" {
 			http.NotFound(w, r)
 			return
@@ -62,7 +72,7 @@ func TestTableCellsCarryNoTerminalControls(t *testing.T) {
 	defer api.Close()
 	h := &harness{t: t, hc: apispec.Client(t), env: map[string]string{"MCPMON_SERVER": api.URL}}
 	out := h.ok("incidents", "list")
-	if !strings.Contains(out, "click") || !strings.Contains(out, "gpj.exe") {
+	if !strings.Contains(out, "click") || !strings.Contains(out, "gpj.exe") || !strings.Contains(out, "name") {
 		t.Fatalf("the table lost the text around the controls:\n%q", out)
 	}
 	for _, r := range out {

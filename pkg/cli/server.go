@@ -8,6 +8,10 @@ import (
 	"github.com/mcpmon/mcpmon/pkg/daemon"
 )
 
+// serverRole annotates the commands that run pkg/daemon rather than call
+// the API at --server: their errors get none of explain's client hints.
+const serverRole = "mcpmon/server-role"
+
 // serverCommands are the process roles and the operator's offline tasks.
 // They keep pkg/daemon's own flag sets: cobra passes their arguments
 // through untouched (DisableFlagParsing), so `mcpmon run --help` shows the
@@ -19,6 +23,7 @@ func (a *app) serverCommands() []*cobra.Command {
 			Short:              short,
 			Example:            example,
 			DisableFlagParsing: true,
+			Annotations:        map[string]string{serverRole: "true"},
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return daemon.Main(cmd.Context(), r, args, a.io.Getenv, a.io.Stdout, a.io.Stderr)
 			},
@@ -30,6 +35,7 @@ func (a *app) serverCommands() []*cobra.Command {
 		Short:              "Create or check the SQS FIFO queues and their dead-letter queues",
 		Example:            "  mcpmon queues ensure --sqs-endpoint http://127.0.0.1:9324 --sqs-region us-east-1",
 		DisableFlagParsing: true,
+		Annotations:        map[string]string{serverRole: "true"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return daemon.EnsureQueues(cmd.Context(), args, a.io.Getenv, a.io.Stdout, a.io.Stderr)
 		},
@@ -40,6 +46,7 @@ func (a *app) serverCommands() []*cobra.Command {
 		Short:              "Add a new secrets key and re-seal every endpoint and status page subscriber under it",
 		Example:            "  # with mcpmon stopped\n  mcpmon secrets rotate --data-dir data",
 		DisableFlagParsing: true,
+		Annotations:        map[string]string{serverRole: "true"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return daemon.RotateSecrets(cmd.Context(), args, a.io.Getenv, a.io.Stdout, a.io.Stderr)
 		},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 
@@ -185,7 +186,8 @@ func (a *app) statusPagesCreate() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.render(p, func(w io.Writer) { fmt.Fprintf(w, "created status page %s (/status/%s)\n", p.ID, p.Slug) })
+			a.warnNoPublicEndpoint(cmd.Context(), c)
+			return a.render(p, func(w io.Writer) { fmt.Fprintf(w, "created status page %s: %s\n", p.ID, a.pageURL(p.Slug)) })
 		},
 	}
 	f.add(cmd)
@@ -220,7 +222,7 @@ func (a *app) statusPagesUpdate() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.render(p, func(w io.Writer) { fmt.Fprintf(w, "updated status page %s (/status/%s)\n", p.ID, p.Slug) })
+			return a.render(p, func(w io.Writer) { fmt.Fprintf(w, "updated status page %s: %s\n", p.ID, a.pageURL(p.Slug)) })
 		},
 	}
 	f.add(cmd)
@@ -354,4 +356,25 @@ func printHostRecord(w io.Writer, p apiv1.StatusPageView) {
 	if v.State != "verified" || v.FailingSince != nil {
 		fmt.Fprintf(w, "publish %s %s %q, then run: mcpmon status-pages verify-host %s\n", v.Record, v.RecordType, v.Value, p.Slug)
 	}
+}
+
+// pageURL is where the status page of slug is served: on the API's
+// listener, at --server as this user reaches it (a custom host serves it
+// at / too, once verified).
+func (a *app) pageURL(slug string) string {
+	return strings.TrimSuffix(a.server, "/") + "/status/" + url.PathEscape(slug)
+}
+
+// warnNoPublicEndpoint tells the owner of a new page that it will list
+// nothing: a page's groups select among the tenant's public endpoints only,
+// and a page that says "No endpoints are on this page yet" does not say
+// why. Best effort: an error reading the list warns of nothing.
+func (a *app) warnNoPublicEndpoint(ctx context.Context, c *client.Client) {
+	for e, err := range c.Endpoints(ctx, client.EndpointFilter{}) {
+		if err != nil || e.Public {
+			return
+		}
+	}
+	fmt.Fprintln(a.io.Stderr, "warning: no endpoint of this tenant is public, so the page lists none yet; "+
+		"publish one with mcpmon endpoints edit NAME --public --slug SLUG")
 }

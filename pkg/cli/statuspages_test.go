@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,14 +27,26 @@ func TestStatusPagesCommandsAgainstARealServer(t *testing.T) {
 	h.setenv("MCPMON_SERVER", "http://"+addr)
 	h.setenv("MCPMON_TOKEN", key)
 
+	// A page of a tenant with no public endpoint lists nothing: the owner
+	// is told why, on stderr, and how to publish one.
+	out, errOut, code := h.run("status-pages", "create", "--slug", "acme", "--title", "Acme status", "--host", "status.acme.example",
+		"--group", "Search:team=search,env=prod", "--group", "Everything else", "-o", "json")
+	if code != ExitOK || !strings.Contains(errOut, "no endpoint of this tenant is public") || !strings.Contains(errOut, "--public --slug") {
+		t.Fatalf("create: exit %d, stderr %q; want a warning that no endpoint is public", code, errOut)
+	}
 	var created apiv1.StatusPageView
-	h.json(&created, "status-pages", "create", "--slug", "acme", "--title", "Acme status", "--host", "status.acme.example",
-		"--group", "Search:team=search,env=prod", "--group", "Everything else")
+	if err := json.Unmarshal([]byte(out), &created); err != nil {
+		t.Fatalf("create -o json: %v\n%s", err, out)
+	}
 	if created.ID == "" || created.Slug != "acme" || len(created.Groups) != 2 || created.Groups[0].Selector["env"] != "prod" || created.Groups[1].Selector != nil {
 		t.Fatalf("create = %+v", created)
 	}
 	if out := h.ok("status-pages", "list"); !strings.Contains(out, "acme") || !strings.Contains(out, "status.acme.example") {
 		t.Fatalf("list:\n%s", out)
+	}
+	// The confirmation says where the page is, to open it.
+	if out := h.ok("status-pages", "update", "acme", "--description", "Ours"); out != "updated status page "+created.ID+": http://"+addr+"/status/acme\n" {
+		t.Fatalf("update's confirmation = %q, want the page's URL", out)
 	}
 
 	// update by slug: the flags given replace their field, the rest stays.

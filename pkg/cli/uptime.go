@@ -76,11 +76,7 @@ func uptimeTable(w io.Writer, ref string, v apiv1.UptimeView) {
 	if u.Measured {
 		ratio = fmt.Sprintf("%.3f%%", 100*u.Ratio)
 	}
-	name := v.EndpointID
-	if ref != v.EndpointID {
-		name = ref + " (" + v.EndpointID + ")"
-	}
-	fields(w, "Endpoint", name, "Range", fmt.Sprintf("%s: %s → %s, by %s", v.Range, cell(u.From), cell(u.To), v.Resolution),
+	fields(w, "Endpoint", endpointCell(ref, v.EndpointID), "Range", fmt.Sprintf("%s: %s → %s, by %s", v.Range, cell(u.From), cell(u.To), v.Resolution),
 		"Uptime", ratio, "Up", durationCell(u.Up), "Degraded", durationCell(u.Degraded), "Regional", durationCell(u.Regional),
 		"Down", durationCell(u.Down), "No data", durationCell(u.NoData), "Maintenance", durationCell(u.Maintenance),
 		"Incidents", v.Incidents)
@@ -93,4 +89,13 @@ func uptimeTable(w io.Writer, ref string, v apiv1.UptimeView) {
 // seconds is a latency in seconds for people, to the millisecond.
 func seconds(s float64) string {
 	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
+}
+
+// endpointCell names an endpoint in a command's table as the user named
+// it: "search (3kq2v7xw5b4mzp6a)" for a name, the ID alone for an ID.
+func endpointCell(ref, id string) string {
+	if ref == id {
+		return id
+	}
+	return ref + " (" + id + ")"
 }

@@ -425,6 +425,23 @@ func (r *repeatValue) Set(s string) error {
 
 func envHint(flagName string) string { return " (env " + EnvName(flagName) + ")" }
 
+// wantOf says what a flag's value must look like, for the errors of the
+// standard flag types, whose Set says only "parse error".
+func wantOf(f *flag.Flag) string {
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return "; want true or false"
+	}
+	switch kind, _ := flag.UnquoteUsage(f); kind {
+	case "duration":
+		return "; want a Go duration such as 30s or 1m"
+	case "int", "uint", "int64", "uint64":
+		return "; want a whole number"
+	case "float":
+		return "; want a number"
+	}
+	return ""
+}
+
 // EnvName maps a flag name to its environment variable.
 func EnvName(flagName string) string {
 	return "MCPMON_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
@@ -442,7 +459,7 @@ func Parse(name string, args []string, env func(string) string, stderr io.Writer
 	fs.VisitAll(func(f *flag.Flag) {
 		if v := env(EnvName(f.Name)); v != "" && envErr == nil {
 			if err := f.Value.Set(v); err != nil {
-				envErr = fmt.Errorf("%s=%q: %v", EnvName(f.Name), v, err)
+				envErr = fmt.Errorf("%s=%q: %v%s", EnvName(f.Name), v, err, wantOf(f))
 			}
 		}
 	})

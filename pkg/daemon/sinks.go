@@ -42,7 +42,7 @@ func (d *Daemon) buildSinks() (sinkSet, error) {
 	}
 	set.global = global
 	if len(global) == 0 {
-		d.log.Warn("no global alert sinks configured: only endpoints with their own sinks alert; set --webhook-url or --sinks-file")
+		d.log.Warn("no global alert sinks configured: only endpoints with their own sinks alert; set --webhook-url-file (or MCPMON_WEBHOOK_URL) or --sinks-file")
 	}
 
 	res := sinks.NewEndpointResolver(global, d.opts.AllowPrivateTargets, logger)

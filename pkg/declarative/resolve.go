@@ -230,6 +230,9 @@ func (r Resolver) Resolve(ds []Desired) ([]apiv1.EndpointInput, error) {
 	out := make([]apiv1.EndpointInput, 0, len(ds))
 	for _, d := range ds {
 		in, err := r.resolveOne(d, redact)
+		if err != nil && d.Input.Name == "" { // an edit that keeps the name: no `endpoint ""`
+			return nil, fmt.Errorf("%s: %w", d.Source, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: endpoint %q: %w", d.Source, d.Input.Name, err)
 		}
