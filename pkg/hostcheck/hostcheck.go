@@ -235,9 +235,6 @@ func (c *Checker) check(ctx context.Context, p model.StatusPage) (bool, error) {
 	} else {
 		proof = err
 	}
-	now := c.o.Clock.Now().UTC()
-	next, outcome := p.RecheckHost(now, proof, c.o.Policy)
-
 	doc, err := c.o.Store.GetObject(ctx, store.KindStatusPage, p.ID)
 	if errors.Is(err, model.ErrNotFound) {
 		return false, nil
@@ -249,6 +246,12 @@ func (c *Checker) check(ctx context.Context, p model.StatusPage) (bool, error) {
 	if err != nil || cur.Host != p.Host || !sameProof(cur.HostVerification, read) {
 		return false, nil
 	}
+	// The decision applies to the page as read again, so an edit of its
+	// other fields since the round listed it (a title) is kept; its proof
+	// is the one looked up, with the token issued for the look.
+	cur.HostVerification = p.HostVerification
+	now := c.o.Clock.Now().UTC()
+	next, outcome := cur.RecheckHost(now, proof, c.o.Policy)
 	out, err := json.Marshal(next)
 	if err != nil {
 		return false, fmt.Errorf("encode status page %s: %w", p.ID, err)

@@ -260,6 +260,26 @@ func TestTenantChangeDuringLookupWins(t *testing.T) {
 	}
 }
 
+// TestTitleEditDuringLookupIsKept: a tenant's edit of the page's other
+// fields during the lookup (its host and proof unchanged) is kept, and the
+// look is written beside it.
+func TestTitleEditDuringLookupIsKept(t *testing.T) {
+	var f *fixture
+	f = newFixture(t, 0, changeDuringLookup{during: func() {
+		p := f.get(t, "p1")
+		p.Title = "renamed"
+		f.put(t, p)
+	}})
+	f.put(t, page("p1", "status.old.test", "tok", t0))
+	f.zone.SetTXT(model.ChallengeName("status.old.test"))
+	if n := f.round(t, 25*time.Hour); n != 1 {
+		t.Fatalf("%d writes, want the look written", n)
+	}
+	if p := f.get(t, "p1"); p.Title != "renamed" || p.HostVerification.CheckedAt.IsZero() {
+		t.Fatalf("page %+v %+v; want the tenant's title and the look", p, p.HostVerification)
+	}
+}
+
 // TestDue: due pages, most overdue first, then by ID, at most batch.
 func TestDue(t *testing.T) {
 	now := t0.Add(100 * time.Hour)
