@@ -310,3 +310,33 @@ func TestResealKeepsAConfirmationMadeWhileItRuns(t *testing.T) {
 		t.Fatalf("address sealed under %q, want the new key %q", id, kr2.CurrentID())
 	}
 }
+
+// TestConfirmDoesNotBringBackASubscriberDeletedMeanwhile: a subscriber
+// unsubscribed (or pruned) between a confirmation's read and its write is
+// not written back confirmed: the link answers as a stale one, and the
+// subscriber stays gone.
+func TestConfirmDoesNotBringBackASubscriberDeletedMeanwhile(t *testing.T) {
+	d := newDeployment(t)
+	kr := keyring(t, seal.NewKey())
+	if err := d.process(kr, nil).Subscribe(t.Context(), d.page, "jane@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	link := tokenIn(t, d.mail.mails()[0].Body, "confirm")
+	id := d.subscribers()[0].ID
+	st := &writeBetween{Store: d.st, once: func() {
+		if err := d.st.DeleteObject(t.Context(), store.KindSubscriber, id); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	svc, err := New(Options{Store: st, Mailer: d.mail, BaseURL: "https://status.example.com", Keys: kr.Derive(KeyLabel), Sealer: kr,
+		Clock: d.clk, Owner: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Confirm(t.Context(), d.page, link); !errors.Is(err, ErrBadToken) {
+		t.Fatalf("confirm of a subscriber deleted meanwhile: %v, want ErrBadToken", err)
+	}
+	if subs := d.subscribers(); len(subs) != 0 {
+		t.Fatalf("subscribers %+v, want none: the confirmation brought a deleted one back", subs)
+	}
+}

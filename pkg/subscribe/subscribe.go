@@ -43,6 +43,7 @@ type Store interface {
 	PutObjectWithin(ctx context.Context, kind, id string, doc []byte, limit int) error
 	CountObjectsOf(ctx context.Context, kind, tenant string) (int, error)
 	DeleteObject(ctx context.Context, kind, id string) error
+	SwapObject(ctx context.Context, kind, id string, old, doc []byte) error
 }
 
 // Mailer sends one mail (email.Sink.Send).
@@ -307,12 +308,16 @@ func (s *Service) subscribe(ctx context.Context, p model.StatusPage, addr string
 // mailed, as never mailed, so the next subscribe of its address mails at
 // once.
 func (s *Service) unmailed(ctx context.Context, sub model.Subscriber) error {
-	cur, found, err := s.get(ctx, sub.ID)
+	cur, doc, found, err := s.read(ctx, sub.ID)
 	if err != nil || !found || cur.State != model.SubscriberPending || !cur.MailedAt.Equal(sub.MailedAt) {
 		return err
 	}
 	cur.MailedAt = time.Time{}
-	return s.put(ctx, cur)
+	err = s.swap(ctx, doc, cur)
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, model.ErrNotFound) {
+		return nil // confirmed, mailed again or deleted meanwhile: theirs stands
+	}
+	return err
 }
 
 // Confirm follows a confirmation link of page p. A link of a confirmed
@@ -327,17 +332,30 @@ func (s *Service) Confirm(ctx context.Context, p model.StatusPage, tok string) e
 	if err != nil {
 		return err
 	}
-	cur, found, err := s.get(ctx, id)
-	switch {
-	case err != nil:
+	// A compare-and-set, so an unsubscribe (or the prune of an expired
+	// link) landing between the read and the write is not undone by
+	// writing the subscriber back confirmed; a change meanwhile is read
+	// again.
+	for attempt := 1; ; attempt++ {
+		cur, doc, found, err := s.read(ctx, id)
+		switch {
+		case err != nil:
+			return err
+		case !found || cur.Page != p.ID || cur.Expired(now):
+			return ErrBadToken
+		case cur.State == model.SubscriberConfirmed:
+			return nil
+		}
+		cur.State, cur.ConfirmedAt, cur.ConfirmBy = model.SubscriberConfirmed, now, time.Time{}
+		err = s.swap(ctx, doc, cur)
+		switch {
+		case errors.Is(err, model.ErrNotFound):
+			return ErrBadToken // deleted meanwhile
+		case errors.Is(err, store.ErrConflict) && attempt < 3:
+			continue
+		}
 		return err
-	case !found || cur.Page != p.ID || cur.Expired(now):
-		return ErrBadToken
-	case cur.State == model.SubscriberConfirmed:
-		return nil
 	}
-	cur.State, cur.ConfirmedAt, cur.ConfirmBy = model.SubscriberConfirmed, now, time.Time{}
-	return s.put(ctx, cur)
 }
 
 // Unsubscribe follows an unsubscribe link of page p: the subscriber is
@@ -425,15 +443,32 @@ func openAddress(sealer Sealer, sub model.Subscriber) (string, error) {
 }
 
 func (s *Service) get(ctx context.Context, id string) (model.Subscriber, bool, error) {
+	sub, _, found, err := s.read(ctx, id)
+	return sub, found, err
+}
+
+// read is get with the document as stored, for swap.
+func (s *Service) read(ctx context.Context, id string) (model.Subscriber, []byte, bool, error) {
 	doc, err := s.o.Store.GetObject(ctx, store.KindSubscriber, id)
 	if errors.Is(err, model.ErrNotFound) {
-		return model.Subscriber{}, false, nil
+		return model.Subscriber{}, nil, false, nil
 	}
 	if err != nil {
-		return model.Subscriber{}, false, err
+		return model.Subscriber{}, nil, false, err
 	}
 	sub, err := model.DecodeSubscriber(doc)
-	return sub, err == nil, err
+	return sub, doc, err == nil, err
+}
+
+// swap writes sub over old, only while the stored document is still old
+// (store.SwapObject): store.ErrConflict if it changed, model.ErrNotFound
+// if it was deleted.
+func (s *Service) swap(ctx context.Context, old []byte, sub model.Subscriber) error {
+	doc, err := json.Marshal(sub)
+	if err != nil {
+		return err
+	}
+	return s.o.Store.SwapObject(ctx, store.KindSubscriber, sub.ID, old, doc)
 }
 
 // put writes sub within the page's cap, counted in the write's own
